@@ -1,0 +1,125 @@
+// The records Fleetward keeps. Pure data: the store maps them to DynamoDB items, the API to JSON.
+
+export type Role = 'tenant' | 'provider-admin' | 'site-agent';
+
+export interface Principal {
+  sub: string;
+  org: string;
+  roles: Role[];
+}
+
+export type MachineState = 'Ready' | 'Assigned' | 'Cleanup';
+
+export type Classification = 'PreventAllocations' | 'SuppressExternalAlerting' | 'PreventInstanceDeletion';
+
+export type IssueCategory = 'HARDWARE' | 'NETWORK' | 'PERFORMANCE' | 'OTHER';
+
+export interface Issue {
+  category: IssueCategory;
+  summary: string;
+  details?: string;
+}
+
+export interface HealthAlert {
+  id: string;
+  target: string;
+  message: string;
+  tenantMessage?: string;
+  classifications: Classification[];
+}
+
+export interface HealthOverride {
+  source: string;
+  mode: 'merge' | 'replace';
+  alerts: HealthAlert[];
+  issue?: Issue;
+  createdBy: string;
+  createdAt: string;
+}
+
+/** Where the machine is in handing its last instance back to the site agent. */
+export interface MachineCleanup {
+  instanceId: string;
+  /** The name the site agent knows the instance by. */
+  siteName: string;
+  /** pending: the agent's DELETE is still to be sent; requested: sent, awaiting the agent's report; failed: the agent reported a failed cleanup. */
+  phase: 'pending' | 'requested' | 'failed';
+  /** While a DELETE is in flight, nobody else sends one until this passes. */
+  leaseUntil?: string;
+  attempts: number;
+  error?: string;
+}
+
+export interface Machine {
+  id: string;
+  machineType: string;
+  rack: string;
+  state: MachineState;
+  instanceId?: string;
+  labels: Record<string, string>;
+  healthOverrides: HealthOverride[];
+  /** Last time the site agent saw it, when known individually (see domain/heartbeat.ts). */
+  lastHeartbeatAt?: string;
+  /** True while the machine is in the site agent's latest heartbeat roster. */
+  heartbeatLive: boolean;
+  cleanup?: MachineCleanup;
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type InstanceStatus = 'Provisioning' | 'Ready' | 'Repairing' | 'Terminating' | 'Terminated' | 'Failed';
+
+/** The create call to the site agent: claimed under a lease so a duplicated trigger never sends a second create. */
+export interface InstanceCreation {
+  clientToken: string;
+  phase: 'pending' | 'in-flight' | 'done';
+  leaseUntil?: string;
+}
+
+export interface Instance {
+  id: string;
+  org: string;
+  name: string;
+  machineId: string;
+  machineType: string;
+  status: InstanceStatus;
+  labels: Record<string, string>;
+  metaInstanceId?: string;
+  createAttempts: number;
+  siteName: string;
+  failureReason?: string;
+  creation: InstanceCreation;
+  createdBy: string;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+}
+
+export interface Tenant {
+  org: string;
+  capabilities: { targetedInstanceCreation: boolean };
+  updatedAt: string;
+}
+
+export interface HistoryEntry {
+  machineId: string;
+  at: string;
+  actor: string;
+  action: string;
+  instanceId?: string;
+  message?: string;
+  changes?: Record<string, { from?: unknown; to?: unknown }>;
+  issue?: Issue;
+}
+
+/** Injected so tests can run a 30 s heartbeat timeout or a 24 h SLA in milliseconds. */
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
+export interface IdSource {
+  next(prefix: string): string;
+}
