@@ -40,8 +40,6 @@ export interface HealthOverride {
 /** Where the machine is in handing its last instance back to the site agent. */
 export interface MachineCleanup {
   instanceId: string;
-  /** The name the site agent knows the instance by. */
-  siteName: string;
   /** pending: the agent's DELETE is still to be sent; requested: sent, awaiting the agent's report; failed: the agent reported a failed cleanup. */
   phase: 'pending' | 'requested' | 'failed';
   /** While a DELETE is in flight, nobody else sends one until this passes. */
@@ -100,6 +98,7 @@ export interface Tenant {
   org: string;
   capabilities: { targetedInstanceCreation: boolean };
   updatedAt: string;
+  version: number;
 }
 
 export interface HistoryEntry {

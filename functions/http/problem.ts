@@ -1,3 +1,5 @@
+import type { Rejection } from '#domain/rejection.ts';
+
 // RFC 9457 problem documents: every error the API answers with has this shape and a stable `code`.
 
 export interface FieldError {
@@ -21,6 +23,7 @@ const titles: Record<number, string> = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   409: 'Conflict',
+  413: 'Content Too Large',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
@@ -29,33 +32,25 @@ const titles: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
-export class ProblemError extends Error {
-  override name = 'ProblemError';
-  readonly status: number;
-  readonly code: string;
-  readonly errors: FieldError[] | undefined;
+/** Refusals are decided in the domain; HTTP only renders them. */
+export { Rejection as ProblemError, conflict, forbidden, notFound } from '#domain/rejection.ts';
 
-  constructor(status: number, code: string, detail: string, errors?: FieldError[]) {
-    super(detail);
-    this.status = status;
-    this.code = code;
-    this.errors = errors;
-  }
-
-  toProblem(): Problem {
-    return {
-      type: `https://fleetward.dev/problems/${this.code}`,
-      title: titles[this.status] ?? 'Error',
-      status: this.status,
-      detail: this.message,
-      code: this.code,
-      ...(this.errors ? { errors: this.errors } : {}),
-    };
-  }
+export function toProblem(error: Rejection): Problem {
+  return {
+    type: `https://fleetward.dev/problems/${error.code}`,
+    title: titles[error.status] ?? 'Error',
+    status: error.status,
+    detail: error.message,
+    code: error.code,
+    ...(error.errors ? { errors: error.errors } : {}),
+  };
 }
 
-export const notFound = (what: string) => new ProblemError(404, 'not-found', `${what} was not found`);
-export const conflict = (code: string, detail: string) => new ProblemError(409, code, detail);
-export const forbidden = (code: string, detail: string) => new ProblemError(403, code, detail);
-export const unprocessable = (code: string, detail: string, errors?: FieldError[]) =>
-  new ProblemError(422, code, detail, errors);
+export const problemContentType = 'application/problem+json';
+
+/** The HTTP answer for a problem, in the shape both the Lambda result and the local server write out. */
+export const problemResponse = (error: Rejection, headers: Record<string, string> = {}) => ({
+  statusCode: error.status,
+  headers: { 'content-type': problemContentType, ...headers },
+  body: JSON.stringify(toProblem(error)),
+});

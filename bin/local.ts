@@ -1,0 +1,37 @@
+// `npm start`: the whole site on this machine. See README "Run the local site".
+import { readFileSync } from 'node:fs';
+import { parseSiteConfig, SiteConfigError } from '#config/site-config.ts';
+import { JavaMissingError } from '#local/dynamodb-local.ts';
+import { startLocalSite } from '#local/site.ts';
+
+const configPath = process.env.FLEETWARD_SITE_CONFIG ?? 'sites/local.toml';
+const port = Number(process.env.PORT ?? 8080);
+const persistDir = process.env.FLEETWARD_DATA_DIR;
+
+try {
+  const config = parseSiteConfig(readFileSync(configPath, 'utf8'), configPath);
+  const site = await startLocalSite({ config, port, ...(persistDir ? { persistDir } : {}) });
+  console.log(`
+Fleetward local site "${config.site.name}" is up.
+  API            ${site.url}
+  health         ${site.url}/health
+  site agent     simulated, ${site.simulator.url} (controls under ${site.url}/_sim/)
+  dev token      curl -s -X POST ${site.url}/_local/token -d '{"sub":"me","org":"acme","roles":["tenant"]}'
+Press Ctrl-C to stop.`);
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n${signal}: stopping…`);
+    await site.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+} catch (error) {
+  if (error instanceof JavaMissingError || error instanceof SiteConfigError) {
+    console.error(error.message);
+    process.exit(1);
+  }
+  throw error;
+}

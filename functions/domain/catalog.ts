@@ -1,0 +1,31 @@
+import type { Versioned } from './change.ts';
+import type { Machine } from './model.ts';
+
+/** How many machines the site has of each type, per rack: what any placement could ever get. */
+export interface Catalog {
+  types: Record<string, { count: number; racks: Record<string, number> }>;
+  version: number;
+}
+
+export const emptyCatalog = (): Catalog => ({ types: {}, version: 0 });
+
+function adjust(catalog: Catalog, machine: Machine, delta: 1 | -1): void {
+  const entry = (catalog.types[machine.machineType] ??= { count: 0, racks: {} });
+  entry.count += delta;
+  entry.racks[machine.rack] = (entry.racks[machine.rack] ?? 0) + delta;
+  if (entry.racks[machine.rack] === 0) delete entry.racks[machine.rack];
+  if (entry.count === 0) delete catalog.types[machine.machineType];
+}
+
+/** The catalog after machines were registered or re-described; null when their types and racks did not change. */
+export function catalogAfter(catalog: Catalog, machines: Versioned<Machine>[]): Catalog | null {
+  const next: Catalog = structuredClone(catalog);
+  let changed = false;
+  for (const { before, after } of machines) {
+    if (before && before.machineType === after.machineType && before.rack === after.rack) continue;
+    if (before) adjust(next, before, -1);
+    adjust(next, after, 1);
+    changed = true;
+  }
+  return changed ? next : null;
+}

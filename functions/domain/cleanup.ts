@@ -1,0 +1,101 @@
+import type { Change, Versioned } from './change.ts';
+import type { Instance, Machine } from './model.ts';
+import { conflict } from './rejection.ts';
+import { addMs, ageMs, iso } from './time.ts';
+
+/** The machine's part of ending an instance: into Cleanup, with the agent's DELETE still to be sent. */
+export function startCleanup(machine: Machine, instanceId: string, at: string): Versioned<Machine>[] {
+  if (machine.instanceId !== instanceId) return [];
+  return [
+    {
+      before: machine,
+      after: { ...machine, state: 'Cleanup', cleanup: { instanceId, phase: 'pending', attempts: 0 }, updatedAt: at },
+    },
+  ];
+}
+
+export interface CleanupTimings {
+  /** How long to wait for the agent's cleanup report after a DELETE was accepted before sending it again. */
+  reportTimeoutMs: number;
+  /** Backoff after a DELETE the agent did not accept: base × attempts, capped. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+}
+
+export const defaultCleanupTimings: CleanupTimings = { reportTimeoutMs: 10 * 60_000, retryBaseMs: 2_000, retryMaxMs: 5 * 60_000 };
+
+/**
+ * Claim sending the agent's DELETE. Waits while the instance's create call is in flight: the agent may not know
+ * the instance's final name yet, and a DELETE racing a create could leave a VM behind.
+ */
+export function claimCleanup(machine: Machine, instance: Instance | null, now: Date, timings: CleanupTimings): Change | null {
+  const cleanup = machine.cleanup;
+  if (machine.state !== 'Cleanup' || !cleanup || cleanup.phase === 'failed') return null;
+  if (cleanup.phase === 'requested' && ageMs(now, cleanup.leaseUntil) < 0) return null;
+  if (instance?.creation.phase === 'in-flight') return null;
+  const claimed: Machine = {
+    ...machine,
+    cleanup: { ...cleanup, phase: 'requested', attempts: cleanup.attempts + 1, leaseUntil: iso(addMs(now, timings.reportTimeoutMs)) },
+    updatedAt: iso(now),
+  };
+  return { machines: [{ before: machine, after: claimed }], history: [] };
+}
+
+export type DeleteOutcome = { kind: 'accepted' } | { kind: 'gone' } | { kind: 'error'; reason: string };
+
+/**
+ * What the agent said to the DELETE. Accepted: wait for its report. Gone: the agent has nothing under that name
+ * (e.g. a create that never committed), so there is nothing to sanitize and the machine returns at once.
+ * Error: try again after a backoff.
+ */
+export function recordDeleteOutcome(machine: Machine, instance: Instance | null, outcome: DeleteOutcome, now: Date, timings: CleanupTimings): Change | null {
+  const cleanup = machine.cleanup;
+  if (machine.state !== 'Cleanup' || cleanup?.phase !== 'requested') return null;
+  if (outcome.kind === 'accepted') return null;
+  if (outcome.kind === 'gone') return finishCleanup(machine, instance, { ok: true, message: 'site agent had no such instance' }, 'site-agent', now);
+  const backoff = Math.min(timings.retryBaseMs * cleanup.attempts, timings.retryMaxMs);
+  const retrying: Machine = {
+    ...machine,
+    cleanup: { ...cleanup, leaseUntil: iso(addMs(now, backoff)), error: outcome.reason },
+    updatedAt: iso(now),
+  };
+  return { machines: [{ before: machine, after: retrying }], history: [] };
+}
+
+export interface CleanupReport {
+  ok: boolean;
+  message?: string;
+}
+
+/**
+ * The agent's cleanup report. Success returns the machine to the pool; failure keeps it out with the reason, for an
+ * operator. Either way the tenant's instance is over.
+ */
+export function finishCleanup(machine: Machine, instance: Instance | null, report: CleanupReport, actor: string, now: Date): Change {
+  if (machine.state !== 'Cleanup' || !machine.cleanup) {
+    throw conflict('invalid-state', `machine ${machine.id} is ${machine.state}, not in Cleanup`);
+  }
+  const at = iso(now);
+  const ended =
+    instance && (instance.status === 'Terminating' || instance.status === 'Provisioning' || instance.status === 'Ready')
+      ? [{ before: instance, after: { ...instance, status: 'Terminated' as const, updatedAt: at } }]
+      : [];
+  const after: Machine = report.ok
+    ? { ...machine, state: 'Ready', instanceId: undefined, cleanup: undefined, updatedAt: at }
+    : { ...machine, cleanup: { ...machine.cleanup, phase: 'failed', leaseUntil: undefined, error: report.message ?? 'cleanup failed' }, updatedAt: at };
+  return {
+    machines: [{ before: machine, after }],
+    instances: ended,
+    history: [
+      {
+        machineId: machine.id,
+        at,
+        actor,
+        action: report.ok ? 'cleanup-succeeded' : 'cleanup-failed',
+        instanceId: machine.cleanup.instanceId,
+        ...(report.message ? { message: report.message } : {}),
+        changes: report.ok ? { state: { from: 'Cleanup', to: 'Ready' } } : { cleanup: { to: 'failed' } },
+      },
+    ],
+  };
+}

@@ -1,0 +1,171 @@
+import type { Change } from './change.ts';
+import type { Instance, Machine } from './model.ts';
+import { startCleanup } from './cleanup.ts';
+import { conflict } from './rejection.ts';
+import { addMs, ageMs, iso } from './time.ts';
+
+export interface NewInstanceSpec {
+  id: string;
+  org: string;
+  name: string;
+  labels: Record<string, string>;
+  clientToken: string;
+  createdBy: string;
+  metaInstanceId?: string;
+}
+
+/** Claim the machine for a new instance: machine Ready → Assigned and the instance Provisioning, together. */
+export function assignInstance(machine: Machine, spec: NewInstanceSpec, now: Date): { change: Change; instance: Instance } {
+  const at = iso(now);
+  const instance: Instance = {
+    id: spec.id,
+    org: spec.org,
+    name: spec.name,
+    machineId: machine.id,
+    machineType: machine.machineType,
+    status: 'Provisioning',
+    labels: spec.labels,
+    ...(spec.metaInstanceId ? { metaInstanceId: spec.metaInstanceId } : {}),
+    createAttempts: 0,
+    siteName: spec.name,
+    creation: { clientToken: spec.clientToken, phase: 'pending' },
+    createdBy: spec.createdBy,
+    createdAt: at,
+    updatedAt: at,
+    version: 0,
+  };
+  const assigned: Machine = { ...machine, state: 'Assigned', instanceId: instance.id, updatedAt: at };
+  return {
+    instance,
+    change: {
+      machines: [{ before: machine, after: assigned }],
+      instances: [{ before: null, after: instance }],
+      history: [
+        {
+          machineId: machine.id,
+          at,
+          actor: spec.createdBy,
+          action: 'instance-created',
+          instanceId: instance.id,
+          changes: { state: { from: machine.state, to: 'Assigned' }, instanceId: { to: instance.id } },
+        },
+      ],
+    },
+  };
+}
+
+const FINISHED: ReadonlySet<Instance['status']> = new Set(['Terminating', 'Terminated', 'Failed']);
+
+export type ReleaseDecision = { kind: 'unchanged'; instance: Instance } | { kind: 'release'; instance: Instance; change: Change };
+
+/**
+ * Release: the instance goes Terminating and its machine into Cleanup in the same change, so the machine can
+ * never be re-allocated before the site agent has sanitized it. Releasing a finished instance changes nothing.
+ */
+export function releaseInstance(instance: Instance, machine: Machine, actor: string, now: Date): ReleaseDecision {
+  if (FINISHED.has(instance.status)) return { kind: 'unchanged', instance };
+  if (instance.status === 'Repairing') {
+    throw conflict('online-repair-active', `instance ${instance.id} is under online repair; disable it before releasing`);
+  }
+  const at = iso(now);
+  const terminating: Instance = { ...instance, status: 'Terminating', updatedAt: at };
+  return {
+    kind: 'release',
+    instance: terminating,
+    change: {
+      instances: [{ before: instance, after: terminating }],
+      machines: startCleanup(machine, instance.id, at),
+      history: [
+        {
+          machineId: machine.id,
+          at,
+          actor,
+          action: 'instance-released',
+          instanceId: instance.id,
+          changes: { status: { from: instance.status, to: 'Terminating' }, state: { from: machine.state, to: 'Cleanup' } },
+        },
+      ],
+    },
+  };
+}
+
+/** How long one create call may take in the worst case, so a crashed caller's claim lapses and the sweep retries. */
+export function createLeaseMs(retry: { maxAttempts: number; baseDelayMs: number; timeoutMs: number }): number {
+  const delays = (retry.baseDelayMs * (retry.maxAttempts * (retry.maxAttempts - 1))) / 2;
+  return retry.maxAttempts * retry.timeoutMs + delays + 5_000;
+}
+
+/** Claim the site-agent create, unless someone else holds a live claim or it is already done. */
+export function claimCreate(instance: Instance, now: Date, leaseMs: number): Change | null {
+  if (instance.status !== 'Provisioning') return null;
+  const { creation } = instance;
+  if (creation.phase === 'done') return null;
+  if (creation.phase === 'in-flight' && ageMs(now, creation.leaseUntil) < 0) return null;
+  const claimed: Instance = {
+    ...instance,
+    creation: { ...creation, phase: 'in-flight', leaseUntil: iso(addMs(now, leaseMs)) },
+    updatedAt: iso(now),
+  };
+  return { instances: [{ before: instance, after: claimed }], history: [] };
+}
+
+export type CreateOutcome =
+  | { ok: true; siteName: string; attempts: number }
+  | { ok: false; attempts: number; reason: string };
+
+/**
+ * Record what the site agent said. Success makes a Provisioning instance Ready; final failure makes it Failed and
+ * sends its machine through cleanup back to the pool. An instance released meanwhile keeps Terminating but learns
+ * its site name, which the cleanup needs.
+ */
+export function completeCreate(instance: Instance, machine: Machine, outcome: CreateOutcome, now: Date): Change | null {
+  if (instance.creation.phase !== 'in-flight') return null;
+  const at = iso(now);
+  const base: Instance = {
+    ...instance,
+    createAttempts: instance.createAttempts + outcome.attempts,
+    ...(outcome.ok ? { siteName: outcome.siteName } : {}),
+    creation: { clientToken: instance.creation.clientToken, phase: 'done' },
+    updatedAt: at,
+  };
+  if (instance.status !== 'Provisioning') return { instances: [{ before: instance, after: base }], history: [] };
+  if (outcome.ok) {
+    const ready: Instance = { ...base, status: 'Ready' };
+    return {
+      instances: [{ before: instance, after: ready }],
+      history: [
+        {
+          machineId: machine.id,
+          at,
+          actor: 'site-agent',
+          action: 'instance-ready',
+          instanceId: instance.id,
+          message: `created as ${outcome.siteName} after ${outcome.attempts} attempt(s)`,
+          changes: { status: { from: 'Provisioning', to: 'Ready' } },
+        },
+      ],
+    };
+  }
+  const failed: Instance = { ...base, status: 'Failed', failureReason: outcome.reason };
+  return {
+    instances: [{ before: instance, after: failed }],
+    machines: startCleanup(machine, instance.id, at),
+    history: [
+      {
+        machineId: machine.id,
+        at,
+        actor: 'site-agent',
+        action: 'instance-create-failed',
+        instanceId: instance.id,
+        message: outcome.reason,
+        changes: { status: { from: 'Provisioning', to: 'Failed' }, state: { from: machine.state, to: 'Cleanup' } },
+      },
+    ],
+  };
+}
+
+/** The instance as the API shows it (API.md "Instance"): the create claim is internal. */
+export function instanceView(instance: Instance) {
+  const { creation: _creation, createdBy: _createdBy, version: _version, ...view } = instance;
+  return view;
+}

@@ -1,0 +1,82 @@
+import type { Change } from './change.ts';
+import { allocatability, lastSeenAt, type HeartbeatView } from './health.ts';
+import type { Machine } from './model.ts';
+import { iso } from './time.ts';
+
+export interface MachineRegistration {
+  id: string;
+  machineType: string;
+  rack?: string;
+  labels?: Record<string, string>;
+}
+
+/**
+ * Register a machine or update its description. Type, rack and the given labels are the provider's to set;
+ * state, instance and overrides are never touched by a re-registration.
+ */
+export function registerMachine(existing: Machine | null, registration: MachineRegistration, actor: string, now: Date): Change | null {
+  const at = iso(now);
+  const rack = registration.rack ?? existing?.rack ?? 'default';
+  if (!existing) {
+    const machine: Machine = {
+      id: registration.id,
+      machineType: registration.machineType,
+      rack,
+      state: 'Ready',
+      labels: registration.labels ?? {},
+      healthOverrides: [],
+      heartbeatLive: false,
+      version: 0,
+      createdAt: at,
+      updatedAt: at,
+    };
+    return {
+      machines: [{ before: null, after: machine }],
+      history: [{ machineId: machine.id, at, actor, action: 'machine-registered', changes: { machineType: { to: machine.machineType }, rack: { to: rack } } }],
+    };
+  }
+  const labels = { ...existing.labels, ...registration.labels };
+  const unchanged =
+    existing.machineType === registration.machineType &&
+    existing.rack === rack &&
+    JSON.stringify(labels) === JSON.stringify(existing.labels);
+  if (unchanged) return null;
+  const after: Machine = { ...existing, machineType: registration.machineType, rack, labels, updatedAt: at };
+  return {
+    machines: [{ before: existing, after }],
+    history: [
+      {
+        machineId: existing.id,
+        at,
+        actor,
+        action: 'machine-updated',
+        changes: {
+          machineType: { from: existing.machineType, to: after.machineType },
+          rack: { from: existing.rack, to: rack },
+        },
+      },
+    ],
+  };
+}
+
+/** The machine as the API shows it (API.md "Machine"). */
+export function machineView(machine: Machine, heartbeat: HeartbeatView, now: Date) {
+  const { allocatable, notAllocatableReasons } = allocatability(machine, heartbeat, now);
+  const seen = lastSeenAt(machine, heartbeat);
+  return {
+    id: machine.id,
+    machineType: machine.machineType,
+    rack: machine.rack,
+    state: machine.state,
+    ...(machine.instanceId ? { instanceId: machine.instanceId } : {}),
+    labels: machine.labels,
+    healthOverrides: machine.healthOverrides,
+    allocatable,
+    notAllocatableReasons,
+    ...(seen ? { lastHeartbeatAt: seen } : {}),
+    ...(machine.cleanup ? { cleanup: { phase: machine.cleanup.phase, attempts: machine.cleanup.attempts, ...(machine.cleanup.error ? { error: machine.cleanup.error } : {}) } } : {}),
+    version: machine.version,
+  };
+}
+
+export type MachineView = ReturnType<typeof machineView>;

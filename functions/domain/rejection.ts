@@ -1,0 +1,22 @@
+/**
+ * A decision that says no: the API answers it as a problem document with this status and stable code.
+ * Lives in the domain so that pure decisions can refuse without knowing about HTTP.
+ */
+export class Rejection extends Error {
+  override name = 'Rejection';
+  readonly status: number;
+  readonly code: string;
+  readonly errors: Array<{ path: string; message: string }> | undefined;
+
+  constructor(status: number, code: string, detail: string, errors?: Array<{ path: string; message: string }>) {
+    super(detail);
+    this.status = status;
+    this.code = code;
+    this.errors = errors;
+  }
+}
+
+export const notFound = (what: string) => new Rejection(404, 'not-found', `${what} was not found`);
+export const conflict = (code: string, detail: string) => new Rejection(409, code, detail);
+export const forbidden = (code: string, detail: string) => new Rejection(403, code, detail);
+export const unprocessable = (code: string, detail: string) => new Rejection(422, code, detail);

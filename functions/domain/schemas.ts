@@ -1,0 +1,105 @@
+import { z } from 'zod';
+
+// Request and response shapes of API.md. The routes validate with them and the OpenAPI document is made from them.
+
+const machineId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'letters, digits and . _ : - (at most 128)');
+const org = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits and . _ - (at most 64)');
+const resourceId = z.string().min(1).max(128);
+const machineType = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'lower-case letters, digits and . _ - (at most 64)');
+const labelKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/, 'letters, digits and . _ / - (at most 63)');
+const labelValue = z.string().max(1024);
+const labels = z.record(labelKey, labelValue).refine((l) => Object.keys(l).length <= 64, 'at most 64 labels');
+const instanceName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'lower-case letters, digits and dashes (at most 63)');
+
+export const issueCategories = ['HARDWARE', 'NETWORK', 'PERFORMANCE', 'OTHER'] as const;
+
+/** Category in any letter case, stored upper-case. */
+export const issueSchema = z.strictObject({
+  category: z
+    .string()
+    .transform((c) => c.toUpperCase())
+    .pipe(z.enum(issueCategories)),
+  summary: z.string().min(1).max(1024),
+  details: z.string().max(8192).optional(),
+});
+
+export const pageQuery = {
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  nextToken: z.string().min(1).max(2048).optional(),
+};
+
+export const params = {
+  org: z.strictObject({ org }),
+  orgInstance: z.strictObject({ org, id: resourceId }),
+  machine: z.strictObject({ id: machineId }),
+  tenantOrg: z.strictObject({ org }),
+};
+
+export const createInstanceBody = z
+  .strictObject({
+    machineType: machineType.optional(),
+    machineId: machineId.optional(),
+    name: instanceName.optional(),
+    labels: labels.optional(),
+  })
+  .refine((b) => (b.machineType === undefined) !== (b.machineId === undefined), {
+    message: 'give exactly one of machineType or machineId',
+    path: ['machineType'],
+  });
+
+export const releaseInstanceBody = z.strictObject({
+  machineHealthIssue: issueSchema.optional(),
+  isRepairTenant: z.boolean().optional(),
+});
+
+export const instanceStatuses = ['Provisioning', 'Ready', 'Repairing', 'Terminating', 'Terminated', 'Failed'] as const;
+
+export const listInstancesQuery = z.strictObject({ ...pageQuery, status: z.enum(instanceStatuses).optional() });
+
+export const registerMachinesBody = z.strictObject({
+  machines: z
+    .array(z.strictObject({ id: machineId, machineType, rack: z.string().min(1).max(64).optional(), labels: labels.optional() }))
+    .min(1)
+    .max(1000)
+    .refine((ms) => new Set(ms.map((m) => m.id)).size === ms.length, 'machine ids must be unique'),
+});
+
+export const listMachinesQuery = z.strictObject({
+  ...pageQuery,
+  state: z.enum(['Ready', 'Assigned', 'Cleanup']).optional(),
+  machineType: machineType.optional(),
+  healthOverride: z.string().min(1).max(64).optional(),
+  allocatable: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+});
+
+export const tenantBody = z.strictObject({
+  capabilities: z.strictObject({ targetedInstanceCreation: z.boolean() }),
+});
+
+export const heartbeatBody = z.strictObject({
+  machines: z.array(z.strictObject({ id: machineId })).max(100_000),
+});
+
+export const cleanupReportBody = z.strictObject({
+  ok: z.boolean(),
+  message: z.string().max(4096).optional(),
+});
+
+export const emptyQuery = z.strictObject({});
+
+// Response shapes, for the OpenAPI document.
+export const instanceResponse = z.object({
+  id: z.string(),
+  org: z.string(),
+  name: z.string(),
+  machineId: z.string(),
+  machineType: z.string(),
+  status: z.enum(instanceStatuses),
+  labels: z.record(z.string(), z.string()),
+  metaInstanceId: z.string().optional(),
+  createAttempts: z.number().int(),
+  siteName: z.string(),
+  failureReason: z.string().optional(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});

@@ -1,0 +1,8 @@
+import type { AppContext } from '#services/context.ts';
+import { contextFromEnv, lazy } from '#services/lambda-context.ts';
+import { sweep } from '#services/reconcile.ts';
+
+/** The schedule's target: finish whatever is due that no stream reaction finished. */
+export const createSweepHandler = (ctx: AppContext) => async () => sweep(ctx);
+
+export const handler = lazy(() => createSweepHandler(contextFromEnv()));

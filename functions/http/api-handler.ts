@@ -1,0 +1,311 @@
+import { IdempotencyAlreadyInProgressError, IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import middy, { type MiddlewareObj } from '@middy/core';
+import type { APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { Principal } from '#domain/model.ts';
+import { principalFromEvent } from '#http/auth.ts';
+import { ProblemError, problemResponse } from '#http/problem.ts';
+import type { HttpMethod, Route, RouteRequest, RouteResult } from '#http/route.ts';
+import { validateParts, validationFailed } from '#http/validation.ts';
+
+export type ApiEvent = APIGatewayProxyEventV2WithJWTAuthorizer;
+export type ApiResult = APIGatewayProxyStructuredResultV2;
+export type ApiHandler = (event: ApiEvent, context: Context) => Promise<ApiResult>;
+
+export interface ApiHandlerDeps {
+  /** Without it `Idempotency-Key` is ignored (handy for tests of routes alone); every deployment sets it. */
+  idempotency?: {
+    client: DynamoDBDocumentClient;
+    tableName: string;
+    /** How long a remembered response is replayed: API.md promises 24 h. */
+    expiresAfterSeconds?: number;
+  };
+  logger?: Logger;
+}
+
+/** Callers of public routes that sent no token. */
+export const anonymous: Principal = { sub: 'anonymous', org: '', roles: [] };
+
+const mutatingMethods = new Set<string>(['POST', 'PUT', 'PATCH', 'DELETE']);
+const idempotencyHeader = 'idempotency-key';
+const maxIdempotencyKeyLength = 255;
+
+// ---- route table -------------------------------------------------------------------------------------------
+
+interface CompiledRoute {
+  route: Route;
+  pattern: RegExp;
+  names: string[];
+  /** Literal segments sort before `{param}` ones, as API Gateway prefers the most specific route. */
+  rank: string;
+}
+
+function compile(route: Route): CompiledRoute {
+  const names: string[] = [];
+  let rank = '';
+  const source = route.path
+    .split('/')
+    .filter((segment) => segment !== '')
+    .map((segment) => {
+      const param = /^\{([A-Za-z0-9_]+)(\+?)\}$/.exec(segment);
+      if (!param) {
+        rank += '0';
+        return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      }
+      names.push(param[1]!);
+      rank += param[2] ? '2' : '1';
+      return param[2] ? '(.+)' : '([^/]+)';
+    })
+    .join('/');
+  return { route, pattern: new RegExp(`^/${source}$`), names, rank };
+}
+
+const normalisePath = (path: string) => (path.length > 1 ? path.replace(/\/+$/, '') : path);
+
+const decode = (value: string) => {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+};
+
+function extractParams(compiled: CompiledRoute, path: string): Record<string, string> | undefined {
+  const match = compiled.pattern.exec(path);
+  if (!match) return undefined;
+  return Object.fromEntries(compiled.names.map((name, i) => [name, decode(match[i + 1]!)]));
+}
+
+class MethodNotAllowed extends ProblemError {
+  readonly allow: string;
+  constructor(method: string, allowed: string[]) {
+    super(405, 'method-not-allowed', `${method} is not allowed here; allowed: ${allowed.join(', ')}`);
+    this.allow = allowed.join(', ');
+  }
+}
+
+function createRouter(routes: Route[]) {
+  const compiled = routes.map(compile).sort((a, b) => a.rank.localeCompare(b.rank));
+  const byRouteKey = new Map(compiled.map((c) => [`${c.route.method} ${c.route.path}`, c]));
+
+  return (event: ApiEvent): { route: Route; params: Record<string, string> } => {
+    const method = event.requestContext.http.method.toUpperCase();
+    const path = normalisePath(event.rawPath);
+    // Behind API Gateway the route is already chosen (and its params decoded); the local adapter sends `$default`.
+    const chosen = event.routeKey !== '$default' ? byRouteKey.get(event.routeKey) : undefined;
+    if (chosen) {
+      const params = (event.pathParameters as Record<string, string> | undefined) ?? extractParams(chosen, path) ?? {};
+      return { route: chosen.route, params };
+    }
+    const onPath = compiled.filter((c) => c.pattern.test(path));
+    if (onPath.length === 0) throw new ProblemError(404, 'route-not-found', `No route for ${path}`);
+    const hit = onPath.find((c) => c.route.method === method);
+    if (!hit) throw new MethodNotAllowed(method, [...new Set(onPath.map((c) => c.route.method))]);
+    return { route: hit.route, params: extractParams(hit, path)! };
+  };
+}
+
+// ---- middlewares -----------------------------------------------------------------------------------------
+
+/** What the middlewares learn about a request, for the handler at the end of the chain. */
+interface ApiState {
+  route: Route;
+  principal: Principal;
+  authenticated: boolean;
+  params: Record<string, string>;
+  body: unknown;
+}
+type ApiContext = Context & { api: ApiState };
+
+/**
+ * Routing and authorization come before anything reads the body: an unauthenticated or foreign-org caller
+ * learns nothing from how we would have judged their input.
+ */
+const resolveRoute = (router: ReturnType<typeof createRouter>): MiddlewareObj<ApiEvent, ApiResult, Error, ApiContext> => ({
+  before: ({ event, context }) => {
+    const { route, params } = router(event);
+    const authorizer = (event.requestContext as { authorizer?: unknown }).authorizer;
+    const authenticated = route.roles !== 'public' || authorizer !== undefined;
+    const principal = authenticated ? principalFromEvent(event) : anonymous;
+    if (route.roles !== 'public') {
+      const allowed = route.roles;
+      if (!principal.roles.some((role) => allowed.includes(role))) {
+        throw new ProblemError(403, 'forbidden', `This route needs one of the roles: ${allowed.join(', ')}`);
+      }
+      // Provider admins act across orgs (e.g. PUT /admin/tenants/{org}); everyone else only sees their own.
+      const acrossOrgs = principal.roles.includes('provider-admin') && allowed.includes('provider-admin');
+      if (params.org !== undefined && params.org !== principal.org && !acrossOrgs) {
+        throw new ProblemError(404, 'not-found', `${event.rawPath} was not found`);
+      }
+    }
+    context.api = { route, principal, authenticated, params, body: undefined };
+  },
+});
+
+/** A route without a body schema never looks at the body, so a stray one on GET/DELETE is harmless. */
+const parseJsonBody: MiddlewareObj<ApiEvent, ApiResult, Error, ApiContext> = {
+  before: ({ event, context }) => {
+    const { route } = context.api;
+    if (!route.body) return;
+    const raw = event.body === undefined ? '' : event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+    if (raw.trim() === '') {
+      if (route.bodyRequired) throw validationFailed([{ path: '', message: 'A JSON request body is required' }]);
+      context.api.body = {};
+      return;
+    }
+    try {
+      context.api.body = JSON.parse(raw);
+    } catch {
+      throw new ProblemError(400, 'invalid-json', 'The request body is not valid JSON');
+    }
+  },
+};
+
+/** Problems answer as problem+json; anything else is our bug: logged in full, answered without detail. */
+const problemErrors = (logger: Logger): MiddlewareObj<ApiEvent, ApiResult, Error, ApiContext> => ({
+  onError: (request) => {
+    const { error, context } = request;
+    if (error instanceof ProblemError) {
+      request.response = problemResponse(error, error instanceof MethodNotAllowed ? { allow: error.allow } : {});
+      return;
+    }
+    logger.error('unhandled error', { requestId: request.event.requestContext?.requestId, route: context.api?.route.operationId, error: error as Error });
+    request.response = problemResponse(
+      new ProblemError(500, 'internal-error', `An internal error occurred (request ${request.event.requestContext?.requestId ?? context.awsRequestId ?? 'unknown'})`),
+    );
+  },
+});
+
+// ---- responses and idempotency -----------------------------------------------------------------------------
+
+function toResult(result: RouteResult): ApiResult {
+  if (result.status === 204 || result.body === undefined) {
+    return { statusCode: result.status, headers: { ...result.headers } };
+  }
+  return {
+    statusCode: result.status,
+    headers: { 'content-type': 'application/json', ...result.headers },
+    body: JSON.stringify(result.body),
+  };
+}
+
+/** Thrown inside the idempotent call so Powertools forgets the key: only 2xx answers are worth replaying. */
+class NotRemembered extends Error {
+  readonly result: ApiResult;
+  constructor(result: ApiResult) {
+    super('response not remembered');
+    this.result = result;
+  }
+}
+
+/**
+ * Idempotency-Key via Powertools: the record's key hashes `scope` (caller, method, concrete path, header value),
+ * its validation hash covers `request` (the JSON body as sent and the query), and its stored data is the complete
+ * HTTP result, so a replay answers byte for byte what the first call answered.
+ */
+interface IdempotencyPayload {
+  scope: { sub: string; org: string; method: string; path: string; key: string };
+  request: { body: unknown; query: unknown };
+}
+
+function createIdempotentRunner(options: NonNullable<ApiHandlerDeps['idempotency']>) {
+  const persistenceStore = new DynamoDBPersistenceLayer({
+    tableName: options.tableName,
+    keyAttr: 'id',
+    // The document client shares its DynamoDBClient's config and middleware stack, so plain commands go through.
+    awsSdkV3Client: options.client as unknown as DynamoDBClient,
+  });
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: 'scope',
+    payloadValidationJmesPath: 'request',
+    expiresAfterSeconds: options.expiresAfterSeconds ?? 24 * 60 * 60,
+    hashFunction: 'sha256',
+    responseHook: (response) => {
+      const result = response as ApiResult;
+      return { ...result, headers: { ...result.headers, 'idempotent-replayed': 'true' } };
+    },
+  });
+  // The context argument lets Powertools bound an INPROGRESS record by the invocation's remaining time.
+  const run = makeIdempotent(
+    async (_payload: IdempotencyPayload, _context: Context, execute: () => Promise<ApiResult>) => {
+      const result = await execute();
+      const status = result.statusCode ?? 200;
+      if (status < 200 || status > 299) throw new NotRemembered(result);
+      // Through JSON once so the stored record holds exactly what we send (no undefined, no class instances).
+      return JSON.parse(JSON.stringify(result)) as ApiResult;
+    },
+    { persistenceStore, config, keyPrefix: 'fleetward-http' },
+  );
+
+  return async (payload: IdempotencyPayload, context: Context, execute: () => Promise<ApiResult>): Promise<ApiResult> => {
+    const lambdaContext = typeof context.getRemainingTimeInMillis === 'function' ? context : withDeadline(context);
+    try {
+      return (await run(payload, lambdaContext, execute)) as ApiResult;
+    } catch (error) {
+      if (error instanceof NotRemembered) return error.result;
+      if (error instanceof IdempotencyValidationError) {
+        throw new ProblemError(422, 'idempotency-key-reused', 'This Idempotency-Key was used with a different request body');
+      }
+      if (error instanceof IdempotencyAlreadyInProgressError) {
+        throw new ProblemError(409, 'idempotency-in-progress', 'A request with this Idempotency-Key is still in progress; retry later');
+      }
+      throw error;
+    }
+  };
+}
+
+/** Contexts made outside Lambda may lack the clock; API Gateway's 30 s limit is the natural bound. */
+const withDeadline = (context: Context): Context => {
+  const deadline = Date.now() + 30_000;
+  return { ...context, getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()) };
+};
+
+function idempotencyKeyOf(event: ApiEvent, method: HttpMethod): string | undefined {
+  if (!mutatingMethods.has(method)) return undefined;
+  const key = event.headers?.[idempotencyHeader];
+  if (key === undefined) return undefined;
+  if (key.trim() === '' || key.length > maxIdempotencyKeyLength) {
+    throw validationFailed([
+      { path: `headers.${idempotencyHeader}`, message: `Must be 1..${maxIdempotencyKeyLength} characters` },
+    ]);
+  }
+  return key;
+}
+
+const lowerCaseHeaders = (headers: ApiEvent['headers'] | undefined) =>
+  Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
+
+// ---- the handler ---------------------------------------------------------------------------------------------
+
+/**
+ * One Lambda handler for a route table: routing, authentication, authorization, JSON, validation, idempotency
+ * and problem+json all happen here, so route handlers only decide and write.
+ */
+export function createApiHandler(routes: Route[], deps: ApiHandlerDeps = {}): ApiHandler {
+  const logger = deps.logger ?? new Logger({ serviceName: 'fleetward-api' });
+  const runIdempotently = deps.idempotency ? createIdempotentRunner(deps.idempotency) : undefined;
+
+  const dispatch = async (event: ApiEvent, context: ApiContext): Promise<ApiResult> => {
+    const { route, principal, authenticated, params, body } = context.api;
+    const query = event.queryStringParameters ?? {};
+    const valid = validateParts({ params: route.params, query: route.query, body: route.body }, { params, query, body });
+    const request: RouteRequest<unknown, unknown, unknown> = { principal, ...valid, headers: lowerCaseHeaders(event.headers) };
+    const execute = async () => toResult(await route.handle(request));
+
+    const key = idempotencyKeyOf(event, route.method);
+    // Anonymous callers share one identity, so their keys could collide: no idempotency for them.
+    if (key === undefined || !runIdempotently || !authenticated) return execute();
+    const scope = { sub: principal.sub, org: principal.org, method: route.method, path: normalisePath(event.rawPath), key };
+    return runIdempotently({ scope, request: { body, query } }, context, execute);
+  };
+
+  const handler = middy<ApiEvent, ApiResult, Error, ApiContext>(dispatch)
+    .use(resolveRoute(createRouter(routes)))
+    .use(parseJsonBody)
+    // Last in the chain (DESIGN.md): middy runs onError in reverse, so it sees every error first and answers it.
+    .use(problemErrors(logger));
+  return handler as unknown as ApiHandler;
+}

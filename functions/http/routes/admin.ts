@@ -1,0 +1,71 @@
+import { z } from 'zod';
+import { emptyQuery, listMachinesQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
+import type { AppContext } from '#services/context.ts';
+import { listMachines, registerMachines, showMachine } from '#services/machines.ts';
+import { setTenantCapabilities } from '#services/tenants.ts';
+import { defineRoute, type Route } from '../route.ts';
+import { version } from '../version.ts';
+
+export function adminRoutes(ctx: AppContext): Route[] {
+  return [
+    defineRoute({
+      operationId: 'register-machines',
+      method: 'POST',
+      path: '/admin/machines',
+      roles: ['provider-admin'],
+      summary: 'Register machines or update their type, rack and labels',
+      query: emptyQuery,
+      body: registerMachinesBody,
+      bodyRequired: true,
+      response: z.object({ upserted: z.number().int() }),
+      handle: async ({ principal, body }) => ({ status: 200, body: await registerMachines(ctx, body.machines, principal.sub) }),
+    }),
+    defineRoute({
+      operationId: 'list-machines',
+      method: 'GET',
+      path: '/admin/machines',
+      roles: ['provider-admin'],
+      summary: 'The fleet, filtered by state, type, health override or allocatability',
+      query: listMachinesQuery,
+      handle: async ({ query }) => {
+        const { limit, nextToken, ...filter } = query;
+        const page = await listMachines(ctx, { limit, nextToken }, filter);
+        return { status: 200, body: { items: page.items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) } };
+      },
+    }),
+    defineRoute({
+      operationId: 'show-machine',
+      method: 'GET',
+      path: '/admin/machines/{id}',
+      roles: ['provider-admin'],
+      summary: 'One machine ("machine show")',
+      params: params.machine,
+      query: emptyQuery,
+      handle: async ({ params: p }) => ({ status: 200, body: await showMachine(ctx, p.id) }),
+    }),
+    defineRoute({
+      operationId: 'set-tenant-capabilities',
+      method: 'PUT',
+      path: '/admin/tenants/{org}',
+      roles: ['provider-admin'],
+      summary: "Set a tenant org's capabilities",
+      params: params.tenantOrg,
+      query: emptyQuery,
+      body: tenantBody,
+      bodyRequired: true,
+      handle: async ({ principal, params: p, body }) => {
+        const tenant = await setTenantCapabilities(ctx, p.org, body.capabilities, principal.sub);
+        return { status: 200, body: { org: tenant.org, capabilities: tenant.capabilities, updatedAt: tenant.updatedAt } };
+      },
+    }),
+    defineRoute({
+      operationId: 'show-config',
+      method: 'GET',
+      path: '/admin/config',
+      roles: ['provider-admin'],
+      summary: 'The site config in force and the running version',
+      query: emptyQuery,
+      handle: async () => ({ status: 200, body: { version, config: ctx.config } }),
+    }),
+  ];
+}

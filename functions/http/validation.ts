@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { ProblemError, type FieldError } from '#http/problem.ts';
+
+/** The part of the request a zod issue is about: body paths stay bare (`machineHealthIssue.category`). */
+export type RequestPart = 'params' | 'query' | 'body' | 'headers';
+
+const joinPath = (part: RequestPart, path: readonly PropertyKey[]): string => {
+  const segments = path.map(String);
+  return (part === 'body' ? segments : [part, ...segments]).join('.');
+};
+
+export function fieldErrors(issues: readonly z.core.$ZodIssue[], part: RequestPart): FieldError[] {
+  return issues.flatMap((issue) =>
+    // One entry per unknown key, so a client can point at the field it should not have sent.
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => ({ path: joinPath(part, [...issue.path, key]), message: 'Unrecognized key' }))
+      : [{ path: joinPath(part, issue.path), message: issue.message }],
+  );
+}
+
+export const validationFailed = (errors: FieldError[]) =>
+  new ProblemError(422, 'validation-failed', 'The request is not valid; see `errors`', errors);
+
+export interface RequestParts {
+  params: unknown;
+  query: unknown;
+  body: unknown;
+}
+
+/** Parses every part before failing, so a client sees all its mistakes in one round trip. */
+export function validateParts(
+  schemas: { [K in keyof RequestParts]?: z.ZodType | undefined },
+  raw: RequestParts,
+): RequestParts {
+  const errors: FieldError[] = [];
+  const out: RequestParts = { ...raw };
+  for (const part of ['params', 'query', 'body'] as const) {
+    const schema = schemas[part];
+    if (!schema) continue;
+    const result = schema.safeParse(raw[part]);
+    if (result.success) out[part] = result.data;
+    else errors.push(...fieldErrors(result.error.issues, part));
+  }
+  if (errors.length > 0) throw validationFailed(errors);
+  return out;
+}
+
+/** `?limit=`: 1..500, 50 when absent (API.md "Lists"). */
+export const limitSchema = z.coerce.number().int().min(1).max(500).default(50);
+
+/** `?nextToken=`: opaque to clients; the store that issued it decides what it means. */
+export const nextTokenSchema = z.string().min(1).max(4096).optional();
+
+export const listQuerySchema = z.object({ limit: limitSchema, nextToken: nextTokenSchema });
+export type ListQuery = z.infer<typeof listQuerySchema>;

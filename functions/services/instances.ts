@@ -1,0 +1,107 @@
+import { allocatability } from '#domain/health.ts';
+import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances.ts';
+import type { Instance, Machine, Principal } from '#domain/model.ts';
+import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.ts';
+import { StaleWriteError } from '#store/fleet-store.ts';
+import type { AppContext } from './context.ts';
+import { loadHeartbeatView } from './heartbeat-view.ts';
+import { retryOnStale } from './retry-on-stale.ts';
+
+export interface CreateInstanceRequest {
+  machineType?: string | undefined;
+  machineId?: string | undefined;
+  name?: string | undefined;
+  labels?: Record<string, string> | undefined;
+  metaInstanceId?: string;
+}
+
+/** Rounds of "read candidates, try to claim one": a lost claim means someone else took it, so look again. */
+const PLACEMENT_ROUNDS = 3;
+
+export async function createInstance(ctx: AppContext, principal: Principal, request: CreateInstanceRequest): Promise<Instance> {
+  const id = ctx.ids.next('i');
+  const spec: NewInstanceSpec = {
+    id,
+    org: principal.org,
+    name: request.name ?? id,
+    labels: request.labels ?? {},
+    clientToken: ctx.ids.next('ct'),
+    createdBy: principal.sub,
+    ...(request.metaInstanceId ? { metaInstanceId: request.metaInstanceId } : {}),
+  };
+  if (request.machineId !== undefined) return createOnMachine(ctx, principal, request.machineId, spec);
+
+  const machineType = request.machineType!;
+  const catalog = await ctx.store.getCatalog();
+  if (!catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
+  const heartbeat = await loadHeartbeatView(ctx);
+  for (let round = 0; round < PLACEMENT_ROUNDS; round++) {
+    const now = ctx.clock.now();
+    const candidates = shuffle(
+      (await ctx.store.allocatableMachines(machineType)).filter((m) => allocatability(m, heartbeat, now).allocatable),
+    );
+    if (candidates.length === 0) break;
+    for (const machine of candidates) {
+      const { change, instance } = assignInstance(machine, spec, ctx.clock.now());
+      try {
+        await ctx.store.commit(change);
+        return instance;
+      } catch (error) {
+        if (!(error instanceof StaleWriteError)) throw error;
+      }
+    }
+  }
+  throw conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
+}
+
+/** Targeted creation: only for orgs with the capability, and only on a machine that admits it. */
+async function createOnMachine(ctx: AppContext, principal: Principal, machineId: string, spec: NewInstanceSpec): Promise<Instance> {
+  const tenant = await ctx.store.getTenant(principal.org);
+  if (!tenant?.capabilities.targetedInstanceCreation) {
+    throw forbidden('capability-required', 'targeted instance creation needs the targetedInstanceCreation capability');
+  }
+  const heartbeat = await loadHeartbeatView(ctx);
+  return retryOnStale(async () => {
+    const machine = await ctx.store.getMachine(machineId);
+    if (!machine) throw notFound(`machine ${machineId}`);
+    const { allocatable, notAllocatableReasons } = allocatability(machine, heartbeat, ctx.clock.now());
+    if (!allocatable) {
+      throw conflict('machine-unavailable', `machine ${machineId} cannot take an instance: ${notAllocatableReasons.join(', ')}`);
+    }
+    const { change, instance } = assignInstance(machine, spec, ctx.clock.now());
+    await ctx.store.commit(change);
+    return instance;
+  });
+}
+
+/** An instance of the caller's org; any other org's instance does not exist for them. */
+export async function loadOwnInstance(ctx: AppContext, principal: Principal, id: string): Promise<Instance> {
+  const instance = await ctx.store.getInstance(id);
+  if (!instance || instance.org !== principal.org) throw notFound(`instance ${id}`);
+  return instance;
+}
+
+export async function releaseInstance(ctx: AppContext, principal: Principal, id: string): Promise<{ changed: boolean; instance: Instance }> {
+  return retryOnStale(async () => {
+    const instance = await loadOwnInstance(ctx, principal, id);
+    const machine = await requireMachine(ctx, instance.machineId);
+    const decision = decideRelease(instance, machine, principal.sub, ctx.clock.now());
+    if (decision.kind === 'unchanged') return { changed: false, instance };
+    await ctx.store.commit(decision.change);
+    return { changed: true, instance: decision.instance };
+  });
+}
+
+export async function requireMachine(ctx: AppContext, id: string): Promise<Machine> {
+  const machine = await ctx.store.getMachine(id);
+  if (!machine) throw notFound(`machine ${id}`);
+  return machine;
+}
+
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}

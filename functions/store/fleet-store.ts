@@ -1,0 +1,271 @@
+import { randomUUID } from 'node:crypto';
+import { TransactionCanceledException, type ConsumedCapacity } from '@aws-sdk/client-dynamodb';
+import {
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import type { Catalog } from '#domain/catalog.ts';
+import { emptyCatalog } from '#domain/catalog.ts';
+import type { Change } from '#domain/change.ts';
+import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { HistoryEntry, Instance, Machine, Tenant } from '#domain/model.ts';
+import {
+  DUE_PARTITION,
+  entityRefOf,
+  fromHistoryItem,
+  fromInstanceItem,
+  fromMachineItem,
+  fromTenantItem,
+  historyItem,
+  instanceItem,
+  keys,
+  machineItem,
+  tenantItem,
+  type EntityRef,
+} from './items.ts';
+import { indexes } from './table.ts';
+import { decodePageToken, encodePageToken, type Page } from './paging.ts';
+
+/** Someone else changed a record between our read and our write: reload, decide again. */
+export class StaleWriteError extends Error {
+  override name = 'StaleWriteError';
+}
+
+const TRANSACTION_LIMIT = 100;
+
+/** Write capacity consumed, for the benchmark's cost figures. */
+export interface CapacityMeter {
+  writeUnits: number;
+  readUnits: number;
+  writes: number;
+}
+
+export class FleetStore {
+  readonly meter: CapacityMeter = { writeUnits: 0, readUnits: 0, writes: 0 };
+  readonly client: DynamoDBDocumentClient;
+  private readonly table: string;
+
+  constructor(client: DynamoDBDocumentClient, table: string) {
+    this.client = client;
+    this.table = table;
+  }
+
+  async getMachine(id: string): Promise<Machine | null> {
+    const item = await this.get(keys.machine(id));
+    return item ? fromMachineItem(item) : null;
+  }
+
+  async getInstance(id: string): Promise<Instance | null> {
+    const item = await this.get(keys.instance(id));
+    return item ? fromInstanceItem(item) : null;
+  }
+
+  async getTenant(org: string): Promise<Tenant | null> {
+    const item = await this.get(keys.tenant(org));
+    return item ? fromTenantItem(item) : null;
+  }
+
+  async getCatalog(): Promise<Catalog> {
+    const item = await this.get(keys.siteCatalog);
+    return item ? { types: item.types as Catalog['types'], version: item.version as number } : emptyCatalog();
+  }
+
+  async getSiteHeartbeat(): Promise<SiteHeartbeat | null> {
+    const item = await this.get(keys.siteHeartbeat);
+    if (!item) return null;
+    return {
+      // A registration may have reset the digest before any roster was ever stored.
+      rosterSeenAt: typeof item.rosterSeenAt === 'string' ? item.rosterSeenAt : new Date(0).toISOString(),
+      digest: String(item.digest),
+      machineCount: Number(item.machineCount),
+      version: Number(item.version),
+    };
+  }
+
+  /** Candidates for allocation; the index is eventually consistent, so the claiming transaction re-checks. */
+  async allocatableMachines(machineType: string, limit = 100): Promise<Machine[]> {
+    const result = await this.query({
+      IndexName: indexes.allocatable.name,
+      KeyConditionExpression: '#pk = :pk',
+      ExpressionAttributeNames: { '#pk': indexes.allocatable.pk },
+      ExpressionAttributeValues: { ':pk': `ALLOC#${machineType}` },
+      Limit: limit,
+    });
+    return result.items.map(fromMachineItem);
+  }
+
+  async listMachines(page: { limit: number; nextToken?: string | undefined }): Promise<Page<Machine>> {
+    const result = await this.query(
+      {
+        IndexName: indexes.byKind.name,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': indexes.byKind.pk },
+        ExpressionAttributeValues: { ':pk': 'MACHINE' },
+        Limit: page.limit,
+      },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
+  }
+
+  async listInstances(org: string, page: { limit: number; nextToken?: string | undefined; status?: string | undefined }): Promise<Page<Instance>> {
+    const result = await this.query(
+      {
+        IndexName: indexes.byOrg.name,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': indexes.byOrg.pk, ...(page.status ? { '#status': 'status' } : {}) },
+        ExpressionAttributeValues: { ':pk': `ORG#${org}#INSTANCE`, ...(page.status ? { ':status': page.status } : {}) },
+        ...(page.status ? { FilterExpression: '#status = :status' } : {}),
+        ScanIndexForward: false,
+        Limit: page.limit,
+      },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromInstanceItem), nextToken: result.nextToken };
+  }
+
+  async listHistory(machineId: string, page: { limit: number; nextToken?: string | undefined }): Promise<Page<HistoryEntry>> {
+    const result = await this.query(
+      {
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': keys.machine(machineId).pk, ':prefix': keys.historyPrefix },
+        ScanIndexForward: false,
+        Limit: page.limit,
+      },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromHistoryItem), nextToken: result.nextToken };
+  }
+
+  /** What the sweep must look at: records whose due time has come. Costs what is due, not what the fleet holds. */
+  async dueEntities(now: Date, limit: number): Promise<EntityRef[]> {
+    const result = await this.query({
+      IndexName: indexes.due.name,
+      KeyConditionExpression: '#pk = :pk AND #due <= :now',
+      ExpressionAttributeNames: { '#pk': indexes.due.pk, '#due': indexes.due.sk },
+      ExpressionAttributeValues: { ':pk': DUE_PARTITION, ':now': now.toISOString() },
+      Limit: limit,
+    });
+    return result.items.map(entityRefOf).filter((ref): ref is EntityRef => ref !== null);
+  }
+
+  /** Store the agent's roster time (and digest when it changed), guarded so concurrent beats cannot interleave. */
+  async putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<void> {
+    const version = (before?.version ?? 0) + 1;
+    await this.guardedWrite(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.siteHeartbeat,
+          UpdateExpression: 'SET rosterSeenAt = :at, digest = :digest, machineCount = :count, version = :next',
+          ConditionExpression: before ? 'version = :expected' : 'attribute_not_exists(version)',
+          ExpressionAttributeValues: {
+            ':at': after.rosterSeenAt,
+            ':digest': after.digest,
+            ':count': after.machineCount,
+            ':next': version,
+            ...(before ? { ':expected': before.version } : {}),
+          },
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Commit one decision as ONE transaction: every record guarded by the version it was read at (or by not
+   * existing yet), history entries alongside. A lost race raises StaleWriteError and changes nothing.
+   */
+  async commit(change: Change): Promise<void> {
+    const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [];
+    const guarded = <T extends { version: number }>(
+      pair: { before: T | null; after: T },
+      toItem: (record: T) => Record<string, unknown>,
+    ) => {
+      const after = { ...pair.after, version: (pair.before?.version ?? -1) + 1 };
+      items.push({
+        Put: {
+          TableName: this.table,
+          Item: toItem(after),
+          ConditionExpression: pair.before ? 'version = :expected' : 'attribute_not_exists(pk)',
+          ...(pair.before ? { ExpressionAttributeValues: { ':expected': pair.before.version } } : {}),
+        },
+      });
+    };
+    for (const pair of change.machines ?? []) guarded(pair, machineItem);
+    for (const pair of change.instances ?? []) guarded(pair, instanceItem);
+    for (const pair of change.tenants ?? []) guarded(pair, tenantItem);
+    if (change.catalog) guarded(change.catalog, (catalog) => ({ ...keys.siteCatalog, ...catalog }));
+    if (change.resetHeartbeatRoster) {
+      items.push({
+        Update: {
+          TableName: this.table,
+          Key: keys.siteHeartbeat,
+          // Bumping the version makes a heartbeat that read the old digest lose its write instead of restoring it.
+          UpdateExpression: 'SET digest = :none ADD version :one',
+          ExpressionAttributeValues: { ':none': 'reset', ':one': 1 },
+        },
+      });
+    }
+    for (const entry of change.history) {
+      items.push({ Put: { TableName: this.table, Item: historyItem(entry, randomUUID().slice(0, 8)), ConditionExpression: 'attribute_not_exists(pk)' } });
+    }
+    if (items.length === 0) return;
+    if (items.length > TRANSACTION_LIMIT) throw new Error(`a change of ${items.length} writes exceeds one transaction`);
+    await this.guardedWrite(() => this.client.send(new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' })));
+  }
+
+  private async guardedWrite(send: Parameters<FleetStore['write']>[0]): Promise<void> {
+    try {
+      await this.write(send);
+    } catch (error) {
+      if (isLostRace(error)) throw new StaleWriteError('a record changed since it was read');
+      throw error;
+    }
+  }
+
+  private async get(key: { pk: string; sk: string }): Promise<Record<string, unknown> | undefined> {
+    const result = await this.client.send(
+      new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }),
+    );
+    this.meter.readUnits += capacityUnits(result.ConsumedCapacity);
+    return result.Item;
+  }
+
+  private async query(input: Omit<QueryCommandInput, 'TableName'>, nextToken?: string) {
+    const result = await this.client.send(
+      new QueryCommand({
+        TableName: this.table,
+        ...input,
+        ...(nextToken ? { ExclusiveStartKey: decodePageToken(nextToken) } : {}),
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    this.meter.readUnits += capacityUnits(result.ConsumedCapacity);
+    return { items: result.Items ?? [], nextToken: encodePageToken(result.LastEvaluatedKey) };
+  }
+
+  private async write(send: () => Promise<{ ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] | undefined }>) {
+    const result = await send();
+    this.meter.writes += 1;
+    this.meter.writeUnits += capacityUnits(result.ConsumedCapacity);
+    return result;
+  }
+}
+
+function capacityUnits(consumed: ConsumedCapacity | ConsumedCapacity[] | undefined): number {
+  const list = Array.isArray(consumed) ? consumed : consumed ? [consumed] : [];
+  return list.reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
+}
+
+function isLostRace(error: unknown): boolean {
+  if (error instanceof TransactionCanceledException || (error as Error).name === 'TransactionCanceledException') {
+    const reasons = (error as TransactionCanceledException).CancellationReasons ?? [];
+    return reasons.some((r) => r.Code === 'ConditionalCheckFailed' || r.Code === 'TransactionConflict');
+  }
+  return (error as Error).name === 'TransactionConflictException' || (error as Error).name === 'ConditionalCheckFailedException';
+}

@@ -1,0 +1,87 @@
+import { inAllocatableIndex } from '#domain/health.ts';
+import type { HistoryEntry, Instance, Machine, Tenant } from '#domain/model.ts';
+
+// Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
+// item is in a sparse index exactly while its state says it belongs there.
+
+export const keys = {
+  machine: (id: string) => ({ pk: `MACHINE#${id}`, sk: '#MACHINE' }),
+  instance: (id: string) => ({ pk: `INSTANCE#${id}`, sk: '#INSTANCE' }),
+  tenant: (org: string) => ({ pk: `TENANT#${org}`, sk: '#TENANT' }),
+  history: (machineId: string, at: string, unique: string) => ({ pk: `MACHINE#${machineId}`, sk: `HISTORY#${at}#${unique}` }),
+  historyPrefix: 'HISTORY#',
+  siteHeartbeat: { pk: 'SITE', sk: 'HEARTBEAT' },
+  siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
+};
+
+export const DUE_PARTITION = 'DUE';
+
+type Item = Record<string, unknown>;
+
+const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'entity'];
+
+function strip<T>(item: Item): T {
+  const record = { ...item };
+  for (const attribute of KEY_ATTRIBUTES) delete record[attribute];
+  return record as T;
+}
+
+function machineDueAt(machine: Machine): string | undefined {
+  const cleanup = machine.cleanup;
+  if (machine.state !== 'Cleanup' || !cleanup || cleanup.phase === 'failed') return undefined;
+  return cleanup.phase === 'pending' ? machine.updatedAt : cleanup.leaseUntil;
+}
+
+export function machineItem(machine: Machine): Item {
+  const dueAt = machineDueAt(machine);
+  return {
+    ...keys.machine(machine.id),
+    entity: 'machine',
+    kind: 'MACHINE',
+    kindSk: machine.id,
+    ...(inAllocatableIndex(machine) ? { allocPk: `ALLOC#${machine.machineType}`, allocSk: machine.id } : {}),
+    ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
+    ...machine,
+  };
+}
+
+function instanceDueAt(instance: Instance): string | undefined {
+  if (instance.status !== 'Provisioning') return undefined;
+  const { creation } = instance;
+  if (creation.phase === 'pending') return instance.updatedAt;
+  if (creation.phase === 'in-flight') return creation.leaseUntil;
+  return undefined;
+}
+
+export function instanceItem(instance: Instance): Item {
+  const dueAt = instanceDueAt(instance);
+  return {
+    ...keys.instance(instance.id),
+    entity: 'instance',
+    orgPk: `ORG#${instance.org}#INSTANCE`,
+    orgSk: `${instance.createdAt}#${instance.id}`,
+    ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
+    ...instance,
+  };
+}
+
+export function tenantItem(tenant: Tenant): Item {
+  return { ...keys.tenant(tenant.org), entity: 'tenant', kind: 'TENANT', kindSk: tenant.org, ...tenant };
+}
+
+export function historyItem(entry: HistoryEntry, unique: string): Item {
+  return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...entry };
+}
+
+export const fromMachineItem = (item: Item): Machine => strip<Machine>(item);
+export const fromInstanceItem = (item: Item): Instance => strip<Instance>(item);
+export const fromTenantItem = (item: Item): Tenant => strip<Tenant>(item);
+export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
+
+/** What a due-index entry or a stream record points at, for the reconcilers. */
+export type EntityRef = { entity: 'machine' | 'instance'; id: string };
+
+export function entityRefOf(item: Item): EntityRef | null {
+  if (item.entity === 'machine' || item.entity === 'instance') return { entity: item.entity, id: String(item.id) };
+  return null;
+}

@@ -1,0 +1,235 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { APIGatewayProxyEventV2, APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
+import { ProblemError, problemResponse } from '#http/problem.ts';
+
+/** Served before the Lambda handler, for what only the local runner has (`/_local/token`, `/health`, `/_sim/*`). */
+export interface ExtraRoute {
+  /** An HTTP method, or `*` for any. */
+  method: string;
+  /** Exact path, or a prefix when it ends with `*` (`/_sim/*`). */
+  path: string;
+  handle(req: IncomingMessage, res: ServerResponse): void | Promise<void>;
+}
+
+export interface LocalHttpServerOptions {
+  /** 0 picks a free port (tests). */
+  port: number;
+  host?: string;
+  handler: (event: APIGatewayProxyEventV2WithJWTAuthorizer, context: Context) => Promise<unknown>;
+  /** Resolves to the token's claims or rejects, as the API Gateway JWT authorizer would. */
+  verifyToken: (token: string) => Promise<Record<string, unknown>>;
+  extraRoutes?: ExtraRoute[];
+  maxBodyBytes?: number;
+  /** API Gateway HTTP APIs give up on an integration after 30 s; the handler's context reports the same budget. */
+  timeoutMs?: number;
+}
+
+export interface LocalHttpServer {
+  server: Server;
+  port: number;
+  url: string;
+  close(): Promise<void>;
+}
+
+const oneMiB = 1024 * 1024;
+
+/** The way API Gateway hands claims to a Lambda: every value a string, arrays as `"[a b]"`. */
+export function flattenClaims(claims: Record<string, unknown>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(claims).map(([name, value]) => [
+      name,
+      Array.isArray(value) ? `[${value.join(' ')}]` : typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value),
+    ]),
+  );
+}
+
+const sendProblem = (res: ServerResponse, error: ProblemError, headers: Record<string, string> = {}) => {
+  const { statusCode, headers: problemHeaders, body } = problemResponse(error, headers);
+  res.writeHead(statusCode, problemHeaders).end(body);
+};
+
+const matchesExtra = (route: ExtraRoute, method: string, path: string) =>
+  (route.method === '*' || route.method.toUpperCase() === method) &&
+  (route.path.endsWith('*') ? path.startsWith(route.path.slice(0, -1)) : path === route.path);
+
+class BodyTooLarge extends Error {}
+
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limit) return Promise.reject(new BodyTooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        // Keep draining without buffering so the client still reads our 413 instead of a reset.
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new BodyTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+/** `12/Mar/2020:19:03:58 +0000`, as in `requestContext.time`. */
+function apiGatewayTime(date: Date): string {
+  const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${pad(date.getUTCDate())}/${months[date.getUTCMonth()]}/${date.getUTCFullYear()}:${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())} +0000`;
+}
+
+function buildEvent(req: IncomingMessage, url: URL, body: string, requestId: string): APIGatewayProxyEventV2 {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined && name !== 'cookie') headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  }
+  const cookies = req.headers.cookie?.split(';').map((c) => c.trim()).filter((c) => c !== '');
+  // API Gateway joins repeated query parameters with commas.
+  const query: Record<string, string> = {};
+  for (const [name, value] of url.searchParams) query[name] = name in query ? `${query[name]},${value}` : value;
+  const now = new Date();
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: url.pathname,
+    rawQueryString: url.search.replace(/^\?/, ''),
+    ...(cookies && cookies.length > 0 ? { cookies } : {}),
+    headers,
+    ...(Object.keys(query).length > 0 ? { queryStringParameters: query } : {}),
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      domainName: headers.host ?? 'localhost',
+      domainPrefix: (headers.host ?? 'localhost').split('.')[0]!,
+      http: {
+        method: (req.method ?? 'GET').toUpperCase(),
+        path: url.pathname,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId,
+      routeKey: '$default',
+      stage: '$default',
+      time: apiGatewayTime(now),
+      timeEpoch: now.getTime(),
+    },
+    ...(body !== '' ? { body } : {}),
+    isBase64Encoded: false,
+  };
+}
+
+function buildContext(requestId: string, timeoutMs: number): Context {
+  const deadline = Date.now() + timeoutMs;
+  const functionName = 'fleetward-api-local';
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+    memoryLimitInMB: '1024',
+    awsRequestId: requestId,
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
+  };
+}
+
+/** Lambda's v2 rules: a result without `statusCode` is a 200 JSON body. */
+function writeResult(res: ServerResponse, result: unknown): void {
+  if (typeof result === 'object' && result !== null && 'statusCode' in result) {
+    const structured = result as { statusCode: number; headers?: Record<string, string | number | boolean>; cookies?: string[]; body?: string; isBase64Encoded?: boolean };
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(structured.headers ?? {})) headers[name.toLowerCase()] = String(value);
+    if (structured.cookies?.length) headers['set-cookie'] = structured.cookies;
+    const body = structured.body === undefined ? undefined : Buffer.from(structured.body, structured.isBase64Encoded ? 'base64' : 'utf8');
+    res.writeHead(structured.statusCode, headers).end(body);
+    return;
+  }
+  const body = typeof result === 'string' ? result : JSON.stringify(result ?? null);
+  res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+}
+
+/**
+ * Plays API Gateway HTTP API for the local runner: builds payload v2.0 events, does what the JWT authorizer
+ * does (a bad token never reaches the Lambda), and writes the Lambda's result back as HTTP.
+ */
+export async function createLocalHttpServer(options: LocalHttpServerOptions): Promise<LocalHttpServer> {
+  const { handler, verifyToken, extraRoutes = [], maxBodyBytes = oneMiB, timeoutMs = 30_000 } = options;
+
+  const serve = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const method = (req.method ?? 'GET').toUpperCase();
+    const extra = extraRoutes.find((route) => matchesExtra(route, method, url.pathname));
+    if (extra) return extra.handle(req, res);
+
+    let claims: Record<string, string> | undefined;
+    const authorization = req.headers.authorization;
+    if (authorization !== undefined) {
+      const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
+      const verified = token ? await verifyToken(token).catch(() => undefined) : undefined;
+      if (!verified) {
+        return sendProblem(res, new ProblemError(401, 'invalid-token', 'The bearer token is missing, malformed, invalid or expired'), {
+          'www-authenticate': 'Bearer error="invalid_token"',
+        });
+      }
+      claims = flattenClaims(verified);
+    }
+
+    let body: string;
+    try {
+      body = await readBody(req, maxBodyBytes);
+    } catch (error) {
+      if (!(error instanceof BodyTooLarge)) throw error;
+      return sendProblem(res, new ProblemError(413, 'payload-too-large', `The request body exceeds ${maxBodyBytes} bytes`), {
+        connection: 'close',
+      });
+    }
+
+    const requestId = randomUUID();
+    const event = buildEvent(req, url, body, requestId);
+    if (claims) Object.assign(event.requestContext, { authorizer: { jwt: { claims, scopes: null } } });
+    const result = await handler(event as APIGatewayProxyEventV2WithJWTAuthorizer, buildContext(requestId, timeoutMs));
+    writeResult(res, result);
+  };
+
+  const server = createServer((req, res) => {
+    serve(req, res).catch((error: unknown) => {
+      // What API Gateway does when the integration fails: a bare 500; the details stay in our log.
+      console.error('local api gateway: request failed', error);
+      if (!res.headersSent) sendProblem(res, new ProblemError(500, 'internal-error', 'An internal error occurred'));
+      else res.end();
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port, address } = server.address() as AddressInfo;
+  const host = address.includes(':') ? `[${address}]` : address;
+
+  return {
+    server,
+    port,
+    url: `http://${host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}

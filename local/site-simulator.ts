@@ -1,0 +1,454 @@
+// A simulated site agent for the local runner: it creates and sanitizes "machines" on timers, sends the
+// controller heartbeats and cleanup reports, and can be told to misbehave through /_sim/* so the create-retry rule
+// and the heartbeat timeout can be exercised end to end.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { systemClock, type Clock } from '#domain/model.ts';
+
+export interface SimulatedMachine {
+  id: string;
+  machineType: string;
+  rack: string;
+}
+
+export interface SiteSimulatorOptions {
+  machines: SimulatedMachine[];
+  /** A function because the controller's port may only be known after the simulator starts. */
+  controllerUrl: () => string;
+  /** Bearer token with role `site-agent`. */
+  token: () => Promise<string>;
+  heartbeatIntervalMs: number;
+  provisionMs: number;
+  cleanupMs: number;
+  log?: (line: string) => void;
+  clock?: Clock;
+  host?: string;
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  /** Delays between attempts at a cleanup report the controller did not take. */
+  reportRetryDelaysMs?: number[];
+}
+
+export type CreateFault = number | 'network' | 'timeout';
+export type CreateRequestOutcome = number | 'network' | 'timeout';
+
+export interface CreateRequestRecord {
+  name: string;
+  machineId: string;
+  instanceId: string;
+  clientToken: string;
+  outcome: CreateRequestOutcome;
+  at: string;
+}
+
+export interface ControlResponse {
+  status: number;
+  body?: unknown;
+}
+
+export interface SiteSimulator {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Base URL of the agent API; known once start() has resolved. */
+  readonly url: string;
+  running(): boolean;
+  /** The /_sim/* routes, for a runner that wants to expose them on its own port. Undefined when not a /_sim route. */
+  control(method: string, path: string, body: unknown): Promise<ControlResponse | undefined>;
+  /** Same as control() for a node:http request; false when the path is not a /_sim route (nothing was answered). */
+  handleControl(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+}
+
+interface SimInstance {
+  name: string;
+  machineId: string;
+  instanceId: string;
+  clientToken: string;
+}
+
+const createFaultStatuses = new Set([400, 404, 409, 422, 429, 500, 501, 502, 503, 504]);
+
+/**
+ * The demo fleet: ids like `gb200-r1-01` (type, rack, number in the rack). Racks are numbered across all groups so
+ * that a rack holds one machine type, as real GPU racks do, and ids stay unique and stable for a given config.
+ */
+export function demoFleet(groups: Array<{ type: string; count: number; racks: number }>): SimulatedMachine[] {
+  const machines: SimulatedMachine[] = [];
+  let rackOffset = 0;
+  for (const group of groups) {
+    const racks = Math.max(1, Math.min(group.racks, group.count));
+    const perRack = Math.ceil(group.count / racks);
+    const width = Math.max(2, String(perRack).length);
+    const inRack = new Array<number>(racks).fill(0);
+    for (let i = 0; i < group.count; i++) {
+      // Contiguous blocks whose sizes differ by at most one.
+      const rack = Math.floor((i * racks) / group.count);
+      inRack[rack] = (inRack[rack] ?? 0) + 1;
+      const rackNumber = rackOffset + rack + 1;
+      machines.push({
+        id: `${group.type}-r${rackNumber}-${String(inRack[rack]).padStart(width, '0')}`,
+        machineType: group.type,
+        rack: `rack-${rackNumber}`,
+      });
+    }
+    rackOffset += racks;
+  }
+  return machines;
+}
+
+export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulator {
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? (() => {});
+  const reportRetryDelaysMs = options.reportRetryDelaysMs ?? [500, 1000, 2000, 4000];
+  const machineIds = new Set(options.machines.map((m) => m.id));
+
+  const instances = new Map<string, SimInstance>();
+  const nameByToken = new Map<string, string>();
+  const requests: CreateRequestRecord[] = [];
+  const createFaults: CreateFault[] = [];
+  const cleanupFaults: boolean[] = [];
+  const stoppedHeartbeats = new Set<string>();
+
+  const timers = new Set<NodeJS.Timeout>();
+  const heldOpen = new Set<ServerResponse>();
+  let outbound = new AbortController();
+  let server: Server | undefined;
+  let baseUrl: string | undefined;
+  let isRunning = false;
+  let heartbeatLoop: Promise<void> | undefined;
+
+  /** setTimeout that stop() cancels; resolves false when cancelled. */
+  function wait(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      if (!isRunning) return resolve(false);
+      const signal = outbound.signal;
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        signal.removeEventListener('abort', onAbort);
+        resolve(true);
+      }, ms);
+      const onAbort = () => {
+        clearTimeout(timer);
+        timers.delete(timer);
+        resolve(false);
+      };
+      timers.add(timer);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  async function postToController(path: string, body: unknown): Promise<Response> {
+    const token = await options.token();
+    return fetch(`${options.controllerUrl().replace(/\/+$/, '')}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify(body),
+      signal: AbortSignal.any([outbound.signal, AbortSignal.timeout(10_000)]),
+    });
+  }
+
+  async function sendHeartbeat(): Promise<void> {
+    const machines = options.machines.filter((m) => !stoppedHeartbeats.has(m.id)).map((m) => ({ id: m.id }));
+    try {
+      const response = await postToController('/site/v1/heartbeats', { machines });
+      await response.body?.cancel();
+      if (!response.ok) log(`site-sim: heartbeat answered ${response.status}`);
+    } catch (error) {
+      if (isRunning) log(`site-sim: heartbeat failed: ${errorText(error)}`);
+    }
+  }
+
+  // Sequential on purpose: the controller treats each heartbeat as the whole roster, so two must never race.
+  async function runHeartbeats(): Promise<void> {
+    do {
+      await sendHeartbeat();
+    } while (await wait(options.heartbeatIntervalMs));
+  }
+
+  async function reportCleanup(instance: SimInstance, report: { ok: boolean; message?: string }): Promise<void> {
+    const path = `/site/v1/machines/${encodeURIComponent(instance.machineId)}/cleanup`;
+    for (let attempt = 0; ; attempt++) {
+      if (!isRunning) return;
+      try {
+        const response = await postToController(path, report);
+        await response.body?.cancel();
+        if (response.ok) {
+          log(`site-sim: reported cleanup of ${instance.machineId} (${instance.name}): ok=${report.ok}`);
+          return;
+        }
+        // A 4xx will not heal by asking again; only an unwell controller is worth retrying.
+        if (response.status < 500) {
+          log(`site-sim: controller refused the cleanup report for ${instance.machineId}: ${response.status}`);
+          return;
+        }
+        log(`site-sim: cleanup report for ${instance.machineId} answered ${response.status}`);
+      } catch (error) {
+        if (!isRunning) return;
+        log(`site-sim: cleanup report for ${instance.machineId} failed: ${errorText(error)}`);
+      }
+      const delay = reportRetryDelaysMs[attempt];
+      if (delay === undefined) {
+        log(`site-sim: giving up on the cleanup report for ${instance.machineId}`);
+        return;
+      }
+      if (!(await wait(delay))) return;
+    }
+  }
+
+  async function handleCreate(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req);
+    const fields = ['name', 'machineId', 'instanceId', 'clientToken'] as const;
+    if (!isObject(body) || fields.some((f) => typeof body[f] !== 'string' || body[f] === '')) {
+      return sendJson(res, 400, { code: 'bad_request', message: `body needs string ${fields.join(', ')}` });
+    }
+    const request: SimInstance = {
+      name: body.name as string,
+      machineId: body.machineId as string,
+      instanceId: body.instanceId as string,
+      clientToken: body.clientToken as string,
+    };
+    const record = (outcome: CreateRequestOutcome) => requests.push({ ...request, outcome, at: clock.now().toISOString() });
+    const fault = createFaults.shift();
+
+    if (fault === 'network') {
+      record('network');
+      req.socket.destroy();
+      return;
+    }
+    if (fault === 'timeout') {
+      record('timeout');
+      heldOpen.add(res);
+      res.on('close', () => heldOpen.delete(res));
+      return;
+    }
+    if (fault !== undefined) {
+      record(fault);
+      // A gateway error may come after the create committed; keeping the name mimics that residue.
+      if ((fault === 502 || fault === 504) && !instances.has(request.name)) register(request);
+      const code = fault === 409 ? 'name_conflict' : 'simulated_fault';
+      return sendJson(res, fault, { code, message: `simulated ${fault}` });
+    }
+
+    const existing = lookupByToken(request.clientToken);
+    if (existing) {
+      record(201);
+      if (!(await wait(options.provisionMs))) return void res.destroy();
+      return sendJson(res, 201, { name: existing.name, machineId: existing.machineId });
+    }
+    if (instances.has(request.name)) {
+      record(409);
+      return sendJson(res, 409, { code: 'name_conflict', message: `an instance named ${request.name} exists` });
+    }
+    // Registered before provisioning so a concurrent duplicate already sees it.
+    register(request);
+    record(201);
+    if (!(await wait(options.provisionMs))) return void res.destroy();
+    log(`site-sim: created ${request.name} on ${request.machineId}`);
+    sendJson(res, 201, { name: request.name, machineId: request.machineId });
+  }
+
+  function register(instance: SimInstance): void {
+    instances.set(instance.name, instance);
+    nameByToken.set(instance.clientToken, instance.name);
+  }
+
+  function lookupByToken(clientToken: string): SimInstance | undefined {
+    const name = nameByToken.get(clientToken);
+    return name === undefined ? undefined : instances.get(name);
+  }
+
+  function handleDelete(name: string, res: ServerResponse): void {
+    const instance = instances.get(name);
+    if (!instance) return sendJson(res, 404, { code: 'not_found', message: `no instance named ${name}` });
+    instances.delete(name);
+    if (nameByToken.get(instance.clientToken) === name) nameByToken.delete(instance.clientToken);
+    const fails = cleanupFaults.shift() === false;
+    sendJson(res, 202, { name, machineId: instance.machineId });
+    void (async () => {
+      if (!(await wait(options.cleanupMs))) return;
+      await reportCleanup(instance, fails ? { ok: false, message: 'simulated cleanup failure' } : { ok: true });
+    })();
+  }
+
+  async function control(method: string, path: string, body: unknown): Promise<ControlResponse | undefined> {
+    if (path === '/_sim/faults') {
+      if (method === 'DELETE') {
+        createFaults.length = 0;
+        cleanupFaults.length = 0;
+        return { status: 204 };
+      }
+      if (method === 'GET') return { status: 200, body: { create: [...createFaults], cleanup: [...cleanupFaults] } };
+      if (method !== 'POST') return methodNotAllowed();
+      return queueFaults(body);
+    }
+    if (path === '/_sim/requests') {
+      if (method === 'GET') return { status: 200, body: { items: requests.map((r) => ({ ...r })) } };
+      if (method === 'DELETE') {
+        requests.length = 0;
+        return { status: 204 };
+      }
+      return methodNotAllowed();
+    }
+    const heartbeat = /^\/_sim\/machines\/([^/]+)\/heartbeat$/.exec(path);
+    if (heartbeat) {
+      if (method !== 'POST') return methodNotAllowed();
+      const id = decodeURIComponent(heartbeat[1] ?? '');
+      if (!machineIds.has(id)) return { status: 404, body: { code: 'not_found', message: `no machine ${id}` } };
+      if (!isObject(body) || typeof body.stopped !== 'boolean') {
+        return { status: 400, body: { code: 'bad_request', message: 'body needs { stopped: boolean }' } };
+      }
+      if (body.stopped) stoppedHeartbeats.add(id);
+      else stoppedHeartbeats.delete(id);
+      log(`site-sim: heartbeats of ${id} ${body.stopped ? 'stopped' : 'resumed'}`);
+      return { status: 200, body: { id, stopped: body.stopped } };
+    }
+    if (path === '/_sim' || path.startsWith('/_sim/')) return { status: 404, body: { code: 'not_found', message: path } };
+    return undefined;
+  }
+
+  function queueFaults(body: unknown): ControlResponse {
+    const bad = (message: string) => ({ status: 400, body: { code: 'bad_request', message } });
+    if (!isObject(body) || !Array.isArray(body.outcomes)) return bad('body needs { op, outcomes: [...] }');
+    const outcomes: unknown[] = body.outcomes;
+    if (body.op === 'create') {
+      const valid = (o: unknown): o is CreateFault =>
+        o === 'network' || o === 'timeout' || (typeof o === 'number' && createFaultStatuses.has(o));
+      const invalid = outcomes.find((o) => !valid(o));
+      if (invalid !== undefined) {
+        return bad(`create outcome ${JSON.stringify(invalid)} is not one of ${[...createFaultStatuses].join(', ')}, "network", "timeout"`);
+      }
+      createFaults.push(...(outcomes as CreateFault[]));
+      return { status: 200, body: { op: 'create', queued: [...createFaults] } };
+    }
+    if (body.op === 'cleanup') {
+      if (!outcomes.every((o) => typeof o === 'boolean')) return bad('cleanup outcomes are booleans (false = failed cleanup)');
+      cleanupFaults.push(...(outcomes as boolean[]));
+      return { status: 200, body: { op: 'cleanup', queued: [...cleanupFaults] } };
+    }
+    return bad('op is "create" or "cleanup"');
+  }
+
+  async function handleControl(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const path = new URL(req.url ?? '/', 'http://sim').pathname;
+    if (path !== '/_sim' && !path.startsWith('/_sim/')) return false;
+    const body = req.method === 'POST' ? await readJson(req) : undefined;
+    const answer = (await control(req.method ?? 'GET', path, body)) ?? { status: 404, body: { code: 'not_found' } };
+    sendJson(res, answer.status, answer.body);
+    return true;
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://sim').pathname;
+    if (path === '/instances') {
+      if (req.method === 'POST') return handleCreate(req, res);
+      return sendJson(res, 405, { code: 'method_not_allowed' });
+    }
+    const named = /^\/instances\/([^/]+)$/.exec(path);
+    if (named) {
+      if (req.method === 'DELETE') return handleDelete(decodeURIComponent(named[1] ?? ''), res);
+      return sendJson(res, 405, { code: 'method_not_allowed' });
+    }
+    if (await handleControl(req, res)) return;
+    sendJson(res, 404, { code: 'not_found', message: path });
+  }
+
+  return {
+    get url() {
+      if (!baseUrl) throw new Error('site simulator: url is known once start() has resolved');
+      return baseUrl;
+    },
+    running: () => isRunning,
+    control,
+    handleControl,
+
+    async start() {
+      if (isRunning) return;
+      outbound = new AbortController();
+      const srv = createServer((req, res) => {
+        route(req, res).catch((error: unknown) => {
+          if (error instanceof BadJson) return sendJson(res, 400, { code: 'bad_request', message: error.message });
+          log(`site-sim: ${req.method} ${req.url} failed: ${errorText(error)}`);
+          if (!res.headersSent) sendJson(res, 500, { code: 'internal', message: errorText(error) });
+          else res.destroy();
+        });
+      });
+      await new Promise<void>((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+          srv.off('error', reject);
+          resolve();
+        });
+      });
+      server = srv;
+      const { address, port } = srv.address() as AddressInfo;
+      baseUrl = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+      isRunning = true;
+      log(`site-sim: agent listening on ${baseUrl} with ${options.machines.length} machines`);
+      heartbeatLoop = runHeartbeats();
+    },
+
+    async stop() {
+      if (!server) return;
+      isRunning = false;
+      outbound.abort();
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      for (const res of heldOpen) res.destroy();
+      heldOpen.clear();
+      const srv = server;
+      server = undefined;
+      const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
+      srv.closeAllConnections();
+      await closed;
+      await heartbeatLoop;
+      heartbeatLoop = undefined;
+    },
+  };
+}
+
+class BadJson extends Error {
+  override name = 'BadJson';
+}
+
+const maxBodyBytes = 1024 * 1024;
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBodyBytes) throw new BadJson('body too large');
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new BadJson('body is not valid JSON');
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body?: unknown): void {
+  if (res.headersSent || res.destroyed) return;
+  if (body === undefined || status === 204) {
+    res.writeHead(status).end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
+function methodNotAllowed(): ControlResponse {
+  return { status: 405, body: { code: 'method_not_allowed' } };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function errorText(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown } } | undefined)?.cause;
+  const message = error instanceof Error ? error.message : String(error);
+  return typeof cause?.code === 'string' ? `${message} (${cause.code})` : message;
+}

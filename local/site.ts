@@ -1,0 +1,233 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
+import type { SiteConfig } from '#config/site-config.ts';
+import { defaultCleanupTimings, type CleanupTimings } from '#domain/cleanup.ts';
+import { systemClock, type Clock, type IdSource } from '#domain/model.ts';
+import { createHttpApi } from '#handlers/api.ts';
+import { createStreamHandler } from '#handlers/stream.ts';
+import { createSweepHandler } from '#handlers/sweep.ts';
+import { ProblemError, problemResponse } from '#http/problem.ts';
+import { createLocalTokenIssuer, type LocalTokenIssuer } from '#http/tokens.ts';
+import type { AppContext, Log } from '#services/context.ts';
+import { randomIds } from '#services/lambda-context.ts';
+import { registerMachines } from '#services/machines.ts';
+import { createDocumentClient, type TableNames } from '#store/client.ts';
+import { FleetStore } from '#store/fleet-store.ts';
+import { httpSiteAgent } from '#site/site-agent.ts';
+import { createLocalHttpServer, type ExtraRoute } from './api-gateway-adapter.ts';
+import { freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
+import { createScheduleTimer } from './schedule-timer.ts';
+import { createSiteSimulator, demoFleet, type SiteSimulator } from './site-simulator.ts';
+import { createStreamPoller } from './stream-poller.ts';
+import { createTables } from './tables.ts';
+
+export interface LocalSiteOptions {
+  config: SiteConfig;
+  /** 0 picks a free port. */
+  port: number;
+  /** Keep DynamoDB Local's data in this folder; in memory when absent. */
+  persistDir?: string;
+  /** Use an already running DynamoDB Local (tests share one per run) instead of starting one. */
+  dynamoEndpoint?: string;
+  tableNames?: TableNames;
+  sweepIntervalMs?: number;
+  clock?: Clock;
+  ids?: IdSource;
+  cleanupTimings?: CleanupTimings;
+  /** Register the simulator's demo fleet at start. Default true. */
+  registerFleet?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface LocalSite {
+  url: string;
+  ctx: AppContext;
+  issuer: LocalTokenIssuer;
+  simulator: SiteSimulator;
+  /** Resolves when what was written so far has been through the stream handler (tests). */
+  streamIdle(timeoutMs?: number): Promise<void>;
+  health(): Promise<{ ok: boolean; checks: Record<string, boolean> }>;
+  stop(): Promise<void>;
+}
+
+const tokenRequest = z.strictObject({
+  sub: z.string().min(1).max(128),
+  org: z.string().min(1).max(64),
+  roles: z.array(z.enum(['tenant', 'provider-admin', 'site-agent'])).min(1),
+});
+
+function lineLog(write: (line: string) => void): Log {
+  const emit = (level: string) => (message: string, fields?: Record<string, unknown>) =>
+    write(`${level} ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
+  return { info: emit('info'), warn: emit('warn'), error: emit('error') };
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  try {
+    return text ? JSON.parse(text) : {};
+  } catch {
+    throw new ProblemError(400, 'invalid-json', 'the request body is not valid JSON');
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
+  res.writeHead(status, { 'content-type': contentType });
+  res.end(JSON.stringify(body));
+}
+
+function sendError(res: ServerResponse, error: unknown): void {
+  const problem = error instanceof ProblemError ? error : new ProblemError(500, 'internal-error', 'the local runner failed');
+  const response = problemResponse(problem);
+  res.writeHead(response.statusCode, response.headers);
+  res.end(response.body);
+}
+
+/**
+ * The whole site in one process: DynamoDB Local, the real handler modules behind an API Gateway v2 adapter, the
+ * stream poller, the schedule timer and the simulated site agent with its demo fleet.
+ */
+export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSite> {
+  const write = options.log ?? ((line: string) => console.log(line));
+  const { config } = options;
+  const stops: Array<() => Promise<void>> = [];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch((error) => write(`error while stopping: ${String(error)}`));
+    stops.length = 0;
+  };
+  try {
+    let dynamo: DynamoDbLocal | undefined;
+    if (!options.dynamoEndpoint) {
+      dynamo = await startDynamoDbLocal(options.persistDir ? { persistDir: options.persistDir } : {});
+      stops.push(() => dynamo!.stop());
+      write(`dynamodb   DynamoDB Local on ${dynamo.endpoint} (${options.persistDir ? `data in ${options.persistDir}` : 'in memory'})`);
+    }
+    const endpoint = options.dynamoEndpoint ?? dynamo!.endpoint;
+    const names = options.tableNames ?? { table: `fleetward-${config.site.name}`, idempotencyTable: `fleetward-${config.site.name}-idempotency` };
+    await createTables(endpoint, names);
+
+    const issuer = createLocalTokenIssuer({ issuer: config.auth.issuer, audience: config.auth.audience });
+    let apiUrl = '';
+    // Fixing the agent's port up front lets the controller know its URL before either side starts.
+    const agentPort = await freePort();
+    const simulator = createSiteSimulator({
+      port: agentPort,
+      machines: demoFleet(config.simulator.machines),
+      controllerUrl: () => apiUrl,
+      token: () => issuer.mint({ sub: 'site-agent', org: 'site', roles: ['site-agent'] }),
+      heartbeatIntervalMs: config.simulator.heartbeat_interval_seconds * 1000,
+      provisionMs: config.simulator.provision_ms,
+      cleanupMs: config.simulator.cleanup_ms,
+      log: (line) => write(`simulator  ${line}`),
+    });
+
+    const store = new FleetStore(createDocumentClient(endpoint), names.table);
+    const ctx: AppContext = {
+      store,
+      config,
+      clock: options.clock ?? systemClock,
+      ids: options.ids ?? randomIds,
+      agent: httpSiteAgent(`http://127.0.0.1:${agentPort}`, config),
+      log: lineLog((line) => write(`controller ${line}`)),
+      cleanupTimings: options.cleanupTimings ?? defaultCleanupTimings,
+    };
+
+    const poller = createStreamPoller({
+      endpoint,
+      tableName: names.table,
+      handler: createStreamHandler(ctx),
+      log: (line) => write(`stream     ${line}`),
+    });
+    const sweep = createSweepHandler(ctx);
+    const timer = createScheduleTimer({
+      intervalMs: options.sweepIntervalMs ?? 5_000,
+      tick: sweep,
+      name: 'sweep',
+      log: (line) => write(`schedule   ${line}`),
+    });
+
+    const health = async () => {
+      const checks = {
+        api: true,
+        store: await store.getSiteHeartbeat().then(
+          () => true,
+          () => false,
+        ),
+        streamPoller: poller.running(),
+        scheduler: timer.running(),
+        siteAgent: simulator.running(),
+      };
+      return { ok: Object.values(checks).every(Boolean), checks };
+    };
+
+    const extraRoutes: ExtraRoute[] = [
+      {
+        method: 'POST',
+        path: '/_local/token',
+        handle: async (req, res) => {
+          try {
+            const parsed = tokenRequest.safeParse(await readJson(req));
+            if (!parsed.success) {
+              throw new ProblemError(422, 'validation-failed', 'a token needs sub, org and roles', parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
+            }
+            send(res, 200, { token: await issuer.mint(parsed.data) });
+          } catch (error) {
+            sendError(res, error);
+          }
+        },
+      },
+      {
+        method: 'GET',
+        path: '/health',
+        handle: async (_req, res) => {
+          const result = await health();
+          send(res, result.ok ? 200 : 503, { status: result.ok ? 'ok' : 'degraded', checks: result.checks });
+        },
+      },
+      {
+        method: '*',
+        path: '/_sim/*',
+        handle: async (req, res) => {
+          if (!(await simulator.handleControl(req, res))) sendError(res, new ProblemError(404, 'route-not-found', `no simulator route ${req.url}`));
+        },
+      },
+    ];
+
+    const server = await createLocalHttpServer({
+      port: options.port,
+      handler: createHttpApi(ctx, names.idempotencyTable),
+      verifyToken: (token) => issuer.verify(token) as Promise<Record<string, unknown>>,
+      extraRoutes,
+    });
+    stops.push(() => server.close());
+    apiUrl = server.url;
+
+    if (options.registerFleet ?? true) {
+      const fleet = demoFleet(config.simulator.machines);
+      await registerMachines(ctx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), 'local-runner');
+    }
+    await poller.start();
+    stops.push(() => poller.stop());
+    timer.start();
+    stops.push(() => timer.stop());
+    await simulator.start();
+    stops.push(() => simulator.stop());
+    write(`simulator  site agent on ${simulator.url} with ${demoFleet(config.simulator.machines).length} machines`);
+
+
+    return {
+      url: apiUrl,
+      ctx,
+      issuer,
+      simulator,
+      streamIdle: (timeoutMs) => poller.whenIdle(timeoutMs),
+      health,
+      stop: stopAll,
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}

@@ -1,0 +1,433 @@
+import { randomUUID } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { GetCommand, PutCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Role } from '#domain/model.ts';
+import { createApiHandler } from '#http/api-handler.ts';
+import { conflict, notFound } from '#http/problem.ts';
+import { defineRoute, type Route } from '#http/route.ts';
+import { createLocalTokenIssuer } from '#http/tokens.ts';
+import { listQuerySchema } from '#http/validation.ts';
+import { createLocalHttpServer, type LocalHttpServer } from '#local/api-gateway-adapter.ts';
+import { freshTables } from '#test/support/tables.ts';
+
+// A small route table of its own: this file tests the transport layer, not Fleetward's routes.
+function testRoutes(client: DynamoDBDocumentClient, table: string) {
+  const issueSchema = z.object({
+    category: z.string().transform((c) => c.toUpperCase()).pipe(z.enum(['HARDWARE', 'NETWORK', 'PERFORMANCE', 'OTHER'])),
+    summary: z.string().min(1).max(1024),
+  });
+  let flakyCalls = 0;
+  const gates = new Map<string, () => void>();
+
+  const routes: Route[] = [
+    defineRoute({
+      operationId: 'create-thing',
+      method: 'POST',
+      path: '/v2/org/{org}/things',
+      roles: ['tenant'],
+      summary: 'writes one item',
+      params: z.object({ org: z.string() }),
+      body: z.object({ name: z.string().min(1), labels: z.record(z.string(), z.string()).optional(), machineHealthIssue: issueSchema.optional() }).strict(),
+      bodyRequired: true,
+      async handle({ principal, params, body }) {
+        const id = randomUUID();
+        const item = { id, org: params.org, name: body.name, issue: body.machineHealthIssue, createdBy: principal.sub };
+        await client.send(new PutCommand({ TableName: table, Item: { pk: `THING#${id}`, sk: 'THING', ...item } }));
+        return { status: 201, body: item };
+      },
+    }),
+    defineRoute({
+      operationId: 'get-thing',
+      method: 'GET',
+      path: '/v2/org/{org}/things/{id}',
+      roles: ['tenant'],
+      summary: 'reads one item',
+      params: z.object({ org: z.string(), id: z.uuid() }),
+      async handle({ params }) {
+        const { Item } = await client.send(new GetCommand({ TableName: table, Key: { pk: `THING#${params.id}`, sk: 'THING' } }));
+        if (!Item || Item.org !== params.org) throw notFound(`thing ${params.id}`);
+        return { status: 200, body: { id: Item.id, name: Item.name } };
+      },
+    }),
+    defineRoute({
+      operationId: 'list-things',
+      method: 'GET',
+      path: '/v2/org/{org}/things',
+      roles: ['tenant'],
+      summary: 'echoes the list query',
+      query: listQuerySchema,
+      async handle({ query }) {
+        return { status: 200, body: { items: [], limit: query.limit } };
+      },
+    }),
+    defineRoute({
+      operationId: 'delete-thing',
+      method: 'DELETE',
+      path: '/v2/org/{org}/things/{id}',
+      roles: ['tenant'],
+      summary: 'no body schema, 204',
+      async handle() {
+        return { status: 204 };
+      },
+    }),
+    defineRoute({
+      operationId: 'flaky',
+      method: 'POST',
+      path: '/v2/org/{org}/flaky',
+      roles: ['tenant'],
+      summary: 'fails once with a problem, then succeeds',
+      body: z.object({ n: z.number() }),
+      async handle() {
+        flakyCalls += 1;
+        if (flakyCalls === 1) throw conflict('not-yet', 'try again');
+        return { status: 200, body: { calls: flakyCalls } };
+      },
+    }),
+    defineRoute({
+      operationId: 'slow',
+      method: 'POST',
+      path: '/v2/org/{org}/slow',
+      roles: ['tenant'],
+      summary: 'waits until the test lets it finish',
+      body: z.object({ gate: z.string() }),
+      async handle({ body }) {
+        await new Promise<void>((resolve) => gates.set(body.gate, resolve));
+        return { status: 201, body: { done: body.gate } };
+      },
+    }),
+    defineRoute({
+      operationId: 'put-tenant',
+      method: 'PUT',
+      path: '/admin/tenants/{org}',
+      roles: ['provider-admin'],
+      summary: 'an admin route naming another org',
+      body: z.object({ enabled: z.boolean() }),
+      async handle({ params, body }) {
+        return { status: 200, body: { org: params.org, ...body } };
+      },
+    }),
+    defineRoute({
+      operationId: 'boom',
+      method: 'POST',
+      path: '/admin/boom',
+      roles: ['provider-admin'],
+      summary: 'a bug',
+      async handle() {
+        throw new Error('secret internals at /var/task/index.js:1');
+      },
+    }),
+    defineRoute({
+      operationId: 'ping',
+      method: 'GET',
+      path: '/public/ping',
+      roles: 'public',
+      summary: 'no token needed',
+      async handle({ principal }) {
+        return { status: 200, body: { sub: principal.sub } };
+      },
+    }),
+  ];
+  return { routes, openGate: (gate: string) => gates.get(gate)?.(), hasGate: (gate: string) => gates.has(gate) };
+}
+
+let server: LocalHttpServer;
+let idempotencyTable: string;
+let apiHandler: ReturnType<typeof createApiHandler>;
+let client: DynamoDBDocumentClient;
+let table: string;
+let harness: ReturnType<typeof testRoutes>;
+const issuer = createLocalTokenIssuer({ issuer: 'fleetward-test', audience: 'fleetward' });
+const tokens: Record<string, string> = {};
+
+beforeAll(async () => {
+  const tables = await freshTables('http');
+  client = tables.client;
+  table = tables.names.table;
+  harness = testRoutes(client, table);
+  idempotencyTable = tables.names.idempotencyTable;
+  const handler = (apiHandler = createApiHandler(harness.routes, {
+    idempotency: { client, tableName: tables.names.idempotencyTable },
+    logger: new Logger({ serviceName: 'test', logLevel: 'SILENT' }),
+  }));
+  server = await createLocalHttpServer({
+    port: 0,
+    handler,
+    verifyToken: (token) => issuer.verify(token),
+    extraRoutes: [{ method: 'GET', path: '/health', handle: (_req, res) => void res.writeHead(200).end('ok') }],
+  });
+  const mint = (sub: string, org: string, roles: Role[], ttl?: number) => issuer.mint({ sub, org, roles }, ttl);
+  tokens.alice = await mint('alice', 'acme', ['tenant']);
+  tokens.bob = await mint('bob', 'acme', ['tenant']);
+  tokens.agent = await mint('agent-1', 'site', ['site-agent']);
+  tokens.admin = await mint('root', 'provider', ['provider-admin', 'tenant']);
+  tokens.expired = await mint('alice', 'acme', ['tenant'], -60);
+});
+
+afterAll(async () => {
+  await server?.close();
+  client?.destroy();
+});
+
+interface Call {
+  token?: string;
+  body?: unknown;
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+async function call(method: string, path: string, { token, body, raw, headers = {} }: Call = {}) {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined || raw !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...headers,
+    },
+    ...(raw !== undefined ? { body: raw } : body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  const json = /json/.test(response.headers.get('content-type') ?? '') && text ? JSON.parse(text) : undefined;
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+async function thingCount(): Promise<number> {
+  const { Count } = await client.send(new ScanCommand({ TableName: table, Select: 'COUNT' }));
+  return Count ?? 0;
+}
+
+const expectProblem = (res: Awaited<ReturnType<typeof call>>, status: number, code: string) => {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toBe('application/problem+json');
+  expect(res.json).toMatchObject({ status, code, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+};
+
+describe('routing and success', () => {
+  it('creates and reads a thing, serialising JSON', async () => {
+    const created = await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'a' } });
+    expect(created.status).toBe(201);
+    expect(created.headers.get('content-type')).toBe('application/json');
+    expect(created.json).toMatchObject({ org: 'acme', name: 'a', createdBy: 'alice' });
+
+    const read = await call('GET', `/v2/org/acme/things/${created.json.id}`, { token: tokens.alice });
+    expect(read.status).toBe(200);
+    expect(read.json).toEqual({ id: created.json.id, name: 'a' });
+  });
+
+  it('answers 204 without a body and ignores a stray body on a schemaless DELETE', async () => {
+    const res = await call('DELETE', `/v2/org/acme/things/${randomUUID()}`, { token: tokens.alice, raw: '{not json' });
+    expect(res.status).toBe(204);
+    expect(res.text).toBe('');
+  });
+
+  it('applies list query defaults and limits', async () => {
+    expect((await call('GET', '/v2/org/acme/things', { token: tokens.alice })).json).toEqual({ items: [], limit: 50 });
+    expect((await call('GET', '/v2/org/acme/things?limit=500', { token: tokens.alice })).json.limit).toBe(500);
+    const tooMany = await call('GET', '/v2/org/acme/things?limit=501', { token: tokens.alice });
+    expectProblem(tooMany, 422, 'validation-failed');
+    expect(tooMany.json.errors).toEqual([{ path: 'query.limit', message: expect.any(String) }]);
+  });
+
+  it('serves public routes without a token, extra routes before the Lambda', async () => {
+    expect((await call('GET', '/public/ping')).json).toEqual({ sub: 'anonymous' });
+    const health = await call('GET', '/health');
+    expect([health.status, health.text]).toEqual([200, 'ok']);
+  });
+
+  it('answers 404 route-not-found and 405 with Allow', async () => {
+    expectProblem(await call('GET', '/nope', { token: tokens.alice }), 404, 'route-not-found');
+    const wrongMethod = await call('PATCH', '/v2/org/acme/things', { token: tokens.alice, body: {} });
+    expectProblem(wrongMethod, 405, 'method-not-allowed');
+    expect(wrongMethod.headers.get('allow')).toBe('POST, GET');
+  });
+});
+
+describe('authentication and authorization', () => {
+  it('401 unauthenticated without a token', async () => {
+    expectProblem(await call('GET', '/v2/org/acme/things'), 401, 'unauthenticated');
+  });
+
+  it('401 invalid-token for an expired, forged or malformed token', async () => {
+    const before = await thingCount();
+    const forged = await createLocalTokenIssuer({ issuer: 'fleetward-test', audience: 'fleetward' }).mint({ sub: 'eve', org: 'acme', roles: ['tenant'] });
+    for (const token of [tokens.expired!, forged, 'not-a-jwt']) {
+      const res = await call('POST', '/v2/org/acme/things', { token, body: { name: 'x' } });
+      expectProblem(res, 401, 'invalid-token');
+    }
+    expectProblem(await call('GET', '/public/ping', { headers: { authorization: 'Basic abc' } }), 401, 'invalid-token');
+    expect(await thingCount()).toBe(before);
+  });
+
+  it('403 forbidden for the wrong role', async () => {
+    expectProblem(await call('GET', '/v2/org/site/things', { token: tokens.agent }), 403, 'forbidden');
+    expectProblem(await call('POST', '/admin/boom', { token: tokens.alice }), 403, 'forbidden');
+  });
+
+  it("404 not-found for another org's {org}, before validating anything else", async () => {
+    expectProblem(await call('GET', `/v2/org/other/things/${randomUUID()}`, { token: tokens.alice }), 404, 'not-found');
+    const invalid = await call('POST', '/v2/org/other/things', { token: tokens.alice, raw: '{broken' });
+    expectProblem(invalid, 404, 'not-found');
+  });
+
+  it('lets provider admins name another org', async () => {
+    const res = await call('PUT', '/admin/tenants/acme', { token: tokens.admin, body: { enabled: true } });
+    expect(res.json).toEqual({ org: 'acme', enabled: true });
+  });
+});
+
+describe('input', () => {
+  it('400 invalid-json', async () => {
+    expectProblem(await call('POST', '/v2/org/acme/things', { token: tokens.alice, raw: '{"name":' }), 400, 'invalid-json');
+  });
+
+  it('422 validation-failed with field paths, writing nothing', async () => {
+    const before = await thingCount();
+    const res = await call('POST', '/v2/org/acme/things', {
+      token: tokens.alice,
+      body: { name: '', machineHealthIssue: { category: 'cosmic-rays', summary: 'x' }, extra: 1 },
+    });
+    expectProblem(res, 422, 'validation-failed');
+    const paths = (res.json.errors as Array<{ path: string }>).map((e) => e.path).sort();
+    expect(paths).toEqual(['extra', 'machineHealthIssue.category', 'name']);
+    expectProblem(await call('GET', '/v2/org/acme/things/not-a-uuid', { token: tokens.alice }), 422, 'validation-failed');
+    expect((await call('GET', '/v2/org/acme/things/not-a-uuid', { token: tokens.alice })).json.errors[0].path).toBe('params.id');
+    expectProblem(await call('POST', '/v2/org/acme/things', { token: tokens.alice }), 422, 'validation-failed');
+    expect(await thingCount()).toBe(before);
+  });
+
+  it('413 for a body over 1 MiB', async () => {
+    const res = await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'x'.repeat(1024 * 1024) } });
+    expectProblem(res, 413, 'payload-too-large');
+  });
+
+  it('turns a thrown problem into problem+json and a bug into a 500 without internals', async () => {
+    const res = await call('POST', '/admin/boom', { token: tokens.admin });
+    expectProblem(res, 500, 'internal-error');
+    expect(res.text).not.toContain('secret');
+    expect(res.text).not.toContain('/var/task');
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('replays the first response for the same key and body, writing nothing more', async () => {
+    const key = randomUUID();
+    const before = await thingCount();
+    const first = await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'once', labels: { a: '1', b: '2' } }, headers: { 'idempotency-key': key } });
+    expect(first.status).toBe(201);
+    // Same body with keys in another order is the same request.
+    const replay = await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { labels: { b: '2', a: '1' }, name: 'once' }, headers: { 'idempotency-key': key } });
+    expect(replay.status).toBe(201);
+    expect(replay.text).toBe(first.text);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(await thingCount()).toBe(before + 1);
+  });
+
+  it('422 idempotency-key-reused for the same key with another body', async () => {
+    const key = randomUUID();
+    await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'one' }, headers: { 'idempotency-key': key } });
+    const before = await thingCount();
+    const reused = await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'two' }, headers: { 'idempotency-key': key } });
+    expectProblem(reused, 422, 'idempotency-key-reused');
+    expect(await thingCount()).toBe(before);
+  });
+
+  it('keeps callers apart: the same key from two callers runs twice', async () => {
+    const key = randomUUID();
+    const before = await thingCount();
+    const a = await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'same' }, headers: { 'idempotency-key': key } });
+    const b = await call('POST', '/v2/org/acme/things', { token: tokens.bob, body: { name: 'same' }, headers: { 'idempotency-key': key } });
+    expect(a.json.id).not.toBe(b.json.id);
+    expect(b.json.createdBy).toBe('bob');
+    expect(await thingCount()).toBe(before + 2);
+  });
+
+  it('without a key every call executes', async () => {
+    const before = await thingCount();
+    await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'n' } });
+    await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'n' } });
+    expect(await thingCount()).toBe(before + 2);
+  });
+
+  it('forgets a key whose call answered with a problem, so a retry executes', async () => {
+    const key = randomUUID();
+    const first = await call('POST', '/v2/org/acme/flaky', { token: tokens.alice, body: { n: 1 }, headers: { 'idempotency-key': key } });
+    expectProblem(first, 409, 'not-yet');
+    const retry = await call('POST', '/v2/org/acme/flaky', { token: tokens.alice, body: { n: 1 }, headers: { 'idempotency-key': key } });
+    expect(retry.json).toEqual({ calls: 2 });
+    const replay = await call('POST', '/v2/org/acme/flaky', { token: tokens.alice, body: { n: 1 }, headers: { 'idempotency-key': key } });
+    expect(replay.json).toEqual({ calls: 2 });
+  });
+
+  it('409 idempotency-in-progress for a concurrent replay', async () => {
+    const key = randomUUID();
+    const gate = randomUUID();
+    const request = () => call('POST', '/v2/org/acme/slow', { token: tokens.alice, body: { gate }, headers: { 'idempotency-key': key } });
+    const first = request();
+    await expect.poll(() => harness.hasGate(gate)).toBe(true);
+    expectProblem(await request(), 409, 'idempotency-in-progress');
+    harness.openGate(gate);
+    expect((await first).status).toBe(201);
+    const replay = await request();
+    expect([replay.status, replay.json]).toEqual([201, { done: gate }]);
+  });
+
+  it('rejects an oversized key', async () => {
+    const res = await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'k' }, headers: { 'idempotency-key': 'k'.repeat(300) } });
+    expectProblem(res, 422, 'validation-failed');
+    expect(res.json.errors[0].path).toBe('headers.idempotency-key');
+  });
+});
+
+describe('behind API Gateway (routeKey chosen, claims from the authorizer)', () => {
+  const event = (routeKey: string, rawPath: string, extra: Record<string, unknown> = {}) =>
+    ({
+      version: '2.0',
+      routeKey,
+      rawPath,
+      rawQueryString: '',
+      headers: { 'content-type': 'application/json' },
+      requestContext: {
+        http: { method: routeKey.split(' ')[0], path: rawPath },
+        requestId: randomUUID(),
+        authorizer: { jwt: { claims: { sub: 'carol', org: 'acme', roles: '[tenant]' }, scopes: null } },
+      },
+      isBase64Encoded: false,
+      ...extra,
+    }) as unknown as Parameters<typeof apiHandler>[0];
+  // Contexts built by hand (other tests, tools) may lack the clock; idempotency still bounds INPROGRESS records.
+  const context = {} as Parameters<typeof apiHandler>[1];
+
+  it('uses the route key and API Gateway path parameters', async () => {
+    const key = randomUUID();
+    const create = event('POST /v2/org/{org}/things', '/v2/org/acme/things', {
+      body: JSON.stringify({ name: 'direct' }),
+      headers: { 'idempotency-key': key },
+    });
+    const created = await apiHandler(create, context);
+    expect(created.statusCode).toBe(201);
+    expect(await apiHandler(create, context)).toMatchObject({ statusCode: 201, body: created.body });
+
+    const id = JSON.parse(created.body!).id;
+    const read = await apiHandler(
+      event('GET /v2/org/{org}/things/{id}', `/v2/org/acme/things/${id}`, { pathParameters: { org: 'acme', id } }),
+      context,
+    );
+    expect(JSON.parse(read.body!)).toEqual({ id, name: 'direct' });
+  });
+
+  it('stores the whole HTTP result under a hashed, caller-scoped key', async () => {
+    const { Items = [] } = await client.send(new ScanCommand({ TableName: idempotencyTable }));
+    expect(Items.length).toBeGreaterThan(0);
+    for (const item of Items) {
+      expect(item.id).toMatch(/^fleetward-http#/);
+      expect(item.id).not.toMatch(/alice|bob|carol/);
+      expect(item.status).toBe('COMPLETED');
+      expect(item.data).toMatchObject({ statusCode: expect.any(Number), body: expect.any(String) });
+      expect(item.validation).toEqual(expect.any(String));
+      expect(item.in_progress_expiration).toEqual(expect.any(Number));
+      // API.md: a replay within 24 h.
+      expect(item.expiration - Date.now() / 1000).toBeGreaterThan(24 * 3600 - 120);
+    }
+  });
+});

@@ -1,0 +1,285 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createSiteAgentClient } from '#site/agent-client.ts';
+import { createSiteSimulator, demoFleet, type SiteSimulator } from '#local/site-simulator.ts';
+
+// The controller is not under test here: a stub records what the simulated agent sends it.
+interface ControllerCall {
+  path: string;
+  authorization: string | undefined;
+  body: any;
+}
+
+let controller: Server;
+let controllerUrl: string;
+let calls: ControllerCall[] = [];
+let controllerDown = false;
+// Cleanup reports turned away while the controller is down.
+let refused = 0;
+
+const machines = demoFleet([{ type: 'gb200', count: 4, racks: 2 }]);
+let sim: SiteSimulator;
+let simUrl: string;
+
+beforeAll(async () => {
+  controller = createServer(async (req, res) => {
+    let text = '';
+    for await (const chunk of req) text += chunk;
+    if (controllerDown) {
+      if (req.url?.endsWith('/cleanup')) refused++;
+      return void res.writeHead(503).end();
+    }
+    calls.push({ path: req.url ?? '', authorization: req.headers.authorization, body: JSON.parse(text) });
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  await new Promise<void>((resolve) => controller.listen(0, '127.0.0.1', resolve));
+  controllerUrl = `http://127.0.0.1:${(controller.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  controller.closeAllConnections();
+  await new Promise<void>((resolve) => controller.close(() => resolve()));
+});
+
+beforeEach(async () => {
+  calls = [];
+  controllerDown = false;
+  sim = createSiteSimulator({
+    machines,
+    controllerUrl: () => controllerUrl,
+    token: async () => 'agent-token',
+    heartbeatIntervalMs: 50,
+    provisionMs: 20,
+    cleanupMs: 20,
+    reportRetryDelaysMs: [30, 30, 30],
+  });
+  await sim.start();
+  simUrl = sim.url;
+});
+
+afterEach(async () => {
+  await sim.stop();
+});
+
+async function call(method: string, path: string, body?: unknown) {
+  const response = await fetch(`${simUrl}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+const create = (name: string, clientToken: string, machineId = 'gb200-r1-01') =>
+  call('POST', '/instances', { name, machineId, instanceId: `i-${name}`, clientToken });
+
+async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 3_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const heartbeats = () => calls.filter((c) => c.path === '/site/v1/heartbeats');
+const rosterIds = (call: ControllerCall) => call.body.machines.map((m: { id: string }) => m.id);
+
+function agentClient(timeoutMs = 2_000) {
+  const sleeps: number[] = [];
+  const client = createSiteAgentClient({
+    baseUrl: simUrl,
+    maxAttempts: 3,
+    baseDelayMs: 250,
+    timeoutMs,
+    sleep: async (ms) => void sleeps.push(ms),
+  });
+  return { client, sleeps };
+}
+
+describe('demoFleet', () => {
+  it('gives stable ids and spreads each group evenly over its own racks', () => {
+    const fleet = demoFleet([
+      { type: 'gb200', count: 5, racks: 2 },
+      { type: 'h100', count: 2, racks: 1 },
+    ]);
+    expect(fleet).toEqual([
+      { id: 'gb200-r1-01', machineType: 'gb200', rack: 'rack-1' },
+      { id: 'gb200-r1-02', machineType: 'gb200', rack: 'rack-1' },
+      { id: 'gb200-r1-03', machineType: 'gb200', rack: 'rack-1' },
+      { id: 'gb200-r2-01', machineType: 'gb200', rack: 'rack-2' },
+      { id: 'gb200-r2-02', machineType: 'gb200', rack: 'rack-2' },
+      { id: 'h100-r3-01', machineType: 'h100', rack: 'rack-3' },
+      { id: 'h100-r3-02', machineType: 'h100', rack: 'rack-3' },
+    ]);
+    expect(new Set(demoFleet([{ type: 'gb200', count: 16, racks: 2 }]).map((m) => m.id)).size).toBe(16);
+  });
+});
+
+describe('simulated site agent: creates', () => {
+  it('honours clientToken: a repeated create answers 201 and never creates twice', async () => {
+    expect(await create('job', 'tok-a')).toEqual({ status: 201, body: { name: 'job', machineId: 'gb200-r1-01' } });
+    expect(await create('job', 'tok-a')).toEqual({ status: 201, body: { name: 'job', machineId: 'gb200-r1-01' } });
+    // Same token under a retry name: still the one instance already made.
+    expect(await create('job-r2', 'tok-a')).toEqual({ status: 201, body: { name: 'job', machineId: 'gb200-r1-01' } });
+    expect((await call('DELETE', '/instances/job-r2')).status).toBe(404);
+  });
+
+  it('answers 409 name_conflict for an existing name under another token', async () => {
+    await create('job', 'tok-a');
+    const conflict = await create('job', 'tok-b');
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.code).toBe('name_conflict');
+    const { body } = await call('GET', '/_sim/requests');
+    expect(body.items.map((r: { outcome: unknown; clientToken: string }) => [r.clientToken, r.outcome])).toEqual([
+      ['tok-a', 201],
+      ['tok-b', 409],
+    ]);
+    expect(body.items[0]).toMatchObject({ name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-job' });
+    expect(Date.parse(body.items[0].at)).not.toBeNaN();
+  });
+
+  it('plays queued faults in order, then goes back to success', async () => {
+    expect((await call('POST', '/_sim/faults', { op: 'create', outcomes: [503, 502, 409] })).status).toBe(200);
+    const statuses = [];
+    for (const token of ['t1', 't2', 't3', 't4']) statuses.push((await create(`n-${token}`, token)).status);
+    expect(statuses).toEqual([503, 502, 409, 201]);
+    // A 503 did not create; a 502 may have: its name is left behind.
+    expect((await call('DELETE', '/instances/n-t1')).status).toBe(404);
+    expect((await call('DELETE', '/instances/n-t2')).status).toBe(202);
+  });
+
+  it('rejects a fault it cannot play', async () => {
+    expect((await call('POST', '/_sim/faults', { op: 'create', outcomes: ['sometimes'] })).status).toBe(400);
+    expect((await call('POST', '/_sim/faults', { op: 'reboot', outcomes: [] })).status).toBe(400);
+  });
+
+  it('clears the request log', async () => {
+    await create('job', 'tok-a');
+    expect((await call('DELETE', '/_sim/requests')).status).toBe(204);
+    expect((await call('GET', '/_sim/requests')).body).toEqual({ items: [] });
+  });
+});
+
+describe('the agent client against the simulator', () => {
+  it('500 then success: the retry is named -r2 and counted', async () => {
+    await call('POST', '/_sim/faults', { op: 'create', outcomes: [500] });
+    const { client, sleeps } = agentClient();
+    const request = { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 'tok-1' };
+    expect(await client.createInstance(request)).toEqual({ ok: true, siteName: 'job-r2', attempts: 2 });
+    expect(sleeps).toEqual([250]);
+    const { body } = await call('GET', '/_sim/requests');
+    expect(body.items.map((r: { name: string; outcome: unknown }) => [r.name, r.outcome])).toEqual([
+      ['job', 500],
+      ['job-r2', 201],
+    ]);
+  });
+
+  it('network failure then success: the plain name twice', async () => {
+    await call('POST', '/_sim/faults', { op: 'create', outcomes: ['network'] });
+    const { client } = agentClient();
+    const request = { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 'tok-1' };
+    expect(await client.createInstance(request)).toEqual({ ok: true, siteName: 'job', attempts: 2 });
+    const { body } = await call('GET', '/_sim/requests');
+    expect(body.items.map((r: { name: string; outcome: unknown }) => [r.name, r.outcome])).toEqual([
+      ['job', 'network'],
+      ['job', 201],
+    ]);
+  });
+
+  it('a held-open create is a timeout and is not retried', async () => {
+    await call('POST', '/_sim/faults', { op: 'create', outcomes: ['timeout'] });
+    const { client } = agentClient(200);
+    const request = { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 'tok-1' };
+    const result = await client.createInstance(request);
+    expect(result).toMatchObject({ ok: false, attempts: 1, lastOutcome: { kind: 'timeout' } });
+    expect((await call('GET', '/_sim/requests')).body.items).toHaveLength(1);
+  });
+
+  it('stop() closes a create that is still held open', async () => {
+    await call('POST', '/_sim/faults', { op: 'create', outcomes: ['timeout'] });
+    const { client } = agentClient(10_000);
+    const pending = client.createInstance({ name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 't' });
+    await eventually(async () => ((await sim.control('GET', '/_sim/requests', undefined))?.body as { items: unknown[] }).items[0]);
+    const started = Date.now();
+    await sim.stop();
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(sim.running()).toBe(false);
+    // The agent went away without answering: a network failure to the client, retried against a dead port.
+    expect(await pending).toMatchObject({ ok: false, lastOutcome: { kind: 'network' } });
+  });
+
+  it('deletes through the client, then reports the cleanup to the controller', async () => {
+    const { client } = agentClient();
+    await client.createInstance({ name: 'job', machineId: 'gb200-r2-01', instanceId: 'i-1', clientToken: 'tok-1' });
+    expect(await client.deleteInstance('job')).toEqual({ ok: true, status: 202, alreadyGone: false });
+    const report = await eventually(() => calls.find((c) => c.path.endsWith('/cleanup')));
+    expect(report).toEqual({
+      path: '/site/v1/machines/gb200-r2-01/cleanup',
+      authorization: 'Bearer agent-token',
+      body: { ok: true },
+    });
+    expect(await client.deleteInstance('job')).toEqual({ ok: true, status: 404, alreadyGone: true });
+  });
+});
+
+describe('simulated site agent: cleanup reports', () => {
+  it('reports a queued cleanup failure', async () => {
+    await create('job', 'tok-a');
+    await call('POST', '/_sim/faults', { op: 'cleanup', outcomes: [false] });
+    expect((await call('DELETE', '/instances/job')).status).toBe(202);
+    const report = await eventually(() => calls.find((c) => c.path.endsWith('/cleanup')));
+    expect(report.body).toEqual({ ok: false, message: 'simulated cleanup failure' });
+  });
+
+  it('retries the report while the controller is unavailable', async () => {
+    await create('job', 'tok-a');
+    controllerDown = true;
+    refused = 0;
+    await call('DELETE', '/instances/job');
+    await eventually(() => (refused >= 2 ? true : undefined));
+    controllerDown = false;
+    const report = await eventually(() => calls.find((c) => c.path.endsWith('/cleanup')));
+    expect(report.body).toEqual({ ok: true });
+  });
+});
+
+describe('simulated site agent: heartbeats', () => {
+  it('sends the whole roster at once, with the bearer token', async () => {
+    const first = await eventually(() => heartbeats()[0]);
+    expect(first.authorization).toBe('Bearer agent-token');
+    expect(rosterIds(first)).toEqual(machines.map((m) => m.id));
+    await eventually(() => (heartbeats().length >= 3 ? true : undefined));
+  });
+
+  it('leaves out a stopped machine and brings it back on resume', async () => {
+    const stopped = machines[1]!.id;
+    expect(await call('POST', `/_sim/machines/${stopped}/heartbeat`, { stopped: true })).toEqual({
+      status: 200,
+      body: { id: stopped, stopped: true },
+    });
+    calls = [];
+    const without = await eventually(() => heartbeats()[1]);
+    expect(rosterIds(without)).toEqual(machines.map((m) => m.id).filter((id) => id !== stopped));
+
+    await call('POST', `/_sim/machines/${stopped}/heartbeat`, { stopped: false });
+    calls = [];
+    const back = await eventually(() => heartbeats()[1]);
+    expect(rosterIds(back)).toEqual(machines.map((m) => m.id));
+  });
+
+  it('404s an unknown machine', async () => {
+    expect((await call('POST', '/_sim/machines/nope/heartbeat', { stopped: true })).status).toBe(404);
+  });
+
+  it('stops heartbeating when stopped', async () => {
+    await eventually(() => heartbeats()[0]);
+    await sim.stop();
+    const count = heartbeats().length;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(heartbeats()).toHaveLength(count);
+  });
+});

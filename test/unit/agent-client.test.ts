@@ -1,0 +1,191 @@
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createSiteAgentClient, type SiteAgentClientOptions } from '#site/agent-client.ts';
+
+// A scripted agent on 127.0.0.1: each create takes the next scripted answer; only the backoff sleep is faked.
+type Answer = number | 'network' | 'timeout';
+
+interface Received {
+  method: string;
+  path: string;
+  body: Record<string, string> | undefined;
+}
+
+let server: Server;
+let baseUrl: string;
+let script: Answer[] = [];
+let received: Received[] = [];
+const held = new Set<ServerResponse>();
+
+beforeAll(async () => {
+  server = createServer(async (req, res) => {
+    let text = '';
+    for await (const chunk of req) text += chunk;
+    received.push({ method: req.method ?? '', path: req.url ?? '', body: text ? JSON.parse(text) : undefined });
+    const answer = script.shift() ?? (req.method === 'DELETE' ? 202 : 201);
+    if (answer === 'network') return void req.socket.destroy();
+    if (answer === 'timeout') return void held.add(res);
+    const body = answer === 409 ? { code: 'name_conflict' } : { ok: answer < 300 };
+    res.writeHead(answer, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterEach(() => {
+  for (const res of held) res.destroy();
+  held.clear();
+  script = [];
+  received = [];
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
+function client(overrides: Partial<SiteAgentClientOptions> = {}) {
+  const sleeps: number[] = [];
+  const agent = createSiteAgentClient({
+    baseUrl,
+    maxAttempts: 3,
+    baseDelayMs: 250,
+    timeoutMs: 2_000,
+    sleep: async (ms) => void sleeps.push(ms),
+    ...overrides,
+  });
+  return { agent, sleeps };
+}
+
+const request = { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 'tok-1' };
+const sentNames = () => received.map((r) => r.body?.name);
+
+describe('site agent client: create', () => {
+  it('creates with the plain name on the first attempt', async () => {
+    const { agent, sleeps } = client();
+    expect(await agent.createInstance(request)).toEqual({ ok: true, siteName: 'job', attempts: 1 });
+    expect(received).toEqual([{ method: 'POST', path: '/instances', body: request }]);
+    expect(sleeps).toEqual([]);
+  });
+
+  it('retries 500 and 503 with -rN names, the same clientToken and base × attempt waits', async () => {
+    script = [500, 503];
+    const { agent, sleeps } = client();
+    expect(await agent.createInstance(request)).toEqual({ ok: true, siteName: 'job-r3', attempts: 3 });
+    expect(sentNames()).toEqual(['job', 'job-r2', 'job-r3']);
+    expect(new Set(received.map((r) => r.body?.clientToken))).toEqual(new Set(['tok-1']));
+    expect(sleeps).toEqual([250, 500]);
+  });
+
+  it('retries a dropped connection under the plain name', async () => {
+    script = ['network'];
+    const { agent, sleeps } = client();
+    expect(await agent.createInstance(request)).toEqual({ ok: true, siteName: 'job', attempts: 2 });
+    expect(sentNames()).toEqual(['job', 'job']);
+    expect(sleeps).toEqual([250]);
+  });
+
+  it('switches to -rN after the first HTTP error even when a network failure came first', async () => {
+    script = ['network', 500];
+    const { agent } = client();
+    expect(await agent.createInstance(request)).toEqual({ ok: true, siteName: 'job-r3', attempts: 3 });
+    expect(sentNames()).toEqual(['job', 'job', 'job-r3']);
+  });
+
+  it('retries connection refused and reports it once attempts run out', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+
+    const { agent, sleeps } = client({ baseUrl: `http://127.0.0.1:${port}` });
+    const result = await agent.createInstance(request);
+    expect(result).toMatchObject({ ok: false, attempts: 3, retryable: false, lastOutcome: { kind: 'network' } });
+    expect(result.ok || result.reason).toMatch(/^site agent unreachable on attempt 3: .*ECONNREFUSED.*\(gave up after 3 attempts\)$/);
+    expect(sleeps).toEqual([250, 500]);
+  });
+
+  it.each([
+    [502, 'site agent answered 502 Bad Gateway on attempt 1 (not retried: the create may have committed)'],
+    [504, 'site agent answered 504 Gateway Timeout on attempt 1 (not retried: the create may have committed)'],
+    [400, 'site agent answered 400 Bad Request on attempt 1 (not retried: the agent rejected the request)'],
+    [404, 'site agent answered 404 Not Found on attempt 1 (not retried: the agent rejected the request)'],
+    [
+      409,
+      'site agent answered 409 Conflict (name_conflict) on attempt 1 (not retried: the name is already in use at the site)',
+    ],
+  ])('makes a single attempt on %i', async (status, reason) => {
+    script = [status];
+    const { agent, sleeps } = client();
+    const result = await agent.createInstance(request);
+    expect(result).toMatchObject({ ok: false, attempts: 1, reason, retryable: false, lastOutcome: { status } });
+    expect(received).toHaveLength(1);
+    expect(sleeps).toEqual([]);
+  });
+
+  it('does not retry an attempt that exceeded the timeout', async () => {
+    script = ['timeout'];
+    const { agent, sleeps } = client({ timeoutMs: 150 });
+    const result = await agent.createInstance(request);
+    expect(result).toEqual({
+      ok: false,
+      attempts: 1,
+      retryable: false,
+      reason: 'site agent did not answer within 150 ms on attempt 1 (not retried: the instance may still be provisioning)',
+      lastOutcome: { kind: 'timeout', timeoutMs: 150 },
+    });
+    expect(received).toHaveLength(1);
+    expect(sleeps).toEqual([]);
+  });
+
+  it('stops after the last allowed attempt', async () => {
+    script = [503, 500, 503];
+    const { agent, sleeps } = client();
+    const result = await agent.createInstance(request);
+    expect(result).toMatchObject({
+      ok: false,
+      attempts: 3,
+      reason: 'site agent answered 503 Service Unavailable on attempt 3 (gave up after 3 attempts)',
+      lastOutcome: { kind: 'http-error', status: 503 },
+    });
+    expect(sentNames()).toEqual(['job', 'job-r2', 'job-r3']);
+    expect(sleeps).toEqual([250, 500]);
+  });
+
+  it('max_attempts 1 sends exactly one create', async () => {
+    script = [500];
+    const { agent, sleeps } = client({ maxAttempts: 1 });
+    expect(await agent.createInstance(request)).toMatchObject({ ok: false, attempts: 1 });
+    expect(received).toHaveLength(1);
+    expect(sleeps).toEqual([]);
+  });
+});
+
+describe('site agent client: delete', () => {
+  it('sends DELETE /instances/{name} and accepts 202', async () => {
+    const { agent } = client();
+    expect(await agent.deleteInstance('job-r2')).toEqual({ ok: true, status: 202, alreadyGone: false });
+    expect(received).toEqual([{ method: 'DELETE', path: '/instances/job-r2', body: undefined }]);
+  });
+
+  it('treats 404 as already gone', async () => {
+    script = [404];
+    expect(await client().agent.deleteInstance('job')).toEqual({ ok: true, status: 404, alreadyGone: true });
+  });
+
+  it('returns the error for the caller to retry later, without retrying itself', async () => {
+    script = [503];
+    expect(await client().agent.deleteInstance('job')).toEqual({
+      ok: false,
+      status: 503,
+      reason: 'site agent answered 503 Service Unavailable to the delete',
+    });
+    script = ['network'];
+    expect(await client().agent.deleteInstance('job')).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^site agent unreachable for the delete: /),
+    });
+    expect(received).toHaveLength(2);
+  });
+});

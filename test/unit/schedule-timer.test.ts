@@ -1,0 +1,109 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createScheduleTimer } from '#local/schedule-timer.ts';
+
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+describe('schedule timer', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_000_000 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('ticks once per interval and records when', async () => {
+    const tick = vi.fn(async () => {});
+    const timer = createScheduleTimer({ intervalMs: 1000, tick, log: () => {} });
+    timer.start();
+    expect(timer.running()).toBe(true);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(tick).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(2001);
+    expect(tick).toHaveBeenCalledTimes(3);
+    expect(timer.stats()).toMatchObject({ ticks: 3, failures: 0, skipped: 0, lastTickAt: 1_003_000 });
+    await timer.stop();
+  });
+
+  it('ticks at start when asked to', async () => {
+    const tick = vi.fn(async () => {});
+    const timer = createScheduleTimer({ intervalMs: 1000, tick, immediate: true, log: () => {} });
+    timer.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(tick).toHaveBeenCalledTimes(1);
+    await timer.stop();
+  });
+
+  it('skips firings while a tick is still running instead of overlapping', async () => {
+    const slow = deferred();
+    let concurrent = 0;
+    let maxConcurrent = 0;
+    const tick = vi.fn(async () => {
+      concurrent++;
+      maxConcurrent = Math.max(maxConcurrent, concurrent);
+      if (tick.mock.calls.length === 1) await slow.promise;
+      concurrent--;
+    });
+    const timer = createScheduleTimer({ intervalMs: 100, tick, log: () => {} });
+    timer.start();
+    await vi.advanceTimersByTimeAsync(450);
+    expect(tick).toHaveBeenCalledTimes(1);
+    expect(timer.stats()).toMatchObject({ ticks: 0, skipped: 3 });
+    slow.resolve();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(tick).toHaveBeenCalledTimes(2);
+    expect(maxConcurrent).toBe(1);
+    expect(timer.stats()).toMatchObject({ ticks: 2, skipped: 3, lastDurationMs: 0 });
+    await timer.stop();
+  });
+
+  it('survives a throwing tick, counting and logging it', async () => {
+    const log = vi.fn();
+    let calls = 0;
+    const timer = createScheduleTimer({
+      intervalMs: 100,
+      name: 'sweep',
+      log,
+      tick: async () => {
+        calls++;
+        if (calls === 1) throw new Error('table gone');
+      },
+    });
+    timer.start();
+    await vi.advanceTimersByTimeAsync(300);
+    expect(calls).toBe(3);
+    expect(timer.stats()).toMatchObject({ ticks: 3, failures: 1, lastError: 'Error: table gone' });
+    expect(log).toHaveBeenCalledTimes(1);
+    expect(log.mock.calls[0]![0]).toMatch(/^sweep: tick failed.*table gone/);
+    expect(timer.running()).toBe(true);
+    await timer.stop();
+  });
+
+  it('stop waits for the tick in flight and leaves no timer behind', async () => {
+    const slow = deferred();
+    const tick = vi.fn(() => slow.promise);
+    const timer = createScheduleTimer({ intervalMs: 100, tick, log: () => {} });
+    timer.start();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(tick).toHaveBeenCalledTimes(1);
+
+    let stopped = false;
+    const stopping = timer.stop().then(() => (stopped = true));
+    await vi.advanceTimersByTimeAsync(500);
+    expect(stopped).toBe(false);
+    expect(timer.running()).toBe(false);
+    expect(tick).toHaveBeenCalledTimes(1);
+
+    slow.resolve();
+    await stopping;
+    expect(timer.stats().ticks).toBe(1);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('rejects a nonsensical interval', () => {
+    expect(() => createScheduleTimer({ intervalMs: 0, tick: async () => {} })).toThrow(RangeError);
+  });
+});
