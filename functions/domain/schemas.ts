@@ -28,6 +28,8 @@ export const pageQuery = {
   nextToken: z.string().min(1).max(2048).optional(),
 };
 
+export const listQuery = z.strictObject(pageQuery);
+
 export const params = {
   org: z.strictObject({ org }),
   orgInstance: z.strictObject({ org, id: resourceId }),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { emptyQuery, listMachinesQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
+import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
+import { requireMachine } from '#services/instances.ts';
 import type { AppContext } from '#services/context.ts';
 import { listMachines, registerMachines, showMachine } from '#services/machines.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
@@ -42,6 +43,20 @@ export function adminRoutes(ctx: AppContext): Route[] {
       params: params.machine,
       query: emptyQuery,
       handle: async ({ params: p }) => ({ status: 200, body: await showMachine(ctx, p.id) }),
+    }),
+    defineRoute({
+      operationId: 'machine-history',
+      method: 'GET',
+      path: '/admin/machines/{id}/history',
+      roles: ['provider-admin'],
+      summary: "The machine's history, newest first",
+      params: params.machine,
+      query: listQuery,
+      handle: async ({ params: p, query }) => {
+        await requireMachine(ctx, p.id);
+        const page = await ctx.store.listHistory(p.id, query);
+        return { status: 200, body: { items: page.items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) } };
+      },
     }),
     defineRoute({
       operationId: 'set-tenant-capabilities',
