@@ -10,6 +10,7 @@ import { ProblemError, problemResponse } from '#http/problem.ts';
 import { createLocalTokenIssuer, type LocalTokenIssuer } from '#http/tokens.ts';
 import type { AppContext, Log } from '#services/context.ts';
 import { randomIds } from '#services/lambda-context.ts';
+import { inProcessBus } from '#services/events.ts';
 import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient, type TableNames } from '#store/client.ts';
 import { FleetStore } from '#store/fleet-store.ts';
@@ -41,6 +42,8 @@ export interface LocalSiteOptions {
 
 export interface LocalSite {
   url: string;
+  /** The in-process event bus standing in for EventBridge: what repair automation would have been told. */
+  events: ReturnType<typeof inProcessBus>;
   ctx: AppContext;
   issuer: LocalTokenIssuer;
   simulator: SiteSimulator;
@@ -124,13 +127,16 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     });
 
     const store = new FleetStore(createDocumentClient(endpoint), names.table);
+    const log = lineLog((line) => write(`controller ${line}`));
+    const events = inProcessBus(lineLog((line) => write(`events     ${line}`)));
     const ctx: AppContext = {
       store,
       config,
       clock: options.clock ?? systemClock,
       ids: options.ids ?? randomIds,
       agent: httpSiteAgent(`http://127.0.0.1:${agentPort}`, config),
-      log: lineLog((line) => write(`controller ${line}`)),
+      events,
+      log,
       cleanupTimings: options.cleanupTimings ?? defaultCleanupTimings,
     };
 
@@ -219,6 +225,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     return {
       url: apiUrl,
+      events,
       ctx,
       issuer,
       simulator,

@@ -1,5 +1,8 @@
 import type { Change } from './change.ts';
-import type { Instance, Machine } from './model.ts';
+import type { HistoryEntry, Instance, Machine } from './model.ts';
+import { hasOverride, SOURCES } from './overrides.ts';
+import { applyOverrideEdits, releaseOverrideEdits, type ReleaseReport } from './repair.ts';
+import { repairEvent } from './events.ts';
 import { startCleanup } from './cleanup.ts';
 import { conflict } from './rejection.ts';
 import { addMs, ageMs, iso } from './time.ts';
@@ -59,32 +62,41 @@ const FINISHED: ReadonlySet<Instance['status']> = new Set(['Terminating', 'Termi
 export type ReleaseDecision = { kind: 'unchanged'; instance: Instance } | { kind: 'release'; instance: Instance; change: Change };
 
 /**
- * Release: the instance goes Terminating and its machine into Cleanup in the same change, so the machine can
- * never be re-allocated before the site agent has sanitized it. Releasing a finished instance changes nothing.
+ * Release: the instance goes Terminating and its machine into Cleanup in the same change, with the health
+ * overrides the report calls for, so the machine can never be re-allocated before the site agent has sanitized it
+ * and never without its quarantine. Releasing a finished instance changes nothing.
  */
-export function releaseInstance(instance: Instance, machine: Machine, actor: string, now: Date): ReleaseDecision {
+export function releaseInstance(instance: Instance, machine: Machine, report: ReleaseReport, now: Date): ReleaseDecision {
   if (FINISHED.has(instance.status)) return { kind: 'unchanged', instance };
-  if (instance.status === 'Repairing') {
+  if (instance.status === 'Repairing' || hasOverride(machine, SOURCES.onlineRepair)) {
     throw conflict('online-repair-active', `instance ${instance.id} is under online repair; disable it before releasing`);
   }
   const at = iso(now);
   const terminating: Instance = { ...instance, status: 'Terminating', updatedAt: at };
+  const [cleanup] = startCleanup(machine, instance.id, at);
+  // A machine that no longer holds this instance is not this release's to quarantine.
+  const edits = cleanup ? releaseOverrideEdits(machine, report, at) : { add: [], remove: [], events: [] };
+  const { overrides, history } = applyOverrideEdits(machine, edits, report.actor, at, instance.id);
+  const machines = cleanup ? [{ before: machine, after: { ...cleanup.after, healthOverrides: overrides } }] : [];
+  const released: HistoryEntry = {
+    machineId: machine.id,
+    at,
+    actor: report.actor,
+    action: report.isRepairTenant ? 'instance-released-by-repair-tenant' : 'instance-released',
+    instanceId: instance.id,
+    ...(report.issue ? { issue: report.issue } : {}),
+    labels: instance.labels,
+    ...(report.isRepairTenant ? { message: `repair_status: ${machine.labels.repair_status ?? 'Unknown'}` } : {}),
+    changes: { status: { from: instance.status, to: 'Terminating' }, state: { from: machine.state, to: 'Cleanup' } },
+  };
+  const after = { ...machine, healthOverrides: overrides };
   return {
     kind: 'release',
     instance: terminating,
     change: {
       instances: [{ before: instance, after: terminating }],
-      machines: startCleanup(machine, instance.id, at),
-      history: [
-        {
-          machineId: machine.id,
-          at,
-          actor,
-          action: 'instance-released',
-          instanceId: instance.id,
-          changes: { status: { from: instance.status, to: 'Terminating' }, state: { from: machine.state, to: 'Cleanup' } },
-        },
-      ],
+      machines,
+      history: [released, ...history, ...edits.events.map((type) => repairEvent(type, after, report, at, instance.id))],
     },
   };
 }

@@ -110,6 +110,9 @@ export interface HistoryEntry {
   message?: string;
   changes?: Record<string, { from?: unknown; to?: unknown }>;
   issue?: Issue;
+  labels?: Record<string, string>;
+  /** An event for repair automation; the stream publishes it once this entry is committed (an outbox). */
+  event?: { type: string; detail: Record<string, unknown> };
 }
 
 /** Injected so tests can run a 30 s heartbeat timeout or a 24 h SLA in milliseconds. */

@@ -34,6 +34,8 @@ export const params = {
   org: z.strictObject({ org }),
   orgInstance: z.strictObject({ org, id: resourceId }),
   machine: z.strictObject({ id: machineId }),
+  machineOverride: z.strictObject({ id: machineId, source: z.string().min(1).max(64) }),
+  orgMachine: z.strictObject({ org, machineId }),
   tenantOrg: z.strictObject({ org }),
 };
 
@@ -53,6 +55,27 @@ export const releaseInstanceBody = z.strictObject({
   machineHealthIssue: issueSchema.optional(),
   isRepairTenant: z.boolean().optional(),
 });
+
+const labelPatch = z.record(labelKey, labelValue.nullable()).refine((l) => Object.keys(l).length <= 64, 'at most 64 labels');
+
+export const patchInstanceBody = z.strictObject({
+  labels: labelPatch.optional(),
+  onlineRepair: z.strictObject({ enabled: z.boolean(), issue: issueSchema.optional() }).optional(),
+});
+
+export const releaseV1Body = z.strictObject({ id: resourceId, issue: issueSchema.optional() });
+
+export const labelsPatchBody = z.strictObject({
+  labels: labelPatch.refine((l) => Object.keys(l).length > 0, 'give at least one label'),
+});
+
+export const overrideBody = z.strictObject({
+  template: z.string().min(1).max(64),
+  message: z.string().min(1).max(4096).optional(),
+  mode: z.enum(['merge', 'replace']).optional(),
+});
+
+export const tenantMachinesQuery = z.strictObject({ ...pageQuery, healthOverride: z.string().min(1).max(64).optional() });
 
 export const instanceStatuses = ['Provisioning', 'Ready', 'Repairing', 'Terminating', 'Terminated', 'Failed'] as const;
 

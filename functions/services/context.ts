@@ -4,6 +4,7 @@ import type { CreateOutcome } from '#domain/instances.ts';
 import type { DeleteOutcome } from '#domain/cleanup.ts';
 import type { Clock, IdSource } from '#domain/model.ts';
 import type { FleetStore } from '#store/fleet-store.ts';
+import type { EventPublisher } from './events.ts';
 
 /** The site agent as the reconcilers need it; functions/site/agent-client.ts is the HTTP implementation. */
 export interface SiteAgent {
@@ -24,6 +25,7 @@ export interface AppContext {
   clock: Clock;
   ids: IdSource;
   agent: SiteAgent;
+  events: EventPublisher;
   log: Log;
   cleanupTimings: CleanupTimings;
 }

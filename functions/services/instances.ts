@@ -1,7 +1,9 @@
 import { allocatability } from '#domain/health.ts';
 import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances.ts';
-import type { Instance, Machine, Principal } from '#domain/model.ts';
+import type { Instance, Issue, Machine, Principal } from '#domain/model.ts';
 import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.ts';
+import { repairClaimBlockers } from '#domain/repair.ts';
+import { patchInstance as decidePatch, type InstancePatch } from '#domain/machine-edits.ts';
 import { StaleWriteError } from '#store/fleet-store.ts';
 import type { AppContext } from './context.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
@@ -54,24 +56,29 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   throw conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
 }
 
-/** Targeted creation: only for orgs with the capability, and only on a machine that admits it. */
+/** Targeted creation, for repair tenants: only with the capability, and only on a machine awaiting repair. */
 async function createOnMachine(ctx: AppContext, principal: Principal, machineId: string, spec: NewInstanceSpec): Promise<Instance> {
-  const tenant = await ctx.store.getTenant(principal.org);
-  if (!tenant?.capabilities.targetedInstanceCreation) {
-    throw forbidden('capability-required', 'targeted instance creation needs the targetedInstanceCreation capability');
-  }
+  await requireCapability(ctx, principal, 'targeted instance creation needs the targetedInstanceCreation capability');
   const heartbeat = await loadHeartbeatView(ctx);
   return retryOnStale(async () => {
     const machine = await ctx.store.getMachine(machineId);
     if (!machine) throw notFound(`machine ${machineId}`);
-    const { allocatable, notAllocatableReasons } = allocatability(machine, heartbeat, ctx.clock.now());
-    if (!allocatable) {
-      throw conflict('machine-unavailable', `machine ${machineId} cannot take an instance: ${notAllocatableReasons.join(', ')}`);
+    const blockers = repairClaimBlockers(machine, heartbeat, ctx.clock.now());
+    if (blockers.length > 0) {
+      throw conflict('machine-unavailable', `machine ${machineId} cannot be claimed for repair: ${blockers.join(', ')}`);
     }
     const { change, instance } = assignInstance(machine, spec, ctx.clock.now());
     await ctx.store.commit(change);
     return instance;
   });
+}
+
+export async function hasCapability(ctx: AppContext, principal: Principal): Promise<boolean> {
+  return (await ctx.store.getTenant(principal.org))?.capabilities.targetedInstanceCreation ?? false;
+}
+
+async function requireCapability(ctx: AppContext, principal: Principal, detail: string): Promise<void> {
+  if (!(await hasCapability(ctx, principal))) throw forbidden('capability-required', detail);
 }
 
 /** An instance of the caller's org; any other org's instance does not exist for them. */
@@ -81,11 +88,23 @@ export async function loadOwnInstance(ctx: AppContext, principal: Principal, id:
   return instance;
 }
 
-export async function releaseInstance(ctx: AppContext, principal: Principal, id: string): Promise<{ changed: boolean; instance: Instance }> {
+export interface ReleaseRequest {
+  issue?: Issue | undefined;
+  isRepairTenant?: boolean | undefined;
+}
+
+export async function releaseInstance(ctx: AppContext, principal: Principal, id: string, request: ReleaseRequest = {}): Promise<{ changed: boolean; instance: Instance }> {
+  if (request.isRepairTenant) await requireCapability(ctx, principal, 'isRepairTenant needs the targetedInstanceCreation capability');
+  const report = {
+    actor: principal.sub,
+    issue: request.issue,
+    isRepairTenant: request.isRepairTenant ?? false,
+    autoRepair: ctx.config.auto_machine_repair_plugin.enabled,
+  };
   return retryOnStale(async () => {
     const instance = await loadOwnInstance(ctx, principal, id);
     const machine = await requireMachine(ctx, instance.machineId);
-    const decision = decideRelease(instance, machine, principal.sub, ctx.clock.now());
+    const decision = decideRelease(instance, machine, report, ctx.clock.now());
     if (decision.kind === 'unchanged') return { changed: false, instance };
     await ctx.store.commit(decision.change);
     return { changed: true, instance: decision.instance };
@@ -104,4 +123,14 @@ function shuffle<T>(items: T[]): T[] {
     [items[i], items[j]] = [items[j]!, items[i]!];
   }
   return items;
+}
+
+export async function patchInstance(ctx: AppContext, principal: Principal, id: string, patch: InstancePatch): Promise<Instance> {
+  return retryOnStale(async () => {
+    const instance = await loadOwnInstance(ctx, principal, id);
+    const machine = await requireMachine(ctx, instance.machineId);
+    const decision = decidePatch(instance, machine, patch, principal.sub, ctx.clock.now());
+    await ctx.store.commit(decision.change);
+    return decision.instance;
+  });
 }

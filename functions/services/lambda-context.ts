@@ -7,6 +7,7 @@ import { createDocumentClient, tableNamesFromEnv } from '#store/client.ts';
 import { FleetStore } from '#store/fleet-store.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
 import type { AppContext, Log } from './context.ts';
+import { eventBridgePublisher } from './events.ts';
 
 export const randomIds: IdSource = { next: (prefix) => `${prefix}-${randomUUID().replaceAll('-', '').slice(0, 16)}` };
 
@@ -32,13 +33,16 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext
   const client = createDocumentClient(env.AWS_ENDPOINT_URL_DYNAMODB);
   const agentUrl = env.SITE_AGENT_URL ?? config.site.agent_url;
   if (!agentUrl) throw new Error('SITE_AGENT_URL (or [site] agent_url) must be set');
+  const log = powertoolsLog(new Logger({ serviceName: 'fleetward' }));
+  if (!env.EVENT_BUS_NAME) throw new Error('EVENT_BUS_NAME must be set');
   return {
     store: new FleetStore(client, names.table),
     config,
     clock: systemClock,
     ids: randomIds,
     agent: httpSiteAgent(agentUrl, config),
-    log: powertoolsLog(new Logger({ serviceName: 'fleetward' })),
+    events: eventBridgePublisher(env.EVENT_BUS_NAME),
+    log,
     cleanupTimings: defaultCleanupTimings,
     idempotencyTable: names.idempotencyTable,
   };

@@ -53,7 +53,9 @@ const matches = (view: MachineView, filter: MachineFilter): boolean =>
 export async function listMachines(ctx: AppContext, page: { limit: number; nextToken?: string | undefined }, filter: MachineFilter): Promise<Page<MachineView>> {
   const heartbeat = await loadHeartbeatView(ctx);
   const now = ctx.clock.now();
-  const result = await ctx.store.listMachines(page);
+  // Repair tenants poll for repair requests: that listing comes from its own index, not a walk of the fleet.
+  const result =
+    filter.healthOverride === 'repair-request' ? await ctx.store.machinesAwaitingRepair(page) : await ctx.store.listMachines(page);
   return { items: result.items.map((m) => machineView(m, heartbeat, now)).filter((v) => matches(v, filter)), nextToken: result.nextToken };
 }
 

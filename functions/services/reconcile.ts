@@ -3,6 +3,8 @@ import { claimCreate, completeCreate, createLeaseMs } from '#domain/instances.ts
 import { StaleWriteError } from '#store/fleet-store.ts';
 import type { EntityRef } from '#store/items.ts';
 import type { AppContext } from './context.ts';
+import type { FleetEvent } from './events.ts';
+import { iso } from '#domain/time.ts';
 import { retryOnStale } from './retry-on-stale.ts';
 
 // Level-triggered reconcilers: each reads the record afresh, asks the domain what is due and does it. Running one
@@ -78,4 +80,14 @@ export async function sweep(ctx: AppContext, limit = 200): Promise<{ due: number
   const failed = results.filter((r) => r.status === 'rejected');
   for (const failure of failed) ctx.log.error('sweep reconcile failed', { error: String((failure as PromiseRejectedResult).reason) });
   return { due: due.length, failed: failed.length };
+}
+
+/**
+ * Deliver a committed event to repair automation and note the delivery in the machine's history. A redelivered
+ * stream record publishes again: consumers get at-least-once delivery and can dedupe on machineId + at + type.
+ */
+export async function publishEvent(ctx: AppContext, machineId: string, event: FleetEvent): Promise<void> {
+  await ctx.events.publish(event);
+  const at = iso(ctx.clock.now());
+  await ctx.store.commit({ history: [{ machineId, at, actor: 'event-bus', action: 'event-delivered', message: event.type }] });
 }

@@ -15,6 +15,7 @@ import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, Tenant } from '#domain/model.ts';
 import {
   DUE_PARTITION,
+  REPAIR_PARTITION,
   entityRefOf,
   fromHistoryItem,
   fromInstanceItem,
@@ -105,6 +106,21 @@ export class FleetStore {
         KeyConditionExpression: '#pk = :pk',
         ExpressionAttributeNames: { '#pk': indexes.byKind.pk },
         ExpressionAttributeValues: { ':pk': 'MACHINE' },
+        Limit: page.limit,
+      },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
+  }
+
+  /** Machines with a repair request, oldest request first (the repairRequested index). */
+  async machinesAwaitingRepair(page: { limit: number; nextToken?: string | undefined }): Promise<Page<Machine>> {
+    const result = await this.query(
+      {
+        IndexName: indexes.repairRequested.name,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': indexes.repairRequested.pk },
+        ExpressionAttributeValues: { ':pk': REPAIR_PARTITION },
         Limit: page.limit,
       },
       page.nextToken,

@@ -18,7 +18,9 @@ export const DUE_PARTITION = 'DUE';
 
 type Item = Record<string, unknown>;
 
-const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'entity'];
+const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'repairPk', 'repairSince', 'entity'];
+
+export const REPAIR_PARTITION = 'REPAIR-REQUEST';
 
 function strip<T>(item: Item): T {
   const record = { ...item };
@@ -34,6 +36,7 @@ function machineDueAt(machine: Machine): string | undefined {
 
 export function machineItem(machine: Machine): Item {
   const dueAt = machineDueAt(machine);
+  const repairRequest = machine.healthOverrides.find((o) => o.source === 'repair-request');
   return {
     ...keys.machine(machine.id),
     entity: 'machine',
@@ -41,6 +44,7 @@ export function machineItem(machine: Machine): Item {
     kindSk: machine.id,
     ...(inAllocatableIndex(machine) ? { allocPk: `ALLOC#${machine.machineType}`, allocSk: machine.id } : {}),
     ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
+    ...(repairRequest ? { repairPk: REPAIR_PARTITION, repairSince: `${repairRequest.createdAt}#${machine.id}` } : {}),
     ...machine,
   };
 }

@@ -13,6 +13,8 @@ export const indexes = {
   byOrg: { name: 'byOrg', pk: 'orgPk', sk: 'orgSk' },
   /** The sweep's work queue: items with something due at `dueAt` (pk `DUE`). */
   due: { name: 'due', pk: 'duePk', sk: 'dueAt' },
+  /** Machines carrying a `repair-request`, oldest request first: what repair tenants claim, and stuck repairs. */
+  repairRequested: { name: 'repairRequested', pk: 'repairPk', sk: 'repairSince' },
 } as const;
 
 export function tableDefinition(tableName: string): CreateTableCommandInput {

@@ -1,8 +1,16 @@
 import type { AppContext } from '#services/context.ts';
 import type { Route } from '../route.ts';
+import { adminOverrideRoutes } from './admin-overrides.ts';
 import { adminRoutes } from './admin.ts';
 import { instanceRoutes } from './instances.ts';
 import { siteAgentRoutes } from './site-agent.ts';
+import { tenantMachineRoutes } from './tenant-machines.ts';
 
 /** Every API route; the Lambda handlers and the local runner serve this same table. */
-export const allRoutes = (ctx: AppContext): Route[] => [...instanceRoutes(ctx), ...adminRoutes(ctx), ...siteAgentRoutes(ctx)];
+export const allRoutes = (ctx: AppContext): Route[] => [
+  ...instanceRoutes(ctx),
+  ...tenantMachineRoutes(ctx),
+  ...adminRoutes(ctx),
+  ...adminOverrideRoutes(ctx),
+  ...siteAgentRoutes(ctx),
+];

@@ -6,13 +6,19 @@ import {
   instanceResponse,
   listInstancesQuery,
   params,
+  patchInstanceBody,
   releaseInstanceBody,
+  releaseV1Body,
 } from '#domain/schemas.ts';
 import type { AppContext } from '#services/context.ts';
-import { createInstance, loadOwnInstance, releaseInstance } from '#services/instances.ts';
+import { createInstance, loadOwnInstance, patchInstance, releaseInstance } from '#services/instances.ts';
+import type { Instance } from '#domain/model.ts';
 import { defineRoute, type Route } from '../route.ts';
 
 const base = '/v2/org/{org}/nico/instance';
+
+/** 202 when the release started now, 200 when the instance was already on its way out. */
+const released = ({ changed, instance }: { changed: boolean; instance: Instance }) => ({ status: changed ? 202 : 200, body: instanceView(instance) });
 const list = (item: z.ZodType) => z.object({ items: z.array(item), nextToken: z.string().optional() });
 
 export function instanceRoutes(ctx: AppContext): Route[] {
@@ -66,11 +72,36 @@ export function instanceRoutes(ctx: AppContext): Route[] {
       query: emptyQuery,
       body: releaseInstanceBody,
       response: instanceResponse,
+      errors: [[409, 'online-repair-active'], [403, 'capability-required']],
+      handle: async ({ principal, params: p, body }) =>
+        released(await releaseInstance(ctx, principal, p.id, { issue: body.machineHealthIssue, isRepairTenant: body.isRepairTenant })),
+    }),
+    defineRoute({
+      operationId: 'update-instance',
+      method: 'PATCH',
+      path: `${base}/{id}`,
+      roles: ['tenant'],
+      summary: 'Change labels; enable or disable online repair (Ready ⇄ Repairing)',
+      params: params.orgInstance,
+      query: emptyQuery,
+      body: patchInstanceBody,
+      bodyRequired: true,
+      response: instanceResponse,
+      errors: [[409, 'invalid-state'], [409, 'full-repair-active']],
+      handle: async ({ principal, params: p, body }) => ({ status: 200, body: instanceView(await patchInstance(ctx, principal, p.id, body)) }),
+    }),
+    defineRoute({
+      operationId: 'release-instance',
+      method: 'POST',
+      path: '/api/v1/instances/release',
+      roles: ['tenant'],
+      summary: 'Release an instance of the caller\'s org, optionally reporting an issue (same as delete-instance)',
+      query: emptyQuery,
+      body: releaseV1Body,
+      bodyRequired: true,
+      response: instanceResponse,
       errors: [[409, 'online-repair-active']],
-      handle: async ({ principal, params: p }) => {
-        const { changed, instance } = await releaseInstance(ctx, principal, p.id);
-        return { status: changed ? 202 : 200, body: instanceView(instance) };
-      },
+      handle: async ({ principal, body }) => released(await releaseInstance(ctx, principal, body.id, { issue: body.issue })),
     }),
   ];
 }
