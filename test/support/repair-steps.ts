@@ -1,0 +1,82 @@
+import { expect } from 'vitest';
+import type { TestSite } from './local-site.ts';
+
+// The steps of the repair workflow as a tenant, a repair tenant and an operator take them over HTTP.
+
+export interface Actors {
+  tenant: string;
+  repairer: string;
+  admin: string;
+}
+
+export async function actors(site: TestSite): Promise<Actors> {
+  const admin = await site.token('provider', ['provider-admin']);
+  const repairer = await site.token('fixit', ['tenant'], 'repair-bot');
+  await site.call('PUT', '/admin/tenants/fixit', { token: admin, body: { capabilities: { targetedInstanceCreation: true } } });
+  return { tenant: await site.token('acme', ['tenant']), repairer, admin };
+}
+
+export async function waitForFleet(site: TestSite, admin: string, count: number) {
+  await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length >= count);
+}
+
+export async function instanceStatus(site: TestSite, token: string, org: string, id: string, status: string) {
+  return site.eventually(async () => {
+    const { body } = await site.call('GET', `/v2/org/${org}/nico/instance/${id}`, { token });
+    return body.status === status ? body : undefined;
+  });
+}
+
+export async function machine(site: TestSite, admin: string, id: string) {
+  return (await site.call('GET', `/admin/machines/${id}`, { token: admin })).body;
+}
+
+/** Wait until the site agent has sanitized the machine (it is back in state Ready, whatever its overrides). */
+export async function cleanedUp(site: TestSite, admin: string, id: string) {
+  return site.eventually(async () => {
+    const m = await machine(site, admin, id);
+    return m.state === 'Ready' ? m : undefined;
+  });
+}
+
+export const sources = (m: { healthOverrides: Array<{ source: string }> }) => m.healthOverrides.map((o) => o.source).sort();
+
+/** A tenant runs an instance on a machine of `type`; returns the instance once Ready. */
+export async function runInstance(site: TestSite, who: Actors, type = 'gb200') {
+  const created = await site.call('POST', '/v2/org/acme/nico/instance', { token: who.tenant, body: { machineType: type } });
+  expect(created.status).toBe(201);
+  return instanceStatus(site, who.tenant, 'acme', created.body.id, 'Ready');
+}
+
+/** A tenant releases its instance reporting an issue; returns the machine id once cleanup is done. */
+export async function reportIssue(site: TestSite, who: Actors, issue = { category: 'hardware', summary: 'ECC errors', details: 'DIMM 2' }) {
+  const instance = await runInstance(site, who);
+  const released = await site.call('DELETE', `/v2/org/acme/nico/instance/${instance.id}`, { token: who.tenant, body: { machineHealthIssue: issue } });
+  expect(released.status).toBe(202);
+  await instanceStatus(site, who.tenant, 'acme', instance.id, 'Terminated');
+  await cleanedUp(site, who.admin, instance.machineId);
+  return instance.machineId as string;
+}
+
+/** A repair tenant claims the machine by targeted creation and marks the repair InProgress. */
+export async function claimForRepair(site: TestSite, who: Actors, machineId: string) {
+  const created = await site.call('POST', '/v2/org/fixit/nico/instance', { token: who.repairer, body: { machineId } });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  await instanceStatus(site, who.repairer, 'fixit', created.body.id, 'Ready');
+  await setRepairStatus(site, who, machineId, 'InProgress');
+  return created.body.id as string;
+}
+
+export async function setRepairStatus(site: TestSite, who: Actors, machineId: string, status: string | null) {
+  const patched = await site.call('PATCH', `/v2/org/fixit/nico/machine/${machineId}`, { token: who.repairer, body: { labels: { repair_status: status } } });
+  expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+}
+
+export async function repairRelease(site: TestSite, who: Actors, instanceId: string, machineId: string, issue?: unknown) {
+  const released = await site.call('DELETE', `/v2/org/fixit/nico/instance/${instanceId}`, {
+    token: who.repairer,
+    body: { isRepairTenant: true, ...(issue ? { machineHealthIssue: issue } : {}) },
+  });
+  expect(released.status, JSON.stringify(released.body)).toBe(202);
+  return cleanedUp(site, who.admin, machineId);
+}

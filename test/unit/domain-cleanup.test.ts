@@ -1,0 +1,277 @@
+import { describe, expect, it } from 'vitest';
+import {
+  claimCleanup,
+  defaultCleanupTimings,
+  finishCleanup,
+  recordDeleteOutcome,
+  startCleanup,
+  type CleanupTimings,
+} from '#domain/cleanup.ts';
+import type { Instance, InstanceStatus, Machine, MachineCleanup } from '#domain/model.ts';
+import { Rejection } from '#domain/rejection.ts';
+import { addMs, iso } from '#domain/time.ts';
+
+const T0 = new Date('2025-03-01T12:00:00.000Z');
+const NOW = addMs(T0, 60_000);
+const timings: CleanupTimings = { reportTimeoutMs: 600_000, retryBaseMs: 2_000, retryMaxMs: 7_000 };
+
+function inCleanup(cleanup: Partial<MachineCleanup> = {}, over: Partial<Machine> = {}): Machine {
+  return {
+    id: 'm-1',
+    machineType: 'gb200',
+    rack: 'r1',
+    state: 'Cleanup',
+    instanceId: 'i-1',
+    labels: {},
+    healthOverrides: [],
+    heartbeatLive: true,
+    cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0, ...cleanup },
+    version: 9,
+    createdAt: iso(T0),
+    updatedAt: iso(T0),
+    ...over,
+  };
+}
+
+function instance(over: Partial<Instance> = {}): Instance {
+  return {
+    id: 'i-1',
+    org: 'acme',
+    name: 'job',
+    machineId: 'm-1',
+    machineType: 'gb200',
+    status: 'Terminating',
+    labels: {},
+    createAttempts: 1,
+    siteName: 'job',
+    creation: { clientToken: 'tok-1', phase: 'done' },
+    createdBy: 'alice',
+    createdAt: iso(T0),
+    updatedAt: iso(T0),
+    version: 2,
+    ...over,
+  };
+}
+
+const inFlight = (leaseMsFromNow: number): Instance['creation'] => ({
+  clientToken: 'tok-1',
+  phase: 'in-flight',
+  leaseUntil: iso(addMs(NOW, leaseMsFromNow)),
+});
+
+describe('startCleanup', () => {
+  it('moves the machine holding the instance into Cleanup, pending', () => {
+    const held: Machine = { ...inCleanup(), state: 'Assigned', cleanup: undefined };
+    expect(startCleanup(held, 'i-1', iso(NOW))).toEqual([
+      { before: held, after: { ...held, state: 'Cleanup', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 }, updatedAt: iso(NOW) } },
+    ]);
+  });
+
+  it('leaves a machine that holds another instance alone', () => {
+    expect(startCleanup({ ...inCleanup(), state: 'Assigned', instanceId: 'i-2' }, 'i-1', iso(NOW))).toEqual([]);
+  });
+});
+
+describe('claimCleanup', () => {
+  it('pending → requested, attempts + 1, lease for the report timeout', () => {
+    const before = inCleanup();
+    expect(claimCleanup(before, instance(), NOW, timings)).toEqual({
+      machines: [
+        {
+          before,
+          after: {
+            ...before,
+            cleanup: { instanceId: 'i-1', phase: 'requested', attempts: 1, leaseUntil: iso(addMs(NOW, timings.reportTimeoutMs)) },
+            updatedAt: iso(NOW),
+          },
+        },
+      ],
+      history: [],
+    });
+  });
+
+  it('claims without an instance record too', () => {
+    expect(claimCleanup(inCleanup(), null, NOW, timings)?.machines?.[0]?.after.cleanup?.phase).toBe('requested');
+  });
+
+  it('waits while the create call is in flight', () => {
+    expect(claimCleanup(inCleanup(), instance({ creation: inFlight(5_000) }), NOW, timings)).toBeNull();
+  });
+
+  it('goes ahead once the create has finished', () => {
+    expect(claimCleanup(inCleanup(), instance({ creation: { clientToken: 'tok-1', phase: 'done' } }), NOW, timings)).not.toBeNull();
+  });
+
+  it('goes ahead when the create claim has lapsed (its caller crashed; a Terminating instance is never re-created)', () => {
+    const change = claimCleanup(inCleanup(), instance({ status: 'Terminating', creation: inFlight(-1) }), NOW, timings);
+    expect(change?.machines?.[0]?.after.cleanup).toMatchObject({ phase: 'requested', attempts: 1 });
+  });
+
+  it('a live lease is not claimed again', () => {
+    const requested = inCleanup({ phase: 'requested', attempts: 1, leaseUntil: iso(addMs(NOW, 1)) });
+    expect(claimCleanup(requested, instance(), NOW, timings)).toBeNull();
+  });
+
+  it('an expired lease is claimed again, counting the attempt', () => {
+    const requested = inCleanup({ phase: 'requested', attempts: 2, leaseUntil: iso(addMs(NOW, -1)), error: 'site agent 503' });
+    const change = claimCleanup(requested, instance(), NOW, timings);
+    expect(change?.machines?.[0]?.after.cleanup).toEqual({
+      instanceId: 'i-1',
+      phase: 'requested',
+      attempts: 3,
+      leaseUntil: iso(addMs(NOW, timings.reportTimeoutMs)),
+      error: 'site agent 503',
+    });
+  });
+
+  it('failed → null (an operator has to look)', () => {
+    expect(claimCleanup(inCleanup({ phase: 'failed', attempts: 1, error: 'disk' }), instance(), NOW, timings)).toBeNull();
+  });
+
+  it.each([
+    { name: 'Ready', m: { state: 'Ready', instanceId: undefined, cleanup: undefined } },
+    { name: 'Assigned', m: { state: 'Assigned', cleanup: undefined } },
+    { name: 'Cleanup without cleanup record', m: { cleanup: undefined } },
+  ] satisfies Array<{ name: string; m: Partial<Machine> }>)('not in cleanup ($name) → null', ({ m }) => {
+    expect(claimCleanup(inCleanup({}, m), instance(), NOW, timings)).toBeNull();
+  });
+});
+
+describe('recordDeleteOutcome', () => {
+  const requested = (attempts: number) => inCleanup({ phase: 'requested', attempts, leaseUntil: iso(addMs(NOW, 600_000)) });
+
+  it('accepted → null (wait for the report)', () => {
+    expect(recordDeleteOutcome(requested(1), instance(), { kind: 'accepted' }, NOW, timings)).toBeNull();
+  });
+
+  it('gone → machine Ready without instance, instance Terminated', () => {
+    const before = requested(1);
+    const owned = instance();
+    const change = recordDeleteOutcome(before, owned, { kind: 'gone' }, NOW, timings);
+    expect(change!.machines).toEqual([
+      { before, after: { ...before, state: 'Ready', instanceId: undefined, cleanup: undefined, updatedAt: iso(NOW) } },
+    ]);
+    expect(change!.instances).toEqual([{ before: owned, after: { ...owned, status: 'Terminated', updatedAt: iso(NOW) } }]);
+    expect(change!.history).toEqual([expect.objectContaining({ action: 'cleanup-succeeded', actor: 'site-agent', instanceId: 'i-1' })]);
+  });
+
+  it.each([
+    { attempts: 1, backoff: 2_000 },
+    { attempts: 2, backoff: 4_000 },
+    { attempts: 3, backoff: 6_000 },
+    { attempts: 4, backoff: 7_000 },
+    { attempts: 40, backoff: 7_000 },
+  ])('error after $attempts attempt(s) → retry in $backoff ms', ({ attempts, backoff }) => {
+    const before = requested(attempts);
+    const change = recordDeleteOutcome(before, instance(), { kind: 'error', reason: 'site agent answered 503' }, NOW, timings);
+    expect(change).toEqual({
+      machines: [
+        {
+          before,
+          after: {
+            ...before,
+            cleanup: { instanceId: 'i-1', phase: 'requested', attempts, leaseUntil: iso(addMs(NOW, backoff)), error: 'site agent answered 503' },
+            updatedAt: iso(NOW),
+          },
+        },
+      ],
+      history: [],
+    });
+  });
+
+  it('the default timings back off 2 s per attempt up to 5 min', () => {
+    const lease = (attempts: number) =>
+      recordDeleteOutcome(requested(attempts), null, { kind: 'error', reason: 'x' }, NOW, defaultCleanupTimings)!.machines![0]!.after.cleanup!.leaseUntil;
+    expect(lease(3)).toBe(iso(addMs(NOW, 6_000)));
+    expect(lease(1_000)).toBe(iso(addMs(NOW, 300_000)));
+  });
+
+  it.each([
+    { name: 'pending', m: inCleanup() },
+    { name: 'failed', m: inCleanup({ phase: 'failed', attempts: 1 }) },
+    { name: 'back to Ready', m: inCleanup({}, { state: 'Ready', instanceId: undefined, cleanup: undefined }) },
+  ])('not awaiting a DELETE answer ($name) → null', ({ m }) => {
+    expect(recordDeleteOutcome(m, instance(), { kind: 'gone' }, NOW, timings)).toBeNull();
+    expect(recordDeleteOutcome(m, instance(), { kind: 'error', reason: 'x' }, NOW, timings)).toBeNull();
+  });
+});
+
+describe('finishCleanup', () => {
+  const requested = () => inCleanup({ phase: 'requested', attempts: 1, leaseUntil: iso(addMs(NOW, 600_000)) });
+
+  it('ok → machine Ready with no instance, instance Terminated', () => {
+    const before = requested();
+    const owned = instance();
+    const change = finishCleanup(before, owned, { ok: true }, 'site-agent', NOW);
+    const after = change.machines![0]!.after;
+    expect(after.state).toBe('Ready');
+    expect(after.instanceId).toBeUndefined();
+    expect(after.cleanup).toBeUndefined();
+    expect(after.version).toBe(before.version);
+    expect(change.instances).toEqual([{ before: owned, after: { ...owned, status: 'Terminated', updatedAt: iso(NOW) } }]);
+    expect(change.history).toEqual([
+      {
+        machineId: 'm-1',
+        at: iso(NOW),
+        actor: 'site-agent',
+        action: 'cleanup-succeeded',
+        instanceId: 'i-1',
+        changes: { state: { from: 'Cleanup', to: 'Ready' } },
+      },
+    ]);
+  });
+
+  it('not ok → phase failed with the message, machine stays in Cleanup, instance still ends', () => {
+    const before = requested();
+    const change = finishCleanup(before, instance(), { ok: false, message: 'GPU 3 did not reset' }, 'site-agent', NOW);
+    expect(change.machines).toEqual([
+      {
+        before,
+        after: {
+          ...before,
+          cleanup: { instanceId: 'i-1', phase: 'failed', attempts: 1, leaseUntil: undefined, error: 'GPU 3 did not reset' },
+          updatedAt: iso(NOW),
+        },
+      },
+    ]);
+    expect(change.machines![0]!.after.state).toBe('Cleanup');
+    expect(change.machines![0]!.after.instanceId).toBe('i-1');
+    expect(change.instances?.[0]?.after.status).toBe('Terminated');
+    expect(change.history).toEqual([
+      expect.objectContaining({ action: 'cleanup-failed', message: 'GPU 3 did not reset', changes: { cleanup: { to: 'failed' } } }),
+    ]);
+  });
+
+  it('not ok without a message says "cleanup failed"', () => {
+    const change = finishCleanup(requested(), null, { ok: false }, 'site-agent', NOW);
+    expect(change.machines![0]!.after.cleanup!.error).toBe('cleanup failed');
+    expect(change.instances).toEqual([]);
+  });
+
+  it.each([
+    { status: 'Terminating', ends: true },
+    { status: 'Provisioning', ends: true },
+    { status: 'Ready', ends: true },
+    { status: 'Failed', ends: false },
+    { status: 'Terminated', ends: false },
+  ] satisfies Array<{ status: InstanceStatus; ends: boolean }>)('an instance that is $status is ended: $ends', ({ status, ends }) => {
+    const owned = instance({ status });
+    const change = finishCleanup(requested(), owned, { ok: true }, 'site-agent', NOW);
+    expect(change.instances).toEqual(ends ? [{ before: owned, after: { ...owned, status: 'Terminated', updatedAt: iso(NOW) } }] : []);
+  });
+
+  it.each([
+    { name: 'Ready', m: inCleanup({}, { state: 'Ready', instanceId: undefined, cleanup: undefined }) },
+    { name: 'Assigned', m: inCleanup({}, { state: 'Assigned', cleanup: undefined }) },
+    { name: 'Cleanup without cleanup record', m: inCleanup({}, { cleanup: undefined }) },
+  ])('not in Cleanup ($name) → 409 invalid-state', ({ m }) => {
+    let thrown: unknown;
+    try {
+      finishCleanup(m, instance(), { ok: true }, 'site-agent', NOW);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(Rejection);
+    expect(thrown).toMatchObject({ status: 409, code: 'invalid-state' });
+  });
+});

@@ -1,0 +1,347 @@
+import { describe, expect, it } from 'vitest';
+import {
+  assignInstance,
+  claimCreate,
+  completeCreate,
+  createLeaseMs,
+  instanceView,
+  releaseInstance,
+  type NewInstanceSpec,
+} from '#domain/instances.ts';
+import type { Instance, InstanceStatus, Machine } from '#domain/model.ts';
+import { Rejection } from '#domain/rejection.ts';
+import { addMs, iso } from '#domain/time.ts';
+
+const T0 = new Date('2025-03-01T12:00:00.000Z');
+const NOW = addMs(T0, 60_000);
+
+function machine(over: Partial<Machine> = {}): Machine {
+  return {
+    id: 'm-1',
+    machineType: 'gb200',
+    rack: 'r1',
+    state: 'Ready',
+    labels: { pool: 'a' },
+    healthOverrides: [],
+    heartbeatLive: true,
+    version: 5,
+    createdAt: iso(T0),
+    updatedAt: iso(T0),
+    ...over,
+  };
+}
+
+function instance(over: Partial<Instance> = {}): Instance {
+  return {
+    id: 'i-1',
+    org: 'acme',
+    name: 'job',
+    machineId: 'm-1',
+    machineType: 'gb200',
+    status: 'Provisioning',
+    labels: {},
+    createAttempts: 0,
+    siteName: 'job',
+    creation: { clientToken: 'tok-1', phase: 'pending' },
+    createdBy: 'alice',
+    createdAt: iso(T0),
+    updatedAt: iso(T0),
+    version: 3,
+    ...over,
+  };
+}
+
+const assignedMachine = (over: Partial<Machine> = {}) => machine({ state: 'Assigned', instanceId: 'i-1', ...over });
+
+describe('assignInstance', () => {
+  const spec: NewInstanceSpec = {
+    id: 'i-7',
+    org: 'acme',
+    name: 'train',
+    labels: { team: 'ml' },
+    clientToken: 'ct-7',
+    createdBy: 'alice',
+  };
+
+  it('assigns the machine and creates a Provisioning instance in one change with one history entry', () => {
+    const free = machine();
+    const { change, instance: created } = assignInstance(free, spec, NOW);
+
+    expect(created).toEqual({
+      id: 'i-7',
+      org: 'acme',
+      name: 'train',
+      machineId: 'm-1',
+      machineType: 'gb200',
+      status: 'Provisioning',
+      labels: { team: 'ml' },
+      createAttempts: 0,
+      siteName: 'train',
+      creation: { clientToken: 'ct-7', phase: 'pending' },
+      createdBy: 'alice',
+      createdAt: iso(NOW),
+      updatedAt: iso(NOW),
+      version: 0,
+    });
+    expect(change.instances).toEqual([{ before: null, after: created }]);
+    expect(change.machines).toEqual([
+      { before: free, after: { ...free, state: 'Assigned', instanceId: 'i-7', updatedAt: iso(NOW) } },
+    ]);
+    // The machine's version is the one read: the store guards the write on it.
+    expect(change.machines![0]!.before!.version).toBe(5);
+    expect(change.machines![0]!.after.version).toBe(5);
+    expect(change.history).toEqual([
+      {
+        machineId: 'm-1',
+        at: iso(NOW),
+        actor: 'alice',
+        action: 'instance-created',
+        instanceId: 'i-7',
+        changes: { state: { from: 'Ready', to: 'Assigned' }, instanceId: { to: 'i-7' } },
+      },
+    ]);
+  });
+
+  it('binds the instance to its meta-instance when given', () => {
+    const { instance: created } = assignInstance(machine(), { ...spec, metaInstanceId: 'mi-1' }, NOW);
+    expect(created.metaInstanceId).toBe('mi-1');
+    expect('metaInstanceId' in assignInstance(machine(), spec, NOW).instance).toBe(false);
+  });
+});
+
+describe('releaseInstance', () => {
+  it.each(['Ready', 'Provisioning'] satisfies InstanceStatus[])('%s → Terminating, its machine into Cleanup (pending)', (status) => {
+    const before = instance({ status });
+    const held = assignedMachine();
+    const decision = releaseInstance(before, held, 'alice', NOW);
+    expect(decision.kind).toBe('release');
+    if (decision.kind !== 'release') return;
+    const terminating = { ...before, status: 'Terminating', updatedAt: iso(NOW) };
+    expect(decision.instance).toEqual(terminating);
+    expect(decision.change.instances).toEqual([{ before, after: terminating }]);
+    expect(decision.change.machines).toEqual([
+      {
+        before: held,
+        after: { ...held, state: 'Cleanup', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 }, updatedAt: iso(NOW) },
+      },
+    ]);
+    expect(decision.change.history).toEqual([
+      {
+        machineId: 'm-1',
+        at: iso(NOW),
+        actor: 'alice',
+        action: 'instance-released',
+        instanceId: 'i-1',
+        changes: { status: { from: status, to: 'Terminating' }, state: { from: 'Assigned', to: 'Cleanup' } },
+      },
+    ]);
+  });
+
+  it('leaves a machine that already holds another instance alone', () => {
+    const decision = releaseInstance(instance({ status: 'Ready' }), assignedMachine({ instanceId: 'i-other' }), 'alice', NOW);
+    expect(decision.kind === 'release' && decision.change.machines).toEqual([]);
+  });
+
+  it.each(['Terminating', 'Terminated', 'Failed'] satisfies InstanceStatus[])('%s is returned unchanged', (status) => {
+    const before = instance({ status });
+    expect(releaseInstance(before, assignedMachine(), 'alice', NOW)).toEqual({ kind: 'unchanged', instance: before });
+  });
+
+  it('Repairing is refused: 409 online-repair-active', () => {
+    const attempt = () => releaseInstance(instance({ status: 'Repairing' }), assignedMachine(), 'alice', NOW);
+    expect(attempt).toThrow(Rejection);
+    try {
+      attempt();
+    } catch (error) {
+      expect(error).toMatchObject({ status: 409, code: 'online-repair-active' });
+    }
+  });
+});
+
+describe('createLeaseMs', () => {
+  /** The worst case spelled out: every attempt times out, with backoff base × attempt between attempts, plus 5 s. */
+  const worstCase = (r: { maxAttempts: number; baseDelayMs: number; timeoutMs: number }) => {
+    let total = 0;
+    for (let attempt = 1; attempt <= r.maxAttempts; attempt++) {
+      total += r.timeoutMs;
+      if (attempt < r.maxAttempts) total += r.baseDelayMs * attempt;
+    }
+    return total + 5_000;
+  };
+
+  it.each([
+    { maxAttempts: 3, baseDelayMs: 250, timeoutMs: 10_000, expected: 35_750 },
+    { maxAttempts: 1, baseDelayMs: 250, timeoutMs: 2_000, expected: 7_000 },
+    { maxAttempts: 4, baseDelayMs: 100, timeoutMs: 1_000, expected: 9_600 },
+    { maxAttempts: 10, baseDelayMs: 10_000, timeoutMs: 30_000, expected: 755_000 },
+    { maxAttempts: 2, baseDelayMs: 0, timeoutMs: 500, expected: 6_000 },
+  ])('$maxAttempts attempts, base $baseDelayMs ms, timeout $timeoutMs ms → $expected ms', ({ expected, ...retry }) => {
+    expect(createLeaseMs(retry)).toBe(expected);
+    expect(createLeaseMs(retry)).toBe(worstCase(retry));
+  });
+});
+
+describe('claimCreate', () => {
+  const LEASE = 35_750;
+
+  it('pending → in-flight with a lease', () => {
+    const before = instance();
+    const change = claimCreate(before, NOW, LEASE);
+    expect(change).toEqual({
+      instances: [
+        {
+          before,
+          after: { ...before, creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, LEASE)) }, updatedAt: iso(NOW) },
+        },
+      ],
+      history: [],
+    });
+  });
+
+  it('a live lease is not claimed again', () => {
+    const held = instance({ creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, 1)) } });
+    expect(claimCreate(held, NOW, LEASE)).toBeNull();
+  });
+
+  it('an expired lease is reclaimed, keeping the client token', () => {
+    const lapsed = instance({ creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, -1)) } });
+    const change = claimCreate(lapsed, NOW, LEASE);
+    expect(change?.instances?.[0]?.after.creation).toEqual({ clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, LEASE)) });
+    expect(change?.instances?.[0]?.before).toBe(lapsed);
+  });
+
+  it('a claim made by one caller blocks another until it lapses', () => {
+    const first = claimCreate(instance(), NOW, 1_000)!.instances![0]!.after;
+    expect(claimCreate(first, addMs(NOW, 999), 1_000)).toBeNull();
+    expect(claimCreate(first, addMs(NOW, 1_001), 1_000)).not.toBeNull();
+  });
+
+  it('done → null', () => {
+    expect(claimCreate(instance({ creation: { clientToken: 'tok-1', phase: 'done' } }), NOW, LEASE)).toBeNull();
+  });
+
+  it.each(['Ready', 'Repairing', 'Terminating', 'Terminated', 'Failed'] satisfies InstanceStatus[])('%s (not Provisioning) → null', (status) => {
+    expect(claimCreate(instance({ status }), NOW, LEASE)).toBeNull();
+  });
+});
+
+describe('completeCreate', () => {
+  const inFlight = (over: Partial<Instance> = {}) =>
+    instance({ creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, 30_000)) }, ...over });
+
+  it('success: Ready, with the name that succeeded and the attempts added', () => {
+    const before = inFlight({ createAttempts: 1 });
+    const change = completeCreate(before, assignedMachine(), { ok: true, siteName: 'job-r3', attempts: 3 }, NOW);
+    expect(change).toEqual({
+      instances: [
+        {
+          before,
+          after: {
+            ...before,
+            status: 'Ready',
+            siteName: 'job-r3',
+            createAttempts: 4,
+            creation: { clientToken: 'tok-1', phase: 'done' },
+            updatedAt: iso(NOW),
+          },
+        },
+      ],
+      history: [
+        {
+          machineId: 'm-1',
+          at: iso(NOW),
+          actor: 'site-agent',
+          action: 'instance-ready',
+          instanceId: 'i-1',
+          message: 'created as job-r3 after 3 attempt(s)',
+          changes: { status: { from: 'Provisioning', to: 'Ready' } },
+        },
+      ],
+    });
+    expect(change!.machines).toBeUndefined();
+  });
+
+  it('failure: Failed with the reason, and the machine goes to Cleanup', () => {
+    const before = inFlight();
+    const held = assignedMachine();
+    const change = completeCreate(before, held, { ok: false, attempts: 2, reason: 'site agent answered 502' }, NOW);
+    expect(change!.instances).toEqual([
+      {
+        before,
+        after: {
+          ...before,
+          status: 'Failed',
+          failureReason: 'site agent answered 502',
+          createAttempts: 2,
+          siteName: 'job',
+          creation: { clientToken: 'tok-1', phase: 'done' },
+          updatedAt: iso(NOW),
+        },
+      },
+    ]);
+    expect(change!.machines).toEqual([
+      {
+        before: held,
+        after: { ...held, state: 'Cleanup', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 }, updatedAt: iso(NOW) },
+      },
+    ]);
+    expect(change!.history).toEqual([
+      expect.objectContaining({ action: 'instance-create-failed', instanceId: 'i-1', message: 'site agent answered 502', actor: 'site-agent' }),
+    ]);
+  });
+
+  it('released meanwhile: stays Terminating but learns its site name', () => {
+    const before = inFlight({ status: 'Terminating' });
+    const inCleanup = machine({ state: 'Cleanup', instanceId: 'i-1', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 } });
+    const change = completeCreate(before, inCleanup, { ok: true, siteName: 'job-r2', attempts: 2 }, NOW);
+    expect(change).toEqual({
+      instances: [
+        {
+          before,
+          after: { ...before, siteName: 'job-r2', createAttempts: 2, creation: { clientToken: 'tok-1', phase: 'done' }, updatedAt: iso(NOW) },
+        },
+      ],
+      history: [],
+    });
+  });
+
+  it('released meanwhile and the create failed: stays Terminating, machine untouched', () => {
+    const before = inFlight({ status: 'Terminating' });
+    const change = completeCreate(before, machine({ state: 'Cleanup', instanceId: 'i-1' }), { ok: false, attempts: 1, reason: 'x' }, NOW);
+    expect(change!.instances![0]!.after).toMatchObject({ status: 'Terminating', siteName: 'job', createAttempts: 1 });
+    expect(change!.instances![0]!.after.failureReason).toBeUndefined();
+    expect(change!.machines).toBeUndefined();
+  });
+
+  it.each([
+    { name: 'pending', creation: { clientToken: 'tok-1', phase: 'pending' } },
+    { name: 'done', creation: { clientToken: 'tok-1', phase: 'done' } },
+  ] satisfies Array<{ name: string; creation: Instance['creation'] }>)('not in flight ($name) → null', ({ creation }) => {
+    expect(completeCreate(instance({ creation }), assignedMachine(), { ok: true, siteName: 'job', attempts: 1 }, NOW)).toBeNull();
+  });
+});
+
+describe('instanceView', () => {
+  it('shows the API fields and hides creation, createdBy and version', () => {
+    const full = instance({ status: 'Failed', failureReason: 'boom', metaInstanceId: 'mi-1', createAttempts: 3, siteName: 'job-r3' });
+    const view = instanceView(full);
+    expect(view).toEqual({
+      id: 'i-1',
+      org: 'acme',
+      name: 'job',
+      machineId: 'm-1',
+      machineType: 'gb200',
+      status: 'Failed',
+      labels: {},
+      metaInstanceId: 'mi-1',
+      createAttempts: 3,
+      siteName: 'job-r3',
+      failureReason: 'boom',
+      createdAt: iso(T0),
+      updatedAt: iso(T0),
+    });
+    expect(view).not.toHaveProperty('createdBy');
+    expect(view).not.toHaveProperty('version');
+    expect(view).not.toHaveProperty('creation');
+  });
+});
