@@ -29,6 +29,8 @@ export const siteConfigSchema = z.strictObject({
   meta_instance: section({
     max_consecutive_failures: z.number().int().min(1).max(100).default(3),
     max_replacements_in_flight: z.number().int().min(1).max(10_000).default(5),
+    backoff_base_seconds: z.number().min(0).max(3600).default(5),
+    backoff_max_seconds: z.number().min(0).max(86_400).default(600),
   }),
   repair_storm: section({
     max_quarantines: z.number().int().min(1).default(10),

@@ -1,5 +1,5 @@
 import type { Catalog } from './catalog.ts';
-import type { HistoryEntry, Instance, Machine, Tenant } from './model.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from './model.ts';
 
 /** A record as it was read (null when new) and as the decision wants it; the store guards on `before.version`. */
 export interface Versioned<T> {
@@ -12,6 +12,7 @@ export interface Change {
   machines?: Versioned<Machine>[];
   instances?: Versioned<Instance>[];
   tenants?: Versioned<Tenant>[];
+  metaInstances?: Versioned<MetaInstance>[];
   catalog?: Versioned<Catalog>;
   /** New machines must be matched against the agent's roster: make the next heartbeat compare it afresh. */
   resetHeartbeatRoster?: boolean;
@@ -19,4 +20,19 @@ export interface Change {
 }
 
 export const isEmpty = (change: Change): boolean =>
-  !change.machines?.length && !change.instances?.length && !change.tenants?.length && change.history.length === 0;
+  !change.machines?.length && !change.instances?.length && !change.tenants?.length && !change.metaInstances?.length && change.history.length === 0;
+
+/** Several decisions committed as one. Records must not repeat: each is guarded by the version it was read at. */
+export function mergeChanges(...changes: Change[]): Change {
+  return {
+    machines: changes.flatMap((c) => c.machines ?? []),
+    instances: changes.flatMap((c) => c.instances ?? []),
+    tenants: changes.flatMap((c) => c.tenants ?? []),
+    metaInstances: changes.flatMap((c) => c.metaInstances ?? []),
+    history: changes.flatMap((c) => c.history),
+  };
+}
+
+/** How many writes a change makes, to keep it inside one transaction. */
+export const writeCount = (change: Change): number =>
+  (change.machines?.length ?? 0) + (change.instances?.length ?? 0) + (change.tenants?.length ?? 0) + (change.metaInstances?.length ?? 0) + change.history.length;

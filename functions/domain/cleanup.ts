@@ -32,7 +32,7 @@ export function claimCleanup(machine: Machine, instance: Instance | null, now: D
   const cleanup = machine.cleanup;
   if (machine.state !== 'Cleanup' || !cleanup || cleanup.phase === 'failed') return null;
   if (cleanup.phase === 'requested' && ageMs(now, cleanup.leaseUntil) < 0) return null;
-  if (instance?.creation.phase === 'in-flight') return null;
+  if (instance?.creation.phase === 'in-flight' && ageMs(now, instance.creation.leaseUntil) < 0) return null;
   const claimed: Machine = {
     ...machine,
     cleanup: { ...cleanup, phase: 'requested', attempts: cleanup.attempts + 1, leaseUntil: iso(addMs(now, timings.reportTimeoutMs)) },

@@ -46,10 +46,13 @@ export function livenessChange(
   inRoster: boolean,
   previousRosterSeenAt: string | undefined,
   now: Date,
+  timeoutMs?: number,
 ): { next: Machine; history: HistoryEntry } | null {
   if (machine.heartbeatLive === inRoster) return null;
   const lastHeartbeatAt = inRoster ? iso(now) : (previousRosterSeenAt ?? machine.lastHeartbeatAt);
-  const next: Machine = { ...machine, heartbeatLive: inRoster, lastHeartbeatAt, updatedAt: iso(now) };
+  // When it will count as stale: the sweep looks at it then, so a member on it is replaced without any new write.
+  const staleAt = !inRoster && timeoutMs !== undefined ? new Date(Date.parse(lastHeartbeatAt ?? iso(now)) + timeoutMs + 1) : undefined;
+  const next: Machine = { ...machine, heartbeatLive: inRoster, lastHeartbeatAt, heartbeatStaleAt: staleAt ? iso(staleAt) : undefined, updatedAt: iso(now) };
   return {
     next,
     history: {

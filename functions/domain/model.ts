@@ -60,6 +60,8 @@ export interface Machine {
   lastHeartbeatAt?: string;
   /** True while the machine is in the site agent's latest heartbeat roster. */
   heartbeatLive: boolean;
+  /** While out of the roster: when its heartbeat counts as stale. */
+  heartbeatStaleAt?: string;
   cleanup?: MachineCleanup;
   version: number;
   createdAt: string;
@@ -87,6 +89,8 @@ export interface Instance {
   createAttempts: number;
   siteName: string;
   failureReason?: string;
+  /** Set once this member's failure has been counted against its meta-instance. */
+  metaFailureCounted?: boolean;
   creation: InstanceCreation;
   createdBy: string;
   createdAt: string;
@@ -124,4 +128,27 @@ export const systemClock: Clock = { now: () => new Date() };
 
 export interface IdSource {
   next(prefix: string): string;
+}
+
+export type MetaInstanceStatus = 'Placing' | 'Ready' | 'Retrying' | 'Deleting' | 'Deleted';
+
+/** "Keep N machines of this type for me": desired state plus the status the reconcilers keep. */
+export interface MetaInstance {
+  id: string;
+  org: string;
+  machineType: string;
+  minNodes: number;
+  /** Pinned machines: required members, never silently substituted. */
+  machineIds?: string[];
+  placement: { sameRack: boolean };
+  labels: Record<string, string>;
+  status: MetaInstanceStatus;
+  consecutiveFailures: number;
+  lastFailureError?: string;
+  placementError?: string;
+  nextAttemptAt?: string;
+  createdBy: string;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
 }

@@ -36,6 +36,7 @@ export const params = {
   machine: z.strictObject({ id: machineId }),
   machineOverride: z.strictObject({ id: machineId, source: z.string().min(1).max(64) }),
   orgMachine: z.strictObject({ org, machineId }),
+  orgMetaInstance: z.strictObject({ org, id: resourceId }),
   tenantOrg: z.strictObject({ org }),
 };
 
@@ -76,6 +77,18 @@ export const overrideBody = z.strictObject({
 });
 
 export const tenantMachinesQuery = z.strictObject({ ...pageQuery, healthOverride: z.string().min(1).max(64).optional() });
+
+export const createMetaInstanceBody = z.strictObject({
+  machineType,
+  minNodes: z.number().int().min(1).max(24).default(1),
+  machineIds: z
+    .array(machineId)
+    .max(24)
+    .refine((ids) => new Set(ids).size === ids.length, 'machine ids must be unique')
+    .optional(),
+  placement: z.strictObject({ sameRack: z.boolean().default(false) }).prefault({ sameRack: false }),
+  labels: labels.default({}),
+});
 
 export const instanceStatuses = ['Provisioning', 'Ready', 'Repairing', 'Terminating', 'Terminated', 'Failed'] as const;
 

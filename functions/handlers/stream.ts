@@ -15,6 +15,7 @@ export function entityOfRecord(record: DynamoDBRecord): EntityRef | null {
   const sk = record.dynamodb?.Keys?.sk?.S ?? '';
   if (pk.startsWith('MACHINE#') && sk === '#MACHINE') return { entity: 'machine', id: pk.slice('MACHINE#'.length) };
   if (pk.startsWith('INSTANCE#') && sk === '#INSTANCE') return { entity: 'instance', id: pk.slice('INSTANCE#'.length) };
+  if (pk.startsWith('META#') && sk === '#META') return { entity: 'meta-instance', id: pk.slice('META#'.length) };
   return null;
 }
 

@@ -27,7 +27,7 @@ export async function receiveHeartbeat(ctx: AppContext, machineIds: string[]): P
         if (listed.heartbeatLive === roster.has(listed.id)) continue;
         await retryOnStale(async () => {
           const machine = await ctx.store.getMachine(listed.id);
-          const change = machine && livenessChange(machine, roster.has(machine.id), stored?.rosterSeenAt, now);
+          const change = machine && livenessChange(machine, roster.has(machine.id), stored?.rosterSeenAt, now, heartbeatTimeoutMs(ctx.config));
           if (!change) return;
           await ctx.store.commit({ machines: [{ before: machine, after: change.next }], history: [change.history] });
           livenessChanges += 1;

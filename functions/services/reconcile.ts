@@ -3,8 +3,10 @@ import { claimCreate, completeCreate, createLeaseMs } from '#domain/instances.ts
 import { StaleWriteError } from '#store/fleet-store.ts';
 import type { EntityRef } from '#store/items.ts';
 import type { AppContext } from './context.ts';
+import { reconcileMeta, wakeWaiting } from './meta-instances.ts';
 import type { FleetEvent } from './events.ts';
-import { iso } from '#domain/time.ts';
+import { ageMs, iso } from '#domain/time.ts';
+import { loadHeartbeatView } from './heartbeat-view.ts';
 import { retryOnStale } from './retry-on-stale.ts';
 
 // Level-triggered reconcilers: each reads the record afresh, asks the domain what is due and does it. Running one
@@ -48,10 +50,21 @@ export async function reconcileInstance(ctx: AppContext, instanceId: string): Pr
   }
   // A release that waited for this create can go ahead now.
   await reconcileMachine(ctx, instance.machineId);
+  if (instance.metaInstanceId) await reconcileMeta(ctx, instance.metaInstanceId);
 }
 
 /** Send the site agent's DELETE for a machine in Cleanup; the agent's report then finishes the cleanup. */
 export async function reconcileMachine(ctx: AppContext, machineId: string): Promise<void> {
+  const machine = await ctx.store.getMachine(machineId);
+  if (!machine) return;
+  // What happens to a machine may fail the meta-instance member on it, or free it for one that waits.
+  const instance = machine.instanceId ? await ctx.store.getInstance(machine.instanceId) : null;
+  if (instance?.metaInstanceId) await reconcileMeta(ctx, instance.metaInstanceId);
+  await wakeWaiting(ctx, machine);
+  await sendCleanup(ctx, machineId);
+}
+
+async function sendCleanup(ctx: AppContext, machineId: string): Promise<void> {
   const machine = await ctx.store.getMachine(machineId);
   if (!machine?.cleanup) return;
   const instance = await ctx.store.getInstance(machine.cleanup.instanceId);
@@ -70,12 +83,19 @@ export async function reconcileMachine(ctx: AppContext, machineId: string): Prom
 
 export async function reconcile(ctx: AppContext, ref: EntityRef): Promise<void> {
   if (ref.entity === 'instance') await reconcileInstance(ctx, ref.id);
+  else if (ref.entity === 'meta-instance') await reconcileMeta(ctx, ref.id);
   else await reconcileMachine(ctx, ref.id);
 }
 
 /** The schedule's sweep: whatever is due and was not finished by a stream reaction (a crash, a lost lease). */
 export async function sweep(ctx: AppContext, limit = 200): Promise<{ due: number; failed: number }> {
   const due = await ctx.store.dueEntities(ctx.clock.now(), limit);
+  // A silent site agent makes every machine stale at once without a single write: check every meta-instance then.
+  const heartbeat = await loadHeartbeatView(ctx);
+  if (heartbeat.rosterSeenAt && ageMs(ctx.clock.now(), heartbeat.rosterSeenAt) > heartbeat.timeoutMs) {
+    const metas = await ctx.store.listMetaInstances(null, { limit });
+    due.push(...metas.items.map((meta) => ({ entity: 'meta-instance' as const, id: meta.id })));
+  }
   const results = await Promise.allSettled(due.map((ref) => reconcile(ctx, ref)));
   const failed = results.filter((r) => r.status === 'rejected');
   for (const failure of failed) ctx.log.error('sweep reconcile failed', { error: String((failure as PromiseRejectedResult).reason) });

@@ -12,7 +12,7 @@ import type { Catalog } from '#domain/catalog.ts';
 import { emptyCatalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
-import type { HistoryEntry, Instance, Machine, Tenant } from '#domain/model.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import {
   DUE_PARTITION,
   REPAIR_PARTITION,
@@ -20,6 +20,8 @@ import {
   fromHistoryItem,
   fromInstanceItem,
   fromMachineItem,
+  fromMetaInstanceItem,
+  metaInstanceItem,
   fromTenantItem,
   historyItem,
   instanceItem,
@@ -63,6 +65,59 @@ export class FleetStore {
   async getInstance(id: string): Promise<Instance | null> {
     const item = await this.get(keys.instance(id));
     return item ? fromInstanceItem(item) : null;
+  }
+
+  async getMetaInstance(id: string): Promise<MetaInstance | null> {
+    const item = await this.get(keys.metaInstance(id));
+    return item ? fromMetaInstanceItem(item) : null;
+  }
+
+  /** Instances bound to a meta-instance (all of them; the binding is the instance's own field). */
+  async membersOf(metaInstanceId: string): Promise<Instance[]> {
+    const items: Record<string, unknown>[] = [];
+    let nextToken: string | undefined;
+    do {
+      const page = await this.query(
+        {
+          IndexName: indexes.members.name,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': indexes.members.pk },
+          ExpressionAttributeValues: { ':pk': `META#${metaInstanceId}` },
+        },
+        nextToken,
+      );
+      items.push(...page.items);
+      nextToken = page.nextToken;
+    } while (nextToken);
+    return items.map(fromInstanceItem);
+  }
+
+  async listMetaInstances(org: string | null, page: { limit: number; nextToken?: string | undefined }): Promise<Page<MetaInstance>> {
+    const index = org ? indexes.byOrg : indexes.byKind;
+    const result = await this.query(
+      {
+        IndexName: index.name,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': index.pk },
+        ExpressionAttributeValues: { ':pk': org ? `ORG#${org}#META` : 'META' },
+        ScanIndexForward: false,
+        Limit: page.limit,
+      },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromMetaInstanceItem), nextToken: result.nextToken };
+  }
+
+  /** Meta-instances waiting for machines of a type, oldest first: they get freed machines in order. */
+  async waitingMetaInstances(machineType: string, limit: number): Promise<MetaInstance[]> {
+    const result = await this.query({
+      IndexName: indexes.waiting.name,
+      KeyConditionExpression: '#pk = :pk',
+      ExpressionAttributeNames: { '#pk': indexes.waiting.pk },
+      ExpressionAttributeValues: { ':pk': `WAIT#${machineType}` },
+      Limit: limit,
+    });
+    return result.items.map(fromMetaInstanceItem);
   }
 
   async getTenant(org: string): Promise<Tenant | null> {
@@ -215,6 +270,7 @@ export class FleetStore {
     for (const pair of change.machines ?? []) guarded(pair, machineItem);
     for (const pair of change.instances ?? []) guarded(pair, instanceItem);
     for (const pair of change.tenants ?? []) guarded(pair, tenantItem);
+    for (const pair of change.metaInstances ?? []) guarded(pair, metaInstanceItem);
     if (change.catalog) guarded(change.catalog, (catalog) => ({ ...keys.siteCatalog, ...catalog }));
     if (change.resetHeartbeatRoster) {
       items.push({

@@ -1,5 +1,5 @@
 import { inAllocatableIndex } from '#domain/health.ts';
-import type { HistoryEntry, Instance, Machine, Tenant } from '#domain/model.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
 // item is in a sparse index exactly while its state says it belongs there.
@@ -7,6 +7,7 @@ import type { HistoryEntry, Instance, Machine, Tenant } from '#domain/model.ts';
 export const keys = {
   machine: (id: string) => ({ pk: `MACHINE#${id}`, sk: '#MACHINE' }),
   instance: (id: string) => ({ pk: `INSTANCE#${id}`, sk: '#INSTANCE' }),
+  metaInstance: (id: string) => ({ pk: `META#${id}`, sk: '#META' }),
   tenant: (org: string) => ({ pk: `TENANT#${org}`, sk: '#TENANT' }),
   history: (machineId: string, at: string, unique: string) => ({ pk: `MACHINE#${machineId}`, sk: `HISTORY#${at}#${unique}` }),
   historyPrefix: 'HISTORY#',
@@ -18,7 +19,7 @@ export const DUE_PARTITION = 'DUE';
 
 type Item = Record<string, unknown>;
 
-const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'repairPk', 'repairSince', 'entity'];
+const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'repairPk', 'repairSince', 'memberOf', 'memberSk', 'waitPk', 'waitSk', 'entity'];
 
 export const REPAIR_PARTITION = 'REPAIR-REQUEST';
 
@@ -30,8 +31,12 @@ function strip<T>(item: Item): T {
 
 function machineDueAt(machine: Machine): string | undefined {
   const cleanup = machine.cleanup;
-  if (machine.state !== 'Cleanup' || !cleanup || cleanup.phase === 'failed') return undefined;
-  return cleanup.phase === 'pending' ? machine.updatedAt : cleanup.leaseUntil;
+  if (machine.state === 'Cleanup' && cleanup && cleanup.phase !== 'failed') {
+    return cleanup.phase === 'pending' ? machine.updatedAt : cleanup.leaseUntil;
+  }
+  // An instance on a machine whose heartbeat stopped must be looked at once the heartbeat counts as stale.
+  if (machine.instanceId && !machine.heartbeatLive && machine.heartbeatStaleAt) return machine.heartbeatStaleAt;
+  return undefined;
 }
 
 export function machineItem(machine: Machine): Item {
@@ -65,7 +70,28 @@ export function instanceItem(instance: Instance): Item {
     orgPk: `ORG#${instance.org}#INSTANCE`,
     orgSk: `${instance.createdAt}#${instance.id}`,
     ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
+    ...(instance.metaInstanceId ? { memberOf: `META#${instance.metaInstanceId}`, memberSk: instance.id } : {}),
     ...instance,
+  };
+}
+
+function metaDueAt(meta: MetaInstance): string | undefined {
+  if (meta.status === 'Deleting') return meta.updatedAt;
+  if (meta.status === 'Placing' || meta.status === 'Retrying') return meta.nextAttemptAt ?? meta.updatedAt;
+  return undefined;
+}
+
+export function metaInstanceItem(meta: MetaInstance): Item {
+  const dueAt = metaDueAt(meta);
+  const listed = meta.status !== 'Deleted';
+  const waiting = meta.status === 'Placing' || meta.status === 'Retrying';
+  return {
+    ...keys.metaInstance(meta.id),
+    entity: 'meta-instance',
+    ...(listed ? { kind: 'META', kindSk: `${meta.createdAt}#${meta.id}`, orgPk: `ORG#${meta.org}#META`, orgSk: `${meta.createdAt}#${meta.id}` } : {}),
+    ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
+    ...(waiting ? { waitPk: `WAIT#${meta.machineType}`, waitSk: `${meta.createdAt}#${meta.id}` } : {}),
+    ...meta,
   };
 }
 
@@ -79,13 +105,14 @@ export function historyItem(entry: HistoryEntry, unique: string): Item {
 
 export const fromMachineItem = (item: Item): Machine => strip<Machine>(item);
 export const fromInstanceItem = (item: Item): Instance => strip<Instance>(item);
+export const fromMetaInstanceItem = (item: Item): MetaInstance => strip<MetaInstance>(item);
 export const fromTenantItem = (item: Item): Tenant => strip<Tenant>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 
 /** What a due-index entry or a stream record points at, for the reconcilers. */
-export type EntityRef = { entity: 'machine' | 'instance'; id: string };
+export type EntityRef = { entity: 'machine' | 'instance' | 'meta-instance'; id: string };
 
 export function entityRefOf(item: Item): EntityRef | null {
-  if (item.entity === 'machine' || item.entity === 'instance') return { entity: item.entity, id: String(item.id) };
+  if (item.entity === 'machine' || item.entity === 'instance' || item.entity === 'meta-instance') return { entity: item.entity, id: String(item.id) };
   return null;
 }

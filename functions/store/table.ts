@@ -15,6 +15,10 @@ export const indexes = {
   due: { name: 'due', pk: 'duePk', sk: 'dueAt' },
   /** Machines carrying a `repair-request`, oldest request first: what repair tenants claim, and stuck repairs. */
   repairRequested: { name: 'repairRequested', pk: 'repairPk', sk: 'repairSince' },
+  /** A meta-instance's members: instances carrying its id (pk `META#<id>`). The binding lives on the instance. */
+  members: { name: 'members', pk: 'memberOf', sk: 'memberSk' },
+  /** Meta-instances waiting for machines, by type (pk `WAIT#<type>`): a machine freed up wakes them. */
+  waiting: { name: 'waiting', pk: 'waitPk', sk: 'waitSk' },
 } as const;
 
 export function tableDefinition(tableName: string): CreateTableCommandInput {

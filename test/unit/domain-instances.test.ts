@@ -10,6 +10,7 @@ import {
 } from '#domain/instances.ts';
 import type { Instance, InstanceStatus, Machine } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
+import type { ReleaseReport } from '#domain/repair.ts';
 import { addMs, iso } from '#domain/time.ts';
 
 const T0 = new Date('2025-03-01T12:00:00.000Z');
@@ -110,10 +111,13 @@ describe('assignInstance', () => {
 });
 
 describe('releaseInstance', () => {
+  // A plain release without an issue: no health override edits (those are the decision table's, see repair-decision.test.ts).
+  const report: ReleaseReport = { actor: 'alice', isRepairTenant: false, autoRepair: true };
+
   it.each(['Ready', 'Provisioning'] satisfies InstanceStatus[])('%s → Terminating, its machine into Cleanup (pending)', (status) => {
-    const before = instance({ status });
+    const before = instance({ status, labels: { team: 'ml' } });
     const held = assignedMachine();
-    const decision = releaseInstance(before, held, 'alice', NOW);
+    const decision = releaseInstance(before, held, report, NOW);
     expect(decision.kind).toBe('release');
     if (decision.kind !== 'release') return;
     const terminating = { ...before, status: 'Terminating', updatedAt: iso(NOW) };
@@ -132,29 +136,32 @@ describe('releaseInstance', () => {
         actor: 'alice',
         action: 'instance-released',
         instanceId: 'i-1',
+        labels: { team: 'ml' },
         changes: { status: { from: status, to: 'Terminating' }, state: { from: 'Assigned', to: 'Cleanup' } },
       },
     ]);
   });
 
   it('leaves a machine that already holds another instance alone', () => {
-    const decision = releaseInstance(instance({ status: 'Ready' }), assignedMachine({ instanceId: 'i-other' }), 'alice', NOW);
+    const decision = releaseInstance(instance({ status: 'Ready' }), assignedMachine({ instanceId: 'i-other' }), report, NOW);
+    expect(decision.kind).toBe('release');
     expect(decision.kind === 'release' && decision.change.machines).toEqual([]);
   });
 
   it.each(['Terminating', 'Terminated', 'Failed'] satisfies InstanceStatus[])('%s is returned unchanged', (status) => {
     const before = instance({ status });
-    expect(releaseInstance(before, assignedMachine(), 'alice', NOW)).toEqual({ kind: 'unchanged', instance: before });
+    expect(releaseInstance(before, assignedMachine(), report, NOW)).toEqual({ kind: 'unchanged', instance: before });
   });
 
   it('Repairing is refused: 409 online-repair-active', () => {
-    const attempt = () => releaseInstance(instance({ status: 'Repairing' }), assignedMachine(), 'alice', NOW);
-    expect(attempt).toThrow(Rejection);
+    let thrown: unknown;
     try {
-      attempt();
+      releaseInstance(instance({ status: 'Repairing' }), assignedMachine(), report, NOW);
     } catch (error) {
-      expect(error).toMatchObject({ status: 409, code: 'online-repair-active' });
+      thrown = error;
     }
+    expect(thrown).toBeInstanceOf(Rejection);
+    expect(thrown).toMatchObject({ status: 409, code: 'online-repair-active' });
   });
 });
 

@@ -75,7 +75,7 @@ describe('release decision table: repair tenant', () => {
   });
 
   it('never applies repair-request, even with auto-repair on and a new issue (no loops)', () => {
-    for (const labels of [{ repair_status: 'Completed' }, { repair_status: 'Failed' }, {}]) {
+    for (const labels of [{ repair_status: 'Completed' }, { repair_status: 'Failed' }, {}] as Record<string, string>[]) {
       for (const start of [['tenant-reported-issue', 'repair-request'], ['tenant-reported-issue'], []]) {
         const edits = releaseOverrideEdits(machine(start, labels), repairTenant({ issue: newIssue, autoRepair: true }), at);
         expect(edits.add.map((o) => o.source)).not.toContain('repair-request');

@@ -3,6 +3,7 @@ import type { Route } from '../route.ts';
 import { adminOverrideRoutes } from './admin-overrides.ts';
 import { adminRoutes } from './admin.ts';
 import { instanceRoutes } from './instances.ts';
+import { metaInstanceRoutes } from './meta-instances.ts';
 import { siteAgentRoutes } from './site-agent.ts';
 import { tenantMachineRoutes } from './tenant-machines.ts';
 
@@ -10,6 +11,7 @@ import { tenantMachineRoutes } from './tenant-machines.ts';
 export const allRoutes = (ctx: AppContext): Route[] => [
   ...instanceRoutes(ctx),
   ...tenantMachineRoutes(ctx),
+  ...metaInstanceRoutes(ctx),
   ...adminRoutes(ctx),
   ...adminOverrideRoutes(ctx),
   ...siteAgentRoutes(ctx),

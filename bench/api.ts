@@ -1,0 +1,138 @@
+import { parseSiteConfig } from '#config/site-config.ts';
+import { startLocalSite, type LocalSite } from '#local/site.ts';
+import { createDocumentClient } from '#store/client.ts';
+import { FleetStore } from '#store/fleet-store.ts';
+import { countRequests, snapshot } from './counter.ts';
+import { subtractCost, type Cost } from './stats.ts';
+
+export const API_MACHINES = 64;
+export const MACHINE_TYPE = 'gb200';
+export const ORG = 'bench';
+
+/**
+ * A test-like site (fast simulator, retry delays as in the tests) with 64 gb200 machines. Two departures from the
+ * test config, both to keep the measured windows free of background work rather than to make anything cheaper:
+ * the simulated agent beats once at start and not again during the run (interval 600 s, timeout 3600 s; the
+ * heartbeat's own cost is measured separately), and the safety-net sweep runs once a minute (it only reads the
+ * due index; stream reactions do the work).
+ */
+export const apiSiteToml = `
+[site]
+name = "bench"
+[heartbeat]
+timeout_seconds = 3600
+[instance_create_retry]
+base_delay_ms = 10
+timeout_ms = 2000
+[simulator]
+machines = [ { type = "${MACHINE_TYPE}", count = ${API_MACHINES}, racks = 4 } ]
+heartbeat_interval_seconds = 600
+provision_ms = 20
+cleanup_ms = 20
+`;
+export const API_SWEEP_INTERVAL_MS = 60_000;
+
+export interface ApiCycle {
+  createMs: number;
+  releaseMs: number;
+  createCost: Cost;
+  releaseCost: Cost;
+}
+
+export interface ApiBench {
+  site: LocalSite;
+  tableName: string;
+  /** One round trip: create (timed), wait until Ready and the stream is quiet, release (timed), wait until the machine is back. */
+  cycle(): Promise<ApiCycle>;
+  stop(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function startApiBench(endpoint: string, id: string, progress: (line: string) => void): Promise<ApiBench> {
+  const tableName = `bench-${id}`;
+  const siteLog: string[] = [];
+  const site = await startLocalSite({
+    config: parseSiteConfig(apiSiteToml, 'bench site config'),
+    port: 0,
+    dynamoEndpoint: endpoint,
+    tableNames: { table: tableName, idempotencyTable: `${tableName}-idempotency` },
+    sweepIntervalMs: API_SWEEP_INTERVAL_MS,
+    log: (line) => {
+      siteLog.push(line);
+      if (siteLog.length > 50) siteLog.shift();
+      if (/^\S+\s+(warn|error)\b/.test(line) || /failed|SET ASIDE/.test(line)) progress(`site: ${line}`);
+    },
+  });
+  try {
+    const requests = countRequests(site.ctx.store.client);
+    const meter = site.ctx.store.meter;
+    // Our own reads (waiting for states) go through a separate client, so they never show in the site's meter.
+    const observer = new FleetStore(createDocumentClient(endpoint), tableName);
+    const token = await site.issuer.mint({ sub: 'bench-user', org: ORG, roles: ['tenant'] }, '2h');
+    const base = `${site.url}/v2/org/${ORG}/nico/instance`;
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const createBody = JSON.stringify({ machineType: MACHINE_TYPE });
+
+    const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 15_000) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        // Waiting for the stream also wakes the poller, so reactions run now instead of at its next poll.
+        await site.streamIdle(timeoutMs);
+        if (await check()) {
+          // Whatever the last reaction wrote has been reacted to as well: the site is quiet.
+          await site.streamIdle(timeoutMs);
+          return;
+        }
+        if (Date.now() > deadline) throw new Error(`bench: ${what} within ${timeoutMs} ms; site log:\n${siteLog.join('\n')}`);
+        await sleep(2);
+      }
+    };
+
+    // The agent's first heartbeat makes the registered machines live.
+    await until('all machines live after the first heartbeat', async () => {
+      const page = await observer.listMachines({ limit: 1000 });
+      return page.items.length === API_MACHINES && page.items.every((m) => m.heartbeatLive && m.state === 'Ready');
+    }, 30_000);
+
+    const cycle = async (): Promise<ApiCycle> => {
+      const beforeCreate = snapshot(meter, requests);
+      const t0 = performance.now();
+      const created = await fetch(base, { method: 'POST', headers, body: createBody });
+      const createdText = await created.text();
+      const createMs = performance.now() - t0;
+      const createCost = subtractCost(snapshot(meter, requests), beforeCreate);
+      if (created.status !== 201) throw new Error(`bench: create answered ${created.status}: ${createdText}`);
+      const instance = JSON.parse(createdText) as { id: string; machineId: string };
+
+      await until(`instance ${instance.id} Ready`, async () => (await observer.getInstance(instance.id))?.status === 'Ready');
+
+      const beforeRelease = snapshot(meter, requests);
+      const t1 = performance.now();
+      const released = await fetch(`${base}/${encodeURIComponent(instance.id)}`, { method: 'DELETE', headers: { authorization: headers.authorization } });
+      const releasedText = await released.text();
+      const releaseMs = performance.now() - t1;
+      const releaseCost = subtractCost(snapshot(meter, requests), beforeRelease);
+      if (released.status !== 202) throw new Error(`bench: release answered ${released.status}: ${releasedText}`);
+
+      await until(`machine ${instance.machineId} back in the pool`, async () => {
+        const machine = await observer.getMachine(instance.machineId);
+        return machine?.state === 'Ready' && (await observer.getInstance(instance.id))?.status === 'Terminated';
+      });
+      return { createMs, releaseMs, createCost, releaseCost };
+    };
+
+    return {
+      site,
+      tableName,
+      cycle,
+      async stop() {
+        observer.client.destroy();
+        await site.stop();
+      },
+    };
+  } catch (error) {
+    await site.stop();
+    throw error;
+  }
+}

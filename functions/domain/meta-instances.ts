@@ -1,0 +1,294 @@
+import type { Catalog } from './catalog.ts';
+import { mergeChanges, type Change } from './change.ts';
+import { allocatability, heartbeatStale, preventingSources, type HeartbeatView } from './health.ts';
+import { assignInstance, releaseInstance, type NewInstanceSpec } from './instances.ts';
+import type { Instance, Machine, MetaInstance } from './model.ts';
+import { Rejection } from './rejection.ts';
+import { addMs, ageMs, iso } from './time.ts';
+
+// Meta-instances: "keep N machines of this type for me". A pure reconciler looks at a snapshot (the meta-instance,
+// its members — instances carrying its id, with their machines — and the free machines of its type) and returns at
+// most one change. Run it again on the new state until it returns nothing: that is the level-triggered loop.
+
+/** Most members one pass touches, so that a change always fits one transaction (100 writes). */
+export const MAX_GROUP = 24;
+
+const LIVE: ReadonlySet<Instance['status']> = new Set(['Provisioning', 'Ready', 'Repairing']);
+
+export interface Member {
+  instance: Instance;
+  machine: Machine | null;
+}
+
+export interface MetaRules {
+  maxConsecutiveFailures: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** Meta-instance replacements being provisioned site-wide, and the cap on them ([meta_instance]). */
+  replacementsInFlight?: number;
+  maxReplacementsInFlight?: number;
+}
+
+export interface MetaSnapshot {
+  meta: MetaInstance;
+  members: Member[];
+  /** Machines of the type in the allocatable index (heartbeat freshness is checked here). */
+  candidates: Machine[];
+  /** The pinned machines' records, null for unknown ids. */
+  pinned: Map<string, Machine | null>;
+  heartbeat: HeartbeatView;
+  now: Date;
+  rules: MetaRules;
+  /** Ids for the instances a placement creates. */
+  newInstance(machine: Machine): NewInstanceSpec;
+}
+
+export type MetaDecision = { kind: 'none' } | { kind: 'commit'; change: Change; summary: string };
+
+const none: MetaDecision = { kind: 'none' };
+const ACTOR = 'meta-instance-reconciler';
+
+/** Why a live member no longer counts, or null while it is healthy. */
+export function memberFailure(member: Member, heartbeat: HeartbeatView, now: Date): string | null {
+  const { instance, machine } = member;
+  if (instance.status === 'Failed') return instance.metaFailureCounted ? null : `create failed: ${instance.failureReason ?? 'unknown reason'}`;
+  if (!LIVE.has(instance.status)) return null;
+  if (!machine) return 'machine is gone';
+  // Online repair is the tenant's own, sanctioned repair: it never counts as a failure.
+  if (instance.status === 'Repairing') return null;
+  const preventing = preventingSources(machine.healthOverrides);
+  if (preventing.length > 0) return `health-override:${preventing[0]}`;
+  if (heartbeatStale(machine, heartbeat, now)) return 'heartbeat-stale';
+  return null;
+}
+
+const isLive = (member: Member) => LIVE.has(member.instance.status);
+
+function withMeta(meta: MetaInstance, next: Partial<MetaInstance>, now: Date): Change {
+  const after: MetaInstance = { ...meta, ...next, updatedAt: iso(now) };
+  return { metaInstances: [{ before: meta, after }], history: [] };
+}
+
+function releaseMember(member: Member, now: Date, why?: string): Change {
+  const decision = releaseInstance(member.instance, member.machine!, { actor: ACTOR, isRepairTenant: false, autoRepair: false }, now);
+  if (decision.kind === 'unchanged') return { history: [] };
+  const change = decision.change;
+  if (why && change.instances?.[0]) {
+    change.instances[0] = { ...change.instances[0], after: { ...change.instances[0].after, failureReason: why, metaFailureCounted: true } };
+  }
+  return change;
+}
+
+export function backoffMs(failures: number, rules: MetaRules): number {
+  const beyond = failures - rules.maxConsecutiveFailures;
+  if (beyond <= 0) return 0;
+  return Math.min(rules.backoffBaseMs * 2 ** (beyond - 1), rules.backoffMaxMs);
+}
+
+function statusFor(failures: number, rules: MetaRules): MetaInstance['status'] {
+  return failures > rules.maxConsecutiveFailures ? 'Retrying' : 'Placing';
+}
+
+export function reconcileMetaInstance(s: MetaSnapshot): MetaDecision {
+  const { meta, now } = s;
+  if (meta.status === 'Deleted') return releaseStragglers(s);
+  if (meta.status === 'Deleting') return finishDeleting(meta, s.members, now);
+  return recordFailures(s) ?? place(s);
+}
+
+/** Cascade: everything still bound goes; when nothing is, the meta-instance is gone. */
+function finishDeleting(meta: MetaInstance, members: Member[], now: Date): MetaDecision {
+  const live = members.filter((m) => isLive(m) && m.machine).slice(0, MAX_GROUP);
+  if (live.length === 0) return { kind: 'commit', change: withMeta(meta, { status: 'Deleted' }, now), summary: 'deleted' };
+  return { kind: 'commit', change: mergeChanges(withMeta(meta, {}, now), ...live.map((m) => releaseMember(m, now))), summary: `released ${live.length}` };
+}
+
+/** An instance placed for a meta-instance that was deleted meanwhile is released: nothing is ever orphaned. */
+function releaseStragglers(s: MetaSnapshot): MetaDecision {
+  const live = s.members.filter((m) => isLive(m) && m.machine).slice(0, MAX_GROUP);
+  if (live.length === 0) return none;
+  return { kind: 'commit', change: mergeChanges(withMeta(s.meta, {}, s.now), ...live.map((m) => releaseMember(m, s.now))), summary: `released ${live.length} stragglers` };
+}
+
+/** Failed members are released (their machines keep their overrides) and counted, once each. */
+function recordFailures(s: MetaSnapshot): MetaDecision | null {
+  const failing = s.members
+    .map((member) => ({ member, reason: memberFailure(member, s.heartbeat, s.now) }))
+    .filter((f): f is { member: Member; reason: string } => f.reason !== null)
+    .slice(0, MAX_GROUP);
+  if (failing.length === 0) return null;
+  const changes = failing.map(({ member, reason }) => {
+    const why = `machine ${member.instance.machineId}: ${reason}`;
+    if (member.instance.status === 'Failed' || !member.machine) {
+      const after: Instance = { ...member.instance, metaFailureCounted: true, updatedAt: iso(s.now), ...(member.machine ? {} : { status: 'Terminated', failureReason: why }) };
+      return { instances: [{ before: member.instance, after }], history: [] } as Change;
+    }
+    return releaseMember(member, s.now, why);
+  });
+  const failures = s.meta.consecutiveFailures + failing.length;
+  const wait = backoffMs(failures, s.rules);
+  const last = failing.at(-1)!;
+  const meta = withMeta(
+    s.meta,
+    {
+      consecutiveFailures: failures,
+      lastFailureError: `machine ${last.member.instance.machineId}: ${last.reason}`,
+      status: statusFor(failures, s.rules),
+      ...(wait > 0 ? { nextAttemptAt: iso(addMs(s.now, wait)) } : { nextAttemptAt: undefined }),
+    },
+    s.now,
+  );
+  return { kind: 'commit', change: mergeChanges(meta, ...changes), summary: `${failing.length} member(s) failed` };
+}
+
+export function isSatisfied(meta: MetaInstance, healthy: Member[]): boolean {
+  if (healthy.length < meta.minNodes) return false;
+  const machines = new Set(healthy.map((m) => m.instance.machineId));
+  if (!(meta.machineIds ?? []).every((id) => machines.has(id))) return false;
+  return !meta.placement.sameRack || new Set(healthy.map((m) => m.machine?.rack)).size <= 1;
+}
+
+type Plan = { kind: 'place'; machines: Machine[] } | { kind: 'regroup'; rack: string } | { kind: 'error'; message: string };
+
+/**
+ * Which machines to add. A failed member is replaced alone when the constraints still hold with the others;
+ * otherwise (same rack no longer possible) the group moves to a rack that can hold it whole.
+ */
+export function choosePlacement(meta: MetaInstance, healthy: Member[], free: Machine[], pinned: Map<string, Machine | null>, isFree: (m: Machine) => string[]): Plan {
+  const held = new Set(healthy.map((m) => m.instance.machineId));
+  const pinnedMissing = (meta.machineIds ?? []).filter((id) => !held.has(id));
+  const chosen: Machine[] = [];
+  for (const id of pinnedMissing) {
+    const machine = pinned.get(id) ?? null;
+    if (!machine) return { kind: 'error', message: `pinned machine ${id} is unknown` };
+    const reasons = isFree(machine);
+    if (reasons.length > 0) return { kind: 'error', message: `pinned machine ${id} is not available: ${reasons.join(', ')}` };
+    chosen.push(machine);
+  }
+  const needed = Math.max(meta.minNodes - healthy.length - chosen.length, 0);
+  const pool = free.filter((m) => !held.has(m.id) && !chosen.some((c) => c.id === m.id));
+  if (!meta.placement.sameRack) {
+    if (pool.length < needed) return { kind: 'error', message: `needs ${needed} more ${meta.machineType} machine(s); ${pool.length} free` };
+    return { kind: 'place', machines: [...chosen, ...pool.slice(0, needed)] };
+  }
+  const racks = new Set([...healthy.map((m) => m.machine?.rack ?? ''), ...chosen.map((m) => m.rack)]);
+  const byRack = new Map<string, Machine[]>();
+  for (const machine of pool) byRack.set(machine.rack, [...(byRack.get(machine.rack) ?? []), machine]);
+  if (racks.size === 1) {
+    const [rack] = racks;
+    const inRack = byRack.get(rack!) ?? [];
+    if (inRack.length >= needed) return { kind: 'place', machines: [...chosen, ...inRack.slice(0, needed)] };
+  }
+  if (racks.size === 0) {
+    const best = [...byRack.entries()].sort((a, b) => b[1].length - a[1].length)[0];
+    if (best && best[1].length >= needed) return { kind: 'place', machines: best[1].slice(0, needed) };
+  }
+  // The group cannot stay where it is: find a rack that can hold all of it (pinned machines fix the rack).
+  const pinnedRacks = new Set(chosen.map((m) => m.rack));
+  const freeIn = (rack: string) => (byRack.get(rack) ?? []).length + healthy.filter((m) => m.machine?.rack === rack).length;
+  const target = [...byRack.keys()].filter((rack) => pinnedRacks.size === 0 || (pinnedRacks.size === 1 && pinnedRacks.has(rack))).find((rack) => freeIn(rack) + (pinnedRacks.has(rack) ? chosen.length : 0) >= meta.minNodes);
+  if (target && healthy.length > 0) return { kind: 'regroup', rack: target };
+  const best = Math.max(0, ...[...byRack.keys()].map(freeIn));
+  return { kind: 'error', message: `no rack has ${meta.minNodes} free ${meta.machineType} machine(s) together (best: ${best})` };
+}
+
+function place(s: MetaSnapshot): MetaDecision {
+  const { meta, now, rules } = s;
+  const healthy = s.members.filter(isLive);
+  if (isSatisfied(meta, healthy)) {
+    if (meta.status === 'Ready' && meta.placementError === undefined && meta.consecutiveFailures === 0) return none;
+    const change = withMeta(meta, { status: 'Ready', placementError: undefined, nextAttemptAt: undefined, consecutiveFailures: 0 }, now);
+    return { kind: 'commit', change, summary: 'satisfied' };
+  }
+  if (meta.nextAttemptAt && ageMs(now, meta.nextAttemptAt) < 0) return none;
+  const isFree = (m: Machine) => allocatability(m, s.heartbeat, now).notAllocatableReasons;
+  const free = s.candidates.filter((m) => isFree(m).length === 0);
+  const plan = choosePlacement(meta, healthy, free, s.pinned, isFree);
+  if (plan.kind === 'regroup') {
+    const moving = healthy.filter((m) => m.machine?.rack !== plan.rack).slice(0, MAX_GROUP);
+    const change = mergeChanges(withMeta(meta, {}, now), ...moving.map((m) => releaseMember(m, now)));
+    return { kind: 'commit', change, summary: `moving the group to ${plan.rack}` };
+  }
+  if (plan.kind === 'error') return placementFailed(s, plan.message);
+  const cap = rules.maxReplacementsInFlight;
+  if (cap !== undefined && healthy.length > 0 && (rules.replacementsInFlight ?? 0) + plan.machines.length > cap) {
+    return placementFailed(s, `waiting for a replacement slot: ${rules.replacementsInFlight ?? 0} of ${cap} in flight site-wide`);
+  }
+  const assignments = plan.machines.slice(0, MAX_GROUP).map((machine) => assignInstance(machine, { ...s.newInstance(machine), metaInstanceId: meta.id }, now));
+  const change = mergeChanges(
+    withMeta(meta, { status: 'Ready', placementError: undefined, nextAttemptAt: undefined, consecutiveFailures: 0 }, now),
+    ...assignments.map((a) => a.change),
+  );
+  return { kind: 'commit', change, summary: `placed ${assignments.length}` };
+}
+
+/** A placement error is written once per distinct message, so a meta-instance waiting for capacity costs nothing. */
+function placementFailed(s: MetaSnapshot, message: string): MetaDecision {
+  const status = statusFor(s.meta.consecutiveFailures, s.rules);
+  if (s.meta.placementError === message && s.meta.status === status) return none;
+  return { kind: 'commit', change: withMeta(s.meta, { placementError: message, status }, s.now), summary: message };
+}
+
+export interface MetaInstanceRequest {
+  machineType: string;
+  minNodes: number;
+  machineIds?: string[] | undefined;
+  placement: { sameRack: boolean };
+  labels: Record<string, string>;
+}
+
+/** 422 `unsatisfiable` when this site can never satisfy the request, whatever frees up. */
+export function assertSatisfiable(request: MetaInstanceRequest, catalog: Catalog, pinned: Map<string, Machine | null>): void {
+  const fail = (detail: string) => {
+    throw new Rejection(422, 'unsatisfiable', detail);
+  };
+  const type = catalog.types[request.machineType];
+  if (!type) fail(`this site has no machines of type ${request.machineType}`);
+  if (request.minNodes > type!.count) fail(`this site has only ${type!.count} ${request.machineType} machine(s); ${request.minNodes} requested`);
+  const largestRack = Math.max(0, ...Object.values(type!.racks));
+  if (request.placement.sameRack && request.minNodes > largestRack) {
+    fail(`no rack has ${request.minNodes} ${request.machineType} machines (largest: ${largestRack})`);
+  }
+  const ids = request.machineIds ?? [];
+  if (ids.length > request.minNodes) fail(`${ids.length} pinned machines but minNodes is ${request.minNodes}`);
+  const racks = new Set<string>();
+  for (const id of ids) {
+    const machine = pinned.get(id);
+    if (!machine) fail(`pinned machine ${id} is unknown`);
+    else if (machine.machineType !== request.machineType) fail(`pinned machine ${id} is a ${machine.machineType}, not a ${request.machineType}`);
+    else racks.add(machine.rack);
+  }
+  if (request.placement.sameRack && racks.size > 1) fail('pinned machines are in different racks but sameRack was asked for');
+}
+
+export function newMetaInstance(id: string, org: string, request: MetaInstanceRequest, createdBy: string, now: Date): MetaInstance {
+  const at = iso(now);
+  return {
+    id,
+    org,
+    machineType: request.machineType,
+    minNodes: request.minNodes,
+    ...(request.machineIds?.length ? { machineIds: request.machineIds } : {}),
+    placement: request.placement,
+    labels: request.labels,
+    status: 'Placing',
+    consecutiveFailures: 0,
+    createdBy,
+    createdAt: at,
+    updatedAt: at,
+    version: 0,
+  };
+}
+
+/** Deleting starts the cascade in the same decision: its live instances are released together with it. */
+export function deleteMetaInstance(meta: MetaInstance, members: Member[], now: Date): MetaDecision {
+  if (meta.status === 'Deleting' || meta.status === 'Deleted') return none;
+  const live = members.filter((m) => isLive(m) && m.machine).slice(0, MAX_GROUP);
+  const change = mergeChanges(withMeta(meta, { status: 'Deleting' }, now), ...live.map((m) => releaseMember(m, now)));
+  return { kind: 'commit', change, summary: `delete requested; released ${live.length}` };
+}
+
+export function metaInstanceView(meta: MetaInstance, members: Member[]) {
+  const { createdBy: _createdBy, version: _version, ...view } = meta;
+  return { ...view, instanceIds: members.filter(isLive).map((m) => m.instance.id) };
+}

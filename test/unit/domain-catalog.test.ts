@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { catalogAfter, emptyCatalog, type Catalog } from '#domain/catalog.ts';
+import type { Versioned } from '#domain/change.ts';
+import type { Machine } from '#domain/model.ts';
+
+const AT = '2025-03-01T12:00:00.000Z';
+
+function machine(id: string, machineType: string, rack: string): Machine {
+  return {
+    id,
+    machineType,
+    rack,
+    state: 'Ready',
+    labels: {},
+    healthOverrides: [],
+    heartbeatLive: false,
+    version: 0,
+    createdAt: AT,
+    updatedAt: AT,
+  };
+}
+
+const registered = (m: Machine): Versioned<Machine> => ({ before: null, after: m });
+const moved = (before: Machine, machineType: string, rack: string): Versioned<Machine> => ({
+  before,
+  after: { ...before, machineType, rack },
+});
+
+describe('catalogAfter', () => {
+  it('counts new machines per type and rack', () => {
+    const next = catalogAfter(emptyCatalog(), [
+      registered(machine('a', 'gb200', 'r1')),
+      registered(machine('b', 'gb200', 'r1')),
+      registered(machine('c', 'gb200', 'r2')),
+      registered(machine('d', 'h100', 'r9')),
+    ]);
+    expect(next).toEqual({
+      types: { gb200: { count: 3, racks: { r1: 2, r2: 1 } }, h100: { count: 1, racks: { r9: 1 } } },
+      version: 0,
+    });
+  });
+
+  it('adds to an existing catalog, keeping its version (the store guards on it) and leaving the input alone', () => {
+    const current: Catalog = { types: { gb200: { count: 2, racks: { r1: 2 } } }, version: 4 };
+    const snapshot = structuredClone(current);
+    const next = catalogAfter(current, [registered(machine('c', 'gb200', 'r1')), registered(machine('d', 'gb200', 'r3'))]);
+    expect(next).toEqual({ types: { gb200: { count: 4, racks: { r1: 3, r3: 1 } } }, version: 4 });
+    expect(current).toEqual(snapshot);
+  });
+
+  const current = (): Catalog => ({
+    types: { gb200: { count: 3, racks: { r1: 2, r2: 1 } }, h100: { count: 1, racks: { r9: 1 } } },
+    version: 2,
+  });
+
+  it.each([
+    {
+      name: 'move between racks of one type',
+      change: moved(machine('a', 'gb200', 'r1'), 'gb200', 'r2'),
+      types: { gb200: { count: 3, racks: { r1: 1, r2: 2 } }, h100: { count: 1, racks: { r9: 1 } } },
+    },
+    {
+      name: 'move to a new rack; the emptied rack entry is removed',
+      change: moved(machine('c', 'gb200', 'r2'), 'gb200', 'r7'),
+      types: { gb200: { count: 3, racks: { r1: 2, r7: 1 } }, h100: { count: 1, racks: { r9: 1 } } },
+    },
+    {
+      name: 'change of type',
+      change: moved(machine('a', 'gb200', 'r1'), 'h100', 'r9'),
+      types: { gb200: { count: 2, racks: { r1: 1, r2: 1 } }, h100: { count: 2, racks: { r9: 2 } } },
+    },
+    {
+      name: 'the last machine of a type leaves: the type entry is removed',
+      change: moved(machine('d', 'h100', 'r9'), 'gb200', 'r2'),
+      types: { gb200: { count: 4, racks: { r1: 2, r2: 2 } } },
+    },
+  ])('$name', ({ change, types }) => {
+    expect(catalogAfter(current(), [change])).toEqual({ types, version: 2 });
+  });
+
+  it.each([
+    { name: 'no machines', machines: [] },
+    {
+      name: 're-registrations with the same type and rack (labels changed)',
+      machines: [{ before: machine('a', 'gb200', 'r1'), after: { ...machine('a', 'gb200', 'r1'), labels: { x: 'y' } } }],
+    },
+  ])('null when nothing changed: $name', ({ machines }) => {
+    expect(catalogAfter(current(), machines)).toBeNull();
+  });
+
+  it('a move and its reverse in one batch still report a (balanced) change', () => {
+    const a = machine('a', 'gb200', 'r1');
+    const next = catalogAfter(current(), [moved(a, 'gb200', 'r2'), moved({ ...a, rack: 'r2' }, 'gb200', 'r1')]);
+    expect(next).toEqual(current());
+  });
+});
