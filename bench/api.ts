@@ -47,6 +47,10 @@ export interface ApiBench {
   stop(): Promise<void>;
 }
 
+/** Quiet means no site request in flight at this many looks in a row, this far apart. */
+const QUIET_LOOKS = 4;
+const QUIET_LOOK_MS = 3;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function startApiBench(endpoint: string, id: string, progress: (line: string) => void): Promise<ApiBench> {
@@ -74,14 +78,25 @@ export async function startApiBench(endpoint: string, id: string, progress: (lin
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const createBody = JSON.stringify({ machineType: MACHINE_TYPE });
 
+    /** No request of the site's in flight for a few consecutive looks, a few ms apart. */
+    const quiet = async (deadline: number) => {
+      for (let calm = 0; calm < QUIET_LOOKS; ) {
+        if (Date.now() > deadline) throw new Error(`bench: the site did not go quiet; site log:\n${siteLog.join('\n')}`);
+        calm = requests.inFlight() === 0 ? calm + 1 : 0;
+        await sleep(QUIET_LOOK_MS);
+      }
+    };
+
     const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 15_000) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         // Waiting for the stream also wakes the poller, so reactions run now instead of at its next poll.
         await site.streamIdle(timeoutMs);
         if (await check()) {
-          // Whatever the last reaction wrote has been reacted to as well: the site is quiet.
+          // Whatever the last reaction wrote has been reacted to as well, and nothing the site started (an agent
+          // report being answered, say) is still talking to DynamoDB: the site is quiet.
           await site.streamIdle(timeoutMs);
+          await quiet(deadline);
           return;
         }
         if (Date.now() > deadline) throw new Error(`bench: ${what} within ${timeoutMs} ms; site log:\n${siteLog.join('\n')}`);

@@ -18,7 +18,8 @@ import type { Cost } from './stats.ts';
  *          machine Put, instance Put, history Put]
  * release: GetItem instance, GetItem machine, TransactWriteItems [conditional instance Put, conditional machine
  *          Put, history Put]
- * Between rounds the machine is put back to Ready, outside the timed part.
+ * Outside the timed parts the floor does what the site's reactions do between a tenant's calls: the instance
+ * becomes Ready before it is released, and after the release the machine goes back to the pool.
  */
 export interface FloorCycle {
   createMs: number;
@@ -78,7 +79,7 @@ export async function startFloor(endpoint: string, id: string, siteTable: string
   const machines = await copySiteItems(endpoint, siteTable, doc, tableName, machineType);
   if (machines === 0) throw new Error('bench floor: no allocatable machines to copy from the site table');
   // Counted only after seeding, so the counts are the timed requests alone.
-  const requests = countRequests(doc);
+  const requests = countRequests(doc).counts;
 
   const cost = (writes: number, writeUnits: number, readUnits: number, before: Record<string, number>): Cost => {
     const delta: Record<string, number> = {};
@@ -149,6 +150,18 @@ export async function startFloor(endpoint: string, id: string, siteTable: string
     const createMs = performance.now() - t0;
     const createCost = cost(1, units(createWrite.ConsumedCapacity), reads, before);
 
+    // ---- what the site's reaction does before a tenant releases (untimed): the create claimed, then Ready ----
+    const readyAt = new Date().toISOString();
+    const ready: Instance = {
+      ...instance,
+      status: 'Ready',
+      createAttempts: 1,
+      creation: { clientToken: instance.creation.clientToken, phase: 'done' },
+      updatedAt: readyAt,
+      version: instance.version + 2,
+    };
+    await doc.send(new PutCommand({ TableName: tableName, Item: instanceItem(ready) }));
+
     // ---- release ----
     before = { ...requests };
     const t1 = performance.now();
@@ -173,6 +186,7 @@ export async function startFloor(endpoint: string, id: string, siteTable: string
       actor: 'bench-user',
       action: 'instance-released',
       instanceId,
+      labels: current.labels,
       changes: { status: { from: current.status, to: 'Terminating' }, state: { from: held.state, to: 'Cleanup' } },
     };
     const releaseWrite = await doc.send(
@@ -188,9 +202,11 @@ export async function startFloor(endpoint: string, id: string, siteTable: string
     const releaseMs = performance.now() - t1;
     const releaseCost = cost(1, units(releaseWrite.ConsumedCapacity), reads, before);
 
-    // ---- back to the pool (untimed) ----
+    // ---- what the site's cleanup does (untimed): the machine back in the pool, the instance Terminated ----
+    const doneAt = new Date().toISOString();
     const { instanceId: _gone, cleanup: _done, ...rest } = cleaning;
-    await doc.send(new PutCommand({ TableName: tableName, Item: machineItem({ ...rest, state: 'Ready', updatedAt: new Date().toISOString(), version: cleaning.version + 1 }) }));
+    await doc.send(new PutCommand({ TableName: tableName, Item: machineItem({ ...rest, state: 'Ready', updatedAt: doneAt, version: cleaning.version + 2 }) }));
+    await doc.send(new PutCommand({ TableName: tableName, Item: instanceItem({ ...terminating, status: 'Terminated', updatedAt: doneAt, version: terminating.version + 1 }) }));
     return { createMs, releaseMs, createCost, releaseCost };
   };
 

@@ -16,6 +16,7 @@ import { createDocumentClient, type TableNames } from '#store/client.ts';
 import { FleetStore } from '#store/fleet-store.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
 import { createLocalHttpServer, type ExtraRoute } from './api-gateway-adapter.ts';
+import { dashboardRoutes } from './dashboard.ts';
 import { freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
 import { createScheduleTimer } from './schedule-timer.ts';
 import { createSiteSimulator, demoFleet, type SiteSimulator } from './site-simulator.ts';
@@ -47,6 +48,8 @@ export interface LocalSite {
   ctx: AppContext;
   issuer: LocalTokenIssuer;
   simulator: SiteSimulator;
+  /** The site's DynamoDB tables (tests dump them to check that a request changed nothing). */
+  tableNames: TableNames;
   /** Resolves when what was written so far has been through the stream handler (tests). */
   streamIdle(timeoutMs?: number): Promise<void>;
   health(): Promise<{ ok: boolean; checks: Record<string, boolean> }>;
@@ -129,6 +132,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     const store = new FleetStore(createDocumentClient(endpoint), names.table);
     const log = lineLog((line) => write(`controller ${line}`));
     const events = inProcessBus(lineLog((line) => write(`events     ${line}`)));
+    const gauges = new Map<string, number>();
+    const metrics = { gauge: (name: string, value: number) => void gauges.set(name, value) };
     const ctx: AppContext = {
       store,
       config,
@@ -136,6 +141,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       ids: options.ids ?? randomIds,
       agent: httpSiteAgent(`http://127.0.0.1:${agentPort}`, config),
       events,
+      metrics,
       log,
       cleanupTimings: options.cleanupTimings ?? defaultCleanupTimings,
     };
@@ -199,6 +205,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
           if (!(await simulator.handleControl(req, res))) sendError(res, new ProblemError(404, 'route-not-found', `no simulator route ${req.url}`));
         },
       },
+      ...dashboardRoutes(),
     ];
 
     const server = await createLocalHttpServer({
@@ -229,6 +236,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       ctx,
       issuer,
       simulator,
+      tableNames: names,
       streamIdle: (timeoutMs) => poller.whenIdle(timeoutMs),
       health,
       stop: stopAll,

@@ -1,4 +1,5 @@
 import type { Catalog } from './catalog.ts';
+import type { SafetyState } from './safety.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from './model.ts';
 
 /** A record as it was read (null when new) and as the decision wants it; the store guards on `before.version`. */
@@ -14,6 +15,7 @@ export interface Change {
   tenants?: Versioned<Tenant>[];
   metaInstances?: Versioned<MetaInstance>[];
   catalog?: Versioned<Catalog>;
+  safety?: Versioned<SafetyState>;
   /** New machines must be matched against the agent's roster: make the next heartbeat compare it afresh. */
   resetHeartbeatRoster?: boolean;
   history: HistoryEntry[];
@@ -30,6 +32,9 @@ export function mergeChanges(...changes: Change[]): Change {
     tenants: changes.flatMap((c) => c.tenants ?? []),
     metaInstances: changes.flatMap((c) => c.metaInstances ?? []),
     history: changes.flatMap((c) => c.history),
+    ...(changes.find((c) => c.safety) ? { safety: changes.find((c) => c.safety)!.safety! } : {}),
+    ...(changes.find((c) => c.catalog) ? { catalog: changes.find((c) => c.catalog)!.catalog! } : {}),
+    ...(changes.some((c) => c.resetHeartbeatRoster) ? { resetHeartbeatRoster: true } : {}),
   };
 }
 

@@ -2,6 +2,7 @@ import type { Change } from './change.ts';
 import type { HistoryEntry, Instance, Machine } from './model.ts';
 import { hasOverride, SOURCES } from './overrides.ts';
 import { applyOverrideEdits, releaseOverrideEdits, type ReleaseReport } from './repair.ts';
+import type { RepairLog } from './safety.ts';
 import { repairEvent } from './events.ts';
 import { startCleanup } from './cleanup.ts';
 import { conflict } from './rejection.ts';
@@ -15,6 +16,7 @@ export interface NewInstanceSpec {
   clientToken: string;
   createdBy: string;
   metaInstanceId?: string;
+  replacement?: boolean;
 }
 
 /** Claim the machine for a new instance: machine Ready → Assigned and the instance Provisioning, together. */
@@ -29,6 +31,7 @@ export function assignInstance(machine: Machine, spec: NewInstanceSpec, now: Dat
     status: 'Provisioning',
     labels: spec.labels,
     ...(spec.metaInstanceId ? { metaInstanceId: spec.metaInstanceId } : {}),
+    ...(spec.replacement ? { replacement: true } : {}),
     createAttempts: 0,
     siteName: spec.name,
     creation: { clientToken: spec.clientToken, phase: 'pending' },
@@ -37,7 +40,7 @@ export function assignInstance(machine: Machine, spec: NewInstanceSpec, now: Dat
     updatedAt: at,
     version: 0,
   };
-  const assigned: Machine = { ...machine, state: 'Assigned', instanceId: instance.id, updatedAt: at };
+  const assigned: Machine = { ...machine, state: 'Assigned', instanceId: instance.id, assignedAt: at, updatedAt: at };
   return {
     instance,
     change: {
@@ -77,7 +80,8 @@ export function releaseInstance(instance: Instance, machine: Machine, report: Re
   // A machine that no longer holds this instance is not this release's to quarantine.
   const edits = cleanup ? releaseOverrideEdits(machine, report, at) : { add: [], remove: [], events: [] };
   const { overrides, history } = applyOverrideEdits(machine, edits, report.actor, at, instance.id);
-  const machines = cleanup ? [{ before: machine, after: { ...cleanup.after, healthOverrides: overrides } }] : [];
+  const repairLog = cleanup ? logRelease(machine, report, edits, at) : machine.repairLog;
+  const machines = cleanup ? [{ before: machine, after: { ...cleanup.after, healthOverrides: overrides, ...(repairLog ? { repairLog } : {}) } }] : [];
   const released: HistoryEntry = {
     machineId: machine.id,
     at,
@@ -90,15 +94,28 @@ export function releaseInstance(instance: Instance, machine: Machine, report: Re
     changes: { status: { from: instance.status, to: 'Terminating' }, state: { from: machine.state, to: 'Cleanup' } },
   };
   const after = { ...machine, healthOverrides: overrides };
+  const events = edits.events.map((type) => repairEvent(type, after, report, at, instance.id, edits.eventDetail));
   return {
     kind: 'release',
     instance: terminating,
     change: {
       instances: [{ before: instance, after: terminating }],
       machines,
-      history: [released, ...history, ...edits.events.map((type) => repairEvent(type, after, report, at, instance.id))],
+      history: [released, ...history, ...events],
     },
   };
+}
+
+/** How many entries of each kind a machine's repair log keeps: enough for any escalation window in practice. */
+const REPAIR_LOG_LIMIT = 20;
+
+/** Tenant reports and completed repairs go into the machine's repair log, which escalation reads. */
+function logRelease(machine: Machine, report: ReleaseReport, edits: { events: string[] }, at: string): RepairLog | undefined {
+  const log: RepairLog = { reports: [...(machine.repairLog?.reports ?? [])], completed: [...(machine.repairLog?.completed ?? [])] };
+  if (!report.isRepairTenant && report.issue) log.reports.push({ at, issue: report.issue });
+  else if (edits.events.includes('RepairCompleted')) log.completed.push(at);
+  else return machine.repairLog;
+  return { reports: log.reports.slice(-REPAIR_LOG_LIMIT), completed: log.completed.slice(-REPAIR_LOG_LIMIT) };
 }
 
 /** How long one create call may take in the worst case, so a crashed caller's claim lapses and the sweep retries. */
@@ -178,6 +195,6 @@ export function completeCreate(instance: Instance, machine: Machine, outcome: Cr
 
 /** The instance as the API shows it (API.md "Instance"): the create claim is internal. */
 export function instanceView(instance: Instance) {
-  const { creation: _creation, createdBy: _createdBy, version: _version, ...view } = instance;
+  const { creation: _creation, createdBy: _createdBy, version: _version, metaFailureCounted: _counted, replacement: _replacement, ...view } = instance;
   return view;
 }

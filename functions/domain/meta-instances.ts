@@ -64,13 +64,18 @@ export function memberFailure(member: Member, heartbeat: HeartbeatView, now: Dat
 
 const isLive = (member: Member) => LIVE.has(member.instance.status);
 
+const WAITS: ReadonlySet<MetaInstance['status']> = new Set(['Placing', 'Retrying']);
+
 function withMeta(meta: MetaInstance, next: Partial<MetaInstance>, now: Date): Change {
   const after: MetaInstance = { ...meta, ...next, updatedAt: iso(now) };
+  // Waiting meta-instances are served in the order they started waiting.
+  if (!WAITS.has(after.status)) after.waitingSince = undefined;
+  else if (!WAITS.has(meta.status) || !meta.waitingSince) after.waitingSince = iso(now);
   return { metaInstances: [{ before: meta, after }], history: [] };
 }
 
 function releaseMember(member: Member, now: Date, why?: string): Change {
-  const decision = releaseInstance(member.instance, member.machine!, { actor: ACTOR, isRepairTenant: false, autoRepair: false }, now);
+  const decision = releaseInstance(member.instance, member.machine!, { actor: ACTOR, isRepairTenant: false, policy: { kind: 'off' } }, now);
   if (decision.kind === 'unchanged') return { history: [] };
   const change = decision.change;
   if (why && change.instances?.[0]) {
@@ -210,11 +215,15 @@ function place(s: MetaSnapshot): MetaDecision {
     return { kind: 'commit', change, summary: `moving the group to ${plan.rack}` };
   }
   if (plan.kind === 'error') return placementFailed(s, plan.message);
+  // Replacing failed members is capped site-wide, so a fleet-wide event does not turn into a replacement storm.
+  const replacing = healthy.length > 0 || meta.consecutiveFailures > 0;
   const cap = rules.maxReplacementsInFlight;
-  if (cap !== undefined && healthy.length > 0 && (rules.replacementsInFlight ?? 0) + plan.machines.length > cap) {
-    return placementFailed(s, `waiting for a replacement slot: ${rules.replacementsInFlight ?? 0} of ${cap} in flight site-wide`);
+  if (cap !== undefined && replacing && (rules.replacementsInFlight ?? 0) + plan.machines.length > cap) {
+    return placementFailed(s, `waiting for a replacement slot: ${rules.replacementsInFlight ?? 0} of ${cap} replacements in flight site-wide`);
   }
-  const assignments = plan.machines.slice(0, MAX_GROUP).map((machine) => assignInstance(machine, { ...s.newInstance(machine), metaInstanceId: meta.id }, now));
+  const assignments = plan.machines
+    .slice(0, MAX_GROUP)
+    .map((machine) => assignInstance(machine, { ...s.newInstance(machine), metaInstanceId: meta.id, replacement: replacing }, now));
   const change = mergeChanges(
     withMeta(meta, { status: 'Ready', placementError: undefined, nextAttemptAt: undefined, consecutiveFailures: 0 }, now),
     ...assignments.map((a) => a.change),
@@ -273,6 +282,7 @@ export function newMetaInstance(id: string, org: string, request: MetaInstanceRe
     labels: request.labels,
     status: 'Placing',
     consecutiveFailures: 0,
+    waitingSince: at,
     createdBy,
     createdAt: at,
     updatedAt: at,
@@ -289,6 +299,6 @@ export function deleteMetaInstance(meta: MetaInstance, members: Member[], now: D
 }
 
 export function metaInstanceView(meta: MetaInstance, members: Member[]) {
-  const { createdBy: _createdBy, version: _version, ...view } = meta;
+  const { createdBy: _createdBy, version: _version, waitingSince: _waitingSince, ...view } = meta;
   return { ...view, instanceIds: members.filter(isLive).map((m) => m.instance.id) };
 }

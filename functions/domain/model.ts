@@ -1,3 +1,5 @@
+import type { RepairLog } from './safety.ts';
+
 // The records Fleetward keeps. Pure data: the store maps them to DynamoDB items, the API to JSON.
 
 export type Role = 'tenant' | 'provider-admin' | 'site-agent';
@@ -63,6 +65,12 @@ export interface Machine {
   /** While out of the roster: when its heartbeat counts as stale. */
   heartbeatStaleAt?: string;
   cleanup?: MachineCleanup;
+  /** Recent tenant reports and completed repairs, for recurring-fault escalation. */
+  repairLog?: RepairLog;
+  /** When its current instance was assigned: a repair tenant's claim starts the in-repair clock. */
+  assignedAt?: string;
+  /** The stuck-repair episode already alerted (`<stage>#<since>`), so RepairStuck is emitted once per episode. */
+  stuckAlerted?: string;
   version: number;
   createdAt: string;
   updatedAt: string;
@@ -91,6 +99,8 @@ export interface Instance {
   failureReason?: string;
   /** Set once this member's failure has been counted against its meta-instance. */
   metaFailureCounted?: boolean;
+  /** Placed to replace a failed meta-instance member: counts against the site's replacement cap while Provisioning. */
+  replacement?: boolean;
   creation: InstanceCreation;
   createdBy: string;
   createdAt: string;
@@ -147,6 +157,8 @@ export interface MetaInstance {
   lastFailureError?: string;
   placementError?: string;
   nextAttemptAt?: string;
+  /** Since when it waits for machines: meta-instances waiting for the same type are served in this order. */
+  waitingSince?: string;
   createdBy: string;
   createdAt: string;
   updatedAt: string;

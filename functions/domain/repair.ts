@@ -1,23 +1,26 @@
 import { allocatability, type HeartbeatView } from './health.ts';
 import type { HealthOverride, HistoryEntry, Issue, Machine } from './model.ts';
 import { buildOverride, hasOverride, SOURCES, withOverride, withoutOverride } from './overrides.ts';
+import type { RepairPolicy } from './safety.ts';
 
 // What a release does to a machine's health overrides (API.md; seeds 000 FAQ Q1–Q5 and 001 "Completion outcomes").
 
-export type RepairEventType = 'MachineQuarantined' | 'RepairRequested' | 'RepairCompleted' | 'RepairFailed';
+export type RepairEventType = 'MachineQuarantined' | 'RepairRequested' | 'RepairCompleted' | 'RepairFailed' | 'RepairEscalated' | 'RepairStormDetected';
 
 export interface ReleaseReport {
   actor: string;
   issue?: Issue | undefined;
   isRepairTenant: boolean;
-  /** `[auto_machine_repair_plugin] enabled`. */
-  autoRepair: boolean;
+  /** What a regular tenant's issue leads to beyond quarantine: auto-repair, the storm breaker, escalation. */
+  policy: RepairPolicy;
 }
 
 export interface OverrideEdits {
   add: HealthOverride[];
   remove: string[];
   events: RepairEventType[];
+  /** Added to every event's detail. */
+  eventDetail?: Record<string, unknown>;
 }
 
 export const incompleteRepairIssue = (status: string | undefined): Issue => ({
@@ -41,9 +44,18 @@ export function releaseOverrideEdits(machine: Machine, report: ReleaseReport, at
     if (!report.issue) return { add: [], remove: [], events: [] };
     const add = [reported(report.issue)];
     const events: RepairEventType[] = ['MachineQuarantined'];
-    if (report.autoRepair) {
+    const policy = report.policy;
+    if (policy.kind === 'request') {
       add.push(buildOverride(machine.id, { template: 'request-repair', issue: report.issue, message: `Automated repair for: ${report.issue.summary}` }, report.actor, at));
       events.push('RepairRequested');
+    } else if (policy.kind === 'escalate') {
+      const message = `Escalated: repaired ${policy.earlierReports.length > 0 ? 'repeatedly' : 'before'} and reported again; needs people, not another automated repair`;
+      add.push(buildOverride(machine.id, { template: 'out-for-repair', issue: report.issue, message }, report.actor, at));
+      events.push('RepairEscalated');
+      return { add, remove: [], events, eventDetail: { earlierReports: policy.earlierReports } };
+    } else if (policy.kind === 'hold-back') {
+      if (policy.trips) events.push('RepairStormDetected');
+      return { add, remove: [], events, eventDetail: { repairRequestHeldBack: true } };
     }
     return { add, remove: [], events };
   }

@@ -1,8 +1,16 @@
 import type { AppContext } from '#services/context.ts';
-import { contextFromEnv, lazy } from '#services/lambda-context.ts';
+import { contextFromEnv, lazy, sharedMetrics } from '#services/lambda-context.ts';
 import { sweep } from '#services/reconcile.ts';
 
 /** The schedule's target: finish whatever is due that no stream reaction finished. */
 export const createSweepHandler = (ctx: AppContext) => async () => sweep(ctx);
 
-export const handler = lazy(() => createSweepHandler(contextFromEnv()));
+export const handler = lazy(() => {
+  const sweepOnce = createSweepHandler(contextFromEnv());
+  return async () => {
+    const result = await sweepOnce();
+    // Site dimension comes from the stack; the RepairsStuck alarm watches this metric.
+    sharedMetrics.publishStoredMetrics();
+    return result;
+  };
+});

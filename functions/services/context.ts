@@ -4,6 +4,7 @@ import type { CreateOutcome } from '#domain/instances.ts';
 import type { DeleteOutcome } from '#domain/cleanup.ts';
 import type { Clock, IdSource } from '#domain/model.ts';
 import type { FleetStore } from '#store/fleet-store.ts';
+import type { SafetyRules } from '#domain/safety.ts';
 import type { EventPublisher } from './events.ts';
 
 /** The site agent as the reconcilers need it; functions/site/agent-client.ts is the HTTP implementation. */
@@ -18,6 +19,11 @@ export interface Log {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
+/** Operational figures for alarms: Powertools metrics (EMF) in AWS, kept in memory locally. */
+export interface Metrics {
+  gauge(name: string, value: number): void;
+}
+
 /** Everything a command or reconciler needs, injected so tests can swap the clock, ids and agent. */
 export interface AppContext {
   store: FleetStore;
@@ -26,8 +32,17 @@ export interface AppContext {
   ids: IdSource;
   agent: SiteAgent;
   events: EventPublisher;
+  metrics: Metrics;
   log: Log;
   cleanupTimings: CleanupTimings;
 }
 
 export const heartbeatTimeoutMs = (config: SiteConfig): number => config.heartbeat.timeout_seconds * 1000;
+
+export const safetyRules = (config: SiteConfig): SafetyRules => ({
+  maxQuarantines: config.repair_storm.max_quarantines,
+  maxFraction: config.repair_storm.max_fraction,
+  windowMs: config.repair_storm.window_minutes * 60_000,
+  maxRepairs: config.repair_escalation.max_repairs,
+  repairWindowMs: config.repair_escalation.window_days * 86_400_000,
+});

@@ -1,11 +1,13 @@
 import { allocatability } from '#domain/health.ts';
 import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances.ts';
+import type { Versioned } from '#domain/change.ts';
 import type { Instance, Issue, Machine, Principal } from '#domain/model.ts';
+import { initialSafety, recordQuarantine, shouldEscalate, trimLog, type RepairPolicy, type SafetyState } from '#domain/safety.ts';
 import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.ts';
 import { repairClaimBlockers } from '#domain/repair.ts';
 import { patchInstance as decidePatch, type InstancePatch } from '#domain/machine-edits.ts';
 import { StaleWriteError } from '#store/fleet-store.ts';
-import type { AppContext } from './context.ts';
+import { safetyRules, type AppContext } from './context.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
 import { retryOnStale } from './retry-on-stale.ts';
 
@@ -95,20 +97,34 @@ export interface ReleaseRequest {
 
 export async function releaseInstance(ctx: AppContext, principal: Principal, id: string, request: ReleaseRequest = {}): Promise<{ changed: boolean; instance: Instance }> {
   if (request.isRepairTenant) await requireCapability(ctx, principal, 'isRepairTenant needs the targetedInstanceCreation capability');
-  const report = {
-    actor: principal.sub,
-    issue: request.issue,
-    isRepairTenant: request.isRepairTenant ?? false,
-    autoRepair: ctx.config.auto_machine_repair_plugin.enabled,
-  };
   return retryOnStale(async () => {
     const instance = await loadOwnInstance(ctx, principal, id);
     const machine = await requireMachine(ctx, instance.machineId);
+    const { policy, safety } = await repairPolicyFor(ctx, machine, request);
+    const report = { actor: principal.sub, issue: request.issue, isRepairTenant: request.isRepairTenant ?? false, policy };
     const decision = decideRelease(instance, machine, report, ctx.clock.now());
     if (decision.kind === 'unchanged') return { changed: false, instance };
-    await ctx.store.commit(decision.change);
+    await ctx.store.commit({ ...decision.change, ...(safety ? { safety } : {}) });
     return { changed: true, instance: decision.instance };
   });
+}
+
+/**
+ * What a tenant's issue report leads to beyond quarantine: an automated repair request, unless auto-repair is off,
+ * the machine keeps coming back (escalation), or the repair-storm breaker holds it back. Counting the quarantine
+ * changes the site's safety record, which commits with the release.
+ */
+async function repairPolicyFor(ctx: AppContext, machine: Machine, request: ReleaseRequest): Promise<{ policy: RepairPolicy; safety?: Versioned<SafetyState> }> {
+  if (request.isRepairTenant || !request.issue || !ctx.config.auto_machine_repair_plugin.enabled) return { policy: { kind: 'off' } };
+  const now = ctx.clock.now();
+  const rules = safetyRules(ctx.config);
+  if (shouldEscalate(machine.repairLog, now, rules)) {
+    return { policy: { kind: 'escalate', earlierReports: trimLog(machine.repairLog, now, rules).reports } };
+  }
+  const [stored, catalog] = await Promise.all([ctx.store.getSafety(), ctx.store.getCatalog()]);
+  const fleetSize = Object.values(catalog.types).reduce((sum, t) => sum + t.count, 0);
+  const { safety, policy } = recordQuarantine(stored ?? initialSafety(), fleetSize, machine.id, now, rules);
+  return { policy, safety: { before: stored, after: safety } };
 }
 
 export async function requireMachine(ctx: AppContext, id: string): Promise<Machine> {

@@ -1,4 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { randomUUID } from 'node:crypto';
 import { parseSiteConfig, siteConfigSchema, type SiteConfig } from '#config/site-config.ts';
 import { defaultCleanupTimings } from '#domain/cleanup.ts';
@@ -19,6 +20,9 @@ export function powertoolsLog(logger: Logger): Log {
   };
 }
 
+/** Flushed by the sweep handler after each run (see handlers/sweep.ts). */
+export const sharedMetrics = new Metrics({ namespace: 'Fleetward', serviceName: 'fleetward' });
+
 /** The site config a deployed function runs with: the stack passes the parsed TOML as JSON. */
 function configFromEnv(env: NodeJS.ProcessEnv): SiteConfig {
   if (env.SITE_CONFIG_JSON) return siteConfigSchema.parse(JSON.parse(env.SITE_CONFIG_JSON));
@@ -34,6 +38,7 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext
   const agentUrl = env.SITE_AGENT_URL ?? config.site.agent_url;
   if (!agentUrl) throw new Error('SITE_AGENT_URL (or [site] agent_url) must be set');
   const log = powertoolsLog(new Logger({ serviceName: 'fleetward' }));
+  const metrics = sharedMetrics;
   if (!env.EVENT_BUS_NAME) throw new Error('EVENT_BUS_NAME must be set');
   return {
     store: new FleetStore(client, names.table),
@@ -42,6 +47,7 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext
     ids: randomIds,
     agent: httpSiteAgent(agentUrl, config),
     events: eventBridgePublisher(env.EVENT_BUS_NAME),
+    metrics: { gauge: (name, value) => metrics.addMetric(name, MetricUnit.Count, value) },
     log,
     cleanupTimings: defaultCleanupTimings,
     idempotencyTable: names.idempotencyTable,

@@ -43,6 +43,8 @@ async function snapshot(ctx: AppContext, meta: MetaInstance, members?: Member[])
       maxConsecutiveFailures: rules.max_consecutive_failures,
       backoffBaseMs: rules.backoff_base_seconds * 1000,
       backoffMaxMs: rules.backoff_max_seconds * 1000,
+      maxReplacementsInFlight: rules.max_replacements_in_flight,
+      replacementsInFlight: live ? await ctx.store.replacementsInFlight() : 0,
     },
     newInstance: () => {
       const id = ctx.ids.next('i');
@@ -68,10 +70,13 @@ export async function reconcileMeta(ctx: AppContext, id: string): Promise<void> 
   }
 }
 
-/** A freed machine wakes the oldest meta-instances waiting for its type. */
-export async function wakeWaiting(ctx: AppContext, machine: Machine): Promise<void> {
-  if (!inAllocatableIndex(machine)) return;
-  for (const meta of await ctx.store.waitingMetaInstances(machine.machineType, 5)) await reconcileMeta(ctx, meta.id);
+/** A freed machine or replacement slot wakes the meta-instances waiting for that type, longest-waiting first. */
+export async function wakeWaiting(ctx: AppContext, machineType: string): Promise<void> {
+  for (const meta of await ctx.store.waitingMetaInstances(machineType, 5)) await reconcileMeta(ctx, meta.id);
+}
+
+export async function wakeWaitingForMachine(ctx: AppContext, machine: Machine): Promise<void> {
+  if (inAllocatableIndex(machine)) await wakeWaiting(ctx, machine.machineType);
 }
 
 export async function createMetaInstance(ctx: AppContext, principal: Principal, request: MetaInstanceRequest) {

@@ -3,7 +3,8 @@ import { claimCreate, completeCreate, createLeaseMs } from '#domain/instances.ts
 import { StaleWriteError } from '#store/fleet-store.ts';
 import type { EntityRef } from '#store/items.ts';
 import type { AppContext } from './context.ts';
-import { reconcileMeta, wakeWaiting } from './meta-instances.ts';
+import { reconcileMeta, wakeWaiting, wakeWaitingForMachine } from './meta-instances.ts';
+import { watchStuckRepairs } from './stuck-repairs.ts';
 import type { FleetEvent } from './events.ts';
 import { ageMs, iso } from '#domain/time.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
@@ -51,6 +52,8 @@ export async function reconcileInstance(ctx: AppContext, instanceId: string): Pr
   // A release that waited for this create can go ahead now.
   await reconcileMachine(ctx, instance.machineId);
   if (instance.metaInstanceId) await reconcileMeta(ctx, instance.metaInstanceId);
+  // A replacement that finished provisioning frees a slot under the site's replacement cap.
+  if (instance.replacement && instance.status !== 'Provisioning') await wakeWaiting(ctx, instance.machineType);
 }
 
 /** Send the site agent's DELETE for a machine in Cleanup; the agent's report then finishes the cleanup. */
@@ -60,7 +63,7 @@ export async function reconcileMachine(ctx: AppContext, machineId: string): Prom
   // What happens to a machine may fail the meta-instance member on it, or free it for one that waits.
   const instance = machine.instanceId ? await ctx.store.getInstance(machine.instanceId) : null;
   if (instance?.metaInstanceId) await reconcileMeta(ctx, instance.metaInstanceId);
-  await wakeWaiting(ctx, machine);
+  await wakeWaitingForMachine(ctx, machine);
   await sendCleanup(ctx, machineId);
 }
 
@@ -96,7 +99,7 @@ export async function sweep(ctx: AppContext, limit = 200): Promise<{ due: number
     const metas = await ctx.store.listMetaInstances(null, { limit });
     due.push(...metas.items.map((meta) => ({ entity: 'meta-instance' as const, id: meta.id })));
   }
-  const results = await Promise.allSettled(due.map((ref) => reconcile(ctx, ref)));
+  const results = await Promise.allSettled([...due.map((ref) => reconcile(ctx, ref)), watchStuckRepairs(ctx)]);
   const failed = results.filter((r) => r.status === 'rejected');
   for (const failure of failed) ctx.log.error('sweep reconcile failed', { error: String((failure as PromiseRejectedResult).reason) });
   return { due: due.length, failed: failed.length };

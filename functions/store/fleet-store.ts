@@ -12,6 +12,7 @@ import type { Catalog } from '#domain/catalog.ts';
 import { emptyCatalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { SafetyState } from '#domain/safety.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import {
   DUE_PARTITION,
@@ -31,7 +32,7 @@ import {
   type EntityRef,
 } from './items.ts';
 import { indexes } from './table.ts';
-import { decodePageToken, encodePageToken, type Page } from './paging.ts';
+import { decodePageToken, encodePageToken, invalidPageToken, type Page } from './paging.ts';
 
 /** Someone else changed a record between our read and our write: reload, decide again. */
 export class StaleWriteError extends Error {
@@ -120,6 +121,28 @@ export class FleetStore {
     return result.items.map(fromMetaInstanceItem);
   }
 
+  /** Meta-instance replacements still provisioning, site-wide (the replacing index holds only those). */
+  async replacementsInFlight(): Promise<number> {
+    let count = 0;
+    let nextToken: string | undefined;
+    do {
+      const result = await this.client.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: indexes.replacing.name,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': indexes.replacing.pk },
+          ExpressionAttributeValues: { ':pk': 'REPLACING' },
+          Select: 'COUNT',
+          ...(nextToken ? { ExclusiveStartKey: decodePageToken(nextToken) } : {}),
+        }),
+      );
+      count += result.Count ?? 0;
+      nextToken = encodePageToken(result.LastEvaluatedKey);
+    } while (nextToken);
+    return count;
+  }
+
   async getTenant(org: string): Promise<Tenant | null> {
     const item = await this.get(keys.tenant(org));
     return item ? fromTenantItem(item) : null;
@@ -128,6 +151,11 @@ export class FleetStore {
   async getCatalog(): Promise<Catalog> {
     const item = await this.get(keys.siteCatalog);
     return item ? { types: item.types as Catalog['types'], version: item.version as number } : emptyCatalog();
+  }
+
+  async getSafety(): Promise<SafetyState | null> {
+    const item = await this.get(keys.siteSafety);
+    return item ? { repairStorm: item.repairStorm as SafetyState['repairStorm'], quarantines: item.quarantines as string[], version: item.version as number } : null;
   }
 
   async getSiteHeartbeat(): Promise<SiteHeartbeat | null> {
@@ -168,7 +196,35 @@ export class FleetStore {
     return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
   }
 
-  /** Machines with a repair request, oldest request first (the repairRequested index). */
+  /**
+   * Repairs that may be stuck: unclaimed requests older than `unclaimedBefore`, and every claimed repair (their
+   * deadlines depend on each machine's repair_eta). Costs what is in repair, not what the fleet holds.
+   */
+  async repairsToWatch(unclaimedBefore: Date): Promise<Machine[]> {
+    const machines: Machine[] = [];
+    for (const [low, high] of [
+      ['unclaimed#', `unclaimed#${unclaimedBefore.toISOString()}`],
+      ['in-repair#', 'in-repair#~'],
+    ]) {
+      let nextToken: string | undefined;
+      do {
+        const page = await this.query(
+          {
+            IndexName: indexes.repairRequested.name,
+            KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :low AND :high',
+            ExpressionAttributeNames: { '#pk': indexes.repairRequested.pk, '#sk': indexes.repairRequested.sk },
+            ExpressionAttributeValues: { ':pk': REPAIR_PARTITION, ':low': low, ':high': high },
+          },
+          nextToken,
+        );
+        machines.push(...page.items.map(fromMachineItem));
+        nextToken = page.nextToken;
+      } while (nextToken);
+    }
+    return machines;
+  }
+
+  /** Machines with a repair request: unclaimed ones first, each stage oldest first (the repairRequested index). */
   async machinesAwaitingRepair(page: { limit: number; nextToken?: string | undefined }): Promise<Page<Machine>> {
     const result = await this.query(
       {
@@ -272,6 +328,7 @@ export class FleetStore {
     for (const pair of change.tenants ?? []) guarded(pair, tenantItem);
     for (const pair of change.metaInstances ?? []) guarded(pair, metaInstanceItem);
     if (change.catalog) guarded(change.catalog, (catalog) => ({ ...keys.siteCatalog, ...catalog }));
+    if (change.safety) guarded(change.safety, (safety) => ({ ...keys.siteSafety, ...safety }));
     if (change.resetHeartbeatRoster) {
       items.push({
         Update: {
@@ -309,14 +366,20 @@ export class FleetStore {
   }
 
   private async query(input: Omit<QueryCommandInput, 'TableName'>, nextToken?: string) {
-    const result = await this.client.send(
-      new QueryCommand({
-        TableName: this.table,
-        ...input,
-        ...(nextToken ? { ExclusiveStartKey: decodePageToken(nextToken) } : {}),
-        ReturnConsumedCapacity: 'TOTAL',
-      }),
-    );
+    const result = await this.client
+      .send(
+        new QueryCommand({
+          TableName: this.table,
+          ...input,
+          ...(nextToken ? { ExclusiveStartKey: decodePageToken(nextToken) } : {}),
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
+      )
+      .catch((error: Error) => {
+        // A well-formed token from another listing is still not this listing's token: bad input, not a fault.
+        if (nextToken && error.name === 'ValidationException') throw invalidPageToken();
+        throw error;
+      });
     this.meter.readUnits += capacityUnits(result.ConsumedCapacity);
     return { items: result.Items ?? [], nextToken: encodePageToken(result.LastEvaluatedKey) };
   }

@@ -1,4 +1,5 @@
 import { inAllocatableIndex } from '#domain/health.ts';
+import { repairStage } from '#domain/stuck-repairs.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
@@ -13,13 +14,14 @@ export const keys = {
   historyPrefix: 'HISTORY#',
   siteHeartbeat: { pk: 'SITE', sk: 'HEARTBEAT' },
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
+  siteSafety: { pk: 'SITE', sk: 'SAFETY' },
 };
 
 export const DUE_PARTITION = 'DUE';
 
 type Item = Record<string, unknown>;
 
-const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'repairPk', 'repairSince', 'memberOf', 'memberSk', 'waitPk', 'waitSk', 'entity'];
+const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'repairPk', 'repairSince', 'memberOf', 'memberSk', 'waitPk', 'waitSk', 'replacingPk', 'replacingSk', 'entity'];
 
 export const REPAIR_PARTITION = 'REPAIR-REQUEST';
 
@@ -41,7 +43,7 @@ function machineDueAt(machine: Machine): string | undefined {
 
 export function machineItem(machine: Machine): Item {
   const dueAt = machineDueAt(machine);
-  const repairRequest = machine.healthOverrides.find((o) => o.source === 'repair-request');
+  const repair = repairStage(machine);
   return {
     ...keys.machine(machine.id),
     entity: 'machine',
@@ -49,7 +51,7 @@ export function machineItem(machine: Machine): Item {
     kindSk: machine.id,
     ...(inAllocatableIndex(machine) ? { allocPk: `ALLOC#${machine.machineType}`, allocSk: machine.id } : {}),
     ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
-    ...(repairRequest ? { repairPk: REPAIR_PARTITION, repairSince: `${repairRequest.createdAt}#${machine.id}` } : {}),
+    ...(repair ? { repairPk: REPAIR_PARTITION, repairSince: `${repair.stage}#${repair.since}#${machine.id}` } : {}),
     ...machine,
   };
 }
@@ -71,6 +73,7 @@ export function instanceItem(instance: Instance): Item {
     orgSk: `${instance.createdAt}#${instance.id}`,
     ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
     ...(instance.metaInstanceId ? { memberOf: `META#${instance.metaInstanceId}`, memberSk: instance.id } : {}),
+    ...(instance.replacement && instance.status === 'Provisioning' ? { replacingPk: 'REPLACING', replacingSk: `${instance.createdAt}#${instance.id}` } : {}),
     ...instance,
   };
 }
@@ -90,7 +93,7 @@ export function metaInstanceItem(meta: MetaInstance): Item {
     entity: 'meta-instance',
     ...(listed ? { kind: 'META', kindSk: `${meta.createdAt}#${meta.id}`, orgPk: `ORG#${meta.org}#META`, orgSk: `${meta.createdAt}#${meta.id}` } : {}),
     ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
-    ...(waiting ? { waitPk: `WAIT#${meta.machineType}`, waitSk: `${meta.createdAt}#${meta.id}` } : {}),
+    ...(waiting ? { waitPk: `WAIT#${meta.machineType}`, waitSk: `${meta.waitingSince ?? meta.createdAt}#${meta.id}` } : {}),
     ...meta,
   };
 }

@@ -17,7 +17,10 @@ export function decodePageToken(token: string): Record<string, unknown> {
   } catch {
     // fall through to the rejection below
   }
-  throw new Rejection(422, 'validation-failed', 'nextToken is not a token this API issued', [
-    { path: 'query.nextToken', message: 'not a token this API issued' },
-  ]);
+  throw invalidPageToken();
 }
+
+export const invalidPageToken = () =>
+  new Rejection(422, 'validation-failed', 'nextToken is not a token this listing issued', [
+    { path: 'query.nextToken', message: 'not a token this listing issued' },
+  ]);

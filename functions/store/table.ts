@@ -19,6 +19,8 @@ export const indexes = {
   members: { name: 'members', pk: 'memberOf', sk: 'memberSk' },
   /** Meta-instances waiting for machines, by type (pk `WAIT#<type>`): a machine freed up wakes them. */
   waiting: { name: 'waiting', pk: 'waitPk', sk: 'waitSk' },
+  /** Meta-instance replacements still provisioning (pk `REPLACING`): what the site-wide cap counts. */
+  replacing: { name: 'replacing', pk: 'replacingPk', sk: 'replacingSk' },
 } as const;
 
 export function tableDefinition(tableName: string): CreateTableCommandInput {

@@ -196,7 +196,7 @@ describe('allocatable index', () => {
     await update((m) => assignInstance(m, { id: 'alloc-i', org: 'acme', name: 'job', labels: {}, clientToken: 'ct', createdBy: 'alice' }, at(1_000)).change);
     await expectIndexed(false);
 
-    const released = releaseInstance((await store.getInstance('alloc-i'))!, (await store.getMachine('alloc-m'))!, { actor: 'alice', isRepairTenant: false, autoRepair: false }, at(2_000));
+    const released = releaseInstance((await store.getInstance('alloc-i'))!, (await store.getMachine('alloc-m'))!, { actor: 'alice', isRepairTenant: false, policy: { kind: 'off' as const } }, at(2_000));
     expect(released.kind).toBe('release');
     if (released.kind === 'release') await store.commit(released.change);
     expect((await store.getMachine('alloc-m'))!.state).toBe('Cleanup');
@@ -503,25 +503,5 @@ describe('page tokens', () => {
     expect(thrown).toBeInstanceOf(Rejection);
     expect(thrown).toMatchObject({ status: 422, code: 'validation-failed' });
     expect(await rejectionOf(store.listHistory('hist-m', { limit: 5, nextToken: b64('[]') }))).toBeInstanceOf(Rejection);
-  });
-});
-
-describe('EXPLORE', () => {
-  it('forged tokens', async () => {
-    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-    const tries: Record<string, string> = {
-      emptyObject: b64({}),
-      junkKey: b64({ foo: 1 }),
-      otherOrg: (await store.listInstances('list-org', { limit: 1 })).nextToken!,
-      wrongTypes: b64({ pk: 1, sk: 2, orgPk: 3, orgSk: 4 }),
-    };
-    for (const [name, token] of Object.entries(tries)) {
-      try {
-        const r = await store.listInstances(name === 'otherOrg' ? 'someone-else' : 'list-org', { limit: 5, nextToken: token });
-        console.log('EXPLORE', name, 'ok', r.items.map((i) => i.id));
-      } catch (e) {
-        console.log('EXPLORE', name, (e as Error).name, (e as Error).message, e instanceof Rejection);
-      }
-    }
   });
 });

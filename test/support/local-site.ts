@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { inject } from 'vitest';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { expect, inject } from 'vitest';
 import { parseSiteConfig, type SiteConfig } from '#config/site-config.ts';
 import type { Role } from '#domain/model.ts';
+import type { Route } from '#http/route.ts';
+import { allRoutes } from '#http/routes/index.ts';
+import type { AppContext } from '#services/context.ts';
 import { startLocalSite, type LocalSite, type LocalSiteOptions } from '#local/site.ts';
 
 /** A site config for tests: the demo fleet made small and the simulator fast. */
@@ -79,3 +83,80 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
     eventually,
   };
 }
+
+/** Real values for a route's `{param}` segments, chosen by the param's name and the segment before it. */
+export interface PathValues {
+  org: string;
+  instanceId: string;
+  machineId: string;
+  metaInstanceId?: string;
+  /** Exact values by param name; they win over everything else (e.g. a deliberately invalid `{source}`). */
+  params?: Record<string, string>;
+  /** For params the helper does not know (a route added later): auth is decided before params are read. */
+  fallback?: string;
+}
+
+export function routePath(route: Pick<Route, 'path'>, values: PathValues): string {
+  const segments = route.path.split('/');
+  return segments
+    .map((segment, i) => {
+      const param = /^\{([A-Za-z0-9_]+)\+?\}$/.exec(segment)?.[1];
+      if (!param) return segment;
+      const before = segments[i - 1] ?? '';
+      let value: string;
+      if (values.params?.[param] !== undefined) value = values.params[param];
+      else if (param === 'org') value = values.org;
+      else if (param === 'machineId' || (param === 'id' && /^machines?$/.test(before))) value = values.machineId;
+      else if (param === 'instanceId' || (param === 'id' && /^instances?$/.test(before))) value = values.instanceId;
+      else if (param === 'id' && /^meta-instances?$/.test(before)) value = values.metaInstanceId ?? values.fallback ?? 'unknown-meta-instance';
+      else if (param === 'source') value = 'tenant-reported-issue';
+      else value = values.fallback ?? `unknown-${param}`;
+      return encodeURIComponent(value);
+    })
+    .join('/');
+}
+
+/** An RFC 9457 problem answer as API.md "Conventions" describes it. */
+export function expectProblem(response: { status: number; body: any; headers: Headers }, status: number, code?: string): void {
+  const context = `${status}${code ? ` ${code}` : ''} expected, got ${response.status} ${JSON.stringify(response.body)}`;
+  expect(response.status, context).toBe(status);
+  expect(response.headers.get('content-type'), context).toMatch(/^application\/problem\+json/);
+  expect(response.body, context).toMatchObject({
+    type: expect.any(String),
+    title: expect.any(String),
+    status,
+    detail: expect.any(String),
+    code: code ?? expect.any(String),
+  });
+  expect(response.body.code, context).not.toBe('');
+}
+
+/** Every item of one of the site's tables (a Scan: fine in tests, never on a product path). */
+export async function scanTable(site: LocalSite, which: 'table' | 'idempotencyTable' = 'table'): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await site.ctx.store.client.send(
+      new ScanCommand({ TableName: site.tableNames[which], ConsistentRead: true, ...(start ? { ExclusiveStartKey: start } : {}) }),
+    );
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
+
+/**
+ * The route table at test-collection time (vitest needs test names before any site runs). Route builders only
+ * close over the context; anything else they read while being built fails with a clear message.
+ */
+export function collectRoutes(config: SiteConfig = testConfig()): Route[] {
+  const ctx = new Proxy({ config } as Record<PropertyKey, unknown>, {
+    get(target, property) {
+      if (property in target || typeof property === 'symbol') return target[property];
+      throw new Error(`allRoutes(ctx) read ctx.${String(property)} while building the table; teach collectRoutes() to provide it`);
+    },
+  }) as unknown as AppContext;
+  return allRoutes(ctx);
+}
+
+export const routeKey = (route: Pick<Route, 'method' | 'path'>): string => `${route.method} ${route.path}`;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { livenessChange, planHeartbeat, REFRESH_DIVISOR, rosterDigest, type SiteHeartbeat } from '#domain/heartbeat.ts';
+import { heartbeatStale } from '#domain/health.ts';
 import type { Machine } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
 
@@ -119,6 +120,20 @@ describe('livenessChange', () => {
       action: 'heartbeat-resumed',
       changes: { heartbeatLive: { from: false, to: true } },
     });
+  });
+
+  it('with the timeout, a machine leaving the roster is due exactly when its heartbeat first counts as stale', () => {
+    const before = machine({ heartbeatLive: true, lastHeartbeatAt: iso(T0) });
+    const next = livenessChange(before, false, previousRoster, now, TIMEOUT_MS)!.next;
+    expect(next.heartbeatStaleAt).toBe(iso(addMs(new Date(previousRoster), TIMEOUT_MS + 1)));
+    const view = { rosterSeenAt: iso(now), timeoutMs: TIMEOUT_MS };
+    expect(heartbeatStale(next, view, addMs(new Date(next.heartbeatStaleAt!), -1))).toBe(false);
+    expect(heartbeatStale(next, view, new Date(next.heartbeatStaleAt!))).toBe(true);
+  });
+
+  it('resuming clears the stale time', () => {
+    const before = machine({ heartbeatLive: false, lastHeartbeatAt: iso(T0), heartbeatStaleAt: iso(addMs(T0, TIMEOUT_MS + 1)) });
+    expect(livenessChange(before, true, previousRoster, now, TIMEOUT_MS)!.next.heartbeatStaleAt).toBeUndefined();
   });
 
   it('keeps the version as read (the store guards on it) and does not touch the input', () => {

@@ -86,7 +86,7 @@ describe('assignInstance', () => {
     });
     expect(change.instances).toEqual([{ before: null, after: created }]);
     expect(change.machines).toEqual([
-      { before: free, after: { ...free, state: 'Assigned', instanceId: 'i-7', updatedAt: iso(NOW) } },
+      { before: free, after: { ...free, state: 'Assigned', instanceId: 'i-7', assignedAt: iso(NOW), updatedAt: iso(NOW) } },
     ]);
     // The machine's version is the one read: the store guards the write on it.
     expect(change.machines![0]!.before!.version).toBe(5);
@@ -112,7 +112,7 @@ describe('assignInstance', () => {
 
 describe('releaseInstance', () => {
   // A plain release without an issue: no health override edits (those are the decision table's, see repair-decision.test.ts).
-  const report: ReleaseReport = { actor: 'alice', isRepairTenant: false, autoRepair: true };
+  const report: ReleaseReport = { actor: 'alice', isRepairTenant: false, policy: { kind: 'request' as const } };
 
   it.each(['Ready', 'Provisioning'] satisfies InstanceStatus[])('%s → Terminating, its machine into Cleanup (pending)', (status) => {
     const before = instance({ status, labels: { team: 'ml' } });

@@ -26,7 +26,7 @@ function machine(sources: string[], labels: Record<string, string> = {}): Machin
   };
 }
 
-const report = (overrides: Partial<ReleaseReport> = {}): ReleaseReport => ({ actor: 'tenant', isRepairTenant: false, autoRepair: true, ...overrides });
+const report = (overrides: Partial<ReleaseReport> = {}): ReleaseReport => ({ actor: 'tenant', isRepairTenant: false, policy: { kind: 'request' }, ...overrides });
 
 /** The outcome as the sorted set of sources left on the machine, plus the tenant-reported issue kept. */
 function outcome(m: Machine, r: ReleaseReport) {
@@ -48,7 +48,10 @@ const incomplete = (status: string) => ({
 describe('release decision table: regular tenant', () => {
   it.each([
     ['issue, auto-repair on', report({ issue }), ['repair-request', 'tenant-reported-issue'], issue, ['MachineQuarantined', 'RepairRequested']],
-    ['issue, auto-repair off', report({ issue, autoRepair: false }), ['tenant-reported-issue'], issue, ['MachineQuarantined']],
+    ['issue, auto-repair off', report({ issue, policy: { kind: 'off' } }), ['tenant-reported-issue'], issue, ['MachineQuarantined']],
+    ['issue, held back by a tripped breaker', report({ issue, policy: { kind: 'hold-back', trips: false } }), ['tenant-reported-issue'], issue, ['MachineQuarantined']],
+    ['issue that trips the breaker', report({ issue, policy: { kind: 'hold-back', trips: true } }), ['tenant-reported-issue'], issue, ['MachineQuarantined', 'RepairStormDetected']],
+    ['issue on a machine that keeps coming back', report({ issue, policy: { kind: 'escalate', earlierReports: [] } }), ['out-for-repair', 'tenant-reported-issue'], issue, ['MachineQuarantined', 'RepairEscalated']],
     ['no issue', report(), [], undefined, []],
   ])('%s', (_name, r, sources, reported, events) => {
     expect(outcome(machine([]), r)).toEqual({ sources, reported, events });
@@ -77,7 +80,7 @@ describe('release decision table: repair tenant', () => {
   it('never applies repair-request, even with auto-repair on and a new issue (no loops)', () => {
     for (const labels of [{ repair_status: 'Completed' }, { repair_status: 'Failed' }, {}] as Record<string, string>[]) {
       for (const start of [['tenant-reported-issue', 'repair-request'], ['tenant-reported-issue'], []]) {
-        const edits = releaseOverrideEdits(machine(start, labels), repairTenant({ issue: newIssue, autoRepair: true }), at);
+        const edits = releaseOverrideEdits(machine(start, labels), repairTenant({ issue: newIssue, policy: { kind: 'request' } }), at);
         expect(edits.add.map((o) => o.source)).not.toContain('repair-request');
       }
     }

@@ -1,6 +1,7 @@
 import type { AppContext } from '#services/context.ts';
 import type { Route } from '../route.ts';
 import { adminOverrideRoutes } from './admin-overrides.ts';
+import { adminSafetyRoutes } from './admin-safety.ts';
 import { adminRoutes } from './admin.ts';
 import { instanceRoutes } from './instances.ts';
 import { metaInstanceRoutes } from './meta-instances.ts';
@@ -14,5 +15,6 @@ export const allRoutes = (ctx: AppContext): Route[] => [
   ...metaInstanceRoutes(ctx),
   ...adminRoutes(ctx),
   ...adminOverrideRoutes(ctx),
+  ...adminSafetyRoutes(ctx),
   ...siteAgentRoutes(ctx),
 ];

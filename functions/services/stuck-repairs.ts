@@ -1,0 +1,56 @@
+import { repairEvent } from '#domain/events.ts';
+import { needsStuckAlert, watchRepair, type RepairSla, type RepairWatch } from '#domain/stuck-repairs.ts';
+import { iso } from '#domain/time.ts';
+import type { SiteConfig } from '#config/site-config.ts';
+import type { AppContext } from './context.ts';
+import { retryOnStale } from './retry-on-stale.ts';
+
+export const repairSla = (config: SiteConfig): RepairSla => ({
+  claimMs: config.repair_sla.claim_minutes * 60_000,
+  repairMs: config.repair_sla.repair_hours * 3_600_000,
+});
+
+/** The sweep's look at repairs: emit RepairStuck once per stuck episode and publish how many are stuck. */
+export async function watchStuckRepairs(ctx: AppContext): Promise<RepairWatch[]> {
+  const now = ctx.clock.now();
+  const sla = repairSla(ctx.config);
+  const candidates = await ctx.store.repairsToWatch(new Date(now.getTime() - sla.claimMs));
+  const stuck: RepairWatch[] = [];
+  for (const candidate of candidates) {
+    const watch = watchRepair(candidate, now, sla);
+    if (!watch?.stuck) continue;
+    stuck.push(watch);
+    if (!needsStuckAlert(candidate, watch)) continue;
+    await retryOnStale(async () => {
+      const machine = await ctx.store.getMachine(candidate.id);
+      const fresh = machine && watchRepair(machine, now, sla);
+      if (!machine || !needsStuckAlert(machine, fresh ?? null)) return;
+      const at = iso(now);
+      const event = repairEvent('RepairStuck', machine, { actor: 'sweep' }, at, machine.instanceId, {
+        stage: fresh!.stage,
+        since: fresh!.since,
+        waitingMinutes: fresh!.waitingMinutes,
+      });
+      await ctx.store.commit({ machines: [{ before: machine, after: { ...machine, stuckAlerted: fresh!.episode } }], history: [event] });
+    });
+  }
+  ctx.metrics.gauge('RepairsStuck', stuck.length);
+  return stuck;
+}
+
+/** `GET /admin/repairs`: every machine with a repair request, where it is and how long it has waited. */
+export async function listRepairs(ctx: AppContext, stuckOnly: boolean) {
+  const now = ctx.clock.now();
+  const sla = repairSla(ctx.config);
+  const watches: RepairWatch[] = [];
+  let nextToken: string | undefined;
+  do {
+    const page = await ctx.store.machinesAwaitingRepair({ limit: 500, nextToken });
+    for (const machine of page.items) {
+      const watch = watchRepair(machine, now, sla);
+      if (watch && (!stuckOnly || watch.stuck)) watches.push(watch);
+    }
+    nextToken = page.nextToken;
+  } while (nextToken);
+  return watches.map(({ machineId, since, waitingMinutes, stage, stuck, deadline }) => ({ machineId, since, waitingMinutes, stage, stuck, deadline }));
+}

@@ -1,0 +1,43 @@
+import type { HttpMethod } from '#http/route.ts';
+import { allRoutes } from '#http/routes/index.ts';
+import type { AppContext } from '#services/context.ts';
+import type { Role } from '#domain/model.ts';
+
+/**
+ * Route groups, one Lambda function each, all running the same api handler module (which serves any route of
+ * the table). Why split at all: each group scales, warms and fails on its own. The site agent's heartbeats are
+ * steady, frequent traffic that keeps its function warm and must not queue behind tenant bursts; tenant calls
+ * are latency-sensitive and bursty; provider-admin calls are rare and would otherwise pay cold starts inside
+ * the tenant function's pool or force it to scale. Why not one function per route: thirty functions would each
+ * be cold most of the time, which is worse for cold starts, not better.
+ */
+export const ROUTE_GROUPS = ['tenant', 'admin', 'site-agent'] as const;
+export type RouteGroup = (typeof ROUTE_GROUPS)[number];
+
+const groupOfRole: Record<Role, RouteGroup> = { tenant: 'tenant', 'provider-admin': 'admin', 'site-agent': 'site-agent' };
+
+export interface ApiRouteSpec {
+  operationId: string;
+  method: HttpMethod;
+  path: string;
+  group: RouteGroup;
+  /** Public routes take no token; every other route sits behind the JWT authorizer. */
+  public: boolean;
+}
+
+/** The route table the functions serve, read without a live context: routes only touch it inside `handle`. */
+export function apiRouteSpecs(): ApiRouteSpec[] {
+  const placeholder = {} as AppContext;
+  return allRoutes(placeholder).map((route) => {
+    const isPublic = route.roles === 'public';
+    // A route open to several roles goes with the first one listed: the caller it is mainly for.
+    const firstRole = isPublic ? undefined : route.roles[0];
+    return {
+      operationId: route.operationId,
+      method: route.method,
+      path: route.path,
+      group: firstRole ? groupOfRole[firstRole] : 'tenant',
+      public: isPublic,
+    };
+  });
+}

@@ -1,0 +1,30 @@
+import { App, Aspects, type AppProps } from 'aws-cdk-lib';
+import nag from 'cdk-nag';
+import { loadSite, type LoadSiteOptions } from './site.ts';
+import { SiteStack, stackNameOf } from './site-stack.ts';
+
+const { AwsSolutionsChecks } = nag;
+
+export interface SiteAppOptions extends LoadSiteOptions {
+  /** The site to build, `sites/<name>.toml`; by default the app's `-c site=<name>` context. */
+  site?: string;
+  appProps?: AppProps;
+}
+
+/**
+ * The CDK app of one site: its stack `Fleetward-<site>`, checked by cdk-nag's AwsSolutions pack (an error
+ * annotation fails `cdk synth` and `cdk deploy`). Used by bin/cdk.ts and by the tests.
+ */
+export function buildSiteApp(options: SiteAppOptions = {}) {
+  const app = new App(options.appProps);
+  const name = options.site ?? (app.node.tryGetContext('site') as string | undefined);
+  const agentUrl = options.agentUrl ?? (app.node.tryGetContext('agentUrl') as string | undefined);
+  const site = loadSite(name, { ...(options.sitesDir ? { sitesDir: options.sitesDir } : {}), agentUrl });
+  const stack = new SiteStack(app, stackNameOf(site.name), {
+    site,
+    // Environment-agnostic unless the CLI knows the target account (cdk deploy with credentials).
+    env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+  });
+  Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));
+  return { app, stack, site };
+}

@@ -1,0 +1,85 @@
+import { join, resolve } from 'node:path';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Effect, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, LoggingFormat, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+
+/** The repository root: the project NodejsFunction bundles from (package.json, its `imports`, the lock file). */
+export const projectRoot = resolve(import.meta.dirname, '..');
+
+/** Lambda entry points, each exporting `handler`; the local runner imports these very modules. */
+export const handlerEntry = (name: 'api' | 'stream' | 'sweep') => join(projectRoot, 'functions', 'handlers', `${name}.ts`);
+
+/** The Lambda runtime DESIGN.md pins: the code, its dependencies and the tests are verified on Node 22. */
+export const FUNCTION_RUNTIME = Runtime.NODEJS_22_X;
+
+export interface FleetwardFunctionProps {
+  entry: string;
+  description: string;
+  environment: Record<string, string>;
+  memorySize?: number;
+  timeout: Duration;
+  logRetention: RetentionDays;
+}
+
+/**
+ * One Lambda with the project's defaults (as Powertools' example app keeps them in one construct): Node 22 on
+ * arm64, bundled offline by the local esbuild into one ESM file, JSON logs into its own log group with a set
+ * retention, and its own role that can write to that log group and nothing else until the stack grants more.
+ */
+export class FleetwardFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly role: Role;
+  readonly logGroup: LogGroup;
+
+  constructor(scope: Construct, id: string, props: FleetwardFunctionProps) {
+    super(scope, id);
+    this.logGroup = new LogGroup(this, 'Logs', { retention: props.logRetention, removalPolicy: RemovalPolicy.RETAIN });
+    // No AWSLambdaBasicExecutionRole: it allows writing to every log group in the account.
+    this.role = new Role(this, 'Role', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `${props.description} (least privilege: grants are added per function by the site stack)`,
+    });
+    this.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resources: [this.logGroup.logGroupArn],
+      }),
+    );
+    this.function = new NodejsFunction(this, 'Function', {
+      entry: props.entry,
+      handler: 'handler',
+      description: props.description,
+      runtime: FUNCTION_RUNTIME,
+      architecture: Architecture.ARM_64,
+      memorySize: props.memorySize ?? 512,
+      timeout: props.timeout,
+      role: this.role,
+      logGroup: this.logGroup,
+      loggingFormat: LoggingFormat.JSON,
+      environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      projectRoot,
+      depsLockFilePath: join(projectRoot, 'package-lock.json'),
+      bundling: {
+        // Never Docker: the local esbuild devDependency bundles, so synth works offline (DESIGN.md pitfalls).
+        forceDockerBundling: false,
+        format: OutputFormat.ESM,
+        target: 'node22',
+        platform: 'node',
+        mainFields: ['module', 'main'],
+        // Bundle the AWS SDK too: the deployed function runs the SDK versions the tests ran, not the runtime's.
+        externalModules: [],
+        minify: true,
+        sourceMap: true,
+        // Some dependencies are CommonJS and call `require` for Node built-ins; ESM output has no `require`.
+        banner:
+          "import { createRequire as __fleetwardCreateRequire } from 'node:module'; const require = __fleetwardCreateRequire(import.meta.url);",
+      },
+    });
+    // The function's role is only ever used after the log policy exists, so the first cold start can log.
+    this.function.node.addDependency(this.role);
+  }
+}

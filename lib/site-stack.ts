@@ -1,0 +1,460 @@
+import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import { HttpApi, HttpMethod, HttpNoneAuthorizer, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { Alarm, ComparisonOperator, Metric, TreatMissingData, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table, type Attribute } from 'aws-cdk-lib/aws-dynamodb';
+import { EventBus, Rule } from 'aws-cdk-lib/aws-events';
+import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
+import { Effect, PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
+import { StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import nag from 'cdk-nag';
+import type { Construct } from 'constructs';
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { createLeaseMs } from '#domain/instances.ts';
+import { EVENT_SOURCE } from '#services/events.ts';
+import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
+import { apiRouteSpecs, ROUTE_GROUPS, type RouteGroup } from './api-routes.ts';
+import { FleetwardFunction, FUNCTION_RUNTIME, handlerEntry } from './fleetward-function.ts';
+import type { LoadedSite } from './site.ts';
+import { streamFilters } from './stream-filters.ts';
+
+const { NagSuppressions } = nag;
+
+/** Namespace and name of the stuck-repair metric the sweep reports (see docs/deploy.md for its dimensions). */
+export const METRICS_NAMESPACE = 'Fleetward';
+export const POWERTOOLS_SERVICE = 'fleetward';
+export const REPAIRS_STUCK_METRIC = 'RepairsStuck';
+
+/** Lambda's limit on one function's environment (keys and values together). */
+const LAMBDA_ENV_LIMIT_BYTES = 4096;
+
+export const stackNameOf = (site: string) => `Fleetward-${site}`;
+
+export interface SiteStackProps extends StackProps {
+  site: LoadedSite;
+  /** How long function and access logs are kept. */
+  logRetention?: RetentionDays;
+}
+
+// ---- the table, from the store's own definition ------------------------------------------------------------
+
+function attributeOf(definition: CreateTableCommandInput, name: string): Attribute {
+  const declared = definition.AttributeDefinitions?.find((a) => a.AttributeName === name)?.AttributeType;
+  const type = { S: AttributeType.STRING, N: AttributeType.NUMBER, B: AttributeType.BINARY }[declared ?? ''];
+  if (!type) throw new Error(`table definition: attribute ${name} has no usable type (${declared})`);
+  return { name, type };
+}
+
+function keysOf(definition: CreateTableCommandInput, schema: CreateTableCommandInput['KeySchema']) {
+  const named = (keyType: 'HASH' | 'RANGE') => schema?.find((k) => k.KeyType === keyType)?.AttributeName;
+  const hash = named('HASH');
+  const range = named('RANGE');
+  if (!hash) throw new Error('table definition: a key schema without a HASH key');
+  return { partitionKey: attributeOf(definition, hash), ...(range ? { sortKey: attributeOf(definition, range) } : {}) };
+}
+
+const projectionOf = (type: string | undefined) =>
+  ({ ALL: ProjectionType.ALL, KEYS_ONLY: ProjectionType.KEYS_ONLY, INCLUDE: ProjectionType.INCLUDE })[type ?? 'ALL'] ?? ProjectionType.ALL;
+
+function billingOf(definition: CreateTableCommandInput): BillingMode {
+  if (definition.BillingMode !== 'PAY_PER_REQUEST') throw new Error(`table definition: expected on-demand billing, got ${definition.BillingMode}`);
+  return BillingMode.PAY_PER_REQUEST;
+}
+
+// ---- the stack ---------------------------------------------------------------------------------------------
+
+/**
+ * One site's control plane: the HTTP API and its functions, the table and its stream reactions, the sweep
+ * schedule, the repair-event bus and the alarms. Everything site-specific comes from `sites/<name>.toml`.
+ */
+export class SiteStack extends Stack {
+  readonly site: LoadedSite;
+  readonly table: Table;
+  readonly idempotencyTable: Table;
+  readonly bus: EventBus;
+  readonly httpApi: HttpApi;
+  readonly stage: HttpStage;
+  readonly apiFunctions: Record<RouteGroup, FleetwardFunction>;
+  readonly streamFunction: FleetwardFunction;
+  readonly sweepFunction: FleetwardFunction;
+  readonly streamFailures: Queue;
+  readonly alarmTopic: Topic;
+
+  constructor(scope: Construct, id: string, props: SiteStackProps) {
+    super(scope, id, { description: `Fleetward control plane for site ${props.site.name}`, ...props });
+    const { site } = props;
+    const { config } = site;
+    this.site = site;
+    const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
+    Tags.of(this).add('fleetward:site', site.name);
+
+    // -- data: the single table (from tableDefinition, so the local runner and AWS never drift) --------------
+    const definition = tableDefinition('unused');
+    const streamView = definition.StreamSpecification?.StreamViewType;
+    if (!definition.StreamSpecification?.StreamEnabled || !streamView) throw new Error('table definition: the stream must be enabled');
+    this.table = new Table(this, 'Table', {
+      ...keysOf(definition, definition.KeySchema),
+      billingMode: billingOf(definition),
+      stream: StreamViewType[streamView],
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    for (const index of definition.GlobalSecondaryIndexes ?? []) {
+      this.table.addGlobalSecondaryIndex({
+        indexName: index.IndexName!,
+        ...keysOf(definition, index.KeySchema),
+        projectionType: projectionOf(index.Projection?.ProjectionType),
+        ...(index.Projection?.NonKeyAttributes ? { nonKeyAttributes: index.Projection.NonKeyAttributes } : {}),
+      });
+    }
+
+    // Powertools idempotency records: 24 h replays, expired by TTL. Nothing in it outlives the API, so it goes
+    // with the stack; point-in-time recovery stays on for the rare case of an accidental delete of records.
+    const idempotency = idempotencyTableDefinition('unused');
+    this.idempotencyTable = new Table(this, 'IdempotencyTable', {
+      ...keysOf(idempotency, idempotency.KeySchema),
+      billingMode: billingOf(idempotency),
+      timeToLiveAttribute: 'expiration',
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    // -- repair events ------------------------------------------------------------------------------------------
+    this.bus = new EventBus(this, 'RepairEvents', {
+      eventBusName: `fleetward-${site.name}`,
+      description: `Repair events of Fleetward site ${site.name} (source "${EVENT_SOURCE}")`,
+    });
+
+    // -- functions ---------------------------------------------------------------------------------------------
+    const environment = this.functionEnvironment(site);
+    const retry = config.instance_create_retry;
+    const createLease = Duration.millis(
+      createLeaseMs({ maxAttempts: retry.max_attempts, baseDelayMs: retry.base_delay_ms, timeoutMs: retry.timeout_ms }),
+    );
+    // Reconcilers may wait on the site agent for a whole create lease; give them that plus a minute of work.
+    const reconcilerTimeout = Duration.seconds(Math.min(900, Math.max(60, Math.ceil(createLease.toSeconds() + 60))));
+
+    const describe: Record<RouteGroup, string> = {
+      tenant: 'tenant routes (instances, machines, meta-instances)',
+      admin: 'provider-admin routes',
+      'site-agent': 'site agent routes (heartbeats, cleanup reports)',
+    };
+    this.apiFunctions = Object.fromEntries(
+      ROUTE_GROUPS.map((group) => [
+        group,
+        new FleetwardFunction(this, `${pascal(group)}Api`, {
+          entry: handlerEntry('api'),
+          description: `Fleetward ${site.name}: HTTP API, ${describe[group]}`,
+          environment,
+          memorySize: 1024,
+          timeout: Duration.seconds(10),
+          logRetention,
+        }),
+      ]),
+    ) as Record<RouteGroup, FleetwardFunction>;
+    this.streamFunction = new FleetwardFunction(this, 'StreamHandler', {
+      entry: handlerEntry('stream'),
+      description: `Fleetward ${site.name}: reacts to table changes (reconcilers, repair events)`,
+      environment,
+      memorySize: 512,
+      timeout: reconcilerTimeout,
+      logRetention,
+    });
+    this.sweepFunction = new FleetwardFunction(this, 'SweepHandler', {
+      entry: handlerEntry('sweep'),
+      description: `Fleetward ${site.name}: scheduled sweep of what is due`,
+      environment,
+      memorySize: 512,
+      timeout: reconcilerTimeout,
+      logRetention,
+    });
+
+    // -- least privilege: each role gets only what its function calls ------------------------------------------
+    for (const fn of Object.values(this.apiFunctions)) {
+      this.grantTableData(fn.role);
+      fn.role.addToPrincipalPolicy(
+        new PolicyStatement({
+          sid: 'IdempotencyRecords',
+          effect: Effect.ALLOW,
+          actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+          resources: [this.idempotencyTable.tableArn],
+        }),
+      );
+    }
+    this.grantTableData(this.streamFunction.role);
+    this.streamFunction.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        sid: 'ReadTableStream',
+        effect: Effect.ALLOW,
+        // ListStreams scoped to this table's stream, as TableV2 does; never "*".
+        actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'],
+        resources: [this.table.tableStreamArn!],
+      }),
+    );
+    this.bus.grantPutEventsTo(this.streamFunction.role);
+    this.grantTableData(this.sweepFunction.role);
+
+    // -- stream reactions ---------------------------------------------------------------------------------------
+    this.streamFailures = new Queue(this, 'StreamFailures', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    const mapping = this.streamFunction.function.addEventSourceMapping('TableStream', {
+      eventSourceArn: this.table.tableStreamArn!,
+      startingPosition: StartingPosition.TRIM_HORIZON,
+      batchSize: 100,
+      maxBatchingWindow: Duration.seconds(0),
+      filters: streamFilters(),
+      reportBatchItemFailures: true,
+      bisectBatchOnError: true,
+      // Bounded: a record that keeps failing is parked on the queue; the sweep finishes its work anyway.
+      retryAttempts: 10,
+      maxRecordAge: Duration.hours(1),
+      onFailure: new SqsDlq(this.streamFailures),
+    });
+    mapping.node.addDependency(this.streamFunction.role);
+    NagSuppressions.addResourceSuppressions(this.streamFailures, [
+      {
+        id: 'AwsSolutions-SQS3',
+        reason:
+          'This queue is itself a dead-letter destination: the stream mapping sends it the records it gave up on; a DLQ of a DLQ would only hide them further.',
+      },
+    ]);
+
+    // -- the sweep schedule -------------------------------------------------------------------------------------
+    new Schedule(this, 'SweepSchedule', {
+      description: `Fleetward ${site.name}: sweep every minute (timeouts, backoff, stuck repairs)`,
+      schedule: ScheduleExpression.rate(Duration.minutes(1)),
+      // No retries: the next run a minute later does the same work, the sweep being level-triggered.
+      target: new LambdaInvoke(this.sweepFunction.function, { retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
+    });
+
+    // -- HTTP API -----------------------------------------------------------------------------------------------
+    const authorizer = new HttpJwtAuthorizer('Jwt', config.auth.issuer, {
+      jwtAudience: [config.auth.audience],
+      authorizerName: `fleetward-${site.name}-jwt`,
+    });
+    this.httpApi = new HttpApi(this, 'Api', {
+      apiName: `fleetward-${site.name}`,
+      description: `Fleetward HTTP API of site ${site.name}`,
+      createDefaultStage: false,
+    });
+    const accessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: logRetention, removalPolicy: RemovalPolicy.RETAIN });
+    this.stage = new HttpStage(this, 'DefaultStage', {
+      httpApi: this.httpApi,
+      stageName: '$default',
+      autoDeploy: true,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(accessLogs),
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            time: '$context.requestTime',
+            ip: '$context.identity.sourceIp',
+            routeKey: '$context.routeKey',
+            status: '$context.status',
+            latencyMs: '$context.responseLatency',
+            sub: '$context.authorizer.claims.sub',
+            org: '$context.authorizer.claims.org',
+            authorizerError: '$context.authorizer.error',
+            integrationError: '$context.integrationErrorMessage',
+          }),
+        ),
+      },
+    });
+    const integrations = Object.fromEntries(
+      ROUTE_GROUPS.map((group) => [group, new HttpLambdaIntegration(`${pascal(group)}Integration`, this.apiFunctions[group].function)]),
+    ) as Record<RouteGroup, HttpLambdaIntegration>;
+    const open = new HttpNoneAuthorizer();
+    for (const route of apiRouteSpecs()) {
+      this.httpApi.addRoutes({
+        path: route.path,
+        methods: [HttpMethod[route.method]],
+        integration: integrations[route.group],
+        authorizer: route.public ? open : authorizer,
+      });
+    }
+
+    // -- repair automation: an example consumer of the bus ------------------------------------------------------
+    const repairDeadLetters = new Queue(this, 'RepairRequestsDeadLetters', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    const repairRequests = new Queue(this, 'RepairRequests', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(4),
+      visibilityTimeout: Duration.minutes(5),
+      deadLetterQueue: { queue: repairDeadLetters, maxReceiveCount: 5 },
+    });
+    new Rule(this, 'RepairRequestedRule', {
+      eventBus: this.bus,
+      description: 'Example repair automation: RepairRequested events wait in a queue for a repair tenant to claim the machine',
+      eventPattern: { source: [EVENT_SOURCE], detailType: ['RepairRequested'] },
+      targets: [new SqsQueue(repairRequests, { deadLetterQueue: repairDeadLetters, retryAttempts: 8, maxEventAge: Duration.hours(24) })],
+    });
+
+    // -- alarms -------------------------------------------------------------------------------------------------
+    this.alarmTopic = new Topic(this, 'Alarms', { displayName: `Fleetward ${site.name} alarms`, enforceSSL: true });
+    NagSuppressions.addResourceSuppressions(this.alarmTopic, [
+      {
+        id: 'AwsSolutions-SNS2',
+        reason:
+          'CloudWatch alarms cannot publish to a topic encrypted with the AWS managed SNS key, and the topic carries only alarm state changes, no fleet data; a customer managed key adds cost without protecting anything.',
+      },
+    ]);
+    const alarm = (id: string, description: string, metric: IMetric, threshold: number, evaluationPeriods = 1) => {
+      const created = new Alarm(this, id, {
+        alarmDescription: `Fleetward ${site.name}: ${description}`,
+        metric,
+        threshold,
+        evaluationPeriods,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
+      created.addAlarmAction(new SnsAction(this.alarmTopic));
+      return created;
+    };
+    alarm(
+      'StreamFailuresAlarm',
+      'stream records the stream handler gave up on are waiting in the on-failure queue',
+      this.streamFailures.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
+      1,
+    );
+    alarm(
+      'RepairDeadLettersAlarm',
+      'repair events could not be delivered to, or were not processed from, the repair queue',
+      repairDeadLetters.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
+      1,
+    );
+    const allFunctions: Array<[string, FleetwardFunction]> = [
+      ...ROUTE_GROUPS.map((group) => [`${pascal(group)}Api`, this.apiFunctions[group]] as [string, FleetwardFunction]),
+      ['StreamHandler', this.streamFunction],
+      ['SweepHandler', this.sweepFunction],
+    ];
+    for (const [name, fn] of allFunctions) {
+      alarm(`${name}ErrorsAlarm`, `${name} function errors`, fn.function.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }), 1);
+    }
+    alarm(
+      'StreamIteratorAgeAlarm',
+      'the stream handler is more than a minute behind the table',
+      this.streamFunction.function.metric('IteratorAge', { period: Duration.minutes(1), statistic: 'Maximum' }),
+      60_000,
+      5,
+    );
+    alarm('Api5xxAlarm', 'the HTTP API answered 5xx', this.stage.metricServerError({ period: Duration.minutes(5), statistic: 'Sum' }), 1);
+    alarm(
+      'RepairsStuckAlarm',
+      `repairs waiting past their SLA (claim within ${config.repair_sla.claim_minutes} min, repair within ${config.repair_sla.repair_hours} h)`,
+      new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: REPAIRS_STUCK_METRIC,
+        dimensionsMap: { service: POWERTOOLS_SERVICE, site: site.name },
+        period: Duration.minutes(5),
+        statistic: 'Maximum',
+      }),
+      1,
+    );
+
+    // -- justified exceptions for the whole stack ---------------------------------------------------------------
+    NagSuppressions.addStackSuppressions(this, [
+      {
+        id: 'AwsSolutions-L1',
+        reason: `DESIGN.md pins the Lambda runtime to ${FUNCTION_RUNTIME.name}: the local runner, the tests and the dependencies are verified on Node 22; moving to a newer runtime is a deliberate upgrade, not a drive-by.`,
+      },
+    ]);
+    NagSuppressions.addResourceSuppressionsByPath(
+      this,
+      this.node.path + '/SweepSchedule',
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'The scheduler role may invoke the sweep function and its versions (`<function arn>:*`), as the scheduler target grants; the resource is still this one function.',
+          appliesTo: [{ regex: '/^Resource::<SweepHandler.*\\.Arn>:\\*$/g' }],
+        },
+      ],
+      true,
+    );
+
+    // -- outputs ------------------------------------------------------------------------------------------------
+    new CfnOutput(this, 'ApiUrl', { value: this.stage.url, description: 'Base URL of the HTTP API' });
+    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'EventBusName', { value: this.bus.eventBusName, description: 'Repair events for repair automation' });
+    new CfnOutput(this, 'RepairRequestsQueueUrl', { value: repairRequests.queueUrl, description: 'Example consumer: RepairRequested events' });
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.alarmTopic.topicArn, description: 'Subscribe to receive the alarms' });
+  }
+
+  /** Item access to the single table and exactly its GSIs (no `index/*`, no Scan: no scans on hot paths). */
+  private grantTableData(role: IRole) {
+    role.addToPrincipalPolicy(
+      new PolicyStatement({
+        sid: 'TableItems',
+        effect: Effect.ALLOW,
+        actions: [
+          'dynamodb:GetItem',
+          'dynamodb:BatchGetItem',
+          'dynamodb:Query',
+          'dynamodb:ConditionCheckItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:DeleteItem',
+          'dynamodb:BatchWriteItem',
+        ],
+        resources: [this.table.tableArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new PolicyStatement({
+        sid: 'TableIndexes',
+        effect: Effect.ALLOW,
+        actions: ['dynamodb:Query'],
+        resources: Object.values(indexes).map((index) => `${this.table.tableArn}/index/${index.name}`),
+      }),
+    );
+  }
+
+  /** What contextFromEnv (functions/services/lambda-context.ts) reads; all of it from the site config. */
+  private functionEnvironment(site: LoadedSite): Record<string, string> {
+    const environment: Record<string, string> = {
+      TABLE_NAME: this.table.tableName,
+      IDEMPOTENCY_TABLE_NAME: this.idempotencyTable.tableName,
+      EVENT_BUS_NAME: this.bus.eventBusName,
+      SITE_CONFIG_JSON: JSON.stringify(site.config),
+      POWERTOOLS_SERVICE_NAME: POWERTOOLS_SERVICE,
+      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+    };
+    if (site.agentUrl) {
+      environment.SITE_AGENT_URL = site.agentUrl;
+    } else {
+      Annotations.of(this).addWarningV2(
+        'fleetward:no-agent-url',
+        `site ${site.name} has no [site] agent_url: the functions cannot start until one is given (set it in ${site.name}.toml or pass -c agentUrl=<url>)`,
+      );
+    }
+    // Tokens (table names) resolve to short strings; the config JSON is what can grow.
+    const size = Object.entries(environment).reduce((sum, [k, v]) => sum + k.length + (v.startsWith('${Token') ? 128 : Buffer.byteLength(v)), 0);
+    if (size > LAMBDA_ENV_LIMIT_BYTES) {
+      throw new Error(`site ${site.name}: the functions' environment would be about ${size} bytes, over Lambda's ${LAMBDA_ENV_LIMIT_BYTES}; shorten the site config`);
+    }
+    return environment;
+  }
+}
+
+const pascal = (name: string) =>
+  name
+    .split('-')
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');

@@ -1,0 +1,375 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Role } from '#domain/model.ts';
+import type { Route } from '#http/route.ts';
+import {
+  collectRoutes,
+  expectProblem,
+  routeKey,
+  routePath,
+  scanTable,
+  startTestSite,
+  type PathValues,
+  type TestSite,
+} from '#test/support/local-site.ts';
+
+// API.md "Conventions": bad input is always a 4xx problem (422 `validation-failed` with `errors[].path`, 400
+// `invalid-json`, 413 for an oversized body), never a 5xx, and changes nothing. Every case below dumps the site's
+// table (and its idempotency table) before and after the request and requires them identical.
+//
+// What the comparison leaves out, and why: only the SITE/HEARTBEAT item. The simulated site agent keeps beating
+// (the site stays realistic, and machines stay allocatable so a wrongly accepted create WOULD succeed and show up);
+// a beat with an unchanged roster rewrites nothing but that one item's `rosterSeenAt`, every timeout/3. The roster
+// never changes in this file, so machine items are not touched by heartbeats and are compared in full, as are the
+// catalog (SITE/CATALOG), instances, meta-instances, tenants and history entries.
+
+const routeTable: Route[] = collectRoutes();
+
+const homeOrg: Record<Role, string> = { tenant: 'acme', 'provider-admin': 'provider', 'site-agent': 'site' };
+type Values = Omit<PathValues, 'org'>;
+
+interface BadRequest {
+  path: string;
+  query?: string;
+  /** A string is sent as is (raw JSON text); anything else as JSON. */
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+interface Case {
+  name: string;
+  route: Route;
+  request: (v: Values) => BadRequest;
+  status: 400 | 413 | 422;
+  code: string;
+  /** Every one of these must be named in `errors[].path` (or be a prefix of one: `labels` matches `labels.k`). */
+  errorPaths?: string[];
+}
+
+const long = (n: number, char = 'x') => char.repeat(n);
+const byOperation = new Map(routeTable.map((r) => [r.operationId, r]));
+const firstRole = (route: Route): Role => (route.roles === 'public' ? 'tenant' : route.roles[0]!);
+const pathFor = (route: Route, v: Values, override: Partial<PathValues> = {}) => routePath(route, { org: homeOrg[firstRole(route)], ...v, ...override });
+const paramNames = (route: Route) => [...route.path.matchAll(/\{([A-Za-z0-9_]+)\+?\}/g)].map((m) => m[1]!);
+const queryShape = (route: Route): Record<string, unknown> | undefined => (route.query as { shape?: Record<string, unknown> } | undefined)?.shape;
+const isMutating = (route: Route) => route.method !== 'GET';
+
+// ---- generic cases: every route of the table, so a new route gets them without touching this file ---------------
+
+function genericCases(route: Route): Case[] {
+  const cases: Case[] = [];
+  const at = (v: Values) => pathFor(route, v);
+  const bodyForOthers = route.body ? {} : undefined;
+  const shape = queryShape(route);
+  if (route.query) {
+    cases.push({ name: 'an unknown query parameter', route, request: (v) => ({ path: at(v), query: 'surplus=1', body: bodyForOthers }), status: 422, code: 'validation-failed', errorPaths: ['query.surplus'] });
+  }
+  if (shape && 'limit' in shape) {
+    for (const limit of ['0', '501', 'abc']) {
+      cases.push({ name: `limit=${limit}`, route, request: (v) => ({ path: at(v), query: `limit=${limit}` }), status: 422, code: 'validation-failed', errorPaths: ['query.limit'] });
+    }
+  }
+  if (shape && 'nextToken' in shape) {
+    const notBase64Json = '%25%25%25';
+    // Well-formed base64url JSON, but no key this API ever issued: must not reach DynamoDB as an ExclusiveStartKey.
+    const forged = Buffer.from(JSON.stringify({ pk: 'MACHINE#nope', unexpected: 1 })).toString('base64url');
+    for (const [label, token] of [['garbage', notBase64Json], ['forged', forged]] as const) {
+      cases.push({ name: `a ${label} nextToken`, route, request: (v) => ({ path: at(v), query: `nextToken=${token}` }), status: 422, code: 'validation-failed', errorPaths: ['query.nextToken'] });
+    }
+  }
+  for (const name of paramNames(route)) {
+    // Another org in an `{org}` segment is a 404 (auth-matrix covers it); provider routes take any org.
+    if (name === 'org' && route.path.startsWith('/v2/org/')) continue;
+    const values = name === 'org' ? ['bad org!', long(65)] : [long(300)];
+    for (const bad of values) {
+      cases.push({
+        name: `path param {${name}} = ${bad.length > 20 ? `${bad.length} chars` : JSON.stringify(bad)}`,
+        route,
+        request: (v) => ({ path: pathFor(route, v, { params: { [name]: bad } }), body: bodyForOthers }),
+        status: 422,
+        code: 'validation-failed',
+        errorPaths: [`params.${name}`],
+      });
+    }
+  }
+  if (isMutating(route) && route.body) {
+    cases.push({ name: 'a body that is not JSON', route, request: (v) => ({ path: at(v), body: '{"machineType": ' }), status: 400, code: 'invalid-json' });
+    for (const [label, raw] of [['an array', '[]'], ['a string', '"text"'], ['null', 'null'], ['a number', '42']] as const) {
+      cases.push({ name: `a body that is ${label}`, route, request: (v) => ({ path: at(v), body: raw }), status: 422, code: 'validation-failed' });
+    }
+    if (route.bodyRequired) {
+      cases.push({ name: 'no body at all', route, request: (v) => ({ path: at(v) }), status: 422, code: 'validation-failed' });
+    }
+    cases.push({
+      name: 'an unknown body field (with an Idempotency-Key, which must not be remembered)',
+      route,
+      request: (v) => ({ path: at(v), body: { surplusField: 1 }, headers: { 'idempotency-key': `bad-input-${route.operationId}` } }),
+      status: 422,
+      code: 'validation-failed',
+      errorPaths: ['surplusField'],
+    });
+  }
+  return cases;
+}
+
+// ---- specific cases: what each known route must refuse ----------------------------------------------------------
+
+const issue = (extra: Record<string, unknown> = {}) => ({ category: 'HARDWARE', summary: 'GPU fell off the bus', ...extra });
+
+type Spec = [name: string, body: (v: Values) => unknown, errorPaths: string[], options?: { query?: string; headers?: Record<string, string>; code?: string; status?: 413 | 422 }];
+
+const specific: Record<string, Spec[]> = {
+  'create-instance': [
+    ['machineType of the wrong type', () => ({ machineType: 123 }), ['machineType']],
+    ['machineType in upper case', () => ({ machineType: 'GB200' }), ['machineType']],
+    ['machineType over 64 chars', () => ({ machineType: long(65, 'g') }), ['machineType']],
+    ['neither machineType nor machineId', () => ({ name: 'no-type' }), ['machineType']],
+    ['both machineType and machineId', (v) => ({ machineType: 'gb200', machineId: v.machineId }), ['machineType']],
+    ['a name over 63 chars', () => ({ machineType: 'gb200', name: long(64, 'n') }), ['name']],
+    ['a name with upper case and underscores', () => ({ machineType: 'gb200', name: 'Bad_Name' }), ['name']],
+    ['labels that are not an object', () => ({ machineType: 'gb200', labels: 'team=ml' }), ['labels']],
+    ['a label value that is not a string', () => ({ machineType: 'gb200', labels: { team: 5 } }), ['labels.team']],
+    ['a label value over 1024 chars', () => ({ machineType: 'gb200', labels: { team: long(1025) } }), ['labels.team']],
+    ['an invalid label key', () => ({ machineType: 'gb200', labels: { 'bad key!': 'v' } }), ['labels']],
+    ['65 labels', () => ({ machineType: 'gb200', labels: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v'])) }), ['labels']],
+    ['an unknown field next to valid ones', () => ({ machineType: 'gb200', gpus: 8 }), ['gpus']],
+    // The size limit is the gateway's, before any route is chosen: one route stands for all.
+    ['a body over 1 MiB', () => ({ machineType: 'gb200', name: 'too-big', labels: { blob: long(1.1 * 1024 * 1024) } }), [], { status: 413, code: 'payload-too-large' }],
+    ['an Idempotency-Key over 255 chars on a valid body', () => ({ machineType: 'gb200' }), ['headers.idempotency-key'], { headers: { 'idempotency-key': long(256, 'k') } }],
+  ],
+  'delete-instance': [
+    ['issue category "CPU"', () => ({ machineHealthIssue: issue({ category: 'CPU' }) }), ['machineHealthIssue.category']],
+    ['issue category of the wrong type', () => ({ machineHealthIssue: issue({ category: 7 }) }), ['machineHealthIssue.category']],
+    ['an empty issue summary', () => ({ machineHealthIssue: issue({ summary: '' }) }), ['machineHealthIssue.summary']],
+    ['an issue summary over 1024 chars', () => ({ machineHealthIssue: issue({ summary: long(1025) }) }), ['machineHealthIssue.summary']],
+    ['issue details over 8192 chars', () => ({ machineHealthIssue: issue({ details: long(8193) }) }), ['machineHealthIssue.details']],
+    ['an issue without summary', () => ({ machineHealthIssue: { category: 'NETWORK' } }), ['machineHealthIssue.summary']],
+    ['an unknown issue field', () => ({ machineHealthIssue: issue({ severity: 'high' }) }), ['machineHealthIssue.severity']],
+    ['isRepairTenant as a string', () => ({ isRepairTenant: 'yes' }), ['isRepairTenant']],
+    ['an unknown field', () => ({ reason: 'done' }), ['reason']],
+  ],
+  'update-instance': [
+    ['onlineRepair.enabled as a string', () => ({ onlineRepair: { enabled: 'yes' } }), ['onlineRepair.enabled']],
+    ['onlineRepair with issue category "CPU"', () => ({ onlineRepair: { enabled: true, issue: issue({ category: 'CPU' }) } }), ['onlineRepair.issue.category']],
+    ['a label value that is a number', () => ({ labels: { team: 5 } }), ['labels.team']],
+    ['a label value over 1024 chars', () => ({ labels: { team: long(1025) } }), ['labels.team']],
+    ['an unknown field', () => ({ status: 'Ready' }), ['status']],
+  ],
+  'release-instance': [
+    ['issue category "CPU"', (v) => ({ id: v.instanceId, issue: issue({ category: 'CPU' }) }), ['issue.category']],
+    ['an issue summary over 1024 chars', (v) => ({ id: v.instanceId, issue: issue({ summary: long(1025) }) }), ['issue.summary']],
+    ['an id of the wrong type', () => ({ id: 5 }), ['id']],
+    ['an id over 128 chars', () => ({ id: long(129) }), ['id']],
+    ['no id', () => ({ issue: issue() }), ['id']],
+  ],
+  'update-machine': [
+    ['no labels', () => ({}), ['labels']],
+    ['an empty labels object', () => ({ labels: {} }), ['labels']],
+    ['a label value that is a number', () => ({ labels: { repair_status: 5 } }), ['labels.repair_status']],
+    ['an unknown field', () => ({ labels: { repair_status: 'InRepair' }, state: 'Ready' }), ['state']],
+  ],
+  'update-machine-labels': [
+    ['no labels', () => ({}), ['labels']],
+    ['an empty labels object', () => ({ labels: {} }), ['labels']],
+    ['a label value over 1024 chars', () => ({ labels: { note: long(1025) } }), ['labels.note']],
+    ['an invalid label key', () => ({ labels: { '-bad': 'v' } }), ['labels']],
+  ],
+  'create-meta-instance': [
+    ['minNodes 0', () => ({ machineType: 'h100', minNodes: 0 }), ['minNodes']],
+    ['minNodes 25', () => ({ machineType: 'h100', minNodes: 25 }), ['minNodes']],
+    ['minNodes 1.5', () => ({ machineType: 'h100', minNodes: 1.5 }), ['minNodes']],
+    ['minNodes as a string', () => ({ machineType: 'h100', minNodes: '2' }), ['minNodes']],
+    ['no machineType', () => ({ minNodes: 1 }), ['machineType']],
+    ['placement.sameRack as a string', () => ({ machineType: 'h100', placement: { sameRack: 'yes' } }), ['placement.sameRack']],
+    ['duplicate machineIds', (v) => ({ machineType: 'gb200', machineIds: [v.machineId, v.machineId] }), ['machineIds']],
+    ['an unknown field', () => ({ machineType: 'h100', priority: 1 }), ['priority']],
+  ],
+  'register-machines': [
+    ['an empty list', () => ({ machines: [] }), ['machines']],
+    ['machines that is not a list', () => ({ machines: 'gb200-x' }), ['machines']],
+    ['an invalid machine id', () => ({ machines: [{ id: 'bad id!', machineType: 'gb200' }] }), ['machines.0.id']],
+    ['a machine id over 128 chars', () => ({ machines: [{ id: long(129), machineType: 'gb200' }] }), ['machines.0.id']],
+    ['machineType in upper case', () => ({ machines: [{ id: 'new-1', machineType: 'GB200' }] }), ['machines.0.machineType']],
+    ['no machineType', () => ({ machines: [{ id: 'new-1' }] }), ['machines.0.machineType']],
+    ['a rack over 64 chars', () => ({ machines: [{ id: 'new-1', machineType: 'gb200', rack: long(65) }] }), ['machines.0.rack']],
+    ['duplicate ids', () => ({ machines: [{ id: 'new-1', machineType: 'gb200' }, { id: 'new-1', machineType: 'gb200' }] }), ['machines']],
+    ['a valid machine followed by an invalid one (the valid one is not registered either)', () => ({ machines: [{ id: 'new-ok', machineType: 'gb200' }, { id: 'new-2', machineType: 5 }] }), ['machines.1.machineType']],
+    ['a label value that is a number', () => ({ machines: [{ id: 'new-1', machineType: 'gb200', labels: { ok: 1 } }] }), ['machines.0.labels.ok']],
+    ['an unknown machine field', () => ({ machines: [{ id: 'new-1', machineType: 'gb200', serial: 'x' }] }), ['machines.0.serial']],
+    ['1001 machines', () => ({ machines: Array.from({ length: 1001 }, (_, i) => ({ id: `bulk-${i}`, machineType: 'gb200' })) }), ['machines']],
+  ],
+  'set-tenant-capabilities': [
+    ['no capabilities', () => ({}), ['capabilities']],
+    ['capabilities that is not an object', () => ({ capabilities: true }), ['capabilities']],
+    ['targetedInstanceCreation as a string', () => ({ capabilities: { targetedInstanceCreation: 'true' } }), ['capabilities.targetedInstanceCreation']],
+    ['an unknown capability', () => ({ capabilities: { targetedInstanceCreation: true, superpowers: true } }), ['capabilities.superpowers']],
+  ],
+  'add-health-override': [
+    ['an empty template', () => ({ template: '' }), ['template']],
+    ['a template over 64 chars', () => ({ template: long(65) }), ['template']],
+    ['mode "overwrite"', () => ({ template: 'degraded', mode: 'overwrite' }), ['mode']],
+    ['an empty message', () => ({ template: 'degraded', message: '' }), ['message']],
+    ['a message over 4096 chars', () => ({ template: 'degraded', message: long(4097) }), ['message']],
+    ['an unknown field', () => ({ template: 'degraded', alerts: [] }), ['alerts']],
+    ['an unknown template', () => ({ template: 'no-such-template' }), [], { code: 'unknown-template' }],
+  ],
+  'post-heartbeats': [
+    ['no machines', () => ({}), ['machines']],
+    ['machines that is not a list', () => ({ machines: 'all' }), ['machines']],
+    ['bare ids instead of objects', (v) => ({ machines: [v.machineId] }), ['machines.0']],
+    ['an id of the wrong type', () => ({ machines: [{ id: 5 }] }), ['machines.0.id']],
+    ['an unknown machine field', (v) => ({ machines: [{ id: v.machineId, load: 1 }] }), ['machines.0.load']],
+  ],
+  'report-cleanup': [
+    ['no ok', () => ({}), ['ok']],
+    ['ok as a string', () => ({ ok: 'yes' }), ['ok']],
+    ['a message over 4096 chars', () => ({ ok: true, message: long(4097) }), ['message']],
+    ['an unknown field', () => ({ ok: true, instanceId: 'x' }), ['instanceId']],
+  ],
+  'list-instances': [
+    ['status=Bogus', () => undefined, ['query.status'], { query: 'status=Bogus' }],
+    ['limit=-1', () => undefined, ['query.limit'], { query: 'limit=-1' }],
+    ['limit=1.5', () => undefined, ['query.limit'], { query: 'limit=1.5' }],
+    ['an empty nextToken', () => undefined, ['query.nextToken'], { query: 'nextToken=' }],
+    ['a nextToken over 2048 chars', () => undefined, ['query.nextToken'], { query: `nextToken=${long(3000, 'A')}` }],
+  ],
+  'list-machines': [
+    ['state=Broken', () => undefined, ['query.state'], { query: 'state=Broken' }],
+    ['allocatable=yes', () => undefined, ['query.allocatable'], { query: 'allocatable=yes' }],
+    ['machineType=GB200', () => undefined, ['query.machineType'], { query: 'machineType=GB200' }],
+    ['an empty healthOverride', () => undefined, ['query.healthOverride'], { query: 'healthOverride=' }],
+  ],
+  'list-machines-for-repair': [
+    ['an empty healthOverride', () => undefined, ['query.healthOverride'], { query: 'healthOverride=' }],
+  ],
+};
+
+function specificCases(route: Route): Case[] {
+  return (specific[route.operationId] ?? []).map(([name, body, errorPaths, options = {}]) => ({
+    name,
+    route,
+    request: (v) => ({ path: pathFor(route, v), body: body(v), ...(options.query ? { query: options.query } : {}), ...(options.headers ? { headers: options.headers } : {}) }),
+    status: options.status ?? 422,
+    code: options.code ?? 'validation-failed',
+    errorPaths,
+  }));
+}
+
+// ---- the site and the table dump ------------------------------------------------------------------------------
+
+let site: TestSite;
+let values: Values;
+const tokens = {} as Record<Role, string>;
+let baseline: Snapshot;
+let current: Snapshot;
+
+type Snapshot = { table: Map<string, string>; idempotency: Map<string, string> };
+
+/** Keys sorted at every level, so two dumps of the same items compare equal as strings. */
+const canonical = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(canonical)
+    : value instanceof Set
+      ? [...value].map(canonical).sort()
+      : value && typeof value === 'object'
+        ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)]))
+        : value;
+
+async function snapshot(): Promise<Snapshot> {
+  const toMap = (items: Record<string, unknown>[], key: (item: Record<string, unknown>) => string) =>
+    new Map(items.map((item) => [key(item), JSON.stringify(canonical(item))]));
+  const table = (await scanTable(site)).filter((item) => !(item.pk === 'SITE' && item.sk === 'HEARTBEAT'));
+  const idempotency = await scanTable(site, 'idempotencyTable');
+  return { table: toMap(table, (i) => `${i.pk} | ${i.sk}`), idempotency: toMap(idempotency, (i) => String(i.id)) };
+}
+
+function difference(before: Map<string, string>, after: Map<string, string>) {
+  return {
+    added: [...after.keys()].filter((k) => !before.has(k)),
+    removed: [...before.keys()].filter((k) => !after.has(k)),
+    changed: [...after.keys()].filter((k) => before.has(k) && before.get(k) !== after.get(k)).map((k) => ({ key: k, before: before.get(k), after: after.get(k) })),
+  };
+}
+
+const unchanged = { added: [], removed: [], changed: [] };
+
+async function waitForInstance(id: string, status: string) {
+  return site.eventually(async () => {
+    const { body } = await site.call('GET', `/v2/org/acme/nico/instance/${id}`, { token: tokens.tenant });
+    return body.status === status ? body : undefined;
+  });
+}
+
+beforeAll(async () => {
+  site = await startTestSite();
+  for (const role of ['tenant', 'provider-admin', 'site-agent'] as Role[]) tokens[role] = await site.token(homeOrg[role], [role]);
+  await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: tokens['provider-admin'] })).body.items.length === 6);
+  // A Ready instance of acme (so a release or a patch that slipped through would show) and acme may target machines.
+  const created = await site.call('POST', '/v2/org/acme/nico/instance', { token: tokens.tenant, body: { machineType: 'gb200', name: 'bad-input' } });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  await waitForInstance(created.body.id, 'Ready');
+  const granted = await site.call('PUT', '/admin/tenants/acme', { token: tokens['provider-admin'], body: { capabilities: { targetedInstanceCreation: true } } });
+  expect(granted.status).toBe(200);
+  values = { instanceId: created.body.id, machineId: created.body.machineId, metaInstanceId: 'mi-does-not-matter' };
+  await site.streamIdle();
+  baseline = await snapshot();
+  current = baseline;
+});
+afterAll(async () => site?.stop());
+
+async function send(route: Route, request: BadRequest) {
+  const path = `${request.path}${request.query !== undefined ? `?${request.query}` : ''}`;
+  return site.call(route.method, path, {
+    token: tokens[firstRole(route)],
+    ...(request.body !== undefined ? { body: request.body } : {}),
+    ...(request.headers ? { headers: request.headers } : {}),
+  });
+}
+
+describe('the site is quiet without requests', () => {
+  it('a dump taken a second later is identical, so any difference below comes from the request', async () => {
+    await new Promise((r) => setTimeout(r, 1_000));
+    await site.streamIdle();
+    current = await snapshot();
+    expect(difference(baseline.table, current.table)).toEqual(unchanged);
+    expect(difference(baseline.idempotency, current.idempotency)).toEqual(unchanged);
+  });
+
+  it('every route named by a specific case exists in the table (a renamed route must not silently lose its cases)', () => {
+    expect(Object.keys(specific).filter((operationId) => !byOperation.has(operationId))).toEqual([]);
+  });
+});
+
+describe.each(routeTable.map((route) => [routeKey(route), route] as const))('%s', (_key, route) => {
+  const cases = [...genericCases(route), ...specificCases(route)];
+  if (cases.length === 0) return void it.skip('takes no input that could be bad');
+  it.each(cases.map((c) => [c.name, c] as const))(`%s → 4xx problem${isMutating(route) ? ', nothing changed' : ''}`, async (_name, c) => {
+    // The dump after the previous case is this case's "before" (the site is quiet, see above): one scan per case.
+    const before = current;
+    const response = await send(route, c.request(values));
+    expectProblem(response, c.status, c.code);
+    if (c.code === 'validation-failed') {
+      const errors: Array<{ path: unknown; message: unknown }> = response.body.errors;
+      expect(Array.isArray(errors) && errors.length > 0, JSON.stringify(response.body)).toBe(true);
+      for (const error of errors) expect(error).toMatchObject({ path: expect.any(String), message: expect.any(String) });
+      for (const expected of c.errorPaths ?? []) {
+        const named = errors.some((e) => e.path === expected || String(e.path).startsWith(`${expected}.`));
+        expect(named, `errors should name ${expected}: ${JSON.stringify(errors)}`).toBe(true);
+      }
+    }
+    // A GET cannot write (and is not what this file guards): only mutating routes pay for the dump.
+    if (!isMutating(route)) return;
+    const after = await snapshot();
+    current = after;
+    expect(difference(before.table, after.table)).toEqual(unchanged);
+    expect(difference(before.idempotency, after.idempotency)).toEqual(unchanged);
+  });
+});
+
+describe('after all of it', () => {
+  it('the tables are exactly as they were before the first bad request, once the stream has caught up', async () => {
+    await site.streamIdle();
+    const now = await snapshot();
+    expect(difference(baseline.table, now.table)).toEqual(unchanged);
+    expect(difference(baseline.idempotency, now.idempotency)).toEqual(unchanged);
+    expect((await waitForInstance(values.instanceId, 'Ready')).status).toBe('Ready');
+  });
+});

@@ -1,0 +1,527 @@
+// The Fleetward dashboard: reads the HTTP API every REFRESH_MS and renders what it finds. Plain ES modules.
+import { ApiError, SignInNeeded, apiBaseUrl, createApi } from './api.js';
+import { h, machineLink, table, time } from './dom.js';
+import { RECENT_MS, duration, fleetCounts, issueOf, issueText, latestOutcome, metaStatus, outcomeCandidates, override, pipeline, since, SOURCES } from './fleet.js';
+
+const REFRESH_MS = 2000;
+const HISTORY_LIMIT = 100;
+const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+/** What the last refreshes found. `undefined`: never loaded; `null`: the API has no such route (panel hidden). */
+const state = {
+  /** @type {any} */ config: undefined,
+  /** @type {any[] | undefined} */ machines: undefined,
+  /** @type {any[] | null | undefined} */ metas: undefined,
+  /** @type {any} */ safety: undefined,
+  /** @type {any[] | null | undefined} */ stuck: undefined,
+  /** Repair outcomes found in machine histories, by machine id, with the machine version they were read at. */
+  outcomes: new Map(),
+  /** @type {{ id: string, machine?: any, history?: any[], error?: string } | null} */ detail: null,
+  /** @type {Date | null} */ lastOk: null,
+  /** @type {Date | null} */ lastTry: null,
+  /** @type {string[]} */ errors: [],
+  refreshes: 0,
+};
+
+/** @type {ReturnType<typeof createApi>} */
+let api;
+/** @type {ReturnType<typeof setTimeout> | undefined} */
+let timer;
+let running = false;
+/** A refresh asked for while one was running (a machine was clicked): run it right after. */
+let again = false;
+
+// ---- refresh ---------------------------------------------------------------------------------------------------
+
+async function refresh() {
+  clearTimeout(timer);
+  if (running) {
+    again = true;
+    return;
+  }
+  running = true;
+  again = false;
+  /** @type {string[]} */
+  const errors = [];
+  /** Runs one read; a failure is recorded and shown, and the panel keeps its last data. */
+  const attempt = async (/** @type {() => Promise<any>} */ read) => {
+    try {
+      return await read();
+    } catch (error) {
+      if (error instanceof SignInNeeded) throw error;
+      errors.push(error instanceof Error ? error.message : String(error));
+      return undefined;
+    }
+  };
+  try {
+    state.lastTry = new Date();
+    const [config, machines, metas, safety, stuck] = await Promise.all([
+      state.config ?? attempt(() => api.get('/admin/config')),
+      attempt(() => api.list('/admin/machines', 500)),
+      attempt(() => api.optional(() => api.list('/admin/meta-instances', 500))),
+      attempt(() => api.optional(() => api.get('/admin/safety'))),
+      attempt(() => api.optional(() => api.list('/admin/repairs?stuck=true'))),
+      loadDetail(errors),
+    ]);
+    if (config !== undefined) state.config = config;
+    if (machines !== undefined) {
+      state.machines = machines;
+      await attempt(() => loadOutcomes(machines));
+    }
+    if (metas !== undefined) state.metas = metas;
+    if (safety !== undefined) state.safety = safety;
+    if (stuck !== undefined) state.stuck = stuck;
+    state.errors = errors;
+    if (errors.length === 0) state.lastOk = new Date();
+    state.refreshes += 1;
+    showMain();
+    render();
+  } catch (error) {
+    if (error instanceof SignInNeeded) return showLogin(error.message);
+    state.errors = [String(error)];
+    renderStatus();
+  } finally {
+    running = false;
+  }
+  timer = setTimeout(refresh, again ? 0 : REFRESH_MS);
+}
+
+/** Read the history of machines that may have a recent repair outcome, once per machine version. */
+async function loadOutcomes(/** @type {any[]} */ machines) {
+  const stale = outcomeCandidates(machines).filter((m) => state.outcomes.get(m.id)?.version !== m.version);
+  await Promise.all(
+    stale.map(async (m) => {
+      const history = await api.list(`/admin/machines/${encodeURIComponent(m.id)}/history`, 50, 1);
+      state.outcomes.set(m.id, { version: m.version, outcome: latestOutcome(history) });
+    }),
+  );
+}
+
+/** The machine chosen in the URL (#machine/<id>): its record and its newest history entries. */
+async function loadDetail(/** @type {string[]} */ errors) {
+  const id = selectedMachine();
+  if (!id) {
+    state.detail = null;
+    return;
+  }
+  const path = `/admin/machines/${encodeURIComponent(id)}`;
+  try {
+    const [machine, history] = await Promise.all([api.get(path), api.list(`${path}/history`, HISTORY_LIMIT, 1)]);
+    if (selectedMachine() === id) state.detail = { id, machine, history };
+  } catch (error) {
+    if (error instanceof SignInNeeded) throw error;
+    if (error instanceof ApiError && error.status === 404) state.detail = { id, error: `No machine ${id} on this site.` };
+    else {
+      errors.push(error instanceof Error ? error.message : String(error));
+      if (state.detail?.id !== id) state.detail = { id, error: 'Could not load this machine; see the error above.' };
+    }
+  }
+}
+
+function selectedMachine() {
+  const match = /^#machine\/(.+)$/.exec(location.hash);
+  return match ? decodeURIComponent(match[1] ?? '') : null;
+}
+
+// ---- render ----------------------------------------------------------------------------------------------------
+
+function render() {
+  renderStatus();
+  if (!state.machines) return;
+  const now = Date.now();
+  renderFleet(state.machines);
+  renderPipeline(state.machines, now);
+  renderSafety(now);
+  renderDetail(now);
+  renderMetas(now);
+  renderMachines();
+}
+
+function renderStatus() {
+  const status = $('refresh-status');
+  status.dataset.refreshes = String(state.refreshes);
+  const every = `refreshes every ${REFRESH_MS / 1000} s`;
+  if (state.errors.length > 0) {
+    status.className = 'status stale';
+    status.textContent = state.lastOk
+      ? `Refresh failed at ${state.lastTry?.toLocaleTimeString()}; showing data from ${state.lastOk.toLocaleTimeString()} (${every})`
+      : `Refresh failed at ${state.lastTry?.toLocaleTimeString()} (${every})`;
+  } else if (state.lastOk) {
+    status.className = 'status';
+    status.textContent = `Last refreshed ${state.lastOk.toLocaleTimeString()} (${every})`;
+  }
+  const errors = $('errors');
+  errors.hidden = state.errors.length === 0;
+  errors.replaceChildren(...state.errors.map((e) => h('p', null, e)));
+  const name = state.config?.config?.site?.name;
+  $('site-name').textContent = name ? `· site ${name}${state.config.version ? ` · ${state.config.version}` : ''}` : '';
+}
+
+const stat = (label, value, testid) => h('div', { class: 'stat', 'data-testid': testid }, h('span', { class: 'value' }, value), h('span', { class: 'label' }, label));
+
+function renderFleet(/** @type {any[]} */ machines) {
+  const counts = fleetCounts(machines);
+  const overrides = Object.entries(counts.byOverride).sort(([a], [b]) => a.localeCompare(b));
+  $('fleet-body').replaceChildren(
+    h(
+      'div',
+      { class: 'stats' },
+      stat('machines', counts.total, 'total-count'),
+      stat('allocatable', counts.allocatable, 'allocatable-count'),
+      ...Object.entries(counts.byState).map(([s, n]) => stat(s, n, `state-count-${s}`)),
+    ),
+    h(
+      'div',
+      { class: 'columns' },
+      table({
+        caption: 'By state',
+        columns: ['State', 'Machines'],
+        rows: Object.entries(counts.byState).map(([s, n]) => [s, n]),
+        testid: 'by-state',
+      }),
+      table({
+        caption: 'By health override',
+        columns: ['Override source', 'Machines'],
+        rows: overrides.map(([source, n]) => [h('code', null, source), n]),
+        empty: 'No machine has a health override.',
+        testid: 'by-override',
+      }),
+      table({
+        caption: 'By machine type',
+        columns: ['Type', 'Machines', 'Allocatable'],
+        rows: Object.entries(counts.byType)
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([type, c]) => [type, c.total, c.allocatable]),
+        testid: 'by-type',
+      }),
+    ),
+  );
+}
+
+const issueCell = (/** @type {any} */ issue) =>
+  issue ? h('span', { class: 'issue', title: issue.details ?? '' }, h('span', { class: 'category' }, issue.category), ' ', issue.summary) : h('span', { class: 'muted' }, 'none given');
+
+function renderPipeline(/** @type {any[]} */ machines, /** @type {number} */ now) {
+  const p = pipeline(machines);
+  const heldBack = new Set(state.safety?.repairStorm?.heldBack ?? []);
+  const recent = [...state.outcomes.values()]
+    .map((o) => o.outcome)
+    .filter((o) => o && now - Date.parse(o.at) <= RECENT_MS)
+    .sort((a, b) => b.at.localeCompare(a.at));
+  const stuckById = new Map((state.stuck ?? []).map((s) => [s.machineId, s]));
+  const stage = (/** @type {string} */ title, /** @type {number} */ n, /** @type {string} */ testid) =>
+    h('span', { class: 'stage', 'data-testid': `${testid}-count` }, h('span', { class: 'value' }, n), h('span', { class: 'label' }, title));
+
+  const stuckFlag = (/** @type {any} */ m) => (stuckById.has(m.id) ? h('span', { class: 'badge bad' }, 'stuck') : null);
+  $('pipeline-body').replaceChildren(
+    h(
+      'div',
+      { class: 'stages', 'aria-label': 'Machines at each stage' },
+      stage('quarantined', p.quarantined.length, 'quarantined'),
+      stage('waiting for a repair tenant', p.waiting.length, 'waiting'),
+      stage('in repair', p.inRepair.length, 'in-repair'),
+      stage('out for repair', p.outForRepair.length, 'out-for-repair'),
+      stage('completed or failed, last 24 h', recent.length, 'outcomes'),
+    ),
+    table({
+      caption: 'Quarantined: reported by a tenant, no repair requested',
+      columns: ['Machine', 'Issue', 'Reported', 'By', 'Note'],
+      rows: p.quarantined.map((m) => {
+        const o = override(m, SOURCES.reported);
+        return [
+          machineLink(m.id),
+          issueCell(o?.issue),
+          h('span', null, time(o?.createdAt), h('span', { class: 'muted' }, ` (${since(o?.createdAt, now)} ago)`)),
+          o?.createdBy ?? '',
+          heldBack.has(m.id) ? h('span', { class: 'badge warn' }, 'repair request held back by the storm breaker') : '',
+        ];
+      }),
+      empty: 'No machine is quarantined without a repair request.',
+      testid: 'pipeline-quarantined',
+      rowTestid: 'pipeline-row',
+    }),
+    table({
+      caption: 'Waiting for a repair tenant: repair requested, not claimed yet',
+      columns: ['Machine', 'Issue', 'Waiting for', 'Requested', 'State'],
+      rows: p.waiting.map((m) => {
+        const o = override(m, SOURCES.repairRequest);
+        return [machineLink(m.id), issueCell(issueOf(m)), h('span', null, since(o?.createdAt, now), ' ', stuckFlag(m)), time(o?.createdAt), m.state];
+      }),
+      empty: 'No repair request is waiting.',
+      testid: 'pipeline-waiting',
+      rowTestid: 'pipeline-row',
+    }),
+    table({
+      caption: 'In repair: claimed by a repair tenant',
+      columns: ['Machine', 'Issue', 'repair_status', 'repair_eta', 'Instance', 'Requested'],
+      rows: p.inRepair.map((m) => {
+        const o = override(m, SOURCES.repairRequest);
+        return [
+          machineLink(m.id),
+          issueCell(issueOf(m)),
+          h('span', null, m.labels.repair_status ?? h('span', { class: 'muted' }, 'not set'), ' ', stuckFlag(m)),
+          m.labels.repair_eta ?? '',
+          h('code', null, m.instanceId),
+          h('span', null, time(o?.createdAt), h('span', { class: 'muted' }, ` (${since(o?.createdAt, now)} ago)`)),
+        ];
+      }),
+      empty: 'No machine is in repair.',
+      testid: 'pipeline-in-repair',
+      rowTestid: 'pipeline-row',
+    }),
+    table({
+      caption: 'Out for repair: taken out by a provider or escalated',
+      columns: ['Machine', 'Why', 'Issue', 'Since', 'By'],
+      rows: p.outForRepair.map((m) => {
+        const o = override(m, SOURCES.outForRepair);
+        const escalated = /^Escalated/.test(o?.alerts?.[0]?.message ?? '');
+        return [
+          machineLink(m.id),
+          h('span', null, escalated ? h('span', { class: 'badge bad' }, 'escalated') : null, ' ', o?.alerts?.[0]?.message ?? ''),
+          issueCell(issueOf(m)),
+          time(o?.createdAt),
+          o?.createdBy ?? '',
+        ];
+      }),
+      empty: 'No machine is out for repair.',
+      testid: 'pipeline-out-for-repair',
+      rowTestid: 'pipeline-row',
+    }),
+    state.stuck
+      ? table({
+          caption: 'Stuck repairs: past their service-level time',
+          columns: ['Machine', 'Stage', 'Waiting', 'Since'],
+          rows: state.stuck.map((s) => [machineLink(s.machineId), s.stage, duration((s.waitingMinutes ?? 0) * 60_000), time(s.since)]),
+          empty: 'No repair is stuck.',
+          testid: 'pipeline-stuck',
+          rowTestid: 'pipeline-row',
+        })
+      : null,
+    table({
+      caption: 'Completed and failed in the last 24 h',
+      columns: ['Machine', 'Outcome', 'When', 'repair_status', 'Issue'],
+      rows: recent.map((o) => [
+        machineLink(o.machineId),
+        h('span', { class: `badge ${o.outcome === 'Completed' ? 'good' : 'bad'}` }, o.outcome),
+        time(o.at),
+        o.repairStatus ?? '',
+        o.issue ? issueCell(o.issue) : '',
+      ]),
+      empty: 'No repair finished in the last 24 hours.',
+      testid: 'pipeline-outcomes',
+      rowTestid: 'pipeline-row',
+    }),
+  );
+}
+
+function renderSafety(/** @type {number} */ now) {
+  const section = $('safety');
+  const safety = state.safety;
+  section.hidden = !safety;
+  if (!safety) return;
+  const storm = safety.repairStorm ?? { state: 'unknown', heldBack: [] };
+  const tripped = storm.state === 'tripped';
+  $('safety-body').replaceChildren(
+    h(
+      'dl',
+      { class: 'facts' },
+      h('dt', null, 'Repair-storm breaker'),
+      h(
+        'dd',
+        { 'data-testid': 'breaker-state' },
+        h('span', { class: `badge ${tripped ? 'bad' : 'good'}` }, tripped ? 'tripped' : storm.state),
+        tripped && storm.trippedAt ? h('span', null, ' since ', time(storm.trippedAt), ` (${since(storm.trippedAt, now)} ago): repair requests are held back until a provider resets it`) : '',
+      ),
+      h('dt', null, 'Held back'),
+      h('dd', { 'data-testid': 'held-back' }, storm.heldBack?.length ? storm.heldBack.map((id, i) => [i > 0 ? ', ' : '', machineLink(id)]) : 'none'),
+      h('dt', null, 'Meta-instance replacements in flight'),
+      h('dd', null, String(safety.replacementsInFlight ?? 'unknown'), state.config?.config?.meta_instance ? ` (limit ${state.config.config.meta_instance.max_replacements_in_flight})` : ''),
+    ),
+  );
+}
+
+function renderMetas(/** @type {number} */ now) {
+  const section = $('meta');
+  section.hidden = !state.metas;
+  if (!state.metas) return;
+  const max = state.config?.config?.meta_instance?.max_consecutive_failures;
+  $('meta-body').replaceChildren(
+    table({
+      caption: 'Meta-instances on this site, newest first',
+      columns: ['Meta-instance', 'Org', 'Type', 'Nodes', 'Status', 'Last error', 'Next attempt'],
+      rows: state.metas.map((m) => [
+        h('code', null, m.id),
+        m.org,
+        m.machineType,
+        `${m.instanceIds?.length ?? 0} of ${m.minNodes}${m.placement?.sameRack ? ', same rack' : ''}`,
+        h('span', { class: `badge ${m.status === 'Ready' ? 'good' : m.status === 'Retrying' ? 'bad' : 'warn'}` }, metaStatus(m, max)),
+        m.lastFailureError ?? m.placementError ?? '',
+        m.nextAttemptAt ? h('span', null, time(m.nextAttemptAt), Date.parse(m.nextAttemptAt) > now ? ` (in ${duration(Date.parse(m.nextAttemptAt) - now)})` : '') : '',
+      ]),
+      empty: 'No meta-instances.',
+      testid: 'meta-table',
+      rowTestid: 'meta-row',
+    }),
+  );
+}
+
+const overrideList = (/** @type {any} */ m) =>
+  m.healthOverrides.length ? m.healthOverrides.map((o, i) => [i > 0 ? ' ' : '', h('code', { class: 'source' }, o.source)]) : h('span', { class: 'muted' }, 'none');
+const labelList = (/** @type {Record<string, string>} */ labels) =>
+  Object.entries(labels ?? {}).map(([k, v], i) => [i > 0 ? ', ' : '', h('code', null, `${k}=${v}`)]);
+
+function renderMachines() {
+  const filter = /** @type {HTMLInputElement} */ ($('machine-filter')).value.trim().toLowerCase();
+  const machines = (state.machines ?? []).filter(
+    (m) => !filter || [m.id, m.machineType, m.rack, m.state, ...m.healthOverrides.map((o) => o.source), ...Object.entries(m.labels ?? {}).flat()].some((v) => String(v).toLowerCase().includes(filter)),
+  );
+  $('machines-body').replaceChildren(
+    table({
+      caption: filter ? `Machines matching “${filter}” (${machines.length} of ${state.machines?.length ?? 0})` : `All machines (${machines.length})`,
+      columns: ['Machine', 'Type', 'Rack', 'State', 'Allocatable', 'Health overrides', 'Instance', 'Labels'],
+      rows: machines.map((m) => [
+        machineLink(m.id),
+        m.machineType,
+        m.rack,
+        m.state,
+        m.allocatable ? 'yes' : h('span', { title: m.notAllocatableReasons.join(', ') }, 'no'),
+        overrideList(m),
+        m.instanceId ? h('code', null, m.instanceId) : '',
+        labelList(m.labels),
+      ]),
+      empty: filter ? 'No machine matches.' : 'No machines registered.',
+      testid: 'machines-table',
+    }),
+  );
+}
+
+/** "state: Assigned → Cleanup" @param {Record<string, { from?: unknown, to?: unknown }> | undefined} changes */
+function changeText(changes) {
+  const show = (/** @type {unknown} */ v) => (v === undefined ? '∅' : typeof v === 'string' ? v : JSON.stringify(v));
+  return Object.entries(changes ?? {}).map(([field, c]) => `${field}: ${show(c?.from)} → ${show(c?.to)}`);
+}
+
+function renderDetail(/** @type {number} */ now) {
+  const section = $('machine');
+  const detail = state.detail;
+  section.hidden = !detail;
+  if (!detail) return;
+  const close = h('a', { href: '#', class: 'close' }, 'Close');
+  $('machine-title').replaceChildren(`Machine ${detail.id} `, close);
+  if (!detail.machine) {
+    $('machine-body').replaceChildren(h('p', null, detail.error ?? 'Loading…'));
+    return;
+  }
+  const m = detail.machine;
+  const history = detail.history ?? [];
+  $('machine-body').replaceChildren(
+    h(
+      'dl',
+      { class: 'facts' },
+      h('dt', null, 'Type'),
+      h('dd', null, m.machineType),
+      h('dt', null, 'Rack'),
+      h('dd', null, m.rack),
+      h('dt', null, 'State'),
+      h('dd', { 'data-testid': 'detail-state' }, m.state, m.cleanup ? ` (cleanup ${m.cleanup.phase}${m.cleanup.error ? `: ${m.cleanup.error}` : ''})` : ''),
+      h('dt', null, 'Instance'),
+      h('dd', null, m.instanceId ? h('code', null, m.instanceId) : 'none'),
+      h('dt', null, 'Allocatable'),
+      h('dd', { 'data-testid': 'detail-allocatable' }, m.allocatable ? 'yes' : `no: ${m.notAllocatableReasons.join(', ')}`),
+      h('dt', null, 'Last heartbeat'),
+      h('dd', null, m.lastHeartbeatAt ? h('span', null, time(m.lastHeartbeatAt), ` (${since(m.lastHeartbeatAt, now)} ago)`) : 'unknown'),
+    ),
+    table({
+      caption: 'Health overrides',
+      columns: ['Source', 'Mode', 'Message', 'Classifications', 'Issue', 'By', 'Since'],
+      rows: m.healthOverrides.map((o) => [
+        h('code', null, o.source),
+        o.mode,
+        o.alerts.map((a) => a.message).join('; '),
+        o.alerts.flatMap((a) => a.classifications).join(', '),
+        o.issue ? h('span', null, issueCell(o.issue), o.issue.details ? h('span', { class: 'muted' }, ` — ${o.issue.details}`) : '') : '',
+        o.createdBy,
+        time(o.createdAt),
+      ]),
+      empty: 'No health overrides.',
+      testid: 'detail-overrides',
+    }),
+    table({
+      caption: 'Labels',
+      columns: ['Label', 'Value'],
+      rows: Object.entries(m.labels ?? {}).map(([k, v]) => [h('code', null, k), v]),
+      empty: 'No labels.',
+      testid: 'detail-labels',
+    }),
+    h('h3', null, `History, newest first${history.length >= HISTORY_LIMIT ? ` (latest ${HISTORY_LIMIT})` : ''}`),
+    history.length === 0
+      ? h('p', { class: 'muted' }, 'No history.')
+      : h(
+          'ol',
+          { class: 'timeline', 'data-testid': 'history' },
+          history.map((e) =>
+            h(
+              'li',
+              { 'data-testid': 'history-entry' },
+              h('div', { class: 'when' }, time(e.at)),
+              h(
+                'div',
+                { class: 'what' },
+                h('span', { class: 'action' }, e.action),
+                e.message ? h('span', { class: 'message' }, ' ', e.message) : '',
+                h('span', { class: 'muted' }, ` by ${e.actor}`),
+                e.instanceId ? h('span', { class: 'muted' }, ` · instance ${e.instanceId}`) : '',
+                e.issue ? h('div', null, 'Issue: ', issueCell(e.issue), e.issue.details ? h('span', { class: 'muted' }, ` — ${e.issue.details}`) : '') : '',
+                e.labels && Object.keys(e.labels).length ? h('div', { class: 'muted' }, 'Labels: ', labelList(e.labels)) : '',
+                changeText(e.changes).map((c) => h('div', { class: 'change' }, c)),
+              ),
+            ),
+          ),
+        ),
+  );
+}
+
+// ---- sign-in ---------------------------------------------------------------------------------------------------
+
+function showLogin(/** @type {string} */ reason) {
+  clearTimeout(timer);
+  $('login-reason').textContent = reason;
+  $('login').hidden = false;
+  $('main').hidden = true;
+  $('sign-out').hidden = true;
+  $('refresh-status').textContent = 'Not signed in';
+  $('errors').hidden = true;
+  /** @type {HTMLTextAreaElement} */ ($('token-input')).focus();
+}
+
+function showMain() {
+  $('login').hidden = true;
+  $('main').hidden = false;
+  $('sign-out').hidden = false;
+}
+
+async function start() {
+  api = createApi(await apiBaseUrl());
+  $('login').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const input = /** @type {HTMLTextAreaElement} */ ($('token-input'));
+    api.setToken(input.value.replace(/^Bearer\s+/i, ''));
+    input.value = '';
+    void refresh();
+  });
+  $('sign-out').addEventListener('click', () => {
+    api.signOut();
+    showLogin('Paste a bearer token with the provider-admin role.');
+  });
+  $('machine-filter').addEventListener('input', renderMachines);
+  window.addEventListener('hashchange', () => {
+    const id = selectedMachine();
+    state.detail = id ? { id } : null;
+    render();
+    if (id) $('machine').scrollIntoView({ block: 'start' });
+    void refresh();
+  });
+  await refresh();
+}
+
+void start();

@@ -1,0 +1,110 @@
+// What the dashboard derives from the API's machines: pure functions, no DOM.
+
+export const SOURCES = {
+  reported: 'tenant-reported-issue',
+  repairRequest: 'repair-request',
+  outForRepair: 'out-for-repair',
+};
+
+/** Repair outcomes as the machine history records them (the repair events' outbox entries). */
+export const OUTCOME_EVENTS = ['RepairCompleted', 'RepairFailed', 'RepairEscalated'];
+
+/** How far back "recently" completed or failed repairs go. */
+export const RECENT_MS = 24 * 60 * 60 * 1000;
+
+export const override = (machine, source) => machine.healthOverrides.find((o) => o.source === source);
+const has = (machine, source) => override(machine, source) !== undefined;
+
+/** Counts by state, by override source and by machine type, and how many are allocatable. */
+export function fleetCounts(machines) {
+  const byState = { Ready: 0, Assigned: 0, Cleanup: 0 };
+  /** @type {Record<string, number>} */
+  const byOverride = {};
+  /** @type {Record<string, { total: number, allocatable: number }>} */
+  const byType = {};
+  let allocatable = 0;
+  for (const m of machines) {
+    byState[m.state] = (byState[m.state] ?? 0) + 1;
+    for (const o of m.healthOverrides) byOverride[o.source] = (byOverride[o.source] ?? 0) + 1;
+    const type = (byType[m.machineType] ??= { total: 0, allocatable: 0 });
+    type.total += 1;
+    if (m.allocatable) {
+      allocatable += 1;
+      type.allocatable += 1;
+    }
+  }
+  return { total: machines.length, allocatable, byState, byOverride, byType };
+}
+
+/** The issue a machine is quarantined for: the tenant's report, else the repair request's. */
+export const issueOf = (machine) => override(machine, SOURCES.reported)?.issue ?? override(machine, SOURCES.repairRequest)?.issue;
+
+/**
+ * Where each machine is in the repair pipeline (API.md's overrides):
+ * quarantined: a tenant's report without a repair request (auto-repair off, a failed repair, or held back);
+ * waiting: a repair request no repair tenant has claimed; inRepair: a repair request and an instance (the claim);
+ * outForRepair: taken out by a provider or escalated after repeated repairs.
+ */
+export function pipeline(machines) {
+  const byAge = (source) => (a, b) => (override(a, source)?.createdAt ?? '').localeCompare(override(b, source)?.createdAt ?? '');
+  const quarantined = machines.filter((m) => has(m, SOURCES.reported) && !has(m, SOURCES.repairRequest) && !has(m, SOURCES.outForRepair));
+  const waiting = machines.filter((m) => has(m, SOURCES.repairRequest) && !m.instanceId);
+  const inRepair = machines.filter((m) => has(m, SOURCES.repairRequest) && m.instanceId);
+  const outForRepair = machines.filter((m) => has(m, SOURCES.outForRepair));
+  return {
+    quarantined: quarantined.sort(byAge(SOURCES.reported)),
+    waiting: waiting.sort(byAge(SOURCES.repairRequest)),
+    inRepair: inRepair.sort(byAge(SOURCES.repairRequest)),
+    outForRepair: outForRepair.sort(byAge(SOURCES.outForRepair)),
+  };
+}
+
+/**
+ * Machines whose history may hold a recent repair outcome: repair tenants leave `repair_status` on the machine,
+ * a failed repair leaves it quarantined, an escalation takes it out for repair.
+ */
+export const outcomeCandidates = (machines) =>
+  machines.filter((m) => m.labels?.repair_status !== undefined || (has(m, SOURCES.reported) && !has(m, SOURCES.repairRequest)) || has(m, SOURCES.outForRepair));
+
+/** The newest repair outcome in a machine's history (newest first), or null. */
+export function latestOutcome(history) {
+  const entry = history.find((h) => h.action === 'event-emitted' && OUTCOME_EVENTS.includes(h.message));
+  if (!entry) return null;
+  const released = history.find((h) => h.action === 'instance-released-by-repair-tenant' && h.at <= entry.at);
+  return {
+    machineId: entry.machineId,
+    outcome: entry.message.replace(/^Repair/, ''),
+    at: entry.at,
+    repairStatus: entry.event?.detail?.labels?.repair_status ?? released?.message?.replace(/^repair_status: /, ''),
+    issue: entry.event?.detail?.issue ?? entry.issue,
+  };
+}
+
+/** "45 s", "12 min", "3 h 5 min", "2 d 4 h". @param {number} ms */
+export function duration(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s} s`;
+  const min = Math.floor(s / 60);
+  if (min < 60) return `${min} min`;
+  const hours = Math.floor(min / 60);
+  if (hours < 24) return `${hours} h ${min % 60} min`;
+  return `${Math.floor(hours / 24)} d ${hours % 24} h`;
+}
+
+/** @param {string | undefined} iso @param {number} now */
+export const since = (iso, now) => (iso ? duration(now - Date.parse(iso)) : '');
+
+/** "HARDWARE: ECC errors" @param {{ category: string, summary: string } | undefined} issue */
+export const issueText = (issue) => (issue ? `${issue.category}: ${issue.summary}` : '');
+
+/**
+ * A meta-instance's status as people read it. Failures up to the limit are retried at once (still Placing);
+ * past it the reconciler backs off (Retrying).
+ */
+export function metaStatus(meta, maxFailures) {
+  const n = meta.consecutiveFailures ?? 0;
+  const max = maxFailures ?? '?';
+  if (meta.status === 'Retrying') return `Retrying · ${n} consecutive failures (limit ${max}), backing off`;
+  if (n > 0) return `${meta.status} · ${n} of ${max} failures`;
+  return meta.status;
+}
