@@ -31,7 +31,7 @@ export function apiRouteSpecs(): ApiRouteSpec[] {
   return allRoutes(placeholder).map((route) => {
     const isPublic = route.roles === 'public';
     // A route open to several roles goes with the first one listed: the caller it is mainly for.
-    const firstRole = isPublic ? undefined : route.roles[0];
+    const firstRole: Role | undefined = isPublic ? undefined : (route.roles as Role[])[0];
     return {
       operationId: route.operationId,
       method: route.method,

@@ -1,4 +1,4 @@
-import { App, Aspects, type AppProps } from 'aws-cdk-lib';
+import { App, Validations, type AppProps } from 'aws-cdk-lib';
 import nag from 'cdk-nag';
 import { loadSite, type LoadSiteOptions } from './site.ts';
 import { SiteStack, stackNameOf } from './site-stack.ts';
@@ -12,8 +12,8 @@ export interface SiteAppOptions extends LoadSiteOptions {
 }
 
 /**
- * The CDK app of one site: its stack `Fleetward-<site>`, checked by cdk-nag's AwsSolutions pack (an error
- * annotation fails `cdk synth` and `cdk deploy`). Used by bin/cdk.ts and by the tests.
+ * The CDK app of one site: its stack `Fleetward-<site>`, checked by cdk-nag's AwsSolutions pack (a violation
+ * fails `cdk synth` and `cdk deploy`). Used by bin/cdk.ts and by the tests.
  */
 export function buildSiteApp(options: SiteAppOptions = {}) {
   const app = new App(options.appProps);
@@ -25,6 +25,8 @@ export function buildSiteApp(options: SiteAppOptions = {}) {
     // Environment-agnostic unless the CLI knows the target account (cdk deploy with credentials).
     env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
   });
-  Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));
+  // cdk-nag 3 is a policy validation plugin: a violation stops synthesis with a report; acknowledgments are
+  // `Validations.of(construct).acknowledge(...)` next to the resource, each with its reason.
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
   return { app, stack, site };
 }

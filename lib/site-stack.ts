@@ -1,4 +1,4 @@
-import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, Tags, Validations, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, HttpNoneAuthorizer, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
@@ -16,7 +16,6 @@ import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
-import nag from 'cdk-nag';
 import type { Construct } from 'constructs';
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { createLeaseMs } from '#domain/instances.ts';
@@ -26,8 +25,6 @@ import { apiRouteSpecs, ROUTE_GROUPS, type RouteGroup } from './api-routes.ts';
 import { FleetwardFunction, FUNCTION_RUNTIME, handlerEntry } from './fleetward-function.ts';
 import type { LoadedSite } from './site.ts';
 import { streamFilters } from './stream-filters.ts';
-
-const { NagSuppressions } = nag;
 
 /** Namespace and name of the stuck-repair metric the sweep reports (see docs/deploy.md for its dimensions). */
 export const METRICS_NAMESPACE = 'Fleetward';
@@ -49,7 +46,8 @@ export interface SiteStackProps extends StackProps {
 
 function attributeOf(definition: CreateTableCommandInput, name: string): Attribute {
   const declared = definition.AttributeDefinitions?.find((a) => a.AttributeName === name)?.AttributeType;
-  const type = { S: AttributeType.STRING, N: AttributeType.NUMBER, B: AttributeType.BINARY }[declared ?? ''];
+  const types: Record<string, AttributeType> = { S: AttributeType.STRING, N: AttributeType.NUMBER, B: AttributeType.BINARY };
+  const type = declared ? types[declared] : undefined;
   if (!type) throw new Error(`table definition: attribute ${name} has no usable type (${declared})`);
   return { name, type };
 }
@@ -62,8 +60,8 @@ function keysOf(definition: CreateTableCommandInput, schema: CreateTableCommandI
   return { partitionKey: attributeOf(definition, hash), ...(range ? { sortKey: attributeOf(definition, range) } : {}) };
 }
 
-const projectionOf = (type: string | undefined) =>
-  ({ ALL: ProjectionType.ALL, KEYS_ONLY: ProjectionType.KEYS_ONLY, INCLUDE: ProjectionType.INCLUDE })[type ?? 'ALL'] ?? ProjectionType.ALL;
+const projections: Record<string, ProjectionType> = { ALL: ProjectionType.ALL, KEYS_ONLY: ProjectionType.KEYS_ONLY, INCLUDE: ProjectionType.INCLUDE };
+const projectionOf = (type: string | undefined) => projections[type ?? 'ALL'] ?? ProjectionType.ALL;
 
 function billingOf(definition: CreateTableCommandInput): BillingMode {
   if (definition.BillingMode !== 'PAY_PER_REQUEST') throw new Error(`table definition: expected on-demand billing, got ${definition.BillingMode}`);
@@ -224,13 +222,11 @@ export class SiteStack extends Stack {
       onFailure: new SqsDlq(this.streamFailures),
     });
     mapping.node.addDependency(this.streamFunction.role);
-    NagSuppressions.addResourceSuppressions(this.streamFailures, [
-      {
-        id: 'AwsSolutions-SQS3',
-        reason:
-          'This queue is itself a dead-letter destination: the stream mapping sends it the records it gave up on; a DLQ of a DLQ would only hide them further.',
-      },
-    ]);
+    Validations.of(this.streamFailures).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        'This queue is itself a dead-letter destination: the stream mapping sends it the records it gave up on; a DLQ of a DLQ would only hide them further.',
+    });
 
     // -- the sweep schedule -------------------------------------------------------------------------------------
     new Schedule(this, 'SweepSchedule', {
@@ -308,13 +304,11 @@ export class SiteStack extends Stack {
 
     // -- alarms -------------------------------------------------------------------------------------------------
     this.alarmTopic = new Topic(this, 'Alarms', { displayName: `Fleetward ${site.name} alarms`, enforceSSL: true });
-    NagSuppressions.addResourceSuppressions(this.alarmTopic, [
-      {
-        id: 'AwsSolutions-SNS2',
-        reason:
-          'CloudWatch alarms cannot publish to a topic encrypted with the AWS managed SNS key, and the topic carries only alarm state changes, no fleet data; a customer managed key adds cost without protecting anything.',
-      },
-    ]);
+    Validations.of(this.alarmTopic).acknowledge({
+      id: 'AwsSolutions-SNS2',
+      reason:
+        'CloudWatch alarms cannot publish to a topic encrypted with the AWS managed SNS key, and the topic carries only alarm state changes, no fleet data; a customer managed key adds cost without protecting anything.',
+    });
     const alarm = (id: string, description: string, metric: IMetric, threshold: number, evaluationPeriods = 1) => {
       const created = new Alarm(this, id, {
         alarmDescription: `Fleetward ${site.name}: ${description}`,
@@ -369,25 +363,10 @@ export class SiteStack extends Stack {
     );
 
     // -- justified exceptions for the whole stack ---------------------------------------------------------------
-    NagSuppressions.addStackSuppressions(this, [
-      {
-        id: 'AwsSolutions-L1',
-        reason: `DESIGN.md pins the Lambda runtime to ${FUNCTION_RUNTIME.name}: the local runner, the tests and the dependencies are verified on Node 22; moving to a newer runtime is a deliberate upgrade, not a drive-by.`,
-      },
-    ]);
-    NagSuppressions.addResourceSuppressionsByPath(
-      this,
-      this.node.path + '/SweepSchedule',
-      [
-        {
-          id: 'AwsSolutions-IAM5',
-          reason:
-            'The scheduler role may invoke the sweep function and its versions (`<function arn>:*`), as the scheduler target grants; the resource is still this one function.',
-          appliesTo: [{ regex: '/^Resource::<SweepHandler.*\\.Arn>:\\*$/g' }],
-        },
-      ],
-      true,
-    );
+    Validations.of(this).acknowledge({
+      id: 'AwsSolutions-L1',
+      reason: `DESIGN.md pins the Lambda runtime to ${FUNCTION_RUNTIME.name}: the local runner, the tests and the dependencies are verified on Node 22; moving to a newer runtime is a deliberate upgrade, not a drive-by.`,
+    });
 
     // -- outputs ------------------------------------------------------------------------------------------------
     new CfnOutput(this, 'ApiUrl', { value: this.stage.url, description: 'Base URL of the HTTP API' });

@@ -120,10 +120,11 @@ export function createApi(baseUrl) {
     }
   }
 
-  return { get, list, optional, setToken, hasToken: () => token !== '', signOut: () => {
-      // A person who signs out means to give another token: stop minting local ones.
-      localTokens = false;
-      setToken('');
-    },
-  };
+  /** A person who signs out means to give another token: stop minting local ones. */
+  function signOut() {
+    localTokens = false;
+    setToken('');
+  }
+
+  return { get, list, optional, setToken, signOut };
 }

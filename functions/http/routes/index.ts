@@ -5,6 +5,7 @@ import { adminSafetyRoutes } from './admin-safety.ts';
 import { adminRoutes } from './admin.ts';
 import { instanceRoutes } from './instances.ts';
 import { metaInstanceRoutes } from './meta-instances.ts';
+import { openApiRoutes } from './openapi.ts';
 import { siteAgentRoutes } from './site-agent.ts';
 import { tenantMachineRoutes } from './tenant-machines.ts';
 
@@ -17,4 +18,5 @@ export const allRoutes = (ctx: AppContext): Route[] => [
   ...adminOverrideRoutes(ctx),
   ...adminSafetyRoutes(ctx),
   ...siteAgentRoutes(ctx),
+  ...openApiRoutes(() => allRoutes(ctx)),
 ];
