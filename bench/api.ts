@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { parseSiteConfig } from '#config/site-config.ts';
 import { startLocalSite, type LocalSite } from '#local/site.ts';
 import { createDocumentClient } from '#store/client.ts';
@@ -32,17 +33,25 @@ cleanup_ms = 20
 `;
 export const API_SWEEP_INTERVAL_MS = 60_000;
 
+/** What one API call cost, two ways. */
+export interface OperationCost {
+  /** The DynamoDB requests the call itself made (attributed through its request context), with their capacity. */
+  attributed: Cost;
+  /** `site.ctx.store.meter` (and the request counter) before vs after the call: includes anything else that ran meanwhile. */
+  meterWindow: Cost;
+}
+
 export interface ApiCycle {
   createMs: number;
   releaseMs: number;
-  createCost: Cost;
-  releaseCost: Cost;
+  create: OperationCost;
+  release: OperationCost;
 }
 
 export interface ApiBench {
   site: LocalSite;
   tableName: string;
-  /** One round trip: create (timed), wait until Ready and the stream is quiet, release (timed), wait until the machine is back. */
+  /** One round: create (timed), wait until Ready and the site is quiet, release (timed), wait until the machine is back and the site is quiet. */
   cycle(): Promise<ApiCycle>;
   stop(): Promise<void>;
 }
@@ -69,16 +78,29 @@ export async function startApiBench(endpoint: string, id: string, progress: (lin
     },
   });
   try {
-    const requests = countRequests(site.ctx.store.client);
-    const meter = site.ctx.store.meter;
-    // Our own reads (waiting for states) go through a separate client, so they never show in the site's meter.
-    const observer = new FleetStore(createDocumentClient(endpoint), tableName);
     const token = await site.issuer.mint({ sub: 'bench-user', org: ORG, roles: ['tenant'] }, '2h');
+
+    // Which DynamoDB requests belong to which API call. The local server verifies each request's token before it
+    // runs the handler, in that request's async context; tagging the context there marks everything the call does,
+    // and nothing the stream reactions or the sweep do. Every verification sets the tag, to our call's name for our
+    // token and to none for any other (the agent's reports), because the context it lands on can be the keep-alive
+    // connection's, which the next request on that connection would otherwise inherit. The wrapper only observes:
+    // it calls the issuer's own verify.
+    const calls = new AsyncLocalStorage<string | undefined>();
+    let currentCall: string | undefined;
+    const verify = site.issuer.verify.bind(site.issuer);
+    site.issuer.verify = (presented) => {
+      calls.enterWith(presented === token ? currentCall : undefined);
+      return verify(presented);
+    };
+    const requests = countRequests(site.ctx.store.client, () => calls.getStore());
+    const meter = site.ctx.store.meter;
+    // Our own reads (waiting for states) go through a separate client, so they never show in the site's figures.
+    const observer = new FleetStore(createDocumentClient(endpoint), tableName);
     const base = `${site.url}/v2/org/${ORG}/nico/instance`;
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const createBody = JSON.stringify({ machineType: MACHINE_TYPE });
 
-    /** No request of the site's in flight for a few consecutive looks, a few ms apart. */
     const quiet = async (deadline: number) => {
       for (let calm = 0; calm < QUIET_LOOKS; ) {
         if (Date.now() > deadline) throw new Error(`bench: the site did not go quiet; site log:\n${siteLog.join('\n')}`);
@@ -110,41 +132,50 @@ export async function startApiBench(endpoint: string, id: string, progress: (lin
       return page.items.length === API_MACHINES && page.items.every((m) => m.heartbeatLive && m.state === 'Ready');
     }, 30_000);
 
-    const cycle = async (): Promise<ApiCycle> => {
-      const beforeCreate = snapshot(meter, requests);
+    let callsMade = 0;
+    /** One timed HTTP call, tagged; the attributed cost is collected later, once the site is quiet. */
+    const call = async (method: string, url: string, body: string | undefined, expect: number) => {
+      const tag = `${method}#${++callsMade}`;
+      currentCall = tag;
+      const before = snapshot(meter, requests);
       const t0 = performance.now();
-      const created = await fetch(base, { method: 'POST', headers, body: createBody });
-      const createdText = await created.text();
-      const createMs = performance.now() - t0;
-      const createCost = subtractCost(snapshot(meter, requests), beforeCreate);
-      if (created.status !== 201) throw new Error(`bench: create answered ${created.status}: ${createdText}`);
-      const instance = JSON.parse(createdText) as { id: string; machineId: string };
+      const response = await fetch(url, { method, headers: body === undefined ? { authorization: headers.authorization } : headers, ...(body === undefined ? {} : { body }) });
+      const text = await response.text();
+      const ms = performance.now() - t0;
+      const meterWindow = subtractCost(snapshot(meter, requests), before);
+      currentCall = undefined;
+      if (response.status !== expect) throw new Error(`bench: ${method} ${url} answered ${response.status}: ${text}`);
+      return { tag, ms, meterWindow, body: text };
+    };
 
+    const cycle = async (): Promise<ApiCycle> => {
+      const created = await call('POST', base, createBody, 201);
+      const instance = JSON.parse(created.body) as { id: string; machineId: string };
       await until(`instance ${instance.id} Ready`, async () => (await observer.getInstance(instance.id))?.status === 'Ready');
+      const createAttributed = requests.take(created.tag);
 
-      const beforeRelease = snapshot(meter, requests);
-      const t1 = performance.now();
-      const released = await fetch(`${base}/${encodeURIComponent(instance.id)}`, { method: 'DELETE', headers: { authorization: headers.authorization } });
-      const releasedText = await released.text();
-      const releaseMs = performance.now() - t1;
-      const releaseCost = subtractCost(snapshot(meter, requests), beforeRelease);
-      if (released.status !== 202) throw new Error(`bench: release answered ${released.status}: ${releasedText}`);
-
+      const released = await call('DELETE', `${base}/${encodeURIComponent(instance.id)}`, undefined, 202);
       await until(`machine ${instance.machineId} back in the pool`, async () => {
         const machine = await observer.getMachine(instance.machineId);
         return machine?.state === 'Ready' && (await observer.getInstance(instance.id))?.status === 'Terminated';
       });
-      return { createMs, releaseMs, createCost, releaseCost };
+      const releaseAttributed = requests.take(released.tag);
+      if (Object.keys(createAttributed.requests).length === 0 || Object.keys(releaseAttributed.requests).length === 0) {
+        throw new Error('bench: no DynamoDB request was attributed to an API call; the token-verification hook no longer sees the calls');
+      }
+      return {
+        createMs: created.ms,
+        releaseMs: released.ms,
+        create: { attributed: createAttributed, meterWindow: created.meterWindow },
+        release: { attributed: releaseAttributed, meterWindow: released.meterWindow },
+      };
     };
 
     return {
       site,
       tableName,
       cycle,
-      async stop() {
-        observer.client.destroy();
-        await site.stop();
-      },
+      stop: () => site.stop(),
     };
   } catch (error) {
     await site.stop();

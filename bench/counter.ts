@@ -1,35 +1,75 @@
+import type { ConsumedCapacity } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { CapacityMeter } from '#store/fleet-store.ts';
-import type { Cost } from './stats.ts';
+import { zeroCost, type Cost } from './stats.ts';
+
+const WRITE_COMMANDS = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'TransactWriteItemsCommand', 'BatchWriteItemCommand']);
 
 export interface RequestCounter {
-  /** Requests sent so far, by command name (GetItemCommand, QueryCommand, TransactWriteItemsCommand, ...). */
+  /** Everything the client sent, by command name (GetItemCommand, QueryCommand, TransactWriteItemsCommand, ...). */
   counts: Record<string, number>;
   /** Requests sent and not yet answered. */
   inFlight(): number;
+  /** What was sent on behalf of one tag (see `tagOf`), with the capacity DynamoDB reported for it; forgets it. */
+  take(tag: string): Cost;
+}
+
+/** Capacity units in a response's ConsumedCapacity (one entry, or one per table for transactions). */
+export function units(consumed: ConsumedCapacity | ConsumedCapacity[] | undefined): number {
+  const list = Array.isArray(consumed) ? consumed : consumed ? [consumed] : [];
+  return list.reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
 }
 
 /**
- * Counts the DynamoDB requests a document client sends, by command name, through an SDK middleware: no change to
- * the store, and the counts line up with FleetStore's meter (which only knows capacity and writes).
+ * Counts the DynamoDB requests a document client sends through an SDK middleware, with no change to the store.
+ * `tagOf` names who is asking (an AsyncLocalStorage store, say): requests made under a tag are also tallied for it,
+ * with the capacity each response reports, counted the way FleetStore's meter counts it (write requests and their
+ * units, read units of reads).
  */
-export function countRequests(client: DynamoDBDocumentClient, name = 'fleetward-bench-request-counter'): RequestCounter {
+export function countRequests(client: DynamoDBDocumentClient, tagOf: () => string | undefined = () => undefined, name = 'fleetward-bench-request-counter'): RequestCounter {
   const counts: Record<string, number> = {};
+  const tagged = new Map<string, Cost>();
   let pending = 0;
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const command = context.commandName ?? 'unknown';
       counts[command] = (counts[command] ?? 0) + 1;
+      const tag = tagOf();
+      let cost: Cost | undefined;
+      if (tag !== undefined) {
+        cost = tagged.get(tag) ?? zeroCost();
+        tagged.set(tag, cost);
+        cost.requests[command] = (cost.requests[command] ?? 0) + 1;
+      }
       pending++;
       try {
-        return await next(args);
+        const result = await next(args);
+        if (cost) {
+          // As the meter does: a write request and its units once it succeeded.
+          const consumed = units((result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity);
+          if (WRITE_COMMANDS.has(command)) {
+            cost.writes += 1;
+            cost.writeUnits += consumed;
+          } else {
+            cost.readUnits += consumed;
+          }
+        }
+        return result;
       } finally {
         pending--;
       }
     },
     { step: 'initialize', name },
   );
-  return { counts, inFlight: () => pending };
+  return {
+    counts,
+    inFlight: () => pending,
+    take(tag) {
+      const cost = tagged.get(tag) ?? zeroCost();
+      tagged.delete(tag);
+      return cost;
+    },
+  };
 }
 
 /** A snapshot of a store's meter and its request counts, to subtract later. */

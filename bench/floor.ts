@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, waitUntilTableExists, type ConsumedCapacity } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { HistoryEntry, Instance, Machine } from '#domain/model.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { fromInstanceItem, fromMachineItem, historyItem, instanceItem, keys, machineItem } from '#store/items.ts';
 import { indexes, tableDefinition } from '#store/table.ts';
-import { countRequests } from './counter.ts';
+import { countRequests, units } from './counter.ts';
 import type { Cost } from './stats.ts';
 
 /**
@@ -33,11 +33,6 @@ export interface Floor {
   seeded: { machines: number };
   cycle(): Promise<FloorCycle>;
   stop(): Promise<void>;
-}
-
-function units(consumed: ConsumedCapacity | ConsumedCapacity[] | undefined): number {
-  const list = Array.isArray(consumed) ? consumed : consumed ? [consumed] : [];
-  return list.reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
 }
 
 async function copySiteItems(endpoint: string, from: string, to: DynamoDBDocumentClient, toTable: string, machineType: string): Promise<number> {

@@ -89,7 +89,7 @@ export function perOperation(costs: readonly Cost[]) {
       value: Object.fromEntries(Object.entries(total.requests).sort().map(([name, count]) => [name, round(count / n)])),
     },
     spread: {
-      unit: 'per-operation min..max (equal when no background work leaked into a measurement window)',
+      unit: 'per-operation min..max',
       writes: [Math.min(...writes), Math.max(...writes)],
       write_units: [Math.min(...units), Math.max(...units)],
     },

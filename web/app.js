@@ -89,12 +89,15 @@ async function refresh() {
 /** Read the history of machines that may have a recent repair outcome, once per machine version. */
 async function loadOutcomes(/** @type {any[]} */ machines) {
   const stale = outcomeCandidates(machines).filter((m) => state.outcomes.get(m.id)?.version !== m.version);
-  await Promise.all(
-    stale.map(async (m) => {
-      const history = await api.list(`/admin/machines/${encodeURIComponent(m.id)}/history`, 50, 1);
-      state.outcomes.set(m.id, { version: m.version, outcome: latestOutcome(history) });
-    }),
-  );
+  // A few at a time: after a storm there may be many.
+  for (let i = 0; i < stale.length; i += 8) {
+    await Promise.all(
+      stale.slice(i, i + 8).map(async (m) => {
+        const history = await api.list(`/admin/machines/${encodeURIComponent(m.id)}/history`, 50, 1);
+        state.outcomes.set(m.id, { version: m.version, outcome: latestOutcome(history) });
+      }),
+    );
+  }
 }
 
 /** The machine chosen in the URL (#machine/<id>): its record and its newest history entries. */
@@ -168,7 +171,7 @@ function renderFleet(/** @type {any[]} */ machines) {
       { class: 'stats' },
       stat('machines', counts.total, 'total-count'),
       stat('allocatable', counts.allocatable, 'allocatable-count'),
-      ...Object.entries(counts.byState).map(([s, n]) => stat(s, n, `state-count-${s}`)),
+      stat('not allocatable', counts.total - counts.allocatable, 'not-allocatable-count'),
     ),
     h(
       'div',
@@ -299,11 +302,11 @@ function renderPipeline(/** @type {any[]} */ machines, /** @type {number} */ now
       : null,
     table({
       caption: 'Completed and failed in the last 24 h',
-      columns: ['Machine', 'Outcome', 'When', 'repair_status', 'Issue'],
+      columns: ['Machine', 'Outcome', 'When', 'repair_status', 'Issue repaired'],
       rows: recent.map((o) => [
         machineLink(o.machineId),
         h('span', { class: `badge ${o.outcome === 'Completed' ? 'good' : 'bad'}` }, o.outcome),
-        time(o.at),
+        h('span', null, time(o.at), h('span', { class: 'muted' }, ` (${since(o.at, now)} ago)`)),
         o.repairStatus ?? '',
         o.issue ? issueCell(o.issue) : '',
       ]),
@@ -391,6 +394,7 @@ function renderMachines() {
       ]),
       empty: filter ? 'No machine matches.' : 'No machines registered.',
       testid: 'machines-table',
+      compact: true,
     }),
   );
 }

@@ -20,12 +20,12 @@ function nodes(children) {
 
 /**
  * A table with a caption and a header row; `empty` is shown in one full-width cell when there are no rows.
- * @param {{ caption: unknown, columns: string[], rows: unknown[][], empty?: string, testid?: string, rowTestid?: string }} spec
+ * @param {{ caption: unknown, columns: string[], rows: unknown[][], empty?: string, testid?: string, rowTestid?: string, compact?: boolean }} spec
  */
-export function table({ caption, columns, rows, empty = 'None.', testid, rowTestid }) {
+export function table({ caption, columns, rows, empty = 'None.', testid, rowTestid, compact = false }) {
   return h(
     'table',
-    { 'data-testid': testid },
+    { 'data-testid': testid, class: compact ? 'compact' : undefined },
     h('caption', null, caption),
     h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col' }, c)))),
     h(

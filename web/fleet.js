@@ -42,13 +42,14 @@ export const issueOf = (machine) => override(machine, SOURCES.reported)?.issue ?
 /**
  * Where each machine is in the repair pipeline (API.md's overrides):
  * quarantined: a tenant's report without a repair request (auto-repair off, a failed repair, or held back);
- * waiting: a repair request no repair tenant has claimed; inRepair: a repair request and an instance (the claim);
+ * waiting: a repair request no repair tenant has claimed (nor can: out for repair); inRepair: a repair request and an instance (the claim);
  * outForRepair: taken out by a provider or escalated after repeated repairs.
  */
 export function pipeline(machines) {
   const byAge = (source) => (a, b) => (override(a, source)?.createdAt ?? '').localeCompare(override(b, source)?.createdAt ?? '');
   const quarantined = machines.filter((m) => has(m, SOURCES.reported) && !has(m, SOURCES.repairRequest) && !has(m, SOURCES.outForRepair));
-  const waiting = machines.filter((m) => has(m, SOURCES.repairRequest) && !m.instanceId);
+  // Out for repair keeps repair tenants away too: such a machine is listed there, not as waiting.
+  const waiting = machines.filter((m) => has(m, SOURCES.repairRequest) && !m.instanceId && !has(m, SOURCES.outForRepair));
   const inRepair = machines.filter((m) => has(m, SOURCES.repairRequest) && m.instanceId);
   const outForRepair = machines.filter((m) => has(m, SOURCES.outForRepair));
   return {
@@ -70,13 +71,16 @@ export const outcomeCandidates = (machines) =>
 export function latestOutcome(history) {
   const entry = history.find((h) => h.action === 'event-emitted' && OUTCOME_EVENTS.includes(h.message));
   if (!entry) return null;
-  const released = history.find((h) => h.action === 'instance-released-by-repair-tenant' && h.at <= entry.at);
+  const before = history.slice(history.indexOf(entry));
+  const released = before.find((h) => h.action === 'instance-released-by-repair-tenant');
+  // What was repaired: the tenant's report that started it.
+  const reported = before.find((h) => h.action === 'instance-released' && h.issue);
   return {
     machineId: entry.machineId,
     outcome: entry.message.replace(/^Repair/, ''),
     at: entry.at,
     repairStatus: entry.event?.detail?.labels?.repair_status ?? released?.message?.replace(/^repair_status: /, ''),
-    issue: entry.event?.detail?.issue ?? entry.issue,
+    issue: reported?.issue ?? entry.event?.detail?.issue,
   };
 }
 

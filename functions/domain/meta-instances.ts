@@ -218,16 +218,19 @@ function place(s: MetaSnapshot): MetaDecision {
   // Replacing failed members is capped site-wide, so a fleet-wide event does not turn into a replacement storm.
   const replacing = healthy.length > 0 || meta.consecutiveFailures > 0;
   const cap = rules.maxReplacementsInFlight;
-  if (cap !== undefined && replacing && (rules.replacementsInFlight ?? 0) + plan.machines.length > cap) {
+  const slots = cap === undefined || !replacing ? MAX_GROUP : cap - (rules.replacementsInFlight ?? 0);
+  if (slots <= 0) {
     return placementFailed(s, `waiting for a replacement slot: ${rules.replacementsInFlight ?? 0} of ${cap} replacements in flight site-wide`);
   }
+  // Under the cap a large group is replaced a few at a time; the rest follow as slots free up.
   const assignments = plan.machines
-    .slice(0, MAX_GROUP)
+    .slice(0, Math.min(MAX_GROUP, slots))
     .map((machine) => assignInstance(machine, { ...s.newInstance(machine), metaInstanceId: meta.id, replacement: replacing }, now));
-  const change = mergeChanges(
-    withMeta(meta, { status: 'Ready', placementError: undefined, nextAttemptAt: undefined, consecutiveFailures: 0 }, now),
-    ...assignments.map((a) => a.change),
-  );
+  const complete = assignments.length === plan.machines.length;
+  const status = complete
+    ? { status: 'Ready' as const, placementError: undefined, nextAttemptAt: undefined, consecutiveFailures: 0 }
+    : { placementError: `waiting for a replacement slot: placed ${assignments.length} of ${plan.machines.length}, cap ${cap} in flight site-wide` };
+  const change = mergeChanges(withMeta(meta, status, now), ...assignments.map((a) => a.change));
   return { kind: 'commit', change, summary: `placed ${assignments.length}` };
 }
 

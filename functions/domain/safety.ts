@@ -54,7 +54,7 @@ export function recordQuarantine(safety: SafetyState, fleetSize: number, machine
   if (storm.state === 'tripped') {
     return { safety: { ...safety, quarantines, repairStorm: { ...storm, heldBack: [...new Set([...storm.heldBack, machineId])] } }, policy: { kind: 'hold-back', trips: false } };
   }
-  const tooMany = quarantines.length > rules.maxQuarantines || quarantines.length > rules.maxFraction * fleetSize;
+  const tooMany = quarantines.length > rules.maxQuarantines || quarantines.length / fleetSize > rules.maxFraction;
   if (!tooMany) return { safety: { ...safety, quarantines }, policy: { kind: 'request' } };
   return {
     safety: { ...safety, quarantines, repairStorm: { state: 'tripped', trippedAt: now.toISOString(), heldBack: [machineId] } },

@@ -38,7 +38,7 @@ export function watchRepair(machine: Machine, now: Date, sla: RepairSla): Repair
   const since = Date.parse(at.since);
   let deadline = since + (at.stage === 'unclaimed' ? sla.claimMs : sla.repairMs);
   if (at.stage === 'in-repair') {
-    const eta = Date.parse(machine.labels.repair_eta ?? '');
+    const eta = /^\d{4}-\d{2}-\d{2}/.test(machine.labels.repair_eta ?? '') ? Date.parse(machine.labels.repair_eta!) : Number.NaN;
     if (Number.isFinite(eta)) deadline = Math.min(deadline, eta);
   }
   return {

@@ -9,7 +9,7 @@ export const handler = lazy(() => {
   const sweepOnce = createSweepHandler(contextFromEnv());
   return async () => {
     const result = await sweepOnce();
-    // Site dimension comes from the stack; the RepairsStuck alarm watches this metric.
+    // The RepairsStuck alarm watches this metric (site dimension set in lambda-context.ts).
     sharedMetrics.publishStoredMetrics();
     return result;
   };

@@ -122,7 +122,7 @@ const asObject = (schema: z.ZodType) => schema as z.ZodObject;
 
 function operation(route: Route): RouteConfig {
   const isPublic = route.roles === 'public';
-  const roles = isPublic ? ['public'] : route.roles;
+  const roles: string[] = route.roles === 'public' ? ['public'] : route.roles;
   return {
     method: route.method.toLowerCase() as RouteConfig['method'],
     path: route.path,

@@ -33,6 +33,8 @@ function configFromEnv(env: NodeJS.ProcessEnv): SiteConfig {
 /** The context of a deployed Lambda, from its environment; built once per cold start. */
 export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext & { idempotencyTable: string } {
   const config = configFromEnv(env);
+  // Two sites in one account must not share the RepairsStuck alarm.
+  sharedMetrics.setDefaultDimensions({ site: config.site.name });
   const names = tableNamesFromEnv(env);
   const client = createDocumentClient(env.AWS_ENDPOINT_URL_DYNAMODB);
   const agentUrl = env.SITE_AGENT_URL ?? config.site.agent_url;

@@ -38,19 +38,14 @@ export async function watchStuckRepairs(ctx: AppContext): Promise<RepairWatch[]>
   return stuck;
 }
 
-/** `GET /admin/repairs`: every machine with a repair request, where it is and how long it has waited. */
-export async function listRepairs(ctx: AppContext, stuckOnly: boolean) {
+/** `GET /admin/repairs`: machines with a repair request, where each is and how long it has waited (a page may hold fewer than `limit` when only stuck ones are asked for). */
+export async function listRepairs(ctx: AppContext, stuckOnly: boolean, page: { limit: number; nextToken?: string | undefined }) {
   const now = ctx.clock.now();
   const sla = repairSla(ctx.config);
-  const watches: RepairWatch[] = [];
-  let nextToken: string | undefined;
-  do {
-    const page = await ctx.store.machinesAwaitingRepair({ limit: 500, nextToken });
-    for (const machine of page.items) {
-      const watch = watchRepair(machine, now, sla);
-      if (watch && (!stuckOnly || watch.stuck)) watches.push(watch);
-    }
-    nextToken = page.nextToken;
-  } while (nextToken);
-  return watches.map(({ machineId, since, waitingMinutes, stage, stuck, deadline }) => ({ machineId, since, waitingMinutes, stage, stuck, deadline }));
+  const result = await ctx.store.machinesAwaitingRepair(page);
+  const items = result.items
+    .map((machine) => watchRepair(machine, now, sla))
+    .filter((watch): watch is RepairWatch => watch !== null && (!stuckOnly || watch.stuck))
+    .map(({ machineId, since, waitingMinutes, stage, stuck, deadline }) => ({ machineId, since, waitingMinutes, stage, stuck, deadline }));
+  return { items, nextToken: result.nextToken };
 }

@@ -130,7 +130,8 @@ describe('concurrency', () => {
       expect(ready.createAttempts).toBe(1);
       expect(await agentCreates(instance.id)).toHaveLength(1);
     }
-  });
+    // 50 contended placements cost a few seconds on an idle machine and several times that on a loaded CI box.
+  }, 90_000);
 
   it('an Idempotency-Key replay returns the same instance and assigns nothing more; another body with the key is 422', async () => {
     const assigned = async () => (await machines('state=Assigned')).length;

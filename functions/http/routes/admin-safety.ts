@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { emptyQuery } from '#domain/schemas.ts';
+import { emptyQuery, pageQuery } from '#domain/schemas.ts';
 import type { AppContext } from '#services/context.ts';
 import { resetRepairStorm, showSafety } from '#services/safety.ts';
 import { listRepairs } from '#services/stuck-repairs.ts';
@@ -33,8 +33,11 @@ export function adminSafetyRoutes(ctx: AppContext): Route[] {
       path: '/admin/repairs',
       roles: ['provider-admin'],
       summary: 'Machines with a repair request: unclaimed or in repair, how long they waited; ?stuck=true for those past their SLA',
-      query: z.strictObject({ stuck: z.enum(['true', 'false']).transform((v) => v === 'true').optional() }),
-      handle: async ({ query }) => ({ status: 200, body: { items: await listRepairs(ctx, query.stuck ?? false) } }),
+      query: z.strictObject({ ...pageQuery, stuck: z.enum(['true', 'false']).transform((v) => v === 'true').optional() }),
+      handle: async ({ query }) => {
+        const page = await listRepairs(ctx, query.stuck ?? false, query);
+        return { status: 200, body: { items: page.items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) } };
+      },
     }),
   ];
 }

@@ -1,0 +1,215 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureChromium, installTimeoutMs, launchBrowser, until, type TestBrowser } from '#test/support/browser.ts';
+import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { actors, claimForRepair, repairRelease, reportIssue, setRepairStatus, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+
+// The dashboard in Debian's Chromium, asserting what a person sees.
+
+// 4 gb200 and 2 h100 machines; the repair-storm breaker out of the way (with 6 machines one report would trip it).
+const site6 = `
+[instance_create_retry]
+base_delay_ms = 10
+timeout_ms = 2000
+[repair_storm]
+max_quarantines = 100
+max_fraction = 1
+[simulator]
+machines = [ { type = "gb200", count = 4, racks = 2 }, { type = "h100", count = 2, racks = 1 } ]
+heartbeat_interval_seconds = 0.2
+provision_ms = 20
+cleanup_ms = 20
+`;
+
+describe('dashboard', () => {
+  let site: TestSite;
+  let who: Actors;
+  let browser: TestBrowser;
+  let page: Page;
+  const pageErrors: string[] = [];
+  let repaired = '';
+
+  const text = async (testid: string, p = page) => (await p.getByTestId(testid).first().textContent()) ?? '';
+  const count = async (testid: string) => (await page.getByTestId(testid).locator('.value').textContent())?.trim();
+  const row = (table: string, machineId: string, p = page) => p.getByTestId(table).locator('tbody tr').filter({ hasText: machineId });
+
+  beforeAll(async () => {
+    ensureChromium();
+    site = await startTestSite({ config: testConfig(site6) });
+    who = await actors(site);
+    await waitForFleet(site, who.admin, 6);
+    browser = await launchBrowser();
+    page = await browser.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+  }, installTimeoutMs + 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await site?.stop();
+  });
+
+  it('is served at / and signs in by itself with a local provider token', async () => {
+    await page.goto(`${site.url}/`);
+    expect(page.url()).toBe(`${site.url}/dashboard/`);
+    await until(page, 'six allocatable machines', async () => (await count('allocatable-count')) === '6');
+    expect(await count('total-count')).toBe('6');
+    expect(await page.getByTestId('by-state').locator('tbody tr').allTextContents()).toEqual(['Ready6', 'Assigned0', 'Cleanup0']);
+    expect(await text('refresh-status')).toMatch(/^Last refreshed .* \(refreshes every 2 s\)$/);
+    expect(await page.getByRole('heading', { name: 'Repair pipeline' }).isVisible()).toBe(true);
+    expect(await page.getByTestId('errors').isVisible()).toBe(false);
+    expect(await page.getByTestId('login').isVisible()).toBe(false);
+    // Every machine is listed, each a link to its detail.
+    expect(await page.getByTestId('machines-table').locator('tbody tr a.machine').count()).toBe(6);
+  });
+
+  it('a release with an issue: the machine waits for a repair tenant with its issue, and the counts change', async () => {
+    repaired = await reportIssue(site, who, { category: 'hardware', summary: 'ECC errors', details: 'DIMM 2' });
+    const waiting = row('pipeline-waiting', repaired);
+    await until(page, `${repaired} waiting for a repair tenant`, async () => (await waiting.count()) === 1);
+    const cells = await waiting.locator('td').allTextContents();
+    expect(cells[0]).toBe(repaired);
+    expect(cells[1]).toBe('HARDWARE ECC errors');
+    expect(cells[2]).toMatch(/^\d+ s/); // waiting for: seconds so far
+    await until(page, 'five allocatable machines', async () => (await count('allocatable-count')) === '5');
+    expect(await count('waiting-count')).toBe('1');
+    const byOverride = await page.getByTestId('by-override').locator('tbody tr').allTextContents();
+    expect(byOverride).toEqual(['repair-request1', 'tenant-reported-issue1']);
+  });
+
+  it('a repair: in repair with its repair_status, then completed and back in the allocatable count', async () => {
+    const instanceId = await claimForRepair(site, who, repaired);
+    const inRepair = row('pipeline-in-repair', repaired);
+    await until(page, `${repaired} in repair`, async () => (await inRepair.count()) === 1 && (await inRepair.textContent())?.includes('InProgress'));
+    expect(await inRepair.textContent()).toContain(instanceId);
+    expect(await row('pipeline-waiting', repaired).count()).toBe(0);
+
+    await setRepairStatus(site, who, repaired, 'Completed');
+    await repairRelease(site, who, instanceId, repaired);
+    const outcome = row('pipeline-outcomes', repaired);
+    await until(page, `${repaired} completed`, async () => (await outcome.count()) === 1);
+    const cells = await outcome.locator('td').allTextContents();
+    expect(cells[1]).toBe('Completed');
+    expect(cells[3]).toBe('Completed');
+    expect(cells[4]).toBe('HARDWARE ECC errors'); // what was repaired
+    await until(page, 'six allocatable machines again', async () => (await count('allocatable-count')) === '6');
+    expect(await count('in-repair-count')).toBe('0');
+    expect(await page.getByTestId('by-override').locator('tbody tr').allTextContents()).toEqual(['No machine has a health override.']);
+  });
+
+  it('a failed repair: quarantined again with the default issue, listed as failed', async () => {
+    const machineId = await reportIssue(site, who, { category: 'network', summary: 'IB link flaps', details: 'port 3' });
+    const instanceId = await claimForRepair(site, who, machineId);
+    await setRepairStatus(site, who, machineId, null);
+    await repairRelease(site, who, instanceId, machineId);
+    const quarantined = row('pipeline-quarantined', machineId);
+    await until(page, `${machineId} quarantined`, async () => (await quarantined.count()) === 1);
+    expect(await quarantined.textContent()).toContain('OTHER RepairSystem processing incomplete');
+    const outcome = row('pipeline-outcomes', machineId);
+    await until(page, `${machineId} failed`, async () => (await outcome.count()) === 1);
+    expect((await outcome.locator('td').allTextContents())[1]).toBe('Failed');
+    expect(await count('quarantined-count')).toBe('1');
+  });
+
+  it('machine detail: overrides, labels and the history timeline', async () => {
+    await row('pipeline-outcomes', repaired).getByRole('link', { name: repaired }).click();
+    const detail = page.getByTestId('machine-detail');
+    await until(page, 'the machine detail', async () => (await detail.isVisible()) && (await page.getByTestId('history-entry').count()) > 0);
+    expect(page.url()).toBe(`${site.url}/dashboard/#machine/${repaired}`);
+    expect(await detail.getByRole('heading', { level: 2 }).textContent()).toContain(`Machine ${repaired}`);
+    expect(await text('detail-allocatable')).toBe('yes');
+    expect(await page.getByTestId('detail-overrides').locator('tbody').textContent()).toBe('No health overrides.');
+    expect(await page.getByTestId('detail-labels').locator('tbody tr').allTextContents()).toContain('repair_statusCompleted');
+    // Wait for the delivery entries the stream adds after the release.
+    await until(page, 'RepairCompleted delivered', async () => (await text('history')).includes('event-delivered RepairCompleted'));
+    const timeline = await page.getByTestId('history-entry').allTextContents();
+    const has = (fragment: string) => timeline.some((entry) => entry.includes(fragment));
+    expect(has('instance-released ')).toBe(true);
+    expect(has('Issue: HARDWARE ECC errors — DIMM 2')).toBe(true);
+    expect(has('instance-released-by-repair-tenant repair_status: Completed by repair-bot')).toBe(true);
+    expect(has('event-emitted RepairCompleted')).toBe(true);
+    expect(has('event-emitted RepairRequested')).toBe(true);
+    expect(has('health-override-removed')).toBe(true);
+    expect(has('healthOverride: repair-request → ∅')).toBe(true);
+    // Newest first.
+    expect(timeline.findIndex((e) => e.includes('RepairCompleted'))).toBeLessThan(timeline.findIndex((e) => e.includes('RepairRequested')));
+
+    const dir = await mkdtemp(join(tmpdir(), 'fleetward-dashboard-'));
+    const file = join(dir, 'dashboard.png');
+    await page.screenshot({ path: file, fullPage: true });
+    console.log(`dashboard screenshot: ${file}`);
+
+    await detail.getByRole('link', { name: 'Close' }).click();
+    await until(page, 'the detail closed', async () => !(await detail.isVisible()));
+  });
+
+  it('meta-instances with their status', async () => {
+    const created = await site.call('POST', '/v2/org/acme/nico/meta-instance', { token: who.tenant, body: { machineType: 'h100', minNodes: 2 } });
+    expect(created.status).toBe(201);
+    const meta = page.getByTestId('meta-row').filter({ hasText: created.body.id });
+    await until(page, 'the meta-instance Ready', async () => (await meta.count()) === 1 && (await meta.textContent())?.includes('Ready'));
+    const cells = await meta.locator('td').allTextContents();
+    expect(cells.slice(0, 5)).toEqual([created.body.id, 'acme', 'h100', '2 of 2', 'Ready']);
+  });
+
+  it('shows the repair-storm breaker and stuck repairs when the API answers, and hides them on 404', async () => {
+    const only = (path: string) => (url: URL) => url.pathname === path;
+    // Whatever this API version answers, fix the answers: absent first.
+    await page.route(only('/admin/safety'), (route) => route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"status":404,"code":"route-not-found"}' }));
+    await page.route(only('/admin/repairs'), (route) => route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"status":404,"code":"route-not-found"}' }));
+    await until(page, 'no safety panel', async () => !(await page.getByTestId('safety').isVisible()) && (await page.getByTestId('pipeline-stuck').count()) === 0);
+    expect(await page.getByTestId('errors').isVisible()).toBe(false);
+
+    await page.unrouteAll();
+    const since = new Date(Date.now() - 90 * 60_000).toISOString();
+    await page.route(only('/admin/safety'), (route) =>
+      route.fulfill({ json: { repairStorm: { state: 'tripped', trippedAt: since, heldBack: [repaired] }, replacementsInFlight: 1 } }),
+    );
+    await page.route(only('/admin/repairs'), (route) => route.fulfill({ json: { items: [{ machineId: repaired, since, waitingMinutes: 90, stage: 'unclaimed' }] } }));
+    await until(page, 'the tripped breaker', async () => (await page.getByTestId('safety').isVisible()) && (await text('breaker-state')).startsWith('tripped'));
+    expect(await text('held-back')).toBe(repaired);
+    const stuck = row('pipeline-stuck', repaired);
+    await until(page, 'the stuck repair', async () => (await stuck.count()) === 1);
+    expect(await stuck.locator('td').allTextContents()).toEqual([repaired, 'unclaimed', '1 h 30 min', expect.any(String)]);
+    await page.unrouteAll();
+  });
+
+  it('shows a failing API call instead of staying silent, and recovers', async () => {
+    await page.route(
+      (url) => url.pathname === '/admin/machines',
+      (route) => route.fulfill({ status: 500, contentType: 'application/problem+json', body: JSON.stringify({ status: 500, code: 'internal-error', detail: 'An internal error occurred' }) }),
+    );
+    await until(page, 'the error', async () => (await page.getByTestId('errors').isVisible()) && (await text('errors')).includes('GET /admin/machines?limit=500: 500 internal-error: An internal error occurred'));
+    expect(await text('refresh-status')).toMatch(/^Refresh failed at .*; showing data from /);
+    expect(await count('total-count')).toBe('6'); // the last data stays on screen
+    await page.unrouteAll();
+    await until(page, 'the recovery', async () => !(await page.getByTestId('errors').isVisible()) && (await text('refresh-status')).startsWith('Last refreshed'));
+  });
+
+  it('asks for a token where the API cannot mint one, and keeps it for the tab', async () => {
+    const other = await browser.newPage();
+    try {
+      await other.route((url) => url.pathname === '/_local/token', (route) => route.fulfill({ status: 404, body: 'not found' }));
+      await other.goto(`${site.url}/dashboard/`);
+      const login = other.getByTestId('login');
+      await until(other, 'the sign-in form', async () => login.isVisible());
+      expect(await other.getByRole('heading', { name: 'Sign in' }).isVisible()).toBe(true);
+      expect(await other.locator('#main').isVisible()).toBe(false);
+      await other.getByLabel('Bearer token').fill(await site.token('ops', ['provider-admin'], 'alice'));
+      await other.getByRole('button', { name: 'Use token' }).click();
+      await until(other, 'the fleet', async () => (await other.getByTestId('total-count').locator('.value').textContent()) === '6');
+      expect(await login.isVisible()).toBe(false);
+      await other.reload();
+      await until(other, 'the fleet after a reload', async () => (await other.getByTestId('total-count').locator('.value').textContent()) === '6');
+      expect(await login.isVisible()).toBe(false);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('had no script errors', () => {
+    expect(pageErrors).toEqual([]);
+  });
+});

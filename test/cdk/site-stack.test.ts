@@ -1,0 +1,396 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { entityOfRecord, eventOfRecord } from '#handlers/stream.ts';
+import { idempotencyTableDefinition, tableDefinition } from '#store/table.ts';
+import { apiRouteSpecs, ROUTE_GROUPS } from '#lib/api-routes.ts';
+import { buildSiteApp } from '#lib/app.ts';
+import type { SiteStack } from '#lib/site-stack.ts';
+import { streamFilters } from '#lib/stream-filters.ts';
+import cdkJson from '../../cdk.json' with { type: 'json' };
+
+// One synthesis for the whole file (of the sample real site), bundling skipped: the assertions read its template,
+// its cdk-nag validation report and the acknowledgments recorded on its constructs.
+const SITE = 'example-aws';
+let outdir: string;
+let stack: SiteStack;
+let template: Template;
+let synthError: Error | undefined;
+let nagViolations: Array<{ ruleName: string; violatingConstructs: Array<{ constructPath: string }> }> = [];
+let acknowledgments: Array<{ path: string; id: string; reason: string }> = [];
+
+beforeAll(() => {
+  outdir = mkdtempSync(join(tmpdir(), 'fleetward-cdk-'));
+  const built = buildSiteApp({
+    site: SITE,
+    appProps: { outdir, context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [] } },
+  });
+  stack = built.stack;
+  try {
+    built.app.synth();
+  } catch (error) {
+    synthError = error as Error; // validation failures: reported by the cdk-nag test below, with the report
+  }
+  template = Template.fromJSON(JSON.parse(readFileSync(join(outdir, `${stack.artifactId}.template.json`), 'utf8')));
+  const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as {
+    pluginReports: Array<{ pluginName: string; violations: typeof nagViolations }>;
+  };
+  nagViolations = report.pluginReports.flatMap((plugin) => plugin.violations);
+  acknowledgments = built.app.node.findAll().flatMap((construct) =>
+    construct.node.metadata
+      .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+      .flatMap((entry) => Object.entries(entry.data as Record<string, string>).map(([id, reason]) => ({ path: construct.node.path, id, reason }))),
+  );
+}, 120_000);
+
+afterAll(() => {
+  if (outdir) rmSync(outdir, { recursive: true, force: true });
+});
+
+const resourcesOf = (type: string) => Object.entries(template.findResources(type)) as Array<[string, { Properties: any }]>;
+const logicalIdOf = (construct: { node: { defaultChild?: unknown } }) => stack.getLogicalId(construct.node.defaultChild as never);
+
+describe('the site stack', () => {
+  it('is named after the site and synthesizes cleanly', () => {
+    expect(stack.stackName).toBe(`Fleetward-${SITE}`);
+    expect(synthError?.message).toBeUndefined();
+  });
+
+  it('passes the AwsSolutions checks of cdk-nag', () => {
+    expect(nagViolations.map((v) => `${v.ruleName} at ${v.violatingConstructs.map((c) => c.constructPath).join(', ')}`)).toEqual([]);
+  });
+
+  it('acknowledges only justified cdk-nag findings, each with a real reason', () => {
+    expect(acknowledgments.length).toBeGreaterThan(0);
+    const publicRoutes = apiRouteSpecs().filter((route) => route.public);
+    for (const ack of acknowledgments) {
+      expect(ack.reason.length, `${ack.id} at ${ack.path}`).toBeGreaterThanOrEqual(60);
+      expect(ack.reason).not.toMatch(/^(todo|tbd|n\/a|none|suppress(ed)?|ok|fine)\b/i);
+    }
+    // The list of what is acknowledged, and where: a new one must be added here on purpose.
+    const ruleOf = (id: string) => id.replace(/^[A-Za-z-]+::/, '').replace(/\[.*$/, '');
+    expect(new Set(acknowledgments.map((ack) => ruleOf(ack.id)))).toEqual(
+      new Set(['AwsSolutions-L1', 'AwsSolutions-SQS3', 'AwsSolutions-IAM5', ...(publicRoutes.length ? ['AwsSolutions-APIG4'] : [])]),
+    );
+    const at = (rule: string) => acknowledgments.filter((ack) => ruleOf(ack.id) === rule).map((ack) => ack.path.replace(`${stack.node.path}/`, ''));
+    expect(at('AwsSolutions-L1')).toEqual([stack.node.path]);
+    expect(at('AwsSolutions-SQS3')).toEqual(['StreamFailures']);
+    expect(at('AwsSolutions-IAM5')).toEqual(['SweepScheduleRole']);
+    // The IAM5 acknowledgment covers exactly one finding: the sweep function's own `<arn>:*`.
+    const iam5 = acknowledgments.find((ack) => ruleOf(ack.id) === 'AwsSolutions-IAM5')!;
+    expect(iam5.id).toContain(`[Resource::<${logicalIdOf(stack.sweepFunction.function)}.Arn>:*]`);
+    expect(at('AwsSolutions-APIG4')).toHaveLength(publicRoutes.length);
+  });
+});
+
+describe('HTTP API', () => {
+  // The routes of API.md, the contract: each must be wired whatever the route table says.
+  const contract = [
+    'POST /v2/org/{org}/nico/instance',
+    'GET /v2/org/{org}/nico/instance',
+    'GET /v2/org/{org}/nico/instance/{id}',
+    'PATCH /v2/org/{org}/nico/instance/{id}',
+    'DELETE /v2/org/{org}/nico/instance/{id}',
+    'POST /api/v1/instances/release',
+    'GET /v2/org/{org}/nico/machine',
+    'GET /v2/org/{org}/nico/machine/{machineId}',
+    'PATCH /v2/org/{org}/nico/machine/{machineId}',
+    'POST /v2/org/{org}/nico/meta-instance',
+    'GET /v2/org/{org}/nico/meta-instance',
+    'GET /v2/org/{org}/nico/meta-instance/{id}',
+    'DELETE /v2/org/{org}/nico/meta-instance/{id}',
+    'POST /admin/machines',
+    'GET /admin/machines',
+    'GET /admin/machines/{id}',
+    'GET /admin/machines/{id}/health-overrides',
+    'POST /admin/machines/{id}/health-overrides',
+    'DELETE /admin/machines/{id}/health-overrides/{source}',
+    'PATCH /admin/machines/{id}/labels',
+    'GET /admin/machines/{id}/history',
+    'PUT /admin/tenants/{org}',
+    'GET /admin/config',
+    'GET /admin/safety',
+    'POST /admin/safety/repair-storm/reset',
+    'GET /admin/repairs',
+    'POST /site/v1/heartbeats',
+    'POST /site/v1/machines/{id}/cleanup',
+  ];
+
+  const routes = () => new Map(resourcesOf('AWS::ApiGatewayV2::Route').map(([, r]) => [r.Properties.RouteKey as string, r.Properties]));
+  const jwtAuthorizerId = () => {
+    const authorizers = resourcesOf('AWS::ApiGatewayV2::Authorizer');
+    expect(authorizers).toHaveLength(1);
+    return authorizers[0]![0];
+  };
+
+  it('has a JWT authorizer with the issuer and audience of the site config', () => {
+    const { config } = stack.site;
+    template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
+      AuthorizerType: 'JWT',
+      IdentitySource: ['$request.header.Authorization'],
+      JwtConfiguration: { Issuer: config.auth.issuer, Audience: [config.auth.audience] },
+    });
+  });
+
+  it('wires every API.md route behind the JWT authorizer', () => {
+    const wired = routes();
+    const authorizer = jwtAuthorizerId();
+    for (const key of contract) {
+      const route = wired.get(key);
+      expect(route, key).toBeDefined();
+      expect(route.AuthorizationType, key).toBe('JWT');
+      expect(route.AuthorizerId, key).toEqual({ Ref: authorizer });
+    }
+  });
+
+  it('wires exactly the route table, each route to its group function; only public routes go without a token', () => {
+    const wired = routes();
+    const specs = apiRouteSpecs();
+    expect([...wired.keys()].sort()).toEqual(specs.map((s) => `${s.method} ${s.path}`).sort());
+    const integrations = new Map(resourcesOf('AWS::ApiGatewayV2::Integration').map(([id, r]) => [id, r.Properties]));
+    const authorizer = jwtAuthorizerId();
+    for (const spec of specs) {
+      const route = wired.get(`${spec.method} ${spec.path}`);
+      if (spec.public) {
+        expect(route.AuthorizationType).toBe('NONE');
+      } else {
+        expect(route.AuthorizationType).toBe('JWT');
+        expect(route.AuthorizerId).toEqual({ Ref: authorizer });
+      }
+      const integrationId = (route.Target['Fn::Join'][1] as unknown[]).find((part: any) => part.Ref)!;
+      const integration = integrations.get((integrationId as { Ref: string }).Ref);
+      expect(integration.IntegrationUri['Fn::GetAtt'][0], `${spec.method} ${spec.path}`).toBe(logicalIdOf(stack.apiFunctions[spec.group].function));
+      expect(integration.PayloadFormatVersion).toBe('2.0');
+    }
+  });
+
+  it('runs one function per route group, all on the api handler module, with access logs on the stage', () => {
+    expect(Object.keys(stack.apiFunctions).sort()).toEqual([...ROUTE_GROUPS].sort());
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      AccessLogSettings: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('requestId') },
+    });
+  });
+});
+
+describe('functions', () => {
+  const functions = () => resourcesOf('AWS::Lambda::Function');
+
+  it('run Node 22 on arm64 with the environment the handlers read, from the site config', () => {
+    const { config } = stack.site;
+    expect(functions()).toHaveLength(ROUTE_GROUPS.length + 2);
+    for (const [id, fn] of functions()) {
+      expect(fn.Properties.Runtime, id).toBe('nodejs22.x');
+      expect(fn.Properties.Architectures, id).toEqual(['arm64']);
+      expect(fn.Properties.Handler, id).toBe('index.handler');
+      const env = fn.Properties.Environment.Variables;
+      expect(env.TABLE_NAME, id).toEqual({ Ref: logicalIdOf(stack.table) });
+      expect(env.IDEMPOTENCY_TABLE_NAME, id).toEqual({ Ref: logicalIdOf(stack.idempotencyTable) });
+      expect(env.EVENT_BUS_NAME, id).toEqual({ Ref: logicalIdOf(stack.bus) });
+      expect(env.SITE_AGENT_URL, id).toBe(config.site.agent_url);
+      expect(JSON.parse(env.SITE_CONFIG_JSON), id).toEqual(config);
+    }
+  });
+
+  it('log to their own log group, with a retention', () => {
+    for (const [id, fn] of functions()) {
+      expect(fn.Properties.LoggingConfig.LogGroup, id).toEqual({ Ref: expect.any(String) });
+    }
+    for (const [id, group] of resourcesOf('AWS::Logs::LogGroup')) {
+      expect(group.Properties.RetentionInDays, id).toBeGreaterThan(0);
+    }
+  });
+});
+
+describe('table', () => {
+  const tables = () => new Map(resourcesOf('AWS::DynamoDB::Table'));
+
+  it('is on-demand, with point-in-time recovery, deletion protection and a stream of both images', () => {
+    const table = tables().get(logicalIdOf(stack.table))!;
+    expect(table.Properties).toMatchObject({
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      DeletionProtectionEnabled: true,
+      StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
+    });
+    template.hasResource('AWS::DynamoDB::Table', { Properties: Match.objectLike({ DeletionProtectionEnabled: true }), DeletionPolicy: 'Retain' });
+  });
+
+  it('has the keys and GSIs of tableDefinition(), exactly', () => {
+    const definition = tableDefinition('x');
+    const table = tables().get(logicalIdOf(stack.table))!.Properties;
+    const byName = <T extends { AttributeName?: string; IndexName?: string }>(list: T[]) =>
+      [...list].sort((a, b) => String(a.AttributeName ?? a.IndexName).localeCompare(String(b.AttributeName ?? b.IndexName)));
+    expect(table.KeySchema).toEqual(definition.KeySchema);
+    expect(byName(table.AttributeDefinitions)).toEqual(byName(definition.AttributeDefinitions!));
+    expect(byName(table.GlobalSecondaryIndexes)).toEqual(byName(definition.GlobalSecondaryIndexes!));
+  });
+
+  it('keeps idempotency records in their own table with a TTL on `expiration`', () => {
+    const definition = idempotencyTableDefinition('x');
+    const table = tables().get(logicalIdOf(stack.idempotencyTable))!.Properties;
+    expect(table.KeySchema).toEqual(definition.KeySchema);
+    expect(table.AttributeDefinitions).toEqual(definition.AttributeDefinitions);
+    expect(table.TimeToLiveSpecification).toEqual({ AttributeName: 'expiration', Enabled: true });
+    expect(table.BillingMode).toBe('PAY_PER_REQUEST');
+  });
+});
+
+describe('stream reactions', () => {
+  it('map the table stream to the stream handler with bounded, partial-failure-aware retries and a DLQ', () => {
+    const mappings = resourcesOf('AWS::Lambda::EventSourceMapping');
+    expect(mappings).toHaveLength(1);
+    const mapping = mappings[0]![1].Properties;
+    expect(mapping).toMatchObject({
+      EventSourceArn: { 'Fn::GetAtt': [logicalIdOf(stack.table), 'StreamArn'] },
+      FunctionName: { Ref: logicalIdOf(stack.streamFunction.function) },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BisectBatchOnFunctionError: true,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [logicalIdOf(stack.streamFailures), 'Arn'] } } },
+    });
+    expect(mapping.MaximumRetryAttempts).toBeGreaterThanOrEqual(0);
+    expect(mapping.MaximumRetryAttempts).toBeLessThanOrEqual(20);
+    expect(mapping.MaximumRecordAgeInSeconds).toBeGreaterThanOrEqual(60);
+    expect(mapping.MaximumRecordAgeInSeconds).toBeLessThanOrEqual(6 * 3600);
+    expect(mapping.FilterCriteria.Filters).toEqual(streamFilters().map((f) => ({ Pattern: f.pattern })));
+  });
+
+  // A small evaluator of the Lambda filter syntax the stack uses (literals, prefix, exists), to check the filters
+  // against the stream handler's own decisions on sample records.
+  function matches(pattern: unknown, value: unknown): boolean {
+    if (Array.isArray(pattern)) {
+      return pattern.some((rule) => {
+        if (rule && typeof rule === 'object' && 'prefix' in rule) return typeof value === 'string' && value.startsWith(rule.prefix);
+        if (rule && typeof rule === 'object' && 'exists' in rule) return (value !== undefined) === rule.exists;
+        return value === rule;
+      });
+    }
+    if (!pattern || typeof pattern !== 'object') throw new Error(`unsupported pattern ${JSON.stringify(pattern)}`);
+    return Object.entries(pattern).every(([key, inner]) => matches(inner, (value as Record<string, unknown> | undefined)?.[key]));
+  }
+
+  const record = (eventName: 'INSERT' | 'MODIFY' | 'REMOVE', pk: string, sk: string, newImage?: Record<string, unknown>): DynamoDBRecord => ({
+    eventName,
+    eventSource: 'aws:dynamodb',
+    dynamodb: {
+      Keys: { pk: { S: pk }, sk: { S: sk } },
+      ...(eventName === 'REMOVE' ? {} : { NewImage: { pk: { S: pk }, sk: { S: sk }, ...newImage } as never }),
+    },
+  });
+  const event = { event: { M: { type: { S: 'RepairRequested' }, detail: { M: { machineId: { S: 'm1' } } } } }, machineId: { S: 'm1' }, at: { S: 'now' } };
+  const samples: Array<[string, DynamoDBRecord]> = [];
+  for (const name of ['INSERT', 'MODIFY', 'REMOVE'] as const) {
+    samples.push(
+      [`${name} machine`, record(name, 'MACHINE#m1', '#MACHINE')],
+      [`${name} instance`, record(name, 'INSTANCE#i1', '#INSTANCE')],
+      [`${name} meta-instance`, record(name, 'META#x1', '#META')],
+      [`${name} tenant`, record(name, 'TENANT#acme', '#TENANT')],
+      [`${name} heartbeat roster`, record(name, 'SITE', 'HEARTBEAT')],
+      [`${name} history with event`, record(name, 'MACHINE#m1', 'HISTORY#2025#ab', event)],
+      [`${name} history without event`, record(name, 'MACHINE#m1', 'HISTORY#2025#cd')],
+      [`${name} look-alike`, record(name, 'MACHINES#m1', '#MACHINES')],
+    );
+  }
+
+  it.each(samples)('let through exactly what the stream handler acts on: %s', (_name, sample) => {
+    const wanted = entityOfRecord(sample) !== null || eventOfRecord(sample) !== null;
+    const passes = streamFilters().some((filter) => matches(JSON.parse(filter.pattern as string), sample));
+    expect(passes).toBe(wanted);
+  });
+});
+
+describe('schedule, events and alarms', () => {
+  it('invoke the sweep every minute from EventBridge Scheduler', () => {
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Target: { Arn: { 'Fn::GetAtt': [logicalIdOf(stack.sweepFunction.function), 'Arn'] }, RetryPolicy: { MaximumRetryAttempts: 0 } },
+    });
+  });
+
+  it('have a repair event bus with an example rule for RepairRequested', () => {
+    template.resourceCountIs('AWS::Events::EventBus', 1);
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventBusName: { Ref: logicalIdOf(stack.bus) },
+      EventPattern: { source: ['fleetward'], 'detail-type': ['RepairRequested'] },
+      Targets: [Match.objectLike({ Arn: Match.anyValue(), DeadLetterConfig: Match.anyValue() })],
+    });
+  });
+
+  it('alarm on the on-failure queue, on every function error and on repairs stuck past their SLA', () => {
+    const alarms = resourcesOf('AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
+    const topic = { Ref: logicalIdOf(stack.alarmTopic) };
+    for (const alarm of alarms) expect(alarm.AlarmActions).toEqual([topic]);
+    const queueDepth = alarms.find(
+      (a) =>
+        a.MetricName === 'ApproximateNumberOfMessagesVisible' &&
+        a.Dimensions?.[0]?.Value?.['Fn::GetAtt']?.[0] === logicalIdOf(stack.streamFailures),
+    );
+    expect(queueDepth).toMatchObject({ Namespace: 'AWS/SQS', Threshold: 1 });
+    const allFunctions = [...Object.values(stack.apiFunctions), stack.streamFunction, stack.sweepFunction];
+    for (const fn of allFunctions) {
+      const errors = alarms.find(
+        (a) => a.MetricName === 'Errors' && a.Dimensions?.some((d: any) => d.Name === 'FunctionName' && d.Value?.Ref === logicalIdOf(fn.function)),
+      );
+      expect(errors, fn.node.path).toMatchObject({ Namespace: 'AWS/Lambda', Threshold: 1 });
+    }
+    const stuck = alarms.find((a) => a.MetricName === 'RepairsStuck');
+    expect(stuck).toMatchObject({
+      Namespace: 'Fleetward',
+      Threshold: 1,
+      TreatMissingData: 'notBreaching',
+      Dimensions: expect.arrayContaining([{ Name: 'site', Value: SITE }]),
+    });
+  });
+});
+
+describe('IAM', () => {
+  const statementsOf = (role: { node: { defaultChild?: unknown } }) => {
+    const roleId = logicalIdOf(role);
+    return resourcesOf('AWS::IAM::Policy')
+      .filter(([, p]) => p.Properties.Roles.some((r: any) => r.Ref === roleId))
+      .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Array<{ Action: string | string[]; Resource: unknown }>);
+  };
+  const actionsOf = (statements: Array<{ Action: string | string[] }>) => new Set(statements.flatMap((s) => [s.Action].flat()));
+
+  it('grants no dynamodb: action on a wildcard resource', () => {
+    for (const [id, policy] of resourcesOf('AWS::IAM::Policy')) {
+      for (const statement of policy.Properties.PolicyDocument.Statement) {
+        const actions = [statement.Action].flat() as string[];
+        if (!actions.some((a) => a.startsWith('dynamodb:'))) continue;
+        expect(actions.filter((a) => a.includes('*')), id).toEqual([]);
+        const text = JSON.stringify(statement.Resource);
+        expect(statement.Resource, id).not.toBe('*');
+        expect(text, id).not.toMatch(/"\*"|\/\*"|index\/\*/);
+      }
+    }
+  });
+
+  it('gives each function only what it calls', () => {
+    for (const fn of Object.values(stack.apiFunctions)) {
+      const actions = actionsOf(statementsOf(fn.role));
+      expect(actions.has('dynamodb:TransactWriteItems') || actions.has('dynamodb:PutItem')).toBe(true);
+      expect(JSON.stringify(statementsOf(fn.role))).toContain(logicalIdOf(stack.idempotencyTable));
+      expect(actions.has('events:PutEvents')).toBe(false);
+      expect(actions.has('dynamodb:GetRecords')).toBe(false);
+    }
+    const stream = statementsOf(stack.streamFunction.role);
+    expect(actionsOf(stream).has('events:PutEvents')).toBe(true);
+    expect(actionsOf(stream).has('dynamodb:GetRecords')).toBe(true);
+    expect(JSON.stringify(stream)).not.toContain(logicalIdOf(stack.idempotencyTable));
+    const sweep = statementsOf(stack.sweepFunction.role);
+    expect(actionsOf(sweep).has('events:PutEvents')).toBe(false);
+    expect(actionsOf(sweep).has('dynamodb:GetRecords')).toBe(false);
+    expect(JSON.stringify(sweep)).not.toContain(logicalIdOf(stack.idempotencyTable));
+    expect(actionsOf(sweep).has('dynamodb:Scan')).toBe(false);
+  });
+
+  it('attaches no AWS managed policy to the function roles', () => {
+    for (const [id, role] of resourcesOf('AWS::IAM::Role')) expect(role.Properties.ManagedPolicyArns, id).toBeUndefined();
+  });
+});
