@@ -1,0 +1,114 @@
+import { Command, Option } from 'commander';
+import { ApiError } from '../errors.ts';
+import { path } from '../http.ts';
+import { renderTable } from '../output.ts';
+import { action, addWaitOptions, collect, collectLabel, parsePositiveInt, type Runtime, type RuntimeDeps } from '../runtime.ts';
+import { metaInstanceColumns, renderMetaInstance, type MetaInstance } from '../views.ts';
+import { waitFor } from '../wait.ts';
+
+// `fleetward meta-instance ...`: declarative capacity (`/v2/org/{org}/nico/meta-instance`).
+
+interface OrgOption {
+  org?: string;
+}
+interface WaitFlags {
+  wait?: boolean;
+  timeout: number;
+}
+
+const orgOption = () => new Option('--org <org>', 'tenant org (default: FLEETWARD_ORG, the profile, or the token)');
+const base = (rt: Runtime, o: OrgOption) => path`/v2/org/${rt.org(o.org)}/nico/meta-instance`;
+const getMeta = (rt: Runtime, o: OrgOption, id: string) => rt.client.request<MetaInstance>('GET', `${base(rt, o)}${path`/${id}`}`);
+
+const describe = (m: MetaInstance) =>
+  `${m.status}, ${m.instanceIds.length} of ${m.minNodes} instance(s)${m.placementError ? ` (${m.placementError})` : m.lastFailureError ? ` (${m.lastFailureError})` : ''}`;
+
+export function metaInstanceCommand(deps: RuntimeDeps): Command {
+  const meta = new Command('meta-instance').description('meta-instances: keep N machines of a type for the org, optionally on one rack');
+
+  addWaitOptions(
+    meta
+      .command('create')
+      .description('ask for capacity; placed at once when it is available, else kept Placing until it is')
+      .requiredOption('--machine-type <type>', 'machine type')
+      .option('--min-nodes <n>', 'how many machines (1..24)', parsePositiveInt)
+      .option('--machine-id <id>', 'pin a machine (repeatable)', collect)
+      .option('--same-rack', 'all machines on one rack')
+      .option('--label <key=value>', 'a label for its instances (repeatable)', collectLabel)
+      .addOption(orgOption()),
+    'the meta-instance is Ready',
+  ).action(
+    action(deps, async (rt, _args, o: OrgOption & WaitFlags & { machineType: string; minNodes?: number; machineId?: string[]; sameRack?: boolean; label?: Record<string, string> }) => {
+      let created = await rt.client.request<MetaInstance>('POST', base(rt, o), {
+        body: {
+          machineType: o.machineType,
+          ...(o.minNodes !== undefined ? { minNodes: o.minNodes } : {}),
+          ...(o.machineId ? { machineIds: o.machineId } : {}),
+          ...(o.sameRack ? { placement: { sameRack: true } } : {}),
+          ...(o.label ? { labels: o.label } : {}),
+        },
+      });
+      if (o.wait && created.status !== 'Ready') {
+        created = await waitFor({
+          label: `meta-instance ${created.id}`,
+          poll: () => getMeta(rt, o, created.id),
+          check: (m) => (m.status === 'Ready' ? 'done' : 'waiting'),
+          describe,
+          timeoutMs: o.timeout * 1000,
+        });
+      }
+      rt.out.result(created, () => renderMetaInstance(created));
+    }),
+  );
+
+  meta
+    .command('list')
+    .description("the org's meta-instances")
+    .option('--limit <n>', 'at most this many (default: all)', parsePositiveInt)
+    .addOption(orgOption())
+    .action(
+      action(deps, async (rt, _args, o: OrgOption & { limit?: number }) => {
+        const items = await rt.client.list<MetaInstance>(base(rt, o), {}, o.limit);
+        rt.out.result({ items }, () => (items.length === 0 ? 'no meta-instances' : renderTable(items, metaInstanceColumns)));
+      }),
+    );
+
+  meta
+    .command('show')
+    .description('one meta-instance with its instances')
+    .argument('<meta-instance-id>')
+    .addOption(orgOption())
+    .action(
+      action(deps, async (rt, [id], o: OrgOption) => {
+        const found = await getMeta(rt, o, id);
+        rt.out.result(found, () => renderMetaInstance(found));
+      }),
+    );
+
+  addWaitOptions(
+    meta
+      .command('delete')
+      .description('delete a meta-instance; its instances are released with it')
+      .argument('<meta-instance-id>')
+      .addOption(orgOption()),
+    'the meta-instance is gone',
+  ).action(
+    action(deps, async (rt, [id], o: OrgOption & WaitFlags) => {
+      const deleted = await rt.client.request<MetaInstance>('DELETE', `${base(rt, o)}${path`/${id}`}`);
+      if (o.wait) {
+        await waitFor<MetaInstance | null>({
+          label: `meta-instance ${id}`,
+          poll: () => getMeta(rt, o, id).catch((error: unknown) => (error instanceof ApiError && error.problem.status === 404 ? null : Promise.reject(error))),
+          check: (m) => (m === null ? 'done' : 'waiting'),
+          describe: (m) => (m === null ? 'deleted' : describe(m)),
+          timeoutMs: o.timeout * 1000,
+        });
+        rt.out.result({ id, deleted: true }, () => `meta-instance ${id} deleted`);
+        return;
+      }
+      rt.out.result(deleted, () => `deleting meta-instance ${id}\n${renderMetaInstance(deleted)}`);
+    }),
+  );
+
+  return meta;
+}

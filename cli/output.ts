@@ -1,0 +1,97 @@
+import { ApiError, CliError, type ProblemDocument } from './errors.ts';
+
+// Tables and key/value blocks for people, JSON for scripts; errors always on stderr.
+
+export type Format = 'table' | 'json';
+
+export interface Streams {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+export interface Column<T> {
+  header: string;
+  value: (row: T) => unknown;
+}
+
+const cell = (value: unknown): string => {
+  if (value === undefined || value === null || value === '') return '-';
+  if (Array.isArray(value)) return value.length === 0 ? '-' : value.map(cell).join(',');
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+};
+
+/** Columns padded to their widest cell; the last column is not padded. */
+export function renderTable<T>(rows: T[], columns: Column<T>[]): string {
+  const cells = [columns.map((c) => c.header.toUpperCase()), ...rows.map((row) => columns.map((c) => cell(c.value(row))))];
+  const widths = columns.map((_, i) => Math.max(...cells.map((line) => line[i]!.length)));
+  return cells.map((line) => line.map((text, i) => (i === line.length - 1 ? text : text.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+}
+
+export function renderKeyValues(pairs: Array<[string, unknown]>): string {
+  const width = Math.max(...pairs.map(([key]) => key.length)) + 1;
+  return pairs.map(([key, value]) => `${`${key}:`.padEnd(width)}  ${cell(value)}`).join('\n');
+}
+
+/** "12s ago", "3m ago", "2h ago", "4d ago". */
+export function age(iso: string | undefined, now = Date.now()): string {
+  if (!iso) return '-';
+  const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (seconds < 90) return `${seconds}s ago`;
+  if (seconds < 90 * 60) return `${Math.round(seconds / 60)}m ago`;
+  if (seconds < 36 * 3600) return `${Math.round(seconds / 3600)}h ago`;
+  return `${Math.round(seconds / 86400)}d ago`;
+}
+
+export const formatLabels = (labels: Record<string, string> | undefined): string =>
+  Object.entries(labels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+
+export class Output {
+  readonly format: Format;
+  readonly streams: Streams;
+  constructor(format: Format, streams: Streams = { stdout: process.stdout, stderr: process.stderr }) {
+    this.format = format;
+    this.streams = streams;
+  }
+
+  get json(): boolean {
+    return this.format === 'json';
+  }
+
+  /** In JSON mode the value itself; otherwise what `human` renders. */
+  result(value: unknown, human: () => string): void {
+    this.line(this.json ? JSON.stringify(value, null, 2) : human());
+  }
+
+  line(text: string): void {
+    this.streams.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  /** Progress and notes for people: stderr, so stdout stays what a script reads. */
+  note(text: string): void {
+    this.streams.stderr.write(`${text}\n`);
+  }
+
+  /** The problem's detail and field errors (or, with --output json, the problem document) on stderr. */
+  error(error: unknown): number {
+    if (error instanceof ApiError) {
+      this.streams.stderr.write(this.json ? `${JSON.stringify(error.problem, null, 2)}\n` : describeProblem(error.problem));
+      return 1;
+    }
+    if (error instanceof CliError) {
+      this.streams.stderr.write(this.json ? `${JSON.stringify({ error: error.message })}\n` : `error: ${error.message}\n`);
+      return error.exitCode;
+    }
+    this.streams.stderr.write(`error: ${(error as Error)?.stack ?? String(error)}\n`);
+    return 1;
+  }
+}
+
+export function describeProblem(problem: ProblemDocument): string {
+  const tag = [problem.status, problem.code].filter(Boolean).join(' ');
+  const lines = [`error: ${problem.detail ?? problem.title ?? 'request failed'} (${tag})`];
+  for (const field of problem.errors ?? []) lines.push(`  ${field.path || '(body)'}: ${field.message}`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,55 @@
+import { Command, CommanderError, Option } from 'commander';
+import { devCommand } from './commands/dev.ts';
+import { instanceCommand } from './commands/instance.ts';
+import { machineCommand } from './commands/machine.ts';
+import { metaInstanceCommand } from './commands/meta-instance.ts';
+import { profileCommand } from './commands/profile.ts';
+import { tenantCommand } from './commands/tenant.ts';
+import { versionCommand } from './commands/version.ts';
+import { exitCodes } from './errors.ts';
+import { Output, type Format } from './output.ts';
+import type { RuntimeDeps } from './runtime.ts';
+
+// The `fleetward` command line: global options, the command groups, and how a run ends (exit code, errors on
+// stderr).
+
+export function buildProgram(deps: RuntimeDeps = {}): Command {
+  const program = new Command('fleetward')
+    .description("Fleetward CLI: operate one site's GPU fleet over its HTTP API")
+    .option('--url <url>', 'API base URL (env FLEETWARD_URL; default http://127.0.0.1:8080)')
+    .option('--token <token>', 'bearer token (env FLEETWARD_TOKEN)')
+    .option('--profile <name>', 'profile from the config file (env FLEETWARD_PROFILE; file: FLEETWARD_CONFIG or ~/.config/fleetward/config.json)')
+    .addOption(new Option('-o, --output <format>', 'table for people, json for scripts').choices(['table', 'json']).default('table'))
+;
+
+  for (const make of [machineCommand, instanceCommand, metaInstanceCommand, tenantCommand, versionCommand, devCommand, profileCommand]) {
+    program.addCommand(make(deps));
+  }
+  // Commands built with `new Command()` do not inherit settings: apply them to the whole tree.
+  const configure = (command: Command) => {
+    command.exitOverride().showHelpAfterError('(add --help for usage)').showSuggestionAfterError().configureHelp({ showGlobalOptions: true });
+    if (deps.streams) {
+      const { stdout, stderr } = deps.streams;
+      command.configureOutput({ writeOut: (s) => void stdout.write(s), writeErr: (s) => void stderr.write(s) });
+    }
+    command.commands.forEach(configure);
+  };
+  configure(program);
+  return program;
+}
+
+/** Runs one command line; resolves to the exit code. `argv` is `process.argv` (node, script, args...). */
+export async function main(argv: string[], deps: RuntimeDeps = {}): Promise<number> {
+  const program = buildProgram(deps);
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and --version end with code 0; usage mistakes were already printed by commander.
+      return error.exitCode === 0 ? 0 : exitCodes.usage;
+    }
+    const format = (program.opts<{ output?: Format }>().output ?? 'table') as Format;
+    return new Output(format, deps.streams).error(error);
+  }
+}
