@@ -114,6 +114,9 @@ describe('repair-storm breaker', () => {
     expect(sources(await machine(site, who.admin, b))).toEqual(['repair-request', 'tenant-reported-issue']);
     const c = await reportIssue(site, who, { category: 'other', summary: 'second storm 3' });
     expect(a).not.toBe(c);
+    // c may have been repaired in an earlier test: count only what this test causes.
+    await site.streamIdle();
+    const requestsForC = deliveredOf(site, 'RepairRequested', c).length;
     const tripped = await safety();
     expect(tripped.repairStorm).toMatchObject({ state: 'tripped', heldBack: [c] });
     await site.eventually(async () => deliveredOf(site, 'RepairStormDetected').length === 2);
@@ -142,7 +145,7 @@ describe('repair-storm breaker', () => {
     expect(reset.body).toMatchObject({ repairStorm: { state: 'closed', heldBack: [] }, heldBackAtReset: [c], applied: [] });
     expect(sources(await machine(site, who.admin, c))).toEqual(['tenant-reported-issue']);
     await site.streamIdle();
-    expect(deliveredOf(site, 'RepairRequested', c)).toEqual([]);
+    expect(deliveredOf(site, 'RepairRequested', c)).toHaveLength(requestsForC);
     // Resetting a closed breaker is harmless: nothing held back, nothing applied.
     const again = await site.call('POST', path, { token: who.admin, body: { applyHeldBack: true } });
     expect(again.body).toMatchObject({ repairStorm: { state: 'closed', heldBack: [] }, heldBackAtReset: [], applied: [] });
