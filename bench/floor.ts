@@ -75,6 +75,7 @@ export async function startFloor(endpoint: string, id: string, siteTable: string
   if (machines === 0) throw new Error('bench floor: no allocatable machines to copy from the site table');
   // Counted only after seeding, so the counts are the timed requests alone.
   const requests = countRequests(doc).counts;
+  (globalThis as { __floorDoc?: DynamoDBDocumentClient }).__floorDoc = doc;
 
   const cost = (writes: number, writeUnits: number, readUnits: number, before: Record<string, number>): Cost => {
     const delta: Record<string, number> = {};

@@ -21,9 +21,6 @@ export interface Change {
   history: HistoryEntry[];
 }
 
-export const isEmpty = (change: Change): boolean =>
-  !change.machines?.length && !change.instances?.length && !change.tenants?.length && !change.metaInstances?.length && change.history.length === 0;
-
 /** Several decisions committed as one. Records must not repeat: each is guarded by the version it was read at. */
 export function mergeChanges(...changes: Change[]): Change {
   return {
@@ -37,7 +34,3 @@ export function mergeChanges(...changes: Change[]): Change {
     ...(changes.some((c) => c.resetHeartbeatRoster) ? { resetHeartbeatRoster: true } : {}),
   };
 }
-
-/** How many writes a change makes, to keep it inside one transaction. */
-export const writeCount = (change: Change): number =>
-  (change.machines?.length ?? 0) + (change.instances?.length ?? 0) + (change.tenants?.length ?? 0) + (change.metaInstances?.length ?? 0) + change.history.length;

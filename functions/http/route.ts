@@ -44,3 +44,9 @@ export interface Route<P = any, Q = any, B = any> {
 }
 
 export const defineRoute = <P, Q, B>(route: Route<P, Q, B>): Route<P, Q, B> => route;
+
+/** A list answer (API.md "Lists"): `{ items, nextToken? }`. */
+export const listResult = (items: unknown[], nextToken?: string | undefined): RouteResult => ({
+  status: 200,
+  body: { items, ...(nextToken ? { nextToken } : {}) },
+});

@@ -3,7 +3,7 @@ import { emptyQuery, pageQuery } from '#domain/schemas.ts';
 import type { AppContext } from '#services/context.ts';
 import { resetRepairStorm, showSafety } from '#services/safety.ts';
 import { listRepairs } from '#services/stuck-repairs.ts';
-import { defineRoute, type Route } from '../route.ts';
+import { defineRoute, listResult, type Route } from '../route.ts';
 
 /** Fleet safety: the repair-storm breaker, the replacement cap and repairs nobody finishes. */
 export function adminSafetyRoutes(ctx: AppContext): Route[] {
@@ -36,7 +36,7 @@ export function adminSafetyRoutes(ctx: AppContext): Route[] {
       query: z.strictObject({ ...pageQuery, stuck: z.enum(['true', 'false']).transform((v) => v === 'true').optional() }),
       handle: async ({ query }) => {
         const page = await listRepairs(ctx, query.stuck ?? false, query);
-        return { status: 200, body: { items: page.items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) } };
+        return listResult(page.items, page.nextToken);
       },
     }),
   ];

@@ -4,7 +4,7 @@ import { requireMachine } from '#services/instances.ts';
 import type { AppContext } from '#services/context.ts';
 import { listMachines, registerMachines, showMachine } from '#services/machines.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
-import { defineRoute, type Route } from '../route.ts';
+import { defineRoute, listResult, type Route } from '../route.ts';
 import { version } from '../version.ts';
 
 export function adminRoutes(ctx: AppContext): Route[] {
@@ -31,7 +31,7 @@ export function adminRoutes(ctx: AppContext): Route[] {
       handle: async ({ query }) => {
         const { limit, nextToken, ...filter } = query;
         const page = await listMachines(ctx, { limit, nextToken }, filter);
-        return { status: 200, body: { items: page.items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) } };
+        return listResult(page.items, page.nextToken);
       },
     }),
     defineRoute({
@@ -55,7 +55,7 @@ export function adminRoutes(ctx: AppContext): Route[] {
       handle: async ({ params: p, query }) => {
         await requireMachine(ctx, p.id);
         const page = await ctx.store.listHistory(p.id, query);
-        return { status: 200, body: { items: page.items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) } };
+        return listResult(page.items, page.nextToken);
       },
     }),
     defineRoute({

@@ -13,7 +13,7 @@ import {
 import type { AppContext } from '#services/context.ts';
 import { createInstance, loadOwnInstance, patchInstance, releaseInstance } from '#services/instances.ts';
 import type { Instance } from '#domain/model.ts';
-import { defineRoute, type Route } from '../route.ts';
+import { defineRoute, listResult, type Route } from '../route.ts';
 
 const base = '/v2/org/{org}/nico/instance';
 
@@ -48,7 +48,7 @@ export function instanceRoutes(ctx: AppContext): Route[] {
       response: list(instanceResponse),
       handle: async ({ principal, query }) => {
         const page = await ctx.store.listInstances(principal.org, query);
-        return { status: 200, body: { items: page.items.map(instanceView), ...(page.nextToken ? { nextToken: page.nextToken } : {}) } };
+        return listResult(page.items.map(instanceView), page.nextToken);
       },
     }),
     defineRoute({

@@ -1,14 +1,11 @@
 import { createMetaInstanceBody, emptyQuery, listQuery, params } from '#domain/schemas.ts';
 import type { AppContext } from '#services/context.ts';
 import { createMetaInstance, deleteMetaInstance, listMetaInstances, showMetaInstance } from '#services/meta-instances.ts';
-import { defineRoute, type Route } from '../route.ts';
+import { defineRoute, listResult, type Route } from '../route.ts';
 
 const base = '/v2/org/{org}/nico/meta-instance';
 
-const page = (result: { items: unknown[]; nextToken?: string | undefined }) => ({
-  status: 200,
-  body: { items: result.items, ...(result.nextToken ? { nextToken: result.nextToken } : {}) },
-});
+const page = (result: { items: unknown[]; nextToken?: string | undefined }) => listResult(result.items, result.nextToken);
 
 export function metaInstanceRoutes(ctx: AppContext): Route[] {
   return [

@@ -4,7 +4,7 @@ import type { AppContext } from '#services/context.ts';
 import { hasCapability } from '#services/instances.ts';
 import { tenantPatchMachineLabels, tenantShowMachine } from '#services/machine-actions.ts';
 import { listMachines } from '#services/machines.ts';
-import { defineRoute, type Route } from '../route.ts';
+import { defineRoute, listResult, type Route } from '../route.ts';
 
 const base = '/v2/org/{org}/nico/machine';
 
@@ -25,7 +25,7 @@ export function tenantMachineRoutes(ctx: AppContext): Route[] {
         const { limit, nextToken, healthOverride } = query;
         const page = await listMachines(ctx, { limit, nextToken }, { healthOverride });
         const items = page.items.map(({ instanceId: _hidden, ...machine }) => machine);
-        return { status: 200, body: { items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) } };
+        return listResult(items, page.nextToken);
       },
     }),
     defineRoute({
