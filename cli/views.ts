@@ -1,64 +1,16 @@
+import type { instanceView } from '#domain/instances.ts';
+import type { MachineView } from '#domain/machines.ts';
+import type { metaInstanceView } from '#domain/meta-instances.ts';
+import type { HealthOverride } from '#domain/model.ts';
 import { age, formatLabels, renderKeyValues, renderTable, type Column } from './output.ts';
 
-// How the API's objects look to people (API.md "Objects"). JSON output prints them unchanged.
+// How the API's objects look to people (API.md "Objects"). JSON output prints them unchanged. The types are the
+// views the API answers with (type imports only: the CLI runs none of the domain's code).
 
-export interface HealthOverride {
-  source: string;
-  mode: string;
-  alerts: Array<{ id: string; message: string; classifications: string[] }>;
-  issue?: { category: string; summary: string; details?: string };
-  createdBy: string;
-  createdAt: string;
-}
-
-export interface Machine {
-  id: string;
-  machineType: string;
-  rack: string;
-  state: string;
-  instanceId?: string;
-  labels: Record<string, string>;
-  healthOverrides: HealthOverride[];
-  allocatable: boolean;
-  notAllocatableReasons: string[];
-  lastHeartbeatAt?: string;
-  cleanup?: { phase: string; attempts: number; error?: string };
-  version: number;
-}
-
-export interface Instance {
-  id: string;
-  org: string;
-  name: string;
-  machineId: string;
-  machineType: string;
-  status: string;
-  labels: Record<string, string>;
-  metaInstanceId?: string;
-  createAttempts: number;
-  siteName: string;
-  failureReason?: string;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface MetaInstance {
-  id: string;
-  org: string;
-  machineType: string;
-  minNodes: number;
-  machineIds?: string[];
-  placement: { sameRack: boolean };
-  labels?: Record<string, string>;
-  status: string;
-  instanceIds: string[];
-  consecutiveFailures: number;
-  lastFailureError?: string;
-  placementError?: string;
-  nextAttemptAt?: string;
-  createdAt: string;
-  updatedAt: string;
-}
+export type { HealthOverride };
+export type Machine = MachineView;
+export type Instance = ReturnType<typeof instanceView>;
+export type MetaInstance = ReturnType<typeof metaInstanceView>;
 
 const sources = (m: Machine) => m.healthOverrides.map((o) => o.source);
 

@@ -4,20 +4,12 @@ import { renderTable } from '../output.ts';
 import { action, addIssueOptions, addWaitOptions, collectLabel, issueFrom, parsePositiveInt, type IssueFlags, type Runtime, type RuntimeDeps } from '../runtime.ts';
 import { instanceColumns, renderInstance, type Instance } from '../views.ts';
 import { waitFor } from '../wait.ts';
+import { addShowCommand, orgOption, type OrgOption, type WaitFlags } from './org-resource.ts';
 
 // `fleetward instance ...`: a tenant's instances (`/v2/org/{org}/nico/instance`).
 
 const statuses = ['Provisioning', 'Ready', 'Repairing', 'Terminating', 'Terminated', 'Failed'];
 
-interface OrgOption {
-  org?: string;
-}
-interface WaitFlags {
-  wait?: boolean;
-  timeout: number;
-}
-
-const orgOption = () => new Option('--org <org>', 'tenant org (default: FLEETWARD_ORG, the profile, or the token)');
 const base = (rt: Runtime, o: OrgOption) => path`/v2/org/${rt.org(o.org)}/nico/instance`;
 const getInstance = (rt: Runtime, o: OrgOption, id: string) => rt.client.request<Instance>('GET', `${base(rt, o)}${path`/${id}`}`);
 
@@ -73,17 +65,7 @@ export function instanceCommand(deps: RuntimeDeps): Command {
       }),
     );
 
-  instance
-    .command('show')
-    .description('one instance')
-    .argument('<instance-id>')
-    .addOption(orgOption())
-    .action(
-      action(deps, async (rt, [id], o: OrgOption) => {
-        const found = await getInstance(rt, o, id);
-        rt.out.result(found, () => renderInstance(found));
-      }),
-    );
+  addShowCommand(instance, deps, { description: 'one instance', argument: '<instance-id>', get: getInstance, render: renderInstance });
 
   addWaitOptions(
     addIssueOptions(

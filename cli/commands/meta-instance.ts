@@ -1,22 +1,14 @@
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { ApiError } from '../errors.ts';
 import { path } from '../http.ts';
 import { renderTable } from '../output.ts';
 import { action, addWaitOptions, collect, collectLabel, parsePositiveInt, type Runtime, type RuntimeDeps } from '../runtime.ts';
 import { metaInstanceColumns, renderMetaInstance, type MetaInstance } from '../views.ts';
 import { waitFor } from '../wait.ts';
+import { addShowCommand, orgOption, type OrgOption, type WaitFlags } from './org-resource.ts';
 
 // `fleetward meta-instance ...`: declarative capacity (`/v2/org/{org}/nico/meta-instance`).
 
-interface OrgOption {
-  org?: string;
-}
-interface WaitFlags {
-  wait?: boolean;
-  timeout: number;
-}
-
-const orgOption = () => new Option('--org <org>', 'tenant org (default: FLEETWARD_ORG, the profile, or the token)');
 const base = (rt: Runtime, o: OrgOption) => path`/v2/org/${rt.org(o.org)}/nico/meta-instance`;
 const getMeta = (rt: Runtime, o: OrgOption, id: string) => rt.client.request<MetaInstance>('GET', `${base(rt, o)}${path`/${id}`}`);
 
@@ -73,17 +65,7 @@ export function metaInstanceCommand(deps: RuntimeDeps): Command {
       }),
     );
 
-  meta
-    .command('show')
-    .description('one meta-instance with its instances')
-    .argument('<meta-instance-id>')
-    .addOption(orgOption())
-    .action(
-      action(deps, async (rt, [id], o: OrgOption) => {
-        const found = await getMeta(rt, o, id);
-        rt.out.result(found, () => renderMetaInstance(found));
-      }),
-    );
+  addShowCommand(meta, deps, { description: 'one meta-instance with its instances', argument: '<meta-instance-id>', get: getMeta, render: renderMetaInstance });
 
   addWaitOptions(
     meta

@@ -10,9 +10,9 @@ import { Rejection } from '#domain/rejection.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { FleetStore, StaleWriteError } from '#store/fleet-store.ts';
 import { decodePageToken, encodePageToken } from '#store/paging.ts';
+import { aMachine, aRepairRequest, anInstance, T0 } from '#test/support/fixtures.ts';
 import { freshTables } from '#test/support/tables.ts';
 
-const T0 = new Date('2025-03-01T12:00:00.000Z');
 const at = (ms: number) => addMs(T0, ms);
 
 let store: FleetStore;
@@ -27,41 +27,10 @@ async function newStore(): Promise<FleetStore> {
   return new FleetStore(client, names.table);
 }
 
-function machine(id: string, over: Partial<Machine> = {}): Machine {
-  return {
-    id,
-    machineType: 'gb200',
-    rack: 'r1',
-    state: 'Ready',
-    labels: {},
-    healthOverrides: [],
-    heartbeatLive: true,
-    version: 0,
-    createdAt: iso(T0),
-    updatedAt: iso(T0),
-    ...over,
-  };
-}
+const machine = (id: string, over: Partial<Machine> = {}): Machine => aMachine({ id, ...over });
 
-function instance(id: string, over: Partial<Instance> = {}): Instance {
-  return {
-    id,
-    org: 'acme',
-    name: id,
-    machineId: 'm-x',
-    machineType: 'gb200',
-    status: 'Provisioning',
-    labels: {},
-    createAttempts: 0,
-    siteName: id,
-    creation: { clientToken: `ct-${id}`, phase: 'pending' },
-    createdBy: 'alice',
-    createdAt: iso(T0),
-    updatedAt: iso(T0),
-    version: 0,
-    ...over,
-  };
-}
+const instance = (id: string, over: Partial<Instance> = {}): Instance =>
+  anInstance({ id, name: id, machineId: 'm-x', siteName: id, creation: { clientToken: `ct-${id}`, phase: 'pending' }, ...over });
 
 const create = <T>(after: T) => ({ before: null, after });
 
@@ -162,13 +131,7 @@ describe('commit', () => {
 });
 
 describe('allocatable index', () => {
-  const preventing: HealthOverride = {
-    source: 'repair-request',
-    mode: 'merge',
-    alerts: [{ id: 'RequestRepair', target: 'alloc-m', message: 'repair', classifications: ['PreventAllocations'] }],
-    createdBy: 'ops',
-    createdAt: iso(T0),
-  };
+  const preventing = aRepairRequest('alloc-m');
   const healthy: HealthOverride = { source: 'mark-healthy', mode: 'replace', alerts: [], createdBy: 'ops', createdAt: iso(T0) };
 
   it('holds a machine exactly while inAllocatableIndex says so', async () => {

@@ -2,23 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { catalogAfter, emptyCatalog, type Catalog } from '#domain/catalog.ts';
 import type { Versioned } from '#domain/change.ts';
 import type { Machine } from '#domain/model.ts';
+import { aMachine } from '#test/support/fixtures.ts';
 
-const AT = '2025-03-01T12:00:00.000Z';
-
-function machine(id: string, machineType: string, rack: string): Machine {
-  return {
-    id,
-    machineType,
-    rack,
-    state: 'Ready',
-    labels: {},
-    healthOverrides: [],
-    heartbeatLive: false,
-    version: 0,
-    createdAt: AT,
-    updatedAt: AT,
-  };
-}
+const machine = (id: string, machineType: string, rack: string): Machine => aMachine({ id, machineType, rack, heartbeatLive: false });
 
 const registered = (m: Machine): Versioned<Machine> => ({ before: null, after: m });
 const moved = (before: Machine, machineType: string, rack: string): Versioned<Machine> => ({

@@ -10,48 +10,15 @@ import {
 import type { Instance, InstanceStatus, Machine, MachineCleanup } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { addMs, iso } from '#domain/time.ts';
+import { aMachine, anInstance, NOW } from '#test/support/fixtures.ts';
 
-const T0 = new Date('2025-03-01T12:00:00.000Z');
-const NOW = addMs(T0, 60_000);
 const timings: CleanupTimings = { reportTimeoutMs: 600_000, retryBaseMs: 2_000, retryMaxMs: 7_000 };
 
-function inCleanup(cleanup: Partial<MachineCleanup> = {}, over: Partial<Machine> = {}): Machine {
-  return {
-    id: 'm-1',
-    machineType: 'gb200',
-    rack: 'r1',
-    state: 'Cleanup',
-    instanceId: 'i-1',
-    labels: {},
-    healthOverrides: [],
-    heartbeatLive: true,
-    cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0, ...cleanup },
-    version: 9,
-    createdAt: iso(T0),
-    updatedAt: iso(T0),
-    ...over,
-  };
-}
+const inCleanup = (cleanup: Partial<MachineCleanup> = {}, over: Partial<Machine> = {}): Machine =>
+  aMachine({ state: 'Cleanup', instanceId: 'i-1', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0, ...cleanup }, version: 9, ...over });
 
-function instance(over: Partial<Instance> = {}): Instance {
-  return {
-    id: 'i-1',
-    org: 'acme',
-    name: 'job',
-    machineId: 'm-1',
-    machineType: 'gb200',
-    status: 'Terminating',
-    labels: {},
-    createAttempts: 1,
-    siteName: 'job',
-    creation: { clientToken: 'tok-1', phase: 'done' },
-    createdBy: 'alice',
-    createdAt: iso(T0),
-    updatedAt: iso(T0),
-    version: 2,
-    ...over,
-  };
-}
+const instance = (over: Partial<Instance> = {}): Instance =>
+  anInstance({ status: 'Terminating', createAttempts: 1, creation: { clientToken: 'tok-1', phase: 'done' }, version: 2, ...over });
 
 const inFlight = (leaseMsFromNow: number): Instance['creation'] => ({
   clientToken: 'tok-1',

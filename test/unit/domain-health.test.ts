@@ -11,25 +11,11 @@ import {
 } from '#domain/health.ts';
 import type { Classification, HealthOverride, Machine } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
+import { aMachine, T0 } from '#test/support/fixtures.ts';
 
-const T0 = new Date('2025-03-01T12:00:00.000Z');
 const TIMEOUT_MS = 30_000;
 
-function machine(over: Partial<Machine> = {}): Machine {
-  return {
-    id: 'm-1',
-    machineType: 'gb200',
-    rack: 'r1',
-    state: 'Ready',
-    labels: {},
-    healthOverrides: [],
-    heartbeatLive: true,
-    version: 4,
-    createdAt: iso(T0),
-    updatedAt: iso(T0),
-    ...over,
-  };
-}
+const machine = (over: Partial<Machine> = {}): Machine => aMachine({ version: 4, ...over });
 
 function override(source: string, mode: 'merge' | 'replace', ...alerts: Classification[][]): HealthOverride {
   return {

@@ -12,45 +12,11 @@ import type { Instance, InstanceStatus, Machine } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import type { ReleaseReport } from '#domain/repair.ts';
 import { addMs, iso } from '#domain/time.ts';
+import { aMachine, anInstance, NOW, T0 } from '#test/support/fixtures.ts';
 
-const T0 = new Date('2025-03-01T12:00:00.000Z');
-const NOW = addMs(T0, 60_000);
+const machine = (over: Partial<Machine> = {}): Machine => aMachine({ labels: { pool: 'a' }, version: 5, ...over });
 
-function machine(over: Partial<Machine> = {}): Machine {
-  return {
-    id: 'm-1',
-    machineType: 'gb200',
-    rack: 'r1',
-    state: 'Ready',
-    labels: { pool: 'a' },
-    healthOverrides: [],
-    heartbeatLive: true,
-    version: 5,
-    createdAt: iso(T0),
-    updatedAt: iso(T0),
-    ...over,
-  };
-}
-
-function instance(over: Partial<Instance> = {}): Instance {
-  return {
-    id: 'i-1',
-    org: 'acme',
-    name: 'job',
-    machineId: 'm-1',
-    machineType: 'gb200',
-    status: 'Provisioning',
-    labels: {},
-    createAttempts: 0,
-    siteName: 'job',
-    creation: { clientToken: 'tok-1', phase: 'pending' },
-    createdBy: 'alice',
-    createdAt: iso(T0),
-    updatedAt: iso(T0),
-    version: 3,
-    ...over,
-  };
-}
+const instance = (over: Partial<Instance> = {}): Instance => anInstance({ version: 3, ...over });
 
 const assignedMachine = (over: Partial<Machine> = {}) => machine({ state: 'Assigned', instanceId: 'i-1', ...over });
 

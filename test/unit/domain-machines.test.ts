@@ -1,36 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import type { HealthOverride, Machine } from '#domain/model.ts';
+import type { Machine } from '#domain/model.ts';
 import { machineView, registerMachine, type MachineRegistration } from '#domain/machines.ts';
 import { addMs, iso } from '#domain/time.ts';
+import { aMachine, aRepairRequest, NOW, T0 } from '#test/support/fixtures.ts';
 
-const T0 = new Date('2025-03-01T12:00:00.000Z');
-const NOW = addMs(T0, 60_000);
+const repairRequest = aRepairRequest();
 
-const repairRequest: HealthOverride = {
-  source: 'repair-request',
-  mode: 'merge',
-  alerts: [{ id: 'RequestRepair', target: 'm-1', message: 'repair', classifications: ['PreventAllocations'] }],
-  createdBy: 'ops',
-  createdAt: iso(T0),
-};
-
-function existing(over: Partial<Machine> = {}): Machine {
-  return {
-    id: 'm-1',
-    machineType: 'gb200',
-    rack: 'r1',
+const existing = (over: Partial<Machine> = {}): Machine =>
+  aMachine({
     state: 'Assigned',
     instanceId: 'i-1',
     labels: { a: '1', b: '2' },
     healthOverrides: [repairRequest],
-    heartbeatLive: true,
     lastHeartbeatAt: iso(T0),
     version: 8,
-    createdAt: iso(T0),
-    updatedAt: iso(T0),
     ...over,
-  };
-}
+  });
 
 describe('registerMachine', () => {
   it('a new machine: Ready, no overrides, not yet heard from, version 0, with history', () => {

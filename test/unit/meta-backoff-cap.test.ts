@@ -3,6 +3,7 @@ import type { HeartbeatView } from '#domain/health.ts';
 import { backoffMs, choosePlacement, reconcileMetaInstance, type Member, type MetaDecision, type MetaRules, type MetaSnapshot } from '#domain/meta-instances.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { buildOverride } from '#domain/overrides.ts';
+import { aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';
 
 // Meta-instance retry backoff and the site-wide cap on replacements in flight (issue 7, rule 4). Pure, injected dates.
 
@@ -18,38 +19,20 @@ const rules = (overrides: Partial<MetaRules> = {}): MetaRules => ({
 });
 
 function machine(id: string, rack = 'rack-1', extra: Partial<Machine> = {}): Machine {
-  return { id, machineType: 'gb200', rack, state: 'Ready', labels: {}, healthOverrides: [], heartbeatLive: true, lastHeartbeatAt: at, version: 1, createdAt: at, updatedAt: at, ...extra };
+  return aMachine({ id, rack, lastHeartbeatAt: at, version: 1, createdAt: at, updatedAt: at, ...extra });
 }
 
 function meta(minNodes: number, extra: Partial<MetaInstance> = {}): MetaInstance {
-  return {
-    id: 'mi-1',
-    org: 'acme',
-    machineType: 'gb200',
-    minNodes,
-    placement: { sameRack: false },
-    labels: {},
-    status: 'Placing',
-    consecutiveFailures: 0,
-    waitingSince: at,
-    createdBy: 'acme-user',
-    createdAt: at,
-    updatedAt: at,
-    version: 4,
-    ...extra,
-  };
+  return aMetaInstance({ minNodes, waitingSince: at, createdBy: 'acme-user', createdAt: at, updatedAt: at, version: 4, ...extra });
 }
 
 /** A member on its own machine; `status` other than Ready/Provisioning makes it a dead member. */
 function member(n: number, status: Instance['status'] = 'Ready', machineExtra: Partial<Machine> = {}): Member {
-  const instance: Instance = {
+  const instance = anInstance({
     id: `i-${n}`,
-    org: 'acme',
     name: `i-${n}`,
     machineId: `m-member-${n}`,
-    machineType: 'gb200',
     status,
-    labels: {},
     metaInstanceId: 'mi-1',
     createAttempts: 1,
     siteName: `i-${n}`,
@@ -58,7 +41,7 @@ function member(n: number, status: Instance['status'] = 'Ready', machineExtra: P
     createdAt: at,
     updatedAt: at,
     version: 2,
-  };
+  });
   return { instance, machine: machine(`m-member-${n}`, 'rack-1', { state: 'Assigned', instanceId: instance.id, assignedAt: at, ...machineExtra }) };
 }
 

@@ -2,15 +2,14 @@ import { describe, expect, it } from 'vitest';
 import type { Issue, Machine } from '#domain/model.ts';
 import { buildOverride } from '#domain/overrides.ts';
 import { applyOverrideEdits, releaseOverrideEdits, repairClaimBlockers, type ReleaseReport } from '#domain/repair.ts';
+import { aMachine } from '#test/support/fixtures.ts';
 
 const at = '2026-11-22T10:00:00.000Z';
 const now = new Date(at);
 const issue: Issue = { category: 'HARDWARE', summary: 'ECC errors', details: 'DIMM 2' };
 
 function machine(sources: string[], labels: Record<string, string> = {}): Machine {
-  return {
-    id: 'm-1',
-    machineType: 'gb200',
+  return aMachine({
     rack: 'rack-1',
     state: 'Assigned',
     instanceId: 'i-1',
@@ -18,12 +17,11 @@ function machine(sources: string[], labels: Record<string, string> = {}): Machin
     healthOverrides: sources.map((source) =>
       buildOverride('m-1', { template: source === 'repair-request' ? 'request-repair' : source, issue }, 'someone', at),
     ),
-    heartbeatLive: true,
     lastHeartbeatAt: at,
     version: 3,
     createdAt: at,
     updatedAt: at,
-  };
+  });
 }
 
 const report = (overrides: Partial<ReleaseReport> = {}): ReleaseReport => ({ actor: 'tenant', isRepairTenant: false, policy: { kind: 'request' }, ...overrides });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Machine } from '#domain/model.ts';
 import { buildOverride } from '#domain/overrides.ts';
 import { needsStuckAlert, repairStage, watchRepair, type RepairSla } from '#domain/stuck-repairs.ts';
+import { aMachine } from '#test/support/fixtures.ts';
 
 // Stuck repairs (issue 7, rule 3): a repair request nobody claims within claim_minutes, or a claimed repair past
 // its repair_eta label or repair_hours. Pure, with injected dates.
@@ -17,20 +18,17 @@ function machine(options: { claimedAt?: Date; eta?: string; stuckAlerted?: strin
   const at = requestedAt.toISOString();
   const reported = buildOverride('m-1', { template: 'tenant-reported-issue', issue: { category: 'HARDWARE', summary: 'ECC' } }, 'acme-user', at);
   const request = buildOverride('m-1', { template: 'request-repair', message: 'Automated repair' }, 'acme-user', at);
-  return {
-    id: 'm-1',
-    machineType: 'gb200',
+  return aMachine({
     rack: 'rack-1',
     state: options.claimedAt ? 'Assigned' : 'Ready',
     ...(options.claimedAt ? { instanceId: 'i-repair', assignedAt: options.claimedAt.toISOString() } : {}),
     labels: options.eta !== undefined ? { repair_eta: options.eta } : {},
     healthOverrides: options.request === false ? [reported] : [reported, request],
-    heartbeatLive: true,
     ...(options.stuckAlerted ? { stuckAlerted: options.stuckAlerted } : {}),
     version: 1,
     createdAt: at,
     updatedAt: at,
-  };
+  });
 }
 
 describe('repairStage', () => {

@@ -1,0 +1,73 @@
+import type { HealthOverride, Instance, Machine, MetaInstance } from '#domain/model.ts';
+import { addMs, iso } from '#domain/time.ts';
+
+// Domain records for tests that build them by hand. Each builder fills in a plain record at a fixed time; a test
+// passes the fields it is about, and any value it relies on, as overrides.
+
+/** The time the records are created at. */
+export const T0 = new Date('2025-03-01T12:00:00.000Z');
+/** T0 as the records hold it. */
+export const AT = iso(T0);
+/** A minute after T0: when the tests act. */
+export const NOW = addMs(T0, 60_000);
+
+/** A free, healthy machine m-1 (gb200 on rack r1), in the site agent's roster, version 0. */
+export const aMachine = (overrides: Partial<Machine> = {}): Machine => ({
+  id: 'm-1',
+  machineType: 'gb200',
+  rack: 'r1',
+  state: 'Ready',
+  labels: {},
+  healthOverrides: [],
+  heartbeatLive: true,
+  version: 0,
+  createdAt: AT,
+  updatedAt: AT,
+  ...overrides,
+});
+
+/** Instance i-1 ("job") of acme, Provisioning on machine m-1, its create call not yet sent, version 0. */
+export const anInstance = (overrides: Partial<Instance> = {}): Instance => ({
+  id: 'i-1',
+  org: 'acme',
+  name: 'job',
+  machineId: 'm-1',
+  machineType: 'gb200',
+  status: 'Provisioning',
+  labels: {},
+  createAttempts: 0,
+  siteName: 'job',
+  creation: { clientToken: 'tok-1', phase: 'pending' },
+  createdBy: 'alice',
+  createdAt: AT,
+  updatedAt: AT,
+  version: 0,
+  ...overrides,
+});
+
+/** Meta-instance mi-1 of acme: one gb200 machine on any rack, Placing since it was created, version 0. */
+export const aMetaInstance = (overrides: Partial<MetaInstance> = {}): MetaInstance => ({
+  id: 'mi-1',
+  org: 'acme',
+  machineType: 'gb200',
+  minNodes: 1,
+  placement: { sameRack: false },
+  labels: {},
+  status: 'Placing',
+  consecutiveFailures: 0,
+  waitingSince: AT,
+  createdBy: 'alice',
+  createdAt: AT,
+  updatedAt: AT,
+  version: 0,
+  ...overrides,
+});
+
+/** The repair-request override an operator puts on `target` at T0 (template RequestRepair). */
+export const aRepairRequest = (target = 'm-1'): HealthOverride => ({
+  source: 'repair-request',
+  mode: 'merge',
+  alerts: [{ id: 'RequestRepair', target, message: 'repair', classifications: ['PreventAllocations'] }],
+  createdBy: 'ops',
+  createdAt: AT,
+});
