@@ -1,6 +1,6 @@
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, Tags, Validations, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { HttpApi, HttpMethod, HttpNoneAuthorizer, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { CorsHttpMethod, HttpApi, HttpMethod, HttpNoneAuthorizer, HttpStage, LogGroupLogDestination, type CorsPreflightOptions } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { Alarm, ComparisonOperator, Metric, TreatMissingData, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
@@ -22,6 +22,7 @@ import { createLeaseMs } from '#domain/instances.ts';
 import { EVENT_SOURCE } from '#services/events.ts';
 import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
 import { apiRouteSpecs, ROUTE_GROUPS, type RouteGroup } from './api-routes.ts';
+import { SiteDashboard } from './dashboard.ts';
 import { FleetwardFunction, FUNCTION_RUNTIME, handlerEntry } from './fleetward-function.ts';
 import type { LoadedSite } from './site.ts';
 import { streamFilters } from './stream-filters.ts';
@@ -68,6 +69,24 @@ function billingOf(definition: CreateTableCommandInput): BillingMode {
   return BillingMode.PAY_PER_REQUEST;
 }
 
+// ---- CORS for the dashboard -------------------------------------------------------------------------------
+
+/** Request headers a browser client sends: the bearer token, JSON bodies, and idempotency keys of POSTs. */
+export const DASHBOARD_CORS_HEADERS = ['authorization', 'content-type', 'idempotency-key'];
+
+/** Lets the dashboard's origin (and only it) call the API from the browser, with every method the API routes use. */
+function dashboardCors(origin: string): CorsPreflightOptions {
+  const methods = [...new Set(apiRouteSpecs().map((route) => route.method))].sort();
+  return {
+    allowOrigins: [origin],
+    allowHeaders: DASHBOARD_CORS_HEADERS,
+    allowMethods: methods.map((method) => CorsHttpMethod[method]),
+    // Bearer tokens, not cookies: no credentials mode.
+    allowCredentials: false,
+    maxAge: Duration.hours(1),
+  };
+}
+
 // ---- the stack ---------------------------------------------------------------------------------------------
 
 /**
@@ -86,6 +105,8 @@ export class SiteStack extends Stack {
   readonly sweepFunction: FleetwardFunction;
   readonly streamFailures: Queue;
   readonly alarmTopic: Topic;
+  /** The dashboard (`web/`) behind CloudFront; undefined when `[dashboard] enabled = false`. */
+  readonly dashboard: SiteDashboard | undefined;
 
   constructor(scope: Construct, id: string, props: SiteStackProps) {
     super(scope, id, { description: `Fleetward control plane for site ${props.site.name}`, ...props });
@@ -251,10 +272,13 @@ export class SiteStack extends Stack {
       jwtAudience: [config.auth.audience],
       authorizerName: `fleetward-${site.name}-jwt`,
     });
+    // The dashboard first: the API's CORS allows exactly its origin, and its config.json names the API's URL.
+    this.dashboard = config.dashboard.enabled ? new SiteDashboard(this, 'Dashboard', { siteName: site.name, logRetention }) : undefined;
     this.httpApi = new HttpApi(this, 'Api', {
       apiName: `fleetward-${site.name}`,
       description: `Fleetward HTTP API of site ${site.name}`,
       createDefaultStage: false,
+      ...(this.dashboard ? { corsPreflight: dashboardCors(this.dashboard.origin) } : {}),
     });
     const accessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: logRetention, removalPolicy: RemovalPolicy.RETAIN });
     this.stage = new HttpStage(this, 'DefaultStage', {
@@ -297,6 +321,8 @@ export class SiteStack extends Stack {
         });
       }
     }
+
+    this.dashboard?.deployFiles(this.stage.url);
 
     // -- repair automation: an example consumer of the bus ------------------------------------------------------
     const repairDeadLetters = new Queue(this, 'RepairRequestsDeadLetters', {
@@ -386,6 +412,9 @@ export class SiteStack extends Stack {
     new CfnOutput(this, 'EventBusName', { value: this.bus.eventBusName, description: 'Repair events for repair automation' });
     new CfnOutput(this, 'RepairRequestsQueueUrl', { value: repairRequests.queueUrl, description: 'Example consumer: RepairRequested events' });
     new CfnOutput(this, 'AlarmTopicArn', { value: this.alarmTopic.topicArn, description: 'Subscribe to receive the alarms' });
+    if (this.dashboard) {
+      new CfnOutput(this, 'DashboardUrl', { value: `${this.dashboard.origin}/`, description: 'The site dashboard (sign in with a provider-admin token)' });
+    }
   }
 
   /** Item access to the single table and exactly its GSIs (no `index/*`, no Scan: no scans on hot paths). */

@@ -20,6 +20,7 @@ export const siteConfigSchema = z.strictObject({
     audience: z.string().min(1).default('fleetward'),
   }),
   auto_machine_repair_plugin: section({ enabled: z.boolean().default(true) }),
+  dashboard: section({ enabled: z.boolean().default(true) }),
   instance_create_retry: section({
     max_attempts: z.number().int().min(1).max(10).default(3),
     base_delay_ms: z.number().int().min(0).max(10_000).default(250),

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DynamoDBRecord } from 'aws-lambda';
@@ -74,15 +74,42 @@ describe('the site stack', () => {
     // The list of what is acknowledged, and where: a new one must be added here on purpose.
     const ruleOf = (id: string) => id.replace(/^[A-Za-z-]+::/, '').replace(/\[.*$/, '');
     expect(new Set(acknowledgments.map((ack) => ruleOf(ack.id)))).toEqual(
-      new Set(['AwsSolutions-L1', 'AwsSolutions-SQS3', 'AwsSolutions-IAM5', ...(publicRoutes.length ? ['AwsSolutions-APIG4'] : [])]),
+      new Set([
+        'AwsSolutions-L1',
+        'AwsSolutions-SQS3',
+        'AwsSolutions-IAM5',
+        ...(publicRoutes.length ? ['AwsSolutions-APIG4'] : []),
+        // The dashboard's distribution: geo restriction, WAF, and the default certificate's TLS policy.
+        'AwsSolutions-CFR1',
+        'AwsSolutions-CFR2',
+        'AwsSolutions-CFR4',
+      ]),
     );
     const at = (rule: string) => acknowledgments.filter((ack) => ruleOf(ack.id) === rule).map((ack) => ack.path.replace(`${stack.node.path}/`, ''));
-    expect(at('AwsSolutions-L1')).toEqual([stack.node.path]);
+    // The stack-wide Node 22 pin, and the runtime of BucketDeployment's own handler (the dashboard's files).
+    expect(at('AwsSolutions-L1')).toEqual([stack.node.path, stack.dashboard!.deployHandler!.node.path.replace(`${stack.node.path}/`, '')]);
     expect(at('AwsSolutions-SQS3')).toEqual(['StreamFailures']);
-    expect(at('AwsSolutions-IAM5')).toEqual(['SweepScheduleRole']);
-    // The IAM5 acknowledgment covers exactly one finding: the sweep function's own `<arn>:*`.
-    const iam5 = acknowledgments.find((ack) => ruleOf(ack.id) === 'AwsSolutions-IAM5')!;
-    expect(iam5.id).toContain(`[Resource::<${logicalIdOf(stack.sweepFunction.function)}.Arn>:*]`);
+    expect(new Set(at('AwsSolutions-IAM5'))).toEqual(new Set(['SweepScheduleRole', 'Dashboard/DeployRole']));
+    for (const rule of ['AwsSolutions-CFR1', 'AwsSolutions-CFR2', 'AwsSolutions-CFR4']) expect(at(rule), rule).toEqual(['Dashboard/Distribution']);
+    // The sweep role's IAM5 acknowledgment covers exactly one finding: the sweep function's own `<arn>:*`.
+    const iam5 = acknowledgments.filter((ack) => ruleOf(ack.id) === 'AwsSolutions-IAM5' && ack.path.endsWith('/SweepScheduleRole'));
+    expect(iam5.map((ack) => ack.id)).toEqual([`Annotation::AwsSolutions-IAM5[Resource::<${logicalIdOf(stack.sweepFunction.function)}.Arn>:*]`]);
+    // The dashboard's deploy role: exactly the S3 wildcards of BucketDeployment's grants, one by one.
+    const deployIam5 = acknowledgments
+      .filter((ack) => ruleOf(ack.id) === 'AwsSolutions-IAM5' && ack.path.endsWith('/Dashboard/DeployRole'))
+      .map((ack) => ack.id.replace(/^Annotation::AwsSolutions-IAM5/, ''))
+      .sort();
+    expect(deployIam5).toEqual(
+      [
+        '[Action::s3:Abort*]',
+        '[Action::s3:DeleteObject*]',
+        '[Action::s3:GetBucket*]',
+        '[Action::s3:GetObject*]',
+        '[Action::s3:List*]',
+        `[Resource::<${logicalIdOf(stack.dashboard!.bucket)}.Arn>/*]`,
+        '[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*]',
+      ].sort(),
+    );
     expect(at('AwsSolutions-APIG4')).toHaveLength(publicRoutes.length);
   });
 });
@@ -179,10 +206,12 @@ describe('HTTP API', () => {
 });
 
 describe('functions', () => {
-  const functions = () => resourcesOf('AWS::Lambda::Function');
+  // The site's own functions; the only other one is BucketDeployment's handler copying the dashboard's files.
+  const functions = () => resourcesOf('AWS::Lambda::Function').filter(([id]) => id !== logicalIdOf(stack.dashboard!.deployHandler!));
 
   it('run Node 22 on arm64 with the environment the handlers read, from the site config', () => {
     const { config } = stack.site;
+    expect(resourcesOf('AWS::Lambda::Function')).toHaveLength(ROUTE_GROUPS.length + 3);
     expect(functions()).toHaveLength(ROUTE_GROUPS.length + 2);
     for (const [id, fn] of functions()) {
       expect(fn.Properties.Runtime, id).toBe('nodejs22.x');
@@ -198,7 +227,7 @@ describe('functions', () => {
   });
 
   it('log to their own log group, with a retention', () => {
-    for (const [id, fn] of functions()) {
+    for (const [id, fn] of resourcesOf('AWS::Lambda::Function')) {
       expect(fn.Properties.LoggingConfig.LogGroup, id).toEqual({ Ref: expect.any(String) });
     }
     for (const [id, group] of resourcesOf('AWS::Logs::LogGroup')) {
@@ -392,5 +421,121 @@ describe('IAM', () => {
 
   it('attaches no AWS managed policy to the function roles', () => {
     for (const [id, role] of resourcesOf('AWS::IAM::Role')) expect(role.Properties.ManagedPolicyArns, id).toBeUndefined();
+  });
+});
+
+describe('dashboard', () => {
+  const dashboard = () => stack.dashboard!;
+  const resourceOf = (construct: { node: { defaultChild?: unknown } }) => template.toJSON().Resources[logicalIdOf(construct)];
+  const bucketPolicyOf = (bucketId: string) =>
+    resourcesOf('AWS::S3::BucketPolicy').find(([, p]) => p.Properties.Bucket.Ref === bucketId)?.[1].Properties.PolicyDocument.Statement as any[];
+  const distribution = () => resourceOf(dashboard().distribution).Properties.DistributionConfig;
+  const deployment = () => {
+    const found = resourcesOf('Custom::CDKBucketDeployment');
+    expect(found).toHaveLength(1);
+    return found[0]![1].Properties;
+  };
+  /** The staged directory of a deployment source, from its object key `<asset hash>.zip`. */
+  const sourceDir = (index: number) => join(outdir, `asset.${(deployment().SourceObjectKeys[index] as string).replace(/\.zip$/, '')}`);
+
+  it('is on by default ([dashboard] enabled = true)', () => {
+    expect(stack.site.config.dashboard.enabled).toBe(true);
+    expect(stack.dashboard).toBeDefined();
+  });
+
+  it('keeps the files in a private bucket that enforces SSL and logs its access', () => {
+    const bucketId = logicalIdOf(dashboard().bucket);
+    const logsId = logicalIdOf(dashboard().logBucket);
+    for (const id of [bucketId, logsId]) {
+      const bucket = template.toJSON().Resources[id];
+      expect(bucket.Properties.PublicAccessBlockConfiguration, id).toEqual({
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      });
+      expect(bucket.DeletionPolicy, id).toBe('Retain');
+      expect(bucketPolicyOf(id), id).toContainEqual(
+        expect.objectContaining({ Effect: 'Deny', Action: 's3:*', Principal: { AWS: '*' }, Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+      );
+    }
+    expect(resourceOf(dashboard().bucket).Properties.LoggingConfiguration).toEqual({ DestinationBucketName: { Ref: logsId }, LogFilePrefix: 'bucket/' });
+    // Nothing else in the stack is a bucket, and no object is readable by anyone but CloudFront (below).
+    expect(resourcesOf('AWS::S3::Bucket').map(([id]) => id).sort()).toEqual([bucketId, logsId].sort());
+    for (const statement of bucketPolicyOf(bucketId).filter((st) => st.Effect === 'Allow')) {
+      expect(statement.Principal).toEqual({ Service: 'cloudfront.amazonaws.com' });
+    }
+  });
+
+  it('serves the bucket through CloudFront with Origin Access Control, index.html at /, HTTPS only', () => {
+    const config = distribution();
+    expect(config.DefaultRootObject).toBe('index.html');
+    expect(config.DefaultCacheBehavior.ViewerProtocolPolicy).toBe('redirect-to-https');
+    expect(config.DefaultCacheBehavior.AllowedMethods).toEqual(['GET', 'HEAD']);
+    expect(config.Origins).toHaveLength(1);
+    const [origin] = config.Origins;
+    expect(origin.DomainName).toEqual({ 'Fn::GetAtt': [logicalIdOf(dashboard().bucket), 'RegionalDomainName'] });
+    expect(origin.S3OriginConfig.OriginAccessIdentity).toBe('');
+    const [oacId] = origin.OriginAccessControlId['Fn::GetAtt'];
+    expect(template.toJSON().Resources[oacId].Properties.OriginAccessControlConfig).toMatchObject({
+      OriginAccessControlOriginType: 's3',
+      SigningBehavior: 'always',
+      SigningProtocol: 'sigv4',
+    });
+    // Only this distribution may read the objects.
+    const distributionId = logicalIdOf(dashboard().distribution);
+    const allow = bucketPolicyOf(logicalIdOf(dashboard().bucket)).filter((st) => st.Effect === 'Allow');
+    expect(allow).toHaveLength(1);
+    expect(allow[0].Action).toBe('s3:GetObject');
+    expect(JSON.stringify(allow[0].Condition)).toContain(JSON.stringify({ Ref: distributionId }));
+    expect(config.Logging).toEqual({ Bucket: { 'Fn::GetAtt': [logicalIdOf(dashboard().logBucket), 'RegionalDomainName'] }, Prefix: 'cloudfront/' });
+  });
+
+  it("sends the local runner's security headers, with the region's API Gateway hosts allowed to connect", () => {
+    const policyId = distribution().DefaultCacheBehavior.ResponseHeadersPolicyId.Ref;
+    const headers = template.toJSON().Resources[policyId].Properties.ResponseHeadersPolicyConfig.SecurityHeadersConfig;
+    const csp = JSON.stringify(headers.ContentSecurityPolicy.ContentSecurityPolicy);
+    expect(csp).toContain("default-src 'self'; connect-src 'self' https://*.execute-api.");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(headers.ContentTypeOptions.Override).toBe(true);
+    expect(headers.FrameOptions.FrameOption).toBe('DENY');
+  });
+
+  it('deploys web/ with a config.json naming this API, uncached', () => {
+    const props = deployment();
+    expect(props.DestinationBucketName).toEqual({ Ref: logicalIdOf(dashboard().bucket) });
+    expect(props.SystemMetadata).toEqual({ 'cache-control': 'no-cache' });
+    expect(props.SourceObjectKeys).toHaveLength(2);
+    // Source 0: web/ as it is, minus the local runner's config.json.
+    const files = readdirSync(sourceDir(0)).sort();
+    expect(files).toEqual(expect.arrayContaining(['index.html', 'app.js', 'api.js', 'dom.js', 'fleet.js', 'style.css']));
+    expect(files).not.toContain('config.json');
+    // Source 1: config.json, whose markers CloudFormation fills in with the API's URL.
+    expect(readdirSync(sourceDir(1))).toEqual(['config.json']);
+    const written = JSON.parse(readFileSync(join(sourceDir(1), 'config.json'), 'utf8')) as { apiUrl: string };
+    expect(Object.keys(written)).toEqual(['apiUrl']);
+    const markers = props.SourceMarkers[1] as Record<string, unknown>;
+    const parts = written.apiUrl.split(/(<<marker:0xbaba:\d+>>)/).filter(Boolean).map((part) => markers[part] ?? part);
+    expect(parts).toEqual(stack.resolve(stack.stage.url)['Fn::Join'][1]);
+  });
+
+  it('is read by web/api.js: the API base URL comes from config.json next to index.html', () => {
+    const api = readFileSync(join(import.meta.dirname, '..', '..', 'web', 'api.js'), 'utf8');
+    expect(api).toMatch(/fetch\('config\.json'/);
+    expect(api).toMatch(/config\.apiUrl/);
+    expect(existsSync(join(import.meta.dirname, '..', '..', 'web', 'index.html'))).toBe(true);
+  });
+
+  it("lets the dashboard's origin, and only it, call the API cross-origin with every method the routes use", () => {
+    const cors = template.toJSON().Resources[logicalIdOf(stack.httpApi)].Properties.CorsConfiguration;
+    expect(cors.AllowOrigins).toEqual([stack.resolve(dashboard().origin)]);
+    expect(cors.AllowOrigins).toEqual([{ 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [logicalIdOf(dashboard().distribution), 'DomainName'] }]] }]);
+    expect(cors.AllowHeaders.map((h: string) => h.toLowerCase()).sort()).toEqual(['authorization', 'content-type', 'idempotency-key']);
+    expect(cors.AllowMethods.sort()).toEqual([...new Set(apiRouteSpecs().map((r) => r.method))].sort());
+    expect(cors.AllowCredentials).toBe(false);
+  });
+
+  it('outputs the dashboard URL', () => {
+    template.hasOutput('DashboardUrl', { Value: { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [logicalIdOf(dashboard().distribution), 'DomainName'] }, '/']] } });
   });
 });
