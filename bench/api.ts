@@ -4,7 +4,7 @@ import { startLocalSite, type LocalSite } from '#local/site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { FleetStore } from '#store/fleet-store.ts';
 import { countRequests, snapshot } from './counter.ts';
-import { subtractCost, type Cost } from './stats.ts';
+import { settle, subtractCost, type Cost } from './stats.ts';
 
 export const API_MACHINES = 64;
 export const MACHINE_TYPE = 'gb200';
@@ -137,6 +137,7 @@ export async function startApiBench(endpoint: string, id: string, progress: (lin
     const call = async (method: string, url: string, body: string | undefined, expect: number) => {
       const tag = `${method}#${++callsMade}`;
       currentCall = tag;
+      await settle();
       const before = snapshot(meter, requests);
       const t0 = performance.now();
       const response = await fetch(url, { method, headers: body === undefined ? { authorization: headers.authorization } : headers, ...(body === undefined ? {} : { body }) });

@@ -6,7 +6,7 @@ import { createDocumentClient } from '#store/client.ts';
 import { fromInstanceItem, fromMachineItem, historyItem, instanceItem, keys, machineItem } from '#store/items.ts';
 import { indexes, tableDefinition } from '#store/table.ts';
 import { countRequests, units } from './counter.ts';
-import type { Cost } from './stats.ts';
+import { settle, type Cost } from './stats.ts';
 
 /**
  * The floor: the DynamoDB requests the create and release paths make, sent straight through the SDK (same
@@ -75,7 +75,6 @@ export async function startFloor(endpoint: string, id: string, siteTable: string
   if (machines === 0) throw new Error('bench floor: no allocatable machines to copy from the site table');
   // Counted only after seeding, so the counts are the timed requests alone.
   const requests = countRequests(doc).counts;
-  (globalThis as { __floorDoc?: DynamoDBDocumentClient }).__floorDoc = doc;
 
   const cost = (writes: number, writeUnits: number, readUnits: number, before: Record<string, number>): Cost => {
     const delta: Record<string, number> = {};
@@ -87,6 +86,7 @@ export async function startFloor(endpoint: string, id: string, siteTable: string
     // ---- create ----
     let before = { ...requests };
     let reads = 0;
+    await settle();
     const t0 = performance.now();
     const catalog = await doc.send(new GetCommand({ TableName: tableName, Key: keys.siteCatalog, ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }));
     const heartbeat = await doc.send(new GetCommand({ TableName: tableName, Key: keys.siteHeartbeat, ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }));
@@ -160,6 +160,7 @@ export async function startFloor(endpoint: string, id: string, siteTable: string
 
     // ---- release ----
     before = { ...requests };
+    await settle();
     const t1 = performance.now();
     const instanceRead = await doc.send(new GetCommand({ TableName: tableName, Key: keys.instance(instanceId), ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }));
     const machineRead = await doc.send(new GetCommand({ TableName: tableName, Key: keys.machine(machine.id), ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }));

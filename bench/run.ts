@@ -12,7 +12,7 @@ import { startDynamoDbLocal, type DynamoDbLocal } from '#local/dynamodb-local.ts
 import { API_MACHINES, API_SWEEP_INTERVAL_MS, apiSiteToml, MACHINE_TYPE, ORG, startApiBench, type ApiBench, type ApiCycle, type OperationCost } from './api.ts';
 import { startFloor, type Floor, type FloorCycle } from './floor.ts';
 import { defaultHeartbeatOptions, heartbeatCost } from './heartbeat.ts';
-import { perOperation, ratio, round, summarize, type Cost } from './stats.ts';
+import { perOperation, ratio, round, SETTLE_MS, summarize, type Cost } from './stats.ts';
 
 const envInt = (name: string, fallback: number) => {
   const value = Number(process.env[name]);
@@ -125,12 +125,18 @@ async function main() {
   progress(`floor table ${floor.tableName} seeded with ${floor.seeded.machines} machines; warming up (${FLOOR_WARMUP} rounds)`);
   for (let i = 0; i < FLOOR_WARMUP; i++) await floor.cycle();
 
-  // ---- measured: API and floor rounds alternate, so load from elsewhere on the host falls on both alike ----
+  // ---- measured: API and floor rounds alternate, so load from elsewhere on the host falls on both alike; which
+  // of the two goes first in a pair is drawn at random, so neither always follows the other ----
   const apiCycles: ApiCycle[] = [];
   const floorCycles: FloorCycle[] = [];
   for (let i = 0; i < SAMPLES; i++) {
-    apiCycles.push(await api.cycle());
-    floorCycles.push(await floor.cycle());
+    if (Math.random() < 0.5) {
+      apiCycles.push(await api.cycle());
+      floorCycles.push(await floor.cycle());
+    } else {
+      floorCycles.push(await floor.cycle());
+      apiCycles.push(await api.cycle());
+    }
     if ((i + 1) % 50 === 0 || i + 1 === SAMPLES) {
       const a = apiCycles.slice(-50);
       const f = floorCycles.slice(-50);
@@ -147,15 +153,21 @@ async function main() {
   api = undefined;
   await floor.stop();
   floor = undefined;
-
-  // ---- heartbeats of an idle 10,000-machine fleet ----
-  const heartbeatStarted = performance.now();
-  const heartbeat = await heartbeatCost(dynamo.endpoint, id, { ...defaultHeartbeatOptions, machines: HEARTBEAT_MACHINES }, siteContext, progress);
-  const heartbeatPhaseS = (performance.now() - heartbeatStarted) / 1000;
-
   await dynamo.stop();
   dynamo = undefined;
-  const javaLeft = dynamoLeft(port);
+
+  // ---- heartbeats of an idle 10,000-machine fleet, on a DynamoDB Local of their own: the one the site ran on
+  // has become markedly slower to write by then (about twice, measured), and 10,000 registrations and the first
+  // roster are long enough as it is ----
+  const heartbeatStarted = performance.now();
+  dynamo = await startDynamoDbLocal();
+  const heartbeatPort = dynamo.port;
+  progress(`DynamoDB Local for the heartbeat fleet on ${dynamo.endpoint}`);
+  const heartbeat = await heartbeatCost(dynamo.endpoint, id, { ...defaultHeartbeatOptions, machines: HEARTBEAT_MACHINES }, siteContext, progress);
+  await dynamo.stop();
+  dynamo = undefined;
+  const heartbeatPhaseS = (performance.now() - heartbeatStarted) / 1000;
+  const javaLeft = dynamoLeft(port) || dynamoLeft(heartbeatPort);
 
   const apiCreate = summarize(apiCycles.map((c) => c.createMs));
   const apiRelease = summarize(apiCycles.map((c) => c.releaseMs));
@@ -169,6 +181,9 @@ async function main() {
     release_median: ratio(apiRelease.median, floorRelease.median),
     release_p99: ratio(apiRelease.p99, floorRelease.p99),
   };
+  /** Median of the per-pair ratios (each API round against the floor round next to it): robust to slow drift. */
+  const paired = (pick: (c: ApiCycle | FloorCycle) => number) =>
+    summarize(apiCycles.map((a, i) => pick(a) / pick(floorCycles[i]!))).median;
   const creates = apiCycles.map((c) => c.create);
   const releases = apiCycles.map((c) => c.release);
 
@@ -189,13 +204,14 @@ async function main() {
     config: {
       samples: { api_rounds: apiCycles.length, floor_rounds: floorCycles.length, note: 'one round = one create and one release' },
       warmup_rounds: { api: API_WARMUP, floor: FLOOR_WARMUP },
+      settle_ms: SETTLE_MS,
       api_site: {
         machines: API_MACHINES,
         machine_type: MACHINE_TYPE,
         sweep_interval_ms: API_SWEEP_INTERVAL_MS,
         toml: apiSiteToml.trim().split('\n'),
         method:
-          'sequential rounds: POST create (timed until the response body is read), wait until the instance is Ready and the site is quiet, DELETE (timed), wait until the machine is Ready again and the site is quiet; fetch with keep-alive to the local HTTP server in the same process; API and floor rounds alternate',
+          'sequential rounds: POST create (timed until the response body is read), wait until the instance is Ready and the site is quiet, DELETE (timed), wait until the machine is Ready again and the site is quiet; fetch with keep-alive to the local HTTP server in the same process; API and floor rounds alternate in pairs, in random order within a pair; every timed call, API or floor, follows the same idle pause (settle_ms)',
         cost_attribution:
           'DynamoDB requests are attributed to an API call through its async context (tagged when the local server verifies the bench token), with the capacity DynamoDB reports per response; meter_window shows the brief\'s meter deltas over the same calls for comparison',
       },
@@ -210,7 +226,7 @@ async function main() {
     create: {
       api: apiCreate,
       floor: floorCreate,
-      ratio: { unit: ratioUnit, median: ratios.create_median, p99: ratios.create_p99 },
+      ratio: { unit: ratioUnit, median: ratios.create_median, p99: ratios.create_p99, median_of_paired_ratios: paired((c) => c.createMs) },
       api_cost: perOperation(creates.map((o) => o.attributed)),
       api_cost_meter_window: meterWindow(creates),
       floor_cost: perOperation(floorCycles.map((c) => c.createCost)),
@@ -218,7 +234,7 @@ async function main() {
     release: {
       api: apiRelease,
       floor: floorRelease,
-      ratio: { unit: ratioUnit, median: ratios.release_median, p99: ratios.release_p99 },
+      ratio: { unit: ratioUnit, median: ratios.release_median, p99: ratios.release_p99, median_of_paired_ratios: paired((c) => c.releaseMs) },
       api_cost: perOperation(releases.map((o) => o.attributed)),
       api_cost_meter_window: meterWindow(releases),
       floor_cost: perOperation(floorCycles.map((c) => c.releaseCost)),
@@ -234,7 +250,7 @@ async function main() {
   writeFileSync(out, `${json}\n`);
   process.stdout.write(`${json}\n`);
   progress(`done in ${report.wall_time.total} s; written to ${out}`);
-  if (javaLeft) throw new Error(`DynamoDB Local on port ${port} is still running`);
+  if (javaLeft) throw new Error(`a DynamoDB Local of ours (port ${port} or ${heartbeatPort}) is still running`);
 }
 
 try {

@@ -96,3 +96,13 @@ export function perOperation(costs: readonly Cost[]) {
     totals: { writes: total.writes, write_units: round(total.writeUnits), read_units: round(total.readUnits) },
   };
 }
+
+/**
+ * Idle time before every timed call, API and floor alike. What runs just before a call matters on a small host: a
+ * request right after other DynamoDB traffic is faster than one after a pause (threads parked, caches cold), and the
+ * two sides would otherwise differ in that (the API side waits for the site to go quiet, the floor does untimed
+ * writes), skewing the ratios one way for create and the other for release.
+ */
+export const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 10);
+
+export const settle = () => new Promise<void>((resolve) => setTimeout(resolve, SETTLE_MS));

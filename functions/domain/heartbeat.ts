@@ -13,8 +13,13 @@ export interface SiteHeartbeat {
   rosterSeenAt: string;
   digest: string;
   machineCount: number;
+  /** While one beat walks the machines for a changed roster, others only refresh the roster time. */
+  reconcilingUntil?: string;
   version: number;
 }
+
+/** The digest a registration leaves: no roster matches it, so the next beat walks the machines. */
+export const ROSTER_RESET = 'reset';
 
 /** Refresh the stored roster time this many times per timeout, so a live machine never looks stale. */
 export const REFRESH_DIVISOR = 3;
@@ -32,8 +37,9 @@ export type HeartbeatPlan =
   | { kind: 'reconcile-roster' };
 
 export function planHeartbeat(stored: SiteHeartbeat | null, digest: string, now: Date, timeoutMs: number): HeartbeatPlan {
-  if (!stored || stored.digest !== digest) return { kind: 'reconcile-roster' };
-  if (ageMs(now, stored.rosterSeenAt) >= timeoutMs / REFRESH_DIVISOR) return { kind: 'refresh' };
+  const reconciling = stored?.reconcilingUntil !== undefined && ageMs(now, stored.reconcilingUntil) < 0;
+  if ((!stored || stored.digest !== digest) && !reconciling) return { kind: 'reconcile-roster' };
+  if (ageMs(now, stored!.rosterSeenAt) >= timeoutMs / REFRESH_DIVISOR) return { kind: 'refresh' };
   return { kind: 'nothing' };
 }
 

@@ -1,10 +1,13 @@
-import { livenessChange, planHeartbeat, rosterDigest } from '#domain/heartbeat.ts';
-import { iso } from '#domain/time.ts';
+import { livenessChange, planHeartbeat, REFRESH_DIVISOR, ROSTER_RESET, rosterDigest, type SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { Machine } from '#domain/model.ts';
+import { addMs, ageMs, iso } from '#domain/time.ts';
 import { StaleWriteError } from '#store/fleet-store.ts';
 import { heartbeatTimeoutMs, type AppContext } from './context.ts';
 import { retryOnStale } from './retry-on-stale.ts';
 
 const PAGE = 500;
+/** Machine writes in flight at once while a changed roster is walked. */
+const CONCURRENCY = 16;
 
 /**
  * The site agent's beat with its whole roster. Usually costs one read and, every timeout/3, one small write;
@@ -14,33 +17,78 @@ export async function receiveHeartbeat(ctx: AppContext, machineIds: string[]): P
   const now = ctx.clock.now();
   const stored = await ctx.store.getSiteHeartbeat();
   const digest = rosterDigest(machineIds);
+  const machineCount = new Set(machineIds).size;
   const plan = planHeartbeat(stored, digest, now, heartbeatTimeoutMs(ctx.config));
   if (plan.kind === 'nothing') return { stored: false, livenessChanges: 0 };
-
-  let livenessChanges = 0;
-  if (plan.kind === 'reconcile-roster') {
-    const roster = new Set(machineIds);
-    let nextToken: string | undefined;
-    do {
-      const page = await ctx.store.listMachines({ limit: PAGE, nextToken });
-      for (const listed of page.items) {
-        if (listed.heartbeatLive === roster.has(listed.id)) continue;
-        await retryOnStale(async () => {
-          const machine = await ctx.store.getMachine(listed.id);
-          const change = machine && livenessChange(machine, roster.has(machine.id), stored?.rosterSeenAt, now, heartbeatTimeoutMs(ctx.config));
-          if (!change) return;
-          await ctx.store.commit({ machines: [{ before: machine, after: change.next }], history: [change.history] });
-          livenessChanges += 1;
-        });
-      }
-      nextToken = page.nextToken;
-    } while (nextToken);
+  if (plan.kind === 'refresh') {
+    await ignoreLostRace(ctx.store.putSiteHeartbeat(stored, { ...stored!, rosterSeenAt: iso(now) }));
+    return { stored: true, livenessChanges: 0 };
   }
+  return reconcileRoster(ctx, stored, new Set(machineIds), digest, machineCount);
+}
+
+async function ignoreLostRace(write: Promise<unknown>): Promise<void> {
   try {
-    await ctx.store.putSiteHeartbeat(stored, { rosterSeenAt: iso(now), digest, machineCount: new Set(machineIds).size });
+    await write;
   } catch (error) {
     // Another beat or a registration wrote it meanwhile; the next beat compares again.
     if (!(error instanceof StaleWriteError)) throw error;
   }
+}
+
+/**
+ * Bring every machine's liveness in line with a changed roster. One beat claims the walk; while it runs, the roster
+ * time keeps being refreshed so that machines that stayed live never look stale, however large the fleet. The new
+ * digest is stored only at the end, so a walk cut short by a crash is redone by a later beat once its claim lapses.
+ */
+async function reconcileRoster(ctx: AppContext, stored: SiteHeartbeat | null, roster: Set<string>, digest: string, machineCount: number) {
+  const timeoutMs = heartbeatTimeoutMs(ctx.config);
+  const previousRosterSeenAt = stored?.rosterSeenAt;
+  const holding = () => {
+    const now = ctx.clock.now();
+    return { rosterSeenAt: iso(now), digest: stored?.digest ?? 'none', machineCount, reconcilingUntil: iso(addMs(now, timeoutMs)) };
+  };
+  let beat: SiteHeartbeat;
+  try {
+    beat = await ctx.store.putSiteHeartbeat(stored, holding());
+  } catch (error) {
+    if (error instanceof StaleWriteError) return { stored: false, livenessChanges: 0 };
+    throw error;
+  }
+  const keepAlive = async () => {
+    if (ageMs(ctx.clock.now(), beat.rosterSeenAt) < timeoutMs / REFRESH_DIVISOR) return;
+    beat = await retryOnStale(async () => ctx.store.putSiteHeartbeat((await ctx.store.getSiteHeartbeat()) ?? beat, holding()));
+  };
+
+  let livenessChanges = 0;
+  const apply = async (listed: Machine) => {
+    let first = true;
+    await retryOnStale(async () => {
+      // The listed copy serves as the read; only a lost race reloads it.
+      const machine = first ? listed : await ctx.store.getMachine(listed.id);
+      first = false;
+      const change = machine && livenessChange(machine, roster.has(machine.id), previousRosterSeenAt, ctx.clock.now(), timeoutMs);
+      if (!change) return;
+      await ctx.store.commit({ machines: [{ before: machine, after: change.next }], history: [change.history] });
+      livenessChanges += 1;
+    });
+  };
+  let nextToken: string | undefined;
+  do {
+    const page = await ctx.store.listMachines({ limit: PAGE, nextToken });
+    const changed = page.items.filter((m) => m.heartbeatLive !== roster.has(m.id));
+    for (let i = 0; i < changed.length; i += CONCURRENCY) {
+      await Promise.all(changed.slice(i, i + CONCURRENCY).map(apply));
+      await keepAlive();
+    }
+    nextToken = page.nextToken;
+  } while (nextToken);
+
+  await retryOnStale(async () => {
+    const current = (await ctx.store.getSiteHeartbeat()) ?? beat;
+    // A machine registered during the walk may have been missed: keep its reset so the next beat walks again.
+    const done = current.digest === ROSTER_RESET ? ROSTER_RESET : digest;
+    await ctx.store.putSiteHeartbeat(current, { rosterSeenAt: iso(ctx.clock.now()), digest: done, machineCount });
+  });
   return { stored: true, livenessChanges };
 }

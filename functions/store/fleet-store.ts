@@ -11,7 +11,7 @@ import {
 import type { Catalog } from '#domain/catalog.ts';
 import { emptyCatalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
-import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import { ROSTER_RESET, type SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import {
@@ -166,6 +166,7 @@ export class FleetStore {
       rosterSeenAt: typeof item.rosterSeenAt === 'string' ? item.rosterSeenAt : new Date(0).toISOString(),
       digest: String(item.digest),
       machineCount: Number(item.machineCount),
+      ...(typeof item.reconcilingUntil === 'string' ? { reconcilingUntil: item.reconcilingUntil } : {}),
       version: Number(item.version),
     };
   }
@@ -281,26 +282,28 @@ export class FleetStore {
   }
 
   /** Store the agent's roster time (and digest when it changed), guarded so concurrent beats cannot interleave. */
-  async putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<void> {
+  async putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat> {
     const version = (before?.version ?? 0) + 1;
     await this.guardedWrite(() =>
       this.client.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.siteHeartbeat,
-          UpdateExpression: 'SET rosterSeenAt = :at, digest = :digest, machineCount = :count, version = :next',
+          UpdateExpression: `SET rosterSeenAt = :at, digest = :digest, machineCount = :count, version = :next${after.reconcilingUntil ? ', reconcilingUntil = :until' : ' REMOVE reconcilingUntil'}`,
           ConditionExpression: before ? 'version = :expected' : 'attribute_not_exists(version)',
           ExpressionAttributeValues: {
             ':at': after.rosterSeenAt,
             ':digest': after.digest,
             ':count': after.machineCount,
             ':next': version,
+            ...(after.reconcilingUntil ? { ':until': after.reconcilingUntil } : {}),
             ...(before ? { ':expected': before.version } : {}),
           },
           ReturnConsumedCapacity: 'TOTAL',
         }),
       ),
     );
+    return { ...after, version };
   }
 
   /**
@@ -336,7 +339,7 @@ export class FleetStore {
           Key: keys.siteHeartbeat,
           // Bumping the version makes a heartbeat that read the old digest lose its write instead of restoring it.
           UpdateExpression: 'SET digest = :none ADD version :one',
-          ExpressionAttributeValues: { ':none': 'reset', ':one': 1 },
+          ExpressionAttributeValues: { ':none': ROSTER_RESET, ':one': 1 },
         },
       });
     }
