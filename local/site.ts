@@ -132,6 +132,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     const store = new FleetStore(createDocumentClient(endpoint), names.table);
     const log = lineLog((line) => write(`controller ${line}`));
     const events = inProcessBus(lineLog((line) => write(`events     ${line}`)));
+    // What CloudWatch would get in AWS (e.g. RepairsStuck), shown on /health locally.
     const gauges = new Map<string, number>();
     const metrics = { gauge: (name: string, value: number) => void gauges.set(name, value) };
     const ctx: AppContext = {
@@ -195,7 +196,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
         path: '/health',
         handle: async (_req, res) => {
           const result = await health();
-          send(res, result.ok ? 200 : 503, { status: result.ok ? 'ok' : 'degraded', checks: result.checks });
+          send(res, result.ok ? 200 : 503, { status: result.ok ? 'ok' : 'degraded', checks: result.checks, metrics: Object.fromEntries(gauges) });
         },
       },
       {
