@@ -43,6 +43,15 @@ export function age(iso: string | undefined, now = Date.now()): string {
   return `${Math.round(seconds / 86400)}d ago`;
 }
 
+/** A span of whole minutes for people: "0m", "59m", "1h 1m", "2d 3h". */
+export function minutes(total: number | undefined): string {
+  if (total === undefined || !Number.isFinite(total)) return '-';
+  const m = Math.max(0, Math.floor(total));
+  if (m < 60) return `${m}m`;
+  if (m < 24 * 60) return `${Math.floor(m / 60)}h ${m % 60}m`;
+  return `${Math.floor(m / 1440)}d ${Math.floor((m % 1440) / 60)}h`;
+}
+
 export const formatLabels = (labels: Record<string, string> | undefined): string =>
   Object.entries(labels ?? {})
     .map(([k, v]) => `${k}=${v}`)

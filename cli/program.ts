@@ -4,6 +4,8 @@ import { instanceCommand } from './commands/instance.ts';
 import { machineCommand } from './commands/machine.ts';
 import { metaInstanceCommand } from './commands/meta-instance.ts';
 import { profileCommand } from './commands/profile.ts';
+import { repairsCommand } from './commands/repairs.ts';
+import { safetyCommand } from './commands/safety.ts';
 import { tenantCommand } from './commands/tenant.ts';
 import { versionCommand } from './commands/version.ts';
 import { exitCodes } from './errors.ts';
@@ -22,7 +24,7 @@ export function buildProgram(deps: RuntimeDeps = {}): Command {
     .addOption(new Option('-o, --output <format>', 'table for people, json for scripts').choices(['table', 'json']).default('table'))
 ;
 
-  for (const make of [machineCommand, instanceCommand, metaInstanceCommand, tenantCommand, versionCommand, devCommand, profileCommand]) {
+  for (const make of [machineCommand, instanceCommand, metaInstanceCommand, tenantCommand, safetyCommand, repairsCommand, versionCommand, devCommand, profileCommand]) {
     program.addCommand(make(deps));
   }
   // Commands built with `new Command()` do not inherit settings: apply them to the whole tree.

@@ -1,8 +1,10 @@
 import type { instanceView } from '#domain/instances.ts';
 import type { MachineView } from '#domain/machines.ts';
 import type { metaInstanceView } from '#domain/meta-instances.ts';
-import type { HealthOverride } from '#domain/model.ts';
-import { age, formatLabels, renderKeyValues, renderTable, type Column } from './output.ts';
+import type { HealthOverride, HistoryEntry, Issue } from '#domain/model.ts';
+import type { RepairLogEntry, RepairStorm } from '#domain/safety.ts';
+import type { RepairWatch } from '#domain/stuck-repairs.ts';
+import { age, formatLabels, minutes, renderKeyValues, renderTable, type Column } from './output.ts';
 
 // How the API's objects look to people (API.md "Objects"). JSON output prints them unchanged. The types are the
 // views the API answers with (type imports only: the CLI runs none of the domain's code).
@@ -11,6 +13,32 @@ export type { HealthOverride };
 export type Machine = MachineView;
 export type Instance = ReturnType<typeof instanceView>;
 export type MetaInstance = ReturnType<typeof metaInstanceView>;
+export type { HistoryEntry };
+/** GET /admin/safety. */
+export interface Safety {
+  repairStorm: RepairStorm;
+  replacementsInFlight: number;
+}
+/** POST /admin/safety/repair-storm/reset. */
+export interface SafetyReset extends Safety {
+  heldBackAtReset: string[];
+  applied: string[];
+}
+/** An item of GET /admin/repairs. */
+export type Repair = Pick<RepairWatch, 'machineId' | 'since' | 'waitingMinutes' | 'stage' | 'stuck' | 'deadline'>;
+/** `repairs escalated`: a machine with out-for-repair and, when the automation escalated it, that history entry. */
+export interface Escalation {
+  machineId: string;
+  machineType: string;
+  rack: string;
+  /** The out-for-repair override: when, by whom, its message and the issue it carries. */
+  since: string;
+  createdBy: string;
+  message?: string;
+  issue?: Issue;
+  /** The RepairEscalated history entry of this episode; absent when out-for-repair was set by hand. */
+  escalated?: { at: string; actor: string; message?: string; earlierReports?: RepairLogEntry[] };
+}
 
 const sources = (m: Machine) => m.healthOverrides.map((o) => o.source);
 
@@ -116,6 +144,54 @@ export const renderMetaInstance = (m: MetaInstance): string =>
     ['labels', formatLabels(m.labels)],
     ['created', `${m.createdAt} (${age(m.createdAt)})`],
   ]);
+
+const issueText = (issue: Issue | undefined) => (issue ? `${issue.category}: ${issue.summary}` : undefined);
+
+export function renderSafety(s: Safety): string {
+  const storm = s.repairStorm;
+  const block = renderKeyValues([
+    ['repair-storm breaker', storm.state],
+    ['tripped at', storm.trippedAt ? `${storm.trippedAt} (${age(storm.trippedAt)})` : undefined],
+    ['held back', `${storm.heldBack.length} machine(s)`],
+    ['replacements in flight', s.replacementsInFlight],
+  ]);
+  if (storm.heldBack.length === 0) return block;
+  return `${block}\n\nHeld back (quarantined, repair request not applied):\n${indent(storm.heldBack.join('\n'))}`;
+}
+
+export function renderSafetyReset(r: SafetyReset, applyHeldBack: boolean): string {
+  const skipped = r.heldBackAtReset.filter((id) => !r.applied.includes(id));
+  return renderKeyValues([
+    ['repair-storm breaker', `reset, now ${r.repairStorm.state}`],
+    ['held back at reset', r.heldBackAtReset.length === 0 ? 'none' : r.heldBackAtReset],
+    [
+      'repair requests applied',
+      r.applied.length > 0 ? r.applied : applyHeldBack || r.heldBackAtReset.length === 0 ? 'none' : 'none (add --apply-held-back to apply them; the machines stay quarantined)',
+    ],
+    ...(applyHeldBack && skipped.length > 0 ? ([['not applied', `${skipped.join(',')} (no longer quarantined, escalated or already in repair)`]] as Array<[string, unknown]>) : []),
+    ['replacements in flight', r.replacementsInFlight],
+  ]);
+}
+
+export const repairColumns: Column<Repair>[] = [
+  { header: 'machine', value: (r) => r.machineId },
+  { header: 'stage', value: (r) => r.stage },
+  { header: 'since', value: (r) => r.since },
+  { header: 'waiting', value: (r) => minutes(r.waitingMinutes) },
+  { header: 'deadline', value: (r) => r.deadline },
+  { header: 'stuck', value: (r) => (r.stuck ? 'yes' : 'no') },
+];
+
+export const escalationColumns: Column<Escalation>[] = [
+  { header: 'machine', value: (e) => e.machineId },
+  { header: 'type', value: (e) => e.machineType },
+  { header: 'escalated', value: (e) => e.escalated?.at ?? e.since },
+  { header: 'by', value: (e) => e.escalated?.actor ?? e.createdBy },
+  { header: 'event', value: (e) => e.escalated?.message },
+  { header: 'earlier reports', value: (e) => e.escalated?.earlierReports?.length },
+  { header: 'issue', value: (e) => issueText(e.issue) },
+  { header: 'message', value: (e) => e.message },
+];
 
 export const indent = (text: string, by = '  '): string =>
   text
