@@ -1,6 +1,9 @@
 // `npm run bench`: create/release latency through the local HTTP API against the bare DynamoDB floor, what each
-// operation consumes, and what heartbeats cost an idle fleet of 10,000 machines.
+// operation consumes, what heartbeats cost an idle fleet of 10,000 machines, how fast a meta-instance gets a
+// replacement (stream vs sweep alone), how long placement decisions take for 1,000 meta-instances on 10,000 machines,
+// and what the sweep reads in a 100,000-machine table against a full Scan. See bench/README.md.
 // One JSON document on stdout (and in bench/results/latest.json); progress on stderr.
+// BENCH_ONLY=meta,sweep (or BENCH_SKIP=api,heartbeat) picks the parts: api, heartbeat, meta, placement, sweep.
 
 import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -8,16 +11,41 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseSiteConfig } from '#config/site-config.ts';
+import { defaultCleanupTimings } from '#domain/cleanup.ts';
 import { startDynamoDbLocal, type DynamoDbLocal } from '#local/dynamodb-local.ts';
+import type { AppContext } from '#services/context.ts';
+import { inProcessBus } from '#services/events.ts';
+import { randomIds } from '#services/lambda-context.ts';
 import { API_MACHINES, API_SWEEP_INTERVAL_MS, apiSiteToml, MACHINE_TYPE, ORG, startApiBench, type ApiBench, type ApiCycle, type OperationCost } from './api.ts';
 import { startFloor, type Floor, type FloorCycle } from './floor.ts';
 import { defaultHeartbeatOptions, heartbeatCost } from './heartbeat.ts';
+import { metaHeal } from './meta-heal.ts';
+import { defaultPlacementOptions, placementBench } from './placement.ts';
 import { perOperation, ratio, round, SETTLE_MS, summarize, type Cost } from './stats.ts';
+import { defaultSweepReadsOptions, sweepReads } from './sweep-reads.ts';
 
-const envInt = (name: string, fallback: number) => {
-  const value = Number(process.env[name]);
-  return Number.isInteger(value) && value > 0 ? value : fallback;
+/** An integer from the environment, at least `min` (1 unless told), or the fallback. */
+const envInt = (name: string, fallback: number, min = 1) => {
+  const raw = process.env[name];
+  const value = Number(raw);
+  return raw !== undefined && raw.trim() !== '' && Number.isInteger(value) && value >= min ? value : fallback;
 };
+
+const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep'] as const;
+type Part = (typeof PARTS)[number];
+const listed = (name: string) =>
+  (process.env[name] ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+function selectedParts(): Set<Part> {
+  const only = listed('BENCH_ONLY');
+  const skip = listed('BENCH_SKIP');
+  const unknown = [...only, ...skip].filter((p) => !(PARTS as readonly string[]).includes(p));
+  if (unknown.length > 0) throw new Error(`unknown bench part(s) ${unknown.join(', ')}; known: ${PARTS.join(', ')}`);
+  return new Set(PARTS.filter((p) => (only.length === 0 || only.includes(p)) && !skip.includes(p)));
+}
 
 /** Measured rounds (one create and one release each) on each side; API and floor rounds alternate. */
 const SAMPLES = envInt('BENCH_SAMPLES', 200);
@@ -26,6 +54,26 @@ const FLOOR_WARMUP = envInt('BENCH_FLOOR_WARMUP', 60);
 const HEARTBEAT_MACHINES = envInt('BENCH_HEARTBEAT_MACHINES', defaultHeartbeatOptions.machines);
 /** Medians per consecutive slice of the run, to show drift. */
 const SLICES = 4;
+const META = {
+  trials: envInt('BENCH_META_TRIALS', 20),
+  warmupTrials: envInt('BENCH_META_WARMUP', 2, 0),
+  heartbeatTrials: envInt('BENCH_META_HEARTBEAT_TRIALS', 6, 0),
+  sweepProbes: envInt('BENCH_META_SWEEP_PROBES', 1, 0),
+  probeIntervals: envInt('BENCH_META_PROBE_INTERVALS', 3),
+  sweepIntervalMs: envInt('BENCH_META_SWEEP_INTERVAL_MS', 5_000),
+  pollMs: envInt('BENCH_META_POLL_MS', 10),
+};
+const PLACEMENT = {
+  ...defaultPlacementOptions,
+  machines: envInt('BENCH_PLACEMENT_MACHINES', defaultPlacementOptions.machines),
+  metaInstances: envInt('BENCH_PLACEMENT_META_INSTANCES', defaultPlacementOptions.metaInstances),
+  passes: envInt('BENCH_PLACEMENT_PASSES', defaultPlacementOptions.passes),
+};
+const SWEEP = {
+  ...defaultSweepReadsOptions,
+  machines: envInt('BENCH_SWEEP_MACHINES', defaultSweepReadsOptions.machines),
+  loadConcurrency: envInt('BENCH_SWEEP_LOAD_CONCURRENCY', defaultSweepReadsOptions.loadConcurrency),
+};
 
 const progress = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
@@ -105,70 +153,80 @@ function slices(apiCycles: ApiCycle[], floorCycles: FloorCycle[]) {
   return out;
 }
 
-async function main() {
-  const started = performance.now();
-  const loadAtStart = load();
-  const id = randomUUID().slice(0, 8);
-  progress(`node ${process.version}, ${cpus().length} cores, load ${loadAtStart.join(' ')}; ${SAMPLES} rounds per side`);
+/** What the heartbeat part needs from a site's context when no API site ran: ids, events, metrics; never the agent. */
+function standaloneContext(): AppContext {
+  const quiet = { info: () => {}, warn: () => {}, error: () => {} };
+  const noAgent = () => Promise.reject(new Error('bench: the heartbeat part never calls the site agent'));
+  return {
+    store: undefined as never,
+    config: parseSiteConfig('[site]\nname = "bench"\n', 'bench config'),
+    clock: { now: () => new Date() },
+    ids: randomIds,
+    agent: { create: noAgent, delete: noAgent },
+    events: inProcessBus(quiet),
+    metrics: { gauge: () => {} },
+    log: quiet,
+    cleanupTimings: defaultCleanupTimings,
+  };
+}
 
+/** A DynamoDB Local of the part's own, stopped afterwards (and by cleanup() on a failure); its port is remembered. */
+const ports: number[] = [];
+async function withDynamo<T>(what: string, run: (endpoint: string) => Promise<T>): Promise<T> {
   dynamo = await startDynamoDbLocal();
-  const port = dynamo.port;
-  progress(`DynamoDB Local on ${dynamo.endpoint}`);
-
-  // ---- API site ----
-  api = await startApiBench(dynamo.endpoint, id, progress);
-  progress(`site on ${api.site.url} with ${API_MACHINES} ${MACHINE_TYPE} machines; warming up (${API_WARMUP} create/release rounds)`);
-  for (let i = 0; i < API_WARMUP; i++) await api.cycle();
-
-  // ---- floor, seeded from the warmed-up site's own items ----
-  floor = await startFloor(dynamo.endpoint, id, api.tableName, MACHINE_TYPE, ORG);
-  progress(`floor table ${floor.tableName} seeded with ${floor.seeded.machines} machines; warming up (${FLOOR_WARMUP} rounds)`);
-  for (let i = 0; i < FLOOR_WARMUP; i++) await floor.cycle();
-
-  // ---- measured: API and floor rounds alternate, so load from elsewhere on the host falls on both alike; which
-  // of the two goes first in a pair is drawn at random, so neither always follows the other ----
-  const apiCycles: ApiCycle[] = [];
-  const floorCycles: FloorCycle[] = [];
-  for (let i = 0; i < SAMPLES; i++) {
-    if (Math.random() < 0.5) {
-      apiCycles.push(await api.cycle());
-      floorCycles.push(await floor.cycle());
-    } else {
-      floorCycles.push(await floor.cycle());
-      apiCycles.push(await api.cycle());
-    }
-    if ((i + 1) % 50 === 0 || i + 1 === SAMPLES) {
-      const a = apiCycles.slice(-50);
-      const f = floorCycles.slice(-50);
-      progress(
-        `${i + 1}/${SAMPLES} rounds; last ${a.length} medians: create ${summarize(a.map((c) => c.createMs)).median} ms (floor ${summarize(f.map((c) => c.createMs)).median}), ` +
-          `release ${summarize(a.map((c) => c.releaseMs)).median} ms (floor ${summarize(f.map((c) => c.releaseMs)).median})`,
-      );
-    }
+  ports.push(dynamo.port);
+  progress(`DynamoDB Local for ${what} on ${dynamo.endpoint}`);
+  try {
+    return await run(dynamo.endpoint);
+  } finally {
+    // Whatever still talks to this DynamoDB Local goes first (the API part's site and floor, after a failure).
+    await cleanup();
   }
-  const apiPhaseS = (performance.now() - started) / 1000;
+}
 
-  const siteContext = api.site.ctx;
-  await api.stop();
-  api = undefined;
-  await floor.stop();
-  floor = undefined;
-  await dynamo.stop();
-  dynamo = undefined;
+async function apiPart(id: string) {
+  return withDynamo('the API site and the floor', async (endpoint) => {
+    // ---- API site ----
+    api = await startApiBench(endpoint, id, progress);
+    progress(`site on ${api.site.url} with ${API_MACHINES} ${MACHINE_TYPE} machines; warming up (${API_WARMUP} create/release rounds)`);
+    for (let i = 0; i < API_WARMUP; i++) await api.cycle();
 
-  // ---- heartbeats of an idle 10,000-machine fleet, on a DynamoDB Local of their own: the one the site ran on
-  // has become markedly slower to write by then (about twice, measured), and 10,000 registrations and the first
-  // roster are long enough as it is ----
-  const heartbeatStarted = performance.now();
-  dynamo = await startDynamoDbLocal();
-  const heartbeatPort = dynamo.port;
-  progress(`DynamoDB Local for the heartbeat fleet on ${dynamo.endpoint}`);
-  const heartbeat = await heartbeatCost(dynamo.endpoint, id, { ...defaultHeartbeatOptions, machines: HEARTBEAT_MACHINES }, siteContext, progress);
-  await dynamo.stop();
-  dynamo = undefined;
-  const heartbeatPhaseS = (performance.now() - heartbeatStarted) / 1000;
-  const javaLeft = dynamoLeft(port) || dynamoLeft(heartbeatPort);
+    // ---- floor, seeded from the warmed-up site's own items ----
+    floor = await startFloor(endpoint, id, api.tableName, MACHINE_TYPE, ORG);
+    progress(`floor table ${floor.tableName} seeded with ${floor.seeded.machines} machines; warming up (${FLOOR_WARMUP} rounds)`);
+    for (let i = 0; i < FLOOR_WARMUP; i++) await floor.cycle();
 
+    // ---- measured: API and floor rounds alternate, so load from elsewhere on the host falls on both alike; which
+    // of the two goes first in a pair is drawn at random, so neither always follows the other ----
+    const apiCycles: ApiCycle[] = [];
+    const floorCycles: FloorCycle[] = [];
+    for (let i = 0; i < SAMPLES; i++) {
+      if (Math.random() < 0.5) {
+        apiCycles.push(await api.cycle());
+        floorCycles.push(await floor.cycle());
+      } else {
+        floorCycles.push(await floor.cycle());
+        apiCycles.push(await api.cycle());
+      }
+      if ((i + 1) % 50 === 0 || i + 1 === SAMPLES) {
+        const a = apiCycles.slice(-50);
+        const f = floorCycles.slice(-50);
+        progress(
+          `${i + 1}/${SAMPLES} rounds; last ${a.length} medians: create ${summarize(a.map((c) => c.createMs)).median} ms (floor ${summarize(f.map((c) => c.createMs)).median}), ` +
+            `release ${summarize(a.map((c) => c.releaseMs)).median} ms (floor ${summarize(f.map((c) => c.releaseMs)).median})`,
+        );
+      }
+    }
+    const siteContext = api.site.ctx;
+    await api.stop();
+    api = undefined;
+    await floor.stop();
+    floor = undefined;
+    return { apiCycles, floorCycles, siteContext };
+  });
+}
+
+function apiReport(apiCycles: ApiCycle[], floorCycles: FloorCycle[]) {
   const apiCreate = summarize(apiCycles.map((c) => c.createMs));
   const apiRelease = summarize(apiCycles.map((c) => c.releaseMs));
   const floorCreate = summarize(floorCycles.map((c) => c.createMs));
@@ -186,21 +244,7 @@ async function main() {
     summarize(apiCycles.map((a, i) => pick(a) / pick(floorCycles[i]!))).median;
   const creates = apiCycles.map((c) => c.create);
   const releases = apiCycles.map((c) => c.release);
-
-  const cpuList = cpus();
-  const report = {
-    bench: 'fleetward control plane',
-    date: new Date().toISOString(),
-    node: process.version,
-    platform: `${process.platform} ${process.arch}`,
-    machine: {
-      cores: cpuList.length,
-      cpu_model: cpuList[0]?.model ?? 'unknown',
-      memory_gib: round(totalmem() / 2 ** 30, 1),
-      load_average_1_5_15min: { unit: 'runnable processes; other work on the host skews latency', at_start: loadAtStart, at_end: load() },
-    },
-    code: gitState(),
-    wall_time: { unit: 's', total: round((performance.now() - started) / 1000, 1), api_and_floor: round(apiPhaseS, 1), heartbeat: round(heartbeatPhaseS, 1) },
+  return {
     config: {
       samples: { api_rounds: apiCycles.length, floor_rounds: floorCycles.length, note: 'one round = one create and one release' },
       warmup_rounds: { api: API_WARMUP, floor: FLOOR_WARMUP },
@@ -240,17 +284,141 @@ async function main() {
       floor_cost: perOperation(floorCycles.map((c) => c.releaseCost)),
     },
     drift: { unit: 'ms, medians of consecutive quarters of the measured rounds', slices: slices(apiCycles, floorCycles) },
-    heartbeat,
+  };
+}
+
+async function main() {
+  const started = performance.now();
+  const loadAtStart = load();
+  const id = randomUUID().slice(0, 8);
+  const parts = selectedParts();
+  progress(`node ${process.version}, ${cpus().length} cores, load ${loadAtStart.join(' ')}; parts: ${[...parts].join(', ') || 'none'}`);
+  const wall: Record<string, number> = {};
+  const timed = async <T>(part: Part, run: () => Promise<T> | T): Promise<T | undefined> => {
+    if (!parts.has(part)) return undefined;
+    const t = performance.now();
+    try {
+      return await run();
+    } finally {
+      wall[part] = round((performance.now() - t) / 1000, 1);
+    }
+  };
+
+  // ---- create/release through the API against the floor ----
+  const apiRun = await timed('api', () => {
+    progress(`api: ${SAMPLES} rounds per side`);
+    return apiPart(id);
+  });
+
+  // ---- heartbeats of an idle 10,000-machine fleet, on a DynamoDB Local of their own: the one the site ran on
+  // has become markedly slower to write by then (about twice, measured), and 10,000 registrations and the first
+  // roster are long enough as it is ----
+  const heartbeat = await timed('heartbeat', () =>
+    withDynamo('the heartbeat fleet', (endpoint) =>
+      heartbeatCost(endpoint, id, { ...defaultHeartbeatOptions, machines: HEARTBEAT_MACHINES }, apiRun?.siteContext ?? standaloneContext(), progress),
+    ),
+  );
+
+  // ---- issue 4, 7a: failure to replacement Ready, stream vs sweep alone (both sites on one DynamoDB Local) ----
+  const meta = await timed('meta', () => withDynamo('the meta-instance sites', (endpoint) => metaHeal(endpoint, id, META, progress)));
+
+  // ---- issue 4, 7b: placement decisions, pure domain ----
+  const placement = await timed('placement', () => {
+    progress(`placement: ${PLACEMENT.metaInstances} meta-instances on ${PLACEMENT.machines} machines, pure domain`);
+    return placementBench(PLACEMENT);
+  });
+
+  // ---- issue 7, 5: the sweep's reads in a 100,000-machine table vs a full Scan, on a DynamoDB Local of its own ----
+  const sweep = await timed('sweep', () => withDynamo('the sweep-reads table', (endpoint) => sweepReads(endpoint, id, SWEEP, progress)));
+
+  const javaLeft = ports.some(dynamoLeft);
+  const cpuList = cpus();
+  const apiSection = apiRun ? apiReport(apiRun.apiCycles, apiRun.floorCycles) : undefined;
+  const report = {
+    bench: 'fleetward control plane',
+    date: new Date().toISOString(),
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    machine: {
+      cores: cpuList.length,
+      cpu_model: cpuList[0]?.model ?? 'unknown',
+      memory_gib: round(totalmem() / 2 ** 30, 1),
+      load_average_1_5_15min: { unit: 'runnable processes; other work on the host skews latency', at_start: loadAtStart, at_end: load() },
+    },
+    code: gitState(),
+    parts: { ran: [...parts], skipped: PARTS.filter((p) => !parts.has(p)), choose_with: 'BENCH_ONLY=meta,sweep or BENCH_SKIP=api,heartbeat' },
+    wall_time: { unit: 's', total: round((performance.now() - started) / 1000, 1), ...wall },
+    summary: {
+      ...(apiSection ? { api_over_floor: { unit: 'ratio (API latency / floor latency), medians', create: apiSection.ratios.create_median, release: apiSection.ratios.release_median } } : {}),
+      ...(heartbeat ? { idle_heartbeat_writes_per_second: heartbeat.idle.writes_per_second } : {}),
+      ...(meta
+        ? {
+            meta_replacement: {
+              unit: 'ms from a backing machine\'s failure until a different member is Ready (median of the trials); ratio sweep-only / stream',
+              stream_override_median: meta.stream.override.median,
+              stream_override_p90: meta.stream.override.p90,
+              stream_override_max: meta.stream.override.max,
+              stream_override_trials: meta.stream.override.trials,
+              sweep_only_override:
+                meta.sweep_only.override.trials === 0
+                  ? 'not run'
+                  : meta.sweep_only.override.replaced === 0
+                  ? `never replaced within ${meta.sweep_only.override.wait_per_trial.value} ms (${meta.sweep_only.override.trials} trial(s))` : meta.sweep_only.override.median,
+              ratio_override: meta.ratios.override ?? meta.ratios.override_lower_bound,
+              ...('heartbeat' in meta.stream && meta.stream.heartbeat && 'heartbeat' in meta.sweep_only && meta.sweep_only.heartbeat
+                ? { stream_heartbeat_median: meta.stream.heartbeat.median, sweep_only_heartbeat_median: meta.sweep_only.heartbeat.median, ratio_heartbeat: meta.ratios.heartbeat }
+                : {}),
+              sweep_interval_s: meta.config.sweep_interval.local,
+            },
+          }
+        : {}),
+      ...(placement
+        ? {
+            placement: {
+              unit: 'ms for all decisions (median pass), µs per decision',
+              meta_instances: placement.config.meta_instances,
+              machines: placement.config.machines,
+              total_ms: placement.candidates_as_the_service_loads_them.total.median,
+              per_decision_median_us: placement.candidates_as_the_service_loads_them.per_decision.median,
+              per_decision_p99_us: placement.candidates_as_the_service_loads_them.per_decision.p99,
+              placed: placement.candidates_as_the_service_loads_them.outcomes.placed,
+              errors: placement.candidates_as_the_service_loads_them.outcomes.errors,
+              share_of_a_60s_sweep: { unit: 'ratio (all decisions / 60 s)', value: round(placement.candidates_as_the_service_loads_them.total.median / 60_000, 5) },
+            },
+          }
+        : {}),
+      ...(sweep
+        ? {
+            sweep_reads: {
+              unit: 'read capacity units; ratio full Scan / sweep',
+              machines: sweep.config.machines,
+              sweep_read_units: sweep.sweep.read_units,
+              sweep_items_read: sweep.sweep.items_read,
+              scan_read_units: sweep.scan.read_units,
+              scan_items: sweep.scan.items,
+              ratio_scan_over_sweep: sweep.ratios.scan_over_sweep,
+              load_s: sweep.load.value,
+            },
+          }
+        : {}),
+    },
+    ...(apiSection ? { config: apiSection.config, ratios: apiSection.ratios, create: apiSection.create, release: apiSection.release, drift: apiSection.drift } : {}),
+    ...(heartbeat ? { heartbeat } : {}),
+    ...(meta ? { meta_instance_replacement: meta } : {}),
+    ...(placement ? { placement } : {}),
+    ...(sweep ? { sweep_reads: sweep } : {}),
     dynamodb_local_left_running: javaLeft,
   };
 
   const json = JSON.stringify(report, null, 2);
-  const out = join(dirname(fileURLToPath(import.meta.url)), 'results', 'latest.json');
+  // A run of some parts only does not replace the last full run's figures.
+  const file = parts.size === PARTS.length ? 'latest.json' : `partial-${[...parts].join('-') || 'none'}.json`;
+  const out = join(dirname(fileURLToPath(import.meta.url)), 'results', file);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${json}\n`);
   process.stdout.write(`${json}\n`);
   progress(`done in ${report.wall_time.total} s; written to ${out}`);
-  if (javaLeft) throw new Error(`a DynamoDB Local of ours (port ${port} or ${heartbeatPort}) is still running`);
+  if (javaLeft) throw new Error(`a DynamoDB Local of ours (port ${ports.join(', ')}) is still running`);
 }
 
 try {

@@ -38,6 +38,11 @@ export interface LocalSiteOptions {
   cleanupTimings?: CleanupTimings;
   /** Register the simulator's demo fleet at start. Default true. */
   registerFleet?: boolean;
+  /**
+   * Run the stream poller (the stream reactions). Default true. False leaves the sweep as the only reconciler, as if
+   * the stream handler did nothing (the bench's sweep-alone comparison); `streamIdle` then resolves at once.
+   */
+  streamPoller?: boolean;
   log?: (line: string) => void;
 }
 
@@ -147,12 +152,15 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       cleanupTimings: options.cleanupTimings ?? defaultCleanupTimings,
     };
 
-    const poller = createStreamPoller({
-      endpoint,
-      tableName: names.table,
-      handler: createStreamHandler(ctx),
-      log: (line) => write(`stream     ${line}`),
-    });
+    const poller =
+      options.streamPoller === false
+        ? null
+        : createStreamPoller({
+            endpoint,
+            tableName: names.table,
+            handler: createStreamHandler(ctx),
+            log: (line) => write(`stream     ${line}`),
+          });
     const sweep = createSweepHandler(ctx);
     const timer = createScheduleTimer({
       intervalMs: options.sweepIntervalMs ?? 5_000,
@@ -168,7 +176,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
           () => true,
           () => false,
         ),
-        streamPoller: poller.running(),
+        streamPoller: poller?.running() ?? false,
         scheduler: timer.running(),
         siteAgent: simulator.running(),
       };
@@ -222,8 +230,10 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       const fleet = demoFleet(config.simulator.machines);
       await registerMachines(ctx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), 'local-runner');
     }
-    await poller.start();
-    stops.push(() => poller.stop());
+    if (poller) {
+      await poller.start();
+      stops.push(() => poller.stop());
+    }
     timer.start();
     stops.push(() => timer.stop());
     await simulator.start();
@@ -238,7 +248,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       issuer,
       simulator,
       tableNames: names,
-      streamIdle: (timeoutMs) => poller.whenIdle(timeoutMs),
+      streamIdle: (timeoutMs) => poller?.whenIdle(timeoutMs) ?? Promise.resolve(),
       health,
       stop: stopAll,
     };
