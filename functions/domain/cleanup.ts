@@ -81,7 +81,7 @@ export function finishCleanup(machine: Machine, instance: Instance | null, repor
       ? [{ before: instance, after: { ...instance, status: 'Terminated' as const, updatedAt: at } }]
       : [];
   const after: Machine = report.ok
-    ? { ...machine, state: 'Ready', instanceId: undefined, assignedAt: undefined, cleanup: undefined, updatedAt: at }
+    ? { ...machine, state: 'Ready', instanceId: undefined, assignedAt: undefined, boundMetaInstanceId: undefined, cleanup: undefined, updatedAt: at }
     : { ...machine, cleanup: { ...machine.cleanup, phase: 'failed', leaseUntil: undefined, error: report.message ?? 'cleanup failed' }, updatedAt: at };
   return {
     machines: [{ before: machine, after }],

@@ -40,7 +40,14 @@ export function assignInstance(machine: Machine, spec: NewInstanceSpec, now: Dat
     updatedAt: at,
     version: 0,
   };
-  const assigned: Machine = { ...machine, state: 'Assigned', instanceId: instance.id, assignedAt: at, updatedAt: at };
+  const assigned: Machine = {
+    ...machine,
+    state: 'Assigned',
+    instanceId: instance.id,
+    assignedAt: at,
+    ...(spec.metaInstanceId ? { boundMetaInstanceId: spec.metaInstanceId } : {}),
+    updatedAt: at,
+  };
   return {
     instance,
     change: {

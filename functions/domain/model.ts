@@ -67,6 +67,8 @@ export interface Machine {
   cleanup?: MachineCleanup;
   /** Recent tenant reports and completed repairs, for recurring-fault escalation. */
   repairLog?: RepairLog;
+  /** The meta-instance its current instance belongs to: its failures are that reconciler's to find. */
+  boundMetaInstanceId?: string;
   /** When its current instance was assigned: a repair tenant's claim starts the in-repair clock. */
   assignedAt?: string;
   /** The stuck-repair episode already alerted (`<stage>#<since>`), so RepairStuck is emitted once per episode. */

@@ -6,6 +6,8 @@ import { heartbeatTimeoutMs, type AppContext } from './context.ts';
 import { retryOnStale } from './retry-on-stale.ts';
 
 const PAGE = 500;
+/** The digest stored while a changed roster is being walked. */
+const WALKING = 'walking';
 /** Machine writes in flight at once while a changed roster is walked. */
 const CONCURRENCY = 16;
 
@@ -44,20 +46,26 @@ async function ignoreLostRace(write: Promise<unknown>): Promise<void> {
 async function reconcileRoster(ctx: AppContext, stored: SiteHeartbeat | null, roster: Set<string>, digest: string, machineCount: number) {
   const timeoutMs = heartbeatTimeoutMs(ctx.config);
   const previousRosterSeenAt = stored?.rosterSeenAt;
-  const holding = () => {
+  // While walking, the stored digest matches no roster; a registration during the walk leaves ROSTER_RESET instead,
+  // which the end of the walk keeps so that the next beat walks again.
+  const holding = (current: SiteHeartbeat | null) => {
     const now = ctx.clock.now();
-    return { rosterSeenAt: iso(now), digest: stored?.digest ?? 'none', machineCount, reconcilingUntil: iso(addMs(now, timeoutMs)) };
+    const digest = current !== stored && current?.digest === ROSTER_RESET ? ROSTER_RESET : WALKING;
+    return { rosterSeenAt: iso(now), digest, machineCount, reconcilingUntil: iso(addMs(now, timeoutMs)) };
   };
   let beat: SiteHeartbeat;
   try {
-    beat = await ctx.store.putSiteHeartbeat(stored, holding());
+    beat = await ctx.store.putSiteHeartbeat(stored, holding(stored));
   } catch (error) {
     if (error instanceof StaleWriteError) return { stored: false, livenessChanges: 0 };
     throw error;
   }
   const keepAlive = async () => {
     if (ageMs(ctx.clock.now(), beat.rosterSeenAt) < timeoutMs / REFRESH_DIVISOR) return;
-    beat = await retryOnStale(async () => ctx.store.putSiteHeartbeat((await ctx.store.getSiteHeartbeat()) ?? beat, holding()));
+    beat = await retryOnStale(async () => {
+      const current = (await ctx.store.getSiteHeartbeat()) ?? beat;
+      return ctx.store.putSiteHeartbeat(current, holding(current));
+    });
   };
 
   let livenessChanges = 0;

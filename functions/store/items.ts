@@ -1,4 +1,4 @@
-import { inAllocatableIndex } from '#domain/health.ts';
+import { inAllocatableIndex, preventingSources } from '#domain/health.ts';
 import { repairStage } from '#domain/stuck-repairs.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 
@@ -36,8 +36,12 @@ function machineDueAt(machine: Machine): string | undefined {
   if (machine.state === 'Cleanup' && cleanup && cleanup.phase !== 'failed') {
     return cleanup.phase === 'pending' ? machine.updatedAt : cleanup.leaseUntil;
   }
-  // An instance on a machine whose heartbeat stopped must be looked at once the heartbeat counts as stale.
-  if (machine.instanceId && !machine.heartbeatLive && machine.heartbeatStaleAt) return machine.heartbeatStaleAt;
+  // A meta-instance member on a machine that failed must be found by the sweep too, not only by the stream: at once
+  // for a health override, and once the heartbeat counts as stale for a stopped one.
+  if (machine.boundMetaInstanceId && machine.instanceId) {
+    if (preventingSources(machine.healthOverrides).length > 0) return machine.updatedAt;
+    if (!machine.heartbeatLive && machine.heartbeatStaleAt) return machine.heartbeatStaleAt;
+  }
   return undefined;
 }
 
