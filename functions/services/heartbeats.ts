@@ -1,9 +1,8 @@
 import { livenessChange, planHeartbeat, REFRESH_DIVISOR, ROSTER_RESET, rosterDigest, type SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { Machine } from '#domain/model.ts';
 import { addMs, ageMs, iso } from '#domain/time.ts';
-import { StaleWriteError } from '#store/fleet-store.ts';
 import { heartbeatTimeoutMs, type AppContext } from './context.ts';
-import { retryOnStale } from './retry-on-stale.ts';
+import { committedOnce, retryOnStale } from './retry-on-stale.ts';
 
 const PAGE = 500;
 /** The digest stored while a changed roster is being walked. */
@@ -23,19 +22,11 @@ export async function receiveHeartbeat(ctx: AppContext, machineIds: string[]): P
   const plan = planHeartbeat(stored, digest, now, heartbeatTimeoutMs(ctx.config));
   if (plan.kind === 'nothing') return { stored: false, livenessChanges: 0 };
   if (plan.kind === 'refresh') {
-    await ignoreLostRace(ctx.store.putSiteHeartbeat(stored, { ...stored!, rosterSeenAt: iso(now) }));
+    // A lost race means another beat or a registration wrote it meanwhile; the next beat compares again.
+    await committedOnce(() => ctx.store.putSiteHeartbeat(stored, { ...stored!, rosterSeenAt: iso(now) }));
     return { stored: true, livenessChanges: 0 };
   }
   return reconcileRoster(ctx, stored, new Set(machineIds), digest, machineCount);
-}
-
-async function ignoreLostRace(write: Promise<unknown>): Promise<void> {
-  try {
-    await write;
-  } catch (error) {
-    // Another beat or a registration wrote it meanwhile; the next beat compares again.
-    if (!(error instanceof StaleWriteError)) throw error;
-  }
 }
 
 /**
@@ -53,13 +44,9 @@ async function reconcileRoster(ctx: AppContext, stored: SiteHeartbeat | null, ro
     const digest = current !== stored && current?.digest === ROSTER_RESET ? ROSTER_RESET : WALKING;
     return { rosterSeenAt: iso(now), digest, machineCount, reconcilingUntil: iso(addMs(now, timeoutMs)) };
   };
-  let beat: SiteHeartbeat;
-  try {
-    beat = await ctx.store.putSiteHeartbeat(stored, holding(stored));
-  } catch (error) {
-    if (error instanceof StaleWriteError) return { stored: false, livenessChanges: 0 };
-    throw error;
-  }
+  const claimed = await retryOnStale(() => ctx.store.putSiteHeartbeat(stored, holding(stored)), { attempts: 1, onExhausted: 'skip' });
+  if (!claimed) return { stored: false, livenessChanges: 0 };
+  let beat: SiteHeartbeat = claimed;
   const keepAlive = async () => {
     if (ageMs(ctx.clock.now(), beat.rosterSeenAt) < timeoutMs / REFRESH_DIVISOR) return;
     beat = await retryOnStale(async () => {

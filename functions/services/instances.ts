@@ -6,10 +6,9 @@ import { initialSafety, recordQuarantine, shouldEscalate, trimLog, type RepairPo
 import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.ts';
 import { repairClaimBlockers } from '#domain/repair.ts';
 import { patchInstance as decidePatch, type InstancePatch } from '#domain/machine-edits.ts';
-import { StaleWriteError } from '#store/fleet-store.ts';
 import { safetyRules, type AppContext } from './context.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
-import { retryOnStale } from './retry-on-stale.ts';
+import { committedOnce, retryOnStale } from './retry-on-stale.ts';
 
 export interface CreateInstanceRequest {
   machineType?: string | undefined;
@@ -47,12 +46,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     if (candidates.length === 0) break;
     for (const machine of candidates) {
       const { change, instance } = assignInstance(machine, spec, ctx.clock.now());
-      try {
-        await ctx.store.commit(change);
-        return instance;
-      } catch (error) {
-        if (!(error instanceof StaleWriteError)) throw error;
-      }
+      if (await committedOnce(() => ctx.store.commit(change))) return instance;
     }
   }
   throw conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);

@@ -11,11 +11,10 @@ import {
 } from '#domain/meta-instances.ts';
 import type { Machine, MetaInstance, Principal } from '#domain/model.ts';
 import { notFound } from '#domain/rejection.ts';
-import { StaleWriteError } from '#store/fleet-store.ts';
 import type { Page } from '#store/paging.ts';
 import type { AppContext } from './context.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
-import { retryOnStale } from './retry-on-stale.ts';
+import { committedOnce, retryOnStale } from './retry-on-stale.ts';
 
 /** Passes of one reconcile run; each commits one decision. A run that does not settle is finished by the next trigger. */
 const MAX_PASSES = 6;
@@ -60,12 +59,9 @@ export async function reconcileMeta(ctx: AppContext, id: string): Promise<void> 
     if (!meta) return;
     const decision = reconcileMetaInstance(await snapshot(ctx, meta));
     if (decision.kind === 'none') return;
-    try {
-      await ctx.store.commit(decision.change);
+    // Someone else may change the meta-instance or take a machine first: then the next pass decides on fresh state.
+    if (await committedOnce(() => ctx.store.commit(decision.change))) {
       ctx.log.info('meta-instance reconciled', { metaInstanceId: id, outcome: decision.summary });
-    } catch (error) {
-      // Someone else changed the meta-instance or took a machine first: decide again on fresh state.
-      if (!(error instanceof StaleWriteError)) throw error;
     }
   }
 }

@@ -1,6 +1,5 @@
 import { claimCleanup, recordDeleteOutcome } from '#domain/cleanup.ts';
 import { claimCreate, completeCreate, createLeaseMs } from '#domain/instances.ts';
-import { StaleWriteError } from '#store/fleet-store.ts';
 import type { EntityRef } from '#store/items.ts';
 import type { AppContext } from './context.ts';
 import { reconcileMeta, wakeWaiting, wakeWaitingForMachine } from './meta-instances.ts';
@@ -8,21 +7,11 @@ import { watchStuckRepairs } from './stuck-repairs.ts';
 import type { FleetEvent } from './events.ts';
 import { ageMs, iso } from '#domain/time.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
-import { retryOnStale } from './retry-on-stale.ts';
+import { committedOnce, retryOnStale } from './retry-on-stale.ts';
 
 // Level-triggered reconcilers: each reads the record afresh, asks the domain what is due and does it. Running one
 // twice, late, or for a duplicated stream record does nothing more, because every step is claimed by a
 // conditional write before its side effect, and a lost claim just ends the run.
-
-async function claimed(ctx: AppContext, commit: () => Promise<void>): Promise<boolean> {
-  try {
-    await commit();
-    return true;
-  } catch (error) {
-    if (error instanceof StaleWriteError) return false;
-    throw error;
-  }
-}
 
 /** Send the site agent's create for a Provisioning instance, then record its outcome. */
 export async function reconcileInstance(ctx: AppContext, instanceId: string): Promise<void> {
@@ -34,7 +23,7 @@ export async function reconcileInstance(ctx: AppContext, instanceId: string): Pr
     ctx.clock.now(),
     createLeaseMs({ maxAttempts: retry.max_attempts, baseDelayMs: retry.base_delay_ms, timeoutMs: retry.timeout_ms }),
   );
-  if (claim && (await claimed(ctx, () => ctx.store.commit(claim)))) {
+  if (claim && (await committedOnce(() => ctx.store.commit(claim)))) {
     const outcome = await ctx.agent.create({
       name: instance.name,
       machineId: instance.machineId,
@@ -72,7 +61,7 @@ async function sendCleanup(ctx: AppContext, machineId: string): Promise<void> {
   if (!machine?.cleanup) return;
   const instance = await ctx.store.getInstance(machine.cleanup.instanceId);
   const claim = claimCleanup(machine, instance, ctx.clock.now(), ctx.cleanupTimings);
-  if (!claim || !(await claimed(ctx, () => ctx.store.commit(claim)))) return;
+  if (!claim || !(await committedOnce(() => ctx.store.commit(claim)))) return;
   const siteName = instance?.siteName ?? machine.cleanup.instanceId;
   const outcome = await ctx.agent.delete(siteName);
   ctx.log.info('site agent delete finished', { machineId, siteName, ...outcome });

@@ -32,12 +32,9 @@ import {
   type EntityRef,
 } from './items.ts';
 import { indexes } from './table.ts';
+import { StaleWriteError } from './port.ts';
 import { decodePageToken, encodePageToken, invalidPageToken, type Page } from './paging.ts';
 
-/** Someone else changed a record between our read and our write: reload, decide again. */
-export class StaleWriteError extends Error {
-  override name = 'StaleWriteError';
-}
 
 const TRANSACTION_LIMIT = 100;
 
