@@ -1,4 +1,7 @@
-import type { Issue } from './model.ts';
+import type { Change } from './change.ts';
+import { addOverride } from './machine-edits.ts';
+import type { Issue, Machine } from './model.ts';
+import { hasOverride, SOURCES } from './overrides.ts';
 import { ageMs } from './time.ts';
 
 // Fleet safety that the anchor systems leave to operators: a repair-storm breaker and recurring-fault escalation.
@@ -78,3 +81,45 @@ export function trimLog(log: RepairLog | undefined, now: Date, rules: SafetyRule
 export function resetStorm(safety: SafetyState): { safety: SafetyState; heldBack: string[] } {
   return { safety: { ...safety, quarantines: [], repairStorm: { state: 'closed', heldBack: [] } }, heldBack: safety.repairStorm.heldBack };
 }
+
+/**
+ * One step of a provider's reset. Without `applyHeldBack` the breaker closes at once and the held-back machines stay
+ * quarantined only. With it, each held-back machine is handed to repair in its own transaction together with the
+ * safety record that no longer lists it, so a crash between steps leaves every machine either requested or still
+ * listed, and a second reset picks up where the first stopped. The breaker closes last, once the list is empty:
+ * closing first would let new reports through while the held-back ones still wait, and a crash would forget them.
+ */
+export type ResetStep =
+  | { kind: 'hand-over'; machineId: string; applied: boolean; change: Change }
+  | { kind: 'close'; heldBack: string[]; change: Change };
+
+/** The machine the next step of a reset with `applyHeldBack` is about, if any is still listed. */
+export const nextHeldBack = (safety: SafetyState | null): string | undefined => safety?.repairStorm.heldBack[0];
+
+/**
+ * Close the breaker (`before` is the record as read, null when there is none yet). Guarded by the record's version,
+ * so a report held back after the read makes the close lose its race instead of dropping that machine.
+ */
+export function closeStorm(before: SafetyState | null): ResetStep {
+  const { safety, heldBack } = resetStorm(before ?? initialSafety());
+  return { kind: 'close', heldBack, change: { safety: { before, after: safety }, history: [] } };
+}
+
+/**
+ * Hand one held-back machine to repair: the repair request it would have had (carrying the tenant's issue), unless
+ * it no longer needs one (gone, no longer quarantined, already requested, escalated, or under online repair, which
+ * never runs alongside full repair). Either way it leaves the list in the same transaction.
+ */
+export function handOverHeldBack(before: SafetyState, machineId: string, machine: Machine | null, actor: string, now: Date): ResetStep {
+  const storm = before.repairStorm;
+  const after: SafetyState = { ...before, repairStorm: { ...storm, heldBack: storm.heldBack.filter((id) => id !== machineId) } };
+  const safety = { before, after };
+  if (!machine || !stillHeldBack(machine)) return { kind: 'hand-over', machineId, applied: false, change: { safety, history: [] } };
+  const issue = machine.healthOverrides.find((o) => o.source === SOURCES.tenantReportedIssue)?.issue;
+  const { change } = addOverride(machine, { template: 'request-repair', issue, message: 'Repair request held back by the repair-storm breaker, applied on reset' }, actor, now);
+  return { kind: 'hand-over', machineId, applied: true, change: { ...change, safety } };
+}
+
+const stillHeldBack = (machine: Machine): boolean =>
+  hasOverride(machine, SOURCES.tenantReportedIssue) &&
+  ![SOURCES.repairRequest, SOURCES.outForRepair, SOURCES.onlineRepair].some((source) => hasOverride(machine, source));

@@ -1,9 +1,6 @@
-import { resetStorm, type SafetyState } from '#domain/safety.ts';
-import { hasOverride, SOURCES } from '#domain/overrides.ts';
+import { closeStorm, handOverHeldBack, initialSafety, nextHeldBack } from '#domain/safety.ts';
 import type { AppContext } from './context.ts';
-import { addHealthOverride } from './machine-actions.ts';
 import { retryOnStale } from './retry-on-stale.ts';
-import { initialSafety } from '#domain/safety.ts';
 
 export async function showSafety(ctx: AppContext) {
   const safety = (await ctx.store.getSafety()) ?? initialSafety();
@@ -11,26 +8,27 @@ export async function showSafety(ctx: AppContext) {
 }
 
 /**
- * A provider closes the breaker. With `applyHeldBack`, the repair requests it held back are applied now, to the
- * machines that are still quarantined and not escalated or already in repair.
+ * A provider closes the breaker. With `applyHeldBack`, the repair requests it held back are applied first, one
+ * machine per transaction (domain/safety.ts `ResetStep`), so a reset cut short is finished by asking again.
  */
 export async function resetRepairStorm(ctx: AppContext, applyHeldBack: boolean, actor: string) {
-  const heldBack = await retryOnStale(async () => {
-    const stored = await ctx.store.getSafety();
-    const { safety, heldBack } = resetStorm(stored ?? initialSafety());
-    await ctx.store.commit({ safety: { before: stored, after: safety as SafetyState }, history: [] });
-    return heldBack;
-  });
   const applied: string[] = [];
-  if (applyHeldBack) {
-    for (const machineId of heldBack) {
-      const machine = await ctx.store.getMachine(machineId);
-      if (!machine || !hasOverride(machine, SOURCES.tenantReportedIssue) || hasOverride(machine, SOURCES.repairRequest) || hasOverride(machine, SOURCES.outForRepair)) continue;
-      const issue = machine.healthOverrides.find((o) => o.source === SOURCES.tenantReportedIssue)?.issue;
-      await addHealthOverride(ctx, machineId, { template: 'request-repair', issue, message: 'Repair request held back by the repair-storm breaker, applied on reset' }, actor);
-      applied.push(machineId);
+  const handedOver: string[] = [];
+  for (;;) {
+    const step = await retryOnStale(async () => {
+      const stored = await ctx.store.getSafety();
+      const machineId = applyHeldBack ? nextHeldBack(stored) : undefined;
+      const decided =
+        machineId === undefined ? closeStorm(stored) : handOverHeldBack(stored!, machineId, await ctx.store.getMachine(machineId), actor, ctx.clock.now());
+      await ctx.store.commit(decided.change);
+      return decided;
+    });
+    if (step.kind === 'close') {
+      const heldBack = [...handedOver, ...step.heldBack];
+      ctx.log.info('repair-storm breaker reset', { actor, heldBack, applied });
+      return { ...(await showSafety(ctx)), heldBackAtReset: heldBack, applied };
     }
+    handedOver.push(step.machineId);
+    if (step.applied) applied.push(step.machineId);
   }
-  ctx.log.info('repair-storm breaker reset', { actor, heldBack, applied });
-  return { ...(await showSafety(ctx)), heldBackAtReset: heldBack, applied };
 }

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Change } from '#domain/change.ts';
 import type { Clock } from '#domain/model.ts';
+import type { AppContext } from '#services/context.ts';
 import { sweep } from '#services/reconcile.ts';
+import { resetRepairStorm } from '#services/safety.ts';
 import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
 import { actors, claimForRepair, machine, repairRelease, reportIssue, setRepairStatus, sources, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
 
@@ -150,6 +153,79 @@ describe('repair-storm breaker', () => {
     const again = await site.call('POST', path, { token: who.admin, body: { applyHeldBack: true } });
     expect(again.body).toMatchObject({ repairStorm: { state: 'closed', heldBack: [] }, heldBackAtReset: [], applied: [] });
     expect(sources(await machine(site, who.admin, c))).toEqual(['tenant-reported-issue']);
+  });
+});
+
+/** The site's context, except that every commit after the first `allowed` fails, as if the process died there. */
+function crashingAfter(ctx: AppContext, allowed: number): AppContext {
+  let commits = 0;
+  const store = new Proxy(ctx.store, {
+    get(target, property) {
+      if (property === 'commit') {
+        return async (change: Change) => {
+          if (commits++ >= allowed) throw new Error('simulated crash');
+          return target.commit(change);
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { ...ctx, store };
+}
+
+describe('a reset that applies held-back repairs, cut short by a crash', () => {
+  let site: TestSite;
+  let who: Actors;
+  const safety = async () => (await site.call('GET', '/admin/safety', { token: who.admin })).body;
+
+  beforeAll(async () => {
+    // The first report is fine, every later one is held back.
+    site = await startTestSite({ config: testConfig(`${simulator('[ { type = "gb200", count = 5, racks = 1 } ]')}\n[repair_storm]\nmax_quarantines = 1\nmax_fraction = 1\n`) });
+    who = await actors(site);
+    await waitForFleet(site, who.admin, 5);
+  });
+  afterAll(async () => site?.stop());
+
+  it('leaves every held-back machine either requested or still listed, keeps the breaker tripped, and a second reset finishes', { timeout: 90_000 }, async () => {
+    await reportIssue(site, who, { category: 'hardware', summary: 'before the storm' });
+    const held: string[] = [];
+    for (const n of [1, 2, 3]) held.push(await reportIssue(site, who, { category: 'hardware', summary: `held back ${n}` }));
+    expect((await safety()).repairStorm).toMatchObject({ state: 'tripped', heldBack: held });
+
+    /** The invariant, whatever point the crash hit; returns what is still listed. */
+    const eachRequestedOrListed = async (): Promise<string[]> => {
+      const storm = (await safety()).repairStorm;
+      expect(storm.state).toBe('tripped');
+      for (const id of held) {
+        const requested = sources(await machine(site, who.admin, id)).includes('repair-request');
+        expect(requested, `${id} requested xor listed in ${JSON.stringify(storm.heldBack)}`).toBe(!storm.heldBack.includes(id));
+      }
+      return storm.heldBack;
+    };
+
+    // Before the first commit: nothing happened.
+    await expect(resetRepairStorm(crashingAfter(site.ctx, 0), true, 'ops')).rejects.toThrow('simulated crash');
+    expect(await eachRequestedOrListed()).toEqual(held);
+    // After the first machine's commit: it is requested and no longer listed, the others wait.
+    await expect(resetRepairStorm(crashingAfter(site.ctx, 1), true, 'ops')).rejects.toThrow('simulated crash');
+    expect(await eachRequestedOrListed()).toEqual(held.slice(1));
+    // A new attempt resumes with the second machine; this time the crash hits after the last machine, before the close.
+    await expect(resetRepairStorm(crashingAfter(site.ctx, 2), true, 'ops')).rejects.toThrow('simulated crash');
+    expect(await eachRequestedOrListed()).toEqual([]);
+
+    // Asking again closes the breaker; there is nothing left to apply.
+    const reset = await site.call('POST', '/admin/safety/repair-storm/reset', { token: who.admin, body: { applyHeldBack: true } });
+    expect(reset.status).toBe(200);
+    expect(reset.body).toMatchObject({ repairStorm: { state: 'closed', heldBack: [] }, heldBackAtReset: [], applied: [] });
+    // Every held-back machine got its repair request exactly once, with the tenant's issue.
+    for (const [i, id] of held.entries()) {
+      const m = await machine(site, who.admin, id);
+      expect(m.healthOverrides.find((o: { source: string }) => o.source === 'repair-request').issue.summary).toBe(`held back ${i + 1}`);
+      await site.eventually(async () => deliveredOf(site, 'RepairRequested', id).length === 1);
+    }
+    await site.streamIdle();
+    for (const id of held) expect(deliveredOf(site, 'RepairRequested', id)).toHaveLength(1);
   });
 });
 

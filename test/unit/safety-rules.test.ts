@@ -1,5 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { initialSafety, recordQuarantine, resetStorm, shouldEscalate, trimLog, type RepairLog, type RepairPolicy, type SafetyRules, type SafetyState } from '#domain/safety.ts';
+import type { HealthOverride, Machine } from '#domain/model.ts';
+import {
+  closeStorm,
+  handOverHeldBack,
+  initialSafety,
+  nextHeldBack,
+  recordQuarantine,
+  resetStorm,
+  shouldEscalate,
+  trimLog,
+  type RepairLog,
+  type RepairPolicy,
+  type ResetStep,
+  type SafetyRules,
+  type SafetyState,
+} from '#domain/safety.ts';
+import { aMachine, aRepairRequest } from '#test/support/fixtures.ts';
 
 // The repair-storm breaker and recurring-fault escalation (issue 7, rules 1 and 2): pure, with injected dates.
 
@@ -176,6 +192,72 @@ describe('resetStorm', () => {
 
   it('resetting a closed breaker hands back nothing', () => {
     expect(resetStorm(initialSafety())).toEqual({ safety: initialSafety(), heldBack: [] });
+  });
+});
+
+describe('a reset that applies what the breaker held back, one machine per step', () => {
+  const tripped = () => report(6, rules()).safety; // m4, m5, m6 held back
+  const override = (source: string): HealthOverride => ({ ...aRepairRequest('m5'), source, issue: { category: 'HARDWARE', summary: `${source} on m5` } });
+  const quarantined = (...extra: string[]): Machine =>
+    aMachine({ id: 'm5', version: 7, healthOverrides: [override('tenant-reported-issue'), ...extra.map(override)] });
+  const handOver = (safety: SafetyState, machine: Machine | null) => handOverHeldBack(safety, 'm5', machine, 'ops', at(DAY)) as Extract<ResetStep, { kind: 'hand-over' }>;
+
+  it('the next machine is the first one listed; nothing when the list is empty or there is no record', () => {
+    expect(nextHeldBack(tripped())).toBe('m4');
+    expect(nextHeldBack(initialSafety())).toBeUndefined();
+    expect(nextHeldBack(null)).toBeUndefined();
+  });
+
+  it('requests repair on a quarantined machine and drops it from the list in the same change, both guarded by what was read', () => {
+    const before = tripped();
+    const machine = quarantined();
+    const step = handOver(before, machine);
+    expect(step).toMatchObject({ kind: 'hand-over', machineId: 'm5', applied: true });
+    // The breaker stays tripped: only the list shrinks.
+    expect(step.change.safety).toEqual({ before, after: { ...before, repairStorm: { ...before.repairStorm, heldBack: ['m4', 'm6'] } } });
+    const [edit] = step.change.machines!;
+    expect(edit!.before).toBe(machine);
+    const request = edit!.after.healthOverrides.find((o) => o.source === 'repair-request');
+    expect(request).toMatchObject({ createdBy: 'ops', issue: { category: 'HARDWARE', summary: 'tenant-reported-issue on m5' } });
+    expect(edit!.after.healthOverrides.map((o) => o.source).sort()).toEqual(['repair-request', 'tenant-reported-issue']);
+    const events = step.change.history.filter((h) => h.event).map((h) => h.event!.type);
+    expect(events).toEqual(['RepairRequested']);
+  });
+
+  it.each([
+    ['already has a repair request', quarantined('repair-request')],
+    ['was escalated (out for repair)', quarantined('out-for-repair')],
+    ['is under online repair', quarantined('request-online-repair')],
+    ['is no longer quarantined', aMachine({ id: 'm5', healthOverrides: [] })],
+    ['no longer exists', null],
+  ])('a machine that %s only leaves the list: no machine change, no event', (_why, machine) => {
+    const before = tripped();
+    const step = handOver(before, machine);
+    expect(step).toMatchObject({ kind: 'hand-over', machineId: 'm5', applied: false });
+    expect(step.change).toEqual({ safety: { before, after: { ...before, repairStorm: { ...before.repairStorm, heldBack: ['m4', 'm6'] } } }, history: [] });
+  });
+
+  it('closing forgets the window and hands back what was still listed; from no record it writes a closed one', () => {
+    const before = tripped();
+    expect(closeStorm(before)).toEqual({
+      kind: 'close',
+      heldBack: ['m4', 'm5', 'm6'],
+      change: { safety: { before, after: { ...before, quarantines: [], repairStorm: { state: 'closed', heldBack: [] } } }, history: [] },
+    });
+    expect(closeStorm(null)).toEqual({ kind: 'close', heldBack: [], change: { safety: { before: null, after: initialSafety() }, history: [] } });
+  });
+
+  it('stepping through a tripped record hands every machine over exactly once, then closes with nothing dropped', () => {
+    let safety = tripped();
+    const handed: string[] = [];
+    for (let id = nextHeldBack(safety); id !== undefined; id = nextHeldBack(safety)) {
+      const step = handOverHeldBack(safety, id, aMachine({ id, healthOverrides: [{ ...aRepairRequest(id), source: 'tenant-reported-issue' }] }), 'ops', at(DAY));
+      handed.push(id);
+      safety = step.change.safety!.after;
+      expect(safety.repairStorm.state).toBe('tripped');
+    }
+    expect(handed).toEqual(['m4', 'm5', 'm6']);
+    expect(closeStorm(safety)).toMatchObject({ heldBack: [], change: { safety: { after: { repairStorm: { state: 'closed', heldBack: [] } } } } });
   });
 });
 
