@@ -1,78 +1,242 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { Role } from '#domain/model.ts';
-import type { Route } from '#http/route.ts';
-import { allRoutes } from '#http/routes/index.ts';
 import { createLocalTokenIssuer } from '#http/tokens.ts';
-import { collectRoutes, expectProblem, routeKey, routePath, startTestSite, type PathValues, type TestSite } from '#test/support/local-site.ts';
+import { expectProblem, routePath, startTestSite, type PathValues } from '#test/support/local-site.ts';
 
-// API.md "Conventions", Auth: missing/invalid token 401; wrong role 403 (`forbidden`); an `{org}` path segment that
-// is not the caller's org 404. The matrix is derived from the route table itself, so a route added to `allRoutes`
-// is covered without touching this file.
+// API.md "Conventions", Auth: missing/invalid token 401; wrong role or missing capability 403; another org's
+// resource, or an `{org}` path segment that is not the caller's org, 404. The routes come from the site's own
+// /openapi.json (read before the tests are collected), so a route added to the API is in this matrix at once, and
+// fails it until the table below says what every caller gets from it.
 
-const routeTable: Route[] = collectRoutes();
+// ---- the site, its routes and its callers ----------------------------------------------------------------
+
+const site = await startTestSite();
+afterAll(async () => site.stop());
+
+interface ServedRoute {
+  method: string;
+  path: string;
+  roles: Role[] | 'public';
+}
+const routeKey = (route: ServedRoute) => `${route.method} ${route.path}`;
+
+const httpMethods = new Set(['get', 'put', 'post', 'patch', 'delete']);
+const servedDocument = await site.call('GET', '/openapi.json');
+const served: ServedRoute[] = Object.entries(servedDocument.body.paths as Record<string, Record<string, { 'x-fleetward-roles': string[] }>>).flatMap(
+  ([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => httpMethods.has(method))
+      .map(([method, op]) => {
+        const roles = op['x-fleetward-roles'];
+        return { method: method.toUpperCase(), path, roles: roles.includes('public') ? ('public' as const) : (roles as Role[]) };
+      }),
+);
 
 const allRoles: Role[] = ['tenant', 'provider-admin', 'site-agent'];
-/** Each role's token carries its own org; path params are filled with the caller's org (API.md). */
-const homeOrg: Record<Role, string> = { tenant: 'acme', 'provider-admin': 'provider', 'site-agent': 'site' };
 const otherOrg = 'globex';
+
+/**
+ * Callers that hold a valid token. `tenant` (acme) owns every resource the paths name; the tenant of another org and
+ * the tenant with the targetedInstanceCreation capability (a repair tenant) ask for acme's resources under their
+ * own org's path. Each fills `{org}` with its own org.
+ */
+const callers = {
+  tenant: { org: 'acme', roles: ['tenant'] },
+  'tenant of another org': { org: otherOrg, roles: ['tenant'] },
+  'tenant with capability': { org: 'fixit', roles: ['tenant'] },
+  'provider-admin': { org: 'provider', roles: ['provider-admin'] },
+  'site-agent': { org: 'site', roles: ['site-agent'] },
+} as const satisfies Record<string, { org: string; roles: Role[] }>;
+type Caller = keyof typeof callers;
+const callerNames = Object.keys(callers) as Caller[];
+const tokens = {} as Record<Caller, string>;
+for (const caller of callerNames) tokens[caller] = await site.token(callers[caller].org, [...callers[caller].roles]);
 
 /** Tokens the local "API Gateway" must turn away with 401, each made for an otherwise allowed role. */
 const invalidTokenKinds = ['malformed', 'expired', 'signed by another key', 'tampered payload', 'empty org claim', 'not a bearer scheme'] as const;
 type InvalidTokenKind = (typeof invalidTokenKinds)[number];
-
-let site: TestSite;
-let values: Omit<PathValues, 'org'>;
-const tokens = {} as Record<Role, string>;
-let roleless: string;
+/** The org whose path each role's checks below use: the capable tenant, so positive calls pass its capability check. */
+const homeOrg: Record<Role, string> = { tenant: callers['tenant with capability'].org, 'provider-admin': 'provider', 'site-agent': 'site' };
+const roleTokens: Record<Role, string> = { tenant: tokens['tenant with capability'], 'provider-admin': tokens['provider-admin'], 'site-agent': tokens['site-agent'] };
+const roleless = await site.issuer.mint({ sub: 'nobody', org: 'acme', roles: [] });
 const invalid = {} as Record<Role, Record<InvalidTokenKind, string>>;
+const stranger = createLocalTokenIssuer({ issuer: site.issuer.issuer, audience: site.issuer.audience });
+for (const role of allRoles) {
+  const subject = { sub: `${homeOrg[role]}-user`, org: homeOrg[role], roles: [role] };
+  const [header, , signature] = roleTokens[role].split('.');
+  const forged = Buffer.from(JSON.stringify({ ...subject, roles: allRoles, iss: site.issuer.issuer, aud: site.issuer.audience, exp: 4102444800 })).toString('base64url');
+  invalid[role] = {
+    malformed: 'Bearer not-a-jwt',
+    expired: `Bearer ${await site.issuer.mint(subject, -60)}`,
+    'signed by another key': `Bearer ${await stranger.mint(subject)}`,
+    'tampered payload': `Bearer ${header}.${forged}.${signature}`,
+    'empty org claim': `Bearer ${await site.issuer.mint({ ...subject, org: '' })}`,
+    'not a bearer scheme': `Basic ${Buffer.from(`${subject.sub}:secret`).toString('base64')}`,
+  };
+}
 
-beforeAll(async () => {
-  site = await startTestSite();
-  for (const role of allRoles) tokens[role] = await site.token(homeOrg[role], [role]);
-  roleless = await site.issuer.mint({ sub: 'nobody', org: 'acme', roles: [] });
-  const stranger = createLocalTokenIssuer({ issuer: site.issuer.issuer, audience: site.issuer.audience });
-  for (const role of allRoles) {
-    const subject = { sub: `${homeOrg[role]}-user`, org: homeOrg[role], roles: [role] };
-    const [header, , signature] = tokens[role].split('.');
-    const forged = Buffer.from(JSON.stringify({ ...subject, roles: allRoles, iss: site.issuer.issuer, aud: site.issuer.audience, exp: 4102444800 })).toString('base64url');
-    invalid[role] = {
-      malformed: 'Bearer not-a-jwt',
-      expired: `Bearer ${await site.issuer.mint(subject, -60)}`,
-      'signed by another key': `Bearer ${await stranger.mint(subject)}`,
-      'tampered payload': `Bearer ${header}.${forged}.${signature}`,
-      'empty org claim': `Bearer ${await site.issuer.mint({ ...subject, org: '' })}`,
-      'not a bearer scheme': `Basic ${Buffer.from(`${subject.sub}:secret`).toString('base64')}`,
-    };
-  }
+// ---- the resources the paths name ------------------------------------------------------------------------
 
-  // The positive calls must not trip over a missing capability (403 capability-required) either.
-  const granted = await site.call('PUT', '/admin/tenants/acme', { token: tokens['provider-admin'], body: { capabilities: { targetedInstanceCreation: true } } });
-  expect(granted.status, JSON.stringify(granted.body)).toBe(200);
-  // Real resources for the path params: an instance of acme (and its machine) and a meta-instance of acme.
-  await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: tokens['provider-admin'] })).body.items.length === 6);
-  const instance = await site.call('POST', '/v2/org/acme/nico/instance', { token: tokens.tenant, body: { machineType: 'gb200', name: 'auth-matrix' } });
-  expect(instance.status, JSON.stringify(instance.body)).toBe(201);
-  values = { instanceId: instance.body.id, machineId: instance.body.machineId };
-  // Only a path value here: auth is decided before the params are even read, so a placeholder would do too.
-  const meta = await site.call('POST', '/v2/org/acme/nico/meta-instance', { token: tokens.tenant, body: { machineType: 'h100', minNodes: 1 } });
-  if (meta.status === 201 && typeof meta.body?.id === 'string') values.metaInstanceId = meta.body.id;
+const admin = tokens['provider-admin'];
+const granted = await site.call('PUT', `/admin/tenants/${callers['tenant with capability'].org}`, { token: admin, body: { capabilities: { targetedInstanceCreation: true } } });
+expect(granted.status, JSON.stringify(granted.body)).toBe(200);
+await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length === 6);
+
+async function readyInstance(name: string): Promise<{ id: string; machineId: string }> {
+  const created = await site.call('POST', '/v2/org/acme/nico/instance', { token: tokens.tenant, body: { machineType: 'gb200', name } });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  await site.eventually(async () => (await site.call('GET', `/v2/org/acme/nico/instance/${created.body.id}`, { token: tokens.tenant })).body.status === 'Ready');
+  return created.body;
+}
+async function metaInstance(): Promise<string> {
+  const created = await site.call('POST', '/v2/org/acme/nico/meta-instance', { token: tokens.tenant, body: { machineType: 'h100', minNodes: 1 } });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return created.body.id;
+}
+
+const kept = await readyInstance('auth-matrix');
+/** What every path names unless its row says otherwise; no call below ends these. */
+const resources = {
+  instanceId: kept.id,
+  machineId: kept.machineId,
+  metaInstanceId: await metaInstance(),
+  rack: (await site.call('GET', `/admin/machines/${kept.machineId}`, { token: admin })).body.rack as string,
+  roster: ((await site.call('GET', '/admin/machines?limit=500', { token: admin })).body.items as Array<{ id: string }>).map((m) => ({ id: m.id })),
+  /** One resource per route that ends what it names: only its owner's call does, once. */
+  doomed: { deleted: (await readyInstance('doomed-delete')).id, released: (await readyInstance('doomed-release')).id, meta: await metaInstance() },
+};
+type Resources = typeof resources;
+
+// ---- the matrix ------------------------------------------------------------------------------------------
+
+/** An exact status, and for problems the exact `code`. */
+type Outcome = number | readonly [status: number, code: string];
+type Row = Record<Caller, Outcome>;
+
+const forbidden = [403, 'forbidden'] as const;
+const notFound = [404, 'not-found'] as const;
+const capabilityRequired = [403, 'capability-required'] as const;
+const everyone = (outcome: Outcome): Row => ({ tenant: outcome, 'tenant of another org': outcome, 'tenant with capability': outcome, 'provider-admin': outcome, 'site-agent': outcome });
+const tenants = (tenant: Outcome, ofAnotherOrg: Outcome, withCapability: Outcome): Row => ({
+  tenant,
+  'tenant of another org': ofAnotherOrg,
+  'tenant with capability': withCapability,
+  'provider-admin': forbidden,
+  'site-agent': forbidden,
 });
-afterAll(async () => site?.stop());
+const providerAdmin = (outcome: Outcome): Row => ({ ...everyone(forbidden), 'provider-admin': outcome });
+const siteAgent = (outcome: Outcome): Row => ({ ...everyone(forbidden), 'site-agent': outcome });
 
-const pathAs = (route: Route, org: string) => routePath(route, { org, ...values });
-const isOrgScoped = (route: Route) => route.path.startsWith('/v2/org/{org}/');
+interface Expectation {
+  row: Row;
+  /** The JSON body every caller sends. */
+  body?: (r: Resources) => unknown;
+  /** Path values other than the kept resources. */
+  path?: (r: Resources) => Partial<PathValues>;
+}
 
-/** A body for a call that must be refused before the body is read: invalid JSON, so reading it first would show. */
-const unreadBody = (route: Route) => (route.method === 'GET' ? {} : { body: '{"not json' });
+const labels = () => ({ labels: { matrix: 'checked' } });
+
+const expectations: Record<string, Expectation> = {
+  'GET /openapi.json': { row: everyone(200) },
+
+  // Targeted creation on acme's (taken) machine: only the capability gets past the check, to find it taken.
+  'POST /v2/org/{org}/nico/instance': { row: tenants(capabilityRequired, capabilityRequired, [409, 'machine-unavailable']), body: (r) => ({ machineId: r.machineId }) },
+  'GET /v2/org/{org}/nico/instance': { row: tenants(200, 200, 200) },
+  'GET /v2/org/{org}/nico/instance/{id}': { row: tenants(200, notFound, notFound) },
+  'PATCH /v2/org/{org}/nico/instance/{id}': { row: tenants(200, notFound, notFound), body: labels },
+  'DELETE /v2/org/{org}/nico/instance/{id}': { row: tenants(202, notFound, notFound), path: (r) => ({ instanceId: r.doomed.deleted }) },
+  // The legacy release takes the org from the token: another org's instance id is not found there either.
+  'POST /api/v1/instances/release': { row: tenants(202, notFound, notFound), body: (r) => ({ id: r.doomed.released }) },
+  'GET /v2/org/{org}/nico/machine': { row: tenants(capabilityRequired, capabilityRequired, 200) },
+  'GET /v2/org/{org}/nico/machine/{machineId}': { row: tenants(200, notFound, 200) },
+  'PATCH /v2/org/{org}/nico/machine/{machineId}': { row: tenants(200, notFound, [403, 'not-machine-holder']), body: labels },
+  // More h100s than the site has: judged the same for every tenant, and nothing is created.
+  'POST /v2/org/{org}/nico/meta-instance': { row: tenants([422, 'unsatisfiable'], [422, 'unsatisfiable'], [422, 'unsatisfiable']), body: () => ({ machineType: 'h100', minNodes: 3 }) },
+  'GET /v2/org/{org}/nico/meta-instance': { row: tenants(200, 200, 200) },
+  'GET /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(200, notFound, notFound) },
+  'DELETE /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(202, notFound, notFound), path: (r) => ({ metaInstanceId: r.doomed.meta }) },
+
+  'GET /admin/meta-instances': { row: providerAdmin(200) },
+  // Re-registering a machine as it is changes nothing.
+  'POST /admin/machines': { row: providerAdmin(200), body: (r) => ({ machines: [{ id: r.machineId, machineType: 'gb200', rack: r.rack }] }) },
+  'GET /admin/machines': { row: providerAdmin(200) },
+  'GET /admin/machines/{id}': { row: providerAdmin(200) },
+  'GET /admin/machines/{id}/history': { row: providerAdmin(200) },
+  'GET /admin/machines/{id}/health-overrides': { row: providerAdmin(200) },
+  'POST /admin/machines/{id}/health-overrides': { row: providerAdmin(201), body: () => ({ template: 'degraded', message: 'auth matrix' }) },
+  'DELETE /admin/machines/{id}/health-overrides/{source}': { row: providerAdmin(notFound), path: () => ({ params: { source: 'out-for-repair' } }) },
+  'PATCH /admin/machines/{id}/labels': { row: providerAdmin(200), body: labels },
+  'PUT /admin/tenants/{org}': { row: providerAdmin(200), body: () => ({ capabilities: { targetedInstanceCreation: false } }) },
+  'GET /admin/config': { row: providerAdmin(200) },
+  'GET /admin/safety': { row: providerAdmin(200) },
+  'POST /admin/safety/repair-storm/reset': { row: providerAdmin(200), body: () => ({}) },
+  'GET /admin/repairs': { row: providerAdmin(200) },
+
+  // The whole roster, as the agent sends it; a partial one would mark machines silent.
+  'POST /site/v1/heartbeats': { row: siteAgent(200), body: (r) => ({ machines: r.roster }) },
+  'POST /site/v1/machines/{id}/cleanup': { row: siteAgent([409, 'invalid-state']), body: () => ({ ok: true }) },
+};
+
+const pathFor = (route: ServedRoute, org: string, expectation?: Expectation) =>
+  routePath(route, { org, ...resources, ...expectation?.path?.(resources) });
+
+function expectOutcome(response: Awaited<ReturnType<typeof site.call>>, outcome: Outcome) {
+  if (typeof outcome === 'number') {
+    expect(response.status, JSON.stringify(response.body)).toBe(outcome);
+    return;
+  }
+  expectProblem(response, outcome[0], outcome[1]);
+}
 
 describe('the matrix', () => {
-  it('covers every route the site serves', () => {
-    expect(routeTable.length).toBeGreaterThan(0);
-    expect(allRoutes(site.ctx).map(routeKey).sort()).toEqual(routeTable.map(routeKey).sort());
+  it('has a row for exactly the routes the site serves', () => {
+    expect(served.length).toBeGreaterThan(0);
+    expect(served.map(routeKey).sort()).toEqual(Object.keys(expectations).sort());
   });
 });
 
-describe.each(routeTable.map((route) => [routeKey(route), route] as const))('%s', (_key, route) => {
+describe.each(served.map((route) => [routeKey(route), route] as const))('%s', (key, route) => {
+  const expectation = expectations[key];
+  const isPublic = route.roles === 'public';
+
+  it('has a row in the matrix', () => {
+    expect(expectation, `${key} is served but the matrix does not say what each caller gets`).toBeDefined();
+  });
+
+  it('no token → exact status', async () => {
+    const response = await site.call(route.method, pathFor(route, 'acme', expectation), expectation?.body ? { body: expectation.body(resources) } : {});
+    expectOutcome(response, isPublic ? 200 : [401, 'unauthenticated']);
+  });
+
+  // The local gateway verifies any token it is given, as it cannot know which routes API Gateway would authorize.
+  it('bad token → 401 invalid-token', async () => {
+    const response = await site.call(route.method, pathFor(route, 'acme', expectation), {
+      ...(expectation?.body ? { body: expectation.body(resources) } : {}),
+      headers: { authorization: invalid.tenant['signed by another key'] },
+    });
+    expectProblem(response, 401, 'invalid-token');
+  });
+
+  if (!expectation) return;
+  it.each(callerNames)('%s → exact status', async (caller) => {
+    const response = await site.call(route.method, pathFor(route, callers[caller].org, expectation), {
+      token: tokens[caller],
+      ...(expectation.body ? { body: expectation.body(resources) } : {}),
+    });
+    expectOutcome(response, expectation.row[caller]);
+  });
+});
+
+// ---- what every protected route does before it reads anything (derived from its declared roles) ---------------
+
+const pathAs = (route: ServedRoute, org: string) => routePath(route, { org, ...resources });
+const isOrgScoped = (route: ServedRoute) => route.path.startsWith('/v2/org/{org}/');
+
+/** A body for a call that must be refused before the body is read: invalid JSON, so reading it first would show. */
+const unreadBody = (route: ServedRoute) => (route.method === 'GET' ? {} : { body: '{"not json' });
+
+describe.each(served.map((route) => [routeKey(route), route] as const))('%s before it reads anything', (_key, route) => {
   if (route.roles === 'public') {
     it('answers a caller without a token without an auth error', async () => {
       const response = await site.call(route.method, pathAs(route, 'acme'));
@@ -104,24 +268,37 @@ describe.each(routeTable.map((route) => [routeKey(route), route] as const))('%s'
 
   if (refused.length > 0) {
     it.each(refused)('role %s (not allowed) → 403 forbidden', async (role) => {
-      const response = await site.call(route.method, pathAs(route, homeOrg[role]), { token: tokens[role], ...unreadBody(route) });
+      const response = await site.call(route.method, pathAs(route, homeOrg[role]), { token: roleTokens[role], ...unreadBody(route) });
       expectProblem(response, 403, 'forbidden');
     });
   }
 
   if (isOrgScoped(route)) {
     it.each(allowed)(`role %s naming another org in {org} → 404`, async (role) => {
-      const response = await site.call(route.method, pathAs(route, otherOrg), { token: tokens[role], ...unreadBody(route) });
+      const response = await site.call(route.method, pathAs(route, otherOrg), { token: roleTokens[role], ...unreadBody(route) });
       expectProblem(response, 404);
     });
   }
 
   it.each(allowed)('role %s on its own org → no auth error', async (role) => {
     const response = await site.call(route.method, pathAs(route, homeOrg[role]), {
-      token: tokens[role],
-      ...(route.body ? { body: {} } : {}),
+      token: roleTokens[role],
+      ...(route.method !== 'GET' ? { body: {} } : {}),
     });
     expect([401, 403], `${response.status} ${JSON.stringify(response.body)}`).not.toContain(response.status);
     expect(response.status, JSON.stringify(response.body)).toBeLessThan(500);
+  });
+});
+
+describe('after the matrix', () => {
+  it("ended only what its owner's calls ended", async () => {
+    const status = async (kind: 'instance' | 'meta-instance', id: string) => {
+      const response = await site.call('GET', `/v2/org/acme/nico/${kind}/${id}`, { token: tokens.tenant });
+      return response.status === 404 ? 'gone' : response.body.status;
+    };
+    expect(await status('instance', resources.instanceId)).toBe('Ready');
+    expect(['Placing', 'Ready']).toContain(await status('meta-instance', resources.metaInstanceId));
+    for (const id of [resources.doomed.deleted, resources.doomed.released]) expect(['Terminating', 'Terminated']).toContain(await status('instance', id));
+    expect(['Deleting', 'gone']).toContain(await status('meta-instance', resources.doomed.meta));
   });
 });
