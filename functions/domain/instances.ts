@@ -147,7 +147,8 @@ export function claimCreate(instance: Instance, now: Date, leaseMs: number): Cha
 
 export type CreateOutcome =
   | { ok: true; siteName: string; attempts: number }
-  | { ok: false; attempts: number; reason: string };
+  /** `siteName`: the name last sent, which the site may hold (after a 502/504) and the cleanup must delete. */
+  | { ok: false; siteName: string; attempts: number; reason: string };
 
 /**
  * Record what the site agent said. Success makes a Provisioning instance Ready; final failure makes it Failed and
@@ -160,7 +161,7 @@ export function completeCreate(instance: Instance, machine: Machine, outcome: Cr
   const base: Instance = {
     ...instance,
     createAttempts: instance.createAttempts + outcome.attempts,
-    ...(outcome.ok ? { siteName: outcome.siteName } : {}),
+    siteName: outcome.siteName,
     creation: { clientToken: instance.creation.clientToken, phase: 'done' },
     updatedAt: at,
   };

@@ -30,7 +30,8 @@ export interface CreateInstanceRequest {
 
 export type CreateInstanceResult =
   | { ok: true; siteName: string; attempts: number }
-  | { ok: false; attempts: number; reason: string; retryable: false; lastOutcome: CreateOutcome };
+  /** `siteName`: the name the last attempt used, which a 502/504 may have left at the site for cleanup to delete. */
+  | { ok: false; siteName: string; attempts: number; reason: string; retryable: false; lastOutcome: CreateOutcome };
 
 export type DeleteInstanceResult =
   | { ok: true; status: number; alreadyGone: boolean }
@@ -86,7 +87,7 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
         const decision = decideAfterAttempt(policy, progress, outcome);
         if (decision.action === 'succeeded') return { ok: true, siteName, attempts: progress.attempt };
         if (decision.action === 'stop') {
-          return { ok: false, attempts: progress.attempt, reason: decision.reason, retryable: false, lastOutcome: outcome };
+          return { ok: false, siteName, attempts: progress.attempt, reason: decision.reason, retryable: false, lastOutcome: outcome };
         }
         await sleep(decision.delayMs);
         progress = decision.next;

@@ -16,7 +16,7 @@ export function httpSiteAgent(baseUrl: string, config: SiteConfig): SiteAgent {
       const result = await client.createInstance(request);
       return result.ok
         ? { ok: true, siteName: result.siteName, attempts: result.attempts }
-        : { ok: false, attempts: result.attempts, reason: result.reason };
+        : { ok: false, siteName: result.siteName, attempts: result.attempts, reason: result.reason };
     },
     async delete(name) {
       const result = await client.deleteInstance(name);

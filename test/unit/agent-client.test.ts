@@ -106,6 +106,12 @@ describe('site agent client: create', () => {
     expect(sleeps).toEqual([250, 500]);
   });
 
+  it('a create that fails names the last attempt, which the site may hold after a gateway error', async () => {
+    script = [503, 502];
+    const { agent } = client();
+    expect(await agent.createInstance(request)).toMatchObject({ ok: false, siteName: `${request.name}-r2`, attempts: 2 });
+  });
+
   it.each([
     [502, 'site agent answered 502 Bad Gateway on attempt 1 (not retried: the create may have committed)'],
     [504, 'site agent answered 504 Gateway Timeout on attempt 1 (not retried: the create may have committed)'],
@@ -130,6 +136,7 @@ describe('site agent client: create', () => {
     const result = await agent.createInstance(request);
     expect(result).toEqual({
       ok: false,
+      siteName: 'job',
       attempts: 1,
       retryable: false,
       reason: 'site agent did not answer within 150 ms on attempt 1 (not retried: the instance may still be provisioning)',

@@ -234,10 +234,10 @@ describe('completeCreate', () => {
     expect(change!.machines).toBeUndefined();
   });
 
-  it('failure: Failed with the reason, and the machine goes to Cleanup', () => {
+  it('failure: Failed with the reason and the name last sent (a 502 may have left it at the site), and the machine goes to Cleanup', () => {
     const before = inFlight();
     const held = assignedMachine();
-    const change = completeCreate(before, held, { ok: false, attempts: 2, reason: 'site agent answered 502' }, NOW);
+    const change = completeCreate(before, held, { ok: false, siteName: 'job-r2', attempts: 2, reason: 'site agent answered 502' }, NOW);
     expect(change!.instances).toEqual([
       {
         before,
@@ -246,7 +246,7 @@ describe('completeCreate', () => {
           status: 'Failed',
           failureReason: 'site agent answered 502',
           createAttempts: 2,
-          siteName: 'job',
+          siteName: 'job-r2',
           creation: { clientToken: 'tok-1', phase: 'done' },
           updatedAt: iso(NOW),
         },
@@ -278,10 +278,10 @@ describe('completeCreate', () => {
     });
   });
 
-  it('released meanwhile and the create failed: stays Terminating, machine untouched', () => {
+  it('released meanwhile and the create failed: stays Terminating with the name last sent for its cleanup, machine untouched', () => {
     const before = inFlight({ status: 'Terminating' });
-    const change = completeCreate(before, machine({ state: 'Cleanup', instanceId: 'i-1' }), { ok: false, attempts: 1, reason: 'x' }, NOW);
-    expect(change!.instances![0]!.after).toMatchObject({ status: 'Terminating', siteName: 'job', createAttempts: 1 });
+    const change = completeCreate(before, machine({ state: 'Cleanup', instanceId: 'i-1' }), { ok: false, siteName: 'job-r3', attempts: 3, reason: 'x' }, NOW);
+    expect(change!.instances![0]!.after).toMatchObject({ status: 'Terminating', siteName: 'job-r3', createAttempts: 3 });
     expect(change!.instances![0]!.after.failureReason).toBeUndefined();
     expect(change!.machines).toBeUndefined();
   });
