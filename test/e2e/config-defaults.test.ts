@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, machine, reportIssue, sources, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { actors, deliveredOf, machine, reportIssue, sources, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
 
 // The site config's defaults (API.md "Site config", README "Fleet safety") wired end to end: only the simulator's
 // fleet and speed are set here, everything under test comes from the defaults.
@@ -13,10 +13,6 @@ heartbeat_interval_seconds = 0.2
 provision_ms = 10
 cleanup_ms = 10
 `;
-
-type Delivered = { type: string; detail: Record<string, any> };
-const deliveredOf = (site: TestSite, type: string, machineId?: string): Delivered[] =>
-  site.events.delivered.filter((e) => e.type === type && (machineId === undefined || e.detail.machineId === machineId)) as Delivered[];
 
 async function start(toml: string): Promise<{ site: TestSite; who: Actors }> {
   const site = await startTestSite({ config: testConfig(toml) });

@@ -5,7 +5,7 @@ import type { AppContext } from '#services/context.ts';
 import { sweep } from '#services/reconcile.ts';
 import { resetRepairStorm } from '#services/safety.ts';
 import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, claimForRepair, machine, repairRelease, reportIssue, setRepairStatus, sources, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { actors, claimForRepair, deliveredOf, machine, repairRelease, reportIssue, setRepairStatus, sources, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
 
 // Fleet safety (issue 7) end to end on a local site: the repair-storm breaker, recurring-fault escalation and
 // stuck repairs, through the HTTP API, the stream (events) and the sweep.
@@ -19,10 +19,6 @@ heartbeat_interval_seconds = 0.2
 provision_ms = 10
 cleanup_ms = 10
 `;
-
-type Delivered = { type: string; detail: Record<string, any> };
-const deliveredOf = (site: TestSite, type: string, machineId?: string): Delivered[] =>
-  site.events.delivered.filter((e) => e.type === type && (machineId === undefined || e.detail.machineId === machineId)) as Delivered[];
 
 async function history(site: TestSite, admin: string, machineId: string): Promise<Array<Record<string, any>>> {
   return (await site.call('GET', `/admin/machines/${machineId}/history?limit=500`, { token: admin })).body.items;

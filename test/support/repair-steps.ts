@@ -39,6 +39,12 @@ export async function cleanedUp(site: TestSite, admin: string, id: string) {
   });
 }
 
+type Delivered = { type: string; detail: Record<string, any> };
+
+/** The events of one type (about one machine) the site's bus has delivered: what repair automation was told. */
+export const deliveredOf = (site: TestSite, type: string, machineId?: string): Delivered[] =>
+  site.events.delivered.filter((e) => e.type === type && (machineId === undefined || e.detail.machineId === machineId)) as Delivered[];
+
 export const sources = (m: { healthOverrides: Array<{ source: string }> }) => m.healthOverrides.map((o) => o.source).sort();
 
 /** A tenant runs an instance on a machine of `type`; returns the instance once Ready. */
