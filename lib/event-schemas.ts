@@ -13,29 +13,21 @@ const machine = {
 };
 const issue = { category: 'HARDWARE' as const, summary: 'ECC errors', details: 'DIMM 2' };
 const at = '2026-11-23T09:30:00.000Z';
+/** A tenant's release with an issue and auto-repair on: it quarantines the machine and asks for repair. */
+const releasedWithIssue = {
+  version: 1 as const,
+  at,
+  requestId: 'Xk2mFj3uIAMEbHw=',
+  ...machine,
+  instanceId: 'i-7f3a',
+  issue,
+  overrides: ['tenant-reported-issue', 'request-repair'],
+};
 
 /** One realistic detail per event type, as a consumer receives it; checked against its schema whenever docs are made. */
 export const eventExamples: { [T in EventType]: z.input<(typeof eventCatalog)[T]['detail']> } = {
-  MachineQuarantined: {
-    id: '3f1c9a5e-7b2d-5c4e-9f60-1a2b3c4d5e6f',
-    version: 1,
-    at,
-    requestId: 'Xk2mFj3uIAMEbHw=',
-    ...machine,
-    instanceId: 'i-7f3a',
-    issue,
-    overrides: ['tenant-reported-issue', 'request-repair'],
-  },
-  RepairRequested: {
-    id: '8d0e2b4a-6c1f-5a3e-8b7d-9c0e1f2a3b4c',
-    version: 1,
-    at,
-    requestId: 'Xk2mFj3uIAMEbHw=',
-    ...machine,
-    instanceId: 'i-7f3a',
-    issue,
-    overrides: ['tenant-reported-issue', 'request-repair'],
-  },
+  MachineQuarantined: { id: '3f1c9a5e-7b2d-5c4e-9f60-1a2b3c4d5e6f', ...releasedWithIssue },
+  RepairRequested: { id: '8d0e2b4a-6c1f-5a3e-8b7d-9c0e1f2a3b4c', ...releasedWithIssue },
   RepairCompleted: {
     id: '1a2b3c4d-5e6f-5a7b-8c9d-0e1f2a3b4c5d',
     version: 1,
