@@ -7,6 +7,7 @@ import { Alarm, ComparisonOperator, Metric, TreatMissingData, type IMetric } fro
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table, type Attribute } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, Rule } from 'aws-cdk-lib/aws-events';
+import { CfnRegistry, CfnSchema } from 'aws-cdk-lib/aws-eventschemas';
 import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
 import { Effect, PolicyStatement, Role, ServicePrincipal, type IRole } from 'aws-cdk-lib/aws-iam';
 import { StartingPosition, type CfnFunction } from 'aws-cdk-lib/aws-lambda';
@@ -18,11 +19,13 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { eventCatalog, EVENT_TYPES } from '#domain/event-schemas.ts';
 import { createLeaseMs } from '#domain/instances.ts';
 import { EVENT_SOURCE } from '#services/events.ts';
 import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
 import { apiRouteSpecs, ROUTE_GROUPS, type RouteGroup } from './api-routes.ts';
 import { SiteDashboard } from './dashboard.ts';
+import { eventJsonSchema } from './event-schemas.ts';
 import { FleetwardFunction, FUNCTION_RUNTIME, handlerEntry } from './fleetward-function.ts';
 import type { LoadedSite } from './site.ts';
 import { streamFilters } from './stream-filters.ts';
@@ -98,6 +101,8 @@ export class SiteStack extends Stack {
   readonly table: Table;
   readonly idempotencyTable: Table;
   readonly bus: EventBus;
+  /** The bus's events, one JSON Schema per type (the ones docs/events/ holds). */
+  readonly eventSchemaRegistry: CfnRegistry;
   readonly httpApi: HttpApi;
   readonly stage: HttpStage;
   readonly apiFunctions: Record<RouteGroup, FleetwardFunction>;
@@ -153,6 +158,20 @@ export class SiteStack extends Stack {
       eventBusName: `fleetward-${site.name}`,
       description: `Repair events of Fleetward site ${site.name} (source "${EVENT_SOURCE}")`,
     });
+    // Next to the bus, so consumers find each event's schema (and its code bindings) where the events are.
+    this.eventSchemaRegistry = new CfnRegistry(this, 'RepairEventSchemas', {
+      registryName: `fleetward-${site.name}`,
+      description: `Schemas of the repair events of Fleetward site ${site.name} (source "${EVENT_SOURCE}")`,
+    });
+    for (const type of EVENT_TYPES) {
+      new CfnSchema(this, `${type}Schema`, {
+        registryName: this.eventSchemaRegistry.attrRegistryName,
+        schemaName: `${EVENT_SOURCE}@${type}`,
+        type: 'JSONSchemaDraft4',
+        content: JSON.stringify(eventJsonSchema(type)),
+        description: eventCatalog[type].description,
+      });
+    }
 
     // -- functions ---------------------------------------------------------------------------------------------
     const environment = this.functionEnvironment(site);

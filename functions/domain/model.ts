@@ -129,6 +129,8 @@ export interface HistoryEntry {
   labels?: Record<string, string>;
   /** An event for repair automation; the stream publishes it once this entry is committed (an outbox). */
   event?: { type: string; detail: Record<string, unknown> };
+  /** The id of the event an `event-delivered` entry reports (its detail's `id`). */
+  eventId?: string;
 }
 
 /** Injected so tests can run a 30 s heartbeat timeout or a 24 h SLA in milliseconds. */

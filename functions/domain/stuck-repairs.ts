@@ -1,3 +1,5 @@
+import type { Change } from './change.ts';
+import { repairEvent } from './events.ts';
 import type { Machine } from './model.ts';
 import { SOURCES } from './overrides.ts';
 import { ageMs } from './time.ts';
@@ -54,3 +56,10 @@ export function watchRepair(machine: Machine, now: Date, sla: RepairSla): Repair
 /** Stuck and not yet alerted for this episode. */
 export const needsStuckAlert = (machine: Machine, watch: RepairWatch | null): watch is RepairWatch =>
   watch !== null && watch.stuck && machine.stuckAlerted !== watch.episode;
+
+/** Alert a stuck repair: the machine remembers the episode, so the RepairStuck event goes out once for it. */
+export function stuckRepairAlert(machine: Machine, watch: RepairWatch, at: string): Change {
+  const { stage, since, waitingMinutes } = watch;
+  const event = repairEvent('RepairStuck', machine, { actor: 'sweep' }, at, machine.instanceId, { stage, since, waitingMinutes });
+  return { machines: [{ before: machine, after: { ...machine, stuckAlerted: watch.episode } }], history: [event] };
+}

@@ -2,11 +2,12 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { DynamoDBRecord, DynamoDBStreamEvent, Context, DynamoDBBatchResponse } from 'aws-lambda';
 import type { AppContext } from '#services/context.ts';
 import { contextFromEnv, lazy } from '#services/lambda-context.ts';
-import { publishEvent, reconcile } from '#services/reconcile.ts';
-import type { FleetEvent } from '#services/events.ts';
+import { reconcile } from '#services/reconcile.ts';
+import { deliverOutboxEvent } from '#services/events.ts';
+import type { OutboxEntry } from '#domain/events.ts';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import type { EntityRef } from '#store/items.ts';
+import { outboxEntryOf, type EntityRef } from '#store/items.ts';
 
 /** Which reconciler a stream record concerns: machine and instance records; history and site items need none. */
 export function entityOfRecord(record: DynamoDBRecord): EntityRef | null {
@@ -20,13 +21,12 @@ export function entityOfRecord(record: DynamoDBRecord): EntityRef | null {
 }
 
 /** A repair event carried by a newly committed history entry (the outbox); published once per entry. */
-export function eventOfRecord(record: DynamoDBRecord): { machineId: string; at: string; event: FleetEvent } | null {
+export function eventOfRecord(record: DynamoDBRecord): OutboxEntry | null {
   if (record.eventName !== 'INSERT' || !record.dynamodb?.NewImage) return null;
   const pk = record.dynamodb.Keys?.pk?.S ?? '';
   const sk = record.dynamodb.Keys?.sk?.S ?? '';
   if (!pk.startsWith('MACHINE#') || !sk.startsWith('HISTORY#') || !record.dynamodb.NewImage.event) return null;
-  const entry = unmarshall(record.dynamodb.NewImage as Record<string, AttributeValue>);
-  return { machineId: entry.machineId, at: entry.at, event: entry.event as FleetEvent };
+  return outboxEntryOf(unmarshall(record.dynamodb.NewImage as Record<string, AttributeValue>));
 }
 
 /** Reacts within a second to what changed; a record that fails is reported so only it and later ones come back. */
@@ -39,7 +39,7 @@ export function createStreamHandler(ctx: AppContext) {
       event,
       async (record: DynamoDBRecord) => {
         const outgoing = eventOfRecord(record);
-        if (outgoing) return publishEvent(ctx, outgoing.machineId, outgoing.event);
+        if (outgoing) return deliverOutboxEvent(ctx, outgoing);
         const ref = entityOfRecord(record);
         if (!ref) return;
         const key = `${ref.entity}#${ref.id}`;

@@ -1,14 +1,11 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
-import type { Log } from './context.ts';
-
-export interface FleetEvent {
-  type: string;
-  detail: Record<string, unknown>;
-}
+import { deliveryEntry, publishedEvent, type OutboxEntry, type PublishedEvent } from '#domain/events.ts';
+import { iso } from '#domain/time.ts';
+import type { AppContext, Log } from './context.ts';
 
 /** Where repair automation is told what happened: EventBridge in AWS, an in-process bus locally. */
 export interface EventPublisher {
-  publish(event: FleetEvent): Promise<void>;
+  publish(event: PublishedEvent): Promise<void>;
 }
 
 export const EVENT_SOURCE = 'fleetward';
@@ -26,12 +23,12 @@ export function eventBridgePublisher(busName: string, client = new EventBridgeCl
   };
 }
 
-export type Subscriber = (event: FleetEvent) => void | Promise<void>;
+export type Subscriber = (event: PublishedEvent) => void | Promise<void>;
 
 /** The local stand-in for the event bus: logs each delivery and hands it to in-process subscribers. */
-export function inProcessBus(log: Log): EventPublisher & { subscribe(subscriber: Subscriber): () => void; delivered: FleetEvent[] } {
+export function inProcessBus(log: Log): EventPublisher & { subscribe(subscriber: Subscriber): () => void; delivered: PublishedEvent[] } {
   const subscribers = new Set<Subscriber>();
-  const delivered: FleetEvent[] = [];
+  const delivered: PublishedEvent[] = [];
   return {
     delivered,
     subscribe(subscriber) {
@@ -40,8 +37,20 @@ export function inProcessBus(log: Log): EventPublisher & { subscribe(subscriber:
     },
     async publish(event) {
       delivered.push(event);
-      log.info(`event ${event.type} delivered`, { machineId: event.detail.machineId });
+      log.info(`event ${event.type} delivered`, { id: event.detail.id, machineId: event.detail.machineId });
       for (const subscriber of subscribers) await subscriber(event);
     },
   };
+}
+
+/**
+ * Deliver an outbox entry's event to repair automation, then record the delivery once. The event's id comes from
+ * the entry's key, so a duplicated or reordered stream record publishes it again with the same id (delivery is at
+ * least once; consumers dedupe on `id`), while the conditional delivery marker keeps `event-delivered` to one entry.
+ */
+export async function deliverOutboxEvent(ctx: AppContext, outbox: OutboxEntry): Promise<void> {
+  const event = publishedEvent(outbox);
+  await ctx.events.publish(event);
+  const recorded = await ctx.store.recordEventDelivery(event.detail.id, deliveryEntry(outbox, event, iso(ctx.clock.now())));
+  if (!recorded) ctx.log.info(`event ${event.type} was delivered before`, { id: event.detail.id, machineId: outbox.entry.machineId });
 }

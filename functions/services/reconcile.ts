@@ -4,8 +4,7 @@ import type { EntityRef } from '#store/items.ts';
 import type { AppContext } from './context.ts';
 import { reconcileMeta, wakeWaiting, wakeWaitingForMachine } from './meta-instances.ts';
 import { watchStuckRepairs } from './stuck-repairs.ts';
-import type { FleetEvent } from './events.ts';
-import { ageMs, iso } from '#domain/time.ts';
+import { ageMs } from '#domain/time.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
 import { committedOnce, retryOnStale } from './retry-on-stale.ts';
 
@@ -92,14 +91,4 @@ export async function sweep(ctx: AppContext, limit = 200): Promise<{ due: number
   const failed = results.filter((r) => r.status === 'rejected');
   for (const failure of failed) ctx.log.error('sweep reconcile failed', { error: String((failure as PromiseRejectedResult).reason) });
   return { due: due.length, failed: failed.length };
-}
-
-/**
- * Deliver a committed event to repair automation and note the delivery in the machine's history. A redelivered
- * stream record publishes again: consumers get at-least-once delivery and can dedupe on machineId + at + type.
- */
-export async function publishEvent(ctx: AppContext, machineId: string, event: FleetEvent): Promise<void> {
-  await ctx.events.publish(event);
-  const at = iso(ctx.clock.now());
-  await ctx.store.commit({ history: [{ machineId, at, actor: 'event-bus', action: 'event-delivered', message: event.type }] });
 }

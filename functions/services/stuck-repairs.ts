@@ -1,5 +1,4 @@
-import { repairEvent } from '#domain/events.ts';
-import { needsStuckAlert, watchRepair, type RepairSla, type RepairWatch } from '#domain/stuck-repairs.ts';
+import { needsStuckAlert, stuckRepairAlert, watchRepair, type RepairSla, type RepairWatch } from '#domain/stuck-repairs.ts';
 import { iso } from '#domain/time.ts';
 import type { SiteConfig } from '#config/site-config.ts';
 import type { AppContext } from './context.ts';
@@ -25,13 +24,7 @@ export async function watchStuckRepairs(ctx: AppContext): Promise<RepairWatch[]>
       const machine = await ctx.store.getMachine(candidate.id);
       const fresh = machine && watchRepair(machine, now, sla);
       if (!machine || !needsStuckAlert(machine, fresh ?? null)) return;
-      const at = iso(now);
-      const event = repairEvent('RepairStuck', machine, { actor: 'sweep' }, at, machine.instanceId, {
-        stage: fresh!.stage,
-        since: fresh!.since,
-        waitingMinutes: fresh!.waitingMinutes,
-      });
-      await ctx.store.commit({ machines: [{ before: machine, after: { ...machine, stuckAlerted: fresh!.episode } }], history: [event] });
+      await ctx.store.commit(stuckRepairAlert(machine, fresh!, iso(now)));
     });
   }
   ctx.metrics.gauge('RepairsStuck', stuck.length);

@@ -18,6 +18,7 @@ import {
   DUE_PARTITION,
   REPAIR_PARTITION,
   entityRefOf,
+  eventDeliveryItem,
   fromHistoryItem,
   fromInstanceItem,
   fromMachineItem,
@@ -346,6 +347,23 @@ export class FleetStore {
     if (items.length === 0) return;
     if (items.length > TRANSACTION_LIMIT) throw new Error(`a change of ${items.length} writes exceeds one transaction`);
     await this.guardedWrite(() => this.client.send(new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' })));
+  }
+
+  /**
+   * Record that an event went out: a marker per event id, written only while there is none, and the `delivered`
+   * history entry in the same transaction. False when its delivery was already recorded (a duplicated or
+   * redelivered stream record); a transaction conflict is thrown, so the caller's record is retried.
+   */
+  async recordEventDelivery(eventId: string, delivered: HistoryEntry): Promise<boolean> {
+    const marker = { Put: { TableName: this.table, Item: eventDeliveryItem(eventId, delivered), ConditionExpression: 'attribute_not_exists(pk)' } };
+    const history = { Put: { TableName: this.table, Item: historyItem(delivered, randomUUID().slice(0, 8)), ConditionExpression: 'attribute_not_exists(pk)' } };
+    try {
+      await this.write(() => this.client.send(new TransactWriteCommand({ TransactItems: [marker, history], ReturnConsumedCapacity: 'TOTAL' })));
+      return true;
+    } catch (error) {
+      if ((error as TransactionCanceledException).CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
   }
 
   private async guardedWrite(send: Parameters<FleetStore['write']>[0]): Promise<void> {

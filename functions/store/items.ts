@@ -1,5 +1,6 @@
 import { inAllocatableIndex, preventingSources } from '#domain/health.ts';
 import { repairStage } from '#domain/stuck-repairs.ts';
+import type { OutboxEntry } from '#domain/events.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
@@ -12,6 +13,7 @@ export const keys = {
   tenant: (org: string) => ({ pk: `TENANT#${org}`, sk: '#TENANT' }),
   history: (machineId: string, at: string, unique: string) => ({ pk: `MACHINE#${machineId}`, sk: `HISTORY#${at}#${unique}` }),
   historyPrefix: 'HISTORY#',
+  eventDelivery: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: '#DELIVERED' }),
   siteHeartbeat: { pk: 'SITE', sk: 'HEARTBEAT' },
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
   siteSafety: { pk: 'SITE', sk: 'SAFETY' },
@@ -108,6 +110,17 @@ export function tenantItem(tenant: Tenant): Item {
 
 export function historyItem(entry: HistoryEntry, unique: string): Item {
   return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...entry };
+}
+
+/** A history item carrying an event (the outbox), named by its key, which never changes: the event's id derives from it. */
+export function outboxEntryOf(item: Item): OutboxEntry | null {
+  if (!item.event) return null;
+  return { key: `${String(item.pk)}/${String(item.sk)}`, entry: fromHistoryItem(item) as OutboxEntry['entry'] };
+}
+
+/** One per event id: its delivery was recorded (see FleetStore.recordEventDelivery). */
+export function eventDeliveryItem(eventId: string, delivered: HistoryEntry): Item {
+  return { ...keys.eventDelivery(eventId), entity: 'event-delivery', eventId, type: delivered.message, machineId: delivered.machineId, deliveredAt: delivered.at };
 }
 
 export const fromMachineItem = (item: Item): Machine => strip<Machine>(item);

@@ -5,6 +5,7 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventCatalog, EVENT_TYPES, type EventType } from '#domain/event-schemas.ts';
 import { entityOfRecord, eventOfRecord } from '#handlers/stream.ts';
 import { idempotencyTableDefinition, tableDefinition } from '#store/table.ts';
 import { apiRouteSpecs, ROUTE_GROUPS } from '#lib/api-routes.ts';
@@ -349,6 +350,22 @@ describe('schedule, events and alarms', () => {
       EventPattern: { source: ['fleetward'], 'detail-type': ['RepairRequested'] },
       Targets: [Match.objectLike({ Arn: Match.anyValue(), DeadLetterConfig: Match.anyValue() })],
     });
+  });
+
+  it('register the JSON Schema of every event type, as docs/events/ has it, in a schema registry of the site', () => {
+    const registries = resourcesOf('AWS::EventSchemas::Registry');
+    expect(registries).toHaveLength(1);
+    expect(registries[0]![1].Properties.RegistryName).toBe(`fleetward-${SITE}`);
+    const schemas = resourcesOf('AWS::EventSchemas::Schema').map(([, schema]) => schema.Properties);
+    expect(schemas.map((schema) => schema.SchemaName).sort()).toEqual(EVENT_TYPES.map((type) => `fleetward@${type}`).sort());
+    for (const schema of schemas) {
+      const type = schema.SchemaName.replace('fleetward@', '');
+      expect(schema.RegistryName, type).toEqual({ 'Fn::GetAtt': [registries[0]![0], 'RegistryName'] });
+      expect(schema.Type, type).toBe('JSONSchemaDraft4');
+      const published = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'events', `${type}.json`), 'utf8'));
+      expect(JSON.parse(schema.Content), type).toEqual(published);
+      expect(schema.Description, type).toBe(eventCatalog[type as EventType].description);
+    }
   });
 
   it('alarm on the on-failure queue, on every function error and on repairs stuck past their SLA', () => {

@@ -1,12 +1,10 @@
-import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { createStreamHandler } from '#handlers/stream.ts';
-import { toLambdaRecord } from '#local/stream-poller.ts';
 import { sweep } from '#services/reconcile.ts';
 import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { streamRecords } from '#test/support/stream-records.ts';
 
 // DESIGN.md principles 1 and 2 under contention: a lost race is a clean 409 (never a double assignment), an
 // Idempotency-Key replay has no further effect, and neither a duplicated stream record nor a sweep racing the
@@ -65,30 +63,8 @@ async function waitForStatus(org: string, id: string, status: string) {
 
 /** Every record the table's stream holds for one instance, exactly as the poller hands them to the handler. */
 async function streamRecordsOf(instanceId: string): Promise<DynamoDBRecord[]> {
-  const clientConfig = { endpoint: inject('dynamoEndpoint'), region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
-  const dynamo = new DynamoDBClient(clientConfig);
-  const streams = new DynamoDBStreamsClient(clientConfig);
-  try {
-    const { Table } = await dynamo.send(new DescribeTableCommand({ TableName: site.tableNames.table }));
-    const arn = Table!.LatestStreamArn!;
-    const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: arn }));
-    const out: DynamoDBRecord[] = [];
-    for (const shard of StreamDescription?.Shards ?? []) {
-      let iterator = (await streams.send(new GetShardIteratorCommand({ StreamArn: arn, ShardId: shard.ShardId!, ShardIteratorType: 'TRIM_HORIZON' }))).ShardIterator;
-      while (iterator) {
-        const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
-        for (const record of page.Records ?? []) {
-          if (record.dynamodb?.Keys?.pk?.S === `INSTANCE#${instanceId}`) out.push(toLambdaRecord(record, arn));
-        }
-        if ((page.Records ?? []).length === 0) break;
-        iterator = page.NextShardIterator;
-      }
-    }
-    return out;
-  } finally {
-    dynamo.destroy();
-    streams.destroy();
-  }
+  const records = await streamRecords(inject('dynamoEndpoint'), site.tableNames.table);
+  return records.filter((record) => record.dynamodb?.Keys?.pk?.S === `INSTANCE#${instanceId}`);
 }
 
 describe('concurrency', () => {

@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { issueSchema } from './schemas.ts';
+
+// The events repair automation is told about (EventBridge detail types) and the shape of each one's detail. A
+// detail changes shape only together with its type's `version`. docs/events/ holds the JSON Schemas made from these
+// (`npm run gen:events`), and the CDK stack registers them in the bus's schema registry.
+
+const timestamp = z.iso.datetime();
+
+/** What every event's detail carries. */
+const common = <V extends number>(version: V) => ({
+  id: z.uuid().describe('Stable id of this occurrence: a redelivery carries the same id, so consumers dedupe on it'),
+  version: z.literal(version).describe('Schema version of this event type'),
+  at: timestamp.describe('When it happened (ISO 8601, UTC)'),
+});
+
+/** What every event about a machine carries: the machine as the change left it. */
+const machineFields = {
+  requestId: z.string().min(1).optional().describe('The API request that caused it, when one did'),
+  machineId: z.string().min(1),
+  machineType: z.string().min(1),
+  rack: z.string().min(1),
+  instanceId: z.string().min(1).optional().describe('The instance whose release or repair it concerns'),
+  issue: issueSchema.optional().describe('The issue reported with the release, or the repair request'),
+  overrides: z.array(z.string()).describe('Sources of the health overrides on the machine after the change'),
+  labels: z.record(z.string(), z.string()).describe("The machine's labels after the change"),
+};
+
+const earlierReports = z
+  .array(z.strictObject({ at: timestamp, issue: issueSchema.optional() }))
+  .describe('The reports that count towards escalation, oldest first');
+const repairRequestHeldBack = z.literal(true).describe('The repair-storm breaker held the repair request back');
+
+function machineEvent<V extends number, Extra extends z.ZodRawShape>(version: V, description: string, extra: Extra) {
+  return { version, description, detail: z.strictObject({ ...common(version), ...machineFields, ...extra }) };
+}
+
+export const eventCatalog = {
+  MachineQuarantined: machineEvent(1, 'A tenant reported an issue with the machine it released: the machine is quarantined.', {
+    repairRequestHeldBack: repairRequestHeldBack.optional(),
+    earlierReports: earlierReports.optional(),
+  }),
+  RepairRequested: machineEvent(1, 'The machine asks for automated repair (a request-repair override): a repair tenant may claim it.', {}),
+  RepairCompleted: machineEvent(1, 'A repair tenant released the machine with repair_status Completed: the repair request is cleared.', {}),
+  RepairFailed: machineEvent(1, 'A repair tenant released the machine without a completed repair: it stays quarantined.', {}),
+  RepairEscalated: machineEvent(1, 'The machine was reported again after repeated repairs: it is out for repair by people, not automation.', {
+    earlierReports,
+  }),
+  RepairStormDetected: machineEvent(1, 'Too many machines were quarantined at once: the breaker trips and holds repair requests back.', {
+    repairRequestHeldBack,
+  }),
+  RepairStuck: machineEvent(1, 'A repair waits past its SLA: unclaimed past claim_minutes, or in repair past repair_eta or repair_hours.', {
+    stage: z.enum(['unclaimed', 'in-repair']).describe('Waiting for a repair tenant to claim it, or claimed and under repair'),
+    since: timestamp.describe('Since when it is in that stage'),
+    waitingMinutes: z.number().int().min(0),
+  }),
+  SiteAgentSilent: {
+    version: 1,
+    description: "The site agent sent no roster for longer than the heartbeat timeout: every machine's heartbeat is stale.",
+    detail: z.strictObject({
+      ...common(1),
+      site: z.string().min(1).describe('The site whose agent is silent'),
+      lastRosterAt: timestamp.describe('When the last roster arrived'),
+      silentForSeconds: z.number().int().min(0),
+      timeoutSeconds: z.number().int().min(1).describe("The site's heartbeat timeout"),
+    }),
+  },
+} as const;
+
+export type EventType = keyof typeof eventCatalog;
+export type MachineEventType = Exclude<EventType, 'SiteAgentSilent'>;
+export const EVENT_TYPES = Object.keys(eventCatalog) as EventType[];
