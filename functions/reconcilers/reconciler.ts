@@ -92,15 +92,14 @@ export function createRegistry(reconcilers: readonly Reconciler[]) {
   const byKind = new Map(reconcilers.map((reconciler) => [reconciler.kind, reconciler]));
   if (byKind.size !== reconcilers.length) throw new Error('two reconcilers share a kind');
 
-  function concernedBy<K extends RecordKind>(kind: K, before: RecordTypes[K] | null, after: RecordTypes[K] | null, id: string): Ref[] {
-    const refs = new Map<string, Ref>();
+  function collect<K extends RecordKind>(refs: Map<string, Ref>, kind: K, before: RecordTypes[K] | null, after: RecordTypes[K] | null, id: string): Map<string, Ref> {
     for (const reconciler of reconcilers) {
       const watch = reconciler.watches[kind] as Watch<RecordTypes[K]> | undefined;
       for (const concerned of watch?.concerns(before, after, id) ?? []) {
         if (concerned) refs.set(`${reconciler.kind}#${concerned}`, { entity: reconciler.kind, id: concerned });
       }
     }
-    return [...refs.values()];
+    return refs;
   }
 
   return {
@@ -111,10 +110,15 @@ export function createRegistry(reconcilers: readonly Reconciler[]) {
       if (!reconciler) throw new Error(`no reconciler of kind ${entity}`);
       return reconciler;
     },
-    concernedBy,
-    /** What a committed change concerns: each record it wrote, as if the stream had delivered it. */
+    /** The entities a changed record concerns, each once. */
+    concernedBy: <K extends RecordKind>(kind: K, before: RecordTypes[K] | null, after: RecordTypes[K] | null, id: string): Ref[] => [
+      ...collect(new Map(), kind, before, after, id).values(),
+    ],
+    /** What a committed change concerns, each once: every record it wrote, as if the stream had delivered it. */
     concernedByChange(change: Change): Ref[] {
-      return recordKinds.flatMap((kind) => written[kind](change).flatMap((pair) => concernedBy(kind, pair.before, pair.after, pair.after.id)));
+      const refs = new Map<string, Ref>();
+      for (const kind of recordKinds) for (const pair of written[kind](change)) collect(refs, kind, pair.before, pair.after, pair.after.id);
+      return [...refs.values()];
     },
     /** The earliest time any watcher wants to look at this record again, for the due index. */
     dueAtOf<K extends RecordKind>(kind: K, record: RecordTypes[K]): string | undefined {
