@@ -1,4 +1,4 @@
-import type { FleetStore } from '#store/fleet-store.ts';
+import type { AppContext } from '#services/context.ts';
 import { fromInstanceItem, fromMachineItem, fromMetaInstanceItem, keys } from '#store/items.ts';
 import type { RecordKind, RecordTypes } from './reconciler.ts';
 
@@ -9,7 +9,7 @@ interface RecordSource<K extends RecordKind> {
   /** The key of the record with an empty id: pk is the prefix, sk exact. */
   key: { pk: string; sk: string };
   decode(item: Record<string, unknown>): RecordTypes[K];
-  get(store: FleetStore, id: string): Promise<RecordTypes[K] | null>;
+  get(store: AppContext['store'], id: string): Promise<RecordTypes[K] | null>;
 }
 
 export const recordSources: { [K in RecordKind]: RecordSource<K> } = {

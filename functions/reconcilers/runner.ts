@@ -1,3 +1,4 @@
+import type { Change } from '#domain/change.ts';
 import type { AppContext } from '#services/context.ts';
 import { committedOnce, retryOnStale } from '#services/retry-on-stale.ts';
 import type { Reconciler, Ref, Registry } from './reconciler.ts';
@@ -61,13 +62,26 @@ function limiter(max: number) {
   };
 }
 
+/** Perform an effect whose claim committed, then commit what its result changes, decided on fresh state. */
+async function performEffect(ctx: AppContext, reconciler: Reconciler, id: string, effect: unknown): Promise<Change | null> {
+  const effects = reconciler.effects;
+  if (!effects) throw new Error(`reconciler ${reconciler.kind} decided an effect it cannot perform`);
+  const result = await effects.perform(ctx, effect);
+  return retryOnStale(async () => {
+    const fresh = await reconciler.load(ctx, id);
+    const change = fresh === null ? null : effects.settle(fresh, effect, result);
+    if (change) await ctx.store.commit(change);
+    return change;
+  });
+}
+
 /**
  * Load, decide, commit; perform a claimed effect and record its result; again at once while the decision asks to.
  * A lost race ends the pass: the rival's write is another trigger, or the decision asked to look again anyway.
  */
-async function reconcileOnce(ctx: AppContext, registry: Registry, reconciler: Reconciler, id: string): Promise<Followers> {
+async function reconcileEntity(ctx: AppContext, registry: Registry, reconciler: Reconciler, id: string): Promise<Followers> {
   const followers: Followers = { concerned: [], enqueued: [] };
-  const committed = (change: Parameters<Registry['concernedByChange']>[0]) => followers.concerned.push(...registry.concernedByChange(change));
+  const committed = (change: Change) => followers.concerned.push(...registry.concernedByChange(change));
   for (let pass = 1; pass <= MAX_PASSES; pass++) {
     const snapshot = await reconciler.load(ctx, id);
     if (snapshot === null) break;
@@ -76,17 +90,8 @@ async function reconcileOnce(ctx: AppContext, registry: Registry, reconciler: Re
     if (decision.change && (await committedOnce(() => ctx.store.commit(decision.change!)))) {
       committed(decision.change);
       if (decision.summary) ctx.log.info('reconciled', { entity: reconciler.kind, id, outcome: decision.summary });
-      if (decision.effect !== undefined && reconciler.effects) {
-        const effects = reconciler.effects;
-        const result = await effects.perform(ctx, decision.effect);
-        const settled = await retryOnStale(async () => {
-          const fresh = await reconciler.load(ctx, id);
-          const change = fresh === null ? null : effects.settle(fresh, decision.effect, result);
-          if (change) await ctx.store.commit(change);
-          return change;
-        });
-        if (settled) committed(settled);
-      }
+      const settled = decision.effect === undefined ? null : await performEffect(ctx, reconciler, id, decision.effect);
+      if (settled) committed(settled);
     }
     if (!decision.requeueAt || decision.requeueAt.getTime() > ctx.clock.now().getTime()) break;
   }
@@ -98,7 +103,7 @@ export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, r
   const slot = limiter(concurrency);
 
   const start = (ref: Ref): Entry => {
-    const run = slot(() => reconcileOnce(ctx, registry, registry.reconcilerOf(ref.entity), ref.id));
+    const run = slot(() => reconcileEntity(ctx, registry, registry.reconcilerOf(ref.entity), ref.id));
     const failure = run.then(
       ({ concerned, enqueued }) => firstFailure([...startNew(concerned).map((entry) => entry.failure), serveInOrder(enqueued)]),
       (error: unknown) => {
