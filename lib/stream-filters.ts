@@ -1,10 +1,13 @@
 import { FilterCriteria, FilterRule } from 'aws-cdk-lib/aws-lambda';
 import { keys } from '#store/items.ts';
+import { recordSources } from '#reconcilers/records.ts';
+import { registry } from '#reconcilers/registry.ts';
 
 /**
  * Lambda event filters for the table's stream, matching exactly the records functions/handlers/stream.ts acts
  * on, so the function is not invoked (nor billed) for the rest (heartbeat roster, tenants, catalog, deletes):
- * - entityOfRecord: INSERT or MODIFY of a machine, instance or meta-instance record (`<KIND>#<id>` / `#<KIND>`);
+ * - entityOfRecord: INSERT or MODIFY of a record some reconciler watches (the registry's `watchedRecordKinds`:
+ *   `<KIND>#<id>` / `#<KIND>`);
  * - eventOfRecord: INSERT of a machine history entry carrying an `event` (the outbox of repair events). The
  *   `event` attribute is a map `{ type, detail }` (functions/domain/events.ts); filter "exists" only works on
  *   leaves, so the filter asks for its `type` string.
@@ -18,15 +21,12 @@ function entityFilter(key: { pk: string; sk: string }) {
 }
 
 export function streamFilters(): Array<{ [key: string]: unknown }> {
-  const machine = keys.machine('');
   return [
-    entityFilter(machine),
-    entityFilter(keys.instance('')),
-    entityFilter(keys.metaInstance('')),
+    ...registry.watchedRecordKinds.map((kind) => entityFilter(recordSources[kind].key)),
     FilterCriteria.filter({
       eventName: FilterRule.isEqual('INSERT'),
       dynamodb: {
-        Keys: { pk: { S: FilterRule.beginsWith(machine.pk) }, sk: { S: FilterRule.beginsWith(keys.historyPrefix) } },
+        Keys: { pk: { S: FilterRule.beginsWith(keys.machine('').pk) }, sk: { S: FilterRule.beginsWith(keys.historyPrefix) } },
         NewImage: { event: { M: { type: { S: FilterRule.exists() } } } },
       },
     }),

@@ -2,22 +2,33 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { DynamoDBRecord, DynamoDBStreamEvent, Context, DynamoDBBatchResponse } from 'aws-lambda';
 import type { AppContext } from '#services/context.ts';
 import { contextFromEnv, lazy } from '#services/lambda-context.ts';
-import { reconcile } from '#services/reconcile.ts';
 import { deliverOutboxEvent } from '#services/events.ts';
 import type { OutboxEntry } from '#domain/events.ts';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { outboxEntryOf, type EntityRef } from '#store/items.ts';
+import { recordOfKey, recordSources } from '#reconcilers/records.ts';
+import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
+import { registry } from '#reconcilers/registry.ts';
+import { outboxEntryOf } from '#store/items.ts';
+import { startRun } from '#reconcilers/runner.ts';
 
-/** Which reconciler a stream record concerns: machine and instance records; history and site items need none. */
-export function entityOfRecord(record: DynamoDBRecord): EntityRef | null {
+type Image = NonNullable<NonNullable<DynamoDBRecord['dynamodb']>['NewImage']>;
+
+/** A changed record some reconciler watches, with its images decoded (absent when the stream record has none). */
+export interface ChangedRecord<K extends RecordKind = RecordKind> {
+  kind: K;
+  id: string;
+  before: RecordTypes[K] | null;
+  after: RecordTypes[K] | null;
+}
+
+/** Which watched record a stream record carries: machine, instance and meta-instance records; history and site items need none. */
+export function entityOfRecord(record: DynamoDBRecord): ChangedRecord | null {
   if (record.eventName === 'REMOVE') return null;
-  const pk = record.dynamodb?.Keys?.pk?.S ?? '';
-  const sk = record.dynamodb?.Keys?.sk?.S ?? '';
-  if (pk.startsWith('MACHINE#') && sk === '#MACHINE') return { entity: 'machine', id: pk.slice('MACHINE#'.length) };
-  if (pk.startsWith('INSTANCE#') && sk === '#INSTANCE') return { entity: 'instance', id: pk.slice('INSTANCE#'.length) };
-  if (pk.startsWith('META#') && sk === '#META') return { entity: 'meta-instance', id: pk.slice('META#'.length) };
-  return null;
+  const found = recordOfKey(record.dynamodb?.Keys?.pk?.S ?? '', record.dynamodb?.Keys?.sk?.S ?? '');
+  if (!found || !registry.watchedRecordKinds.includes(found.kind)) return null;
+  const decode = (image: Image | undefined) => (image ? recordSources[found.kind].decode(unmarshall(image as Record<string, AttributeValue>)) : null);
+  return { ...found, before: decode(record.dynamodb?.OldImage), after: decode(record.dynamodb?.NewImage) };
 }
 
 /** A repair event carried by a newly committed history entry (the outbox); published once per entry. */
@@ -32,19 +43,16 @@ export function eventOfRecord(record: DynamoDBRecord): OutboxEntry | null {
 /** Reacts within a second to what changed; a record that fails is reported so only it and later ones come back. */
 export function createStreamHandler(ctx: AppContext) {
   return async (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
-    // Several records of one entity in a batch need one reconcile: they all read the same fresh state.
-    const runs = new Map<string, Promise<void>>();
+    // One run per batch: each entity the records concern is reconciled once, however many records name it.
+    const run = startRun(ctx);
     const processor = new BatchProcessor(EventType.DynamoDBStreams);
     return processPartialResponse(
       event,
       async (record: DynamoDBRecord) => {
         const outgoing = eventOfRecord(record);
         if (outgoing) return deliverOutboxEvent(ctx, outgoing);
-        const ref = entityOfRecord(record);
-        if (!ref) return;
-        const key = `${ref.entity}#${ref.id}`;
-        if (!runs.has(key)) runs.set(key, reconcile(ctx, ref));
-        await runs.get(key);
+        const changed = entityOfRecord(record);
+        if (changed) await run.reconcile(registry.concernedBy(changed.kind, changed.before, changed.after, changed.id));
       },
       processor,
       { ...(context ? { context } : {}), processInParallel: true },

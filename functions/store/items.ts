@@ -1,10 +1,12 @@
-import { inAllocatableIndex, preventingSources } from '#domain/health.ts';
+import { inAllocatableIndex } from '#domain/health.ts';
+import { isEntityKind, registry, type EntityRef } from '#reconcilers/registry.ts';
 import { repairStage } from '#domain/stuck-repairs.ts';
 import type { OutboxEntry } from '#domain/events.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
-// item is in a sparse index exactly while its state says it belongs there.
+// item is in a sparse index exactly while its state says it belongs there; `dueAt` comes from the reconcilers'
+// due rules (functions/reconcilers/registry.ts).
 
 export const keys = {
   machine: (id: string) => ({ pk: `MACHINE#${id}`, sk: '#MACHINE' }),
@@ -33,22 +35,8 @@ function strip<T>(item: Item): T {
   return record as T;
 }
 
-function machineDueAt(machine: Machine): string | undefined {
-  const cleanup = machine.cleanup;
-  if (machine.state === 'Cleanup' && cleanup && cleanup.phase !== 'failed') {
-    return cleanup.phase === 'pending' ? machine.updatedAt : cleanup.leaseUntil;
-  }
-  // A meta-instance member on a machine that failed must be found by the sweep too, not only by the stream: at once
-  // for a health override, and once the heartbeat counts as stale for a stopped one.
-  if (machine.boundMetaInstanceId && machine.instanceId) {
-    if (preventingSources(machine.healthOverrides).length > 0) return machine.updatedAt;
-    if (!machine.heartbeatLive && machine.heartbeatStaleAt) return machine.heartbeatStaleAt;
-  }
-  return undefined;
-}
-
 export function machineItem(machine: Machine): Item {
-  const dueAt = machineDueAt(machine);
+  const dueAt = registry.dueAtOf('machine', machine);
   const repair = repairStage(machine);
   return {
     ...keys.machine(machine.id),
@@ -62,16 +50,8 @@ export function machineItem(machine: Machine): Item {
   };
 }
 
-function instanceDueAt(instance: Instance): string | undefined {
-  if (instance.status !== 'Provisioning') return undefined;
-  const { creation } = instance;
-  if (creation.phase === 'pending') return instance.updatedAt;
-  if (creation.phase === 'in-flight') return creation.leaseUntil;
-  return undefined;
-}
-
 export function instanceItem(instance: Instance): Item {
-  const dueAt = instanceDueAt(instance);
+  const dueAt = registry.dueAtOf('instance', instance);
   return {
     ...keys.instance(instance.id),
     entity: 'instance',
@@ -84,14 +64,8 @@ export function instanceItem(instance: Instance): Item {
   };
 }
 
-function metaDueAt(meta: MetaInstance): string | undefined {
-  if (meta.status === 'Deleting') return meta.updatedAt;
-  if (meta.status === 'Placing' || meta.status === 'Retrying') return meta.nextAttemptAt ?? meta.updatedAt;
-  return undefined;
-}
-
 export function metaInstanceItem(meta: MetaInstance): Item {
-  const dueAt = metaDueAt(meta);
+  const dueAt = registry.dueAtOf('meta-instance', meta);
   const listed = meta.status !== 'Deleted';
   const waiting = meta.status === 'Placing' || meta.status === 'Retrying';
   return {
@@ -129,10 +103,9 @@ export const fromMetaInstanceItem = (item: Item): MetaInstance => strip<MetaInst
 export const fromTenantItem = (item: Item): Tenant => strip<Tenant>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 
-/** What a due-index entry or a stream record points at, for the reconcilers. */
-export type EntityRef = { entity: 'machine' | 'instance' | 'meta-instance'; id: string };
+export type { EntityRef };
 
+/** What a due-index entry points at: the record's own entity (the sweep delivers it to its watchers again). */
 export function entityRefOf(item: Item): EntityRef | null {
-  if (item.entity === 'machine' || item.entity === 'instance' || item.entity === 'meta-instance') return { entity: item.entity, id: String(item.id) };
-  return null;
+  return isEntityKind(item.entity) ? { entity: item.entity, id: String(item.id) } : null;
 }

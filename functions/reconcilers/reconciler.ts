@@ -1,0 +1,131 @@
+import type { Change, Versioned } from '#domain/change.ts';
+import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
+import type { AppContext } from '#services/context.ts';
+
+// The shape of a reconciler (Kubernetes controller style): it watches records, which map a change to the entities
+// that must look again; it loads what its decision needs, decides purely, and names what must look again next
+// instead of calling other reconcilers. functions/reconcilers/runner.ts drives them; registry.ts lists them.
+
+/** The records reconcilers watch: what the table stream and the due index carry, by kind (the items' `entity`). */
+export interface RecordTypes {
+  machine: Machine;
+  instance: Instance;
+  'meta-instance': MetaInstance;
+}
+
+export type RecordKind = keyof RecordTypes;
+
+/** An entity to reconcile: a reconciler's kind and an id it understands. */
+export interface Ref {
+  entity: string;
+  id: string;
+}
+
+/** How a reconciler follows the records of one kind. */
+export interface Watch<R> {
+  /**
+   * The ids (of the watching reconciler's kind) that must look again after a record of this kind changed, from its
+   * images before and after. Either image may be missing (a new record; a stream record carrying keys only); `id` is
+   * the record's own id. A record that fell due is delivered again with the same image on both sides.
+   */
+  concerns(before: R | null, after: R | null, id: string): Iterable<string | null | undefined>;
+  /**
+   * When such a record must be looked at again although nothing writes it (a lease lapses, a heartbeat goes stale),
+   * as an ISO time. The store writes the earliest of all watchers' times into the sparse `due` index.
+   */
+  dueAt?(record: R): string | undefined;
+}
+
+export type Watches = { [K in RecordKind]?: Watch<RecordTypes[K]> };
+
+interface Outcome {
+  /** Look at this entity again at this time; when it has come, the runner does so at once (another pass). */
+  requeueAt?: Date;
+  /** Other entities that must look again, served in this order, each at most once per run. */
+  enqueue?: Ref[];
+  /** What the change does, for the log. */
+  summary?: string;
+}
+
+/**
+ * What one look at an entity decided: a change committed as ONE conditional transaction, and optionally a side
+ * effect that the change claims. The runner performs the effect only once its claim has committed, then records the
+ * effect's result through the reconciler's pure `settle`.
+ */
+export type Decision<E = never> = Outcome & ({ change?: Change; effect?: undefined } | { change: Change; effect: E });
+
+/** A side effect on the outside world (the site agent), claimed before and settled after. */
+export interface Effects<S, E, R> {
+  perform(ctx: AppContext, effect: E): Promise<R>;
+  /** Pure: what the effect's result changes, decided on state loaded afresh after it; null when nothing. */
+  settle(snapshot: S, effect: E, result: R): Change | null;
+}
+
+export interface Reconciler<K extends string = string, S = any, E = any, R = any> {
+  kind: K;
+  watches: Watches;
+  /** Reads what the decision needs through `ctx.store`; null when the entity is gone. */
+  load(ctx: AppContext, id: string): Promise<S | null>;
+  /** Pure: no I/O, no clock (the snapshot carries `now`). */
+  decide(snapshot: S): Decision<E>;
+  effects?: Effects<S, E, R>;
+}
+
+/** Declares a reconciler with its types checked together (its snapshot, effect and effect result). */
+export const defineReconciler = <const K extends string, S, E = never, R = never>(reconciler: Reconciler<K, S, E, R>): Reconciler<K, S, E, R> => reconciler;
+
+/** The records one committed change wrote, by kind. */
+const written: { [K in RecordKind]: (change: Change) => Versioned<RecordTypes[K]>[] } = {
+  machine: (change) => change.machines ?? [],
+  instance: (change) => change.instances ?? [],
+  'meta-instance': (change) => change.metaInstances ?? [],
+};
+
+export const recordKinds = Object.keys(written) as RecordKind[];
+
+export const isRecordKind = (value: unknown): value is RecordKind => typeof value === 'string' && value in written;
+
+export type Registry = ReturnType<typeof createRegistry>;
+
+/** Everything derived from a list of reconcilers: lookups, what a change concerns, due times, watched records. */
+export function createRegistry(reconcilers: readonly Reconciler[]) {
+  const byKind = new Map(reconcilers.map((reconciler) => [reconciler.kind, reconciler]));
+  if (byKind.size !== reconcilers.length) throw new Error('two reconcilers share a kind');
+
+  function collect<K extends RecordKind>(refs: Map<string, Ref>, kind: K, before: RecordTypes[K] | null, after: RecordTypes[K] | null, id: string): Map<string, Ref> {
+    for (const reconciler of reconcilers) {
+      const watch = reconciler.watches[kind] as Watch<RecordTypes[K]> | undefined;
+      for (const concerned of watch?.concerns(before, after, id) ?? []) {
+        if (concerned) refs.set(`${reconciler.kind}#${concerned}`, { entity: reconciler.kind, id: concerned });
+      }
+    }
+    return refs;
+  }
+
+  return {
+    reconcilers,
+    has: (entity: string) => byKind.has(entity),
+    reconcilerOf(entity: string): Reconciler {
+      const reconciler = byKind.get(entity);
+      if (!reconciler) throw new Error(`no reconciler of kind ${entity}`);
+      return reconciler;
+    },
+    /** The entities a changed record concerns, each once. */
+    concernedBy: <K extends RecordKind>(kind: K, before: RecordTypes[K] | null, after: RecordTypes[K] | null, id: string): Ref[] => [
+      ...collect(new Map(), kind, before, after, id).values(),
+    ],
+    /** What a committed change concerns, each once: every record it wrote, as if the stream had delivered it. */
+    concernedByChange(change: Change): Ref[] {
+      const refs = new Map<string, Ref>();
+      for (const kind of recordKinds) for (const pair of written[kind](change)) collect(refs, kind, pair.before, pair.after, pair.after.id);
+      return [...refs.values()];
+    },
+    /** The earliest time any watcher wants to look at this record again, for the due index. */
+    dueAtOf<K extends RecordKind>(kind: K, record: RecordTypes[K]): string | undefined {
+      const times = reconcilers.map((r) => (r.watches[kind] as Watch<RecordTypes[K]> | undefined)?.dueAt?.(record)).filter((t): t is string => t !== undefined);
+      return times.length > 0 ? times.sort()[0] : undefined;
+    },
+    /** The record kinds some reconciler watches: what the stream must deliver. */
+    watchedRecordKinds: recordKinds.filter((kind) => reconcilers.some((r) => r.watches[kind])),
+  };
+}

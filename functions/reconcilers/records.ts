@@ -1,0 +1,27 @@
+import type { AppContext } from '#services/context.ts';
+import { fromInstanceItem, fromMachineItem, fromMetaInstanceItem, keys } from '#store/items.ts';
+import type { RecordKind, RecordTypes } from './reconciler.ts';
+
+// Where the watched records live in the table: their keys (what the stream filters match), how an item or a stream
+// image becomes the record, and how to read one.
+
+interface RecordSource<K extends RecordKind> {
+  /** The key of the record with an empty id: pk is the prefix, sk exact. */
+  key: { pk: string; sk: string };
+  decode(item: Record<string, unknown>): RecordTypes[K];
+  get(store: AppContext['store'], id: string): Promise<RecordTypes[K] | null>;
+}
+
+export const recordSources: { [K in RecordKind]: RecordSource<K> } = {
+  machine: { key: keys.machine(''), decode: fromMachineItem, get: (store, id) => store.getMachine(id) },
+  instance: { key: keys.instance(''), decode: fromInstanceItem, get: (store, id) => store.getInstance(id) },
+  'meta-instance': { key: keys.metaInstance(''), decode: fromMetaInstanceItem, get: (store, id) => store.getMetaInstance(id) },
+};
+
+/** Which watched record a table key names, and its id; null for anything else (history, site items, tenants). */
+export function recordOfKey(pk: string, sk: string): { kind: RecordKind; id: string } | null {
+  for (const [kind, source] of Object.entries(recordSources) as Array<[RecordKind, RecordSource<RecordKind>]>) {
+    if (pk.startsWith(source.key.pk) && sk === source.key.sk) return { kind, id: pk.slice(source.key.pk.length) };
+  }
+  return null;
+}

@@ -1,0 +1,140 @@
+import type { Change } from '#domain/change.ts';
+import type { AppContext } from '#services/context.ts';
+import { committedOnce, retryOnStale } from '#services/retry-on-stale.ts';
+import type { Reconciler, Ref, Registry } from './reconciler.ts';
+import { registry as defaultRegistry } from './registry.ts';
+
+/** Most entities reconciled at once in one run: a stream batch holds up to 100 records, a sweep up to 200 due. */
+export const DEFAULT_CONCURRENCY = 32;
+
+/** Passes of one entity's reconcile that ask to look again at once; one that does not settle is finished by the next trigger. */
+export const MAX_PASSES = 6;
+
+export interface RunOptions {
+  concurrency?: number;
+  registry?: Registry;
+}
+
+/** One invocation's work queue (a stream batch, a sweep). */
+export interface Run {
+  /**
+   * Reconcile these entities and whatever they lead to (the entities their commits concern, their decisions'
+   * `enqueue`), each entity at most once in this run. Settles when all of that is done; rejects with the first
+   * failure among them.
+   */
+  reconcile(refs: Ref[]): Promise<void>;
+}
+
+interface Entry {
+  /** Its own reconcile is over (whatever the outcome). */
+  done: Promise<void>;
+  /** Its own reconcile and everything this entry was first to start: the first failure, or null. Never rejects. */
+  failure: Promise<Failure | null>;
+}
+
+interface Failure {
+  error: unknown;
+}
+
+interface Followers {
+  concerned: Ref[];
+  enqueued: Ref[];
+}
+
+const keyOf = (ref: Ref) => `${ref.entity}#${ref.id}`;
+
+async function firstFailure(failures: Promise<Failure | null>[]): Promise<Failure | null> {
+  return (await Promise.all(failures)).find((failure) => failure !== null) ?? null;
+}
+
+function limiter(max: number) {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  return async <T>(task: () => Promise<T>): Promise<T> => {
+    while (active >= max) await new Promise<void>((resolve) => waiting.push(resolve));
+    active += 1;
+    try {
+      return await task();
+    } finally {
+      active -= 1;
+      waiting.shift()?.();
+    }
+  };
+}
+
+/** Perform an effect whose claim committed, then commit what its result changes, decided on fresh state. */
+async function performEffect(ctx: AppContext, reconciler: Reconciler, id: string, effect: unknown): Promise<Change | null> {
+  const effects = reconciler.effects;
+  if (!effects) throw new Error(`reconciler ${reconciler.kind} decided an effect it cannot perform`);
+  const result = await effects.perform(ctx, effect);
+  return retryOnStale(async () => {
+    const fresh = await reconciler.load(ctx, id);
+    const change = fresh === null ? null : effects.settle(fresh, effect, result);
+    if (change) await ctx.store.commit(change);
+    return change;
+  });
+}
+
+/**
+ * Load, decide, commit; perform a claimed effect and record its result; again at once while the decision asks to.
+ * A lost race ends the pass: the rival's write is another trigger, or the decision asked to look again anyway.
+ */
+async function reconcileEntity(ctx: AppContext, registry: Registry, reconciler: Reconciler, id: string): Promise<Followers> {
+  const followers: Followers = { concerned: [], enqueued: [] };
+  const committed = (change: Change) => followers.concerned.push(...registry.concernedByChange(change));
+  for (let pass = 1; pass <= MAX_PASSES; pass++) {
+    const snapshot = await reconciler.load(ctx, id);
+    if (snapshot === null) break;
+    const decision = reconciler.decide(snapshot);
+    followers.enqueued.push(...(decision.enqueue ?? []));
+    if (decision.change && (await committedOnce(() => ctx.store.commit(decision.change!)))) {
+      committed(decision.change);
+      if (decision.summary) ctx.log.info('reconciled', { entity: reconciler.kind, id, outcome: decision.summary });
+      const settled = decision.effect === undefined ? null : await performEffect(ctx, reconciler, id, decision.effect);
+      if (settled) committed(settled);
+    }
+    if (!decision.requeueAt || decision.requeueAt.getTime() > ctx.clock.now().getTime()) break;
+  }
+  return followers;
+}
+
+export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, registry = defaultRegistry }: RunOptions = {}): Run {
+  const entries = new Map<string, Entry>();
+  const slot = limiter(concurrency);
+
+  const start = (ref: Ref): Entry => {
+    const run = slot(() => reconcileEntity(ctx, registry, registry.reconcilerOf(ref.entity), ref.id));
+    const failure = run.then(
+      ({ concerned, enqueued }) => firstFailure([...startNew(concerned).map((entry) => entry.failure), serveInOrder(enqueued)]),
+      (error: unknown) => {
+        ctx.log.error('reconcile failed', { entity: ref.entity, id: ref.id, error: String(error) });
+        return { error };
+      },
+    );
+    const entry = { done: run.then(() => undefined, () => undefined), failure };
+    entries.set(keyOf(ref), entry);
+    return entry;
+  };
+
+  /** Only what nobody started yet: waiting on an entry started elsewhere could wait on itself. */
+  const startNew = (refs: Ref[]): Entry[] => refs.filter((ref) => !entries.has(keyOf(ref))).map(start);
+
+  /** A decision's `enqueue` is an order (waiting meta-instances, longest-waiting first): each starts after the one before. */
+  const serveInOrder = async (refs: Ref[]): Promise<Failure | null> => {
+    const started: Entry[] = [];
+    for (const ref of refs) {
+      const [entry] = startNew([ref]);
+      if (!entry) continue;
+      started.push(entry);
+      await entry.done;
+    }
+    return firstFailure(started.map((entry) => entry.failure));
+  };
+
+  return {
+    async reconcile(refs) {
+      const failure = await firstFailure(refs.map((ref) => (entries.get(keyOf(ref)) ?? start(ref)).failure));
+      if (failure) throw failure.error;
+    },
+  };
+}

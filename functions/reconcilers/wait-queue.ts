@@ -1,0 +1,33 @@
+import { inAllocatableIndex } from '#domain/health.ts';
+import type { MetaInstance } from '#domain/model.ts';
+import type { AppContext } from '#services/context.ts';
+import { defineReconciler } from './reconciler.ts';
+
+// The queue of meta-instances waiting for machines of one type (the entity's id is the machine type). A machine of
+// that type freed up, or a replacement slot opened, wakes the longest-waiting few, in the order they started waiting.
+
+/** How many waiting meta-instances one freed machine wakes: enough to find one that can use it, not the whole queue. */
+const WAKE_LIMIT = 5;
+
+export interface WaitQueueSnapshot {
+  waiting: MetaInstance[];
+}
+
+export const waitQueueReconciler = defineReconciler({
+  kind: 'wait-queue',
+  watches: {
+    machine: {
+      concerns: (_before, after) => (after && inAllocatableIndex(after) ? [after.machineType] : []),
+    },
+    // A replacement that finished provisioning frees a slot under the site's replacement cap.
+    instance: {
+      concerns: (before, after) => (after?.replacement && before?.status === 'Provisioning' && after.status !== 'Provisioning' ? [after.machineType] : []),
+    },
+  },
+
+  async load(ctx: AppContext, machineType: string): Promise<WaitQueueSnapshot> {
+    return { waiting: await ctx.store.waitingMetaInstances(machineType, WAKE_LIMIT) };
+  },
+
+  decide: ({ waiting }: WaitQueueSnapshot) => ({ enqueue: waiting.map((meta) => ({ entity: 'meta-instance', id: meta.id })) }),
+});

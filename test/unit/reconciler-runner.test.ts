@@ -1,0 +1,177 @@
+import type { DynamoDBRecord } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import type { Change } from '#domain/change.ts';
+import { createStreamHandler } from '#handlers/stream.ts';
+import { createRegistry, defineReconciler, type Reconciler, type Ref } from '#reconcilers/reconciler.ts';
+import { MAX_PASSES, startRun } from '#reconcilers/runner.ts';
+import type { AppContext } from '#services/context.ts';
+import { StaleWriteError } from '#store/port.ts';
+import { NOW, aMachine } from '#test/support/fixtures.ts';
+
+// The runner without DynamoDB: fake reconcilers over a fake store that only records what is committed.
+
+function harness(options: { commit?: (change: Change) => Promise<void>; getInstance?: (id: string) => Promise<unknown> } = {}) {
+  const events: string[] = [];
+  const errors: Array<Record<string, unknown>> = [];
+  const ctx = {
+    store: {
+      commit: async (change: Change) => {
+        await options.commit?.(change);
+        events.push(`commit ${change.history.map((h) => h.action).join(',')}`);
+      },
+      getInstance: options.getInstance ?? (async () => null),
+    },
+    clock: { now: () => NOW },
+    log: { info: () => undefined, warn: () => undefined, error: (_m: string, fields: Record<string, unknown>) => void errors.push(fields) },
+  } as unknown as AppContext;
+  return { ctx, events, errors };
+}
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
+const history = (action: string) => ({ machineId: 'm', at: 'now', actor: 'test', action });
+
+/** A reconciler of `kind` that logs each load, and decides what `decide` says for the id. */
+function fake(kind: string, decide: (id: string) => ReturnType<Reconciler['decide']>, events: string[], load?: (id: string) => Promise<void>): Reconciler {
+  return defineReconciler({
+    kind,
+    watches: {},
+    async load(_ctx, id: string) {
+      events.push(`load ${kind}:${id}`);
+      await load?.(id);
+      return id;
+    },
+    decide,
+  });
+}
+
+const ref = (entity: string, id: string): Ref => ({ entity, id });
+
+describe('reconciler runner', () => {
+  it('reconciles each entity once per run, however often and from wherever it is asked for', async () => {
+    const { ctx, events } = harness();
+    const registry = createRegistry([fake('a', () => ({}), events)]);
+    const run = startRun(ctx, { registry });
+    await Promise.all([run.reconcile([ref('a', '1'), ref('a', '1'), ref('a', '2')]), run.reconcile([ref('a', '1')])]);
+    await run.reconcile([ref('a', '2')]);
+    expect(events.sort()).toEqual(['load a:1', 'load a:2']);
+  });
+
+  it('cascades to what a commit concerns and to what a decision enqueues, each entity at most once, cycles included', async () => {
+    const { ctx, events } = harness();
+    const parent = fake('parent', (id) => ({ change: { machines: [{ before: null, after: aMachine({ id: 'm-shared' }) }], history: [history(`by ${id}`)] } }), events);
+    const child = {
+      ...fake('child', () => ({ enqueue: [ref('parent', '1'), ref('parent', '3')] }), events),
+      watches: { machine: { concerns: (_b: unknown, _a: unknown, id: string) => [id] } },
+    } as Reconciler;
+    const run = startRun(ctx, { registry: createRegistry([parent, child]) });
+    await run.reconcile([ref('parent', '1'), ref('parent', '2')]);
+    const loads = events.filter((e) => e.startsWith('load'));
+    expect(loads.sort()).toEqual(['load child:m-shared', 'load parent:1', 'load parent:2', 'load parent:3']);
+  });
+
+  it('runs no more than `concurrency` reconciles at once', async () => {
+    const { ctx, events } = harness();
+    let active = 0;
+    let most = 0;
+    const slow = fake('slow', () => ({}), events, async () => {
+      active += 1;
+      most = Math.max(most, active);
+      await tick();
+      active -= 1;
+    });
+    const run = startRun(ctx, { registry: createRegistry([slow]), concurrency: 3 });
+    await run.reconcile(Array.from({ length: 10 }, (_, i) => ref('slow', String(i))));
+    expect(events).toHaveLength(10);
+    expect(most).toBe(3);
+  });
+
+  it('reports a failure to every caller it concerns, cascades included, and to no other', async () => {
+    const { ctx, events, errors } = harness();
+    const flaky = fake('flaky', () => ({}), events, async (id) => {
+      if (id === 'bad') throw new Error('table gone');
+    });
+    const leader = fake('leader', (id) => ({ enqueue: [ref('flaky', id === 'to-bad' ? 'bad' : 'fine')] }), events);
+    const run = startRun(ctx, { registry: createRegistry([flaky, leader]) });
+    await expect(run.reconcile([ref('flaky', 'bad')])).rejects.toThrow('table gone');
+    await expect(run.reconcile([ref('flaky', 'good')])).resolves.toBeUndefined();
+    await expect(run.reconcile([ref('leader', 'to-fine')])).resolves.toBeUndefined();
+    const other = startRun(ctx, { registry: createRegistry([flaky, leader]) });
+    await expect(other.reconcile([ref('leader', 'to-bad')])).rejects.toThrow('table gone');
+    await expect(run.reconcile([ref('nobody', 'x')])).rejects.toThrow(/no reconciler of kind nobody/);
+    expect(errors.map((e) => `${e.entity}:${e.id}`)).toEqual(['flaky:bad', 'flaky:bad', 'nobody:x']);
+  });
+
+  it('performs an effect only after its claim committed, then commits what settle decides', async () => {
+    let rivalWins = true;
+    const { ctx, events } = harness({
+      commit: async (change) => {
+        if (rivalWins && change.history[0]?.action === 'claim') throw new StaleWriteError('rival');
+      },
+    });
+    const withEffect = defineReconciler({
+      kind: 'effectful',
+      watches: {},
+      load: async (_ctx, id: string) => (events.push(`load ${id}`), id),
+      decide: (id: string) => ({ change: { history: [history('claim')] }, effect: `call ${id}` }),
+      effects: {
+        perform: async (_ctx, effect: string) => (events.push(effect), 'answered'),
+        settle: (_id: string, _effect: string, result: string) => ({ history: [history(result)] }),
+      },
+    });
+    await startRun(ctx, { registry: createRegistry([withEffect]) }).reconcile([ref('effectful', 'x')]);
+    expect(events).toEqual(['load x']);
+
+    events.length = 0;
+    rivalWins = false;
+    await startRun(ctx, { registry: createRegistry([withEffect]) }).reconcile([ref('effectful', 'x')]);
+    expect(events).toEqual(['load x', 'commit claim', 'call x', 'load x', 'commit answered']);
+  });
+
+  it('looks again at once while a decision asks to, and no more than MAX_PASSES times', async () => {
+    const { ctx, events } = harness();
+    let passes = 0;
+    const settling = fake('settling', () => (++passes < 3 ? { change: { history: [history('step')] }, requeueAt: NOW } : {}), events);
+    const later = fake('later', () => ({ change: { history: [history('later')] }, requeueAt: new Date(NOW.getTime() + 1) }), events);
+    const restless = fake('restless', () => ({ change: { history: [history('again')] }, requeueAt: NOW }), events);
+    const run = startRun(ctx, { registry: createRegistry([settling, later, restless]) });
+    await run.reconcile([ref('settling', '1')]);
+    await run.reconcile([ref('later', '1')]);
+    await run.reconcile([ref('restless', '1')]);
+    const count = (what: string) => events.filter((e) => e === what).length;
+    expect([count('load settling:1'), count('load later:1'), count('load restless:1')]).toEqual([3, 1, MAX_PASSES]);
+  });
+
+  it('serves what a decision enqueues in order: each starts after the one before finished', async () => {
+    const { ctx, events } = harness();
+    const queue = fake('queue', () => ({ enqueue: [ref('waiter', 'first'), ref('waiter', 'second')] }), events);
+    const waiter = fake('waiter', () => ({}), events, async (id) => {
+      await tick();
+      events.push(`done ${id}`);
+    });
+    await startRun(ctx, { registry: createRegistry([queue, waiter]), concurrency: 8 }).reconcile([ref('queue', 'gb200')]);
+    expect(events).toEqual(['load queue:gb200', 'load waiter:first', 'done first', 'load waiter:second', 'done second']);
+  });
+});
+
+describe('stream handler', () => {
+  const instanceRecord = (id: string, sequence: string): DynamoDBRecord => ({
+    eventName: 'MODIFY',
+    eventSource: 'aws:dynamodb',
+    dynamodb: { Keys: { pk: { S: `INSTANCE#${id}` }, sk: { S: '#INSTANCE' } }, SequenceNumber: sequence },
+  });
+
+  it('reports exactly the records whose reconcile failed, and reconciles a twice-named entity once', async () => {
+    const reads: string[] = [];
+    const { ctx } = harness({
+      getInstance: async (id) => {
+        reads.push(id);
+        if (id === 'bad') throw new Error('throttled');
+        return null;
+      },
+    });
+    const handler = createStreamHandler(ctx);
+    const result = await handler({ Records: [instanceRecord('good', '1'), instanceRecord('bad', '2'), instanceRecord('good', '3')] });
+    expect(result.batchItemFailures).toEqual([{ itemIdentifier: '2' }]);
+    expect(reads.sort()).toEqual(['bad', 'good']);
+  });
+});

@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest';
+import { defaultCleanupTimings } from '#domain/cleanup.ts';
+import type { MetaSnapshot } from '#domain/meta-instances.ts';
+import { buildOverride } from '#domain/overrides.ts';
+import { addMs, iso } from '#domain/time.ts';
+import { instanceReconciler, type InstanceSnapshot } from '#reconcilers/instance.ts';
+import { machineReconciler, type MachineSnapshot } from '#reconcilers/machine.ts';
+import { metaInstanceReconciler } from '#reconcilers/meta-instance.ts';
+import { registry } from '#reconcilers/registry.ts';
+import { waitQueueReconciler } from '#reconcilers/wait-queue.ts';
+import { AT, NOW, aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';
+
+// Each reconciler's decide and settle are pure: snapshots in, decisions out, no store, no agent, no clock. Their
+// watches and due rules are pure too; the registry combines them.
+
+const LEASE_MS = 30_000;
+
+describe('instance reconciler', () => {
+  const snapshot = (overrides: Partial<InstanceSnapshot> = {}): InstanceSnapshot => ({ instance: anInstance(), machine: null, now: NOW, createLeaseMs: LEASE_MS, ...overrides });
+
+  it('claims a pending create under a lease and names the create as the effect', () => {
+    const decision = instanceReconciler.decide(snapshot());
+    expect(decision.effect).toEqual({ name: 'job', machineId: 'm-1', instanceId: 'i-1', clientToken: 'tok-1' });
+    expect(decision.change?.instances?.[0]?.after.creation).toEqual({ clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, LEASE_MS)) });
+    expect(decision.requeueAt).toBeUndefined();
+  });
+
+  it('decides nothing while another claim is live, and claims again once it lapsed', () => {
+    const inFlight = anInstance({ creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, 1)) } });
+    expect(instanceReconciler.decide(snapshot({ instance: inFlight }))).toEqual({});
+    expect(instanceReconciler.decide(snapshot({ instance: inFlight, now: addMs(NOW, 2) })).effect).toMatchObject({ instanceId: 'i-1' });
+    expect(instanceReconciler.decide(snapshot({ instance: anInstance({ status: 'Ready', creation: { clientToken: 'tok-1', phase: 'done' } }) }))).toEqual({});
+  });
+
+  it('settles a successful create as Ready, and nothing when the machine is gone', () => {
+    const inFlight = anInstance({ creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, LEASE_MS)) } });
+    const machine = aMachine({ state: 'Assigned', instanceId: 'i-1' });
+    const settled = instanceReconciler.effects!.settle(snapshot({ instance: inFlight, machine }), {} as never, { ok: true, siteName: 'job', attempts: 1 });
+    expect(settled?.instances?.[0]?.after).toMatchObject({ status: 'Ready', createAttempts: 1, creation: { phase: 'done' } });
+    expect(instanceReconciler.effects!.settle(snapshot({ instance: inFlight }), {} as never, { ok: true, siteName: 'job', attempts: 1 })).toBeNull();
+  });
+
+  it('is due when its create is pending, or when the claim on it lapses', () => {
+    const due = instanceReconciler.watches.instance!.dueAt!;
+    expect(due(anInstance({ updatedAt: AT }))).toBe(AT);
+    expect(due(anInstance({ creation: { clientToken: 't', phase: 'in-flight', leaseUntil: 'L' } }))).toBe('L');
+    expect(due(anInstance({ status: 'Ready', creation: { clientToken: 't', phase: 'done' } }))).toBeUndefined();
+  });
+});
+
+describe('machine (cleanup) reconciler', () => {
+  const cleaning = aMachine({ state: 'Cleanup', instanceId: 'i-1', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 } });
+  const released = anInstance({ status: 'Terminating', siteName: 'job-r1', creation: { clientToken: 'tok-1', phase: 'done' } });
+  const snapshot = (overrides: Partial<MachineSnapshot> = {}): MachineSnapshot => ({ machine: cleaning, instance: released, now: NOW, timings: defaultCleanupTimings, ...overrides });
+
+  it("claims the DELETE and names it by the instance's site name", () => {
+    const decision = machineReconciler.decide(snapshot());
+    expect(decision.effect).toEqual({ machineId: 'm-1', siteName: 'job-r1' });
+    expect(decision.change?.machines?.[0]?.after.cleanup).toMatchObject({ phase: 'requested', attempts: 1 });
+  });
+
+  it("waits while the instance's create call is in flight, and does nothing outside cleanup", () => {
+    const creating = anInstance({ status: 'Terminating', creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, 1_000)) } });
+    expect(machineReconciler.decide(snapshot({ instance: creating }))).toEqual({});
+    expect(machineReconciler.decide(snapshot({ machine: aMachine() }))).toEqual({});
+  });
+
+  it('settles "gone" by returning the machine to the pool and "accepted" by waiting for the report', () => {
+    const requested = { ...cleaning, cleanup: { instanceId: 'i-1', phase: 'requested' as const, attempts: 1, leaseUntil: iso(addMs(NOW, 60_000)) } };
+    const request = { machineId: 'm-1', siteName: 'job-r1' };
+    expect(machineReconciler.effects!.settle(snapshot({ machine: requested }), request, { kind: 'gone' })?.machines?.[0]?.after).toMatchObject({ state: 'Ready', cleanup: undefined });
+    expect(machineReconciler.effects!.settle(snapshot({ machine: requested }), request, { kind: 'accepted' })).toBeNull();
+  });
+
+  it('looks again when the create it may be waiting for is over', () => {
+    const concerns = machineReconciler.watches.instance!.concerns;
+    const inFlight = anInstance({ creation: { clientToken: 't', phase: 'in-flight', leaseUntil: 'L' } });
+    const done = anInstance({ status: 'Ready', creation: { clientToken: 't', phase: 'done' } });
+    expect([...concerns(inFlight, done, 'i-1')]).toEqual(['m-1']);
+    expect([...concerns(anInstance(), inFlight, 'i-1')]).toEqual([]);
+  });
+});
+
+describe('meta-instance reconciler', () => {
+  const snapshot = (overrides: Partial<MetaSnapshot> = {}): MetaSnapshot => ({
+    meta: aMetaInstance(),
+    members: [],
+    candidates: [aMachine({ id: 'm-free', lastHeartbeatAt: iso(NOW) })],
+    pinned: new Map(),
+    heartbeat: { rosterSeenAt: iso(NOW), timeoutMs: 30_000 },
+    now: NOW,
+    rules: { maxConsecutiveFailures: 3, backoffBaseMs: 1_000, backoffMaxMs: 60_000 },
+    newInstance: () => ({ id: 'i-new', org: 'acme', name: 'i-new', labels: {}, clientToken: 'ct', createdBy: 'meta-instance:mi-1' }),
+    ...overrides,
+  });
+
+  it('places and asks to look again at once, on the state its change leaves', () => {
+    const decision = metaInstanceReconciler.decide(snapshot());
+    expect(decision.change?.instances?.[0]?.after).toMatchObject({ id: 'i-new', machineId: 'm-free', metaInstanceId: 'mi-1' });
+    expect(decision.requeueAt).toEqual(NOW);
+    expect(decision.summary).toBe('placed 1');
+  });
+
+  it('decides nothing once satisfied', () => {
+    const member = { instance: anInstance({ id: 'i-new', machineId: 'm-free', status: 'Ready', metaInstanceId: 'mi-1' }), machine: aMachine({ id: 'm-free', state: 'Assigned', instanceId: 'i-new', lastHeartbeatAt: iso(NOW) }) };
+    expect(metaInstanceReconciler.decide(snapshot({ meta: aMetaInstance({ status: 'Ready', waitingSince: undefined }), members: [member] }))).toEqual({});
+  });
+
+  it("watches its members' machines and instances, before and after", () => {
+    const { machine, instance } = metaInstanceReconciler.watches;
+    expect([...machine!.concerns(aMachine({ boundMetaInstanceId: 'mi-1' }), aMachine(), 'm-1')]).toContain('mi-1');
+    expect([...instance!.concerns(anInstance({ metaInstanceId: 'mi-1' }), anInstance({ metaInstanceId: 'mi-1', status: 'Ready' }), 'i-1')]).toContain('mi-1');
+    // A create claim (status unchanged) does not concern the meta-instance.
+    expect([...instance!.concerns(anInstance({ metaInstanceId: 'mi-1' }), anInstance({ metaInstanceId: 'mi-1' }), 'i-1')]).toEqual([]);
+  });
+
+  it("is due while a member's machine is failed by an override, or once its heartbeat counts as stale", () => {
+    const due = metaInstanceReconciler.watches.machine!.dueAt!;
+    const bound = aMachine({ state: 'Assigned', instanceId: 'i-1', boundMetaInstanceId: 'mi-1', updatedAt: 'U' });
+    expect(due(bound)).toBeUndefined();
+    expect(due({ ...bound, healthOverrides: [buildOverride('m-1', { template: 'degraded' }, 'ops', AT)] })).toBe('U');
+    expect(due({ ...bound, heartbeatLive: false, heartbeatStaleAt: 'S' })).toBe('S');
+    expect(due({ ...bound, state: 'Cleanup', heartbeatLive: false, heartbeatStaleAt: 'S' })).toBeUndefined();
+  });
+});
+
+describe('wait-queue reconciler', () => {
+  it('wakes the waiting meta-instances in the order they wait', () => {
+    const waiting = [aMetaInstance({ id: 'mi-old' }), aMetaInstance({ id: 'mi-new' })];
+    expect(waitQueueReconciler.decide({ waiting })).toEqual({
+      enqueue: [
+        { entity: 'meta-instance', id: 'mi-old' },
+        { entity: 'meta-instance', id: 'mi-new' },
+      ],
+    });
+  });
+
+  it('is concerned by a machine that can take an instance and by a replacement that stopped provisioning', () => {
+    const { machine, instance } = waitQueueReconciler.watches;
+    expect([...machine!.concerns(null, aMachine({ machineType: 'h100' }), 'm-1')]).toEqual(['h100']);
+    expect([...machine!.concerns(null, aMachine({ state: 'Assigned', instanceId: 'i-1' }), 'm-1')]).toEqual([]);
+    expect([...instance!.concerns(anInstance({ replacement: true }), anInstance({ replacement: true, status: 'Ready' }), 'i-1')]).toEqual(['gb200']);
+    expect([...instance!.concerns(anInstance(), anInstance({ status: 'Ready' }), 'i-1')]).toEqual([]);
+  });
+});
+
+describe('registry', () => {
+  it('writes the earliest due time of all watchers of a record', () => {
+    const cleaning = aMachine({ state: 'Cleanup', instanceId: 'i-1', updatedAt: 'B', cleanup: { instanceId: 'i-1', phase: 'requested', attempts: 1, leaseUntil: 'C' } });
+    expect(registry.dueAtOf('machine', cleaning)).toBe('C');
+    expect(registry.dueAtOf('machine', aMachine())).toBeUndefined();
+  });
+
+  it('maps a committed change to every entity it concerns, once each', () => {
+    const before = aMachine({ state: 'Assigned', instanceId: 'i-1', boundMetaInstanceId: 'mi-1' });
+    const after = { ...before, state: 'Ready' as const, instanceId: undefined, boundMetaInstanceId: undefined };
+    const refs = registry.concernedByChange({ machines: [{ before, after }, { before, after }], history: [] });
+    expect(refs).toEqual(
+      expect.arrayContaining([
+        { entity: 'machine', id: 'm-1' },
+        { entity: 'meta-instance', id: 'mi-1' },
+        { entity: 'wait-queue', id: 'gb200' },
+      ]),
+    );
+    expect(refs).toHaveLength(3);
+  });
+
+  it('watches machines, instances and meta-instances (the stream filters follow)', () => {
+    expect([...registry.watchedRecordKinds].sort()).toEqual(['instance', 'machine', 'meta-instance']);
+  });
+});
