@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '#domain/model.ts';
+import { readJsonBody, RequestBodyError } from './request-body.ts';
 
 export interface SimulatedMachine {
   id: string;
@@ -196,7 +197,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   }
 
   async function handleCreate(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readJson(req);
+    const body = await readJsonBody(req);
     const fields = ['name', 'machineId', 'instanceId', 'clientToken'] as const;
     if (!isObject(body) || fields.some((f) => typeof body[f] !== 'string' || body[f] === '')) {
       return sendJson(res, 400, { code: 'bad_request', message: `body needs string ${fields.join(', ')}` });
@@ -331,7 +332,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   async function handleControl(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const path = new URL(req.url ?? '/', 'http://sim').pathname;
     if (path !== '/_sim' && !path.startsWith('/_sim/')) return false;
-    const body = req.method === 'POST' ? await readJson(req) : undefined;
+    const body = req.method === 'POST' ? await readJsonBody(req) : undefined;
     const answer = (await control(req.method ?? 'GET', path, body)) ?? { status: 404, body: { code: 'not_found' } };
     sendJson(res, answer.status, answer.body);
     return true;
@@ -366,7 +367,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
       outbound = new AbortController();
       const srv = createServer((req, res) => {
         route(req, res).catch((error: unknown) => {
-          if (error instanceof BadJson) return sendJson(res, 400, { code: 'bad_request', message: error.message });
+          if (error instanceof RequestBodyError) return sendJson(res, error.status, { code: error.code, message: error.message });
           log(`site-sim: ${req.method} ${req.url} failed: ${errorText(error)}`);
           if (!res.headersSent) sendJson(res, 500, { code: 'internal', message: errorText(error) });
           else res.destroy();
@@ -404,29 +405,6 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
       heartbeatLoop = undefined;
     },
   };
-}
-
-class BadJson extends Error {
-  override name = 'BadJson';
-}
-
-const maxBodyBytes = 1024 * 1024;
-
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBodyBytes) throw new BadJson('body too large');
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new BadJson('body is not valid JSON');
-  }
 }
 
 function sendJson(res: ServerResponse, status: number, body?: unknown): void {

@@ -18,8 +18,10 @@ import { httpSiteAgent } from '#site/site-agent.ts';
 import { createLocalHttpServer, type ExtraRoute } from './api-gateway-adapter.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import { freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
+import { readJsonBody, RequestBodyError } from './request-body.ts';
 import { createScheduleTimer } from './schedule-timer.ts';
 import { createSiteSimulator, demoFleet, type SiteSimulator } from './site-simulator.ts';
+import type { StreamChaosConfig } from './stream-chaos.ts';
 import { createStreamPoller } from './stream-poller.ts';
 import { createTables } from './tables.ts';
 
@@ -43,6 +45,8 @@ export interface LocalSiteOptions {
    * the stream handler did nothing (the bench's sweep-alone comparison); `streamIdle` then resolves at once.
    */
   streamPoller?: boolean;
+  /** FLEETWARD_STREAM_CHAOS: the poller misdelivers on purpose (see stream-chaos.ts). */
+  streamChaos?: StreamChaosConfig;
   log?: (line: string) => void;
 }
 
@@ -73,24 +77,18 @@ function lineLog(write: (line: string) => void): Log {
   return { info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
-  try {
-    return text ? JSON.parse(text) : {};
-  } catch {
-    throw new ProblemError(400, 'invalid-json', 'the request body is not valid JSON');
-  }
-}
-
 function send(res: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
   res.writeHead(status, { 'content-type': contentType });
   res.end(JSON.stringify(body));
 }
 
 function sendError(res: ServerResponse, error: unknown): void {
-  const problem = error instanceof ProblemError ? error : new ProblemError(500, 'internal-error', 'the local runner failed');
+  const problem =
+    error instanceof ProblemError
+      ? error
+      : error instanceof RequestBodyError
+        ? new ProblemError(error.status, error.code, error.message)
+        : new ProblemError(500, 'internal-error', 'the local runner failed');
   const response = problemResponse(problem);
   res.writeHead(response.statusCode, response.headers);
   res.end(response.body);
@@ -159,6 +157,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
             endpoint,
             tableName: names.table,
             handler: createStreamHandler(ctx),
+            ...(options.streamChaos ? { chaos: options.streamChaos } : {}),
             log: (line) => write(`stream     ${line}`),
           });
     const sweep = createSweepHandler(ctx);
@@ -189,7 +188,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
         path: '/_local/token',
         handle: async (req, res) => {
           try {
-            const parsed = tokenRequest.safeParse(await readJson(req));
+            const parsed = tokenRequest.safeParse(await readJsonBody(req));
             if (!parsed.success) {
               throw new ProblemError(422, 'validation-failed', 'a token needs sub, org and roles', parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
             }
@@ -211,7 +210,11 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
         method: '*',
         path: '/_sim/*',
         handle: async (req, res) => {
-          if (!(await simulator.handleControl(req, res))) sendError(res, new ProblemError(404, 'route-not-found', `no simulator route ${req.url}`));
+          try {
+            if (!(await simulator.handleControl(req, res))) sendError(res, new ProblemError(404, 'route-not-found', `no simulator route ${req.url}`));
+          } catch (error) {
+            sendError(res, error);
+          }
         },
       },
       ...dashboardRoutes(),
