@@ -26,7 +26,7 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-async function post(body: BodyInit) {
+async function post(body: string | ReadableStream<Uint8Array>) {
   const response = await fetch(url, { method: 'POST', body, duplex: 'half' } as RequestInit);
   return { status: response.status, body: await response.json() };
 }
