@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseSiteConfig, SiteConfigError } from '#config/site-config.ts';
 import { JavaMissingError } from '#local/dynamodb-local.ts';
 import { startLocalSite } from '#local/site.ts';
+import { parseStreamChaos, StreamChaosConfigError } from '#local/stream-chaos.ts';
 
 const configPath = process.env.FLEETWARD_SITE_CONFIG ?? 'sites/local.toml';
 const port = Number(process.env.PORT ?? 8080);
@@ -10,7 +11,8 @@ const persistDir = process.env.FLEETWARD_DATA_DIR;
 
 try {
   const config = parseSiteConfig(readFileSync(configPath, 'utf8'), configPath);
-  const site = await startLocalSite({ config, port, ...(persistDir ? { persistDir } : {}) });
+  const streamChaos = parseStreamChaos(process.env);
+  const site = await startLocalSite({ config, port, ...(persistDir ? { persistDir } : {}), ...(streamChaos ? { streamChaos } : {}) });
   console.log(`
 Fleetward local site "${config.site.name}" is up.
   API            ${site.url}
@@ -29,7 +31,7 @@ Press Ctrl-C to stop.`);
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 } catch (error) {
-  if (error instanceof JavaMissingError || error instanceof SiteConfigError) {
+  if (error instanceof JavaMissingError || error instanceof SiteConfigError || error instanceof StreamChaosConfigError) {
     console.error(error.message);
     process.exit(1);
   }

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { ProblemError, problemResponse } from '#http/problem.ts';
+import { defaultMaxBodyBytes, readBody, RequestBodyError } from './request-body.ts';
 
 /** Served before the Lambda handler, for what only the local runner has (`/_local/token`, `/health`, `/_sim/*`). */
 export interface ExtraRoute {
@@ -33,8 +34,6 @@ export interface LocalHttpServer {
   close(): Promise<void>;
 }
 
-const oneMiB = 1024 * 1024;
-
 /** The way API Gateway hands claims to a Lambda: every value a string, arrays as `"[a b]"`. */
 export function flattenClaims(claims: Record<string, unknown>): Record<string, string> {
   return Object.fromEntries(
@@ -53,30 +52,6 @@ const sendProblem = (res: ServerResponse, error: ProblemError, headers: Record<s
 const matchesExtra = (route: ExtraRoute, method: string, path: string) =>
   (route.method === '*' || route.method.toUpperCase() === method) &&
   (route.path.endsWith('*') ? path.startsWith(route.path.slice(0, -1)) : path === route.path);
-
-class BodyTooLarge extends Error {}
-
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > limit) return Promise.reject(new BodyTooLarge());
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        // Keep draining without buffering so the client still reads our 413 instead of a reset.
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new BodyTooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
 
 /** `12/Mar/2020:19:03:58 +0000`, as in `requestContext.time`. */
 function apiGatewayTime(date: Date): string {
@@ -165,7 +140,7 @@ function writeResult(res: ServerResponse, result: unknown): void {
  * does (a bad token never reaches the Lambda), and writes the Lambda's result back as HTTP.
  */
 export async function createLocalHttpServer(options: LocalHttpServerOptions): Promise<LocalHttpServer> {
-  const { handler, verifyToken, extraRoutes = [], maxBodyBytes = oneMiB, timeoutMs = 30_000 } = options;
+  const { handler, verifyToken, extraRoutes = [], maxBodyBytes = defaultMaxBodyBytes, timeoutMs = 30_000 } = options;
 
   const serve = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -190,10 +165,8 @@ export async function createLocalHttpServer(options: LocalHttpServerOptions): Pr
     try {
       body = await readBody(req, maxBodyBytes);
     } catch (error) {
-      if (!(error instanceof BodyTooLarge)) throw error;
-      return sendProblem(res, new ProblemError(413, 'payload-too-large', `The request body exceeds ${maxBodyBytes} bytes`), {
-        connection: 'close',
-      });
+      if (!(error instanceof RequestBodyError)) throw error;
+      return sendProblem(res, new ProblemError(error.status, error.code, error.message), { connection: 'close' });
     }
 
     const requestId = randomUUID();

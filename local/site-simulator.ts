@@ -5,6 +5,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '#domain/model.ts';
+import {
+  createInstanceRequest,
+  type AgentErrorAnswer,
+  type CleanupReport,
+  type CreateInstanceRequest,
+  type HeartbeatBody,
+  type InstanceAnswer,
+  type InstanceStatusAnswer,
+} from '#site/agent-contract.ts';
+import { readJsonBody, RequestBodyError } from './request-body.ts';
 
 export interface SimulatedMachine {
   id: string;
@@ -59,12 +69,7 @@ export interface SiteSimulator {
   handleControl(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
 }
 
-interface SimInstance {
-  name: string;
-  machineId: string;
-  instanceId: string;
-  clientToken: string;
-}
+type SimInstance = CreateInstanceRequest;
 
 const createFaultStatuses = new Set([400, 404, 409, 422, 429, 500, 501, 502, 503, 504]);
 
@@ -103,6 +108,8 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   const machineIds = new Set(options.machines.map((m) => m.id));
 
   const instances = new Map<string, SimInstance>();
+  // Deleted and not yet reported clean: the agent still answers for them (GET says cleaning, DELETE is a no-op).
+  const cleaning = new Map<string, SimInstance>();
   const nameByToken = new Map<string, string>();
   const requests: CreateRequestRecord[] = [];
   const createFaults: CreateFault[] = [];
@@ -148,9 +155,9 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   }
 
   async function sendHeartbeat(): Promise<void> {
-    const machines = options.machines.filter((m) => !stoppedHeartbeats.has(m.id)).map((m) => ({ id: m.id }));
+    const body: HeartbeatBody = { machines: options.machines.filter((m) => !stoppedHeartbeats.has(m.id)).map((m) => ({ id: m.id })) };
     try {
-      const response = await postToController('/site/v1/heartbeats', { machines });
+      const response = await postToController('/site/v1/heartbeats', body);
       await response.body?.cancel();
       if (!response.ok) log(`site-sim: heartbeat answered ${response.status}`);
     } catch (error) {
@@ -165,7 +172,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     } while (await wait(options.heartbeatIntervalMs));
   }
 
-  async function reportCleanup(instance: SimInstance, report: { ok: boolean; message?: string }): Promise<void> {
+  async function reportCleanup(instance: SimInstance, report: CleanupReport): Promise<void> {
     const path = `/site/v1/machines/${encodeURIComponent(instance.machineId)}/cleanup`;
     for (let attempt = 0; ; attempt++) {
       if (!isRunning) return;
@@ -196,17 +203,12 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   }
 
   async function handleCreate(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readJson(req);
-    const fields = ['name', 'machineId', 'instanceId', 'clientToken'] as const;
-    if (!isObject(body) || fields.some((f) => typeof body[f] !== 'string' || body[f] === '')) {
-      return sendJson(res, 400, { code: 'bad_request', message: `body needs string ${fields.join(', ')}` });
+    const parsed = createInstanceRequest.safeParse(await readJsonBody(req));
+    if (!parsed.success) {
+      const message = parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
+      return sendError(res, 400, { code: 'bad_request', message });
     }
-    const request: SimInstance = {
-      name: body.name as string,
-      machineId: body.machineId as string,
-      instanceId: body.instanceId as string,
-      clientToken: body.clientToken as string,
-    };
+    const request = parsed.data;
     const record = (outcome: CreateRequestOutcome) => requests.push({ ...request, outcome, at: clock.now().toISOString() });
     const fault = createFaults.shift();
 
@@ -226,25 +228,25 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
       // A gateway error may come after the create committed; keeping the name mimics that residue.
       if ((fault === 502 || fault === 504) && !instances.has(request.name)) register(request);
       const code = fault === 409 ? 'name_conflict' : 'simulated_fault';
-      return sendJson(res, fault, { code, message: `simulated ${fault}` });
+      return sendError(res, fault, { code, message: `simulated ${fault}` });
     }
 
     const existing = lookupByToken(request.clientToken);
     if (existing) {
       record(201);
       if (!(await wait(options.provisionMs))) return void res.destroy();
-      return sendJson(res, 201, { name: existing.name, machineId: existing.machineId });
+      return sendAnswer(res, 201, existing);
     }
     if (instances.has(request.name)) {
       record(409);
-      return sendJson(res, 409, { code: 'name_conflict', message: `an instance named ${request.name} exists` });
+      return sendError(res, 409, { code: 'name_conflict', message: `an instance named ${request.name} exists` });
     }
     // Registered before provisioning so a concurrent duplicate already sees it.
     register(request);
     record(201);
     if (!(await wait(options.provisionMs))) return void res.destroy();
     log(`site-sim: created ${request.name} on ${request.machineId}`);
-    sendJson(res, 201, { name: request.name, machineId: request.machineId });
+    sendAnswer(res, 201, request);
   }
 
   function register(instance: SimInstance): void {
@@ -259,15 +261,29 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
 
   function handleDelete(name: string, res: ServerResponse): void {
     const instance = instances.get(name);
-    if (!instance) return sendJson(res, 404, { code: 'not_found', message: `no instance named ${name}` });
+    if (!instance) {
+      // Deleting again while the first delete is still cleaning is the same delete.
+      const inCleanup = cleaning.get(name);
+      if (inCleanup) return sendAnswer(res, 202, inCleanup);
+      return sendError(res, 404, { code: 'not_found', message: `no instance named ${name}` });
+    }
     instances.delete(name);
     if (nameByToken.get(instance.clientToken) === name) nameByToken.delete(instance.clientToken);
+    cleaning.set(name, instance);
     const fails = cleanupFaults.shift() === false;
-    sendJson(res, 202, { name, machineId: instance.machineId });
+    sendAnswer(res, 202, instance);
     void (async () => {
       if (!(await wait(options.cleanupMs))) return;
       await reportCleanup(instance, fails ? { ok: false, message: 'simulated cleanup failure' } : { ok: true });
+      if (cleaning.get(name) === instance) cleaning.delete(name);
     })();
+  }
+
+  function handleStatus(name: string, res: ServerResponse): void {
+    // A name that was deleted and created again is the new, present instance.
+    const state: InstanceStatusAnswer['state'] | undefined = instances.has(name) ? 'present' : cleaning.has(name) ? 'cleaning' : undefined;
+    if (!state) return sendError(res, 404, { code: 'not_found', message: `no instance named ${name}` });
+    sendJson(res, 200, { state } satisfies InstanceStatusAnswer);
   }
 
   async function control(method: string, path: string, body: unknown): Promise<ControlResponse | undefined> {
@@ -331,7 +347,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   async function handleControl(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const path = new URL(req.url ?? '/', 'http://sim').pathname;
     if (path !== '/_sim' && !path.startsWith('/_sim/')) return false;
-    const body = req.method === 'POST' ? await readJson(req) : undefined;
+    const body = req.method === 'POST' ? await readJsonBody(req) : undefined;
     const answer = (await control(req.method ?? 'GET', path, body)) ?? { status: 404, body: { code: 'not_found' } };
     sendJson(res, answer.status, answer.body);
     return true;
@@ -345,7 +361,9 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     }
     const named = /^\/instances\/([^/]+)$/.exec(path);
     if (named) {
-      if (req.method === 'DELETE') return handleDelete(decodeURIComponent(named[1] ?? ''), res);
+      const name = decodeURIComponent(named[1] ?? '');
+      if (req.method === 'DELETE') return handleDelete(name, res);
+      if (req.method === 'GET') return handleStatus(name, res);
       return sendJson(res, 405, { code: 'method_not_allowed' });
     }
     if (await handleControl(req, res)) return;
@@ -366,7 +384,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
       outbound = new AbortController();
       const srv = createServer((req, res) => {
         route(req, res).catch((error: unknown) => {
-          if (error instanceof BadJson) return sendJson(res, 400, { code: 'bad_request', message: error.message });
+          if (error instanceof RequestBodyError) return sendJson(res, error.status, { code: error.code, message: error.message });
           log(`site-sim: ${req.method} ${req.url} failed: ${errorText(error)}`);
           if (!res.headersSent) sendJson(res, 500, { code: 'internal', message: errorText(error) });
           else res.destroy();
@@ -406,29 +424,6 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   };
 }
 
-class BadJson extends Error {
-  override name = 'BadJson';
-}
-
-const maxBodyBytes = 1024 * 1024;
-
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBodyBytes) throw new BadJson('body too large');
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new BadJson('body is not valid JSON');
-  }
-}
-
 function sendJson(res: ServerResponse, status: number, body?: unknown): void {
   if (res.headersSent || res.destroyed) return;
   if (body === undefined || status === 204) {
@@ -437,6 +432,14 @@ function sendJson(res: ServerResponse, status: number, body?: unknown): void {
   }
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
+function sendAnswer(res: ServerResponse, status: 201 | 202, instance: SimInstance): void {
+  sendJson(res, status, { name: instance.name, machineId: instance.machineId } satisfies InstanceAnswer);
+}
+
+function sendError(res: ServerResponse, status: number, body: AgentErrorAnswer): void {
+  sendJson(res, status, body);
 }
 
 function methodNotAllowed(): ControlResponse {

@@ -18,8 +18,11 @@ import { httpSiteAgent } from '#site/site-agent.ts';
 import { createLocalHttpServer, type ExtraRoute } from './api-gateway-adapter.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import { freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
+import { assessHealth, type Health } from './health.ts';
+import { readJsonBody, RequestBodyError } from './request-body.ts';
 import { createScheduleTimer } from './schedule-timer.ts';
 import { createSiteSimulator, demoFleet, type SiteSimulator } from './site-simulator.ts';
+import type { StreamChaosConfig } from './stream-chaos.ts';
 import { createStreamPoller } from './stream-poller.ts';
 import { createTables } from './tables.ts';
 
@@ -43,6 +46,10 @@ export interface LocalSiteOptions {
    * the stream handler did nothing (the bench's sweep-alone comparison); `streamIdle` then resolves at once.
    */
   streamPoller?: boolean;
+  /** How long the poller or the timer may go without progress before /health calls it stalled. Default 30 s. */
+  healthStallAfterMs?: number;
+  /** FLEETWARD_STREAM_CHAOS: the poller misdelivers on purpose (see stream-chaos.ts). */
+  streamChaos?: StreamChaosConfig;
   log?: (line: string) => void;
 }
 
@@ -57,7 +64,7 @@ export interface LocalSite {
   tableNames: TableNames;
   /** Resolves when what was written so far has been through the stream handler (tests). */
   streamIdle(timeoutMs?: number): Promise<void>;
-  health(): Promise<{ ok: boolean; checks: Record<string, boolean> }>;
+  health(): Promise<Health>;
   stop(): Promise<void>;
 }
 
@@ -73,15 +80,11 @@ function lineLog(write: (line: string) => void): Log {
   return { info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
-  try {
-    return text ? JSON.parse(text) : {};
-  } catch {
-    throw new ProblemError(400, 'invalid-json', 'the request body is not valid JSON');
-  }
+/** False when the read fails or takes longer than `ms`: a hung DynamoDB Local must not hang /health too. */
+function answersWithin(read: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  return Promise.race([read.then(() => true, () => false), timeout]).finally(() => clearTimeout(timer));
 }
 
 function send(res: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
@@ -90,7 +93,12 @@ function send(res: ServerResponse, status: number, body: unknown, contentType = 
 }
 
 function sendError(res: ServerResponse, error: unknown): void {
-  const problem = error instanceof ProblemError ? error : new ProblemError(500, 'internal-error', 'the local runner failed');
+  const problem =
+    error instanceof ProblemError
+      ? error
+      : error instanceof RequestBodyError
+        ? new ProblemError(error.status, error.code, error.message)
+        : new ProblemError(500, 'internal-error', 'the local runner failed');
   const response = problemResponse(problem);
   res.writeHead(response.statusCode, response.headers);
   res.end(response.body);
@@ -159,28 +167,32 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
             endpoint,
             tableName: names.table,
             handler: createStreamHandler(ctx),
+            ...(options.streamChaos ? { chaos: options.streamChaos } : {}),
             log: (line) => write(`stream     ${line}`),
           });
     const sweep = createSweepHandler(ctx);
+    const sweepIntervalMs = options.sweepIntervalMs ?? 5_000;
     const timer = createScheduleTimer({
-      intervalMs: options.sweepIntervalMs ?? 5_000,
+      intervalMs: sweepIntervalMs,
       tick: sweep,
       name: 'sweep',
       log: (line) => write(`schedule   ${line}`),
     });
 
-    const health = async () => {
-      const checks = {
-        api: true,
-        store: await store.getSiteHeartbeat().then(
-          () => true,
-          () => false,
-        ),
-        streamPoller: poller?.running() ?? false,
-        scheduler: timer.running(),
-        siteAgent: simulator.running(),
-      };
-      return { ok: Object.values(checks).every(Boolean), checks };
+    // Until the poller and the timer have had a first go, they count from when the site came up.
+    let startedAt = Date.now();
+    const health = async (): Promise<Health> => {
+      const dynamodb = await answersWithin(store.getSiteHeartbeat(), 2_000);
+      return assessHealth(
+        {
+          now: Date.now(),
+          dynamodb,
+          ...(poller ? { streamPoller: { running: poller.running(), lastPollAt: poller.stats().lastPollAt ?? startedAt } } : {}),
+          scheduler: { running: timer.running(), lastTickAt: timer.stats().lastTickAt ?? startedAt, intervalMs: sweepIntervalMs },
+          siteAgent: simulator.running(),
+        },
+        options.healthStallAfterMs,
+      );
     };
 
     const extraRoutes: ExtraRoute[] = [
@@ -189,7 +201,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
         path: '/_local/token',
         handle: async (req, res) => {
           try {
-            const parsed = tokenRequest.safeParse(await readJson(req));
+            const parsed = tokenRequest.safeParse(await readJsonBody(req));
             if (!parsed.success) {
               throw new ProblemError(422, 'validation-failed', 'a token needs sub, org and roles', parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
             }
@@ -204,14 +216,23 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
         path: '/health',
         handle: async (_req, res) => {
           const result = await health();
-          send(res, result.ok ? 200 : 503, { status: result.ok ? 'ok' : 'degraded', checks: result.checks, metrics: Object.fromEntries(gauges) });
+          send(res, result.ok ? 200 : 503, {
+            status: result.ok ? 'ok' : 'degraded',
+            checks: result.checks,
+            down: result.down,
+            metrics: Object.fromEntries(gauges),
+          });
         },
       },
       {
         method: '*',
         path: '/_sim/*',
         handle: async (req, res) => {
-          if (!(await simulator.handleControl(req, res))) sendError(res, new ProblemError(404, 'route-not-found', `no simulator route ${req.url}`));
+          try {
+            if (!(await simulator.handleControl(req, res))) sendError(res, new ProblemError(404, 'route-not-found', `no simulator route ${req.url}`));
+          } catch (error) {
+            sendError(res, error);
+          }
         },
       },
       ...dashboardRoutes(),
@@ -235,6 +256,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       stops.push(() => poller.stop());
     }
     timer.start();
+    startedAt = Date.now();
     stops.push(() => timer.stop());
     await simulator.start();
     stops.push(() => simulator.stop());

@@ -9,11 +9,13 @@ import {
   type _Record as SdkRecord,
 } from '@aws-sdk/client-dynamodb-streams';
 import type { AttributeValue, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { emptyLane, enqueue, maxBackoffMs, mayDeliver, nextBatch, settle, type DeliveryPolicy, type Invocation, type Lane } from './lambda-delivery.ts';
+import { createStreamChaos, type StreamChaos, type StreamChaosConfig } from './stream-chaos.ts';
 
 /**
- * The local stand-in for Lambda's DynamoDB stream event source mapping (with ReportBatchItemFailures, a bounded
- * MaximumRetryAttempts and BisectBatchOnFunctionError): reads the table's real stream on DynamoDB Local and hands
- * the stream handler batches in exactly the shape Lambda would.
+ * The local stand-in for Lambda's DynamoDB stream event source mapping: reads the table's real stream on DynamoDB
+ * Local and hands the stream handler batches in exactly the shape Lambda would. How a batch is delivered, retried,
+ * bisected or set aside is decided by lambda-delivery.ts; this file reads shards and performs the calls.
  */
 
 export type StartPosition = 'TRIM_HORIZON' | 'LATEST';
@@ -39,6 +41,8 @@ export interface StreamPollerOptions {
   awsRegion?: string;
   /** How many set-aside records to keep in memory (the count in stats is never capped). Default 1000. */
   keepSetAside?: number;
+  /** Misdeliver on purpose (FLEETWARD_STREAM_CHAOS, see stream-chaos.ts). Off when absent. */
+  chaos?: StreamChaosConfig;
   log?: (line: string) => void;
   now?: () => number;
 }
@@ -60,6 +64,8 @@ export interface StreamPollerStats {
   retries: number;
   invocations: number;
   lastError?: string;
+  /** Epoch ms when the last pass over the shards finished without a read error: how /health tells a stall. */
+  lastPollAt?: number;
 }
 
 export interface StreamPoller {
@@ -77,11 +83,6 @@ export interface StreamPoller {
   whenIdle(timeoutMs?: number): Promise<void>;
 }
 
-interface Pending {
-  record: DynamoDBRecord;
-  attempts: number;
-}
-
 interface ShardState {
   id: string;
   parentId?: string;
@@ -89,12 +90,9 @@ interface ShardState {
   iterator?: string;
   /** GetRecords returned no next iterator: the shard is closed and fully read. */
   ended: boolean;
-  /** Last sequence number pulled into `pending`, to resume after an iterator is lost. */
+  /** Last sequence number pulled into the lane, to resume after an iterator is lost. */
   lastFetched?: string;
-  pending: Pending[];
-  /** Records per call; halved after a thrown batch to isolate the record that breaks it. */
-  limit: number;
-  notBefore: number;
+  lane: Lane;
 }
 
 interface IdleWaiter {
@@ -103,13 +101,13 @@ interface IdleWaiter {
   reject: (error: Error) => void;
 }
 
-const maxBackoffMs = 30_000;
-
 export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
-  const batchSize = bounded('batchSize', options.batchSize ?? 100, 1, 1000);
+  const policy: DeliveryPolicy = {
+    batchSize: bounded('batchSize', options.batchSize ?? 100, 1, 1000),
+    maxRetries: bounded('maxRetries', options.maxRetries ?? 3, 0, 10_000),
+    retryDelayMs: bounded('retryDelayMs', options.retryDelayMs ?? 200, 0, maxBackoffMs),
+  };
   const pollIntervalMs = bounded('pollIntervalMs', options.pollIntervalMs ?? 100, 1, 60_000);
-  const maxRetries = bounded('maxRetries', options.maxRetries ?? 3, 0, 10_000);
-  const retryDelayMs = bounded('retryDelayMs', options.retryDelayMs ?? 200, 0, maxBackoffMs);
   const shardRefreshMs = bounded('shardRefreshMs', options.shardRefreshMs ?? 5000, 1, 3_600_000);
   const keepSetAside = bounded('keepSetAside', options.keepSetAside ?? 1000, 0, 1_000_000);
   const startAt = options.startAt ?? 'TRIM_HORIZON';
@@ -135,6 +133,9 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
   let wake: (() => void) | undefined;
   let passesStarted = 0;
   let idleWaiters: IdleWaiter[] = [];
+  let chaos: StreamChaos | undefined;
+  // Where the chaos puts what it moved out of the shards: no order at all, a key's records can be in both lanes.
+  let sharedLane = emptyLane(policy);
 
   function note(error: unknown): string {
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
@@ -201,14 +202,12 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
         initial: initialPosition,
         // LATEST on a closed shard can never yield anything.
         ended: closed && initialPosition === 'LATEST',
-        pending: [],
-        limit: batchSize,
-        notBefore: 0,
+        lane: emptyLane(policy),
       });
     }
     for (const [id, shard] of shards) {
       // Trimmed away by the stream's retention; forget it once we are done with it.
-      if (!listedIds.has(id) && shard.ended && shard.pending.length === 0) shards.delete(id);
+      if (!listedIds.has(id) && shard.ended && shard.lane.pending.length === 0) shards.delete(id);
     }
     nextRefreshAt = now() + shardRefreshMs;
   }
@@ -243,7 +242,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     }
     let out;
     try {
-      out = await streams!.send(new GetRecordsCommand({ ShardIterator: shard.iterator, Limit: batchSize }), {
+      out = await streams!.send(new GetRecordsCommand({ ShardIterator: shard.iterator, Limit: policy.batchSize }), {
         abortSignal: abort.signal,
       });
     } catch (error) {
@@ -251,10 +250,9 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       shard.iterator = undefined;
       throw error;
     }
-    for (const record of out.Records ?? []) {
-      shard.pending.push({ record: toLambdaRecord(record, streamArn!, options.awsRegion), attempts: 0 });
-      shard.lastFetched = record.dynamodb?.SequenceNumber ?? shard.lastFetched;
-    }
+    const fetched = (out.Records ?? []).map((record) => toLambdaRecord(record, streamArn!, options.awsRegion));
+    shard.lane = enqueue(shard.lane, chaos ? chaos.arrange(fetched, now()) : fetched);
+    shard.lastFetched = out.Records?.findLast((r) => r.dynamodb?.SequenceNumber)?.dynamodb?.SequenceNumber ?? shard.lastFetched;
     shard.iterator = out.NextShardIterator;
     if (!out.NextShardIterator) {
       shard.ended = true;
@@ -263,81 +261,73 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     }
   }
 
-  function setAsideHead(shard: ShardState, error: string): void {
-    const head = shard.pending.shift()!;
-    const entry: SetAsideRecord = { record: head.record, shardId: shard.id, attempts: head.attempts, error, at: now() };
+  function setAside(record: DynamoDBRecord, shardId: string, attempts: number, error: string): void {
     counters.setAside++;
     if (keepSetAside > 0) {
-      setAsideList.push(entry);
+      setAsideList.push({ record, shardId, attempts, error, at: now() });
       if (setAsideList.length > keepSetAside) setAsideList.shift();
     }
-    log(
-      `stream-poller: SET ASIDE ${describe(head.record)} after ${head.attempts} attempts, moving on: ${error}`,
-    );
+    log(`stream-poller: SET ASIDE ${describe(record)} after ${attempts} attempts, moving on: ${error}`);
   }
 
-  async function deliver(shard: ShardState): Promise<void> {
-    const batch = shard.pending.slice(0, shard.limit);
-    const records = batch.map((p) => p.record);
+  /** One handler call with the head of `lane`; returns the lane as the delivery rules leave it. */
+  async function deliver(lane: Lane, shardId: string): Promise<Lane> {
+    const records = nextBatch(lane);
     counters.invocations++;
-    let failedAt: number;
-    let thrown = false;
-    let error = 'reported as a batch item failure';
+    let invocation: Invocation;
     try {
       // A fresh copy per call, as Lambda deserializes a fresh event: a handler mutating it cannot leak into retries.
-      failedAt = firstFailure(await options.handler({ Records: structuredClone(records) }), records);
+      invocation = { kind: 'returned', response: await options.handler({ Records: structuredClone(records) }) };
     } catch (caught) {
-      thrown = true;
-      failedAt = 0;
-      error = note(caught);
+      invocation = { kind: 'threw', error: note(caught) };
     }
-    const acknowledged = failedAt < 0 ? batch.length : failedAt;
-    shard.pending.splice(0, acknowledged);
+    const { lane: next, acknowledged, outcome } = settle(policy, lane, records.length, invocation, now());
     counters.delivered += acknowledged;
-    if (failedAt < 0) {
-      shard.limit = batchSize;
-      return;
+    switch (outcome.kind) {
+      case 'acknowledged':
+        break;
+      case 'bisected':
+        counters.retries++;
+        break;
+      case 'set-aside':
+        if (invocation.kind === 'returned') counters.lastError = `${describe(outcome.record)} ${outcome.error}`;
+        setAside(outcome.record, shardId, outcome.attempts, outcome.error);
+        break;
+      case 'retry':
+        if (invocation.kind === 'returned') counters.lastError = `${describe(outcome.record)} ${outcome.error}`;
+        counters.retries++;
+        log(
+          `stream-poller: ${describe(outcome.record)} failed (attempt ${outcome.attempts}/${policy.maxRetries + 1}), retrying in ${outcome.delayMs} ms: ${outcome.error}`,
+        );
+        break;
     }
-    if (thrown && batch.length > 1) {
-      // Which record broke the batch is unknown: split it, as BisectBatchOnFunctionError does, without
-      // charging an attempt to anyone.
-      shard.limit = Math.ceil(batch.length / 2);
-      counters.retries++;
-      return;
-    }
-    const head = shard.pending[0]!;
-    head.attempts++;
-    if (!thrown) counters.lastError = `${describe(head.record)} ${error}`;
-    if (head.attempts > maxRetries) {
-      setAsideHead(shard, error);
-      shard.limit = batchSize;
-      return;
-    }
-    counters.retries++;
-    const delay = Math.min(retryDelayMs * 2 ** (head.attempts - 1), maxBackoffMs);
-    shard.notBefore = now() + delay;
-    log(`stream-poller: ${describe(head.record)} failed (attempt ${head.attempts}/${maxRetries + 1}), retrying in ${delay} ms: ${error}`);
+    return next;
   }
 
   function isDone(shard: ShardState): boolean {
-    return shard.ended && shard.pending.length === 0;
+    return shard.ended && shard.lane.pending.length === 0;
   }
 
   function ready(shard: ShardState): boolean {
-    if (isDone(shard) || shard.notBefore > now()) return false;
-    // Parent before child, so a key's changes arrive in order across a shard roll.
     const parent = shard.parentId ? shards.get(shard.parentId) : undefined;
-    return !parent || isDone(parent);
+    return !isDone(shard) && mayDeliver(shard.lane, now(), !parent || isDone(parent));
   }
 
   /** One step on one shard; true when it did something worth looping again for at once. */
   async function pump(shard: ShardState): Promise<boolean> {
-    if (shard.pending.length === 0) {
+    if (shard.lane.pending.length === 0) {
       if (shard.ended) return false;
       await fetch(shard);
-      if (shard.pending.length === 0) return shard.ended;
+      if (shard.lane.pending.length === 0) return shard.ended;
     }
-    await deliver(shard);
+    shard.lane = await deliver(shard.lane, shard.id);
+    return true;
+  }
+
+  async function pumpSharedLane(): Promise<boolean> {
+    if (chaos) sharedLane = enqueue(sharedLane, chaos.release(now()));
+    if (sharedLane.pending.length === 0 || !mayDeliver(sharedLane, now())) return false;
+    sharedLane = await deliver(sharedLane, 'chaos');
     return true;
   }
 
@@ -345,6 +335,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     passesStarted++;
     if (now() >= nextRefreshAt) await refreshShards(false);
     let worked = false;
+    let readFailed = false;
     for (const shard of [...shards.values()]) {
       if (stopping) break;
       if (!ready(shard)) continue;
@@ -352,15 +343,21 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
         if (await pump(shard)) worked = true;
       } catch (error) {
         if (stopping) break;
-        shard.notBefore = now() + Math.max(pollIntervalMs, 1000);
+        readFailed = true;
+        shard.lane = { ...shard.lane, notBefore: now() + Math.max(pollIntervalMs, 1000) };
         log(`stream-poller: reading ${shard.id} failed, retrying: ${note(error)}`);
       }
     }
+    if (!stopping && (await pumpSharedLane())) worked = true;
+    if (!readFailed) counters.lastPollAt = now();
     return worked;
   }
 
   function settleIdleWaiters(passNumber: number): void {
-    const drained = [...shards.values()].every((s) => s.pending.length === 0 && (s.ended || s.notBefore <= now()));
+    const drained =
+      [...shards.values()].every((s) => s.lane.pending.length === 0 && (s.ended || s.lane.notBefore <= now())) &&
+      sharedLane.pending.length === 0 &&
+      (chaos?.holding() ?? 0) === 0;
     if (!drained) return;
     const waiting: IdleWaiter[] = [];
     for (const waiter of idleWaiters) {
@@ -372,10 +369,11 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
 
   function idleDelay(): number {
     let delay = pollIntervalMs;
-    for (const shard of shards.values()) {
-      const wait = shard.notBefore - now();
-      if (!isDone(shard) && wait > 0) delay = Math.min(delay, wait);
-    }
+    const waits = [...shards.values()].filter((shard) => !isDone(shard)).map((shard) => shard.lane.notBefore);
+    if (sharedLane.pending.length > 0) waits.push(sharedLane.notBefore);
+    const release = chaos?.nextReleaseAt();
+    if (release !== undefined) waits.push(release);
+    for (const at of waits) if (at > now()) delay = Math.min(delay, at - now());
     return delay;
   }
 
@@ -411,6 +409,8 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       abort = new AbortController();
       shards = new Map();
       streamArn = undefined;
+      sharedLane = emptyLane(policy);
+      chaos = options.chaos ? createStreamChaos(options.chaos) : undefined;
       dynamo = new DynamoDBClient(clientConfig);
       streams = new DynamoDBStreamsClient(clientConfig);
       try {
@@ -425,6 +425,10 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
         throw error;
       }
       log(`stream-poller: polling ${options.tableName} (${shards.size} shard(s), from ${startAt})`);
+      if (chaos) {
+        const { modes, seed } = chaos.config;
+        log(`stream-poller: CHAOS ${modes.join(',')} with seed ${seed} (FLEETWARD_STREAM_CHAOS_SEED=${seed} replays it)`);
+      }
       loop = run();
     },
 
@@ -476,23 +480,6 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       });
     },
   };
-}
-
-/**
- * Lambda's partial batch response contract: the lowest failed sequence number is where processing resumes; a
- * missing, empty or unknown identifier fails the whole batch. Returns -1 when every record succeeded.
- */
-function firstFailure(response: DynamoDBBatchResponse | void, records: DynamoDBRecord[]): number {
-  const failures = response?.batchItemFailures;
-  if (!Array.isArray(failures) || failures.length === 0) return -1;
-  let first = records.length;
-  for (const failure of failures) {
-    const id = failure?.itemIdentifier;
-    const index = typeof id === 'string' && id !== '' ? records.findIndex((r) => r.dynamodb?.SequenceNumber === id) : -1;
-    if (index < 0) return 0;
-    first = Math.min(first, index);
-  }
-  return first;
 }
 
 /** A record as Lambda delivers it: plain JSON, epoch seconds, base64 binaries, the stream ARN as its source. */

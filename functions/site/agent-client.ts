@@ -1,6 +1,14 @@
-// HTTP client of the site agent. The retry decisions live in create-retry.ts; this file only performs calls.
+// HTTP client of the site agent. The retry decisions live in create-retry.ts and the wire shapes in
+// agent-contract.ts; this file only performs calls.
 
 import { STATUS_CODES } from 'node:http';
+import {
+  agentErrorAnswer,
+  agentPaths,
+  instanceStatusAnswer,
+  type CreateInstanceRequest,
+  type InstanceStatusAnswer,
+} from '#site/agent-contract.ts';
 import {
   decideAfterAttempt,
   firstCreateAttempt,
@@ -20,14 +28,6 @@ export interface SiteAgentClientOptions {
   fetch?: typeof fetch;
 }
 
-export interface CreateInstanceRequest {
-  name: string;
-  machineId: string;
-  instanceId: string;
-  /** Same on every attempt, so an agent that honours it never creates twice. */
-  clientToken: string;
-}
-
 export type CreateInstanceResult =
   | { ok: true; siteName: string; attempts: number }
   /** `siteName`: the name the last attempt used, which a 502/504 may have left at the site for cleanup to delete. */
@@ -37,13 +37,26 @@ export type DeleteInstanceResult =
   | { ok: true; status: number; alreadyGone: boolean }
   | { ok: false; reason: string; status?: number };
 
+export type InstanceStatusResult =
+  | { ok: true; state: InstanceStatusAnswer['state'] | 'absent' }
+  | { ok: false; reason: string; status?: number };
+
 export interface SiteAgentClient {
   createInstance(request: CreateInstanceRequest): Promise<CreateInstanceResult>;
   /** No internal retries: the caller owns the cleanup lease and tries again later. */
   deleteInstance(siteName: string): Promise<DeleteInstanceResult>;
+  /** Where the agent stands with an instance (asked when a cleanup report is overdue). No internal retries. */
+  instanceStatus(siteName: string): Promise<InstanceStatusResult>;
 }
 
+/** One call to the agent: its answer, or why there was none. */
+type Exchange =
+  | { kind: 'answered'; response: Response }
+  | { kind: 'timeout' }
+  | { kind: 'network'; message: string };
+
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const statusText = (response: Response) => response.statusText || STATUS_CODES[response.status] || '';
 
 export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgentClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -51,31 +64,40 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
   const sleep = options.sleep ?? realSleep;
   const policy: CreateRetryPolicy = { maxAttempts: options.maxAttempts, baseDelayMs: options.baseDelayMs };
 
-  async function attemptCreate(body: CreateInstanceRequest): Promise<CreateOutcome> {
+  async function exchange(method: string, path: string, body?: unknown): Promise<Exchange> {
     const signal = AbortSignal.timeout(options.timeoutMs);
-    let response: Response;
     try {
-      response = await doFetch(`${baseUrl}/instances`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(body),
+      const response = await doFetch(`${baseUrl}${path}`, {
+        method,
+        headers: body === undefined ? { accept: 'application/json' } : { 'content-type': 'application/json', accept: 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal,
       });
+      return { kind: 'answered', response };
     } catch (error) {
       // Checking our own signal rather than the error's name: fetch implementations disagree on what they throw.
-      if (signal.aborted) return { kind: 'timeout', timeoutMs: options.timeoutMs };
+      if (signal.aborted) return { kind: 'timeout' };
       return { kind: 'network', message: networkMessage(error) };
     }
+  }
+
+  /** Why a call without a usable answer failed, worded for a failureReason. */
+  function unanswered(exchange: Exclude<Exchange, { kind: 'answered' }>, what: string): string {
+    return exchange.kind === 'timeout'
+      ? `site agent did not answer the ${what} within ${options.timeoutMs} ms`
+      : `site agent unreachable for the ${what}: ${exchange.message}`;
+  }
+
+  async function attemptCreate(body: CreateInstanceRequest): Promise<CreateOutcome> {
+    const sent = await exchange('POST', agentPaths.instances, body);
+    if (sent.kind === 'timeout') return { kind: 'timeout', timeoutMs: options.timeoutMs };
+    if (sent.kind === 'network') return sent;
+    const { response } = sent;
     // The status decides; a body lost after the headers arrived changes nothing about what the agent did.
-    const payload = (await response.json().catch(() => undefined)) as { code?: unknown } | null | undefined;
+    const payload = await response.json().catch(() => undefined);
     if (response.ok) return { kind: 'created', status: response.status };
-    const code = typeof payload?.code === 'string' ? payload.code : undefined;
-    return {
-      kind: 'http-error',
-      status: response.status,
-      statusText: response.statusText || STATUS_CODES[response.status] || '',
-      ...(code ? { code } : {}),
-    };
+    const code = agentErrorAnswer.safeParse(payload).data?.code;
+    return { kind: 'http-error', status: response.status, statusText: statusText(response), ...(code ? { code } : {}) };
   }
 
   return {
@@ -95,26 +117,39 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
     },
 
     async deleteInstance(siteName) {
-      const signal = AbortSignal.timeout(options.timeoutMs);
-      let response: Response;
-      try {
-        response = await doFetch(`${baseUrl}/instances/${encodeURIComponent(siteName)}`, {
-          method: 'DELETE',
-          headers: { accept: 'application/json' },
-          signal,
-        });
-      } catch (error) {
-        if (signal.aborted) return { ok: false, reason: `site agent did not answer the delete within ${options.timeoutMs} ms` };
-        return { ok: false, reason: `site agent unreachable for the delete: ${networkMessage(error)}` };
-      }
+      const sent = await exchange('DELETE', agentPaths.instance(siteName));
+      if (sent.kind !== 'answered') return { ok: false, reason: unanswered(sent, 'delete') };
+      const { response } = sent;
       await response.body?.cancel().catch(() => undefined);
       if (response.ok) return { ok: true, status: response.status, alreadyGone: false };
       // The goal of a delete is "gone": an agent that no longer knows the name has reached it already.
       if (response.status === 404) return { ok: true, status: 404, alreadyGone: true };
-      const text = response.statusText || STATUS_CODES[response.status] || '';
-      return { ok: false, status: response.status, reason: `site agent answered ${response.status} ${text} to the delete`.trimEnd() };
+      return { ok: false, status: response.status, reason: answeredWith(response, 'delete') };
+    },
+
+    async instanceStatus(siteName) {
+      const sent = await exchange('GET', agentPaths.instance(siteName));
+      if (sent.kind !== 'answered') return { ok: false, reason: unanswered(sent, 'status query') };
+      const { response } = sent;
+      if (response.status === 404) {
+        await response.body?.cancel().catch(() => undefined);
+        return { ok: true, state: 'absent' };
+      }
+      if (!response.ok) {
+        await response.body?.cancel().catch(() => undefined);
+        return { ok: false, status: response.status, reason: answeredWith(response, 'status query') };
+      }
+      const answer = instanceStatusAnswer.safeParse(await response.json().catch(() => undefined));
+      if (!answer.success) {
+        return { ok: false, status: response.status, reason: `site agent answered ${response.status} to the status query with a body that is not { state: "present" | "cleaning" }` };
+      }
+      return { ok: true, state: answer.data.state };
     },
   };
+}
+
+function answeredWith(response: Response, what: string): string {
+  return `site agent answered ${response.status} ${statusText(response)}`.trimEnd() + ` to the ${what}`;
 }
 
 /** fetch hides the useful part (ECONNREFUSED, ENOTFOUND...) in `cause`. */

@@ -226,6 +226,42 @@ describe('the agent client against the simulator', () => {
   });
 });
 
+describe('simulated site agent: instance status', () => {
+  it('answers present, then cleaning until the cleanup is reported, then absent', async () => {
+    const { client } = agentClient();
+    expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'absent' });
+    await create('job', 'tok-a');
+    expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'present' });
+
+    controllerDown = true;
+    refused = 0;
+    expect(await client.deleteInstance('job')).toEqual({ ok: true, status: 202, alreadyGone: false });
+    await eventually(() => (refused >= 1 ? true : undefined));
+    expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'cleaning' });
+    // The same delete again while cleaning: accepted, and no second cleanup.
+    expect(await client.deleteInstance('job')).toEqual({ ok: true, status: 202, alreadyGone: false });
+
+    controllerDown = false;
+    await eventually(async () => {
+      const status = await client.instanceStatus('job');
+      return status.ok && status.state === 'absent' ? true : undefined;
+    });
+    expect(calls.filter((c) => c.path.endsWith('/cleanup'))).toHaveLength(1);
+  });
+
+  it('rejects a create that breaks the contract, naming the field', async () => {
+    const answer = await call('POST', '/instances', { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1' });
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({ code: 'bad_request', message: expect.stringContaining('clientToken') });
+  });
+
+  it('answers 400 to a body that is not JSON', async () => {
+    const response = await fetch(`${simUrl}/instances`, { method: 'POST', body: '{"name":' });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ code: 'invalid-json' });
+  });
+});
+
 describe('simulated site agent: cleanup reports', () => {
   it('reports a queued cleanup failure', async () => {
     await create('job', 'tok-a');

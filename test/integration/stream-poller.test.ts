@@ -237,6 +237,21 @@ describe('stream poller on DynamoDB Local', () => {
     expect(poller.running()).toBe(true);
   });
 
+  it('under chaos, delivers every record at least twice and whenIdle waits for the late ones', async () => {
+    const { calls, handler } = recording(() => false);
+    const { poller, putAll, lines } = await setup(handler, { chaos: { modes: ['duplicate', 'reorder', 'delay'], seed: 11 } });
+    await poller.start();
+    expect(lines.some((l) => l.includes('CHAOS duplicate,reorder,delay with seed 11'))).toBe(true);
+    await putAll(['1', '2', '3', '4', '5', '6']);
+    await poller.whenIdle();
+
+    const counts = new Map<string, number>();
+    for (const key of calls.flat()) counts.set(key, (counts.get(key) ?? 0) + 1);
+    expect([...counts.keys()].sort()).toEqual(['1', '2', '3', '4', '5', '6']);
+    expect([...counts.values()].every((n) => n >= 2)).toBe(true);
+    expect(poller.stats()).toMatchObject({ delivered: 12, setAside: 0 });
+  });
+
   it('refuses to start on a table without a stream', async () => {
     const { endpoint, names } = await freshTables('poller');
     const poller = createStreamPoller({

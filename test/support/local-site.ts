@@ -36,12 +36,14 @@ export interface TestSite extends LocalSite {
 export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): Promise<TestSite> {
   const id = randomUUID().slice(0, 8);
   const lines: string[] = [];
+  const streamChaos = inject('streamChaos');
   const site = await startLocalSite({
     config: testConfig(),
     port: 0,
     dynamoEndpoint: inject('dynamoEndpoint'),
     tableNames: { table: `e2e-${id}`, idempotencyTable: `e2e-${id}-idempotency` },
     sweepIntervalMs: 500,
+    ...(streamChaos ? { streamChaos } : {}),
     log: (line) => {
       lines.push(line);
       if (process.env.FLEETWARD_TEST_LOG) console.log(line);

@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSiteAgentClient, type SiteAgentClientOptions } from '#site/agent-client.ts';
 
-// A scripted agent on 127.0.0.1: each create takes the next scripted answer; only the backoff sleep is faked.
-type Answer = number | 'network' | 'timeout';
+// A scripted agent on 127.0.0.1: each call takes the next scripted answer; only the backoff sleep is faked.
+type Answer = number | 'network' | 'timeout' | { status: number; body: string };
 
 interface Received {
   method: string;
@@ -23,9 +23,10 @@ beforeAll(async () => {
     let text = '';
     for await (const chunk of req) text += chunk;
     received.push({ method: req.method ?? '', path: req.url ?? '', body: text ? JSON.parse(text) : undefined });
-    const answer = script.shift() ?? (req.method === 'DELETE' ? 202 : 201);
+    const answer = script.shift() ?? { POST: 201, DELETE: 202 }[req.method ?? ''] ?? { status: 200, body: '{"state":"present"}' };
     if (answer === 'network') return void req.socket.destroy();
     if (answer === 'timeout') return void held.add(res);
+    if (typeof answer === 'object') return void res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
     const body = answer === 409 ? { code: 'name_conflict' } : { ok: answer < 300 };
     res.writeHead(answer, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   });
@@ -194,5 +195,52 @@ describe('site agent client: delete', () => {
       reason: expect.stringMatching(/^site agent unreachable for the delete: /),
     });
     expect(received).toHaveLength(2);
+  });
+});
+
+describe('site agent client: instance status', () => {
+  it('sends GET /instances/{name} and reads present', async () => {
+    expect(await client().agent.instanceStatus('job r2')).toEqual({ ok: true, state: 'present' });
+    expect(received).toEqual([{ method: 'GET', path: '/instances/job%20r2', body: undefined }]);
+  });
+
+  it('reads cleaning', async () => {
+    script = [{ status: 200, body: '{"state":"cleaning"}' }];
+    expect(await client().agent.instanceStatus('job')).toEqual({ ok: true, state: 'cleaning' });
+  });
+
+  it('reads 404 as absent', async () => {
+    script = [404];
+    expect(await client().agent.instanceStatus('job')).toEqual({ ok: true, state: 'absent' });
+  });
+
+  it.each([
+    ['an unknown state', '{"state":"gone"}'],
+    ['a body that is not JSON', 'present'],
+    ['an extra field', '{"state":"present","extra":1}'],
+  ])('turns a 200 with %s into an error', async (_name, body) => {
+    script = [{ status: 200, body }];
+    expect(await client().agent.instanceStatus('job')).toEqual({
+      ok: false,
+      status: 200,
+      reason: 'site agent answered 200 to the status query with a body that is not { state: "present" | "cleaning" }',
+    });
+  });
+
+  it('returns other statuses, a dropped connection and a timeout as errors without retrying', async () => {
+    script = [503, 'network', 'timeout'];
+    const { agent, sleeps } = client({ timeoutMs: 150 });
+    expect(await agent.instanceStatus('job')).toEqual({
+      ok: false,
+      status: 503,
+      reason: 'site agent answered 503 Service Unavailable to the status query',
+    });
+    expect(await agent.instanceStatus('job')).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^site agent unreachable for the status query: /),
+    });
+    expect(await agent.instanceStatus('job')).toEqual({ ok: false, reason: 'site agent did not answer the status query within 150 ms' });
+    expect(received).toHaveLength(3);
+    expect(sleeps).toEqual([]);
   });
 });

@@ -1,0 +1,67 @@
+// The site agent's HTTP contract (API.md "Site agent"), in one place for both sides: the controller's client
+// (agent-client.ts) and the local simulated agent (local/site-simulator.ts) parse and build with these schemas,
+// and the controller's routes for what the agent posts validate with them.
+
+import { z } from 'zod';
+import { machineId } from '#domain/schemas.ts';
+
+const name = z.string().min(1).max(256);
+
+export const agentPaths = {
+  instances: '/instances',
+  instance: (siteName: string) => `/instances/${encodeURIComponent(siteName)}`,
+} as const;
+
+/** POST {agent}/instances. `clientToken` is the same on every attempt of one create. */
+export const createInstanceRequest = z.strictObject({
+  name,
+  machineId,
+  instanceId: z.string().min(1).max(128),
+  clientToken: z.string().min(1).max(256),
+});
+export type CreateInstanceRequest = z.infer<typeof createInstanceRequest>;
+
+/** 201 to a create; 202 to DELETE {agent}/instances/{name}. */
+export const instanceAnswer = z.object({ name, machineId });
+export type InstanceAnswer = z.infer<typeof instanceAnswer>;
+
+/** Any 4xx/5xx answer of the agent, e.g. 409 `name_conflict`. */
+export const agentErrorAnswer = z.object({ code: z.string(), message: z.string().optional() });
+export type AgentErrorAnswer = z.infer<typeof agentErrorAnswer>;
+
+export const instanceStates = ['present', 'cleaning'] as const;
+
+/** 200 to GET {agent}/instances/{name}; 404 means absent. */
+export const instanceStatusAnswer = z.strictObject({ state: z.enum(instanceStates) });
+export type InstanceStatusAnswer = z.infer<typeof instanceStatusAnswer>;
+
+export const alertClassifications = ['PreventAllocations', 'SuppressExternalAlerting', 'PreventInstanceDeletion'] as const;
+
+/** POST /site/v1/heartbeats: every machine the agent sees, with what it alerts on. */
+export const heartbeatBody = z.strictObject({
+  machines: z
+    .array(
+      z.strictObject({
+        id: machineId,
+        alerts: z
+          .array(
+            z.strictObject({
+              id: z.string().min(1).max(128),
+              message: z.string().max(4096),
+              classifications: z.array(z.enum(alertClassifications)).max(alertClassifications.length),
+            }),
+          )
+          .max(64)
+          .optional(),
+      }),
+    )
+    .max(100_000),
+});
+export type HeartbeatBody = z.infer<typeof heartbeatBody>;
+
+/** POST /site/v1/machines/{id}/cleanup. */
+export const cleanupReport = z.strictObject({
+  ok: z.boolean(),
+  message: z.string().max(4096).optional(),
+});
+export type CleanupReport = z.infer<typeof cleanupReport>;
