@@ -42,8 +42,11 @@ export async function cleanedUp(site: TestSite, admin: string, id: string) {
 type Delivered = { type: string; detail: Record<string, any> };
 
 /** The events of one type (about one machine) the site's bus has delivered: what repair automation was told. */
-export const deliveredOf = (site: TestSite, type: string, machineId?: string): Delivered[] =>
-  site.events.delivered.filter((e) => e.type === type && (machineId === undefined || e.detail.machineId === machineId)) as Delivered[];
+/** Events of a type as a consumer sees them: delivery is at least once, so redeliveries are deduped on `id`. */
+export const deliveredOf = (site: TestSite, type: string, machineId?: string): Delivered[] => {
+  const matching = site.events.delivered.filter((e) => e.type === type && (machineId === undefined || e.detail.machineId === machineId));
+  return [...new Map(matching.map((e) => [e.detail.id, e])).values()] as Delivered[];
+};
 
 export const sources = (m: { healthOverrides: Array<{ source: string }> }) => m.healthOverrides.map((o) => o.source).sort();
 
