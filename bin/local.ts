@@ -1,6 +1,7 @@
 // `npm start`: the whole site on this machine. See README "Run the local site".
 import { readFileSync } from 'node:fs';
-import { parseSiteConfig, SiteConfigError } from '#config/site-config.ts';
+import { checkRouteOverrides, parseSiteConfig, SiteConfigError } from '#config/site-config.ts';
+import { apiRouteSpecs, routeKeyOf } from '#lib/api-routes.ts';
 import { JavaMissingError } from '#local/dynamodb-local.ts';
 import { startLocalSite } from '#local/site.ts';
 
@@ -10,6 +11,7 @@ const persistDir = process.env.FLEETWARD_DATA_DIR;
 
 try {
   const config = parseSiteConfig(readFileSync(configPath, 'utf8'), configPath);
+  checkRouteOverrides(config, apiRouteSpecs().map(routeKeyOf), configPath);
   const site = await startLocalSite({ config, port, ...(persistDir ? { persistDir } : {}) });
   console.log(`
 Fleetward local site "${config.site.name}" is up.

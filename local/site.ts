@@ -32,6 +32,7 @@ export interface LocalSiteOptions {
   /** Use an already running DynamoDB Local (tests share one per run) instead of starting one. */
   dynamoEndpoint?: string;
   tableNames?: TableNames;
+  /** How often the schedule timer runs the sweep; by default `[sweep] interval_seconds`. */
   sweepIntervalMs?: number;
   clock?: Clock;
   ids?: IdSource;
@@ -163,7 +164,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
           });
     const sweep = createSweepHandler(ctx);
     const timer = createScheduleTimer({
-      intervalMs: options.sweepIntervalMs ?? 5_000,
+      intervalMs: options.sweepIntervalMs ?? config.sweep.interval_seconds * 1000,
       tick: sweep,
       name: 'sweep',
       log: (line) => write(`schedule   ${line}`),
