@@ -15,6 +15,10 @@ machines = [ { type = "gb200", count = ${machines}, racks = 5 } ]
 heartbeat_interval_seconds = 0.5
 provision_ms = 20
 cleanup_ms = 20
+[site_agent]
+report_timeout_seconds = 90
+[api.routes."POST /v2/org/{org}/nico/instance"]
+rate_limit = 50
 `);
 
 let site: TestSite;
@@ -62,4 +66,17 @@ describe('create contention', () => {
     const retried = await site.call('POST', '/v2/org/acme/nico/instance', { token: tokens[0]!, body: { machineType: 'gb200', name: 'rush-retry' } });
     expectProblem(retried, 409, 'no-capacity');
   }, 120_000);
+});
+
+describe('GET /admin/config', () => {
+  it('shows the sweep, site agent, API and Lambda limits in force', async () => {
+    const { status, body } = await site.call('GET', '/admin/config', { token: admin });
+    expect(status).toBe(200);
+    expect(body.config).toMatchObject({
+      sweep: { interval_seconds: 60 },
+      site_agent: { report_timeout_seconds: 90 },
+      api: { rate_limit: 200, burst_limit: 400, routes: { 'POST /v2/org/{org}/nico/instance': { rate_limit: 50 } } },
+      lambda: { tenant_reserved_concurrency: 100, admin_reserved_concurrency: 10, site_agent_reserved_concurrency: 20 },
+    });
+  });
 });
