@@ -1,8 +1,10 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { parseSiteConfig } from '#config/site-config.ts';
 import { startLocalSite, type LocalSite } from '#local/site.ts';
 import { PLACEMENT_TRIES } from '#services/instances.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { FleetStore } from '#store/fleet-store.ts';
+import { countRequests } from './counter.ts';
 import { ratio, round, summarize } from './stats.ts';
 
 export interface ContentionOptions {
@@ -45,7 +47,19 @@ interface Answer {
   machineId: string | undefined;
 }
 
-async function burst(endpoint: string, tableName: string, options: ContentionOptions, progress: (line: string) => void): Promise<Answer[]> {
+interface Burst {
+  answers: Answer[];
+  /** DynamoDB requests the creates made (attributed through their async context), by command. */
+  createRequests: Record<string, number>;
+  /** Every DynamoDB request of the site's client during the burst, the stream reactions' and heartbeats' too. */
+  siteRequests: Record<string, number>;
+}
+
+const difference = (after: Record<string, number>, before: Record<string, number>) =>
+  Object.fromEntries(Object.entries(after).map(([command, n]) => [command, n - (before[command] ?? 0)]).filter(([, n]) => n !== 0));
+const total = (counts: Record<string, number>) => Object.values(counts).reduce((sum, n) => sum + n, 0);
+
+async function burst(endpoint: string, tableName: string, options: ContentionOptions, progress: (line: string) => void): Promise<Burst> {
   const siteLog: string[] = [];
   const site: LocalSite = await startLocalSite({
     config: parseSiteConfig(contentionSiteToml(options.machines), 'bench contention site config'),
@@ -68,10 +82,20 @@ async function burst(endpoint: string, tableName: string, options: ContentionOpt
       await sleep(100);
     }
     const token = await site.issuer.mint({ sub: 'bench-contention', org: ORG, roles: ['tenant'] }, '1h');
+    // As in api.ts: the local server verifies each request's token in that request's async context, so marking the
+    // context there attributes to the creates exactly the DynamoDB requests they make (and not the agent's reports).
+    const calls = new AsyncLocalStorage<string | undefined>();
+    const verify = site.issuer.verify.bind(site.issuer);
+    site.issuer.verify = (presented) => {
+      calls.enterWith(presented === token ? 'create' : undefined);
+      return verify(presented);
+    };
+    const requests = countRequests(site.ctx.store.client, () => calls.getStore());
     const url = `${site.url}/v2/org/${ORG}/nico/instance`;
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     progress(`contention: ${options.requests} creates at once on ${options.machines} free machines`);
-    return await Promise.all(
+    const before = { ...requests.counts };
+    const answers = await Promise.all(
       Array.from({ length: options.requests }, async (_, i): Promise<Answer> => {
         const t0 = performance.now();
         const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ machineType: MACHINE_TYPE, name: `burst-${i}` }) });
@@ -79,6 +103,7 @@ async function burst(endpoint: string, tableName: string, options: ContentionOpt
         return { ms: performance.now() - t0, status: response.status, code: body.code, machineId: body.machineId };
       }),
     );
+    return { answers, createRequests: requests.take('create').requests, siteRequests: difference(requests.counts, before) };
   } finally {
     await site.stop();
   }
@@ -86,18 +111,26 @@ async function burst(endpoint: string, tableName: string, options: ContentionOpt
 
 /** Bursts of concurrent creates for one machine type: how long each answer takes and what it says. */
 export async function contentionBench(endpoint: string, id: string, options: ContentionOptions, progress: (line: string) => void) {
-  const rounds: Answer[][] = [];
-  for (let round = 0; round < options.rounds; round++) rounds.push(await burst(endpoint, `bench-contention-${id}-${round}`, options, progress));
-  const answers = rounds.flat();
+  const bursts: Burst[] = [];
+  for (let round = 0; round < options.rounds; round++) bursts.push(await burst(endpoint, `bench-contention-${id}-${round}`, options, progress));
+  const answers = bursts.flatMap((b) => b.answers);
+  const createRequests = bursts.map((b) => total(b.createRequests));
 
   const outcomes: Record<string, number> = {};
   for (const a of answers) {
     const key = a.status === 201 ? '201 created' : `${a.status} ${a.code ?? '(no code)'}`;
     outcomes[key] = (outcomes[key] ?? 0) + 1;
   }
-  const perRound = rounds.map((r) => {
-    const machinesTaken = r.filter((a) => a.status === 201).map((a) => a.machineId);
-    return { created: machinesTaken.length, distinct_machines: new Set(machinesTaken).size, p99_ms: summarize(r.map((a) => a.ms)).p99 };
+  const perRound = bursts.map((b) => {
+    const machinesTaken = b.answers.filter((a) => a.status === 201).map((a) => a.machineId);
+    return {
+      created: machinesTaken.length,
+      distinct_machines: new Set(machinesTaken).size,
+      p50_ms: summarize(b.answers.map((a) => a.ms)).median,
+      p99_ms: summarize(b.answers.map((a) => a.ms)).p99,
+      dynamodb_requests_of_the_creates: b.createRequests,
+      dynamodb_requests_of_the_site: b.siteRequests,
+    };
   });
   const all = summarize(answers.map((a) => a.ms));
   return {
@@ -116,6 +149,10 @@ export async function contentionBench(endpoint: string, id: string, options: Con
       refused: summarize(answers.filter((a) => a.status !== 201).map((a) => a.ms)),
     },
     outcomes: { unit: 'answers, all bursts', ...outcomes },
+    dynamodb_requests_per_create: {
+      unit: 'DynamoDB requests made by the creates / creates answered (mean of the bursts)',
+      value: round(createRequests.reduce((sum, n) => sum + n, 0) / answers.length, 2),
+    },
     bursts: perRound,
     goal: {
       figure: 'p99 latency of every create answer, ms',

@@ -423,6 +423,7 @@ async function main() {
               goal_p99_ms: contention.goal.goal,
               ratio_p99_over_goal: contention.goal.ratio,
               outcomes: contention.outcomes,
+              dynamodb_requests_per_create: contention.dynamodb_requests_per_create.value,
               no_machine_twice: contention.no_machine_twice,
             },
           }
