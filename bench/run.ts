@@ -1,9 +1,10 @@
 // `npm run bench`: create/release latency through the local HTTP API against the bare DynamoDB floor, what each
 // operation consumes, what heartbeats cost an idle fleet of 10,000 machines, how fast a meta-instance gets a
 // replacement (stream vs sweep alone), how long placement decisions take for 1,000 meta-instances on 10,000 machines,
-// and what the sweep reads in a 100,000-machine table against a full Scan. See bench/README.md.
+// what the sweep reads in a 100,000-machine table against a full Scan, and how creates answer when far more of them
+// than machines arrive at once. See bench/README.md.
 // One JSON document on stdout (and in bench/results/latest.json); progress on stderr.
-// BENCH_ONLY=meta,sweep (or BENCH_SKIP=api,heartbeat) picks the parts: api, heartbeat, meta, placement, sweep.
+// BENCH_ONLY=meta,sweep (or BENCH_SKIP=api,heartbeat) picks the parts: api, heartbeat, meta, placement, sweep, contention.
 
 import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -17,6 +18,7 @@ import { startDynamoDbLocal, type DynamoDbLocal } from '#local/dynamodb-local.ts
 import type { AppContext } from '#services/context.ts';
 import { inProcessBus } from '#services/events.ts';
 import { randomIds } from '#services/lambda-context.ts';
+import { contentionBench, defaultContentionOptions } from './contention.ts';
 import { API_MACHINES, API_SWEEP_INTERVAL_MS, apiSiteToml, MACHINE_TYPE, ORG, startApiBench, type ApiBench, type ApiCycle, type OperationCost } from './api.ts';
 import { startFloor, type Floor, type FloorCycle } from './floor.ts';
 import { defaultHeartbeatOptions, heartbeatCost } from './heartbeat.ts';
@@ -32,7 +34,7 @@ const envInt = (name: string, fallback: number, min = 1) => {
   return raw !== undefined && raw.trim() !== '' && Number.isInteger(value) && value >= min ? value : fallback;
 };
 
-const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep'] as const;
+const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep', 'contention'] as const;
 type Part = (typeof PARTS)[number];
 const listed = (name: string) =>
   (process.env[name] ?? '')
@@ -73,6 +75,11 @@ const SWEEP = {
   ...defaultSweepReadsOptions,
   machines: envInt('BENCH_SWEEP_MACHINES', defaultSweepReadsOptions.machines),
   loadConcurrency: envInt('BENCH_SWEEP_LOAD_CONCURRENCY', defaultSweepReadsOptions.loadConcurrency),
+};
+const CONTENTION = {
+  machines: envInt('BENCH_CONTENTION_MACHINES', defaultContentionOptions.machines),
+  requests: envInt('BENCH_CONTENTION_REQUESTS', defaultContentionOptions.requests),
+  rounds: envInt('BENCH_CONTENTION_BURSTS', defaultContentionOptions.rounds),
 };
 
 const progress = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -331,6 +338,9 @@ async function main() {
   // ---- issue 7, 5: the sweep's reads in a 100,000-machine table vs a full Scan, on a DynamoDB Local of its own ----
   const sweep = await timed('sweep', () => withDynamo('the sweep-reads table', (endpoint) => sweepReads(endpoint, id, SWEEP, progress)));
 
+  // ---- issue 11, 4: bursts of concurrent creates for one machine type, far more than there are machines ----
+  const contention = await timed('contention', () => withDynamo('the contention sites', (endpoint) => contentionBench(endpoint, id, CONTENTION, progress)));
+
   const javaLeft = ports.some(dynamoLeft);
   const cpuList = cpus();
   const apiSection = apiRun ? apiReport(apiRun.apiCycles, apiRun.floorCycles) : undefined;
@@ -401,12 +411,30 @@ async function main() {
             },
           }
         : {}),
+      ...(contention
+        ? {
+            create_contention: {
+              unit: 'ms (p50, p99 of every create answer); answers by outcome',
+              machines: contention.config.machines,
+              requests_per_burst: contention.config.requests_per_burst,
+              bursts: contention.config.bursts,
+              p50_ms: contention.latency.all.median,
+              p99_ms: contention.latency.all.p99,
+              goal_p99_ms: contention.goal.goal,
+              ratio_p99_over_goal: contention.goal.ratio,
+              outcomes: contention.outcomes,
+              dynamodb_requests_per_create: contention.dynamodb_requests_per_create.value,
+              no_machine_twice: contention.no_machine_twice,
+            },
+          }
+        : {}),
     },
     ...(apiSection ? { config: apiSection.config, ratios: apiSection.ratios, create: apiSection.create, release: apiSection.release, drift: apiSection.drift } : {}),
     ...(heartbeat ? { heartbeat } : {}),
     ...(meta ? { meta_instance_replacement: meta } : {}),
     ...(placement ? { placement } : {}),
     ...(sweep ? { sweep_reads: sweep } : {}),
+    ...(contention ? { create_contention: contention } : {}),
     dynamodb_local_left_running: javaLeft,
   };
 

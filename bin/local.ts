@@ -1,6 +1,7 @@
 // `npm start`: the whole site on this machine. See README "Run the local site".
 import { readFileSync } from 'node:fs';
-import { parseSiteConfig, SiteConfigError } from '#config/site-config.ts';
+import { checkRouteOverrides, parseSiteConfig, SiteConfigError } from '#config/site-config.ts';
+import { apiRouteSpecs, routeKeyOf } from '#lib/api-routes.ts';
 import { JavaMissingError } from '#local/dynamodb-local.ts';
 import { startLocalSite } from '#local/site.ts';
 import { parseStreamChaos, StreamChaosConfigError } from '#local/stream-chaos.ts';
@@ -11,6 +12,7 @@ const persistDir = process.env.FLEETWARD_DATA_DIR;
 
 try {
   const config = parseSiteConfig(readFileSync(configPath, 'utf8'), configPath);
+  checkRouteOverrides(config, apiRouteSpecs().map(routeKeyOf), configPath);
   const streamChaos = parseStreamChaos(process.env);
   const site = await startLocalSite({ config, port, ...(persistDir ? { persistDir } : {}), ...(streamChaos ? { streamChaos } : {}) });
   console.log(`

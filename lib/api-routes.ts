@@ -41,3 +41,6 @@ export function apiRouteSpecs(): ApiRouteSpec[] {
     };
   });
 }
+
+/** API Gateway's name for a route, `<METHOD> <path>`: what stage route settings and `[api.routes]` are keyed by. */
+export const routeKeyOf = (route: Pick<ApiRouteSpec, 'method' | 'path'>) => `${route.method} ${route.path}`;

@@ -22,6 +22,8 @@ export interface FleetwardFunctionProps {
   memorySize?: number;
   timeout: Duration;
   logRetention: RetentionDays;
+  /** Reserved concurrency: both a share of the account's concurrency this function always has and its ceiling. */
+  reservedConcurrentExecutions?: number;
 }
 
 /**
@@ -57,6 +59,7 @@ export class FleetwardFunction extends Construct {
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout,
+      ...(props.reservedConcurrentExecutions !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrentExecutions } : {}),
       role: this.role,
       logGroup: this.logGroup,
       loggingFormat: LoggingFormat.JSON,

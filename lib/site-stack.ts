@@ -1,6 +1,6 @@
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, Tags, Validations, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { CorsHttpMethod, HttpApi, HttpMethod, HttpNoneAuthorizer, HttpStage, LogGroupLogDestination, type CorsPreflightOptions } from 'aws-cdk-lib/aws-apigatewayv2';
+import { CorsHttpMethod, HttpApi, HttpMethod, HttpNoneAuthorizer, HttpStage, LogGroupLogDestination, type CorsPreflightOptions, type HttpRoute } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { Alarm, ComparisonOperator, Metric, TreatMissingData, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
@@ -23,12 +23,14 @@ import { eventCatalog, EVENT_TYPES } from '#domain/event-schemas.ts';
 import { createLeaseMs } from '#domain/instances.ts';
 import { EVENT_SOURCE } from '#services/events.ts';
 import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
-import { apiRouteSpecs, ROUTE_GROUPS, type RouteGroup } from './api-routes.ts';
+import { apiRouteSpecs, ROUTE_GROUPS, routeKeyOf, type RouteGroup } from './api-routes.ts';
 import { SiteDashboard } from './dashboard.ts';
 import { eventJsonSchema } from './event-schemas.ts';
+import { applyRouteThrottles, reservedConcurrency, stageThrottle } from './edge-limits.ts';
 import { FleetwardFunction, FUNCTION_RUNTIME, handlerEntry } from './fleetward-function.ts';
 import type { LoadedSite } from './site.ts';
 import { streamFilters } from './stream-filters.ts';
+import { sweepRate } from './sweep-schedule.ts';
 
 /** Namespace and name of the stuck-repair metric the sweep reports (see docs/deploy.md for its dimensions). */
 export const METRICS_NAMESPACE = 'Fleetward';
@@ -186,6 +188,13 @@ export class SiteStack extends Stack {
       admin: 'provider-admin routes',
       'site-agent': 'site agent routes (heartbeats, cleanup reports)',
     };
+    // Reserved concurrency on every API function, for two reasons. The site agent's share is a guarantee: a tenant
+    // burst (or the stream and sweep functions scaling out) can never take the account's last concurrency from the
+    // heartbeats that keep the fleet allocatable. The tenant and admin shares are ceilings: however hard the API is
+    // hit, each group runs at most that many DynamoDB writers at once and leaves the rest of the account alone.
+    // (Lambda has no per-function ceiling without a reservation.) The stage throttle below turns most of a flood
+    // away before it gets here; the ceilings bound whatever passes it.
+    const concurrency = reservedConcurrency(config.lambda);
     this.apiFunctions = Object.fromEntries(
       ROUTE_GROUPS.map((group) => [
         group,
@@ -196,6 +205,7 @@ export class SiteStack extends Stack {
           memorySize: 1024,
           timeout: Duration.seconds(10),
           logRetention,
+          reservedConcurrentExecutions: concurrency[group],
         }),
       ]),
     ) as Record<RouteGroup, FleetwardFunction>;
@@ -272,11 +282,13 @@ export class SiteStack extends Stack {
       assumedBy: new ServicePrincipal('scheduler.amazonaws.com'),
       description: `Fleetward ${site.name}: lets EventBridge Scheduler invoke the sweep function, nothing else`,
     });
+    const sweepEvery = sweepRate(site);
     new Schedule(this, 'SweepSchedule', {
-      description: `Fleetward ${site.name}: sweep every minute (timeouts, backoff, stuck repairs)`,
-      schedule: ScheduleExpression.rate(Duration.minutes(1)),
-      // No retries: the next run a minute later does the same work, the sweep being level-triggered.
-      target: new LambdaInvoke(this.sweepFunction.function, { role: schedulerRole, retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
+      description: `Fleetward ${site.name}: sweep every ${sweepEvery.toHumanString()} (timeouts, backoff, stuck repairs)`,
+      schedule: ScheduleExpression.rate(sweepEvery),
+      // No retries: the next run does the same work, the sweep being level-triggered; an invocation older than one
+      // interval is dropped for the same reason.
+      target: new LambdaInvoke(this.sweepFunction.function, { role: schedulerRole, retryAttempts: 0, maxEventAge: sweepEvery }),
     });
     // The target grants lambda:InvokeFunction on the function and `<arn>:*` (its versions and aliases).
     const sweepArnToken = `<${this.getLogicalId(this.sweepFunction.function.node.defaultChild as CfnFunction)}.Arn>:*`;
@@ -304,6 +316,10 @@ export class SiteStack extends Stack {
       httpApi: this.httpApi,
       stageName: '$default',
       autoDeploy: true,
+      // The first line of defence, before any Lambda runs: a flood gets API Gateway's own 429 instead of queueing on
+      // the functions' reserved concurrency. The default applies to each route, so a burst on one route does not
+      // spend another's (heartbeats keep their own budget).
+      throttle: stageThrottle(config.api),
       accessLogSettings: {
         destination: new LogGroupLogDestination(accessLogs),
         format: AccessLogFormat.custom(
@@ -326,6 +342,7 @@ export class SiteStack extends Stack {
       ROUTE_GROUPS.map((group) => [group, new HttpLambdaIntegration(`${pascal(group)}Integration`, this.apiFunctions[group].function)]),
     ) as Record<RouteGroup, HttpLambdaIntegration>;
     const open = new HttpNoneAuthorizer();
+    const wiredRoutes = new Map<string, HttpRoute>();
     for (const route of apiRouteSpecs()) {
       const [wired] = this.httpApi.addRoutes({
         path: route.path,
@@ -333,6 +350,7 @@ export class SiteStack extends Stack {
         integration: integrations[route.group],
         authorizer: route.public ? open : authorizer,
       });
+      wiredRoutes.set(routeKeyOf(route), wired!);
       if (route.public) {
         Validations.of(wired!).acknowledge({
           id: 'AwsSolutions-APIG4',
@@ -340,6 +358,9 @@ export class SiteStack extends Stack {
         });
       }
     }
+
+    // Per-route limits where one route's cost differs from the rest (e.g. creates, which contend for machines).
+    applyRouteThrottles(this.stage, config.api, wiredRoutes);
 
     this.dashboard?.deployFiles(this.stage.url);
 

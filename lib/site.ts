@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { parseSiteConfig, SiteConfigError, siteConfigSchema, type SiteConfig } from '#config/site-config.ts';
+import { checkRouteOverrides, parseSiteConfig, SiteConfigError, siteConfigSchema, type SiteConfig } from '#config/site-config.ts';
+import { apiRouteSpecs, routeKeyOf } from './api-routes.ts';
 
 /** The repository's `sites/` folder: one TOML file per site. */
 export const defaultSitesDir = resolve(import.meta.dirname, '..', 'sites');
@@ -60,6 +61,7 @@ export function loadSite(name: string | undefined, options: LoadSiteOptions = {}
     throw new SiteConfigError(`${shown}: no such file (sites here: ${siteNames(sitesDir).join(', ') || 'none'})`);
   }
   const config = parseSiteConfig(readFileSync(file, 'utf8'), shown);
+  checkRouteOverrides(config, apiRouteSpecs().map(routeKeyOf), shown);
   if (config.site.name !== name) {
     throw new SiteConfigError(
       `${shown}: [site] name is "${config.site.name}" but the file is ${name}.toml; set [site] name = "${name}" so the stack and the running functions agree on the site`,

@@ -35,6 +35,7 @@ export interface LocalSiteOptions {
   /** Use an already running DynamoDB Local (tests share one per run) instead of starting one. */
   dynamoEndpoint?: string;
   tableNames?: TableNames;
+  /** How often the schedule timer runs the sweep; by default `[sweep] interval_seconds`. */
   sweepIntervalMs?: number;
   clock?: Clock;
   ids?: IdSource;
@@ -171,7 +172,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
             log: (line) => write(`stream     ${line}`),
           });
     const sweep = createSweepHandler(ctx);
-    const sweepIntervalMs = options.sweepIntervalMs ?? 5_000;
+    const sweepIntervalMs = options.sweepIntervalMs ?? config.sweep.interval_seconds * 1000;
     const timer = createScheduleTimer({
       intervalMs: sweepIntervalMs,
       tick: sweep,

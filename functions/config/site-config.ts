@@ -10,6 +10,15 @@ const simulatedMachineGroup = z.strictObject({
   racks: z.number().int().min(1).default(1),
 });
 
+/** API Gateway's route key: the method and the path template as the route table spells them. */
+const routeKey = z.string().regex(/^(GET|POST|PUT|PATCH|DELETE) \/\S*$/, 'a route key is "<METHOD> <path>", e.g. "POST /v2/org/{org}/nico/instance"');
+
+// API Gateway HTTP API throttles: a steady rate (requests/s, a token bucket's refill) and a burst (its size).
+const throttle = {
+  rate_limit: z.number().gt(0),
+  burst_limit: z.number().int().min(0),
+};
+
 export const siteConfigSchema = z.strictObject({
   site: section({
     name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'lower-case letters, digits and dashes').default('local'),
@@ -46,6 +55,22 @@ export const siteConfigSchema = z.strictObject({
     claim_minutes: z.number().int().min(1).default(60),
     repair_hours: z.number().int().min(1).default(24),
   }),
+  sweep: section({
+    // EventBridge Scheduler runs the sweep in AWS, in whole minutes only (the stack says so); locally any interval.
+    interval_seconds: z.number().int().min(1).max(86_400).default(60),
+  }),
+  site_agent: section({ report_timeout_seconds: z.number().int().min(1).max(86_400).default(60) }),
+  api: section({
+    rate_limit: throttle.rate_limit.default(200),
+    burst_limit: throttle.burst_limit.default(400),
+    // Keyed by route key; each must be a route of the API (checkRouteOverrides, at synth and at start-up).
+    routes: z.record(routeKey, z.strictObject({ rate_limit: throttle.rate_limit.optional(), burst_limit: throttle.burst_limit.optional() })).default({}),
+  }),
+  lambda: section({
+    tenant_reserved_concurrency: z.number().int().min(1).max(10_000).default(100),
+    admin_reserved_concurrency: z.number().int().min(1).max(10_000).default(10),
+    site_agent_reserved_concurrency: z.number().int().min(1).max(10_000).default(20),
+  }),
   simulator: section({
     machines: z
       .array(simulatedMachineGroup)
@@ -76,13 +101,30 @@ export function parseSiteConfig(toml: string, source = 'site config'): SiteConfi
   const result = siteConfigSchema.safeParse(raw);
   if (!result.success) {
     const problems = result.error.issues.map((issue) => {
-      const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((k) => [...issue.path, k].join('.')) : [];
-      const where = keys.length > 0 ? keys.join(', ') : issue.path.join('.') || '(top level)';
-      return `${where}: ${issue.code === 'unrecognized_keys' ? 'unknown key' : issue.message}`;
+      const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((k) => keyPath([...issue.path, k])) : [];
+      const where = keys.length > 0 ? keys.join(', ') : keyPath(issue.path) || '(top level)';
+      const message = issue.code === 'unrecognized_keys' ? 'unknown key' : issue.code === 'invalid_key' ? issue.issues.map((i) => i.message).join('; ') : issue.message;
+      return `${where}: ${message}`;
     });
     throw new SiteConfigError(`${source}: ${problems.join('; ')}`);
   }
   return result.data;
+}
+
+/** A key as TOML spells it: `api.routes."POST /v2/org/{org}/nico/instance".rate_limit`. */
+const keyPath = (path: readonly PropertyKey[]) =>
+  path.map((segment) => (typeof segment === 'string' && !/^[A-Za-z0-9_-]+$/.test(segment) ? JSON.stringify(segment) : String(segment))).join('.');
+
+/**
+ * `[api.routes."<METHOD> <path>"]` must name routes the API serves (`routeKeys`, from the route table): an override
+ * of an unknown route would throttle nothing, and API Gateway refuses a stage whose settings name one.
+ */
+export function checkRouteOverrides(config: SiteConfig, routeKeys: readonly string[], source = 'site config'): void {
+  const known = new Set(routeKeys);
+  const unknown = Object.keys(config.api.routes).filter((key) => !known.has(key));
+  if (unknown.length > 0) {
+    throw new SiteConfigError(`${source}: ${unknown.map((key) => `${keyPath(['api', 'routes', key])}: no such route`).join('; ')} (the API's routes are listed by GET /openapi.json)`);
+  }
 }
 
 export const defaultSiteConfig = (): SiteConfig => siteConfigSchema.parse({});

@@ -18,8 +18,13 @@ export interface CreateInstanceRequest {
   metaInstanceId?: string;
 }
 
-/** Rounds of "read candidates, try to claim one": a lost claim means someone else took it, so look again. */
-const PLACEMENT_ROUNDS = 3;
+/**
+ * Machines a create tries to claim before it gives up. Each try reads a fresh page of the allocatable index (so it
+ * never retries a machine it has seen taken) and picks one of it at random (so concurrent creates spread over the
+ * free machines instead of all racing for the first). The bound keeps a create's work and latency bounded however
+ * many requests contend.
+ */
+export const PLACEMENT_TRIES = 4;
 
 export async function createInstance(ctx: AppContext, principal: Principal, request: CreateInstanceRequest): Promise<Instance> {
   const id = ctx.ids.next('i');
@@ -38,18 +43,20 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   const catalog = await ctx.store.getCatalog();
   if (!catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
   const heartbeat = await loadHeartbeatView(ctx);
-  for (let round = 0; round < PLACEMENT_ROUNDS; round++) {
+  for (let tried = 0; ; tried++) {
     const now = ctx.clock.now();
-    const candidates = shuffle(
-      (await ctx.store.allocatableMachines(machineType)).filter((m) => allocatability(m, heartbeat, now).allocatable),
-    );
-    if (candidates.length === 0) break;
-    for (const machine of candidates) {
-      const { change, instance } = assignInstance(machine, spec, ctx.clock.now());
-      if (await committedOnce(() => ctx.store.commit(change))) return instance;
+    const free = (await ctx.store.allocatableMachines(machineType)).filter((m) => allocatability(m, heartbeat, now).allocatable);
+    if (free.length === 0) throw conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
+    if (tried === PLACEMENT_TRIES) {
+      // Capacity remains: this request was unlucky, not refused. A 409 like any lost race; retrying is safe.
+      throw conflict(
+        'concurrent-update',
+        `concurrent creates took each of the ${PLACEMENT_TRIES} ${machineType} machines this request tried to claim; ${machineType} machines are still free, so retry the request (with the same Idempotency-Key, if it had one)`,
+      );
     }
+    const { change, instance } = assignInstance(free[Math.floor(Math.random() * free.length)]!, spec, now);
+    if (await committedOnce(() => ctx.store.commit(change))) return instance;
   }
-  throw conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
 }
 
 /** Targeted creation, for repair tenants: only with the capability, and only on a machine awaiting repair. */
@@ -125,14 +132,6 @@ export async function requireMachine(ctx: AppContext, id: string): Promise<Machi
   const machine = await ctx.store.getMachine(id);
   if (!machine) throw notFound(`machine ${id}`);
   return machine;
-}
-
-function shuffle<T>(items: T[]): T[] {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [items[i], items[j]] = [items[j]!, items[i]!];
-  }
-  return items;
 }
 
 export async function patchInstance(ctx: AppContext, principal: Principal, id: string, patch: InstancePatch): Promise<Instance> {

@@ -1,0 +1,168 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { parseSiteConfig } from '#config/site-config.ts';
+import { startLocalSite, type LocalSite } from '#local/site.ts';
+import { PLACEMENT_TRIES } from '#services/instances.ts';
+import { createDocumentClient } from '#store/client.ts';
+import { FleetStore } from '#store/fleet-store.ts';
+import { countRequests } from './counter.ts';
+import { ratio, round, summarize } from './stats.ts';
+
+export interface ContentionOptions {
+  machines: number;
+  requests: number;
+  /** Bursts, each on a fresh site (new tables) so that every burst starts with every machine free. */
+  rounds: number;
+}
+
+export const defaultContentionOptions: ContentionOptions = { machines: 100, requests: 400, rounds: 3 };
+
+/** Issue 11, part 4: a create answers within this, however many creates contend (p99 of every answer). */
+export const CONTENTION_GOAL_P99_MS = 3_000;
+
+const MACHINE_TYPE = 'gb200';
+const ORG = 'bench';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * One machine type, the simulator fast; the agent beats every 5 s (30 s timeout) so that its heartbeats, which walk
+ * the whole roster, stay a small part of the load the bursts meet.
+ */
+const contentionSiteToml = (machines: number) => `
+[site]
+name = "bench-contention"
+[instance_create_retry]
+base_delay_ms = 10
+timeout_ms = 2000
+[simulator]
+machines = [ { type = "${MACHINE_TYPE}", count = ${machines}, racks = ${Math.max(1, Math.ceil(machines / 20))} } ]
+heartbeat_interval_seconds = 5
+provision_ms = 20
+cleanup_ms = 20
+`;
+
+interface Answer {
+  ms: number;
+  status: number;
+  code: string | undefined;
+  machineId: string | undefined;
+}
+
+interface Burst {
+  answers: Answer[];
+  /** DynamoDB requests the creates made (attributed through their async context), by command. */
+  createRequests: Record<string, number>;
+  /** Every DynamoDB request of the site's client during the burst, the stream reactions' and heartbeats' too. */
+  siteRequests: Record<string, number>;
+}
+
+const difference = (after: Record<string, number>, before: Record<string, number>) =>
+  Object.fromEntries(Object.entries(after).map(([command, n]) => [command, n - (before[command] ?? 0)]).filter(([, n]) => n !== 0));
+const total = (counts: Record<string, number>) => Object.values(counts).reduce((sum, n) => sum + n, 0);
+
+async function burst(endpoint: string, tableName: string, options: ContentionOptions, progress: (line: string) => void): Promise<Burst> {
+  const siteLog: string[] = [];
+  const site: LocalSite = await startLocalSite({
+    config: parseSiteConfig(contentionSiteToml(options.machines), 'bench contention site config'),
+    port: 0,
+    dynamoEndpoint: endpoint,
+    tableNames: { table: tableName, idempotencyTable: `${tableName}-idempotency` },
+    sweepIntervalMs: 60_000,
+    log: (line) => {
+      siteLog.push(line);
+      if (siteLog.length > 40) siteLog.shift();
+    },
+  });
+  try {
+    const observer = new FleetStore(createDocumentClient(endpoint), tableName);
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const free = await observer.allocatableMachines(MACHINE_TYPE, options.machines + 1);
+      if (free.length === options.machines && free.every((m) => m.heartbeatLive)) break;
+      if (Date.now() > deadline) throw new Error(`bench: the contention site's machines were not all live within 60 s; site log:\n${siteLog.join('\n')}`);
+      await sleep(100);
+    }
+    const token = await site.issuer.mint({ sub: 'bench-contention', org: ORG, roles: ['tenant'] }, '1h');
+    // As in api.ts: the local server verifies each request's token in that request's async context, so marking the
+    // context there attributes to the creates exactly the DynamoDB requests they make (and not the agent's reports).
+    const calls = new AsyncLocalStorage<string | undefined>();
+    const verify = site.issuer.verify.bind(site.issuer);
+    site.issuer.verify = (presented) => {
+      calls.enterWith(presented === token ? 'create' : undefined);
+      return verify(presented);
+    };
+    const requests = countRequests(site.ctx.store.client, () => calls.getStore());
+    const url = `${site.url}/v2/org/${ORG}/nico/instance`;
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    progress(`contention: ${options.requests} creates at once on ${options.machines} free machines`);
+    const before = { ...requests.counts };
+    const answers = await Promise.all(
+      Array.from({ length: options.requests }, async (_, i): Promise<Answer> => {
+        const t0 = performance.now();
+        const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ machineType: MACHINE_TYPE, name: `burst-${i}` }) });
+        const body = (await response.json()) as { code?: string; machineId?: string };
+        return { ms: performance.now() - t0, status: response.status, code: body.code, machineId: body.machineId };
+      }),
+    );
+    return { answers, createRequests: requests.take('create').requests, siteRequests: difference(requests.counts, before) };
+  } finally {
+    await site.stop();
+  }
+}
+
+/** Bursts of concurrent creates for one machine type: how long each answer takes and what it says. */
+export async function contentionBench(endpoint: string, id: string, options: ContentionOptions, progress: (line: string) => void) {
+  const bursts: Burst[] = [];
+  for (let round = 0; round < options.rounds; round++) bursts.push(await burst(endpoint, `bench-contention-${id}-${round}`, options, progress));
+  const answers = bursts.flatMap((b) => b.answers);
+  const createRequests = bursts.map((b) => total(b.createRequests));
+
+  const outcomes: Record<string, number> = {};
+  for (const a of answers) {
+    const key = a.status === 201 ? '201 created' : `${a.status} ${a.code ?? '(no code)'}`;
+    outcomes[key] = (outcomes[key] ?? 0) + 1;
+  }
+  const perRound = bursts.map((b) => {
+    const machinesTaken = b.answers.filter((a) => a.status === 201).map((a) => a.machineId);
+    return {
+      created: machinesTaken.length,
+      distinct_machines: new Set(machinesTaken).size,
+      p50_ms: summarize(b.answers.map((a) => a.ms)).median,
+      p99_ms: summarize(b.answers.map((a) => a.ms)).p99,
+      dynamodb_requests_of_the_creates: b.createRequests,
+      dynamodb_requests_of_the_site: b.siteRequests,
+    };
+  });
+  const all = summarize(answers.map((a) => a.ms));
+  return {
+    config: {
+      machines: options.machines,
+      requests_per_burst: options.requests,
+      bursts: options.rounds,
+      tries_per_create: PLACEMENT_TRIES,
+      site_toml: contentionSiteToml(options.machines).trim().split('\n'),
+      method:
+        'each burst on a fresh local site (new tables on one DynamoDB Local) once every machine is live: all creates sent at once with fetch, each timed from send until its body is read; the stream reactions provision the winners meanwhile, as they would',
+    },
+    latency: {
+      all,
+      created: summarize(answers.filter((a) => a.status === 201).map((a) => a.ms)),
+      refused: summarize(answers.filter((a) => a.status !== 201).map((a) => a.ms)),
+    },
+    outcomes: { unit: 'answers, all bursts', ...outcomes },
+    dynamodb_requests_per_create: {
+      unit: 'DynamoDB requests made by the creates / creates answered (mean of the bursts)',
+      value: round(createRequests.reduce((sum, n) => sum + n, 0) / answers.length, 2),
+    },
+    bursts: perRound,
+    goal: {
+      figure: 'p99 latency of every create answer, ms',
+      value: all.p99,
+      goal: CONTENTION_GOAL_P99_MS,
+      ratio: ratio(all.p99, CONTENTION_GOAL_P99_MS),
+      meets_goal: all.p99 <= CONTENTION_GOAL_P99_MS,
+    },
+    no_machine_twice: perRound.every((r) => r.created === r.distinct_machines),
+    answered_5xx: answers.filter((a) => a.status >= 500).length,
+    share_created: round(answers.filter((a) => a.status === 201).length / answers.length, 3),
+  };
+}
