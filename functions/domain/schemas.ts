@@ -12,12 +12,12 @@ const labelKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/, 'letters
 const labelValue = z.string().max(1024);
 
 /** A record's key rule, which the generator leaves out of the document, as JSON Schema `propertyNames`. */
-function keysAs(key: z.ZodString) {
+function keyRule(key: z.ZodString) {
   const { $schema: _dialect, ...propertyNames } = z.toJSONSchema(key);
   return { propertyNames };
 }
 
-const labels = z.record(labelKey, labelValue).refine((l) => Object.keys(l).length <= 64, 'at most 64 labels').meta(keysAs(labelKey));
+const labels = z.record(labelKey, labelValue).refine((l) => Object.keys(l).length <= 64, 'at most 64 labels').meta(keyRule(labelKey));
 const instanceName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'lower-case letters, digits and dashes (at most 63)');
 
 export const issueCategories = ['HARDWARE', 'NETWORK', 'PERFORMANCE', 'OTHER'] as const;
@@ -70,7 +70,7 @@ export const releaseInstanceBody = z.strictObject({
 const labelPatch = z
   .record(labelKey, labelValue.nullable())
   .refine((l) => Object.keys(l).length <= 64, 'at most 64 labels')
-  .meta(keysAs(labelKey));
+  .meta(keyRule(labelKey));
 
 export const patchInstanceBody = z.strictObject({
   labels: labelPatch.optional(),
