@@ -1,6 +1,5 @@
 import type { HttpMethod } from '#http/route.ts';
-import { allRoutes } from '#http/routes/index.ts';
-import type { AppContext } from '#services/context.ts';
+import { routes } from '#http/routes/index.ts';
 import type { Role } from '#domain/model.ts';
 
 /**
@@ -25,10 +24,9 @@ export interface ApiRouteSpec {
   public: boolean;
 }
 
-/** The route table the functions serve, read without a live context: routes only touch it inside `handle`. */
+/** The route table the functions serve: static data, read as it is. */
 export function apiRouteSpecs(): ApiRouteSpec[] {
-  const placeholder = {} as AppContext;
-  return allRoutes(placeholder).map((route) => {
+  return routes.map((route) => {
     const isPublic = route.roles === 'public';
     // A route open to several roles goes with the first one listed: the caller it is mainly for.
     const firstRole: Role | undefined = isPublic ? undefined : (route.roles as Role[])[0];

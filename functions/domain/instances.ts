@@ -1,6 +1,7 @@
 import type { Change } from './change.ts';
 import type { HistoryEntry, Instance, Machine } from './model.ts';
 import { hasOverride, SOURCES } from './overrides.ts';
+import { instanceResponse, viewOf } from './responses.ts';
 import { applyOverrideEdits, releaseOverrideEdits, type ReleaseReport } from './repair.ts';
 import type { RepairLog } from './safety.ts';
 import { repairEvent } from './events.ts';
@@ -201,8 +202,5 @@ export function completeCreate(instance: Instance, machine: Machine, outcome: Cr
   };
 }
 
-/** The instance as the API shows it (API.md "Instance"): the create claim is internal. */
-export function instanceView(instance: Instance) {
-  const { creation: _creation, createdBy: _createdBy, version: _version, metaFailureCounted: _counted, replacement: _replacement, ...view } = instance;
-  return view;
-}
+/** The instance as the API shows it (API.md "Instance"): what the response schema lists, nothing else. */
+export const instanceView = (instance: Instance) => viewOf(instanceResponse, instance);

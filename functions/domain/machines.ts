@@ -1,6 +1,7 @@
 import type { Change } from './change.ts';
 import { allocatability, lastSeenAt, type HeartbeatView } from './health.ts';
 import type { Machine } from './model.ts';
+import { machineResponse, viewOf } from './responses.ts';
 import { iso } from './time.ts';
 
 export interface MachineRegistration {
@@ -59,24 +60,11 @@ export function registerMachine(existing: Machine | null, registration: MachineR
   };
 }
 
-/** The machine as the API shows it (API.md "Machine"). */
+/** The machine as the API shows it (API.md "Machine"): the record with its allocatability and when it was last seen. */
 export function machineView(machine: Machine, heartbeat: HeartbeatView, now: Date) {
-  const { allocatable, notAllocatableReasons } = allocatability(machine, heartbeat, now);
+  const { lastHeartbeatAt: _recorded, ...record } = machine;
   const seen = lastSeenAt(machine, heartbeat);
-  return {
-    id: machine.id,
-    machineType: machine.machineType,
-    rack: machine.rack,
-    state: machine.state,
-    ...(machine.instanceId ? { instanceId: machine.instanceId } : {}),
-    labels: machine.labels,
-    healthOverrides: machine.healthOverrides,
-    allocatable,
-    notAllocatableReasons,
-    ...(seen ? { lastHeartbeatAt: seen } : {}),
-    ...(machine.cleanup ? { cleanup: { phase: machine.cleanup.phase, attempts: machine.cleanup.attempts, ...(machine.cleanup.error ? { error: machine.cleanup.error } : {}) } } : {}),
-    version: machine.version,
-  };
+  return viewOf(machineResponse, { ...record, ...allocatability(machine, heartbeat, now), ...(seen ? { lastHeartbeatAt: seen } : {}) });
 }
 
 export type MachineView = ReturnType<typeof machineView>;

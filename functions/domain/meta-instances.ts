@@ -3,6 +3,7 @@ import { mergeChanges, type Change } from './change.ts';
 import { allocatability, heartbeatStale, preventingSources, type HeartbeatView } from './health.ts';
 import { assignInstance, releaseInstance, type NewInstanceSpec } from './instances.ts';
 import type { Instance, Machine, MetaInstance } from './model.ts';
+import { metaInstanceResponse, viewOf } from './responses.ts';
 import { Rejection } from './rejection.ts';
 import { addMs, ageMs, iso } from './time.ts';
 
@@ -301,7 +302,6 @@ export function deleteMetaInstance(meta: MetaInstance, members: Member[], now: D
   return { kind: 'commit', change, summary: `delete requested; released ${live.length}` };
 }
 
-export function metaInstanceView(meta: MetaInstance, members: Member[]) {
-  const { createdBy: _createdBy, version: _version, waitingSince: _waitingSince, ...view } = meta;
-  return { ...view, instanceIds: members.filter(isLive).map((m) => m.instance.id) };
-}
+/** The meta-instance as the API shows it (API.md "MetaInstance"), with the instances it holds now. */
+export const metaInstanceView = (meta: MetaInstance, members: Member[]) =>
+  viewOf(metaInstanceResponse, { ...meta, instanceIds: members.filter(isLive).map((m) => m.instance.id) });

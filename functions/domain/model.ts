@@ -1,3 +1,4 @@
+import type { HealthAlert, HealthOverride, Issue } from './responses.ts';
 import type { RepairLog } from './safety.ts';
 
 // The records Fleetward keeps. Pure data: the store maps them to DynamoDB items, the API to JSON.
@@ -12,32 +13,10 @@ export interface Principal {
 
 export type MachineState = 'Ready' | 'Assigned' | 'Cleanup';
 
-export type Classification = 'PreventAllocations' | 'SuppressExternalAlerting' | 'PreventInstanceDeletion';
-
-export type IssueCategory = 'HARDWARE' | 'NETWORK' | 'PERFORMANCE' | 'OTHER';
-
-export interface Issue {
-  category: IssueCategory;
-  summary: string;
-  details?: string;
-}
-
-export interface HealthAlert {
-  id: string;
-  target: string;
-  message: string;
-  tenantMessage?: string;
-  classifications: Classification[];
-}
-
-export interface HealthOverride {
-  source: string;
-  mode: 'merge' | 'replace';
-  alerts: HealthAlert[];
-  issue?: Issue;
-  createdBy: string;
-  createdAt: string;
-}
+// The API's shapes that records hold as they are: one definition, the response schema's.
+export type { HealthAlert, HealthOverride, HistoryEntry, Issue } from './responses.ts';
+export type Classification = HealthAlert['classifications'][number];
+export type IssueCategory = Issue['category'];
 
 /** Where the machine is in handing its last instance back to the site agent. */
 export interface MachineCleanup {
@@ -115,22 +94,6 @@ export interface Tenant {
   capabilities: { targetedInstanceCreation: boolean };
   updatedAt: string;
   version: number;
-}
-
-export interface HistoryEntry {
-  machineId: string;
-  at: string;
-  actor: string;
-  action: string;
-  instanceId?: string;
-  message?: string;
-  changes?: Record<string, { from?: unknown; to?: unknown }>;
-  issue?: Issue;
-  labels?: Record<string, string>;
-  /** An event for repair automation; the stream publishes it once this entry is committed (an outbox). */
-  event?: { type: string; detail: Record<string, unknown> };
-  /** The id of the event an `event-delivered` entry reports (its detail's `id`). */
-  eventId?: string;
 }
 
 /** Injected so tests can run a 30 s heartbeat timeout or a 24 h SLA in milliseconds. */

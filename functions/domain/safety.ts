@@ -2,16 +2,12 @@ import type { Change } from './change.ts';
 import { addOverride } from './machine-edits.ts';
 import type { Issue, Machine } from './model.ts';
 import { hasOverride, SOURCES } from './overrides.ts';
+import type { RepairStorm } from './responses.ts';
 import { ageMs } from './time.ts';
 
 // Fleet safety that the anchor systems leave to operators: a repair-storm breaker and recurring-fault escalation.
 
-export interface RepairStorm {
-  state: 'closed' | 'tripped';
-  trippedAt?: string;
-  /** Machines quarantined while tripped, whose repair request was held back. */
-  heldBack: string[];
-}
+export type { RepairStorm };
 
 /** The site's safety record (one item): the breaker and the quarantines inside its window. */
 export interface SafetyState {

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 
-// Request and response shapes of API.md. The routes validate with them and the OpenAPI document is made from them.
+// Request shapes of API.md (responses are in responses.ts). The routes validate with them and the OpenAPI
+// document is made from them. `.meta()` documents what the generator cannot derive but the handlers enforce;
+// test/unit/openapi-drift.test.ts fails when the document says less than zod checks.
 
 export const machineId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'letters, digits and . _ : - (at most 128)');
 const org = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits and . _ - (at most 64)');
@@ -8,17 +10,25 @@ const resourceId = z.string().min(1).max(128);
 const machineType = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'lower-case letters, digits and . _ - (at most 64)');
 const labelKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/, 'letters, digits and . _ / - (at most 63)');
 const labelValue = z.string().max(1024);
-const labels = z.record(labelKey, labelValue).refine((l) => Object.keys(l).length <= 64, 'at most 64 labels');
+
+/** A record's key rule, which the generator leaves out of the document, as JSON Schema `propertyNames`. */
+function keyRule(key: z.ZodString) {
+  const { $schema: _dialect, ...propertyNames } = z.toJSONSchema(key);
+  return { propertyNames };
+}
+
+const labels = z.record(labelKey, labelValue).refine((l) => Object.keys(l).length <= 64, 'at most 64 labels').meta(keyRule(labelKey));
 const instanceName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'lower-case letters, digits and dashes (at most 63)');
 
 export const issueCategories = ['HARDWARE', 'NETWORK', 'PERFORMANCE', 'OTHER'] as const;
 
-/** Category in any letter case, stored upper-case. */
+/** Category in any letter case, stored upper-case; the document shows the canonical values. */
 export const issueSchema = z.strictObject({
   category: z
     .string()
     .transform((c) => c.toUpperCase())
-    .pipe(z.enum(issueCategories)),
+    .pipe(z.enum(issueCategories))
+    .meta({ enum: [...issueCategories], description: `One of ${issueCategories.join(', ')}; the server normalises the value (e.g. letter case) before checking it.` }),
   summary: z.string().min(1).max(1024),
   details: z.string().max(8192).optional(),
 });
@@ -57,7 +67,10 @@ export const releaseInstanceBody = z.strictObject({
   isRepairTenant: z.boolean().optional(),
 });
 
-const labelPatch = z.record(labelKey, labelValue.nullable()).refine((l) => Object.keys(l).length <= 64, 'at most 64 labels');
+const labelPatch = z
+  .record(labelKey, labelValue.nullable())
+  .refine((l) => Object.keys(l).length <= 64, 'at most 64 labels')
+  .meta(keyRule(labelKey));
 
 export const patchInstanceBody = z.strictObject({
   labels: labelPatch.optional(),
@@ -124,20 +137,3 @@ export const cleanupReportBody = z.strictObject({
 });
 
 export const emptyQuery = z.strictObject({});
-
-// Response shapes, for the OpenAPI document.
-export const instanceResponse = z.object({
-  id: z.string(),
-  org: z.string(),
-  name: z.string(),
-  machineId: z.string(),
-  machineType: z.string(),
-  status: z.enum(instanceStatuses),
-  labels: z.record(z.string(), z.string()),
-  metaInstanceId: z.string().optional(),
-  createAttempts: z.number().int(),
-  siteName: z.string(),
-  failureReason: z.string().optional(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});

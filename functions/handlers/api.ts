@@ -1,10 +1,10 @@
 import { createApiHandler } from '#http/api-handler.ts';
-import { allRoutes } from '#http/routes/index.ts';
+import { routes } from '#http/routes/index.ts';
 import type { AppContext } from '#services/context.ts';
 import { contextFromEnv, lazy } from '#services/lambda-context.ts';
 
 export const createHttpApi = (ctx: AppContext, idempotencyTable: string) =>
-  createApiHandler(allRoutes(ctx), { idempotency: { client: ctx.store.client, tableName: idempotencyTable } });
+  createApiHandler(routes, ctx, { idempotency: { client: ctx.store.client, tableName: idempotencyTable } });
 
 export const handler = lazy(() => {
   const ctx = contextFromEnv();

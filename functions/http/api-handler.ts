@@ -6,9 +6,10 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy, { type MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { Principal } from '#domain/model.ts';
+import { answerThrough } from '#http/answer.ts';
 import { principalFromEvent } from '#http/auth.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
-import type { HttpMethod, Route, RouteRequest, RouteResult } from '#http/route.ts';
+import type { Answer, HttpMethod, Route, RouteRequest } from '#http/route.ts';
 import { validateParts, validationFailed } from '#http/validation.ts';
 
 export type ApiEvent = APIGatewayProxyEventV2WithJWTAuthorizer;
@@ -35,15 +36,18 @@ const maxIdempotencyKeyLength = 255;
 
 // ---- route table -------------------------------------------------------------------------------------------
 
+/** Routing, auth and validation never look at the context a route is called with. */
+type AnyRoute = Route<any, any, any, any, any>;
+
 interface CompiledRoute {
-  route: Route;
+  route: AnyRoute;
   pattern: RegExp;
   names: string[];
   /** Literal segments sort before `{param}` ones, as API Gateway prefers the most specific route. */
   rank: string;
 }
 
-function compile(route: Route): CompiledRoute {
+function compile(route: AnyRoute): CompiledRoute {
   const names: string[] = [];
   let rank = '';
   const source = route.path
@@ -87,11 +91,11 @@ class MethodNotAllowed extends ProblemError {
   }
 }
 
-function createRouter(routes: Route[]) {
+function createRouter(routes: readonly AnyRoute[]) {
   const compiled = routes.map(compile).sort((a, b) => a.rank.localeCompare(b.rank));
   const byRouteKey = new Map(compiled.map((c) => [`${c.route.method} ${c.route.path}`, c]));
 
-  return (event: ApiEvent): { route: Route; params: Record<string, string> } => {
+  return (event: ApiEvent): { route: AnyRoute; params: Record<string, string> } => {
     const method = event.requestContext.http.method.toUpperCase();
     const path = normalisePath(event.rawPath);
     // Behind API Gateway the route is already chosen (and its params decoded); the local adapter sends `$default`.
@@ -112,7 +116,7 @@ function createRouter(routes: Route[]) {
 
 /** What the middlewares learn about a request, for the handler at the end of the chain. */
 interface ApiState {
-  route: Route;
+  route: AnyRoute;
   principal: Principal;
   authenticated: boolean;
   params: Record<string, string>;
@@ -181,7 +185,7 @@ const problemErrors = (logger: Logger): MiddlewareObj<ApiEvent, ApiResult, Error
 
 // ---- responses and idempotency -----------------------------------------------------------------------------
 
-function toResult(result: RouteResult): ApiResult {
+function toResult(result: Answer): ApiResult {
   if (result.status === 204 || result.body === undefined) {
     return { statusCode: result.status, headers: { ...result.headers } };
   }
@@ -281,10 +285,11 @@ const lowerCaseHeaders = (headers: ApiEvent['headers'] | undefined) =>
 // ---- the handler ---------------------------------------------------------------------------------------------
 
 /**
- * One Lambda handler for a route table: routing, authentication, authorization, JSON, validation, idempotency
- * and problem+json all happen here, so route handlers only decide and write.
+ * One Lambda handler for a route table: routing, authentication, authorization, JSON, validation, idempotency,
+ * answers checked against each route's `responses` and problem+json all happen here, so route handlers only
+ * decide and write. `ctx` is what every route handler is called with.
  */
-export function createApiHandler(routes: Route[], deps: ApiHandlerDeps = {}): ApiHandler {
+export function createApiHandler<C>(routes: readonly Route<any, any, any, any, C>[], ctx: C, deps: ApiHandlerDeps = {}): ApiHandler {
   const logger = deps.logger ?? new Logger({ serviceName: 'fleetward-api' });
   const runIdempotently = deps.idempotency ? createIdempotentRunner(deps.idempotency) : undefined;
 
@@ -293,7 +298,7 @@ export function createApiHandler(routes: Route[], deps: ApiHandlerDeps = {}): Ap
     const query = event.queryStringParameters ?? {};
     const valid = validateParts({ params: route.params, query: route.query, body: route.body }, { params, query, body });
     const request: RouteRequest<unknown, unknown, unknown> = { principal, ...valid, headers: lowerCaseHeaders(event.headers) };
-    const execute = async () => toResult(await route.handle(request));
+    const execute = async () => toResult(answerThrough(route, await route.handle(request, ctx)));
 
     const key = idempotencyKeyOf(event, route.method);
     // Anonymous callers share one identity, so their keys could collide: no idempotency for them.

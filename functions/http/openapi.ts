@@ -1,33 +1,30 @@
-import { OpenApiGeneratorV31, OpenAPIRegistry, zodToOpenAPIRegistry, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
-import { z } from 'zod';
-import { instanceResponse } from '#domain/schemas.ts';
+import { OpenApiGeneratorV31, OpenAPIRegistry, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
+import { z } from '#domain/zod-openapi.ts';
 import { problemContentType, type Problem } from '#http/problem.ts';
-import type { HttpMethod, Route } from '#http/route.ts';
+import type { HttpMethod, Responses, Route } from '#http/route.ts';
 import { version } from '#http/version.ts';
 
 // The OpenAPI 3.1 document, made by @asteasolutions/zod-to-openapi from the route table: the same zod schemas
-// the api handler validates with, the route's summary, roles and problem codes. Nothing here is a hand-written
-// JSON Schema; a route added to the table is in the document the next time it is generated.
+// the api handler validates requests and answers with, the route's summary, roles, success statuses and problem
+// codes. Nothing here is a hand-written JSON Schema, and nothing reads zod's internals: what the generator cannot
+// derive is declared on the schemas (`.meta()`, `.openapi()`). A route added to the table is in the document the
+// next time it is generated.
 
 /** RFC 9457 problem document (functions/http/problem.ts), as zod so the document can show it. */
-export const problemSchema = z.object({
-  type: z.string(),
-  title: z.string(),
-  status: z.number().int(),
-  detail: z.string(),
-  code: z.string(),
-  errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-});
+export const problemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .openapi('Problem');
 // Compile-time guard: the schema and problem.ts's `Problem` must describe the same object.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const problemShapeMatches: Same<z.infer<typeof problemSchema>, Problem> = true;
 void problemShapeMatches;
-
-/** Names under `components/schemas` for schemas several routes share. */
-const componentNames = new Map<z.ZodType, string>([
-  [problemSchema, 'Problem'],
-  [instanceResponse, 'Instance'],
-]);
 
 const mutating: ReadonlySet<HttpMethod> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const idempotencyHeaders = z.object({
@@ -39,19 +36,6 @@ const idempotencyHeaders = z.object({
     .describe('Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422.'),
 });
 
-/**
- * Success answers. The route table does not carry them (yet): a route may declare `status` (number or list),
- * otherwise these, otherwise 200. Keep in step with the handlers' `status:`.
- */
-const successStatuses: Record<string, number[]> = {
-  'create-instance': [201],
-  'delete-instance': [202, 200],
-  'release-instance': [202, 200],
-  'add-health-override': [201],
-  'remove-health-override': [204],
-  'create-meta-instance': [201],
-  'delete-meta-instance': [202],
-};
 const successDescriptions: Record<number, string> = {
   200: 'OK',
   201: 'Created',
@@ -103,15 +87,15 @@ function problemResponses(route: Route): Record<number, ResponseConfig> {
   return responses;
 }
 
+/** The route's own `responses`: each success status with its body schema, or no content. */
 function successResponses(route: Route): Record<number, ResponseConfig> {
-  const declared = (route as Route & { status?: number | readonly number[] }).status;
-  const statuses = declared === undefined ? (successStatuses[route.operationId] ?? [200]) : typeof declared === 'number' ? [declared] : [...declared];
+  const responses: Responses = route.responses;
   return Object.fromEntries(
-    statuses.map((status) => [
+    Object.entries(responses).map(([status, schema]) => [
       status,
       {
-        description: successDescriptions[status] ?? 'Success',
-        ...(status === 204 ? {} : { content: { 'application/json': route.response ? { schema: route.response } : {} } }),
+        description: successDescriptions[Number(status)] ?? 'Success',
+        ...(schema ? { content: { 'application/json': { schema } } } : {}),
       },
     ]),
   );
@@ -144,86 +128,11 @@ function operation(route: Route): RouteConfig {
   };
 }
 
-// ---- what the generator cannot see -----------------------------------------------------------------------
-
-type Def = { type: string; [key: string]: unknown };
-const defOf = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: Def } })._zod.def;
-
-/** Adds documentation-only metadata to a schema (merged over what the generator makes of it). */
-function annotate(schema: z.ZodType, metadata: Record<string, unknown>): void {
-  const current = (zodToOpenAPIRegistry.get(schema) ?? {}) as Record<string, unknown>;
-  zodToOpenAPIRegistry.add(schema, { ...current, ...metadata } as never);
-}
-
-const jsonSchemaOf = (schema: z.ZodType): Record<string, unknown> => {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', target: 'draft-2020-12', unrepresentable: 'any' }) as Record<string, unknown>;
-  return rest;
-};
-
-/**
- * Walks a request schema and restores what zod-to-openapi 9 drops but the handlers enforce:
- * - record key rules (`labels` keys) become `propertyNames`;
- * - a string normalised by a transform and then checked against an enum (issue `category`, accepted in any letter
- *   case) is documented with the enum's values.
- * The drift test (test/unit/openapi-drift.test.ts) fails when something like this is missing.
- */
-function restoreConstraints(schema: z.ZodType | undefined, seen = new Set<z.ZodType>()): void {
-  if (!schema || seen.has(schema)) return;
-  seen.add(schema);
-  const def = defOf(schema);
-  const walk = (child: unknown) => restoreConstraints(child as z.ZodType | undefined, seen);
-  switch (def.type) {
-    case 'object':
-      Object.values(def.shape as Record<string, z.ZodType>).forEach(walk);
-      break;
-    case 'record': {
-      const keyType = def.keyType as z.ZodType;
-      if (defOf(keyType).type === 'string') annotate(schema, { propertyNames: jsonSchemaOf(keyType) });
-      walk(def.valueType);
-      break;
-    }
-    case 'array':
-      walk(def.element);
-      break;
-    case 'union':
-      (def.options as z.ZodType[]).forEach(walk);
-      break;
-    case 'intersection':
-      walk(def.left);
-      walk(def.right);
-      break;
-    case 'pipe': {
-      const input = defOf(def.in as z.ZodType);
-      const output = defOf(def.out as z.ZodType);
-      const normalisedString = input.type === 'pipe' && defOf(input.in as z.ZodType).type === 'string' && defOf(input.out as z.ZodType).type === 'transform';
-      if (normalisedString && output.type === 'enum') {
-        const values = Object.values(output.entries as Record<string, string>);
-        annotate(schema, { enum: values, description: `One of ${values.join(', ')}; the server normalises the value (e.g. letter case) before checking it.` });
-      }
-      walk(def.in);
-      walk(def.out);
-      break;
-    }
-    case 'optional':
-    case 'nullable':
-    case 'default':
-    case 'prefault':
-    case 'readonly':
-    case 'nonoptional':
-    case 'catch':
-      walk(def.innerType);
-      break;
-    default:
-      break;
-  }
-}
-
 // ---- the document ----------------------------------------------------------------------------------------
 
 export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;
 
-export function openApiDocument(routes: Route[]): OpenApiDocument {
-  for (const [schema, name] of componentNames) annotate(schema, { _internal: { refId: name } });
+export function openApiDocument(routes: readonly Route[]): OpenApiDocument {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',
@@ -231,10 +140,7 @@ export function openApiDocument(routes: Route[]): OpenApiDocument {
     bearerFormat: 'JWT',
     description: 'Claims: sub, org (the caller\'s tenant org), roles (tenant, provider-admin, site-agent).',
   });
-  for (const route of routes) {
-    for (const schema of [route.params, route.query, route.body]) restoreConstraints(schema);
-    registry.registerPath(operation(route));
-  }
+  for (const route of routes) registry.registerPath(operation(route));
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Principal, Role } from '#domain/model.ts';
+import type { AppContext } from '#services/context.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -11,18 +12,31 @@ export interface RouteRequest<P, Q, B> {
   headers: Record<string, string | undefined>;
 }
 
-export interface RouteResult {
+/** Every success status a route answers with and its body schema; `null` is an answer without a body (204). */
+export type Responses = Record<number, z.ZodType | null>;
+
+/** An answer on its way out: a status, its body if it has one, extra headers. */
+export interface Answer {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
 }
 
+/** What a handler may answer: one of its declared statuses with a body its schema accepts. */
+export type RouteResult<R extends Responses> = {
+  [S in keyof R & number]: R[S] extends z.ZodType
+    ? { status: S; body: z.input<R[S]>; headers?: Record<string, string> }
+    : { status: S; body?: undefined; headers?: Record<string, string> };
+}[keyof R & number];
+
 /**
- * One API.md route. The http layer authenticates, checks `roles`, hides other orgs' `{org}` segments (404),
- * validates params/query/body with the zod schemas (422 problem on failure, nothing changed), applies
- * Idempotency-Key to mutating methods, and turns thrown ProblemErrors into problem+json.
+ * One API.md route, the whole contract: who may call it, what it takes, what it answers. The http layer
+ * authenticates, checks `roles`, hides other orgs' `{org}` segments (404), validates params/query/body with the
+ * zod schemas (422 problem on failure, nothing changed), applies Idempotency-Key to mutating methods, answers
+ * through `responses` (the body parsed by the status's schema, so only what it lists goes out) and turns thrown
+ * ProblemErrors into problem+json. Routes are static data: the context `C` arrives with each call.
  */
-export interface Route<P = any, Q = any, B = any> {
+export interface Route<P = any, Q = any, B = any, R extends Responses = any, C = AppContext> {
   /** kebab-case, unique; becomes the OpenAPI operationId (e.g. `delete-instance`). */
   operationId: string;
   method: HttpMethod;
@@ -36,17 +50,21 @@ export interface Route<P = any, Q = any, B = any> {
   /** When set, a missing body is parsed as `{}` unless `bodyRequired`. */
   body?: z.ZodType<B>;
   bodyRequired?: boolean;
-  /** Documented response body, for the OpenAPI document. */
-  response?: z.ZodType;
+  responses: R;
   /** Problem codes this route can answer with, for the OpenAPI document: `[status, code]`. */
   errors?: Array<[number, string]>;
-  handle(request: RouteRequest<P, Q, B>): Promise<RouteResult>;
+  handle(request: RouteRequest<P, Q, B>, ctx: C): Promise<RouteResult<NoInfer<R>>>;
 }
 
-export const defineRoute = <P, Q, B>(route: Route<P, Q, B>): Route<P, Q, B> => route;
+/**
+ * Checks a route against its own schemas (handler input from params/query/body, answers from `responses`) and
+ * returns it for the table. The return type is the table's on purpose: a generic one would let the table's type
+ * flow back into inference and widen the handler's `status` literals.
+ */
+export const defineRoute = <P, Q, B, R extends Responses, C = AppContext>(route: Route<P, Q, B, R, C>): Route<any, any, any, any, C> => route;
 
 /** A list answer (API.md "Lists"): `{ items, nextToken? }`. */
-export const listResult = (items: unknown[], nextToken?: string | undefined): RouteResult => ({
-  status: 200,
+export const listResult = <T>(items: T[], nextToken?: string | undefined) => ({
+  status: 200 as const,
   body: { items, ...(nextToken ? { nextToken } : {}) },
 });

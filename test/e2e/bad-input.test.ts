@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Role } from '#domain/model.ts';
 import type { Route } from '#http/route.ts';
+import { routes } from '#http/routes/index.ts';
 import {
-  collectRoutes,
   expectProblem,
   routeKey,
   routePath,
@@ -22,7 +22,7 @@ import {
 // never changes in this file, so machine items are not touched by heartbeats and are compared in full, as are the
 // catalog (SITE/CATALOG), instances, meta-instances, tenants and history entries.
 
-const routeTable: Route[] = collectRoutes();
+const routeTable: readonly Route[] = routes;
 
 const homeOrg: Record<Role, string> = { tenant: 'acme', 'provider-admin': 'provider', 'site-agent': 'site' };
 type Values = Omit<PathValues, 'org'> & { otherListingToken: string };

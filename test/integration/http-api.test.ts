@@ -12,8 +12,14 @@ import { listQuerySchema } from '#http/validation.ts';
 import { createLocalHttpServer, type LocalHttpServer } from '#local/api-gateway-adapter.ts';
 import { freshTables } from '#test/support/tables.ts';
 
-// A small route table of its own: this file tests the transport layer, not Fleetward's routes.
-function testRoutes(client: DynamoDBDocumentClient, table: string) {
+// A small route table of its own: this file tests the transport layer, not Fleetward's routes. Its handlers get
+// the table to write to from the context the api handler is created with.
+interface ThingsContext {
+  client: DynamoDBDocumentClient;
+  table: string;
+}
+
+function testRoutes() {
   const issueSchema = z.object({
     category: z.string().transform((c) => c.toUpperCase()).pipe(z.enum(['HARDWARE', 'NETWORK', 'PERFORMANCE', 'OTHER'])),
     summary: z.string().min(1).max(1024),
@@ -21,7 +27,8 @@ function testRoutes(client: DynamoDBDocumentClient, table: string) {
   let flakyCalls = 0;
   const gates = new Map<string, () => void>();
 
-  const routes: Route[] = [
+  const thing = z.object({ id: z.string(), org: z.string(), name: z.string(), issue: issueSchema.optional(), createdBy: z.string() });
+  const routes: Route<any, any, any, any, ThingsContext>[] = [
     defineRoute({
       operationId: 'create-thing',
       method: 'POST',
@@ -31,7 +38,8 @@ function testRoutes(client: DynamoDBDocumentClient, table: string) {
       params: z.object({ org: z.string() }),
       body: z.object({ name: z.string().min(1), labels: z.record(z.string(), z.string()).optional(), machineHealthIssue: issueSchema.optional() }).strict(),
       bodyRequired: true,
-      async handle({ principal, params, body }) {
+      responses: { 201: thing },
+      async handle({ principal, params, body }, { client, table }) {
         const id = randomUUID();
         const item = { id, org: params.org, name: body.name, issue: body.machineHealthIssue, createdBy: principal.sub };
         await client.send(new PutCommand({ TableName: table, Item: { pk: `THING#${id}`, sk: 'THING', ...item } }));
@@ -45,10 +53,12 @@ function testRoutes(client: DynamoDBDocumentClient, table: string) {
       roles: ['tenant'],
       summary: 'reads one item',
       params: z.object({ org: z.string(), id: z.uuid() }),
-      async handle({ params }) {
+      // The stored item has keys, org and createdBy too: the schema decides what the answer shows.
+      responses: { 200: z.object({ id: z.string(), name: z.string() }) },
+      async handle({ params }, { client, table }) {
         const { Item } = await client.send(new GetCommand({ TableName: table, Key: { pk: `THING#${params.id}`, sk: 'THING' } }));
         if (!Item || Item.org !== params.org) throw notFound(`thing ${params.id}`);
-        return { status: 200, body: { id: Item.id, name: Item.name } };
+        return { status: 200, body: Item as { id: string; name: string } };
       },
     }),
     defineRoute({
@@ -58,6 +68,7 @@ function testRoutes(client: DynamoDBDocumentClient, table: string) {
       roles: ['tenant'],
       summary: 'echoes the list query',
       query: listQuerySchema,
+      responses: { 200: z.object({ items: z.array(z.unknown()), limit: z.number().int() }) },
       async handle({ query }) {
         return { status: 200, body: { items: [], limit: query.limit } };
       },
@@ -68,6 +79,7 @@ function testRoutes(client: DynamoDBDocumentClient, table: string) {
       path: '/v2/org/{org}/things/{id}',
       roles: ['tenant'],
       summary: 'no body schema, 204',
+      responses: { 204: null },
       async handle() {
         return { status: 204 };
       },
@@ -79,6 +91,7 @@ function testRoutes(client: DynamoDBDocumentClient, table: string) {
       roles: ['tenant'],
       summary: 'fails once with a problem, then succeeds',
       body: z.object({ n: z.number() }),
+      responses: { 200: z.object({ calls: z.number().int() }) },
       async handle() {
         flakyCalls += 1;
         if (flakyCalls === 1) throw conflict('not-yet', 'try again');
@@ -92,6 +105,7 @@ function testRoutes(client: DynamoDBDocumentClient, table: string) {
       roles: ['tenant'],
       summary: 'waits until the test lets it finish',
       body: z.object({ gate: z.string() }),
+      responses: { 201: z.object({ done: z.string() }) },
       async handle({ body }) {
         await new Promise<void>((resolve) => gates.set(body.gate, resolve));
         return { status: 201, body: { done: body.gate } };
@@ -103,7 +117,9 @@ function testRoutes(client: DynamoDBDocumentClient, table: string) {
       path: '/admin/tenants/{org}',
       roles: ['provider-admin'],
       summary: 'an admin route naming another org',
+      params: z.object({ org: z.string() }),
       body: z.object({ enabled: z.boolean() }),
+      responses: { 200: z.object({ org: z.string(), enabled: z.boolean() }) },
       async handle({ params, body }) {
         return { status: 200, body: { org: params.org, ...body } };
       },
@@ -114,6 +130,7 @@ function testRoutes(client: DynamoDBDocumentClient, table: string) {
       path: '/admin/boom',
       roles: ['provider-admin'],
       summary: 'a bug',
+      responses: { 204: null },
       async handle() {
         throw new Error('secret internals at /var/task/index.js:1');
       },
@@ -124,8 +141,22 @@ function testRoutes(client: DynamoDBDocumentClient, table: string) {
       path: '/public/ping',
       roles: 'public',
       summary: 'no token needed',
+      responses: { 200: z.object({ sub: z.string() }) },
       async handle({ principal }) {
         return { status: 200, body: { sub: principal.sub } };
+      },
+    }),
+    defineRoute({
+      operationId: 'off-contract',
+      method: 'GET',
+      path: '/admin/off-contract',
+      roles: ['provider-admin'],
+      summary: 'a bug of another kind: an answer its responses do not allow',
+      query: z.object({ answer: z.enum(['undeclared-status', 'wrong-body']) }),
+      responses: { 200: z.object({ count: z.number().int() }) },
+      async handle({ query }) {
+        const answer = query.answer === 'undeclared-status' ? { status: 299, body: { count: 1 } } : { status: 200, body: { count: 'three' } };
+        return answer as never;
       },
     }),
   ];
@@ -145,9 +176,9 @@ beforeAll(async () => {
   const tables = await freshTables('http');
   client = tables.client;
   table = tables.names.table;
-  harness = testRoutes(client, table);
+  harness = testRoutes();
   idempotencyTable = tables.names.idempotencyTable;
-  const handler = (apiHandler = createApiHandler(harness.routes, {
+  const handler = (apiHandler = createApiHandler(harness.routes, { client, table }, {
     idempotency: { client, tableName: tables.names.idempotencyTable },
     logger: new Logger({ serviceName: 'test', logLevel: 'SILENT' }),
   }));
@@ -213,6 +244,22 @@ describe('routing and success', () => {
     const read = await call('GET', `/v2/org/acme/things/${created.json.id}`, { token: tokens.alice });
     expect(read.status).toBe(200);
     expect(read.json).toEqual({ id: created.json.id, name: 'a' });
+  });
+
+  it("answers only what the route's response schema lists", async () => {
+    const created = await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'b' } });
+    // The item as stored carries pk, sk, org and createdBy; the read answers id and name.
+    const stored = await client.send(new GetCommand({ TableName: table, Key: { pk: `THING#${created.json.id}`, sk: 'THING' } }));
+    expect(stored.Item).toMatchObject({ pk: expect.any(String), sk: 'THING', createdBy: 'alice' });
+    expect((await call('GET', `/v2/org/acme/things/${created.json.id}`, { token: tokens.alice })).json).toEqual({ id: created.json.id, name: 'b' });
+  });
+
+  it('answers 500 without detail when a handler answers off its contract', async () => {
+    for (const answer of ['undeclared-status', 'wrong-body']) {
+      const res = await call('GET', `/admin/off-contract?answer=${answer}`, { token: tokens.admin });
+      expectProblem(res, 500, 'internal-error');
+      expect(res.text).not.toMatch(/three|299/);
+    }
   });
 
   it('answers 204 without a body and ignores a stray body on a schemaless DELETE', async () => {

@@ -4,8 +4,6 @@ import { expect, inject } from 'vitest';
 import { parseSiteConfig, type SiteConfig } from '#config/site-config.ts';
 import type { Role } from '#domain/model.ts';
 import type { Route } from '#http/route.ts';
-import { allRoutes } from '#http/routes/index.ts';
-import type { AppContext } from '#services/context.ts';
 import { startLocalSite, type LocalSite, type LocalSiteOptions } from '#local/site.ts';
 
 /** A site config for tests: the demo fleet made small and the simulator fast. */
@@ -145,20 +143,6 @@ export async function scanTable(site: LocalSite, which: 'table' | 'idempotencyTa
     start = page.LastEvaluatedKey;
   } while (start);
   return items;
-}
-
-/**
- * The route table at test-collection time (vitest needs test names before any site runs). Route builders only
- * close over the context; anything else they read while being built fails with a clear message.
- */
-export function collectRoutes(config: SiteConfig = testConfig()): Route[] {
-  const ctx = new Proxy({ config } as Record<PropertyKey, unknown>, {
-    get(target, property) {
-      if (property in target || typeof property === 'symbol') return target[property];
-      throw new Error(`allRoutes(ctx) read ctx.${String(property)} while building the table; teach collectRoutes() to provide it`);
-    },
-  }) as unknown as AppContext;
-  return allRoutes(ctx);
 }
 
 export const routeKey = (route: Pick<Route, 'method' | 'path'>): string => `${route.method} ${route.path}`;

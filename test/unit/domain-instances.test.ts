@@ -317,4 +317,11 @@ describe('instanceView', () => {
     expect(view).not.toHaveProperty('version');
     expect(view).not.toHaveProperty('creation');
   });
+
+  it('leaves out a field the record gains later: the response schema lists what is shown', () => {
+    const record = { ...instance({ replacement: true, metaFailureCounted: true }), leaseOwner: 'sweep-7' };
+    const view = instanceView(record);
+    for (const hidden of ['leaseOwner', 'replacement', 'metaFailureCounted']) expect(view).not.toHaveProperty(hidden);
+    expect(view).toMatchObject({ id: 'i-1', status: record.status });
+  });
 });

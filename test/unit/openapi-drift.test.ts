@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { openApiDocument } from '#http/openapi.ts';
 import type { Route } from '#http/route.ts';
-import { allRoutes } from '#http/routes/index.ts';
+import { routes as routeTable } from '#http/routes/index.ts';
 import { expectProblem, routeKey, routePath, startTestSite, type TestSite } from '#test/support/local-site.ts';
 
 /*
@@ -21,8 +21,8 @@ import { expectProblem, routeKey, routePath, startTestSite, type TestSite } from
  * refinements (`custom` issues: "exactly one of machineType or machineId", unique ids, at most 64 labels). A
  * variant that only a refinement rejects may pass the document; any other disagreement fails the test.
  *
- * The success statuses (which the route table does not carry; openapi.ts keeps them) are checked the same way:
- * what the routes answer on the way through an instance's and a meta-instance's life must be documented.
+ * The answers are checked the same way: what the routes answer on the way through an instance's and a
+ * meta-instance's life must be a documented success status, with a body the documented schema accepts.
  */
 
 // ---- a JSON Schema (2020-12 subset) evaluator for what the generator emits -----------------------------------
@@ -155,7 +155,7 @@ const onlyRefinements = (error: z.ZodError) => error.issues.every((i) => i.code 
 
 describe('the OpenAPI document matches what the handlers enforce', () => {
   let site: TestSite;
-  let routes: Route[];
+  let routes: readonly Route[];
   let doc: any;
   const tokens = new Map<string, string>();
   const tokenFor = async (route: Route) => {
@@ -167,7 +167,7 @@ describe('the OpenAPI document matches what the handlers enforce', () => {
 
   beforeAll(async () => {
     site = await startTestSite();
-    routes = allRoutes(site.ctx);
+    routes = routeTable;
     const served = await site.call('GET', '/openapi.json');
     expect(served.status).toBe(200);
     doc = served.body;
@@ -235,14 +235,18 @@ describe('the OpenAPI document matches what the handlers enforce', () => {
     expect(refinementsOnly).toBeLessThan(compared / 20);
   });
 
-  it('lists the success statuses the routes answer with', async () => {
+  it('lists the success statuses the routes answer with, and their bodies fit the documented schemas', async () => {
     const admin = await site.token('provider', ['provider-admin']);
     const tenant = await site.token('acme', ['tenant']);
     const documented = async (operationId: string, path: string, token: string, body?: unknown) => {
       const route = routes.find((r) => r.operationId === operationId)!;
       const response = await site.call(route.method, path, { token, ...(body !== undefined ? { body } : {}) });
       expect(response.status, `${operationId}: ${JSON.stringify(response.body)}`).toBeLessThan(300);
-      expect(Object.keys(doc.paths[route.path][route.method.toLowerCase()].responses), `${operationId} answered ${response.status}`).toContain(String(response.status));
+      const documentedAnswers = doc.paths[route.path][route.method.toLowerCase()].responses;
+      expect(Object.keys(documentedAnswers), `${operationId} answered ${response.status}`).toContain(String(response.status));
+      const content = documentedAnswers[String(response.status)].content;
+      if (content === undefined) expect(response.body, `${operationId} ${response.status} has no documented body`).toBeUndefined();
+      else expect(valid(content['application/json'].schema, response.body, doc), `${operationId} ${response.status}: ${JSON.stringify(response.body)}`).toBe(true);
       return response.body;
     };
     const ready = async (id: string) =>

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { openApiDocument } from '#http/openapi.ts';
-import { defineRoute, type Route } from '#http/route.ts';
-import { collectRoutes, routeKey } from '#test/support/local-site.ts';
+import { defineRoute, type Responses, type Route } from '#http/route.ts';
+import { routes } from '#http/routes/index.ts';
+import { routeKey } from '#test/support/local-site.ts';
 
 // The document against the route table it is made from: every route, its operationId, security, parameters,
-// body, response and problem answers. (test/unit/openapi-drift.test.ts checks the schemas against the handlers.)
+// body, responses and problem answers. (test/unit/openapi-drift.test.ts checks the schemas against the handlers.)
 
-const routes = collectRoutes();
 const doc = openApiDocument(routes) as any;
 const operationOf = (route: Pick<Route, 'method' | 'path'>) => doc.paths?.[route.path]?.[route.method.toLowerCase()];
 const mutating = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -92,21 +92,38 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  it('documents the response schema where the route gives one', () => {
-    for (const route of routes.filter((r) => r.response)) {
+  it("documents exactly the route's success statuses, each with its body schema (none for 204)", () => {
+    for (const route of routes) {
+      const declared: Responses = route.responses;
+      expect(Object.keys(declared).length, `${routeKey(route)} declares no success answer`).toBeGreaterThan(0);
       const op = operationOf(route);
-      const success = Object.entries(op.responses).filter(([status]) => status.startsWith('2'));
-      expect(success.length, routeKey(route)).toBeGreaterThan(0);
-      for (const [, response] of success as Array<[string, any]>) {
-        expect(response.content['application/json'].schema, routeKey(route)).toBeDefined();
+      const success = Object.entries(op.responses).filter(([status]) => status.startsWith('2')) as Array<[string, any]>;
+      expect(success.map(([status]) => status).sort(), routeKey(route)).toEqual(Object.keys(declared).sort());
+      for (const [status, response] of success) {
+        if (declared[Number(status)] === null) expect(response.content, `${routeKey(route)} ${status}`).toBeUndefined();
+        else expect(response.content['application/json'].schema, `${routeKey(route)} ${status}`).toEqual(expect.any(Object));
       }
     }
+    expect(operationOf({ method: 'DELETE', path: '/admin/machines/{id}/health-overrides/{source}' }).responses['204'].content).toBeUndefined();
     expect(operationOf({ method: 'POST', path: '/v2/org/{org}/nico/instance' }).responses['201'].content['application/json'].schema).toEqual({
       $ref: '#/components/schemas/Instance',
     });
     expect(Object.keys(operationOf({ method: 'DELETE', path: '/v2/org/{org}/nico/instance/{id}' }).responses)).toEqual(
       expect.arrayContaining(['200', '202']),
     );
+  });
+
+  it('names the shared objects as components and refers to them', () => {
+    for (const name of ['Instance', 'Machine', 'MetaInstance', 'HealthOverride', 'HistoryEntry', 'Problem']) {
+      expect(doc.components.schemas[name], name).toMatchObject({ type: 'object', properties: expect.any(Object) });
+    }
+    const machine = operationOf({ method: 'GET', path: '/admin/machines/{id}' }).responses['200'].content['application/json'].schema;
+    expect(machine).toEqual({ $ref: '#/components/schemas/Machine' });
+    const list = operationOf({ method: 'GET', path: '/v2/org/{org}/nico/instance' }).responses['200'].content['application/json'].schema;
+    expect(list).toMatchObject({ properties: { items: { type: 'array', items: { $ref: '#/components/schemas/Instance' } } }, required: ['items'] });
+    // Internal record fields are not part of the contract.
+    expect(doc.components.schemas.Instance.properties).not.toHaveProperty('creation');
+    expect(doc.components.schemas.Machine.properties).not.toHaveProperty('heartbeatLive');
   });
 
   it("answers every route's errors as problem documents: the common ones, the handler's, and the route's own", () => {
@@ -139,8 +156,9 @@ describe('the OpenAPI document', () => {
       params: z.strictObject({ id: z.string() }),
       body: z.strictObject({ level: z.enum(['low', 'high']) }),
       bodyRequired: true,
+      responses: { 200: z.object({ frobnicated: z.boolean() }) },
       errors: [[409, 'already-frobnicated']],
-      handle: async () => ({ status: 200 }),
+      handle: async () => ({ status: 200, body: { frobnicated: true } }),
     });
     const op = (openApiDocument([...routes, extra]) as any).paths['/admin/machines/{id}/frobnicate'].post;
     expect(op.operationId).toBe('frobnicate-machine');
@@ -149,6 +167,7 @@ describe('the OpenAPI document', () => {
       required: ['level'],
       additionalProperties: false,
     });
+    expect(op.responses['200'].content['application/json'].schema).toMatchObject({ properties: { frobnicated: { type: 'boolean' } }, required: ['frobnicated'] });
     expect(op.responses['409']['x-problem-codes']).toContain('already-frobnicated');
   });
 });

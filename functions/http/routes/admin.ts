@@ -1,86 +1,87 @@
 import { z } from 'zod';
+import { siteConfigSchema } from '#config/site-config.ts';
+import { historyListResponse, machineListResponse, machineResponse, registrationResponse, tenantResponse } from '#domain/responses.ts';
 import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
 import { requireMachine } from '#services/instances.ts';
-import type { AppContext } from '#services/context.ts';
 import { listMachines, registerMachines, showMachine } from '#services/machines.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
 import { defineRoute, listResult, type Route } from '../route.ts';
 import { version } from '../version.ts';
 
-export function adminRoutes(ctx: AppContext): Route[] {
-  return [
-    defineRoute({
-      operationId: 'register-machines',
-      method: 'POST',
-      path: '/admin/machines',
-      roles: ['provider-admin'],
-      summary: 'Register machines or update their type, rack and labels',
-      query: emptyQuery,
-      body: registerMachinesBody,
-      bodyRequired: true,
-      response: z.object({ upserted: z.number().int() }),
-      handle: async ({ principal, body }) => ({ status: 200, body: await registerMachines(ctx, body.machines, principal.sub) }),
-    }),
-    defineRoute({
-      operationId: 'list-machines',
-      method: 'GET',
-      path: '/admin/machines',
-      roles: ['provider-admin'],
-      summary: 'The fleet, filtered by state, type, health override or allocatability',
-      query: listMachinesQuery,
-      handle: async ({ query }) => {
-        const { limit, nextToken, ...filter } = query;
-        const page = await listMachines(ctx, { limit, nextToken }, filter);
-        return listResult(page.items, page.nextToken);
-      },
-    }),
-    defineRoute({
-      operationId: 'show-machine',
-      method: 'GET',
-      path: '/admin/machines/{id}',
-      roles: ['provider-admin'],
-      summary: 'One machine ("machine show")',
-      params: params.machine,
-      query: emptyQuery,
-      handle: async ({ params: p }) => ({ status: 200, body: await showMachine(ctx, p.id) }),
-    }),
-    defineRoute({
-      operationId: 'machine-history',
-      method: 'GET',
-      path: '/admin/machines/{id}/history',
-      roles: ['provider-admin'],
-      summary: "The machine's history, newest first",
-      params: params.machine,
-      query: listQuery,
-      handle: async ({ params: p, query }) => {
-        await requireMachine(ctx, p.id);
-        const page = await ctx.store.listHistory(p.id, query);
-        return listResult(page.items, page.nextToken);
-      },
-    }),
-    defineRoute({
-      operationId: 'set-tenant-capabilities',
-      method: 'PUT',
-      path: '/admin/tenants/{org}',
-      roles: ['provider-admin'],
-      summary: "Set a tenant org's capabilities",
-      params: params.tenantOrg,
-      query: emptyQuery,
-      body: tenantBody,
-      bodyRequired: true,
-      handle: async ({ principal, params: p, body }) => {
-        const tenant = await setTenantCapabilities(ctx, p.org, body.capabilities, principal.sub);
-        return { status: 200, body: { org: tenant.org, capabilities: tenant.capabilities, updatedAt: tenant.updatedAt } };
-      },
-    }),
-    defineRoute({
-      operationId: 'show-config',
-      method: 'GET',
-      path: '/admin/config',
-      roles: ['provider-admin'],
-      summary: 'The site config in force and the running version',
-      query: emptyQuery,
-      handle: async () => ({ status: 200, body: { version, config: ctx.config } }),
-    }),
-  ];
-}
+export const adminRoutes: Route[] = [
+  defineRoute({
+    operationId: 'register-machines',
+    method: 'POST',
+    path: '/admin/machines',
+    roles: ['provider-admin'],
+    summary: 'Register machines or update their type, rack and labels',
+    query: emptyQuery,
+    body: registerMachinesBody,
+    bodyRequired: true,
+    responses: { 200: registrationResponse },
+    handle: async ({ principal, body }, ctx) => ({ status: 200, body: await registerMachines(ctx, body.machines, principal.sub) }),
+  }),
+  defineRoute({
+    operationId: 'list-machines',
+    method: 'GET',
+    path: '/admin/machines',
+    roles: ['provider-admin'],
+    summary: 'The fleet, filtered by state, type, health override or allocatability',
+    query: listMachinesQuery,
+    responses: { 200: machineListResponse },
+    handle: async ({ query }, ctx) => {
+      const { limit, nextToken, ...filter } = query;
+      const page = await listMachines(ctx, { limit, nextToken }, filter);
+      return listResult(page.items, page.nextToken);
+    },
+  }),
+  defineRoute({
+    operationId: 'show-machine',
+    method: 'GET',
+    path: '/admin/machines/{id}',
+    roles: ['provider-admin'],
+    summary: 'One machine ("machine show")',
+    params: params.machine,
+    query: emptyQuery,
+    responses: { 200: machineResponse },
+    handle: async ({ params: p }, ctx) => ({ status: 200, body: await showMachine(ctx, p.id) }),
+  }),
+  defineRoute({
+    operationId: 'machine-history',
+    method: 'GET',
+    path: '/admin/machines/{id}/history',
+    roles: ['provider-admin'],
+    summary: "The machine's history, newest first",
+    params: params.machine,
+    query: listQuery,
+    responses: { 200: historyListResponse },
+    handle: async ({ params: p, query }, ctx) => {
+      await requireMachine(ctx, p.id);
+      const page = await ctx.store.listHistory(p.id, query);
+      return listResult(page.items, page.nextToken);
+    },
+  }),
+  defineRoute({
+    operationId: 'set-tenant-capabilities',
+    method: 'PUT',
+    path: '/admin/tenants/{org}',
+    roles: ['provider-admin'],
+    summary: "Set a tenant org's capabilities",
+    params: params.tenantOrg,
+    query: emptyQuery,
+    body: tenantBody,
+    bodyRequired: true,
+    responses: { 200: tenantResponse },
+    handle: async ({ principal, params: p, body }, ctx) => ({ status: 200, body: await setTenantCapabilities(ctx, p.org, body.capabilities, principal.sub) }),
+  }),
+  defineRoute({
+    operationId: 'show-config',
+    method: 'GET',
+    path: '/admin/config',
+    roles: ['provider-admin'],
+    summary: 'The site config in force and the running version',
+    query: emptyQuery,
+    responses: { 200: z.object({ version: z.string(), config: siteConfigSchema }) },
+    handle: async (_request, ctx) => ({ status: 200, body: { version, config: ctx.config } }),
+  }),
+];

@@ -1,0 +1,183 @@
+import type { MachineState, InstanceStatus, MetaInstanceStatus } from './model.ts';
+import { instanceStatuses, issueCategories } from './schemas.ts';
+import { z } from './zod-openapi.ts';
+
+// What the API answers with (API.md "Objects"). Each schema lists exactly what is exposed: a view is built by
+// parsing a record through it, and unknown keys are stripped, so a field added to a record stays internal until
+// it is listed here. The API types are inferred from these schemas; `.openapi(name)` makes a schema a named
+// component of the OpenAPI document.
+
+const labels = z.record(z.string(), z.string());
+const machineStates = ['Ready', 'Assigned', 'Cleanup'] as const satisfies readonly MachineState[];
+const metaInstanceStatuses = ['Placing', 'Ready', 'Retrying', 'Deleting', 'Deleted'] as const satisfies readonly MetaInstanceStatus[];
+const classifications = ['PreventAllocations', 'SuppressExternalAlerting', 'PreventInstanceDeletion'] as const;
+
+export const issueResponse = z.object({ category: z.enum(issueCategories), summary: z.string(), details: z.string().optional() }).openapi('Issue');
+
+export const healthAlertResponse = z.object({
+  id: z.string(),
+  target: z.string(),
+  message: z.string(),
+  tenantMessage: z.string().optional(),
+  classifications: z.array(z.enum(classifications)),
+});
+
+export const healthOverrideResponse = z
+  .object({
+    source: z.string(),
+    mode: z.enum(['merge', 'replace']),
+    alerts: z.array(healthAlertResponse),
+    issue: issueResponse.optional(),
+    createdBy: z.string(),
+    createdAt: z.string(),
+  })
+  .openapi('HealthOverride');
+
+export const instanceResponse = z
+  .object({
+    id: z.string(),
+    org: z.string(),
+    name: z.string(),
+    machineId: z.string(),
+    machineType: z.string(),
+    status: z.enum(instanceStatuses satisfies readonly InstanceStatus[]),
+    labels,
+    metaInstanceId: z.string().optional(),
+    createAttempts: z.number().int(),
+    siteName: z.string(),
+    failureReason: z.string().optional(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('Instance');
+
+const machineFields = {
+  id: z.string(),
+  machineType: z.string(),
+  rack: z.string(),
+  state: z.enum(machineStates),
+  instanceId: z.string().optional(),
+  labels,
+  healthOverrides: z.array(healthOverrideResponse),
+  allocatable: z.boolean(),
+  notAllocatableReasons: z.array(z.string()),
+  lastHeartbeatAt: z.string().optional(),
+  cleanup: z
+    .object({ phase: z.enum(['pending', 'requested', 'failed']), attempts: z.number().int(), error: z.string().optional() })
+    .optional(),
+  version: z.number().int(),
+};
+
+export const machineResponse = z.object(machineFields).openapi('Machine');
+
+/** A machine as a repair tenant finds it in a listing: whose instance it holds is not theirs to know. */
+export const repairCandidateResponse = z
+  .object((({ instanceId: _hidden, ...visible }) => visible)(machineFields))
+  .openapi('RepairCandidate');
+
+export const metaInstanceResponse = z
+  .object({
+    id: z.string(),
+    org: z.string(),
+    machineType: z.string(),
+    minNodes: z.number().int(),
+    machineIds: z.array(z.string()).optional(),
+    placement: z.object({ sameRack: z.boolean() }),
+    labels,
+    status: z.enum(metaInstanceStatuses),
+    instanceIds: z.array(z.string()),
+    consecutiveFailures: z.number().int(),
+    lastFailureError: z.string().optional(),
+    placementError: z.string().optional(),
+    nextAttemptAt: z.string().optional(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('MetaInstance');
+
+export const historyEntryResponse = z
+  .object({
+    machineId: z.string(),
+    at: z.string(),
+    actor: z.string(),
+    action: z.string(),
+    instanceId: z.string().optional(),
+    message: z.string().optional(),
+    changes: z.record(z.string(), z.object({ from: z.unknown().optional(), to: z.unknown().optional() })).optional(),
+    issue: issueResponse.optional(),
+    labels: labels.optional(),
+    /** An event for repair automation; the stream publishes it once this entry is committed (an outbox). */
+    event: z.object({ type: z.string(), detail: z.record(z.string(), z.unknown()) }).optional(),
+    /** The id of the event an `event-delivered` entry reports (its detail's `id`). */
+    eventId: z.string().optional(),
+  })
+  .openapi('HistoryEntry');
+
+export const tenantResponse = z
+  .object({ org: z.string(), capabilities: z.object({ targetedInstanceCreation: z.boolean() }), updatedAt: z.string() })
+  .openapi('Tenant');
+
+export const repairStormResponse = z.object({
+  state: z.enum(['closed', 'tripped']),
+  trippedAt: z.string().optional(),
+  /** Machines quarantined while tripped, whose repair request was held back. */
+  heldBack: z.array(z.string()),
+});
+
+const safetyFields = { repairStorm: repairStormResponse, replacementsInFlight: z.number().int() };
+
+export const safetyResponse = z.object(safetyFields).openapi('Safety');
+
+export const safetyResetResponse = z
+  .object({ ...safetyFields, heldBackAtReset: z.array(z.string()), applied: z.array(z.string()) })
+  .openapi('SafetyReset');
+
+export const repairResponse = z
+  .object({
+    machineId: z.string(),
+    stage: z.enum(['unclaimed', 'in-repair']),
+    since: z.string(),
+    waitingMinutes: z.number().int(),
+    deadline: z.string(),
+    stuck: z.boolean(),
+  })
+  .openapi('Repair');
+
+export const registrationResponse = z.object({ upserted: z.number().int() });
+
+export const heartbeatReceiptResponse = z.object({ received: z.number().int(), stored: z.boolean(), livenessChanges: z.number().int() });
+
+/** API.md "Lists": a page of items and, when there is more, the token for the next page. */
+export const listOf = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextToken: z.string().optional() });
+
+export const instanceListResponse = listOf(instanceResponse);
+export const machineListResponse = listOf(machineResponse);
+export const repairCandidateListResponse = listOf(repairCandidateResponse);
+export const metaInstanceListResponse = listOf(metaInstanceResponse);
+export const historyListResponse = listOf(historyEntryResponse);
+export const healthOverrideListResponse = listOf(healthOverrideResponse);
+export const repairListResponse = listOf(repairResponse);
+
+export type Issue = z.infer<typeof issueResponse>;
+export type HealthAlert = z.infer<typeof healthAlertResponse>;
+export type HealthOverride = z.infer<typeof healthOverrideResponse>;
+export type Instance = z.infer<typeof instanceResponse>;
+export type Machine = z.infer<typeof machineResponse>;
+export type RepairCandidate = z.infer<typeof repairCandidateResponse>;
+export type MetaInstance = z.infer<typeof metaInstanceResponse>;
+export type HistoryEntry = z.infer<typeof historyEntryResponse>;
+export type Tenant = z.infer<typeof tenantResponse>;
+export type RepairStorm = z.infer<typeof repairStormResponse>;
+export type Safety = z.infer<typeof safetyResponse>;
+export type SafetyReset = z.infer<typeof safetyResetResponse>;
+export type Repair = z.infer<typeof repairResponse>;
+export type InstanceList = z.infer<typeof instanceListResponse>;
+export type MachineList = z.infer<typeof machineListResponse>;
+export type RepairCandidateList = z.infer<typeof repairCandidateListResponse>;
+export type MetaInstanceList = z.infer<typeof metaInstanceListResponse>;
+export type HistoryList = z.infer<typeof historyListResponse>;
+export type HealthOverrideList = z.infer<typeof healthOverrideListResponse>;
+export type RepairList = z.infer<typeof repairListResponse>;
+
+/** Builds a view: a record (or a record with derived fields) parsed through its response schema. */
+export const viewOf = <S extends z.ZodType>(schema: S, record: z.input<S>): z.output<S> => schema.parse(record);
