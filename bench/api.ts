@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { parseSiteConfig } from '#config/site-config.ts';
 import { startLocalSite, type LocalSite } from '#local/site.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests, snapshot } from './counter.ts';
 import { settle, subtractCost, type Cost } from './stats.ts';
 
@@ -96,7 +96,7 @@ export async function startApiBench(endpoint: string, id: string, progress: (lin
     const requests = countRequests(site.ctx.store.client, () => calls.getStore());
     const meter = site.ctx.store.meter;
     // Our own reads (waiting for states) go through a separate client, so they never show in the site's figures.
-    const observer = new FleetStore(createDocumentClient(endpoint), tableName);
+    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
     const base = `${site.url}/v2/org/${ORG}/nico/instance`;
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const createBody = JSON.stringify({ machineType: MACHINE_TYPE });

@@ -1,6 +1,6 @@
 import type { ConsumedCapacity } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { CapacityMeter } from '#store/fleet-store.ts';
+import type { CapacityMeter } from '#store/dynamo-store.ts';
 import { zeroCost, type Cost } from './stats.ts';
 
 const WRITE_COMMANDS = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'TransactWriteItemsCommand', 'BatchWriteItemCommand']);

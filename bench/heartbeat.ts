@@ -7,7 +7,7 @@ import type { AppContext, Log } from '#services/context.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests, snapshot } from './counter.ts';
 import { round, subtractCost, type Cost } from './stats.ts';
 
@@ -51,7 +51,7 @@ export async function heartbeatCost(
   await createTables(endpoint, { table: tableName, idempotencyTable: `${tableName}-idempotency` });
   let nowMs = Date.parse('2030-01-01T00:00:00.000Z');
   const clock: Clock = { now: () => new Date(nowMs) };
-  const store = new FleetStore(createDocumentClient(endpoint), tableName);
+  const store = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
   const requests = countRequests(store.client);
   const log: Log = {
     info: () => {},

@@ -5,7 +5,7 @@ import { ScanCommand, BatchWriteCommand, type DynamoDBDocumentClient } from '@aw
 import type { HealthOverride, Machine } from '#domain/model.ts';
 import { createTables } from '#local/tables.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { machineItem } from '#store/items.ts';
 import { countRequests, units } from './counter.ts';
 import { ratio, round } from './stats.ts';
@@ -162,7 +162,7 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
   const loadS = (performance.now() - t) / 1000;
   progress(`sweep reads: loaded in ${round(loadS, 1)} s`);
 
-  const store = new FleetStore(client, table);
+  const store = new DynamoFleetStore(client, table);
   const requests = countRequests(client);
   // The roster is fresh, so the sweep does not take its "silent site agent" branch (listing every meta-instance).
   await store.putSiteHeartbeat(null, { rosterSeenAt: new Date().toISOString(), digest: 'bench', machineCount: options.machines });

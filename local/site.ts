@@ -13,7 +13,7 @@ import { randomIds } from '#services/lambda-context.ts';
 import { inProcessBus } from '#services/events.ts';
 import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient, type TableNames } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
 import { createLocalHttpServer, type ExtraRoute } from './api-gateway-adapter.ts';
 import { dashboardRoutes } from './dashboard.ts';
@@ -134,7 +134,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       log: (line) => write(`simulator  ${line}`),
     });
 
-    const store = new FleetStore(createDocumentClient(endpoint), names.table);
+    const store = new DynamoFleetStore(createDocumentClient(endpoint), names.table);
     const log = lineLog((line) => write(`controller ${line}`));
     const events = inProcessBus(lineLog((line) => write(`events     ${line}`)));
     // What CloudWatch would get in AWS (e.g. RepairsStuck), shown on /health locally.

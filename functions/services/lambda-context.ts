@@ -5,7 +5,7 @@ import { parseSiteConfig, siteConfigSchema, type SiteConfig } from '#config/site
 import { defaultCleanupTimings } from '#domain/cleanup.ts';
 import { systemClock, type IdSource } from '#domain/model.ts';
 import { createDocumentClient, tableNamesFromEnv } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
 import type { AppContext, Log } from './context.ts';
 import { eventBridgePublisher } from './events.ts';
@@ -43,7 +43,7 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext
   const metrics = sharedMetrics;
   if (!env.EVENT_BUS_NAME) throw new Error('EVENT_BUS_NAME must be set');
   return {
-    store: new FleetStore(client, names.table),
+    store: new DynamoFleetStore(client, names.table),
     config,
     clock: systemClock,
     ids: randomIds,

@@ -8,7 +8,7 @@ import { registerMachine } from '#domain/machines.ts';
 import type { HealthOverride, HistoryEntry, Instance, InstanceStatus, Machine } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { addMs, iso } from '#domain/time.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { StaleWriteError } from '#store/port.ts';
 import { decodePageToken, encodePageToken } from '#store/paging.ts';
 import { aMachine, aRepairRequest, anInstance, T0 } from '#test/support/fixtures.ts';
@@ -16,16 +16,16 @@ import { freshTables } from '#test/support/tables.ts';
 
 const at = (ms: number) => addMs(T0, ms);
 
-let store: FleetStore;
+let store: DynamoFleetStore;
 
 beforeAll(async () => {
   const { client, names } = await freshTables('store');
-  store = new FleetStore(client, names.table);
+  store = new DynamoFleetStore(client, names.table);
 });
 
-async function newStore(): Promise<FleetStore> {
+async function newStore(): Promise<DynamoFleetStore> {
   const { client, names } = await freshTables('store-hb');
-  return new FleetStore(client, names.table);
+  return new DynamoFleetStore(client, names.table);
 }
 
 const machine = (id: string, over: Partial<Machine> = {}): Machine => aMachine({ id, ...over });

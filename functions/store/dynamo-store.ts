@@ -45,7 +45,7 @@ export interface CapacityMeter {
   writes: number;
 }
 
-export class FleetStore {
+export class DynamoFleetStore {
   readonly meter: CapacityMeter = { writeUnits: 0, readUnits: 0, writes: 0 };
   readonly client: DynamoDBDocumentClient;
   private readonly table: string;
@@ -348,7 +348,7 @@ export class FleetStore {
     await this.guardedWrite(() => this.client.send(new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' })));
   }
 
-  private async guardedWrite(send: Parameters<FleetStore['write']>[0]): Promise<void> {
+  private async guardedWrite(send: Parameters<DynamoFleetStore['write']>[0]): Promise<void> {
     try {
       await this.write(send);
     } catch (error) {
