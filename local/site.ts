@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { SiteConfig } from '#config/site-config.ts';
 import { defaultCleanupTimings, type CleanupTimings } from '#domain/cleanup.ts';
@@ -55,6 +56,8 @@ export interface LocalSite {
   simulator: SiteSimulator;
   /** The site's DynamoDB tables (tests dump them to check that a request changed nothing). */
   tableNames: TableNames;
+  /** The client the site's store sends through, and nothing else does: tests scan the tables with it, the bench counts its requests. */
+  storeClient: DynamoDBDocumentClient;
   /** Resolves when what was written so far has been through the stream handler (tests). */
   streamIdle(timeoutMs?: number): Promise<void>;
   health(): Promise<{ ok: boolean; checks: Record<string, boolean> }>;
@@ -134,7 +137,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       log: (line) => write(`simulator  ${line}`),
     });
 
-    const store = new DynamoFleetStore(createDocumentClient(endpoint), names.table);
+    const storeClient = createDocumentClient(endpoint);
+    const store = new DynamoFleetStore(storeClient, names.table);
     const log = lineLog((line) => write(`controller ${line}`));
     const events = inProcessBus(lineLog((line) => write(`events     ${line}`)));
     // What CloudWatch would get in AWS (e.g. RepairsStuck), shown on /health locally.
@@ -219,7 +223,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     const server = await createLocalHttpServer({
       port: options.port,
-      handler: createHttpApi(ctx, names.idempotencyTable),
+      handler: createHttpApi(ctx, { client: createDocumentClient(endpoint), tableName: names.idempotencyTable }),
       verifyToken: (token) => issuer.verify(token) as Promise<Record<string, unknown>>,
       extraRoutes,
     });
@@ -248,6 +252,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       issuer,
       simulator,
       tableNames: names,
+      storeClient,
       streamIdle: (timeoutMs) => poller?.whenIdle(timeoutMs) ?? Promise.resolve(),
       health,
       stop: stopAll,
