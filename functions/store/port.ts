@@ -42,7 +42,7 @@ export interface FleetStore {
   listMachines(page: PageRequest): Promise<Page<Machine>>;
   /** Unclaimed repair requests older than `unclaimedBefore`, and every claimed repair. */
   repairsToWatch(unclaimedBefore: Date): Promise<Machine[]>;
-  /** Machines with a repair request: unclaimed ones first, each stage oldest first. */
+  /** Machines with a repair request: claimed (in-repair) ones first, then unclaimed ones, each stage oldest first. */
   machinesAwaitingRepair(page: PageRequest): Promise<Page<Machine>>;
   /** One org's instances, newest first, optionally of one status. */
   listInstances(org: string, page: PageRequest & { status?: string | undefined }): Promise<Page<Instance>>;

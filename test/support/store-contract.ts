@@ -9,7 +9,7 @@ import type { HealthOverride, HistoryEntry, Instance, InstanceStatus, Machine } 
 import { Rejection } from '#domain/rejection.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { StaleWriteError, type FleetStore } from '#store/port.ts';
-import { aMachine, aRepairRequest, anInstance, T0 } from './fixtures.ts';
+import { aMachine, aMetaInstance, aRepairRequest, anInstance, T0 } from './fixtures.ts';
 
 /**
  * What every FleetStore implementation must do, as observed through the interface alone. `newStore` gives an empty
@@ -435,6 +435,129 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       expect(thrown).toBeInstanceOf(Rejection);
       expect(thrown).toMatchObject({ status: 422, code: 'validation-failed' });
       expect(await rejectionOf(store.listHistory('hist-m', { limit: 5, nextToken: b64('[]') }))).toBeInstanceOf(Rejection);
+    });
+  });
+
+  describe('meta-instance indexes', () => {
+    let fresh: FleetStore;
+    const minute = (n: number) => iso(at(n * 60_000));
+    beforeAll(async () => {
+      fresh = await newStore();
+      await fresh.commit({
+        metaInstances: [
+          create(aMetaInstance({ id: 'mi-old', createdAt: minute(0), waitingSince: minute(5) })),
+          create(aMetaInstance({ id: 'mi-new', createdAt: minute(1), waitingSince: minute(2) })),
+          create(aMetaInstance({ id: 'mi-ready', status: 'Ready', createdAt: minute(2) })),
+          create(aMetaInstance({ id: 'mi-gone', status: 'Deleted', createdAt: minute(3) })),
+          create(aMetaInstance({ id: 'mi-other', org: 'globex', machineType: 'h100', status: 'Retrying', createdAt: minute(4), nextAttemptAt: minute(9) })),
+        ],
+        instances: [
+          create(instance('mem-a', { metaInstanceId: 'mi-ready', status: 'Ready' })),
+          create(instance('mem-b', { metaInstanceId: 'mi-ready', replacement: true })),
+          create(instance('mem-c', { metaInstanceId: 'mi-new', replacement: true, status: 'Ready' })),
+          create(instance('loner')),
+        ],
+        history: [],
+      });
+    });
+
+    it('membersOf holds the instances bound to the meta-instance, whatever their state', async () => {
+      expect((await fresh.membersOf('mi-ready')).map((i) => i.id).sort()).toEqual(['mem-a', 'mem-b']);
+      expect(await fresh.membersOf('mi-nobody')).toEqual([]);
+    });
+
+    it('waiting holds Placing and Retrying meta-instances by type, longest waiting first, up to the limit', async () => {
+      expect((await fresh.waitingMetaInstances('gb200', 10)).map((m) => m.id)).toEqual(['mi-new', 'mi-old']);
+      expect((await fresh.waitingMetaInstances('gb200', 1)).map((m) => m.id)).toEqual(['mi-new']);
+      expect((await fresh.waitingMetaInstances('h100', 10)).map((m) => m.id)).toEqual(['mi-other']);
+    });
+
+    it('replacementsInFlight counts replacements still provisioning', async () => {
+      expect(await fresh.replacementsInFlight()).toBe(1);
+    });
+
+    it('lists one org or the whole site, newest first, without deleted ones, paged', async () => {
+      expect((await fresh.listMetaInstances('acme', { limit: 10 })).items.map((m) => m.id)).toEqual(['mi-ready', 'mi-new', 'mi-old']);
+      expect((await fresh.listMetaInstances(null, { limit: 10 })).items.map((m) => m.id)).toEqual(['mi-other', 'mi-ready', 'mi-new', 'mi-old']);
+      const first = await fresh.listMetaInstances(null, { limit: 3 });
+      expect(first.items.map((m) => m.id)).toEqual(['mi-other', 'mi-ready', 'mi-new']);
+      const rest = await fresh.listMetaInstances(null, { limit: 3, nextToken: first.nextToken });
+      expect(rest).toEqual({ items: [await fresh.getMetaInstance('mi-old')], nextToken: undefined });
+    });
+
+    it('due holds meta-instances to place at their next attempt', async () => {
+      const due = async (when: Date) => (await fresh.dueEntities(when, 50)).filter((ref) => ref.entity === 'meta-instance').map((ref) => ref.id).sort();
+      expect(await due(at(8 * 60_000))).toEqual(['mi-new', 'mi-old']);
+      expect(await due(at(9 * 60_000))).toEqual(['mi-new', 'mi-old', 'mi-other']);
+    });
+  });
+
+  describe('machine listings', () => {
+    let fresh: FleetStore;
+    const requested = (id: string, createdAt: string, over: Partial<Machine> = {}) =>
+      machine(id, { healthOverrides: [{ ...aRepairRequest(id), createdAt }], ...over });
+    beforeAll(async () => {
+      fresh = await newStore();
+      await fresh.commit({
+        machines: [
+          create(machine('lm-a')),
+          create(requested('lm-late', iso(at(50 * 60_000)))),
+          create(requested('lm-early', iso(at(10 * 60_000)))),
+          create(requested('lm-claimed', iso(at(0)), { state: 'Assigned', instanceId: 'repair-i', assignedAt: iso(at(20 * 60_000)) })),
+        ],
+        tenants: [create({ org: 'acme', capabilities: { targetedInstanceCreation: true }, updatedAt: iso(T0), version: 0 })],
+        history: [],
+      });
+    });
+
+    it('listMachines holds every machine and nothing else, by id, paged', async () => {
+      const first = await fresh.listMachines({ limit: 3 });
+      expect(first.items.map((m) => m.id)).toEqual(['lm-a', 'lm-claimed', 'lm-early']);
+      const rest = await fresh.listMachines({ limit: 3, nextToken: first.nextToken });
+      expect(rest.items.map((m) => m.id)).toEqual(['lm-late']);
+      expect(rest.nextToken).toBeUndefined();
+    });
+
+    it('machinesAwaitingRepair: claimed repairs first, then unclaimed ones, each stage oldest first', async () => {
+      expect((await fresh.machinesAwaitingRepair({ limit: 10 })).items.map((m) => m.id)).toEqual(['lm-claimed', 'lm-early', 'lm-late']);
+    });
+
+    it('repairsToWatch: unclaimed requests older than the cut-off, and every claimed repair', async () => {
+      expect((await fresh.repairsToWatch(at(30 * 60_000))).map((m) => m.id)).toEqual(['lm-early', 'lm-claimed']);
+      expect((await fresh.repairsToWatch(at(0))).map((m) => m.id)).toEqual(['lm-claimed']);
+    });
+
+    it('a page that ends exactly at the limit still carries a token, and the page after it is empty', async () => {
+      const first = await fresh.listMachines({ limit: 4 });
+      expect(first.items).toHaveLength(4);
+      expect(first.nextToken).toEqual(expect.any(String));
+      expect(await fresh.listMachines({ limit: 4, nextToken: first.nextToken })).toEqual({ items: [], nextToken: undefined });
+    });
+
+    it("another listing's token is refused with the 422 Rejection", async () => {
+      const machines = await fresh.listMachines({ limit: 1 });
+      const thrown = await rejectionOf(fresh.listInstances('acme', { limit: 1, nextToken: machines.nextToken }));
+      expect(thrown).toBeInstanceOf(Rejection);
+      expect(thrown).toMatchObject({ status: 422, code: 'validation-failed' });
+    });
+  });
+
+  describe('transactions', () => {
+    it('more writes than one transaction holds are refused before anything is written', async () => {
+      const entries: HistoryEntry[] = Array.from({ length: 100 }, (_, i) => ({ machineId: 'tx-big', at: iso(at(i)), actor: 'ops', action: `a${i}` }));
+      const error = await rejectionOf(store.commit({ machines: [create(machine('tx-big'))], history: entries }));
+      expect(error).toBeInstanceOf(Error);
+      expect(error).not.toBeInstanceOf(StaleWriteError);
+      expect(await store.getMachine('tx-big')).toBeNull();
+      expect(await allHistory('tx-big')).toEqual([]);
+      // Exactly the limit fits.
+      await store.commit({ machines: [create(machine('tx-big'))], history: entries.slice(1) });
+      expect(await allHistory('tx-big')).toHaveLength(99);
+    });
+
+    it('one record twice in a transaction is refused and nothing is written', async () => {
+      expect(await rejectionOf(store.commit({ machines: [create(machine('tx-twice')), create(machine('tx-twice', { rack: 'r2' }))], history: [] }))).toBeInstanceOf(Error);
+      expect(await store.getMachine('tx-twice')).toBeNull();
     });
   });
 }
