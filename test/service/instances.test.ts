@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { Machine } from '#domain/model.ts';
+import type { Change } from '#domain/change.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { createInstance, patchInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
+import type { FleetStore } from '#store/port.ts';
 import { harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 
 const alice = tenant('acme', 'alice');
@@ -19,9 +20,9 @@ async function rejection(promise: Promise<unknown>): Promise<Rejection> {
 }
 
 /** Someone else takes the machine between our read and our claim: it is no longer free. */
-const rivalClaims = (h: Harness) => async (_: unknown, change: { machines?: Array<{ after: Machine }> }) => {
-  const machine = (await h.store.getMachine(change.machines![0]!.after.id))!;
-  await h.store.commit({ machines: [{ before: machine, after: { ...machine, state: 'Assigned', instanceId: 'i-rival' } }], history: [] });
+const rivalClaims = (h: Harness) => async (rival: FleetStore, change: Change | null) => {
+  const machine = (await rival.getMachine(change!.machines![0]!.after.id))!;
+  await rival.commit({ machines: [{ before: machine, after: { ...machine, state: 'Assigned', instanceId: 'i-rival' } }], history: [] });
 };
 
 describe('createInstance by machine type', () => {

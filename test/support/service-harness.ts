@@ -2,7 +2,9 @@ import { parseSiteConfig } from '#config/site-config.ts';
 import { defaultCleanupTimings, type DeleteOutcome } from '#domain/cleanup.ts';
 import type { Change } from '#domain/change.ts';
 import type { CreateOutcome } from '#domain/instances.ts';
+import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { Machine, Principal } from '#domain/model.ts';
+import { iso } from '#domain/time.ts';
 import type { AppContext, SiteAgent } from '#services/context.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { registerMachines } from '#services/machines.ts';
@@ -43,14 +45,17 @@ export function scriptedAgent() {
 /** What is compared to find which records a change touches. */
 export type RecordKind = 'machines' | 'instances' | 'metaInstances' | 'tenants';
 
+/** What a lost race can be injected into: commits touching a kind of record, or the heartbeat's own write. */
+export type RaceTarget = RecordKind | 'safety' | 'heartbeat';
+
 interface Interference {
-  kind: RecordKind | 'safety';
+  kind: RaceTarget;
   /** Which commits touching `kind` lose, counting from 1 after loseCommit was called. */
   nth: number;
   /** How many in a row lose; Infinity: every one from `nth` on. */
   times: number;
   /** The rival's write; by default it rewrites the first record of that kind as it is stored, bumping its version. */
-  rival?: (store: FleetStore, change: Change) => Promise<void>;
+  rival?: (store: FleetStore, change: Change | null) => Promise<void>;
 }
 
 /**
@@ -69,33 +74,47 @@ export class RacingStore extends MemoryFleetStore {
   }
 
   override async commit(change: Change): Promise<void> {
-    for (const kind of kindsOf(change)) {
-      const count = (this.attempts.get(kind) ?? 0) + 1;
-      this.attempts.set(kind, count);
-      const i = this.interference;
-      const due = i && i.kind === kind && count >= i.nth && count < i.nth + i.times ? i : undefined;
-      if (due) await (due.rival ?? rewriteFirst(kind))(this.rivalView(), change);
-    }
+    for (const kind of kindsOf(change)) await this.race(kind, change);
     return super.commit(change);
+  }
+
+  override async putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat> {
+    await this.race('heartbeat', null);
+    return super.putSiteHeartbeat(before, after);
+  }
+
+  private async race(kind: RaceTarget, change: Change | null): Promise<void> {
+    const count = (this.attempts.get(kind) ?? 0) + 1;
+    this.attempts.set(kind, count);
+    const i = this.interference;
+    if (i && i.kind === kind && count >= i.nth && count < i.nth + i.times) await (i.rival ?? rewriteFirst(kind))(this.rivalView(), change);
   }
 
   /** The rival writes around the interference (it must not count, nor lose, itself). */
   private rivalView(): FleetStore {
     const rival = Object.create(this) as RacingStore;
     rival.commit = (change: Change) => MemoryFleetStore.prototype.commit.call(this, change);
+    rival.putSiteHeartbeat = (before, after) => MemoryFleetStore.prototype.putSiteHeartbeat.call(this, before, after);
     return rival;
   }
 }
 
-function kindsOf(change: Change): Array<RecordKind | 'safety'> {
+function kindsOf(change: Change): RaceTarget[] {
   const kinds: Array<RecordKind | 'safety'> = (['machines', 'instances', 'metaInstances', 'tenants'] as const).filter((k) => (change[k]?.length ?? 0) > 0);
   return change.safety ? [...kinds, 'safety'] : kinds;
 }
 
 /** The rival rewrites the record as stored (or creates it first, when the change creates it): its version moves on. */
 const rewriteFirst =
-  (kind: RecordKind | 'safety') =>
-  async (store: FleetStore, change: Change): Promise<void> => {
+  (kind: RaceTarget) =>
+  async (store: FleetStore, change: Change | null): Promise<void> => {
+    if (kind === 'heartbeat') {
+      const before = await store.getSiteHeartbeat();
+      const { version: _version, ...kept } = before ?? { rosterSeenAt: iso(new Date(0)), digest: 'rival', machineCount: 0, version: 0 };
+      await store.putSiteHeartbeat(before, kept);
+      return;
+    }
+    change = change!;
     if (kind === 'safety') {
       const before = await store.getSafety();
       await store.commit({ safety: { before, after: before ?? change.safety!.after }, history: [] });
