@@ -1,23 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { Change } from '#domain/change.ts';
-import { Rejection } from '#domain/rejection.ts';
 import { createInstance, patchInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
 import type { FleetStore } from '#store/port.ts';
-import { harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
+import { harness, rejection, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 
 const alice = tenant('acme', 'alice');
 const repairer = tenant('fixit', 'bob');
-
-async function rejection(promise: Promise<unknown>): Promise<Rejection> {
-  const error = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(Rejection);
-  return error as Rejection;
-}
 
 /** Someone else takes the machine between our read and our claim: it is no longer free. */
 const rivalClaims = (h: Harness) => async (rival: FleetStore, change: Change | null) => {

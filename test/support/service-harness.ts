@@ -1,9 +1,11 @@
+import { expect } from 'vitest';
 import { parseSiteConfig } from '#config/site-config.ts';
 import { defaultCleanupTimings, type DeleteOutcome } from '#domain/cleanup.ts';
 import type { Change } from '#domain/change.ts';
 import type { CreateOutcome } from '#domain/instances.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { Machine, Principal } from '#domain/model.ts';
+import { Rejection } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
 import type { AppContext, SiteAgent } from '#services/context.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
@@ -201,4 +203,14 @@ export async function siteWith(h: Harness, fleet: Record<string, number> = { gb2
   await registerMachines(h.ctx, registrations, 'ops');
   await receiveHeartbeat(h.ctx, registrations.map((r) => r.id));
   return Promise.all(registrations.map(async (r) => (await h.store.getMachine(r.id))!));
+}
+
+/** The Rejection a service answered with (the HTTP layer turns it into problem+json). */
+export async function rejection(promise: Promise<unknown>): Promise<Rejection> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(Rejection);
+  return error as Rejection;
 }
