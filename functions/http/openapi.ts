@@ -165,7 +165,7 @@ const jsonSchemaOf = (schema: z.ZodType): Record<string, unknown> => {
  * - record key rules (`labels` keys) become `propertyNames`;
  * - a string normalised by a transform and then checked against an enum (issue `category`, accepted in any letter
  *   case) is documented with the enum's values.
- * The drift test (test/unit/openapi-drift.test.ts) fails when something like this is missing.
+ * The drift test (test/integration/openapi-drift.test.ts) fails when something like this is missing.
  */
 function restoreConstraints(schema: z.ZodType | undefined, seen = new Set<z.ZodType>()): void {
   if (!schema || seen.has(schema)) return;

@@ -5,7 +5,7 @@ import { defineRoute, type Route } from '#http/route.ts';
 import { collectRoutes, routeKey } from '#test/support/local-site.ts';
 
 // The document against the route table it is made from: every route, its operationId, security, parameters,
-// body, response and problem answers. (test/unit/openapi-drift.test.ts checks the schemas against the handlers.)
+// body, response and problem answers. (test/integration/openapi-drift.test.ts checks the schemas against the handlers.)
 
 const routes = collectRoutes();
 const doc = openApiDocument(routes) as any;
