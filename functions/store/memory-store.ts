@@ -32,7 +32,7 @@ export class MemoryFleetStore extends ItemStore {
     if (!guardHolds) throw new StaleWriteError('a record changed since it was read');
     const version = (before?.version ?? 0) + 1;
     const { reconcilingUntil: _dropped, ...kept } = stored ?? {};
-    this.store({ ...kept, ...keys.siteHeartbeat, ...after, version });
+    this.put({ ...kept, ...keys.siteHeartbeat, ...after, version });
     return { ...after, version };
   }
 
@@ -57,9 +57,9 @@ export class MemoryFleetStore extends ItemStore {
     for (const write of writes) {
       if ('resetRoster' in write) {
         const stored = this.items.get(itemKey(keys.siteHeartbeat));
-        this.store({ ...stored, ...keys.siteHeartbeat, digest: ROSTER_RESET, version: Number(stored?.version ?? 0) + 1 });
+        this.put({ ...stored, ...keys.siteHeartbeat, digest: ROSTER_RESET, version: Number(stored?.version ?? 0) + 1 });
       } else {
-        this.store(write.put);
+        this.put(write.put);
       }
     }
   }
@@ -114,7 +114,7 @@ export class MemoryFleetStore extends ItemStore {
     );
   }
 
-  private store(item: Item): void {
+  private put(item: Item): void {
     for (const index of Object.values(indexes)) {
       for (const name of [index.pk, index.sk]) {
         // The table declares every index key as a string: anything else is a ValidationException there.

@@ -4,7 +4,7 @@ import { defaultCleanupTimings, type DeleteOutcome } from '#domain/cleanup.ts';
 import type { Change } from '#domain/change.ts';
 import type { CreateOutcome } from '#domain/instances.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
-import type { Machine, Principal } from '#domain/model.ts';
+import type { Principal } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
 import type { AppContext, SiteAgent } from '#services/context.ts';
@@ -61,8 +61,8 @@ interface Interference {
 }
 
 /**
- * A store whose chosen commits lose a race: just before the commit reaches the store, a rival writes one of the
- * records it read, so the store itself raises StaleWriteError. Everything else is the wrapped store's.
+ * The in-memory store, with lost races on demand: just before a chosen commit reaches the store, a rival writes one
+ * of the records it read, so the store itself raises StaleWriteError as it would for a real rival.
  */
 export class RacingStore extends MemoryFleetStore {
   private interference: Interference | undefined;
@@ -143,7 +143,8 @@ export function testClock(start: Date = NOW) {
   };
 }
 
-export const TEST_CONFIG = `
+/** Fast create retries, as in the other test tiers; everything else as a site's defaults. */
+const SERVICE_TEST_CONFIG = `
 [instance_create_retry]
 base_delay_ms = 10
 timeout_ms = 2000
@@ -159,8 +160,8 @@ export interface Harness {
   gauges: Map<string, number>;
 }
 
-/** A service context over a fresh in-memory store; `toml` replaces the test config (defaults apply as in a site). */
-export function harness(toml = TEST_CONFIG): Harness {
+/** A service context over a fresh in-memory store, the clock at fixtures.ts's NOW, ids counting up per prefix. */
+export function harness(): Harness {
   const store = new RacingStore();
   const clock = testClock();
   const agent = scriptedAgent();
@@ -172,7 +173,7 @@ export function harness(toml = TEST_CONFIG): Harness {
   const log = (level: string) => (message: string, fields?: Record<string, unknown>) => void logged.push({ level, message, fields });
   const ctx: AppContext = {
     store,
-    config: parseSiteConfig(toml, 'service test config'),
+    config: parseSiteConfig(SERVICE_TEST_CONFIG, 'service test config'),
     clock,
     ids: {
       next: (prefix) => {
@@ -194,15 +195,14 @@ export const tenant = (org = 'acme', sub = 'alice'): Principal => ({ sub, org, r
 
 /**
  * A site as the services see it after setup: machines registered through the service (catalog and all), then one
- * heartbeat from the agent listing them, so they are live. Returns the machines as stored.
+ * heartbeat from the agent listing them, so they are live. Machine ids are `<type>-<n>`, on racks r1 and r2 in turn.
  */
-export async function siteWith(h: Harness, fleet: Record<string, number> = { gb200: 2 }): Promise<Machine[]> {
+export async function siteWith(h: Harness, fleet: Record<string, number>): Promise<void> {
   const registrations = Object.entries(fleet).flatMap(([machineType, count]) =>
     Array.from({ length: count }, (_, i) => ({ id: `${machineType}-${i + 1}`, machineType, rack: `r${(i % 2) + 1}` })),
   );
   await registerMachines(h.ctx, registrations, 'ops');
   await receiveHeartbeat(h.ctx, registrations.map((r) => r.id));
-  return Promise.all(registrations.map(async (r) => (await h.store.getMachine(r.id))!));
 }
 
 /** The Rejection a service answered with (the HTTP layer turns it into problem+json). */
