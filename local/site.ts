@@ -56,7 +56,7 @@ export interface LocalSite {
   simulator: SiteSimulator;
   /** The site's DynamoDB tables (tests dump them to check that a request changed nothing). */
   tableNames: TableNames;
-  /** The client the site's store sends through, and nothing else does: tests scan the tables with it, the bench counts its requests. */
+  /** The client the site's store sends through (idempotency records have their own): tests scan with it, the bench meters it. */
   storeClient: DynamoDBDocumentClient;
   /** Resolves when what was written so far has been through the stream handler (tests). */
   streamIdle(timeoutMs?: number): Promise<void>;
@@ -223,6 +223,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     const server = await createLocalHttpServer({
       port: options.port,
+      // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.
       handler: createHttpApi(ctx, { client: createDocumentClient(endpoint), tableName: names.idempotencyTable }),
       verifyToken: (token) => issuer.verify(token) as Promise<Record<string, unknown>>,
       extraRoutes,
