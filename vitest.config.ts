@@ -1,12 +1,26 @@
 import { defineConfig } from 'vitest/config';
 
+/** Tiers that run without DynamoDB Local: pure domain and the services over the in-memory store. */
+const withoutJava = ['test/unit/**/*.test.ts', 'test/service/**/*.test.ts'];
+
 export default defineConfig({
   test: {
-    globalSetup: ['test/support/global-setup.ts'],
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Two cores: keep files in parallel but bounded, they share one DynamoDB Local.
     maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: 'fast', include: withoutJava } },
+      {
+        extends: true,
+        test: {
+          name: 'dynamodb',
+          include: ['test/**/*.test.ts'],
+          exclude: withoutJava,
+          // One DynamoDB Local for the tier, started only when a file of it runs.
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+    ],
   },
 });

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { parseSiteConfig } from '#config/site-config.ts';
 import { startLocalSite, type LocalSite } from '#local/site.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests, snapshot } from './counter.ts';
 import { settle, subtractCost, type Cost } from './stats.ts';
 
@@ -37,7 +37,7 @@ export const API_SWEEP_INTERVAL_MS = 60_000;
 export interface OperationCost {
   /** The DynamoDB requests the call itself made (attributed through its request context), with their capacity. */
   attributed: Cost;
-  /** `site.ctx.store.meter` (and the request counter) before vs after the call: includes anything else that ran meanwhile. */
+  /** The store client's metered cost and request counts (counter.ts) before vs after the call: includes anything else that ran meanwhile. */
   meterWindow: Cost;
 }
 
@@ -93,10 +93,9 @@ export async function startApiBench(endpoint: string, id: string, progress: (lin
       calls.enterWith(presented === token ? currentCall : undefined);
       return verify(presented);
     };
-    const requests = countRequests(site.ctx.store.client, () => calls.getStore());
-    const meter = site.ctx.store.meter;
+    const requests = countRequests(site.storeClient, () => calls.getStore());
     // Our own reads (waiting for states) go through a separate client, so they never show in the site's figures.
-    const observer = new FleetStore(createDocumentClient(endpoint), tableName);
+    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
     const base = `${site.url}/v2/org/${ORG}/nico/instance`;
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const createBody = JSON.stringify({ machineType: MACHINE_TYPE });
@@ -138,12 +137,12 @@ export async function startApiBench(endpoint: string, id: string, progress: (lin
       const tag = `${method}#${++callsMade}`;
       currentCall = tag;
       await settle();
-      const before = snapshot(meter, requests);
+      const before = snapshot(requests);
       const t0 = performance.now();
       const response = await fetch(url, { method, headers: body === undefined ? { authorization: headers.authorization } : headers, ...(body === undefined ? {} : { body }) });
       const text = await response.text();
       const ms = performance.now() - t0;
-      const meterWindow = subtractCost(snapshot(meter, requests), before);
+      const meterWindow = subtractCost(snapshot(requests), before);
       currentCall = undefined;
       if (response.status !== expect) throw new Error(`bench: ${method} ${url} answered ${response.status}: ${text}`);
       return { tag, ms, meterWindow, body: text };

@@ -3,7 +3,7 @@ import { parseSiteConfig } from '#config/site-config.ts';
 import { startLocalSite, type LocalSite } from '#local/site.ts';
 import { PLACEMENT_TRIES } from '#services/instances.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests } from './counter.ts';
 import { ratio, round, summarize } from './stats.ts';
 
@@ -73,7 +73,7 @@ async function burst(endpoint: string, tableName: string, options: ContentionOpt
     },
   });
   try {
-    const observer = new FleetStore(createDocumentClient(endpoint), tableName);
+    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
     const deadline = Date.now() + 60_000;
     for (;;) {
       const free = await observer.allocatableMachines(MACHINE_TYPE, options.machines + 1);
@@ -90,7 +90,7 @@ async function burst(endpoint: string, tableName: string, options: ContentionOpt
       calls.enterWith(presented === token ? 'create' : undefined);
       return verify(presented);
     };
-    const requests = countRequests(site.ctx.store.client, () => calls.getStore());
+    const requests = countRequests(site.storeClient, () => calls.getStore());
     const url = `${site.url}/v2/org/${ORG}/nico/instance`;
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     progress(`contention: ${options.requests} creates at once on ${options.machines} free machines`);

@@ -1,6 +1,5 @@
 import type { ConsumedCapacity } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { CapacityMeter } from '#store/fleet-store.ts';
 import { zeroCost, type Cost } from './stats.ts';
 
 const WRITE_COMMANDS = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'TransactWriteItemsCommand', 'BatchWriteItemCommand']);
@@ -8,6 +7,11 @@ const WRITE_COMMANDS = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteIt
 export interface RequestCounter {
   /** Everything the client sent, by command name (GetItemCommand, QueryCommand, TransactWriteItemsCommand, ...). */
   counts: Record<string, number>;
+  /**
+   * Everything the client's answered requests cost: successful write requests and their units, read units of the
+   * rest. On a client only the store sends through, this is the store's capacity meter.
+   */
+  total: Cost;
   /** Requests sent and not yet answered. */
   inFlight(): number;
   /** What was sent on behalf of one tag (see `tagOf`), with the capacity DynamoDB reported for it; forgets it. */
@@ -21,13 +25,13 @@ export function units(consumed: ConsumedCapacity | ConsumedCapacity[] | undefine
 }
 
 /**
- * Counts the DynamoDB requests a document client sends through an SDK middleware, with no change to the store.
- * `tagOf` names who is asking (an AsyncLocalStorage store, say): requests made under a tag are also tallied for it,
- * with the capacity each response reports, counted the way FleetStore's meter counts it (write requests and their
- * units, read units of reads).
+ * Counts the DynamoDB requests a document client sends through an SDK middleware, with no change to the store, and
+ * meters the capacity each response reports (write requests and their units, read units of reads) in `total`.
+ * `tagOf` names who is asking (an AsyncLocalStorage store, say): requests made under a tag are also tallied for it.
  */
 export function countRequests(client: DynamoDBDocumentClient, tagOf: () => string | undefined = () => undefined, name = 'fleetward-bench-request-counter'): RequestCounter {
-  const counts: Record<string, number> = {};
+  const total = zeroCost();
+  const counts = total.requests;
   const tagged = new Map<string, Cost>();
   let pending = 0;
   client.middlewareStack.add(
@@ -44,14 +48,14 @@ export function countRequests(client: DynamoDBDocumentClient, tagOf: () => strin
       pending++;
       try {
         const result = await next(args);
-        if (cost) {
-          // As the meter does: a write request and its units once it succeeded.
-          const consumed = units((result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity);
+        // A write request and its units count once it succeeded.
+        const consumed = units((result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity);
+        for (const into of cost ? [total, cost] : [total]) {
           if (WRITE_COMMANDS.has(command)) {
-            cost.writes += 1;
-            cost.writeUnits += consumed;
+            into.writes += 1;
+            into.writeUnits += consumed;
           } else {
-            cost.readUnits += consumed;
+            into.readUnits += consumed;
           }
         }
         return result;
@@ -63,6 +67,7 @@ export function countRequests(client: DynamoDBDocumentClient, tagOf: () => strin
   );
   return {
     counts,
+    total,
     inFlight: () => pending,
     take(tag) {
       const cost = tagged.get(tag) ?? zeroCost();
@@ -72,7 +77,7 @@ export function countRequests(client: DynamoDBDocumentClient, tagOf: () => strin
   };
 }
 
-/** A snapshot of a store's meter and its request counts, to subtract later. */
-export function snapshot(meter: CapacityMeter, requests: RequestCounter): Cost {
-  return { writes: meter.writes, writeUnits: meter.writeUnits, readUnits: meter.readUnits, requests: { ...requests.counts } };
+/** A snapshot of a client's metered cost and its request counts, to subtract later. */
+export function snapshot(requests: RequestCounter): Cost {
+  return { ...requests.total, requests: { ...requests.counts } };
 }

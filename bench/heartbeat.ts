@@ -7,7 +7,7 @@ import type { AppContext, Log } from '#services/context.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests, snapshot } from './counter.ts';
 import { round, subtractCost, type Cost } from './stats.ts';
 
@@ -51,8 +51,9 @@ export async function heartbeatCost(
   await createTables(endpoint, { table: tableName, idempotencyTable: `${tableName}-idempotency` });
   let nowMs = Date.parse('2030-01-01T00:00:00.000Z');
   const clock: Clock = { now: () => new Date(nowMs) };
-  const store = new FleetStore(createDocumentClient(endpoint), tableName);
-  const requests = countRequests(store.client);
+  const client = createDocumentClient(endpoint);
+  const store = new DynamoFleetStore(client, tableName);
+  const requests = countRequests(client);
   const log: Log = {
     info: () => {},
     warn: (m, f) => progress(`heartbeat ctx warn ${m} ${JSON.stringify(f ?? {})}`),
@@ -66,7 +67,7 @@ export async function heartbeatCost(
     clock,
     log,
   };
-  const mark = () => snapshot(store.meter, requests);
+  const mark = () => snapshot(requests);
   // The 10,000-machine steps take a while: say how far they got now and then.
   const ticker = setInterval(() => progress(`heartbeat: ${requests.counts.TransactWriteItemsCommand ?? 0} transactions so far`), 15_000);
   ticker.unref();

@@ -5,7 +5,7 @@ import type { Instance } from '#domain/model.ts';
 import { parseSiteConfig } from '#config/site-config.ts';
 import { startLocalSite, type LocalSite } from '#local/site.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { percentile, ratio, round, summarize } from './stats.ts';
 
 export const META_MACHINE_TYPE = 'gb200';
@@ -89,7 +89,7 @@ async function startMetaSite(endpoint: string, tableName: string, stream: boolea
     const admin = await site.issuer.mint({ sub: 'bench-admin', org: 'provider', roles: ['provider-admin'] }, '2h');
     const tenant = await site.issuer.mint({ sub: 'bench-tenant', org: ORG, roles: ['tenant'] }, '2h');
     // Our own reads go through a client of their own, outside the site's meter.
-    const observer = new FleetStore(createDocumentClient(endpoint), tableName);
+    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
     const call = async (method: string, path: string, token: string | undefined, body: unknown, expect: number[]) => {
       const response = await fetch(`${site.url}${path}`, {
         method,

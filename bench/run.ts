@@ -135,7 +135,7 @@ const sameCost = (a: Cost, b: Cost) =>
 function meterWindow(ops: OperationCost[]) {
   const window = perOperation(ops.map((o) => o.meterWindow));
   return {
-    unit: 'site.ctx.store.meter deltas over each call, divided by the count; per operation',
+    unit: 'the store client\'s metered deltas (bench/counter.ts) over each call, divided by the count; per operation',
     write_units_per_op: window.write_units_per_op.value,
     writes_per_op: window.writes_per_op.value,
     read_units_per_op: window.read_units_per_op.value,

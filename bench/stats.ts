@@ -40,7 +40,7 @@ export function ratio(a: number, b: number): number {
   return b > 0 ? round(a / b) : Number.NaN;
 }
 
-/** What one operation (or a stretch of them) cost, as FleetStore's meter and the request counter saw it. */
+/** What one operation (or a stretch of them) cost, as the request counter metered it (bench/counter.ts). */
 export interface Cost {
   writes: number;
   writeUnits: number;

@@ -5,7 +5,7 @@ import { ScanCommand, BatchWriteCommand, type DynamoDBDocumentClient } from '@aw
 import type { HealthOverride, Machine } from '#domain/model.ts';
 import { createTables } from '#local/tables.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { machineItem } from '#store/items.ts';
 import { countRequests, units } from './counter.ts';
 import { ratio, round } from './stats.ts';
@@ -162,18 +162,18 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
   const loadS = (performance.now() - t) / 1000;
   progress(`sweep reads: loaded in ${round(loadS, 1)} s`);
 
-  const store = new FleetStore(client, table);
+  const store = new DynamoFleetStore(client, table);
   const requests = countRequests(client);
   // The roster is fresh, so the sweep does not take its "silent site agent" branch (listing every meta-instance).
   await store.putSiteHeartbeat(null, { rosterSeenAt: new Date().toISOString(), digest: 'bench', machineCount: options.machines });
 
   const read = async <T>(what: () => Promise<T>) => {
-    const before = { ru: store.meter.readUnits, requests: { ...requests.counts } };
+    const before = { ru: requests.total.readUnits, requests: { ...requests.counts } };
     const t0 = performance.now();
     const value = await what();
     const ms = performance.now() - t0;
     const byCommand = Object.fromEntries(Object.entries(requests.counts).map(([k, v]) => [k, v - (before.requests[k] ?? 0)]).filter(([, v]) => v !== 0));
-    return { value, readUnits: round(store.meter.readUnits - before.ru), ms: round(ms, 1), requests: byCommand };
+    return { value, readUnits: round(requests.total.readUnits - before.ru), ms: round(ms, 1), requests: byCommand };
   };
 
   // ---- what one sweep run reads before it reconciles anything (services/reconcile.ts sweep) ----
@@ -212,11 +212,11 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
       sweep_limit: SWEEP_LIMIT,
       claim_sla_minutes: CLAIM_MS / 60_000,
       method:
-        'machine records built in memory, written with BatchWrite (25 per request, several in flight) through items.ts machineItem, so every index attribute is what the store would write; then the sweep\'s finding reads through FleetStore (dueEntities with the sweep\'s limit, getSiteHeartbeat, repairsToWatch) with store.meter.readUnits deltas, then one full Scan of the table (all pages, eventually consistent as the index queries are, Select COUNT, which consumes what a plain Scan does) with ReturnConsumedCapacity TOTAL',
+        'machine records built in memory, written with BatchWrite (25 per request, several in flight) through items.ts machineItem, so every index attribute is what the store would write; then the sweep\'s finding reads through DynamoFleetStore (dueEntities with the sweep\'s limit, getSiteHeartbeat, repairsToWatch) with read-unit deltas metered on its client (counter.ts), then one full Scan of the table (all pages, eventually consistent as the index queries are, Select COUNT, which consumes what a plain Scan does) with ReturnConsumedCapacity TOTAL',
     },
     load: { unit: 's', value: round(loadS, 1), machines_per_second: Math.round(options.machines / loadS), batch_retries: loaded.retries, concurrency: options.loadConcurrency },
     sweep: {
-      unit: 'read capacity units (store.meter.readUnits deltas), items returned, ms',
+      unit: 'read capacity units (deltas metered on the store\'s client), items returned, ms',
       read_units: round(sweepRu),
       items_read: sweepItems,
       due_entities: { read_units: due.readUnits, items: due.value.length, ms: due.ms, requests: due.requests },

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { SiteConfig } from '#config/site-config.ts';
 import { defaultCleanupTimings, type CleanupTimings } from '#domain/cleanup.ts';
@@ -13,7 +14,7 @@ import { randomIds } from '#services/lambda-context.ts';
 import { inProcessBus } from '#services/events.ts';
 import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient, type TableNames } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
 import { createLocalHttpServer, type ExtraRoute } from './api-gateway-adapter.ts';
 import { dashboardRoutes } from './dashboard.ts';
@@ -63,6 +64,8 @@ export interface LocalSite {
   simulator: SiteSimulator;
   /** The site's DynamoDB tables (tests dump them to check that a request changed nothing). */
   tableNames: TableNames;
+  /** The client the site's store sends through (idempotency records have their own): tests scan with it, the bench meters it. */
+  storeClient: DynamoDBDocumentClient;
   /** Resolves when what was written so far has been through the stream handler (tests). */
   streamIdle(timeoutMs?: number): Promise<void>;
   health(): Promise<Health>;
@@ -143,7 +146,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       log: (line) => write(`simulator  ${line}`),
     });
 
-    const store = new FleetStore(createDocumentClient(endpoint), names.table);
+    const storeClient = createDocumentClient(endpoint);
+    const store = new DynamoFleetStore(storeClient, names.table);
     const log = lineLog((line) => write(`controller ${line}`));
     const events = inProcessBus(lineLog((line) => write(`events     ${line}`)));
     // What CloudWatch would get in AWS (e.g. RepairsStuck), shown on /health locally.
@@ -241,7 +245,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     const server = await createLocalHttpServer({
       port: options.port,
-      handler: createHttpApi(ctx, names.idempotencyTable),
+      // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.
+      handler: createHttpApi(ctx, { client: createDocumentClient(endpoint), tableName: names.idempotencyTable }),
       verifyToken: (token) => issuer.verify(token) as Promise<Record<string, unknown>>,
       extraRoutes,
     });
@@ -271,6 +276,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       issuer,
       simulator,
       tableNames: names,
+      storeClient,
       streamIdle: (timeoutMs) => poller?.whenIdle(timeoutMs) ?? Promise.resolve(),
       health,
       stop: stopAll,

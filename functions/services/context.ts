@@ -3,7 +3,7 @@ import type { CleanupTimings } from '#domain/cleanup.ts';
 import type { CreateOutcome } from '#domain/instances.ts';
 import type { DeleteOutcome } from '#domain/cleanup.ts';
 import type { Clock, IdSource } from '#domain/model.ts';
-import type { FleetStore } from '#store/fleet-store.ts';
+import type { FleetStore } from '#store/port.ts';
 import type { SafetyRules } from '#domain/safety.ts';
 import type { EventPublisher } from './events.ts';
 

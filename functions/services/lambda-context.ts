@@ -5,7 +5,8 @@ import { parseSiteConfig, siteConfigSchema, type SiteConfig } from '#config/site
 import { defaultCleanupTimings } from '#domain/cleanup.ts';
 import { systemClock, type IdSource } from '#domain/model.ts';
 import { createDocumentClient, tableNamesFromEnv } from '#store/client.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import type { IdempotencyPersistence } from '#handlers/api.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
 import type { AppContext, Log } from './context.ts';
 import { eventBridgePublisher } from './events.ts';
@@ -31,7 +32,7 @@ function configFromEnv(env: NodeJS.ProcessEnv): SiteConfig {
 }
 
 /** The context of a deployed Lambda, from its environment; built once per cold start. */
-export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext & { idempotencyTable: string } {
+export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext & { idempotency: IdempotencyPersistence } {
   const config = configFromEnv(env);
   // Two sites in one account must not share the RepairsStuck alarm.
   sharedMetrics.setDefaultDimensions({ site: config.site.name });
@@ -43,7 +44,7 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext
   const metrics = sharedMetrics;
   if (!env.EVENT_BUS_NAME) throw new Error('EVENT_BUS_NAME must be set');
   return {
-    store: new FleetStore(client, names.table),
+    store: new DynamoFleetStore(client, names.table),
     config,
     clock: systemClock,
     ids: randomIds,
@@ -52,7 +53,8 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext
     metrics: { gauge: (name, value) => metrics.addMetric(name, MetricUnit.Count, value) },
     log,
     cleanupTimings: defaultCleanupTimings,
-    idempotencyTable: names.idempotencyTable,
+    // Idempotency records are written through the same client: one connection pool per cold start.
+    idempotency: { client, tableName: names.idempotencyTable },
   };
 }
 

@@ -1,4 +1,63 @@
+import type { Catalog } from '#domain/catalog.ts';
+import type { Change } from '#domain/change.ts';
+import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
+import type { SafetyState } from '#domain/safety.ts';
+import type { EntityRef } from './items.ts';
+import type { Page } from './paging.ts';
+
 /** Someone else changed a record between our read and our write: reload, decide again. */
 export class StaleWriteError extends Error {
   override name = 'StaleWriteError';
+}
+
+export interface PageRequest {
+  limit: number;
+  nextToken?: string | undefined;
+}
+
+/**
+ * What services and reconcilers read and write. DynamoFleetStore is the deployed implementation; MemoryFleetStore
+ * keeps the same rules in memory for tests. Reads of single records are strongly consistent; index reads may lag.
+ */
+export interface FleetStore {
+  getMachine(id: string): Promise<Machine | null>;
+  getInstance(id: string): Promise<Instance | null>;
+  getMetaInstance(id: string): Promise<MetaInstance | null>;
+  getTenant(org: string): Promise<Tenant | null>;
+  getCatalog(): Promise<Catalog>;
+  getSafety(): Promise<SafetyState | null>;
+  getSiteHeartbeat(): Promise<SiteHeartbeat | null>;
+
+  /** Instances bound to a meta-instance (all of them; the binding is the instance's own field). */
+  membersOf(metaInstanceId: string): Promise<Instance[]>;
+  /** Newest first; one org's, or the whole site's when `org` is null. */
+  listMetaInstances(org: string | null, page: PageRequest): Promise<Page<MetaInstance>>;
+  /** Meta-instances waiting for machines of a type, oldest first: they get freed machines in order. */
+  waitingMetaInstances(machineType: string, limit: number): Promise<MetaInstance[]>;
+  /** Meta-instance replacements still provisioning, site-wide. */
+  replacementsInFlight(): Promise<number>;
+  /** Candidates for allocation; the index may lag, so the claiming commit re-checks. */
+  allocatableMachines(machineType: string, limit?: number): Promise<Machine[]>;
+  listMachines(page: PageRequest): Promise<Page<Machine>>;
+  /** Unclaimed repair requests older than `unclaimedBefore`, and every claimed repair. */
+  repairsToWatch(unclaimedBefore: Date): Promise<Machine[]>;
+  /** Machines with a repair request: claimed (in-repair) ones first, then unclaimed ones, each stage oldest first. */
+  machinesAwaitingRepair(page: PageRequest): Promise<Page<Machine>>;
+  /** One org's instances, newest first, optionally of one status. */
+  listInstances(org: string, page: PageRequest & { status?: string | undefined }): Promise<Page<Instance>>;
+  /** A machine's history, newest first. */
+  listHistory(machineId: string, page: PageRequest): Promise<Page<HistoryEntry>>;
+  /** What the sweep must look at: records whose due time has come, earliest first. */
+  dueEntities(now: Date, limit: number): Promise<EntityRef[]>;
+
+  /** Store the agent's roster time (and digest), guarded by version (or by nothing stored yet). */
+  putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat>;
+  /**
+   * Commit one decision all-or-nothing: every record guarded by the version it was read at (or by not existing
+   * yet), history entries alongside. A lost race raises StaleWriteError and changes nothing.
+   */
+  commit(change: Change): Promise<void>;
+  /** Record an event's delivery once: false when a marker for `eventId` already exists (nothing is written then). */
+  recordEventDelivery(eventId: string, delivered: HistoryEntry): Promise<boolean>;
 }

@@ -21,7 +21,7 @@ beforeAll(async () => {
 afterAll(async () => site?.stop());
 
 const addInternalField = (key: Record<string, string>) =>
-  site.ctx.store.client.send(
+  site.storeClient.send(
     new UpdateCommand({ TableName: site.tableNames.table, Key: key, UpdateExpression: 'SET #f = :v', ExpressionAttributeNames: { '#f': internalField }, ExpressionAttributeValues: { ':v': 'not for clients' } }),
   );
 

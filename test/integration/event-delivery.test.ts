@@ -11,7 +11,7 @@ import { createStreamHandler } from '#handlers/stream.ts';
 import type { AppContext } from '#services/context.ts';
 import { inProcessBus, type EventPublisher } from '#services/events.ts';
 import { randomIds } from '#services/lambda-context.ts';
-import { FleetStore } from '#store/fleet-store.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { keys, outboxEntryOf } from '#store/items.ts';
 import { aMachine, AT } from '#test/support/fixtures.ts';
 import { streamRecords } from '#test/support/stream-records.ts';
@@ -26,7 +26,7 @@ type Tables = Awaited<ReturnType<typeof freshTables>>;
 
 function contextOn(tables: Tables, events: EventPublisher): AppContext {
   return {
-    store: new FleetStore(tables.client, tables.names.table),
+    store: new DynamoFleetStore(tables.client, tables.names.table),
     config: defaultSiteConfig(),
     clock: systemClock,
     ids: randomIds,

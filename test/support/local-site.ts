@@ -136,7 +136,7 @@ export async function scanTable(site: LocalSite, which: 'table' | 'idempotencyTa
   const items: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;
   do {
-    const page = await site.ctx.store.client.send(
+    const page = await site.storeClient.send(
       new ScanCommand({ TableName: site.tableNames[which], ConsistentRead: true, ...(start ? { ExclusiveStartKey: start } : {}) }),
     );
     items.push(...(page.Items ?? []));

@@ -6,7 +6,7 @@ import { routes } from '#http/routes/index.ts';
 import { routeKey } from '#test/support/local-site.ts';
 
 // The document against the route table it is made from: every route, its operationId, security, parameters,
-// body, responses and problem answers. (test/unit/openapi-drift.test.ts checks the schemas against the handlers.)
+// body, response and problem answers. (test/integration/openapi-drift.test.ts checks the schemas against the handlers.)
 
 const doc = openApiDocument(routes) as any;
 const operationOf = (route: Pick<Route, 'method' | 'path'>) => doc.paths?.[route.path]?.[route.method.toLowerCase()];

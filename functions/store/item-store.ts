@@ -1,0 +1,257 @@
+import type { Catalog } from '#domain/catalog.ts';
+import { emptyCatalog } from '#domain/catalog.ts';
+import type { Change } from '#domain/change.ts';
+import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
+import type { SafetyState } from '#domain/safety.ts';
+import {
+  DUE_PARTITION,
+  REPAIR_PARTITION,
+  entityRefOf,
+  eventDeliveryItem,
+  fromHistoryItem,
+  fromInstanceItem,
+  fromMachineItem,
+  fromMetaInstanceItem,
+  fromTenantItem,
+  historyItem,
+  instanceItem,
+  keys,
+  machineItem,
+  metaInstanceItem,
+  tenantItem,
+  type EntityRef,
+} from './items.ts';
+import type { Page } from './paging.ts';
+import { StaleWriteError, type FleetStore, type PageRequest } from './port.ts';
+import { indexes } from './table.ts';
+
+// What both implementations share: which item each record becomes, which index each listing reads and how, and
+// which writes a decision turns into. An implementation only supplies the table primitives (get, query, count,
+// transactional write), so the rules of the sparse indexes and of the guards cannot drift between them.
+
+export type Item = Record<string, unknown>;
+export type TableKey = { pk: string; sk: string };
+export type IndexDefinition = (typeof indexes)[keyof typeof indexes];
+
+/** A DynamoDB key condition on the sort key. */
+export type SortCondition = { between: [string, string] } | { atMost: string } | { beginsWith: string };
+
+/** One Query, described independently of how it is run. */
+export interface ItemQuery {
+  /** A GSI of table.ts; absent: the table itself (pk, sk). */
+  index?: IndexDefinition;
+  partition: string;
+  sort?: SortCondition;
+  /** Sort key descending (ScanIndexForward false). */
+  descending?: boolean;
+  limit?: number;
+  /** A filter applied after Limit, as DynamoDB does: a page may come back short, even empty, with a nextToken. */
+  where?: { attribute: string; equals: string };
+}
+
+export interface ItemPage {
+  items: Item[];
+  nextToken?: string | undefined;
+}
+
+/** A record written whole, guarded by the version it was read at or by not existing yet. */
+export type GuardedPut = { put: Item; expectedVersion: number | null };
+/** Make the next heartbeat compare the roster afresh (see Change.resetHeartbeatRoster). */
+export type RosterReset = { resetRoster: true };
+export type ItemWrite = GuardedPut | RosterReset;
+
+export const TRANSACTION_LIMIT = 100;
+
+/** The key attributes of a query's table or index, in the order DynamoDB reports them in LastEvaluatedKey. */
+export const keyAttributesOf = (query: Pick<ItemQuery, 'index'>): string[] =>
+  query.index ? ['pk', 'sk', query.index.pk, query.index.sk] : ['pk', 'sk'];
+
+export const sortAttributeOf = (query: Pick<ItemQuery, 'index'>): string => query.index?.sk ?? 'sk';
+export const partitionAttributeOf = (query: Pick<ItemQuery, 'index'>): string => query.index?.pk ?? 'pk';
+
+/** The writes of one decision, history included; over the transaction limit is a bug, not a lost race. */
+export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[] {
+  const writes: ItemWrite[] = [];
+  const guarded = <T extends { version: number }>(pair: { before: T | null; after: T }, toItem: (record: T) => Item) => {
+    writes.push({ put: toItem({ ...pair.after, version: (pair.before?.version ?? -1) + 1 }), expectedVersion: pair.before?.version ?? null });
+  };
+  for (const pair of change.machines ?? []) guarded(pair, machineItem);
+  for (const pair of change.instances ?? []) guarded(pair, instanceItem);
+  for (const pair of change.tenants ?? []) guarded(pair, tenantItem);
+  for (const pair of change.metaInstances ?? []) guarded(pair, metaInstanceItem);
+  if (change.catalog) guarded(change.catalog, (catalog) => ({ ...keys.siteCatalog, ...catalog }));
+  if (change.safety) guarded(change.safety, (safety) => ({ ...keys.siteSafety, ...safety }));
+  if (change.resetHeartbeatRoster) writes.push({ resetRoster: true });
+  for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
+  if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
+  return writes;
+}
+
+/** The table primitives an implementation provides; everything else is shared. */
+export abstract class ItemStore implements FleetStore {
+  protected abstract getItem(key: TableKey): Promise<Item | undefined>;
+  protected abstract queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage>;
+  protected abstract countItems(query: ItemQuery): Promise<number>;
+  /** All or nothing; a failed guard raises StaleWriteError. */
+  protected abstract writeItems(writes: ItemWrite[]): Promise<void>;
+  abstract putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat>;
+  /** The unique part of a history entry's sort key, so entries at the same instant do not overwrite each other. */
+  protected abstract historySuffix(): string;
+
+  async commit(change: Change): Promise<void> {
+    const writes = writesOf(change, () => this.historySuffix());
+    if (writes.length > 0) await this.writeItems(writes);
+  }
+
+  /**
+   * Record that an event went out: a marker per event id, written only while there is none, and the `delivered`
+   * history entry in the same transaction. False when its delivery was already recorded (a duplicated or
+   * redelivered stream record).
+   */
+  async recordEventDelivery(eventId: string, delivered: HistoryEntry): Promise<boolean> {
+    try {
+      await this.writeItems([
+        { put: eventDeliveryItem(eventId, delivered), expectedVersion: null },
+        { put: historyItem(delivered, this.historySuffix()), expectedVersion: null },
+      ]);
+      return true;
+    } catch (error) {
+      if (error instanceof StaleWriteError) return false;
+      throw error;
+    }
+  }
+
+  async getMachine(id: string): Promise<Machine | null> {
+    const item = await this.getItem(keys.machine(id));
+    return item ? fromMachineItem(item) : null;
+  }
+
+  async getInstance(id: string): Promise<Instance | null> {
+    const item = await this.getItem(keys.instance(id));
+    return item ? fromInstanceItem(item) : null;
+  }
+
+  async getMetaInstance(id: string): Promise<MetaInstance | null> {
+    const item = await this.getItem(keys.metaInstance(id));
+    return item ? fromMetaInstanceItem(item) : null;
+  }
+
+  async getTenant(org: string): Promise<Tenant | null> {
+    const item = await this.getItem(keys.tenant(org));
+    return item ? fromTenantItem(item) : null;
+  }
+
+  async getCatalog(): Promise<Catalog> {
+    const item = await this.getItem(keys.siteCatalog);
+    return item ? { types: item.types as Catalog['types'], version: item.version as number } : emptyCatalog();
+  }
+
+  async getSafety(): Promise<SafetyState | null> {
+    const item = await this.getItem(keys.siteSafety);
+    return item ? { repairStorm: item.repairStorm as SafetyState['repairStorm'], quarantines: item.quarantines as string[], version: item.version as number } : null;
+  }
+
+  async getSiteHeartbeat(): Promise<SiteHeartbeat | null> {
+    const item = await this.getItem(keys.siteHeartbeat);
+    if (!item) return null;
+    return {
+      // A registration may have reset the digest before any roster was ever stored.
+      rosterSeenAt: typeof item.rosterSeenAt === 'string' ? item.rosterSeenAt : new Date(0).toISOString(),
+      digest: String(item.digest),
+      machineCount: Number(item.machineCount),
+      ...(typeof item.reconcilingUntil === 'string' ? { reconcilingUntil: item.reconcilingUntil } : {}),
+      version: Number(item.version),
+    };
+  }
+
+  async membersOf(metaInstanceId: string): Promise<Instance[]> {
+    return (await this.allItems({ index: indexes.members, partition: `META#${metaInstanceId}` })).map(fromInstanceItem);
+  }
+
+  async listMetaInstances(org: string | null, page: PageRequest): Promise<Page<MetaInstance>> {
+    const result = await this.queryItems(
+      { index: org ? indexes.byOrg : indexes.byKind, partition: org ? `ORG#${org}#META` : 'META', descending: true, limit: page.limit },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromMetaInstanceItem), nextToken: result.nextToken };
+  }
+
+  async waitingMetaInstances(machineType: string, limit: number): Promise<MetaInstance[]> {
+    const result = await this.queryItems({ index: indexes.waiting, partition: `WAIT#${machineType}`, limit });
+    return result.items.map(fromMetaInstanceItem);
+  }
+
+  /** The replacing index holds only replacements still provisioning. */
+  replacementsInFlight(): Promise<number> {
+    return this.countItems({ index: indexes.replacing, partition: 'REPLACING' });
+  }
+
+  async allocatableMachines(machineType: string, limit = 100): Promise<Machine[]> {
+    const result = await this.queryItems({ index: indexes.allocatable, partition: `ALLOC#${machineType}`, limit });
+    return result.items.map(fromMachineItem);
+  }
+
+  async listMachines(page: PageRequest): Promise<Page<Machine>> {
+    const result = await this.queryItems({ index: indexes.byKind, partition: 'MACHINE', limit: page.limit }, page.nextToken);
+    return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
+  }
+
+  /** Claimed repairs are all read: their deadlines depend on each machine's repair_eta. Costs what is in repair. */
+  async repairsToWatch(unclaimedBefore: Date): Promise<Machine[]> {
+    const stages: Array<[string, string]> = [
+      ['unclaimed#', `unclaimed#${unclaimedBefore.toISOString()}`],
+      ['in-repair#', 'in-repair#~'],
+    ];
+    const machines: Machine[] = [];
+    for (const between of stages) {
+      const items = await this.allItems({ index: indexes.repairRequested, partition: REPAIR_PARTITION, sort: { between } });
+      machines.push(...items.map(fromMachineItem));
+    }
+    return machines;
+  }
+
+  async machinesAwaitingRepair(page: PageRequest): Promise<Page<Machine>> {
+    const result = await this.queryItems({ index: indexes.repairRequested, partition: REPAIR_PARTITION, limit: page.limit }, page.nextToken);
+    return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
+  }
+
+  async listInstances(org: string, page: PageRequest & { status?: string | undefined }): Promise<Page<Instance>> {
+    const result = await this.queryItems(
+      {
+        index: indexes.byOrg,
+        partition: `ORG#${org}#INSTANCE`,
+        descending: true,
+        limit: page.limit,
+        ...(page.status ? { where: { attribute: 'status', equals: page.status } } : {}),
+      },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromInstanceItem), nextToken: result.nextToken };
+  }
+
+  async listHistory(machineId: string, page: PageRequest): Promise<Page<HistoryEntry>> {
+    const result = await this.queryItems(
+      { partition: keys.machine(machineId).pk, sort: { beginsWith: keys.historyPrefix }, descending: true, limit: page.limit },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromHistoryItem), nextToken: result.nextToken };
+  }
+
+  /** Costs what is due, not what the fleet holds. */
+  async dueEntities(now: Date, limit: number): Promise<EntityRef[]> {
+    const result = await this.queryItems({ index: indexes.due, partition: DUE_PARTITION, sort: { atMost: now.toISOString() }, limit });
+    return result.items.map(entityRefOf).filter((ref): ref is EntityRef => ref !== null);
+  }
+
+  private async allItems(query: ItemQuery): Promise<Item[]> {
+    const items: Item[] = [];
+    let nextToken: string | undefined;
+    do {
+      const page = await this.queryItems(query, nextToken);
+      items.push(...page.items);
+      nextToken = page.nextToken;
+    } while (nextToken);
+    return items;
+  }
+}

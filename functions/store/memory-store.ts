@@ -1,0 +1,154 @@
+import { ROSTER_RESET, type SiteHeartbeat } from '#domain/heartbeat.ts';
+import { keys } from './items.ts';
+import {
+  ItemStore,
+  keyAttributesOf,
+  partitionAttributeOf,
+  sortAttributeOf,
+  type Item,
+  type ItemPage,
+  type ItemQuery,
+  type ItemWrite,
+  type SortCondition,
+  type TableKey,
+} from './item-store.ts';
+import { decodePageToken, encodePageToken, invalidPageToken } from './paging.ts';
+import { StaleWriteError } from './port.ts';
+import { indexes } from './table.ts';
+
+/**
+ * The store in memory, for tests and benches: the same items (item-store.ts builds them with items.ts's mappers),
+ * the same guards and all-or-nothing transactions, and each Query emulated over those items as DynamoDB runs it
+ * (sparse index membership, sort order, Limit before filter, LastEvaluatedKey tokens). Deterministic: history
+ * suffixes count up. Not emulated: eventual consistency of the indexes and the 1 MB page size.
+ */
+export class MemoryFleetStore extends ItemStore {
+  private readonly items = new Map<string, Item>();
+  private historyCount = 0;
+
+  async putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat> {
+    const stored = this.items.get(itemKey(keys.siteHeartbeat));
+    const guardHolds = before ? stored?.version === before.version : stored?.version === undefined;
+    if (!guardHolds) throw new StaleWriteError('a record changed since it was read');
+    const version = (before?.version ?? 0) + 1;
+    const { reconcilingUntil: _dropped, ...kept } = stored ?? {};
+    this.put({ ...kept, ...keys.siteHeartbeat, ...after, version });
+    return { ...after, version };
+  }
+
+  protected historySuffix(): string {
+    return String(++this.historyCount).padStart(8, '0');
+  }
+
+  protected async writeItems(writes: ItemWrite[]): Promise<void> {
+    const written = new Set<string>();
+    for (const write of writes) {
+      const key = itemKey('resetRoster' in write ? keys.siteHeartbeat : (write.put as TableKey));
+      // DynamoDB refuses a transaction that touches one item twice (ValidationException): a bug, not a lost race.
+      if (written.has(key)) throw new Error(`a transaction cannot write ${key} twice`);
+      written.add(key);
+    }
+    const guardsHold = writes.every((write) => {
+      if ('resetRoster' in write) return true;
+      const stored = this.items.get(itemKey(write.put as TableKey));
+      return write.expectedVersion === null ? stored === undefined : stored?.version === write.expectedVersion;
+    });
+    if (!guardsHold) throw new StaleWriteError('a record changed since it was read');
+    for (const write of writes) {
+      if ('resetRoster' in write) {
+        const stored = this.items.get(itemKey(keys.siteHeartbeat));
+        this.put({ ...stored, ...keys.siteHeartbeat, digest: ROSTER_RESET, version: Number(stored?.version ?? 0) + 1 });
+      } else {
+        this.put(write.put);
+      }
+    }
+  }
+
+  protected async getItem(key: TableKey): Promise<Item | undefined> {
+    const item = this.items.get(itemKey(key));
+    return item ? structuredClone(item) : undefined;
+  }
+
+  protected async queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage> {
+    const matching = this.matching(query);
+    let from = 0;
+    if (nextToken) {
+      const start = decodePageToken(nextToken);
+      if (!this.isStartKeyOf(query, start)) throw invalidPageToken();
+      const after = (item: Item) => compareByQuery(query, item, start) > 0;
+      from = matching.findIndex(after);
+      if (from < 0) from = matching.length;
+    }
+    const evaluated = query.limit ? matching.slice(from, from + query.limit) : matching.slice(from);
+    // As DynamoDB: a page that stopped at Limit says where it stopped, even when nothing follows.
+    const last = query.limit && evaluated.length === query.limit ? evaluated.at(-1) : undefined;
+    const where = query.where;
+    return {
+      items: evaluated.filter((item) => !where || item[where.attribute] === where.equals).map((item) => structuredClone(item)),
+      nextToken: encodePageToken(last && Object.fromEntries(keyAttributesOf(query).map((name) => [name, last[name]]))),
+    };
+  }
+
+  protected async countItems(query: ItemQuery): Promise<number> {
+    return this.matching(query).length;
+  }
+
+  /** Items in the query's table or index, in its order, that satisfy its key condition. */
+  private matching(query: ItemQuery): Item[] {
+    const partition = partitionAttributeOf(query);
+    const sort = sortAttributeOf(query);
+    return [...this.items.values()]
+      .filter((item) => item[partition] === query.partition && typeof item[sort] === 'string' && satisfies(item[sort], query.sort))
+      .sort((a, b) => compareByQuery(query, a, b));
+  }
+
+  /** DynamoDB refuses an ExclusiveStartKey that is not a key of this table or index within the key condition. */
+  private isStartKeyOf(query: ItemQuery, start: Record<string, unknown>): boolean {
+    const names = keyAttributesOf(query);
+    const sortValue = start[sortAttributeOf(query)];
+    return (
+      Object.keys(start).length === names.length &&
+      names.every((name) => typeof start[name] === 'string') &&
+      start[partitionAttributeOf(query)] === query.partition &&
+      satisfies(sortValue as string, query.sort)
+    );
+  }
+
+  private put(item: Item): void {
+    for (const index of Object.values(indexes)) {
+      for (const name of [index.pk, index.sk]) {
+        // The table declares every index key as a string: anything else is a ValidationException there.
+        if (name in item && item[name] !== undefined && typeof item[name] !== 'string') throw new Error(`index key ${name} must be a string`);
+      }
+    }
+    const stored = withoutUndefined(item) as Item;
+    this.items.set(itemKey(stored as TableKey), stored);
+  }
+}
+
+const itemKey = (key: TableKey): string => JSON.stringify([key.pk, key.sk]);
+
+function satisfies(value: string, condition: SortCondition | undefined): boolean {
+  if (!condition) return true;
+  if ('between' in condition) return value >= condition.between[0] && value <= condition.between[1];
+  if ('atMost' in condition) return value <= condition.atMost;
+  return value.startsWith(condition.beginsWith);
+}
+
+/** Order within the query's partition: by its sort key, ties by the table key; descending when asked. */
+function compareByQuery(query: ItemQuery, a: Record<string, unknown>, b: Record<string, unknown>): number {
+  const sort = sortAttributeOf(query);
+  const ascending = compareStrings(a[sort], b[sort]) || compareStrings(a.pk, b.pk) || compareStrings(a.sk, b.sk);
+  return query.descending ? -ascending : ascending;
+}
+
+const compareStrings = (a: unknown, b: unknown): number => (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0);
+
+/** What the document client's marshalling (removeUndefinedValues) leaves of a value. */
+function withoutUndefined(value: unknown): unknown {
+  if (Array.isArray(value)) return value.filter((entry) => entry !== undefined).map(withoutUndefined);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined).map(([name, entry]) => [name, withoutUndefined(entry)]));
+  }
+  return value;
+}
