@@ -1,5 +1,5 @@
 import createFetchClient from 'openapi-fetch';
-import type { Answer, Init, Item, ListPath, Method, paths, PathsWith } from '#client/api.ts';
+import type { Answer, Init, InitArg, Item, ListPath, Method, paths, PathsWith } from '#client/api.ts';
 import { version } from '#http/version.ts';
 import type { Connection } from './config.ts';
 import { ApiError, CliError, type ProblemDocument } from './errors.ts';
@@ -9,8 +9,6 @@ import { ApiError, CliError, type ProblemDocument } from './errors.ts';
 
 export const noToken = 'no token: give --token, set FLEETWARD_TOKEN or add one to a profile (fleetward profile set)';
 
-/** `init` may be left out when nothing in it is required. */
-type InitArg<P extends PathsWith<M>, M extends Method> = {} extends Init<P, M> ? [init?: Init<P, M>] : [init: Init<P, M>];
 type Call<M extends Method> = <P extends PathsWith<M>>(path: P, ...init: InitArg<P, M>) => Promise<Answer<P, M>>;
 
 export interface Client {

@@ -47,6 +47,9 @@ export type Body<P extends ApiPath, M extends Method> =
 export type Init<P extends ApiPath, M extends Method> = ({} extends Params<P, M> ? { params?: Params<P, M> } : { params: Params<P, M> }) &
   ([Body<P, M>] extends [never] ? { body?: never } : Operation<P, M> extends { requestBody: object } ? { body: Body<P, M> } : { body?: Body<P, M> });
 
+/** The rest parameters of a call: `init` may be left out when nothing in it is required. */
+export type InitArg<P extends ApiPath, M extends Method> = {} extends Init<P, M> ? [init?: Init<P, M>] : [init: Init<P, M>];
+
 /** The GET routes that answer a page (`{ items, nextToken? }`), and the type of their items. */
 export type ListPath = { [P in PathsWith<'get'>]: Answer<P, 'get'> extends { items: unknown[] } ? P : never }[PathsWith<'get'>];
 export type Item<P extends ListPath> = Answer<P, 'get'> extends { items: Array<infer I> } ? I : never;
