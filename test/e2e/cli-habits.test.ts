@@ -69,6 +69,12 @@ describe('fleetward CLI habits', () => {
     expect(parseYaml(result.stderr)).toMatchObject({ status: 404, code: 'not-found' });
   });
 
+  it("a tenant's machine list refuses the provider's filters before asking the API (usage, exit 2)", async () => {
+    const result = await admin(['machine', 'list', '--org', 'acme', '--state', 'Ready']);
+    expect(result.code, shown(['machine', 'list', '--org', 'acme', '--state', 'Ready'], result)).toBe(2);
+    expect(result.stderr).toMatch(/--health-override only/);
+  });
+
   it('completion bash completes commands, subcommands, aliases, flags and flag values; zsh runs the same through bashcompinit', async () => {
     const bash = (await ok(['completion', 'bash'])).stdout;
     expect(complete(bash, [''])).toEqual(expect.arrayContaining(['machine', 'instance', 'meta-instance', 'safety', 'repairs', 'completion']));
