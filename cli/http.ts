@@ -62,6 +62,7 @@ export function createClient(connection: Connection): Client {
     <M extends Method>(method: M): Call<M> =>
     (path, ...init) =>
       send(method, path, init[0] as UntypedInit | undefined) as never;
+
   return {
     url: connection.url,
     get: call('get'),
