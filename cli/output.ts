@@ -1,8 +1,17 @@
+import { createRequire } from 'node:module';
 import { ApiError, CliError, type ProblemDocument } from './errors.ts';
 
-// Tables and key/value blocks for people, JSON for scripts; errors always on stderr.
+// Tables and key/value blocks for people, JSON or YAML for scripts; errors always on stderr.
 
-export type Format = 'table' | 'json';
+// Loaded only when YAML is asked for: importing `yaml` costs every run ~0.2 s of start-up.
+const require = createRequire(import.meta.url);
+const toYaml = (value: unknown): string => (require('yaml') as typeof import('yaml')).stringify(value);
+
+export const formats = ['table', 'json', 'yaml'] as const;
+export type Format = (typeof formats)[number];
+
+/** `--format`, or its alias `--output` (kubectl's `-o`). */
+export const chosenFormat = (options: { format?: Format; output?: Format }): Format => options.format ?? options.output ?? 'table';
 
 export interface Streams {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
@@ -20,6 +29,9 @@ const cell = (value: unknown): string => {
   if (typeof value === 'object') return JSON.stringify(value);
   return String(value);
 };
+
+/** One row without padding, for output that streams (its later rows are not known yet). */
+export const renderRow = <T>(row: T, columns: Column<T>[]): string => columns.map((c) => cell(c.value(row))).join('  ');
 
 /** Columns padded to their widest cell; the last column is not padded. */
 export function renderTable<T>(rows: T[], columns: Column<T>[]): string {
@@ -65,13 +77,28 @@ export class Output {
     this.streams = streams;
   }
 
-  get json(): boolean {
-    return this.format === 'json';
+  /** JSON or YAML: stdout carries the values only. */
+  get forScripts(): boolean {
+    return this.format !== 'table';
   }
 
-  /** In JSON mode the value itself; otherwise what `human` renders. */
+  /** The value as JSON or YAML text; undefined in table format. */
+  serialize(value: unknown): string | undefined {
+    if (this.format === 'json') return JSON.stringify(value, null, 2);
+    if (this.format === 'yaml') return toYaml(value);
+    return undefined;
+  }
+
+  /** For scripts the value itself; for people what `human` renders. */
   result(value: unknown, human: () => string): void {
-    this.line(this.json ? JSON.stringify(value, null, 2) : human());
+    this.line(this.serialize(value) ?? human());
+  }
+
+  /** One record of a stream: a JSON line, a YAML document, or what `human` renders on one line. */
+  record(value: unknown, human: () => string): void {
+    if (this.format === 'json') this.line(JSON.stringify(value));
+    else if (this.format === 'yaml') this.line(`---\n${toYaml(value)}`);
+    else this.line(human());
   }
 
   line(text: string): void {
@@ -83,14 +110,16 @@ export class Output {
     this.streams.stderr.write(`${text}\n`);
   }
 
-  /** The problem's detail and field errors (or, with --output json, the problem document) on stderr. */
+  /** The problem's detail and field errors (or, with --format json|yaml, the problem document) on stderr. */
   error(error: unknown): number {
     if (error instanceof ApiError) {
-      this.streams.stderr.write(this.json ? `${JSON.stringify(error.problem, null, 2)}\n` : describeProblem(error.problem));
+      const document = this.serialize(error.problem);
+      this.streams.stderr.write(document === undefined ? describeProblem(error.problem) : `${document.trimEnd()}\n`);
       return 1;
     }
     if (error instanceof CliError) {
-      this.streams.stderr.write(this.json ? `${JSON.stringify({ error: error.message })}\n` : `error: ${error.message}\n`);
+      const document = this.format === 'json' ? JSON.stringify({ error: error.message }) : this.serialize({ error: error.message });
+      this.streams.stderr.write(document === undefined ? `error: ${error.message}\n` : `${document.trimEnd()}\n`);
       return error.exitCode;
     }
     this.streams.stderr.write(`error: ${(error as Error)?.stack ?? String(error)}\n`);

@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
+import { completionCommand } from './commands/completion.ts';
 import { devCommand } from './commands/dev.ts';
 import { instanceCommand } from './commands/instance.ts';
 import { machineCommand } from './commands/machine.ts';
@@ -9,7 +10,7 @@ import { safetyCommand } from './commands/safety.ts';
 import { tenantCommand } from './commands/tenant.ts';
 import { versionCommand } from './commands/version.ts';
 import { exitCodes } from './errors.ts';
-import { Output, type Format } from './output.ts';
+import { chosenFormat, formats, Output } from './output.ts';
 import type { RuntimeDeps } from './runtime.ts';
 
 // The `fleetward` command line: global options, the command groups, and how a run ends (exit code, errors on
@@ -21,10 +22,10 @@ export function buildProgram(deps: RuntimeDeps = {}): Command {
     .option('--url <url>', 'API base URL (env FLEETWARD_URL; default http://127.0.0.1:8080)')
     .option('--token <token>', 'bearer token (env FLEETWARD_TOKEN)')
     .option('--profile <name>', 'profile from the config file (env FLEETWARD_PROFILE; file: FLEETWARD_CONFIG or ~/.config/fleetward/config.json)')
-    .addOption(new Option('-o, --output <format>', 'table for people, json for scripts').choices(['table', 'json']).default('table'))
-;
+    .addOption(new Option('-f, --format <format>', 'table for people, json or yaml for scripts (default: table)').choices(formats).conflicts('output'))
+    .addOption(new Option('-o, --output <format>', 'same as --format (kubectl habit)').choices(formats));
 
-  for (const make of [machineCommand, instanceCommand, metaInstanceCommand, tenantCommand, safetyCommand, repairsCommand, versionCommand, devCommand, profileCommand]) {
+  for (const make of [machineCommand, instanceCommand, metaInstanceCommand, tenantCommand, safetyCommand, repairsCommand, versionCommand, devCommand, profileCommand, completionCommand]) {
     program.addCommand(make(deps));
   }
   // Commands built with `new Command()` do not inherit settings: apply them to the whole tree.
@@ -51,7 +52,6 @@ export async function main(argv: string[], deps: RuntimeDeps = {}): Promise<numb
       // Help and --version end with code 0; usage mistakes were already printed by commander.
       return error.exitCode === 0 ? 0 : exitCodes.usage;
     }
-    const format = (program.opts<{ output?: Format }>().output ?? 'table') as Format;
-    return new Output(format, deps.streams).error(error);
+    return new Output(chosenFormat(program.opts()), deps.streams).error(error);
   }
 }

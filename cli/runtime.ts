@@ -1,17 +1,19 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import type { Body } from '#client/api.ts';
 import { resolveConnection, type Connection } from './config.ts';
 import { CliError } from './errors.ts';
 import { createClient, noToken, tokenClaims, type Client } from './http.ts';
-import { Output, type Format, type Streams } from './output.ts';
+import { chosenFormat, Output, type Format, type Streams } from './output.ts';
 
 // What a command's action needs: the output, the API client and who the caller is. Built from the global
-// options (`--url`, `--token`, `--profile`, `--output`) when the action runs.
+// options (`--url`, `--token`, `--profile`, `--format`/`--output`) when the action runs.
 
 export interface GlobalOptions {
   url?: string;
   token?: string;
   profile?: string;
-  output: Format;
+  format?: Format;
+  output?: Format;
 }
 
 export interface Runtime {
@@ -31,7 +33,7 @@ export interface RuntimeDeps {
 
 export function runtimeFor(command: Command, deps: RuntimeDeps = {}): Runtime {
   const options = command.optsWithGlobals<GlobalOptions>();
-  const out = new Output(options.output ?? 'table', deps.streams);
+  const out = new Output(chosenFormat(options), deps.streams);
   const connection = resolveConnection({ url: options.url, token: options.token, profile: options.profile }, deps.env ?? process.env);
   const claims = tokenClaims(connection.token);
   return {
@@ -62,6 +64,12 @@ export function parsePositiveInt(value: string): number {
   return n;
 }
 
+export function parseCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number (0 or more)');
+  return n;
+}
+
 export function parseSeconds(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a number of seconds');
@@ -84,14 +92,20 @@ export interface IssueFlags {
   details?: string;
 }
 
-/** An issue when any of its flags is given; the API judges it (e.g. a summary without a category is a 422). */
-export function issueFrom(flags: IssueFlags): { category?: string; summary?: string; details?: string } | undefined {
+/** The issue of a release (and of online repair), as the document types it: after the API normalised it. */
+type Issue = NonNullable<Body<'/v2/org/{org}/nico/instance/{id}', 'delete'>['machineHealthIssue']>;
+
+/**
+ * An issue when any of its flags is given. Sent as typed, unchecked: the API judges it (any letter case for the
+ * category; a summary without a category is its 422), so the CLI must not pre-empt it.
+ */
+export function issueFrom(flags: IssueFlags): Issue | undefined {
   if (flags.issueCategory === undefined && flags.summary === undefined && flags.details === undefined) return undefined;
   return {
     ...(flags.issueCategory !== undefined ? { category: flags.issueCategory } : {}),
     ...(flags.summary !== undefined ? { summary: flags.summary } : {}),
     ...(flags.details !== undefined ? { details: flags.details } : {}),
-  };
+  } as Issue;
 }
 
 export function addIssueOptions(command: Command): Command {

@@ -1,31 +1,18 @@
-import type { instanceView } from '#domain/instances.ts';
-import type { MachineView } from '#domain/machines.ts';
-import type { metaInstanceView } from '#domain/meta-instances.ts';
-import type { HealthOverride, HistoryEntry, Issue } from '#domain/model.ts';
-import type { RepairLogEntry, RepairStorm } from '#domain/safety.ts';
-import type { RepairWatch } from '#domain/stuck-repairs.ts';
+import type { Answer, Item } from '#client/api.ts';
 import { age, formatLabels, minutes, renderKeyValues, renderTable, type Column } from './output.ts';
 
 // How the API's objects look to people (API.md "Objects"). JSON output prints them unchanged. The types are the
-// views the API answers with (type imports only: the CLI runs none of the domain's code).
+// API's answers as the generated client knows them (client/api.ts).
 
-export type { HealthOverride };
-export type Machine = MachineView;
-export type Instance = ReturnType<typeof instanceView>;
-export type MetaInstance = ReturnType<typeof metaInstanceView>;
-export type { HistoryEntry };
-/** GET /admin/safety. */
-export interface Safety {
-  repairStorm: RepairStorm;
-  replacementsInFlight: number;
-}
-/** POST /admin/safety/repair-storm/reset. */
-export interface SafetyReset extends Safety {
-  heldBackAtReset: string[];
-  applied: string[];
-}
-/** An item of GET /admin/repairs. */
-export type Repair = Pick<RepairWatch, 'machineId' | 'since' | 'waitingMinutes' | 'stage' | 'stuck' | 'deadline'>;
+export type Machine = Answer<'/admin/machines/{id}', 'get'>;
+export type HealthOverride = Machine['healthOverrides'][number];
+type Issue = NonNullable<HealthOverride['issue']>;
+export type Instance = Answer<'/v2/org/{org}/nico/instance/{id}', 'get'>;
+export type MetaInstance = Answer<'/v2/org/{org}/nico/meta-instance/{id}', 'get'>;
+export type HistoryEntry = Item<'/admin/machines/{id}/history'>;
+export type Safety = Answer<'/admin/safety', 'get'>;
+export type SafetyReset = Answer<'/admin/safety/repair-storm/reset', 'post'>;
+export type Repair = Item<'/admin/repairs'>;
 /** `repairs escalated`: a machine with out-for-repair and, when the automation escalated it, that history entry. */
 export interface Escalation {
   machineId: string;
@@ -37,7 +24,7 @@ export interface Escalation {
   message?: string;
   issue?: Issue;
   /** The RepairEscalated history entry of this episode; absent when out-for-repair was set by hand. */
-  escalated?: { at: string; actor: string; message?: string; earlierReports?: RepairLogEntry[] };
+  escalated?: { at: string; actor: string; message?: string; earlierReports?: unknown[] };
 }
 
 const sources = (m: Machine) => m.healthOverrides.map((o) => o.source);
@@ -89,6 +76,14 @@ export const renderLabels = (labels: Record<string, string>): string =>
         { header: 'key', value: ([k]) => k },
         { header: 'value', value: ([, v]) => v },
       ]);
+
+export const historyColumns: Column<HistoryEntry>[] = [
+  { header: 'at', value: (h) => h.at },
+  { header: 'actor', value: (h) => h.actor },
+  { header: 'action', value: (h) => h.action },
+  { header: 'instance', value: (h) => h.instanceId },
+  { header: 'message', value: (h) => h.message ?? issueText(h.issue) },
+];
 
 export const instanceColumns: Column<Instance>[] = [
   { header: 'id', value: (i) => i.id },

@@ -1,4 +1,13 @@
 // The Fleetward HTTP API as the dashboard uses it: GETs with a provider-admin bearer token.
+//
+// Typed by the same generated client types as the CLI (client/api.ts over client/api-types.ts), through JSDoc:
+// `npx tsc --noEmit` checks this file (checkJs) against the OpenAPI document, and the browser loads it as it is.
+// The CLI's runtime client (openapi-fetch) is not used here: the browser cannot import a bare npm specifier
+// without a bundle or an import map, and the dashboard's CSP (`default-src 'self'`) forbids the inline script an
+// import map needs. A bundle would add a build step to `npm start`, the tests and the CDK deployment; the few
+// lines below (path parameters, query) are all a GET needs, and their paths and answers are still type-checked.
+
+/** @import { Answer, InitArg, Item, ListPath, PathsWith } from '../client/api.ts' */
 
 const TOKEN_KEY = 'fleetward.dashboard.token';
 const LOCAL_SUBJECT = { sub: 'dashboard', org: 'provider', roles: ['provider-admin'] };
@@ -70,16 +79,17 @@ export function createApi(baseUrl) {
     else sessionStorage.removeItem(TOKEN_KEY);
   }
 
-  /** GET a path; the parsed JSON body, or an ApiError. A refused token is replaced once (locally) or needs sign-in. */
-  async function get(path, retried = false) {
+  /** The parsed JSON body of a GET, or an ApiError. A refused token is replaced once (locally) or needs sign-in. */
+  async function fetchJson(/** @type {string} */ target, retried = false) {
     if (!token) await mintLocal();
     let response;
     try {
-      response = await fetch(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+      response = await fetch(`${baseUrl}${target}`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
     } catch (error) {
-      throw new ApiError(path, 0, { detail: `network error: ${error instanceof Error ? error.message : String(error)}` });
+      throw new ApiError(target, 0, { detail: `network error: ${error instanceof Error ? error.message : String(error)}` });
     }
     const text = await response.text();
+    /** @type {any} */
     let body = text;
     try {
       body = text ? JSON.parse(text) : undefined;
@@ -88,29 +98,55 @@ export function createApi(baseUrl) {
     }
     if (response.status === 401) {
       setToken('');
-      if (!retried && localTokens) return get(path, true);
+      if (!retried && localTokens) return fetchJson(target, true);
       throw new SignInNeeded(`The token was refused (${body?.detail ?? '401'}). Sign in again.`);
     }
-    if (!response.ok) throw new ApiError(path, response.status, body);
+    if (!response.ok) throw new ApiError(target, response.status, body);
     return body;
   }
 
-  /** The items of a list route, following `nextToken` up to `maxPages` pages. `limit` is sent when given. */
-  async function list(path, limit = undefined, maxPages = Infinity) {
+  /**
+   * GET a route of the API: `get('/admin/machines/{id}', { params: { path: { id } } })`.
+   * @template {PathsWith<'get'>} P
+   * @param {P} path
+   * @param {InitArg<P, 'get'>} init
+   * @returns {Promise<Answer<P, 'get'>>}
+   */
+  function get(path, ...init) {
+    return fetchJson(urlOf(path, init[0]?.params));
+  }
+
+  /**
+   * The items of a list route, following `nextToken` up to `maxPages` pages; `limit` is sent when given.
+   * @template {ListPath} P
+   * @param {P} path
+   * @param {InitArg<P, 'get'>[0]} [init]
+   * @param {{ limit?: number, maxPages?: number }} [paging]
+   * @returns {Promise<Array<Item<P>>>}
+   */
+  async function list(path, init, { limit, maxPages = Infinity } = {}) {
+    /** @type {Array<Item<P>>} */
     const items = [];
-    let next;
+    /** @type {string | undefined} */
+    let nextToken;
     let pages = 0;
     do {
-      const query = [limit ? `limit=${limit}` : '', next ? `nextToken=${encodeURIComponent(next)}` : ''].filter(Boolean).join('&');
-      const page = await get(query ? `${path}${path.includes('?') ? '&' : '?'}${query}` : path);
-      items.push(...(Array.isArray(page) ? page : (page?.items ?? [])));
-      next = Array.isArray(page) ? undefined : page?.nextToken;
+      const given = /** @type {{ path?: object, query?: object }} */ (init?.params ?? {});
+      const params = { ...given, query: { ...given.query, limit, nextToken } };
+      const page = /** @type {{ items: Array<Item<P>>, nextToken?: string }} */ (await fetchJson(urlOf(path, params)));
+      items.push(...page.items);
+      nextToken = page.nextToken;
       pages += 1;
-    } while (next && pages < maxPages);
+    } while (nextToken && pages < maxPages);
     return items;
   }
 
-  /** Runs `fn`; null when it fails with 404 (a route this API does not have yet). */
+  /**
+   * Runs `fn`; null when it fails with 404 (a route this API does not have yet).
+   * @template T
+   * @param {() => Promise<T>} fn
+   * @returns {Promise<T | null>}
+   */
   async function optional(fn) {
     try {
       return await fn();
@@ -127,4 +163,18 @@ export function createApi(baseUrl) {
   }
 
   return { get, list, optional, setToken, signOut };
+}
+
+/**
+ * `/admin/machines/{id}` with its path parameters filled in (each one path segment) and the query appended.
+ * @param {string} path
+ * @param {unknown} params the call's `params`, already checked against the route by get()/list()'s types
+ */
+function urlOf(path, params) {
+  const { path: values = {}, query: search = {} } = /** @type {{ path?: Record<string, string>, query?: Record<string, unknown> }} */ (params ?? {});
+  const filled = path.replace(/\{(\w+)\}/g, (_, name) => encodeURIComponent(values[name] ?? ''));
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(search)) if (value !== undefined) query.set(name, String(value));
+  const text = query.toString();
+  return text ? `${filled}?${text}` : filled;
 }

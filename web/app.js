@@ -3,20 +3,26 @@ import { ApiError, SignInNeeded, apiBaseUrl, createApi } from './api.js';
 import { h, machineLink, table, time } from './dom.js';
 import { RECENT_MS, duration, fleetCounts, issueOf, issueText, latestOutcome, metaStatus, outcomeCandidates, override, pipeline, since, SOURCES } from './fleet.js';
 
+/** @import { Answer, Item } from '../client/api.ts' */
+/** @import { HistoryEntry, Machine, MetaInstance } from './fleet.js' */
+
 const REFRESH_MS = 2000;
 const HISTORY_LIMIT = 100;
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
 /** What the last refreshes found. `undefined`: never loaded; `null`: the API has no such route (panel hidden). */
 const state = {
-  /** @type {any} */ config: undefined,
-  /** @type {any[] | undefined} */ machines: undefined,
-  /** @type {any[] | null | undefined} */ metas: undefined,
-  /** @type {any} */ safety: undefined,
-  /** @type {any[] | null | undefined} */ stuck: undefined,
-  /** Repair outcomes found in machine histories, by machine id, with the machine version they were read at. */
+  /** @type {Answer<'/admin/config', 'get'> | undefined} */ config: undefined,
+  /** @type {Machine[] | undefined} */ machines: undefined,
+  /** @type {MetaInstance[] | null | undefined} */ metas: undefined,
+  /** @type {Answer<'/admin/safety', 'get'> | null | undefined} */ safety: undefined,
+  /** @type {Item<'/admin/repairs'>[] | null | undefined} */ stuck: undefined,
+  /**
+   * Repair outcomes found in machine histories, by machine id, with the machine version they were read at.
+   * @type {Map<string, { version: number, outcome: ReturnType<typeof latestOutcome> }>}
+   */
   outcomes: new Map(),
-  /** @type {{ id: string, machine?: any, history?: any[], error?: string } | null} */ detail: null,
+  /** @type {{ id: string, machine?: Machine, history?: HistoryEntry[], error?: string } | null} */ detail: null,
   /** @type {Date | null} */ lastOk: null,
   /** @type {Date | null} */ lastTry: null,
   /** @type {string[]} */ errors: [],
@@ -44,7 +50,12 @@ async function refresh() {
   /** @type {string[]} */
   const errors = [];
   /** Runs one read; a failure is recorded and shown, and the panel keeps its last data. */
-  const attempt = async (/** @type {() => Promise<any>} */ read) => {
+  /**
+   * @template T
+   * @param {() => Promise<T>} read
+   * @returns {Promise<T | undefined>}
+   */
+  const attempt = async (read) => {
     try {
       return await read();
     } catch (error) {
@@ -57,10 +68,10 @@ async function refresh() {
     state.lastTry = new Date();
     const [config, machines, metas, safety, stuck] = await Promise.all([
       state.config ?? attempt(() => api.get('/admin/config')),
-      attempt(() => api.list('/admin/machines', 500)),
-      attempt(() => api.optional(() => api.list('/admin/meta-instances', 500))),
+      attempt(() => api.list('/admin/machines', {}, { limit: 500 })),
+      attempt(() => api.optional(() => api.list('/admin/meta-instances', {}, { limit: 500 }))),
       attempt(() => api.optional(() => api.get('/admin/safety'))),
-      attempt(() => api.optional(() => api.list('/admin/repairs?stuck=true'))),
+      attempt(() => api.optional(() => api.list('/admin/repairs', { params: { query: { stuck: 'true' } } }))),
       loadDetail(errors),
     ]);
     if (config !== undefined) state.config = config;
@@ -87,13 +98,13 @@ async function refresh() {
 }
 
 /** Read the history of machines that may have a recent repair outcome, once per machine version. */
-async function loadOutcomes(/** @type {any[]} */ machines) {
+async function loadOutcomes(/** @type {Machine[]} */ machines) {
   const stale = outcomeCandidates(machines).filter((m) => state.outcomes.get(m.id)?.version !== m.version);
   // A few at a time: after a storm there may be many.
   for (let i = 0; i < stale.length; i += 8) {
     await Promise.all(
       stale.slice(i, i + 8).map(async (m) => {
-        const history = await api.list(`/admin/machines/${encodeURIComponent(m.id)}/history`, 50, 1);
+        const history = await api.list('/admin/machines/{id}/history', { params: { path: { id: m.id } } }, { limit: 50, maxPages: 1 });
         state.outcomes.set(m.id, { version: m.version, outcome: latestOutcome(history) });
       }),
     );
@@ -107,9 +118,12 @@ async function loadDetail(/** @type {string[]} */ errors) {
     state.detail = null;
     return;
   }
-  const path = `/admin/machines/${encodeURIComponent(id)}`;
+  const params = { path: { id } };
   try {
-    const [machine, history] = await Promise.all([api.get(path), api.list(`${path}/history`, HISTORY_LIMIT, 1)]);
+    const [machine, history] = await Promise.all([
+      api.get('/admin/machines/{id}', { params }),
+      api.list('/admin/machines/{id}/history', { params }, { limit: HISTORY_LIMIT, maxPages: 1 }),
+    ]);
     if (selectedMachine() === id) state.detail = { id, machine, history };
   } catch (error) {
     if (error instanceof SignInNeeded) throw error;
@@ -157,12 +171,12 @@ function renderStatus() {
   errors.hidden = state.errors.length === 0;
   errors.replaceChildren(...state.errors.map((e) => h('p', null, e)));
   const name = state.config?.config?.site?.name;
-  $('site-name').textContent = name ? `· site ${name}${state.config.version ? ` · ${state.config.version}` : ''}` : '';
+  $('site-name').textContent = name ? `· site ${name}${state.config?.version ? ` · ${state.config.version}` : ''}` : '';
 }
 
-const stat = (label, value, testid) => h('div', { class: 'stat', 'data-testid': testid }, h('span', { class: 'value' }, value), h('span', { class: 'label' }, label));
+const stat = (/** @type {string} */ label, /** @type {unknown} */ value, /** @type {string} */ testid) => h('div', { class: 'stat', 'data-testid': testid }, h('span', { class: 'value' }, value), h('span', { class: 'label' }, label));
 
-function renderFleet(/** @type {any[]} */ machines) {
+function renderFleet(/** @type {Machine[]} */ machines) {
   const counts = fleetCounts(machines);
   const overrides = Object.entries(counts.byOverride).sort(([a], [b]) => a.localeCompare(b));
   $('fleet-body').replaceChildren(
@@ -201,21 +215,22 @@ function renderFleet(/** @type {any[]} */ machines) {
   );
 }
 
-const issueCell = (/** @type {any} */ issue) =>
+const issueCell = (/** @type {HistoryEntry["issue"]} */ issue) =>
   issue ? h('span', { class: 'issue', title: issue.details ?? '' }, h('span', { class: 'category' }, issue.category), ' ', issue.summary) : h('span', { class: 'muted' }, 'none given');
 
-function renderPipeline(/** @type {any[]} */ machines, /** @type {number} */ now) {
+function renderPipeline(/** @type {Machine[]} */ machines, /** @type {number} */ now) {
   const p = pipeline(machines);
   const heldBack = new Set(state.safety?.repairStorm?.heldBack ?? []);
   const recent = [...state.outcomes.values()]
     .map((o) => o.outcome)
-    .filter((o) => o && now - Date.parse(o.at) <= RECENT_MS)
+    .filter((o) => o !== null)
+    .filter((o) => now - Date.parse(o.at) <= RECENT_MS)
     .sort((a, b) => b.at.localeCompare(a.at));
   const stuckById = new Map((state.stuck ?? []).map((s) => [s.machineId, s]));
   const stage = (/** @type {string} */ title, /** @type {number} */ n, /** @type {string} */ testid) =>
     h('span', { class: 'stage', 'data-testid': `${testid}-count` }, h('span', { class: 'value' }, n), h('span', { class: 'label' }, title));
 
-  const stuckFlag = (/** @type {any} */ m) => (stuckById.has(m.id) ? h('span', { class: 'badge bad' }, 'stuck') : null);
+  const stuckFlag = (/** @type {Machine} */ m) => (stuckById.has(m.id) ? h('span', { class: 'badge bad' }, 'stuck') : null);
   $('pipeline-body').replaceChildren(
     h(
       'div',
@@ -290,16 +305,19 @@ function renderPipeline(/** @type {any[]} */ machines, /** @type {number} */ now
       testid: 'pipeline-out-for-repair',
       rowTestid: 'pipeline-row',
     }),
-    state.stuck
-      ? table({
-          caption: 'Stuck repairs: past their service-level time',
-          columns: ['Machine', 'Stage', 'Waiting', 'Since'],
-          rows: state.stuck.map((s) => [machineLink(s.machineId), s.stage, duration((s.waitingMinutes ?? 0) * 60_000), time(s.since)]),
-          empty: 'No repair is stuck.',
-          testid: 'pipeline-stuck',
-          rowTestid: 'pipeline-row',
-        })
-      : null,
+    // Not a null child: replaceChildren() would show it as the text "null".
+    ...(state.stuck
+      ? [
+          table({
+            caption: 'Stuck repairs: past their service-level time',
+            columns: ['Machine', 'Stage', 'Waiting', 'Since'],
+            rows: state.stuck.map((s) => [machineLink(s.machineId), s.stage, duration((s.waitingMinutes ?? 0) * 60_000), time(s.since)]),
+            empty: 'No repair is stuck.',
+            testid: 'pipeline-stuck',
+            rowTestid: 'pipeline-row',
+          }),
+        ]
+      : []),
     table({
       caption: 'Completed and failed in the last 24 h',
       columns: ['Machine', 'Outcome', 'When', 'repair_status', 'Issue repaired'],
@@ -368,7 +386,7 @@ function renderMetas(/** @type {number} */ now) {
   );
 }
 
-const overrideList = (/** @type {any} */ m) =>
+const overrideList = (/** @type {Machine} */ m) =>
   m.healthOverrides.length ? m.healthOverrides.map((o, i) => [i > 0 ? ' ' : '', h('code', { class: 'source' }, o.source)]) : h('span', { class: 'muted' }, 'none');
 const labelList = (/** @type {Record<string, string>} */ labels) =>
   Object.entries(labels ?? {}).map(([k, v], i) => [i > 0 ? ', ' : '', h('code', null, `${k}=${v}`)]);

@@ -1,5 +1,11 @@
 // What the dashboard derives from the API's machines: pure functions, no DOM.
 
+/** @import { Answer, Item } from '../client/api.ts' */
+/** @typedef {Answer<'/admin/machines/{id}', 'get'>} Machine */
+/** @typedef {Machine['healthOverrides'][number]} HealthOverride */
+/** @typedef {Item<'/admin/machines/{id}/history'>} HistoryEntry */
+/** @typedef {Item<'/admin/meta-instances'>} MetaInstance */
+
 export const SOURCES = {
   reported: 'tenant-reported-issue',
   repairRequest: 'repair-request',
@@ -12,11 +18,14 @@ export const OUTCOME_EVENTS = ['RepairCompleted', 'RepairFailed', 'RepairEscalat
 /** How far back "recently" completed or failed repairs go. */
 export const RECENT_MS = 24 * 60 * 60 * 1000;
 
+/** @param {Pick<Machine, 'healthOverrides'>} machine @param {string} source @returns {HealthOverride | undefined} */
 export const override = (machine, source) => machine.healthOverrides.find((o) => o.source === source);
+/** @param {Pick<Machine, 'healthOverrides'>} machine @param {string} source */
 const has = (machine, source) => override(machine, source) !== undefined;
 
-/** Counts by state, by override source and by machine type, and how many are allocatable. */
+/** Counts by state, by override source and by machine type, and how many are allocatable. @param {Machine[]} machines */
 export function fleetCounts(machines) {
+  /** @type {Record<string, number>} */
   const byState = { Ready: 0, Assigned: 0, Cleanup: 0 };
   /** @type {Record<string, number>} */
   const byOverride = {};
@@ -37,7 +46,7 @@ export function fleetCounts(machines) {
 }
 
 /** The issue a machine is quarantined for: the tenant's report, else the repair request's. */
-export const issueOf = (machine) => override(machine, SOURCES.reported)?.issue ?? override(machine, SOURCES.repairRequest)?.issue;
+export const issueOf = (/** @type {Machine} */ machine) => override(machine, SOURCES.reported)?.issue ?? override(machine, SOURCES.repairRequest)?.issue;
 
 /**
  * Where each machine is in the repair pipeline (API.md's overrides):
@@ -45,8 +54,8 @@ export const issueOf = (machine) => override(machine, SOURCES.reported)?.issue ?
  * waiting: a repair request no repair tenant has claimed (nor can: out for repair); inRepair: a repair request and an instance (the claim);
  * outForRepair: taken out by a provider or escalated after repeated repairs.
  */
-export function pipeline(machines) {
-  const byAge = (source) => (a, b) => (override(a, source)?.createdAt ?? '').localeCompare(override(b, source)?.createdAt ?? '');
+export function pipeline(/** @type {Machine[]} */ machines) {
+  const byAge = (/** @type {string} */ source) => (/** @type {Machine} */ a, /** @type {Machine} */ b) => (override(a, source)?.createdAt ?? '').localeCompare(override(b, source)?.createdAt ?? '');
   const quarantined = machines.filter((m) => has(m, SOURCES.reported) && !has(m, SOURCES.repairRequest) && !has(m, SOURCES.outForRepair));
   // Out for repair keeps repair tenants away too: such a machine is listed there, not as waiting.
   const waiting = machines.filter((m) => has(m, SOURCES.repairRequest) && !m.instanceId && !has(m, SOURCES.outForRepair));
@@ -64,23 +73,25 @@ export function pipeline(machines) {
  * Machines whose history may hold a recent repair outcome: repair tenants leave `repair_status` on the machine,
  * a failed repair leaves it quarantined, an escalation takes it out for repair.
  */
-export const outcomeCandidates = (machines) =>
+export const outcomeCandidates = (/** @type {Machine[]} */ machines) =>
   machines.filter((m) => m.labels?.repair_status !== undefined || (has(m, SOURCES.reported) && !has(m, SOURCES.repairRequest)) || has(m, SOURCES.outForRepair));
 
-/** The newest repair outcome in a machine's history (newest first), or null. */
+/** The newest repair outcome in a machine's history (newest first), or null. @param {HistoryEntry[]} history */
 export function latestOutcome(history) {
-  const entry = history.find((h) => h.action === 'event-emitted' && OUTCOME_EVENTS.includes(h.message));
+  const entry = history.find((h) => h.action === 'event-emitted' && OUTCOME_EVENTS.includes(h.message ?? ''));
   if (!entry) return null;
   const before = history.slice(history.indexOf(entry));
   const released = before.find((h) => h.action === 'instance-released-by-repair-tenant');
   // What was repaired: the tenant's report that started it.
   const reported = before.find((h) => h.action === 'instance-released' && h.issue);
+  // An event's detail is free-form in the API; the repair events carry these.
+  const detail = /** @type {{ labels?: Record<string, string>, issue?: HistoryEntry['issue'] }} */ (entry.event?.detail ?? {});
   return {
     machineId: entry.machineId,
-    outcome: entry.message.replace(/^Repair/, ''),
+    outcome: (entry.message ?? '').replace(/^Repair/, ''),
     at: entry.at,
-    repairStatus: entry.event?.detail?.labels?.repair_status ?? released?.message?.replace(/^repair_status: /, ''),
-    issue: reported?.issue ?? entry.event?.detail?.issue,
+    repairStatus: detail.labels?.repair_status ?? released?.message?.replace(/^repair_status: /, ''),
+    issue: reported?.issue ?? detail.issue,
   };
 }
 
@@ -105,7 +116,7 @@ export const issueText = (issue) => (issue ? `${issue.category}: ${issue.summary
  * A meta-instance's status as people read it. Failures up to the limit are retried at once (still Placing);
  * past it the reconciler backs off (Retrying).
  */
-export function metaStatus(meta, maxFailures) {
+export function metaStatus(/** @type {MetaInstance} */ meta, /** @type {number | undefined} */ maxFailures) {
   const n = meta.consecutiveFailures ?? 0;
   const max = maxFailures ?? '?';
   if (meta.status === 'Retrying') return `Retrying · ${n} consecutive failures (limit ${max}), backing off`;

@@ -15,10 +15,7 @@ export function devCommand(deps: RuntimeDeps): Command {
     .requiredOption('--roles <roles>', `comma-separated: ${roles.join(', ')}`, (value: string) => value.split(',').map((r) => r.trim()).filter(Boolean))
     .action(
       action(deps, async (rt, _args, o: { sub: string; org: string; roles: string[] }) => {
-        const { token } = await rt.client.request<{ token: string }>('POST', '/_local/token', {
-          anonymous: true,
-          body: { sub: o.sub, org: o.org, roles: o.roles },
-        });
+        const token = await rt.client.mintLocalToken({ sub: o.sub, org: o.org, roles: o.roles });
         rt.out.result({ token }, () => token);
       }),
     );

@@ -1,5 +1,4 @@
 import { Command, Option } from 'commander';
-import { path } from '../http.ts';
 import { renderTable } from '../output.ts';
 import { action, addIssueOptions, addWaitOptions, collectLabel, issueFrom, parsePositiveInt, type IssueFlags, type Runtime, type RuntimeDeps } from '../runtime.ts';
 import { instanceColumns, renderInstance, type Instance } from '../views.ts';
@@ -8,13 +7,15 @@ import { addShowCommand, orgOption, type OrgOption, type WaitFlags } from './org
 
 // `fleetward instance ...`: a tenant's instances (`/v2/org/{org}/nico/instance`).
 
-const statuses = ['Provisioning', 'Ready', 'Repairing', 'Terminating', 'Terminated', 'Failed'];
+type Status = Instance['status'];
+const statuses: Status[] = ['Provisioning', 'Ready', 'Repairing', 'Terminating', 'Terminated', 'Failed'];
 
-const base = (rt: Runtime, o: OrgOption) => path`/v2/org/${rt.org(o.org)}/nico/instance`;
-const getInstance = (rt: Runtime, o: OrgOption, id: string) => rt.client.request<Instance>('GET', `${base(rt, o)}${path`/${id}`}`);
+const org = (rt: Runtime, o: OrgOption) => ({ path: { org: rt.org(o.org) } });
+const one = (rt: Runtime, o: OrgOption, id: string) => ({ path: { org: rt.org(o.org), id } });
+const getInstance = (rt: Runtime, o: OrgOption, id: string): Promise<Instance> => rt.client.get('/v2/org/{org}/nico/instance/{id}', { params: one(rt, o, id) });
 
 /** Polls the instance until `until` (or Failed, which fails the command). */
-function waitForStatus(rt: Runtime, o: OrgOption & WaitFlags, id: string, until: string): Promise<Instance> {
+function waitForStatus(rt: Runtime, o: OrgOption & WaitFlags, id: string, until: Status): Promise<Instance> {
   return waitFor({
     label: `instance ${id}`,
     poll: () => getInstance(rt, o, id),
@@ -39,7 +40,8 @@ export function instanceCommand(deps: RuntimeDeps): Command {
     'the instance is Ready (or Failed)',
   ).action(
     action(deps, async (rt, _args, o: OrgOption & WaitFlags & { machineType?: string; machineId?: string; name?: string; label?: Record<string, string> }) => {
-      let created = await rt.client.request<Instance>('POST', base(rt, o), {
+      let created = await rt.client.post('/v2/org/{org}/nico/instance', {
+        params: org(rt, o),
         body: {
           ...(o.machineType !== undefined ? { machineType: o.machineType } : {}),
           ...(o.machineId !== undefined ? { machineId: o.machineId } : {}),
@@ -59,8 +61,8 @@ export function instanceCommand(deps: RuntimeDeps): Command {
     .option('--limit <n>', 'at most this many (default: all)', parsePositiveInt)
     .addOption(orgOption())
     .action(
-      action(deps, async (rt, _args, o: OrgOption & { status?: string; limit?: number }) => {
-        const items = await rt.client.list<Instance>(base(rt, o), { status: o.status }, o.limit);
+      action(deps, async (rt, _args, o: OrgOption & { status?: Status; limit?: number }) => {
+        const items = await rt.client.list('/v2/org/{org}/nico/instance', { params: { ...org(rt, o), query: { status: o.status } } }, o.limit);
         rt.out.result({ items }, () => (items.length === 0 ? 'no instances' : renderTable(items, instanceColumns)));
       }),
     );
@@ -80,7 +82,8 @@ export function instanceCommand(deps: RuntimeDeps): Command {
   ).action(
     action(deps, async (rt, [id], o: OrgOption & WaitFlags & IssueFlags & { repairTenant?: boolean }) => {
       const issue = issueFrom(o);
-      let released = await rt.client.request<Instance>('DELETE', `${base(rt, o)}${path`/${id}`}`, {
+      let released = await rt.client.delete('/v2/org/{org}/nico/instance/{id}', {
+        params: one(rt, o, id),
         body: { ...(issue ? { machineHealthIssue: issue } : {}), ...(o.repairTenant ? { isRepairTenant: true } : {}) },
       });
       if (o.wait && released.status !== 'Terminated') released = await waitForStatus(rt, o, id, 'Terminated');
@@ -98,7 +101,8 @@ export function instanceCommand(deps: RuntimeDeps): Command {
   ).action(
     action(deps, async (rt, [id], o: OrgOption & IssueFlags) => {
       const issue = issueFrom(o);
-      const patched = await rt.client.request<Instance>('PATCH', `${base(rt, o)}${path`/${id}`}`, {
+      const patched = await rt.client.patch('/v2/org/{org}/nico/instance/{id}', {
+        params: one(rt, o, id),
         body: { onlineRepair: { enabled: true, ...(issue ? { issue } : {}) } },
       });
       rt.out.result(patched, () => renderInstance(patched));
@@ -111,7 +115,7 @@ export function instanceCommand(deps: RuntimeDeps): Command {
     .addOption(orgOption())
     .action(
       action(deps, async (rt, [id], o: OrgOption) => {
-        const patched = await rt.client.request<Instance>('PATCH', `${base(rt, o)}${path`/${id}`}`, { body: { onlineRepair: { enabled: false } } });
+        const patched = await rt.client.patch('/v2/org/{org}/nico/instance/{id}', { params: one(rt, o, id), body: { onlineRepair: { enabled: false } } });
         rt.out.result(patched, () => renderInstance(patched));
       }),
     );

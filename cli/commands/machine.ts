@@ -1,8 +1,11 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Command, Option } from 'commander';
-import { path } from '../http.ts';
-import { renderTable } from '../output.ts';
-import { action, collectLabel, parseBoolean, parsePositiveInt, parseSeconds, type Runtime, type RuntimeDeps } from '../runtime.ts';
-import { machineColumns, renderLabels, renderMachine, renderOverrides, type HealthOverride, type Machine } from '../views.ts';
+import type { Body, Query } from '#client/api.ts';
+import { CliError } from '../errors.ts';
+import { advance, entriesSince } from '../history.ts';
+import { renderRow, renderTable } from '../output.ts';
+import { action, collectLabel, parseBoolean, parseCount, parsePositiveInt, parseSeconds, type Runtime, type RuntimeDeps } from '../runtime.ts';
+import { historyColumns, machineColumns, renderLabels, renderMachine, renderOverrides, type HistoryEntry, type Machine } from '../views.ts';
 import { waitFor } from '../wait.ts';
 
 // `fleetward machine ...`: the operator's view of a machine (carbide-admin-cli's `machine show`,
@@ -13,19 +16,35 @@ interface OrgOption {
   org?: string;
 }
 
-/** The machine routes this caller should use: /admin for provider admins, the org's routes otherwise. */
-function machineBase(rt: Runtime, options: OrgOption): { tenant: boolean; base: string } {
-  if (options.org === undefined && rt.isProviderAdmin()) return { tenant: false, base: '/admin/machines' };
-  return { tenant: true, base: path`/v2/org/${rt.org(options.org)}/nico/machine` };
-}
+/** Whether this caller uses the org's machine routes: without provider-admin, or when --org names one. */
+const asTenant = (rt: Runtime, options: OrgOption): boolean => options.org !== undefined || !rt.isProviderAdmin();
+const tenantMachine = (rt: Runtime, options: OrgOption, machineId: string) => ({ path: { org: rt.org(options.org), machineId } });
 
 const orgOption = () => new Option('--org <org>', "use the tenant routes of this org (default for tokens without provider-admin)");
 
-const getMachine = (rt: Runtime, options: OrgOption, id: string) => rt.client.request<Machine>('GET', `${machineBase(rt, options).base}${path`/${id}`}`);
+const getMachine = (rt: Runtime, options: OrgOption, id: string) =>
+  asTenant(rt, options)
+    ? rt.client.get('/v2/org/{org}/nico/machine/{machineId}', { params: tenantMachine(rt, options, id) })
+    : rt.client.get('/admin/machines/{id}', { params: { path: { id } } });
 
-async function patchLabels(rt: Runtime, options: OrgOption, id: string, labels: Record<string, string | null>): Promise<Machine> {
-  const { tenant, base } = machineBase(rt, options);
-  return rt.client.request<Machine>('PATCH', tenant ? `${base}${path`/${id}`}` : path`/admin/machines/${id}/labels`, { body: { labels } });
+const patchLabels = (rt: Runtime, options: OrgOption, id: string, labels: Record<string, string | null>) =>
+  asTenant(rt, options)
+    ? rt.client.patch('/v2/org/{org}/nico/machine/{machineId}', { params: tenantMachine(rt, options, id), body: { labels } })
+    : rt.client.patch('/admin/machines/{id}/labels', { params: { path: { id } }, body: { labels } });
+
+type MachineFilters = { state?: NonNullable<Query<'/admin/machines', 'get'>['state']>; machineType?: string; healthOverride?: string; allocatable?: boolean };
+
+/** The fleet for provider admins (every filter); the org's view otherwise, which filters by override only. */
+function listMachines(rt: Runtime, o: OrgOption & MachineFilters, max: number | undefined) {
+  const { state, machineType, healthOverride, allocatable } = o;
+  if (!asTenant(rt, o)) {
+    const query = { state, machineType, healthOverride, allocatable: allocatable === undefined ? undefined : (String(allocatable) as 'true' | 'false') };
+    return rt.client.list('/admin/machines', { params: { query } }, max);
+  }
+  if (state !== undefined || machineType !== undefined || allocatable !== undefined) {
+    throw new CliError("--state, --machine-type and --allocatable filter the provider's machine list; a tenant's list takes --health-override only", 2);
+  }
+  return rt.client.list('/v2/org/{org}/nico/machine', { params: { path: { org: rt.org(o.org) }, query: { healthOverride } } }, max);
 }
 
 export function machineCommand(deps: RuntimeDeps): Command {
@@ -41,12 +60,8 @@ export function machineCommand(deps: RuntimeDeps): Command {
     .option('--limit <n>', 'at most this many (default: all)', parsePositiveInt)
     .addOption(orgOption())
     .action(
-      action(deps, async (rt, _args, o: OrgOption & { state?: string; machineType?: string; healthOverride?: string; allocatable?: boolean; limit?: number }) => {
-        const items = await rt.client.list<Machine>(
-          machineBase(rt, o).base,
-          { state: o.state, machineType: o.machineType, healthOverride: o.healthOverride, allocatable: o.allocatable },
-          o.limit,
-        );
+      action(deps, async (rt, _args, o: OrgOption & MachineFilters & { limit?: number }) => {
+        const items: Machine[] = await listMachines(rt, o, o.limit);
         rt.out.result({ items }, () => (items.length === 0 ? 'no machines' : renderTable(items, machineColumns)));
       }),
     );
@@ -81,20 +96,38 @@ export function machineCommand(deps: RuntimeDeps): Command {
     .option('--limit <n>', 'at most this many entries', parsePositiveInt, 50)
     .action(
       action(deps, async (rt, [id], o: { limit: number }) => {
-        const items = await rt.client.list<{ at: string; actor: string; action: string; instanceId?: string; message?: string; issue?: { category: string; summary: string } }>(
-          path`/admin/machines/${id}/history`,
-          {},
-          o.limit,
-        );
-        rt.out.result({ items }, () =>
-          renderTable(items, [
-            { header: 'at', value: (h) => h.at },
-            { header: 'actor', value: (h) => h.actor },
-            { header: 'action', value: (h) => h.action },
-            { header: 'instance', value: (h) => h.instanceId },
-            { header: 'message', value: (h) => h.message ?? (h.issue ? `${h.issue.category}: ${h.issue.summary}` : undefined) },
-          ]),
-        );
+        const items = await rt.client.list('/admin/machines/{id}/history', { params: { path: { id } } }, o.limit);
+        rt.out.result({ items }, () => renderTable(items, historyColumns));
+      }),
+    );
+
+  machine
+    .command('watch')
+    .description("follow the machine's history live: new entries oldest first, until Ctrl-C (provider)")
+    .argument('<machine-id>')
+    .option('--interval <seconds>', 'how often to poll', parseSeconds, 2)
+    .option('--tail <n>', 'start with this many of the latest entries (0: only what comes next)', parseCount, 10)
+    .action(
+      action(deps, async (rt, [id], o: { interval: number; tail: number }) => {
+        const print = (entries: HistoryEntry[]) => entries.forEach((entry) => rt.out.record(entry, () => renderRow(entry, historyColumns)));
+        // Ctrl-C ends the watch as asked for: exit 0, nothing half-printed.
+        const stop = new AbortController();
+        const onInterrupt = () => stop.abort();
+        process.once('SIGINT', onInterrupt);
+        try {
+          const latest = await rt.client.get('/admin/machines/{id}/history', { params: { path: { id }, query: { limit: Math.max(o.tail, 10) } } });
+          print(latest.items.slice(0, o.tail).reverse());
+          let cursor = advance(undefined, latest.items);
+          while (!stop.signal.aborted) {
+            await sleep(o.interval * 1000, undefined, { signal: stop.signal }).catch(() => undefined);
+            if (stop.signal.aborted) break;
+            const fresh = await entriesSince(rt.client, id, cursor);
+            print(fresh);
+            cursor = advance(cursor, fresh);
+          }
+        } finally {
+          process.off('SIGINT', onInterrupt);
+        }
       }),
     );
 
@@ -113,10 +146,9 @@ function healthOverrideCommand(deps: RuntimeDeps): Command {
     .addOption(orgOption())
     .action(
       action(deps, async (rt, [id], o: OrgOption) => {
-        const { tenant, base } = machineBase(rt, o);
-        const items = tenant
+        const items = asTenant(rt, o)
           ? (await getMachine(rt, o, id)).healthOverrides
-          : (await rt.client.request<{ items: HealthOverride[] }>('GET', `${base}${path`/${id}/health-overrides`}`)).items;
+          : (await rt.client.get('/admin/machines/{id}/health-overrides', { params: { path: { id } } })).items;
         rt.out.result({ items }, () => renderOverrides(items));
       }),
     );
@@ -132,8 +164,9 @@ function healthOverrideCommand(deps: RuntimeDeps): Command {
     .option('--message <text>', 'why (shown in the alert)')
     .addOption(new Option('--mode <mode>', "override the template's mode").choices(['merge', 'replace']))
     .action(
-      action(deps, async (rt, [id], o: { template: string; message?: string; mode?: string }) => {
-        const created = await rt.client.request<HealthOverride>('POST', path`/admin/machines/${id}/health-overrides`, {
+      action(deps, async (rt, [id], o: { template: string; message?: string; mode?: Body<'/admin/machines/{id}/health-overrides', 'post'>['mode'] }) => {
+        const created = await rt.client.post('/admin/machines/{id}/health-overrides', {
+          params: { path: { id } },
           body: { template: o.template, ...(o.message !== undefined ? { message: o.message } : {}), ...(o.mode ? { mode: o.mode } : {}) },
         });
         rt.out.result(created, () => `added health override ${created.source} to machine ${id}\n${renderOverrides([created])}`);
@@ -147,7 +180,7 @@ function healthOverrideCommand(deps: RuntimeDeps): Command {
     .argument('<source>')
     .action(
       action(deps, async (rt, [id, source]) => {
-        await rt.client.request('DELETE', path`/admin/machines/${id}/health-overrides/${source}`);
+        await rt.client.delete('/admin/machines/{id}/health-overrides/{source}', { params: { path: { id, source } } });
         rt.out.result({ machineId: id, source, removed: true }, () => `removed health override ${source} from machine ${id}`);
       }),
     );

@@ -1,6 +1,5 @@
 import { Command } from 'commander';
 import { ApiError } from '../errors.ts';
-import { path } from '../http.ts';
 import { renderTable } from '../output.ts';
 import { action, addWaitOptions, collect, collectLabel, parsePositiveInt, type Runtime, type RuntimeDeps } from '../runtime.ts';
 import { metaInstanceColumns, renderMetaInstance, type MetaInstance } from '../views.ts';
@@ -9,8 +8,9 @@ import { addShowCommand, orgOption, type OrgOption, type WaitFlags } from './org
 
 // `fleetward meta-instance ...`: declarative capacity (`/v2/org/{org}/nico/meta-instance`).
 
-const base = (rt: Runtime, o: OrgOption) => path`/v2/org/${rt.org(o.org)}/nico/meta-instance`;
-const getMeta = (rt: Runtime, o: OrgOption, id: string) => rt.client.request<MetaInstance>('GET', `${base(rt, o)}${path`/${id}`}`);
+const org = (rt: Runtime, o: OrgOption) => ({ path: { org: rt.org(o.org) } });
+const one = (rt: Runtime, o: OrgOption, id: string) => ({ path: { org: rt.org(o.org), id } });
+const getMeta = (rt: Runtime, o: OrgOption, id: string): Promise<MetaInstance> => rt.client.get('/v2/org/{org}/nico/meta-instance/{id}', { params: one(rt, o, id) });
 
 const describe = (m: MetaInstance) =>
   `${m.status}, ${m.instanceIds.length} of ${m.minNodes} instance(s)${m.placementError ? ` (${m.placementError})` : m.lastFailureError ? ` (${m.lastFailureError})` : ''}`;
@@ -31,7 +31,8 @@ export function metaInstanceCommand(deps: RuntimeDeps): Command {
     'the meta-instance is Ready',
   ).action(
     action(deps, async (rt, _args, o: OrgOption & WaitFlags & { machineType: string; minNodes?: number; machineId?: string[]; sameRack?: boolean; label?: Record<string, string> }) => {
-      let created = await rt.client.request<MetaInstance>('POST', base(rt, o), {
+      let created = await rt.client.post('/v2/org/{org}/nico/meta-instance', {
+        params: org(rt, o),
         body: {
           machineType: o.machineType,
           ...(o.minNodes !== undefined ? { minNodes: o.minNodes } : {}),
@@ -60,7 +61,7 @@ export function metaInstanceCommand(deps: RuntimeDeps): Command {
     .addOption(orgOption())
     .action(
       action(deps, async (rt, _args, o: OrgOption & { limit?: number }) => {
-        const items = await rt.client.list<MetaInstance>(base(rt, o), {}, o.limit);
+        const items = await rt.client.list('/v2/org/{org}/nico/meta-instance', { params: org(rt, o) }, o.limit);
         rt.out.result({ items }, () => (items.length === 0 ? 'no meta-instances' : renderTable(items, metaInstanceColumns)));
       }),
     );
@@ -76,7 +77,7 @@ export function metaInstanceCommand(deps: RuntimeDeps): Command {
     'the meta-instance is gone',
   ).action(
     action(deps, async (rt, [id], o: OrgOption & WaitFlags) => {
-      const deleted = await rt.client.request<MetaInstance>('DELETE', `${base(rt, o)}${path`/${id}`}`);
+      const deleted = await rt.client.delete('/v2/org/{org}/nico/meta-instance/{id}', { params: one(rt, o, id) });
       if (o.wait) {
         await waitFor<MetaInstance | null>({
           label: `meta-instance ${id}`,

@@ -1,8 +1,8 @@
 import { Command } from 'commander';
-import { path } from '../http.ts';
+import { historyNewestFirst } from '../history.ts';
 import { renderTable } from '../output.ts';
 import { action, parsePositiveInt, type Runtime, type RuntimeDeps } from '../runtime.ts';
-import { escalationColumns, repairColumns, type Escalation, type HistoryEntry, type Machine, type Repair } from '../views.ts';
+import { escalationColumns, repairColumns, type Escalation, type HistoryEntry, type Machine } from '../views.ts';
 
 // `fleetward repairs list|escalated` (provider): machines with a repair request, where each is and how long it has
 // waited (GET /admin/repairs, `--stuck` for those past their SLA), and machines the automation sent out for
@@ -18,17 +18,10 @@ const PARALLEL = 8;
  * pages only until the entries are older than the override.
  */
 async function escalationEntry(rt: Runtime, machineId: string, since: string): Promise<HistoryEntry | undefined> {
-  let nextToken: string | undefined;
-  do {
-    const page = await rt.client.request<{ items: HistoryEntry[]; nextToken?: string }>('GET', path`/admin/machines/${machineId}/history`, {
-      query: { limit: HISTORY_PAGE, nextToken },
-    });
-    for (const entry of page.items) {
-      if (entry.at < since) return undefined;
-      if (entry.action === 'event-emitted' && entry.message === 'RepairEscalated') return entry;
-    }
-    nextToken = page.nextToken;
-  } while (nextToken);
+  for await (const entry of historyNewestFirst(rt.client, machineId, HISTORY_PAGE)) {
+    if (entry.at < since) return undefined;
+    if (entry.action === 'event-emitted' && entry.message === 'RepairEscalated') return entry;
+  }
   return undefined;
 }
 
@@ -74,7 +67,7 @@ export function repairsCommand(deps: RuntimeDeps): Command {
     .option('--limit <n>', 'at most this many (default: all)', parsePositiveInt)
     .action(
       action(deps, async (rt, _args, o: { stuck?: boolean; limit?: number }) => {
-        const items = await rt.client.list<Repair>('/admin/repairs', { stuck: o.stuck ? true : undefined }, o.limit);
+        const items = await rt.client.list('/admin/repairs', { params: { query: { stuck: o.stuck ? 'true' : undefined } } }, o.limit);
         rt.out.result({ items }, () => (items.length === 0 ? (o.stuck ? 'no stuck repairs' : 'no repairs') : renderTable(items, repairColumns)));
       }),
     );
@@ -85,7 +78,7 @@ export function repairsCommand(deps: RuntimeDeps): Command {
     .option('--limit <n>', 'at most this many (default: all)', parsePositiveInt)
     .action(
       action(deps, async (rt, _args, o: { limit?: number }) => {
-        const machines = await rt.client.list<Machine>('/admin/machines', { healthOverride: OUT_FOR_REPAIR }, o.limit);
+        const machines = await rt.client.list('/admin/machines', { params: { query: { healthOverride: OUT_FOR_REPAIR } } }, o.limit);
         const items = (await mapLimit(machines, PARALLEL, (m) => escalation(rt, m))).filter((e): e is Escalation => e !== undefined);
         rt.out.result({ items }, () => (items.length === 0 ? 'no machines out for repair' : renderTable(items, escalationColumns)));
       }),

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { action, type RuntimeDeps } from '../runtime.ts';
-import { renderSafety, renderSafetyReset, type Safety, type SafetyReset } from '../views.ts';
+import { renderSafety, renderSafetyReset } from '../views.ts';
 
 // `fleetward safety show|reset`: the repair-storm breaker (GET /admin/safety, POST /admin/safety/repair-storm/reset).
 // While it is tripped, tenant reports still quarantine but their repair requests are held back until a provider
@@ -14,9 +14,9 @@ export function safetyCommand(deps: RuntimeDeps): Command {
     .description('the breaker state, when it tripped, the machines it held back, meta-instance replacements in flight')
     .action(
       action(deps, async (rt) => {
-        const shown = await rt.client.request<Safety>('GET', '/admin/safety');
+        const shown = await rt.client.get('/admin/safety');
         rt.out.result(shown, () => renderSafety(shown));
-        if (!rt.out.json && shown.repairStorm.state === 'tripped') {
+        if (!rt.out.forScripts && shown.repairStorm.state === 'tripped') {
           rt.out.note('tripped: repair requests are held back; close it with `fleetward safety reset [--apply-held-back]`');
         }
       }),
@@ -29,7 +29,7 @@ export function safetyCommand(deps: RuntimeDeps): Command {
     .action(
       action(deps, async (rt, _args, o: { applyHeldBack?: boolean }) => {
         const applyHeldBack = o.applyHeldBack === true;
-        const reset = await rt.client.request<SafetyReset>('POST', '/admin/safety/repair-storm/reset', { body: { applyHeldBack } });
+        const reset = await rt.client.post('/admin/safety/repair-storm/reset', { body: { applyHeldBack } });
         rt.out.result(reset, () => renderSafetyReset(reset, applyHeldBack));
       }),
     );

@@ -1,15 +1,8 @@
 import { Command } from 'commander';
-import { path } from '../http.ts';
 import { renderKeyValues } from '../output.ts';
 import { action, parseBoolean, type RuntimeDeps } from '../runtime.ts';
 
 // `fleetward tenant set-capability <org> --targeted-instance-creation true|false` (provider).
-
-interface TenantView {
-  org: string;
-  capabilities: { targetedInstanceCreation: boolean };
-  updatedAt: string;
-}
 
 export function tenantCommand(deps: RuntimeDeps): Command {
   const tenant = new Command('tenant').description('tenant orgs and their capabilities (provider)');
@@ -20,7 +13,8 @@ export function tenantCommand(deps: RuntimeDeps): Command {
     .requiredOption('--targeted-instance-creation <bool>', 'may create instances on a chosen machine, list machines and release as a repair tenant', parseBoolean)
     .action(
       action(deps, async (rt, [org], o: { targetedInstanceCreation: boolean }) => {
-        const view = await rt.client.request<TenantView>('PUT', path`/admin/tenants/${org}`, {
+        const view = await rt.client.put('/admin/tenants/{org}', {
+          params: { path: { org } },
           body: { capabilities: { targetedInstanceCreation: o.targetedInstanceCreation } },
         });
         rt.out.result(view, () =>

@@ -16,7 +16,7 @@ export function versionCommand(deps: RuntimeDeps): Command {
           rt.out.result({ cli: cliVersion }, () => `fleetward CLI ${cliVersion}`);
           return;
         }
-        const site = await rt.client.request<{ version: string; config: Record<string, unknown> }>('GET', '/admin/config');
+        const site = await rt.client.get('/admin/config');
         rt.out.result({ cli: cliVersion, ...site }, () =>
           [`fleetward CLI ${cliVersion}`, `site ${rt.client.url}: fleetward ${site.version}`, '', '# runtime config', stringify(site.config)].join('\n'),
         );

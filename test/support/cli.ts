@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,8 +16,12 @@ export interface CliResult {
   json(): any;
 }
 
+type RunOptions = { token?: string | null; env?: Record<string, string>; stdin?: string };
+
 export interface CliRunner {
-  (args: string[], options?: { token?: string | null; env?: Record<string, string>; stdin?: string }): Promise<CliResult>;
+  (args: string[], options?: RunOptions): Promise<CliResult>;
+  /** Starts the CLI and hands back the process, for commands that run until stopped (`machine watch`). */
+  start(args: string[], options?: Omit<RunOptions, 'stdin'>): ChildProcessWithoutNullStreams;
   /** The config file this runner points FLEETWARD_CONFIG at (empty until a test writes it). */
   configFile: string;
 }
@@ -25,7 +29,7 @@ export interface CliRunner {
 /** A runner for one site: FLEETWARD_URL set, FLEETWARD_TOKEN from `token` (null: none), polling fast. */
 export function cliFor(url: string, defaultToken?: string): CliRunner {
   const configFile = join(mkdtempSync(join(tmpdir(), 'fleetward-cli-')), 'config.json');
-  const run = ((args, options = {}) => {
+  const start = (args: string[], options: RunOptions = {}) => {
     const token = options.token === undefined ? defaultToken : options.token;
     const env: Record<string, string> = {
       ...(Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('FLEETWARD_'))) as Record<string, string>),
@@ -35,8 +39,11 @@ export function cliFor(url: string, defaultToken?: string): CliRunner {
       ...(token ? { FLEETWARD_TOKEN: token } : {}),
       ...options.env,
     };
+    return spawn(process.execPath, [bin, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  };
+  const run = ((args, options = {}) => {
     return new Promise<CliResult>((resolve, reject) => {
-      const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = start(args, options);
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -60,6 +67,7 @@ export function cliFor(url: string, defaultToken?: string): CliRunner {
     });
   }) as CliRunner;
   run.configFile = configFile;
+  run.start = start;
   return run;
 }
 
