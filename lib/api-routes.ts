@@ -1,4 +1,5 @@
-import type { HttpMethod } from '#http/route.ts';
+import { openApiDocument, type OpenApiDocument } from '#http/openapi.ts';
+import type { HttpMethod, Route } from '#http/route.ts';
 import { allRoutes } from '#http/routes/index.ts';
 import type { AppContext } from '#services/context.ts';
 import type { Role } from '#domain/model.ts';
@@ -26,9 +27,13 @@ export interface ApiRouteSpec {
 }
 
 /** The route table the functions serve, read without a live context: routes only touch it inside `handle`. */
+const routeTable = (): Route[] => allRoutes({} as AppContext);
+
+/** The document `GET /openapi.json` serves, generated at synth from the same table (see fleetward-function.ts). */
+export const apiOpenApiDocument = (): OpenApiDocument => openApiDocument(routeTable());
+
 export function apiRouteSpecs(): ApiRouteSpec[] {
-  const placeholder = {} as AppContext;
-  return allRoutes(placeholder).map((route) => {
+  return routeTable().map((route) => {
     const isPublic = route.roles === 'public';
     // A route open to several roles goes with the first one listed: the caller it is mainly for.
     const firstRole: Role | undefined = isPublic ? undefined : (route.roles as Role[])[0];

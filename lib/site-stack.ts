@@ -21,7 +21,7 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { createLeaseMs } from '#domain/instances.ts';
 import { EVENT_SOURCE } from '#services/events.ts';
 import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
-import { apiRouteSpecs, ROUTE_GROUPS, type RouteGroup } from './api-routes.ts';
+import { apiOpenApiDocument, apiRouteSpecs, ROUTE_GROUPS, type RouteGroup } from './api-routes.ts';
 import { SiteDashboard } from './dashboard.ts';
 import { FleetwardFunction, FUNCTION_RUNTIME, handlerEntry } from './fleetward-function.ts';
 import type { LoadedSite } from './site.ts';
@@ -167,6 +167,7 @@ export class SiteStack extends Stack {
       admin: 'provider-admin routes',
       'site-agent': 'site agent routes (heartbeats, cleanup reports)',
     };
+    const openApiDocument = apiOpenApiDocument();
     this.apiFunctions = Object.fromEntries(
       ROUTE_GROUPS.map((group) => [
         group,
@@ -177,6 +178,7 @@ export class SiteStack extends Stack {
           memorySize: 1024,
           timeout: Duration.seconds(10),
           logRetention,
+          openApiDocument,
         }),
       ]),
     ) as Record<RouteGroup, FleetwardFunction>;

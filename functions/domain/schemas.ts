@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 // Request and response shapes of API.md. The routes validate with them and the OpenAPI document is made from them.
 

@@ -1,5 +1,5 @@
 import { OpenApiGeneratorV31, OpenAPIRegistry, zodToOpenAPIRegistry, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
-import { z } from 'zod';
+import * as z from 'zod';
 import { instanceResponse } from '#domain/schemas.ts';
 import { problemContentType, type Problem } from '#http/problem.ts';
 import type { HttpMethod, Route } from '#http/route.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { emptyQuery, pageQuery } from '#domain/schemas.ts';
 import type { AppContext } from '#services/context.ts';
 import { resetRepairStorm, showSafety } from '#services/safety.ts';

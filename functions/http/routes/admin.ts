@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
 import { requireMachine } from '#services/instances.ts';
 import type { AppContext } from '#services/context.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { instanceView } from '#domain/instances.ts';
 import {
   createInstanceBody,

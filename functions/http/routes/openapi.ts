@@ -1,6 +1,7 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { emptyQuery } from '#domain/schemas.ts';
-import { openApiDocument, type OpenApiDocument } from '../openapi.ts';
+import type { OpenApiDocument } from '../openapi.ts';
+import { servedOpenApiDocument } from '../openapi-served.ts';
 import { defineRoute, type Route } from '../route.ts';
 
 /**
@@ -19,7 +20,7 @@ export function openApiRoutes(table: () => Route[]): Route[] {
       query: emptyQuery,
       response: z.record(z.string(), z.unknown()),
       handle: async () => {
-        document ??= openApiDocument(table());
+        document ??= await servedOpenApiDocument(table);
         return { status: 200, body: document, headers: { 'cache-control': 'public, max-age=300' } };
       },
     }),

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { finishCleanup } from '#domain/cleanup.ts';
 import { cleanupReportBody, emptyQuery, heartbeatBody, params } from '#domain/schemas.ts';
 import type { AppContext } from '#services/context.ts';
