@@ -19,6 +19,7 @@ import { inProcessBus } from '#services/events.ts';
 import { randomIds } from '#services/lambda-context.ts';
 import { API_MACHINES, API_SWEEP_INTERVAL_MS, apiSiteToml, MACHINE_TYPE, ORG, startApiBench, type ApiBench, type ApiCycle, type OperationCost } from './api.ts';
 import { startFloor, type Floor, type FloorCycle } from './floor.ts';
+import { COLDSTART_GOAL_MS, coldstartBench, defaultColdstartOptions } from './coldstart.ts';
 import { defaultHeartbeatOptions, heartbeatCost } from './heartbeat.ts';
 import { metaHeal } from './meta-heal.ts';
 import { defaultPlacementOptions, placementBench } from './placement.ts';
@@ -32,7 +33,7 @@ const envInt = (name: string, fallback: number, min = 1) => {
   return raw !== undefined && raw.trim() !== '' && Number.isInteger(value) && value >= min ? value : fallback;
 };
 
-const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep'] as const;
+const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep', 'coldstart'] as const;
 type Part = (typeof PARTS)[number];
 const listed = (name: string) =>
   (process.env[name] ?? '')
@@ -74,6 +75,7 @@ const SWEEP = {
   machines: envInt('BENCH_SWEEP_MACHINES', defaultSweepReadsOptions.machines),
   loadConcurrency: envInt('BENCH_SWEEP_LOAD_CONCURRENCY', defaultSweepReadsOptions.loadConcurrency),
 };
+const COLDSTART = { runs: envInt('BENCH_COLDSTART_RUNS', defaultColdstartOptions.runs) };
 
 const progress = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
@@ -331,6 +333,9 @@ async function main() {
   // ---- issue 7, 5: the sweep's reads in a 100,000-machine table vs a full Scan, on a DynamoDB Local of its own ----
   const sweep = await timed('sweep', () => withDynamo('the sweep-reads table', (endpoint) => sweepReads(endpoint, id, SWEEP, progress)));
 
+  // ---- issue 11, 9: every synthesized bundle imported and invoked once in a fresh process ----
+  const coldstart = await timed('coldstart', () => withDynamo('the cold starts', (endpoint) => coldstartBench(endpoint, id, COLDSTART, progress)));
+
   const javaLeft = ports.some(dynamoLeft);
   const cpuList = cpus();
   const apiSection = apiRun ? apiReport(apiRun.apiCycles, apiRun.floorCycles) : undefined;
@@ -401,12 +406,22 @@ async function main() {
             },
           }
         : {}),
+      ...(coldstart
+        ? {
+            coldstart: {
+              unit: 'ms, import + first invoke in a fresh process (median); goal and ratio median / goal',
+              goal_ms: COLDSTART_GOAL_MS,
+              ...Object.fromEntries(Object.entries(coldstart.functions).map(([name, figures]) => [name, { median: figures.import_and_first_invoke.median, ratio: figures.import_and_first_invoke.ratio_to_goal, bundle_kib: figures.bundle_kib }])),
+            },
+          }
+        : {}),
     },
     ...(apiSection ? { config: apiSection.config, ratios: apiSection.ratios, create: apiSection.create, release: apiSection.release, drift: apiSection.drift } : {}),
     ...(heartbeat ? { heartbeat } : {}),
     ...(meta ? { meta_instance_replacement: meta } : {}),
     ...(placement ? { placement } : {}),
     ...(sweep ? { sweep_reads: sweep } : {}),
+    ...(coldstart ? { coldstart } : {}),
     dynamodb_local_left_running: javaLeft,
   };
 

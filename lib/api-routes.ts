@@ -32,6 +32,7 @@ const routeTable = (): Route[] => allRoutes({} as AppContext);
 /** The document `GET /openapi.json` serves, generated at synth from the same table (see fleetward-function.ts). */
 export const apiOpenApiDocument = (): OpenApiDocument => openApiDocument(routeTable());
 
+/** Each route's method, path, group and access: what the stack wires into the HTTP API. */
 export function apiRouteSpecs(): ApiRouteSpec[] {
   return routeTable().map((route) => {
     const isPublic = route.roles === 'public';
