@@ -23,6 +23,7 @@ import { COLDSTART_GOAL_MS, coldstartBench, defaultColdstartOptions } from './co
 import { defaultHeartbeatOptions, heartbeatCost } from './heartbeat.ts';
 import { metaHeal } from './meta-heal.ts';
 import { defaultPlacementOptions, placementBench } from './placement.ts';
+import { defaultScaleSoakOptions, scaleSoak } from './scale-soak.ts';
 import { perOperation, ratio, round, SETTLE_MS, summarize, type Cost } from './stats.ts';
 import { defaultSweepReadsOptions, sweepReads } from './sweep-reads.ts';
 
@@ -33,7 +34,7 @@ const envInt = (name: string, fallback: number, min = 1) => {
   return raw !== undefined && raw.trim() !== '' && Number.isInteger(value) && value >= min ? value : fallback;
 };
 
-const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep', 'coldstart'] as const;
+const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep', 'coldstart', 'scale'] as const;
 type Part = (typeof PARTS)[number];
 const listed = (name: string) =>
   (process.env[name] ?? '')
@@ -76,6 +77,15 @@ const SWEEP = {
   loadConcurrency: envInt('BENCH_SWEEP_LOAD_CONCURRENCY', defaultSweepReadsOptions.loadConcurrency),
 };
 const COLDSTART = { runs: envInt('BENCH_COLDSTART_RUNS', defaultColdstartOptions.runs) };
+const SCALE = {
+  machines: envInt('BENCH_SCALE_MACHINES', defaultScaleSoakOptions.machines),
+  instances: envInt('BENCH_SCALE_INSTANCES', defaultScaleSoakOptions.instances, 0),
+  metaInstances: envInt('BENCH_SCALE_META_INSTANCES', defaultScaleSoakOptions.metaInstances),
+  churnSeconds: envInt('BENCH_SCALE_CHURN_S', defaultScaleSoakOptions.churnSeconds),
+  failurePercent: envInt('BENCH_SCALE_FAILURE_PERCENT', defaultScaleSoakOptions.failurePercent),
+  apiWorkers: envInt('BENCH_SCALE_API_WORKERS', defaultScaleSoakOptions.apiWorkers),
+  sweepIntervalMs: envInt('BENCH_SCALE_SWEEP_INTERVAL_MS', defaultScaleSoakOptions.sweepIntervalMs),
+};
 
 const progress = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
@@ -336,6 +346,9 @@ async function main() {
   // ---- issue 11, 9: every synthesized bundle imported and invoked once in a fresh process ----
   const coldstart = await timed('coldstart', () => withDynamo('the cold starts', (endpoint) => coldstartBench(endpoint, id, COLDSTART, progress)));
 
+  // ---- issue 11, 10: the site-scale soak ----
+  const scale = await timed('scale', () => withDynamo('the scale soak', (endpoint) => scaleSoak(endpoint, id, SCALE, progress)));
+
   const javaLeft = ports.some(dynamoLeft);
   const cpuList = cpus();
   const apiSection = apiRun ? apiReport(apiRun.apiCycles, apiRun.floorCycles) : undefined;
@@ -415,6 +428,25 @@ async function main() {
             },
           }
         : {}),
+      ...(scale
+        ? {
+            scale_soak: {
+              unit: 'ms (API latency, reconcile lag medians); capacity units per minute',
+              machines: scale.config.machines,
+              instances: scale.config.instances,
+              meta_instances: scale.config.metaInstances,
+              churn_s: scale.churn_s,
+              api_p50: scale.api.all.median,
+              api_p99: scale.api.all.p99,
+              create_to_ready_median: scale.reconcile_lag.create_to_ready.median,
+              failure_to_replacement_ready_median: scale.reconcile_lag.failure_to_replacement_ready.all?.median ?? null,
+              read_units_per_minute: scale.dynamodb_per_minute.read_units,
+              write_units_per_minute: scale.dynamodb_per_minute.write_units,
+              failures_replaced: `${scale.failures.replaced}/${scale.failures.injected}`,
+              invariants_hold: scale.invariants.ok,
+            },
+          }
+        : {}),
     },
     ...(apiSection ? { config: apiSection.config, ratios: apiSection.ratios, create: apiSection.create, release: apiSection.release, drift: apiSection.drift } : {}),
     ...(heartbeat ? { heartbeat } : {}),
@@ -422,6 +454,7 @@ async function main() {
     ...(placement ? { placement } : {}),
     ...(sweep ? { sweep_reads: sweep } : {}),
     ...(coldstart ? { coldstart } : {}),
+    ...(scale ? { scale_soak: scale } : {}),
     dynamodb_local_left_running: javaLeft,
   };
 
