@@ -81,7 +81,7 @@ cleanup_ms = 20
 const failuresOf = (options: ScaleSoakOptions) => Math.max(1, Math.round((options.machines * options.failurePercent) / 100));
 
 type CallKind = 'create' | 'release' | 'list' | 'get';
-interface Failure {
+export interface Failure {
   machineId: string;
   metaInstanceId: string;
   kind: 'override' | 'heartbeat';
