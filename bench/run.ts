@@ -3,7 +3,9 @@
 // replacement (stream vs sweep alone), how long placement decisions take for 1,000 meta-instances on 10,000 machines,
 // and what the sweep reads in a 100,000-machine table against a full Scan. See bench/README.md.
 // One JSON document on stdout (and in bench/results/latest.json); progress on stderr.
-// BENCH_ONLY=meta,sweep (or BENCH_SKIP=api,heartbeat) picks the parts: api, heartbeat, meta, placement, sweep.
+// Also: each synthesized Lambda bundle's cold start, and a site-scale soak with its invariants.
+// BENCH_ONLY=meta,sweep (or BENCH_SKIP=api,heartbeat) picks the parts: api, heartbeat, meta, placement, sweep,
+// coldstart, scale.
 
 import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -85,6 +87,8 @@ const SCALE = {
   failurePercent: envInt('BENCH_SCALE_FAILURE_PERCENT', defaultScaleSoakOptions.failurePercent),
   apiWorkers: envInt('BENCH_SCALE_API_WORKERS', defaultScaleSoakOptions.apiWorkers),
   sweepIntervalMs: envInt('BENCH_SCALE_SWEEP_INTERVAL_MS', defaultScaleSoakOptions.sweepIntervalMs),
+  heartbeatIntervalSeconds: envInt('BENCH_SCALE_HEARTBEAT_INTERVAL_S', defaultScaleSoakOptions.heartbeatIntervalSeconds),
+  heartbeatTimeoutSeconds: envInt('BENCH_SCALE_HEARTBEAT_TIMEOUT_S', defaultScaleSoakOptions.heartbeatTimeoutSeconds),
 };
 
 const progress = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -424,7 +428,7 @@ async function main() {
             coldstart: {
               unit: 'ms, import + first invoke in a fresh process (median); goal and ratio median / goal',
               goal_ms: COLDSTART_GOAL_MS,
-              ...Object.fromEntries(Object.entries(coldstart.functions).map(([name, figures]) => [name, { median: figures.import_and_first_invoke.median, ratio: figures.import_and_first_invoke.ratio_to_goal, bundle_kib: figures.bundle_kib }])),
+              ...Object.fromEntries(Object.entries(coldstart.functions).map(([name, figures]) => [name, { median: figures.import_and_first_invoke.median, ratio: figures.import_and_first_invoke.ratio_to_goal, cpu_median: figures.cpu.import_and_first_invoke.median, bundle_kib: figures.bundle_kib }])),
             },
           }
         : {}),
@@ -467,6 +471,7 @@ async function main() {
   process.stdout.write(`${json}\n`);
   progress(`done in ${report.wall_time.total} s; written to ${out}`);
   if (javaLeft) throw new Error(`a DynamoDB Local of ours (port ${ports.join(', ')}) is still running`);
+  if (scale && !scale.invariants.ok) throw new Error(`scale soak: invariants broken: ${JSON.stringify(scale.invariants)}`);
 }
 
 try {

@@ -34,8 +34,12 @@ export interface FleetwardFunctionProps {
 /** Bundles stay under this, minified (test/cdk/bundles.test.ts builds them for real and checks). */
 export const BUNDLE_LIMIT_BYTES = 600 * 1024;
 
-/** Lambda's credentials come from its environment; see lambda-credentials.ts for what this keeps out. */
-const lambdaCredentials = join(projectRoot, 'lib', 'lambda-credentials.ts');
+/** Modules replaced in the bundles; each replacement says why. */
+const bundleAliases = {
+  '@aws-sdk/credential-provider-node': join(projectRoot, 'lib', 'lambda-credentials.ts'),
+  'node:http': join(projectRoot, 'lib', 'node-http-cjs.ts'),
+  http: join(projectRoot, 'lib', 'node-http-cjs.ts'),
+};
 
 /** Writes the document where the bundling step copies it from: the cloud assembly's directory (cdk.out). */
 function stageOpenApiDocument(scope: Construct, document: object): string {
@@ -103,7 +107,7 @@ export class FleetwardFunction extends Construct {
         // Stack traces still point at file and line; the sources themselves would triple the map that
         // --enable-source-maps reads at every cold start.
         sourcesContent: false,
-        esbuildArgs: { '--alias': [`@aws-sdk/credential-provider-node=${lambdaCredentials}`] },
+        esbuildArgs: { '--alias': Object.entries(bundleAliases).map(([module, replacement]) => `${module}=${replacement}`) },
         ...(openApiFile
           ? {
               define: { 'process.env.FLEETWARD_BUNDLED_OPENAPI': '"true"' },

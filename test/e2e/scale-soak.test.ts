@@ -8,7 +8,7 @@ describe('scale soak, small', () => {
     const report = await scaleSoak(
       inject('dynamoEndpoint'),
       `test-${process.pid}`,
-      { machines: 60, instances: 12, metaInstances: 6, churnSeconds: 12, failurePercent: 5, apiWorkers: 2, sweepIntervalMs: 1_000 },
+      { machines: 60, instances: 12, metaInstances: 6, churnSeconds: 12, failurePercent: 5, apiWorkers: 2, sweepIntervalMs: 1_000, heartbeatIntervalSeconds: 0.5, heartbeatTimeoutSeconds: 2 },
       () => {},
     );
     expect(report.invariants).toEqual({
