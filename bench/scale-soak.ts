@@ -207,7 +207,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     await until('the fleet registered and live', async () => {
       const machines = await everything((page) => observer.listMachines(page));
       return machines.length === options.machines && machines.every((m) => m.heartbeatLive) ? true : undefined;
-    }, 120_000 + options.machines * 20, 2_000);
+    }, 120_000 + options.machines * 50, 2_000);
     const owned: Array<{ org: string; id: string }> = [];
     await pooled(Array.from({ length: options.instances }, (_, n) => n), 8, async (n) => {
       const org = orgs[n % ORGS]!;
