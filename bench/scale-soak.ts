@@ -89,7 +89,7 @@ export interface Failure {
   machineId: string;
   metaInstanceId: string;
   kind: 'override' | 'heartbeat';
-  /** ms from the failure call being sent until the meta-instance has a different Ready member; undefined: never. */
+  /** ms from the failure call being sent until the meta-instance has a new Ready member; undefined: never. */
   replacedMs?: number;
 }
 
@@ -267,9 +267,11 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     const fail = async (k: number) => {
       // A Ready member of a meta-instance on a machine not failed yet: its replacement is what we time.
       const metaId = metaIds[k % metaIds.length]!;
-      const members = (await observer.membersOf(metaId)).filter((i) => i.status === 'Ready' && !failedMachines.has(i.machineId));
-      const member = members[0];
+      const members = await observer.membersOf(metaId);
+      const member = members.find((i) => i.status === 'Ready' && !failedMachines.has(i.machineId));
       if (!member) return;
+      // A replacement is a member that did not exist yet: the others of a minNodes > 1 meta-instance do not count.
+      const before = new Set(members.map((i) => i.id));
       failedMachines.add(member.machineId);
       const failure: Failure = { machineId: member.machineId, metaInstanceId: metaId, kind: k % 2 === 0 ? 'override' : 'heartbeat' };
       failures.push(failure);
@@ -280,7 +282,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
         await call(undefined, 'POST', `/_sim/machines/${encodeURIComponent(member.machineId)}/heartbeat`, undefined, { stopped: true }, [200]);
       }
       const replaced = async () =>
-        (await observer.membersOf(metaId)).some((i) => i.id !== member.id && i.status === 'Ready' && !failedMachines.has(i.machineId)) ? true : undefined;
+        (await observer.membersOf(metaId)).some((i) => !before.has(i.id) && i.status === 'Ready' && !failedMachines.has(i.machineId)) ? true : undefined;
       await until(`a replacement for ${member.machineId} in ${metaId}`, replaced, settleMs, 50).then(
         () => (failure.replacedMs = performance.now() - t0),
         (error: unknown) => progress(String(error).split('\n')[0]!),
