@@ -227,6 +227,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
 
     // ---- the churn: tenants through the API, failures on a schedule ----
     const createLag: number[] = [];
+    let noCapacity = 0;
     const releaseLag: number[] = [];
     const meterBefore = { ...site.ctx.store.meter };
     const churnStarted = performance.now();
@@ -242,7 +243,12 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
         const pick = Math.random();
         const mine = owned.filter((o) => o.org === org);
         if (pick < 0.3) {
-          const created = await call('create', 'POST', instancePath(org), token, { machineType: typeOf(n) }, [201]);
+          // 409 no-capacity is an answer the API gives when every machine of the type is taken or not live.
+          const created = await call('create', 'POST', instancePath(org), token, { machineType: typeOf(n) }, [201, 409]);
+          if (created.code === 'no-capacity') {
+            noCapacity++;
+            continue;
+          }
           const at = performance.now();
           await until('a churned instance Ready', statusIs(String(created.id), 'Ready'), settleMs, 10);
           createLag.push(performance.now() - at);
@@ -265,10 +271,16 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     const failures: Failure[] = [];
     const failedMachines = new Set<string>();
     const fail = async (k: number) => {
-      // A Ready member of a meta-instance on a machine not failed yet: its replacement is what we time.
-      const metaId = metaIds[k % metaIds.length]!;
-      const members = await observer.membersOf(metaId);
-      const member = members.find((i) => i.status === 'Ready' && !failedMachines.has(i.machineId));
+      // A Ready member of a meta-instance on a machine not failed yet: its replacement is what we time. The
+      // meta-instances are tried in turn from the k-th, as one may be between members right now.
+      let metaId = '';
+      let members: Instance[] = [];
+      let member: Instance | undefined;
+      for (let j = 0; j < metaIds.length && !member; j++) {
+        metaId = metaIds[(k + j) % metaIds.length]!;
+        members = await observer.membersOf(metaId);
+        member = members.find((i) => i.status === 'Ready' && !failedMachines.has(i.machineId));
+      }
       if (!member) return;
       // A replacement is a member that did not exist yet: the others of a minNodes > 1 meta-instance do not count.
       const before = new Set(members.map((i) => i.id));
@@ -336,6 +348,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       churn_s: round(churnMinutes * 60, 1),
       api: {
         calls: allCalls.length,
+        creates_answered_no_capacity: noCapacity,
         all: summarize(allCalls),
         ...Object.fromEntries(Object.entries(latencies).map(([kind, samples]) => [kind, summarize(samples)])),
       },

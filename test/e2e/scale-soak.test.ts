@@ -2,13 +2,13 @@ import { describe, expect, inject, it } from 'vitest';
 import { scaleSoak } from '../../bench/scale-soak.ts';
 
 // The bench's site-scale soak (`BENCH_ONLY=scale`) at a size CI affords: the same churn, failures and invariant
-// checks on 60 machines, 12 instances, 6 meta-instances and 2% failing for 12 s.
+// checks on 60 machines, 8 instances, 4 meta-instances and 5% failing for 10 s.
 describe('scale soak, small', () => {
   it('churns through the API while machines fail, and ends with every invariant holding', async () => {
     const report = await scaleSoak(
       inject('dynamoEndpoint'),
       `test-${process.pid}`,
-      { machines: 60, instances: 12, metaInstances: 6, churnSeconds: 12, failurePercent: 5, apiWorkers: 2, sweepIntervalMs: 1_000, heartbeatIntervalSeconds: 0.5, heartbeatTimeoutSeconds: 2 },
+      { machines: 60, instances: 8, metaInstances: 4, churnSeconds: 10, failurePercent: 5, apiWorkers: 2, sweepIntervalMs: 1_000, heartbeatIntervalSeconds: 1, heartbeatTimeoutSeconds: 5 },
       () => {},
     );
     expect(report.invariants).toEqual({
