@@ -1,6 +1,6 @@
 // Synthesizes a site's stack WITH bundling (the local esbuild, no Docker) and lists the functions it deploys:
 // where each one's bundle landed in the cloud assembly and the environment the template gives it. Used by the
-// `coldstart` bench part, the bundle-size test and the scale soak's fresh-process checks.
+// `coldstart` bench part and by test/cdk/bundles.test.ts.
 
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';

@@ -93,10 +93,6 @@ export interface Failure {
   replacedMs?: number;
 }
 
-export interface ScaleSoakProgress {
-  (line: string): void;
-}
-
 /** Runs `work` over `items` with at most `limit` at a time. */
 async function pooled<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -151,7 +147,7 @@ export function checkInvariants(input: { machines: Machine[]; instances: Instanc
   };
 }
 
-export async function scaleSoak(endpoint: string, id: string, options: ScaleSoakOptions, progress: ScaleSoakProgress) {
+export async function scaleSoak(endpoint: string, id: string, options: ScaleSoakOptions, progress: (line: string) => void) {
   const tableName = `bench-scale-${id}`;
   const siteLog: string[] = [];
   const setupStarted = performance.now();

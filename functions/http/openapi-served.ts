@@ -6,13 +6,14 @@ import type { Route } from './route.ts';
 export const BUNDLED_OPENAPI_FILE = 'openapi.json';
 
 /**
- * The document `GET /openapi.json` serves. A deployed API function reads the one lib/fleetward-function.ts
- * generated from this same route table at synth and shipped beside the bundle: the generator (zod-to-openapi and
- * zod's JSON Schema code) would be a tenth of every API bundle and a slice of its cold start. The bundler defines
+ * The document `GET /openapi.json` serves. A deployed API function reads the one generated from this same route
+ * table at synth (lib/api-routes.ts) and shipped beside the bundle (lib/fleetward-function.ts): the generator
+ * (zod-to-openapi and zod's JSON Schema code, ≈ 35 KB minified) stays out of the bundle. The bundler defines
  * `process.env.FLEETWARD_BUNDLED_OPENAPI`, which drops the generator's import from the bundle; anywhere else
  * (local runner, tests) the document is generated on first use.
  */
 export async function servedOpenApiDocument(table: () => Route[]): Promise<OpenApiDocument> {
+  // An if/else on the defined value: esbuild drops the dead branch, and with it the generator's import.
   if (process.env.FLEETWARD_BUNDLED_OPENAPI) {
     return JSON.parse(await readFile(new URL(`./${BUNDLED_OPENAPI_FILE}`, import.meta.url), 'utf8')) as OpenApiDocument;
   } else {
