@@ -4,7 +4,9 @@
 // what the sweep reads in a 100,000-machine table against a full Scan, and how creates answer when far more of them
 // than machines arrive at once. See bench/README.md.
 // One JSON document on stdout (and in bench/results/latest.json); progress on stderr.
-// BENCH_ONLY=meta,sweep (or BENCH_SKIP=api,heartbeat) picks the parts: api, heartbeat, meta, placement, sweep, contention.
+// Also: each synthesized Lambda bundle's cold start, and a site-scale soak with its invariants.
+// BENCH_ONLY=meta,sweep (or BENCH_SKIP=api,heartbeat) picks the parts: api, heartbeat, meta, placement, sweep,
+// contention, coldstart, scale.
 
 import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -21,9 +23,11 @@ import { randomIds } from '#services/lambda-context.ts';
 import { contentionBench, defaultContentionOptions } from './contention.ts';
 import { API_MACHINES, API_SWEEP_INTERVAL_MS, apiSiteToml, MACHINE_TYPE, ORG, startApiBench, type ApiBench, type ApiCycle, type OperationCost } from './api.ts';
 import { startFloor, type Floor, type FloorCycle } from './floor.ts';
+import { COLDSTART_GOAL_MS, coldstartBench, defaultColdstartOptions } from './coldstart.ts';
 import { defaultHeartbeatOptions, heartbeatCost } from './heartbeat.ts';
 import { metaHeal } from './meta-heal.ts';
 import { defaultPlacementOptions, placementBench } from './placement.ts';
+import { defaultScaleSoakOptions, scaleSoak } from './scale-soak.ts';
 import { perOperation, ratio, round, SETTLE_MS, summarize, type Cost } from './stats.ts';
 import { defaultSweepReadsOptions, sweepReads } from './sweep-reads.ts';
 
@@ -34,7 +38,7 @@ const envInt = (name: string, fallback: number, min = 1) => {
   return raw !== undefined && raw.trim() !== '' && Number.isInteger(value) && value >= min ? value : fallback;
 };
 
-const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep', 'contention'] as const;
+const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep', 'contention', 'coldstart', 'scale'] as const;
 type Part = (typeof PARTS)[number];
 const listed = (name: string) =>
   (process.env[name] ?? '')
@@ -80,6 +84,18 @@ const CONTENTION = {
   machines: envInt('BENCH_CONTENTION_MACHINES', defaultContentionOptions.machines),
   requests: envInt('BENCH_CONTENTION_REQUESTS', defaultContentionOptions.requests),
   rounds: envInt('BENCH_CONTENTION_BURSTS', defaultContentionOptions.rounds),
+};
+const COLDSTART = { runs: envInt('BENCH_COLDSTART_RUNS', defaultColdstartOptions.runs) };
+const SCALE = {
+  machines: envInt('BENCH_SCALE_MACHINES', defaultScaleSoakOptions.machines),
+  instances: envInt('BENCH_SCALE_INSTANCES', defaultScaleSoakOptions.instances, 0),
+  metaInstances: envInt('BENCH_SCALE_META_INSTANCES', defaultScaleSoakOptions.metaInstances),
+  churnSeconds: envInt('BENCH_SCALE_CHURN_S', defaultScaleSoakOptions.churnSeconds),
+  failurePercent: envInt('BENCH_SCALE_FAILURE_PERCENT', defaultScaleSoakOptions.failurePercent),
+  apiWorkers: envInt('BENCH_SCALE_API_WORKERS', defaultScaleSoakOptions.apiWorkers),
+  sweepIntervalMs: envInt('BENCH_SCALE_SWEEP_INTERVAL_MS', defaultScaleSoakOptions.sweepIntervalMs),
+  heartbeatIntervalSeconds: envInt('BENCH_SCALE_HEARTBEAT_INTERVAL_S', defaultScaleSoakOptions.heartbeatIntervalSeconds),
+  heartbeatTimeoutSeconds: envInt('BENCH_SCALE_HEARTBEAT_TIMEOUT_S', defaultScaleSoakOptions.heartbeatTimeoutSeconds),
 };
 
 const progress = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -340,6 +356,11 @@ async function main() {
 
   // ---- issue 11, 4: bursts of concurrent creates for one machine type, far more than there are machines ----
   const contention = await timed('contention', () => withDynamo('the contention sites', (endpoint) => contentionBench(endpoint, id, CONTENTION, progress)));
+  // ---- issue 11, 9: every synthesized bundle imported and invoked once in a fresh process ----
+  const coldstart = await timed('coldstart', () => withDynamo('the cold starts', (endpoint) => coldstartBench(endpoint, id, COLDSTART, progress)));
+
+  // ---- issue 11, 10: the site-scale soak ----
+  const scale = await timed('scale', () => withDynamo('the scale soak', (endpoint) => scaleSoak(endpoint, id, SCALE, progress)));
 
   const javaLeft = ports.some(dynamoLeft);
   const cpuList = cpus();
@@ -428,6 +449,34 @@ async function main() {
             },
           }
         : {}),
+      ...(coldstart
+        ? {
+            coldstart: {
+              unit: 'ms, import + first invoke in a fresh process (median); goal and ratio median / goal',
+              goal_ms: COLDSTART_GOAL_MS,
+              ...Object.fromEntries(Object.entries(coldstart.functions).map(([name, figures]) => [name, { median: figures.import_and_first_invoke.median, ratio: figures.import_and_first_invoke.ratio_to_goal, cpu_median: figures.cpu.import_and_first_invoke.median, bundle_kib: figures.bundle_kib }])),
+            },
+          }
+        : {}),
+      ...(scale
+        ? {
+            scale_soak: {
+              unit: 'ms (API latency, reconcile lag medians); capacity units per minute',
+              machines: scale.config.machines,
+              instances: scale.config.instances,
+              meta_instances: scale.config.metaInstances,
+              churn_s: scale.churn_s,
+              api_p50: scale.api.all.median,
+              api_p99: scale.api.all.p99,
+              create_to_ready_median: scale.reconcile_lag.create_to_ready.median,
+              failure_to_replacement_ready_median: scale.reconcile_lag.failure_to_replacement_ready.all?.median ?? null,
+              read_units_per_minute: scale.dynamodb_per_minute.read_units,
+              write_units_per_minute: scale.dynamodb_per_minute.write_units,
+              failures_replaced: `${scale.failures.replaced}/${scale.failures.injected}`,
+              invariants_hold: scale.invariants.ok,
+            },
+          }
+        : {}),
     },
     ...(apiSection ? { config: apiSection.config, ratios: apiSection.ratios, create: apiSection.create, release: apiSection.release, drift: apiSection.drift } : {}),
     ...(heartbeat ? { heartbeat } : {}),
@@ -435,6 +484,8 @@ async function main() {
     ...(placement ? { placement } : {}),
     ...(sweep ? { sweep_reads: sweep } : {}),
     ...(contention ? { create_contention: contention } : {}),
+    ...(coldstart ? { coldstart } : {}),
+    ...(scale ? { scale_soak: scale } : {}),
     dynamodb_local_left_running: javaLeft,
   };
 
@@ -447,6 +498,7 @@ async function main() {
   process.stdout.write(`${json}\n`);
   progress(`done in ${report.wall_time.total} s; written to ${out}`);
   if (javaLeft) throw new Error(`a DynamoDB Local of ours (port ${ports.join(', ')}) is still running`);
+  if (scale && !scale.invariants.ok) throw new Error(`scale soak: invariants broken: ${JSON.stringify(scale.invariants)}`);
 }
 
 try {

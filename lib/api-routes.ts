@@ -1,3 +1,4 @@
+import { openApiDocument, type OpenApiDocument } from '#http/openapi.ts';
 import type { HttpMethod } from '#http/route.ts';
 import { routes } from '#http/routes/index.ts';
 import type { Role } from '#domain/model.ts';
@@ -24,7 +25,10 @@ export interface ApiRouteSpec {
   public: boolean;
 }
 
-/** The route table the functions serve: static data, read as it is. */
+/** The document `GET /openapi.json` serves, generated at synth from the same table (see fleetward-function.ts). */
+export const apiOpenApiDocument = (): OpenApiDocument => openApiDocument(routes);
+
+/** Each route's method, path, group and access: what the stack wires into the HTTP API; static data, read as it is. */
 export function apiRouteSpecs(): ApiRouteSpec[] {
   return routes.map((route) => {
     const isPublic = route.roles === 'public';

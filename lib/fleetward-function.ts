@@ -1,10 +1,12 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stage } from 'aws-cdk-lib';
 import { Effect, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, LoggingFormat, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { BUNDLED_OPENAPI_FILE } from '#http/openapi-served.ts';
 
 /** The repository root: the project NodejsFunction bundles from (package.json, its `imports`, the lock file). */
 export const projectRoot = resolve(import.meta.dirname, '..');
@@ -24,7 +26,33 @@ export interface FleetwardFunctionProps {
   logRetention: RetentionDays;
   /** Reserved concurrency: both a share of the account's concurrency this function always has and its ceiling. */
   reservedConcurrentExecutions?: number;
+  /**
+   * The API's OpenAPI document, generated at synth from the route table; shipped beside the bundle as
+   * `openapi.json` and served from there, so the generator stays out of the bundle (http/openapi-served.ts).
+   */
+  openApiDocument?: object;
 }
+
+/** Bundles stay under this, minified (test/cdk/bundles.test.ts builds them for real and checks). */
+export const BUNDLE_LIMIT_BYTES = 600 * 1024;
+
+/** Modules replaced in the bundles; each replacement says why. */
+const bundleAliases = {
+  '@aws-sdk/credential-provider-node': join(projectRoot, 'lib', 'lambda-credentials.ts'),
+  'node:http': join(projectRoot, 'lib', 'node-http-cjs.ts'),
+  http: join(projectRoot, 'lib', 'node-http-cjs.ts'),
+};
+
+/** Writes the document where the bundling step copies it from: the cloud assembly's directory (cdk.out). */
+function stageOpenApiDocument(scope: Construct, document: object): string {
+  const dir = join(Stage.of(scope)!.outdir, 'fleetward');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, BUNDLED_OPENAPI_FILE);
+  writeFileSync(file, JSON.stringify(document));
+  return file;
+}
+
+const shellQuote = (path: string) => `'${path.replaceAll("'", "'\\''")}'`;
 
 /**
  * One Lambda with the project's defaults (as Powertools' example app keeps them in one construct): Node 22 on
@@ -51,6 +79,7 @@ export class FleetwardFunction extends Construct {
         resources: [this.logGroup.logGroupArn],
       }),
     );
+    const openApiFile = props.openApiDocument ? stageOpenApiDocument(this, props.openApiDocument) : undefined;
     this.function = new NodejsFunction(this, 'Function', {
       entry: props.entry,
       handler: 'handler',
@@ -73,10 +102,25 @@ export class FleetwardFunction extends Construct {
         target: 'node22',
         platform: 'node',
         mainFields: ['module', 'main'],
-        // Bundle the AWS SDK too: the deployed function runs the SDK versions the tests ran, not the runtime's.
+        // Bundle the AWS SDK too: the deployed function runs the SDK versions the tests ran, not the runtime's
+        // (nodejs22.x ships an SDK v3 of its own choosing, older than the lock file's and updated without notice).
         externalModules: [],
         minify: true,
         sourceMap: true,
+        // Stack traces still point at file and line; the sources themselves would triple the map that
+        // --enable-source-maps reads at every cold start.
+        sourcesContent: false,
+        esbuildArgs: { '--alias': Object.entries(bundleAliases).map(([module, replacement]) => `${module}=${replacement}`) },
+        ...(openApiFile
+          ? {
+              define: { 'process.env.FLEETWARD_BUNDLED_OPENAPI': '"true"' },
+              commandHooks: {
+                beforeBundling: () => [],
+                beforeInstall: () => [],
+                afterBundling: (_input: string, output: string) => [`cp ${shellQuote(openApiFile)} ${shellQuote(join(output, BUNDLED_OPENAPI_FILE))}`],
+              },
+            }
+          : {}),
         // Some dependencies are CommonJS and call `require` for Node built-ins; ESM output has no `require`.
         banner:
           "import { createRequire as __fleetwardCreateRequire } from 'node:module'; const require = __fleetwardCreateRequire(import.meta.url);",

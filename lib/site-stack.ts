@@ -23,7 +23,7 @@ import { eventCatalog, EVENT_TYPES } from '#domain/event-schemas.ts';
 import { createLeaseMs } from '#domain/instances.ts';
 import { EVENT_SOURCE } from '#services/events.ts';
 import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
-import { apiRouteSpecs, ROUTE_GROUPS, routeKeyOf, type RouteGroup } from './api-routes.ts';
+import { apiOpenApiDocument, apiRouteSpecs, ROUTE_GROUPS, routeKeyOf, type RouteGroup } from './api-routes.ts';
 import { SiteDashboard } from './dashboard.ts';
 import { eventJsonSchema } from './event-schemas.ts';
 import { applyRouteThrottles, reservedConcurrency, stageThrottle } from './edge-limits.ts';
@@ -195,6 +195,7 @@ export class SiteStack extends Stack {
     // (Lambda has no per-function ceiling without a reservation.) The stage throttle below turns most of a flood
     // away before it gets here; the ceilings bound whatever passes it.
     const concurrency = reservedConcurrency(config.lambda);
+    const openApiDocument = apiOpenApiDocument();
     this.apiFunctions = Object.fromEntries(
       ROUTE_GROUPS.map((group) => [
         group,
@@ -206,6 +207,7 @@ export class SiteStack extends Stack {
           timeout: Duration.seconds(10),
           logRetention,
           reservedConcurrentExecutions: concurrency[group],
+          openApiDocument,
         }),
       ]),
     ) as Record<RouteGroup, FleetwardFunction>;

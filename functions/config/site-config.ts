@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { parse as parseToml } from 'smol-toml';
 
 // Every section is strict so that a misspelt key stops start-up instead of being silently ignored.

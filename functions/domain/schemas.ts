@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 // Request shapes of API.md (responses are in responses.ts). The routes validate with them and the OpenAPI
 // document is made from them. `.meta()` documents what the generator cannot derive but the handlers enforce;

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ProblemError, type FieldError } from '#http/problem.ts';
 
 /** The part of the request a zod issue is about: body paths stay bare (`machineHealthIssue.category`). */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { repairListResponse, safetyResetResponse, safetyResponse } from '#domain/responses.ts';
 import { emptyQuery, pageQuery } from '#domain/schemas.ts';
 import { resetRepairStorm, showSafety } from '#services/safety.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { siteConfigSchema } from '#config/site-config.ts';
 import { historyListResponse, machineListResponse, machineResponse, registrationResponse, tenantResponse } from '#domain/responses.ts';
 import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';

@@ -1,6 +1,7 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { emptyQuery } from '#domain/schemas.ts';
-import { openApiDocument } from '../openapi.ts';
+import type { OpenApiDocument } from '../openapi.ts';
+import { servedOpenApiDocument } from '../openapi-served.ts';
 import { defineRoute, type Route } from '../route.ts';
 
 /**
@@ -8,7 +9,7 @@ import { defineRoute, type Route } from '../route.ts';
  * discover it there). `table` is read at the first request, so the document always lists every route served.
  */
 export function openApiRoute(table: () => readonly Route[]): Route {
-  let document: Record<string, unknown> | undefined;
+  let document: OpenApiDocument | undefined;
   return defineRoute({
     operationId: 'get-openapi',
     method: 'GET',
@@ -18,8 +19,8 @@ export function openApiRoute(table: () => readonly Route[]): Route {
     query: emptyQuery,
     responses: { 200: z.record(z.string(), z.unknown()) },
     handle: async () => {
-      document ??= { ...openApiDocument(table()) };
-      return { status: 200, body: document, headers: { 'cache-control': 'public, max-age=300' } };
+      document ??= await servedOpenApiDocument(table);
+      return { status: 200, body: { ...document }, headers: { 'cache-control': 'public, max-age=300' } };
     },
   });
 }

@@ -1,0 +1,371 @@
+// `scale` part (issue 11, item 10): a site-scale soak on the local runner. A fleet of N machines carries a set of
+// instances and meta-instances; then for a bounded time tenants churn through the API (create, release, read)
+// while 1% of the machines fail (heartbeat stop or health override), each one backing a meta-instance member. It
+// reports API latency, reconcile lag (commit → reaction done), DynamoDB units per minute, and checks the
+// invariants at the end. Sizes come from the options (BENCH_SCALE_* in run.ts), so a test runs a small version.
+
+import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
+import { parseSiteConfig } from '#config/site-config.ts';
+import { startLocalSite, type LocalSite } from '#local/site.ts';
+import { createDocumentClient } from '#store/client.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import { countRequests } from './counter.ts';
+import { ratio, round, summarize } from './stats.ts';
+
+export interface ScaleSoakOptions {
+  machines: number;
+  /** Plain instances placed before the churn (and kept at about this number during it). */
+  instances: number;
+  metaInstances: number;
+  /** How long tenants churn and machines fail. */
+  churnSeconds: number;
+  /** Share of the fleet that fails during the churn, in percent (at least one machine). */
+  failurePercent: number;
+  /** Tenant workers calling the API one request after another. */
+  apiWorkers: number;
+  sweepIntervalMs: number;
+  /** The simulated agent's beat and the site's heartbeat timeout (a roster of 10,000 on a loaded host takes seconds). */
+  heartbeatIntervalSeconds: number;
+  heartbeatTimeoutSeconds: number;
+}
+
+export const defaultScaleSoakOptions: ScaleSoakOptions = {
+  machines: 10_000,
+  instances: 2_000,
+  metaInstances: 200,
+  churnSeconds: 180,
+  failurePercent: 1,
+  apiWorkers: 4,
+  sweepIntervalMs: 2_000,
+  heartbeatIntervalSeconds: 2,
+  heartbeatTimeoutSeconds: 15,
+};
+
+const MACHINE_TYPES = ['gb200', 'h100'] as const;
+const RACK_SIZE = 20;
+const ORGS = 8;
+/** minNodes of the meta-instances, drawn in turn. */
+const META_SIZES = [1, 1, 2, 2, 4];
+/** An instance holds its machine in these; Terminated and Failed ones do not. */
+const HOLDING: ReadonlySet<Instance['status']> = new Set(['Provisioning', 'Ready', 'Repairing', 'Terminating']);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The soak's site. The agent provisions and cleans in 20 ms (real machines take minutes; the figures are the
+ * control plane's own part). The repair-storm breaker and the replacement cap are
+ * set above what 1% of the fleet failing needs: they are safety stops, and this soak measures the path they guard.
+ */
+export function scaleSiteToml(options: ScaleSoakOptions): string {
+  const perType = Math.ceil(options.machines / MACHINE_TYPES.length);
+  const groups = MACHINE_TYPES.map((type, i) => {
+    const count = i === 0 ? options.machines - perType * (MACHINE_TYPES.length - 1) : perType;
+    return `{ type = "${type}", count = ${count}, racks = ${Math.max(1, Math.ceil(count / RACK_SIZE))} }`;
+  });
+  return `
+[site]
+name = "bench-scale"
+[heartbeat]
+timeout_seconds = ${options.heartbeatTimeoutSeconds}
+[instance_create_retry]
+base_delay_ms = 10
+timeout_ms = 5000
+[meta_instance]
+max_replacements_in_flight = ${Math.max(5, failuresOf(options))}
+[repair_storm]
+max_quarantines = ${options.machines}
+max_fraction = 1
+[simulator]
+machines = [ ${groups.join(', ')} ]
+heartbeat_interval_seconds = ${options.heartbeatIntervalSeconds}
+provision_ms = 20
+cleanup_ms = 20
+`;
+}
+
+const failuresOf = (options: ScaleSoakOptions) => Math.max(1, Math.round((options.machines * options.failurePercent) / 100));
+
+type CallKind = 'create' | 'release' | 'list' | 'get';
+export interface Failure {
+  machineId: string;
+  metaInstanceId: string;
+  kind: 'override' | 'heartbeat';
+  /** ms from the failure call being sent until the meta-instance has a new Ready member; undefined: never. */
+  replacedMs?: number;
+}
+
+/** Runs `work` over `items` with at most `limit` at a time. */
+async function pooled<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]!);
+  }));
+}
+
+/** Every page of a store listing. */
+async function everything<T>(list: (page: { limit: number; nextToken?: string | undefined }) => Promise<{ items: T[]; nextToken?: string | undefined }>): Promise<T[]> {
+  const all: T[] = [];
+  let nextToken: string | undefined;
+  do {
+    const page = await list({ limit: 500, nextToken });
+    all.push(...page.items);
+    nextToken = page.nextToken;
+  } while (nextToken);
+  return all;
+}
+
+/** What must hold once the churn is over and the site is quiet. */
+export function checkInvariants(input: { machines: Machine[]; instances: Instance[]; metas: MetaInstance[]; failures: Failure[] }) {
+  const { machines, instances, metas, failures } = input;
+  const holding = instances.filter((i) => HOLDING.has(i.status));
+  const holders = new Map<string, string[]>();
+  for (const instance of holding) holders.set(instance.machineId, [...(holders.get(instance.machineId) ?? []), instance.id]);
+  const machineById = new Map(machines.map((m) => [m.id, m]));
+  const metaById = new Map(metas.map((m) => [m.id, m]));
+  const heldTwice = [...holders].filter(([, ids]) => ids.length > 1).map(([machineId, ids]) => `${machineId}: ${ids.join(', ')}`);
+  // The machine's own record must name the instance that holds it, and nothing else.
+  const disagreeing = holding.filter((i) => machineById.get(i.machineId)?.instanceId !== i.id).map((i) => `${i.id} on ${i.machineId}`);
+  const orphaned = holding
+    .filter((i) => i.metaInstanceId !== undefined)
+    .filter((i) => {
+      const meta = metaById.get(i.metaInstanceId!);
+      return !meta || meta.status === 'Deleted';
+    })
+    .map((i) => `${i.id} of ${i.metaInstanceId}`);
+  const failedMachines = new Set(failures.map((f) => f.machineId));
+  const readyMembers = (metaId: string) => holding.filter((i) => i.metaInstanceId === metaId && i.status === 'Ready' && !failedMachines.has(i.machineId));
+  const notReplaced = failures
+    .filter((f) => f.replacedMs === undefined || readyMembers(f.metaInstanceId).length < (metaById.get(f.metaInstanceId)?.minNodes ?? Infinity))
+    .map((f) => `${f.metaInstanceId} (failed ${f.machineId} by ${f.kind})`);
+  const metasShort = metas.filter((m) => m.status !== 'Ready' || readyMembers(m.id).length < m.minNodes).map((m) => `${m.id} ${m.status} ${readyMembers(m.id).length}/${m.minNodes}`);
+  return {
+    machine_held_twice: heldTwice,
+    machine_and_instance_disagree: disagreeing,
+    orphaned_members: orphaned,
+    failures_not_replaced: notReplaced,
+    meta_instances_short: metasShort,
+    ok: heldTwice.length + disagreeing.length + orphaned.length + notReplaced.length + metasShort.length === 0,
+  };
+}
+
+export async function scaleSoak(endpoint: string, id: string, options: ScaleSoakOptions, progress: (line: string) => void) {
+  const tableName = `bench-scale-${id}`;
+  const siteLog: string[] = [];
+  const setupStarted = performance.now();
+  const site: LocalSite = await startLocalSite({
+    config: parseSiteConfig(scaleSiteToml(options), 'bench scale site config'),
+    port: 0,
+    dynamoEndpoint: endpoint,
+    tableNames: { table: tableName, idempotencyTable: `${tableName}-idempotency` },
+    sweepIntervalMs: options.sweepIntervalMs,
+    log: (line) => {
+      siteLog.push(line);
+      if (siteLog.length > 40) siteLog.shift();
+      if (/^\S+\s+(warn|error)\b/.test(line)) progress(`scale site: ${line}`);
+    },
+  });
+  try {
+    progress(`scale: site up with ${options.machines} machines in ${round((performance.now() - setupStarted) / 1000, 1)} s`);
+    // The bench's own reads go through a store of their own, outside the site's meter.
+    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
+    const meter = countRequests(site.storeClient);
+    const orgs = Array.from({ length: ORGS }, (_, i) => `scale-org-${i}`);
+    const tokens = new Map(await Promise.all(orgs.map(async (org) => [org, await site.issuer.mint({ sub: `${org}-tenant`, org, roles: ['tenant'] }, '6h')] as const)));
+    const admin = await site.issuer.mint({ sub: 'scale-admin', org: 'provider', roles: ['provider-admin'] }, '6h');
+
+    const latencies: Record<CallKind, number[]> = { create: [], release: [], list: [], get: [] };
+    let measuring = false;
+    const call = async (kind: CallKind | undefined, method: string, path: string, token: string | undefined, body: unknown, expect: number[]) => {
+      const started = performance.now();
+      const response = await fetch(`${site.url}${path}`, {
+        method,
+        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await response.text();
+      if (kind && measuring) latencies[kind].push(performance.now() - started);
+      if (!expect.includes(response.status)) throw new Error(`scale: ${method} ${path} answered ${response.status}: ${text}`);
+      return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+    };
+    const until = async <T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number, pollMs = 25): Promise<T> => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const value = await check();
+        if (value !== undefined) return value;
+        if (Date.now() > deadline) throw new Error(`scale: ${what} within ${timeoutMs} ms; site log:\n${siteLog.join('\n')}`);
+        await sleep(pollMs);
+      }
+    };
+    const settleMs = options.heartbeatTimeoutSeconds * 1000 + 3 * options.sweepIntervalMs + 30_000;
+    const instancePath = (org: string) => `/v2/org/${org}/nico/instance`;
+    const typeOf = (n: number) => MACHINE_TYPES[n % MACHINE_TYPES.length]!;
+    const statusIs = (instanceId: string, wanted: Instance['status']) => async () => ((await observer.getInstance(instanceId))?.status === wanted ? true : undefined);
+
+    // ---- the fleet live, then the standing load: instances and meta-instances, all Ready ----
+    await until('the fleet registered and live', async () => {
+      const machines = await everything((page) => observer.listMachines(page));
+      return machines.length === options.machines && machines.every((m) => m.heartbeatLive) ? true : undefined;
+    }, 120_000 + options.machines * 50, 2_000);
+    const owned: Array<{ org: string; id: string }> = [];
+    await pooled(Array.from({ length: options.instances }, (_, n) => n), 8, async (n) => {
+      const org = orgs[n % ORGS]!;
+      const created = await call(undefined, 'POST', instancePath(org), tokens.get(org), { machineType: typeOf(n) }, [201]);
+      owned.push({ org, id: String(created.id) });
+    });
+    const metaIds: string[] = [];
+    await pooled(Array.from({ length: options.metaInstances }, (_, n) => n), 8, async (n) => {
+      const org = orgs[n % ORGS]!;
+      const created = await call(undefined, 'POST', `/v2/org/${org}/nico/meta-instance`, tokens.get(org), { machineType: typeOf(n), minNodes: META_SIZES[n % META_SIZES.length]! }, [201]);
+      metaIds.push(String(created.id));
+    });
+    await pooled(owned, 16, async (o) => void (await until(`instance ${o.id} Ready`, statusIs(o.id, 'Ready'), settleMs, 100)));
+    await pooled(metaIds, 16, async (metaId) => void (await until(`meta-instance ${metaId} Ready`, async () => ((await observer.getMetaInstance(metaId))?.status === 'Ready' ? true : undefined), settleMs, 100)));
+    const setupS = round((performance.now() - setupStarted) / 1000, 1);
+    progress(`scale: ${options.instances} instances and ${options.metaInstances} meta-instances Ready after ${setupS} s; churning for ${options.churnSeconds} s`);
+
+    // ---- the churn: tenants through the API, failures on a schedule ----
+    const createLag: number[] = [];
+    let noCapacity = 0;
+    const releaseLag: number[] = [];
+    const meterBefore = { ...meter.total };
+    const churnStarted = performance.now();
+    const deadline = churnStarted + options.churnSeconds * 1000;
+    measuring = true;
+
+    const worker = async (w: number) => {
+      let n = w;
+      while (performance.now() < deadline) {
+        n += options.apiWorkers;
+        const org = orgs[n % ORGS]!;
+        const token = tokens.get(org);
+        const pick = Math.random();
+        const mine = owned.filter((o) => o.org === org);
+        if (pick < 0.3) {
+          // 409 no-capacity is an answer the API gives when every machine of the type is taken or not live.
+          const created = await call('create', 'POST', instancePath(org), token, { machineType: typeOf(n) }, [201, 409]);
+          if (created.code === 'no-capacity') {
+            noCapacity++;
+            continue;
+          }
+          const at = performance.now();
+          await until('a churned instance Ready', statusIs(String(created.id), 'Ready'), settleMs, 10);
+          createLag.push(performance.now() - at);
+          owned.push({ org, id: String(created.id) });
+        } else if (pick < 0.6 && mine.length > 0) {
+          const victim = mine[Math.floor(Math.random() * mine.length)]!;
+          owned.splice(owned.indexOf(victim), 1);
+          await call('release', 'DELETE', `${instancePath(org)}/${victim.id}`, token, undefined, [200, 202]);
+          const at = performance.now();
+          await until('a released instance Terminated', statusIs(victim.id, 'Terminated'), settleMs, 10);
+          releaseLag.push(performance.now() - at);
+        } else if (pick < 0.8) {
+          await call('list', 'GET', instancePath(org), token, undefined, [200]);
+        } else if (mine.length > 0) {
+          await call('get', 'GET', `${instancePath(org)}/${mine[Math.floor(Math.random() * mine.length)]!.id}`, token, undefined, [200]);
+        }
+      }
+    };
+
+    const failures: Failure[] = [];
+    const failedMachines = new Set<string>();
+    const fail = async (k: number) => {
+      // A Ready member of a meta-instance on a machine not failed yet: its replacement is what we time. The
+      // meta-instances are tried in turn from the k-th, as one may be between members right now.
+      let metaId = '';
+      let members: Instance[] = [];
+      let member: Instance | undefined;
+      for (let j = 0; j < metaIds.length && !member; j++) {
+        metaId = metaIds[(k + j) % metaIds.length]!;
+        members = await observer.membersOf(metaId);
+        member = members.find((i) => i.status === 'Ready' && !failedMachines.has(i.machineId));
+      }
+      if (!member) return;
+      // A replacement is a member that did not exist yet: the others of a minNodes > 1 meta-instance do not count.
+      const before = new Set(members.map((i) => i.id));
+      failedMachines.add(member.machineId);
+      const failure: Failure = { machineId: member.machineId, metaInstanceId: metaId, kind: k % 2 === 0 ? 'override' : 'heartbeat' };
+      failures.push(failure);
+      const t0 = performance.now();
+      if (failure.kind === 'override') {
+        await call(undefined, 'POST', `/admin/machines/${encodeURIComponent(member.machineId)}/health-overrides`, admin, { template: 'degraded', message: 'scale soak: simulated failure' }, [200, 201]);
+      } else {
+        await call(undefined, 'POST', `/_sim/machines/${encodeURIComponent(member.machineId)}/heartbeat`, undefined, { stopped: true }, [200]);
+      }
+      const replaced = async () =>
+        (await observer.membersOf(metaId)).some((i) => !before.has(i.id) && i.status === 'Ready' && !failedMachines.has(i.machineId)) ? true : undefined;
+      await until(`a replacement for ${member.machineId} in ${metaId}`, replaced, settleMs, 50).then(
+        () => (failure.replacedMs = performance.now() - t0),
+        (error: unknown) => progress(String(error).split('\n')[0]!),
+      );
+    };
+    // Failures spread over the first two thirds of the churn, so the last ones have time to be replaced in it.
+    const failureCount = failuresOf(options);
+    const spacingMs = (options.churnSeconds * 1000 * 2) / 3 / failureCount;
+    const failing = (async () => {
+      const running: Array<Promise<void>> = [];
+      for (let k = 0; k < failureCount; k++) {
+        await sleep(Math.max(0, churnStarted + k * spacingMs - performance.now()));
+        running.push(fail(k));
+      }
+      await Promise.all(running);
+    })();
+    await Promise.all([...Array.from({ length: options.apiWorkers }, (_, w) => worker(w)), failing]);
+    measuring = false;
+    const churnMinutes = (performance.now() - churnStarted) / 60_000;
+    const meterAfter = { ...meter.total };
+    progress(`scale: churn over after ${round(churnMinutes * 60, 1)} s; ${failures.length} failures, checking invariants`);
+
+    // ---- quiet, then the invariants over everything the table holds ----
+    await site.streamIdle(60_000);
+    await sleep(2 * options.sweepIntervalMs);
+    await site.streamIdle(60_000);
+    const [machines, metas, instances] = await Promise.all([
+      everything((page) => observer.listMachines(page)),
+      everything((page) => observer.listMetaInstances(null, page)),
+      Promise.all(orgs.map((org) => everything((page) => observer.listInstances(org, page)))).then((lists) => lists.flat()),
+    ]);
+    const invariants = checkInvariants({ machines, instances, metas, failures });
+
+    const allCalls = Object.values(latencies).flat();
+    const replacedMs = failures.filter((f) => f.replacedMs !== undefined).map((f) => f.replacedMs!);
+    const byKind = (kind: Failure['kind']) => {
+      const done = failures.filter((f) => f.kind === kind && f.replacedMs !== undefined).map((f) => f.replacedMs!);
+      return { failures: failures.filter((f) => f.kind === kind).length, replaced: done.length, ...(done.length ? summarize(done) : {}) };
+    };
+    const perMinute = (key: 'readUnits' | 'writeUnits' | 'writes') => round((meterAfter[key] - meterBefore[key]) / churnMinutes, 1);
+    return {
+      config: {
+        ...options,
+        failures_planned: failureCount,
+        orgs: ORGS,
+        toml: scaleSiteToml(options).trim().split('\n'),
+        method:
+          'local runner (real handlers behind the API Gateway adapter, stream poller, sweep timer, simulated agent) on DynamoDB Local. Setup: N machines registered and live, the instances and meta-instances created through the API until all are Ready. Churn: `apiWorkers` tenants call one request after another (30% create and wait Ready, 30% release and wait Terminated, 20% list, 20% get) while the failures come at even intervals over the first two thirds of the churn, alternating health override (degraded) and heartbeat stop, each on a Ready member of a meta-instance. Afterwards the site is left to go quiet (stream idle, two sweeps) and every machine, instance and meta-instance is read back.',
+      },
+      setup_s: setupS,
+      churn_s: round(churnMinutes * 60, 1),
+      api: {
+        calls: allCalls.length,
+        creates_answered_no_capacity: noCapacity,
+        all: summarize(allCalls),
+        ...Object.fromEntries(Object.entries(latencies).map(([kind, samples]) => [kind, summarize(samples)])),
+      },
+      reconcile_lag: {
+        unit: 'ms from the commit (the API answer, or the failure call) until the reaction is done',
+        create_to_ready: summarize(createLag),
+        release_to_terminated: summarize(releaseLag),
+        failure_to_replacement_ready: { all: replacedMs.length ? summarize(replacedMs) : null, override: byKind('override'), heartbeat: byKind('heartbeat') },
+      },
+      dynamodb_per_minute: {
+        unit: "capacity units (and write requests) per minute of churn, counted on the site store's own client (the idempotency table not included)",
+        read_units: perMinute('readUnits'),
+        write_units: perMinute('writeUnits'),
+        writes: perMinute('writes'),
+      },
+      failures: { planned: failureCount, injected: failures.length, replaced: replacedMs.length, share_of_fleet: ratio(failures.length, options.machines) },
+      invariants,
+    };
+  } finally {
+    await site.stop();
+  }
+}
