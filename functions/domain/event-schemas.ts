@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { issueSchema } from './schemas.ts';
 
 // The events repair automation is told about (EventBridge detail types) and the shape of each one's detail. A

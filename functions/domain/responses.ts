@@ -1,18 +1,18 @@
 import type { MachineState, InstanceStatus, MetaInstanceStatus } from './model.ts';
 import { instanceStatuses, issueCategories } from './schemas.ts';
-import { z } from './zod-openapi.ts';
+import * as z from 'zod';
 
 // What the API answers with (API.md "Objects"). Each schema lists exactly what is exposed: a view is built by
 // parsing a record through it, and unknown keys are stripped, so a field added to a record stays internal until
-// it is listed here. The API types are inferred from these schemas; `.openapi(name)` makes a schema a named
-// component of the OpenAPI document.
+// it is listed here. The API types are inferred from these schemas; `componentNames` names the ones the OpenAPI
+// document shows as components (the generator attaches the names, so no bundle carries it).
 
 const labels = z.record(z.string(), z.string());
 const machineStates = ['Ready', 'Assigned', 'Cleanup'] as const satisfies readonly MachineState[];
 const metaInstanceStatuses = ['Placing', 'Ready', 'Retrying', 'Deleting', 'Deleted'] as const satisfies readonly MetaInstanceStatus[];
 const classifications = ['PreventAllocations', 'SuppressExternalAlerting', 'PreventInstanceDeletion'] as const;
 
-export const issueResponse = z.object({ category: z.enum(issueCategories), summary: z.string(), details: z.string().optional() }).openapi('Issue');
+export const issueResponse = z.object({ category: z.enum(issueCategories), summary: z.string(), details: z.string().optional() });
 
 export const healthAlertResponse = z.object({
   id: z.string(),
@@ -30,8 +30,7 @@ export const healthOverrideResponse = z
     issue: issueResponse.optional(),
     createdBy: z.string(),
     createdAt: z.string(),
-  })
-  .openapi('HealthOverride');
+  });
 
 export const instanceResponse = z
   .object({
@@ -48,8 +47,7 @@ export const instanceResponse = z
     failureReason: z.string().optional(),
     createdAt: z.string(),
     updatedAt: z.string(),
-  })
-  .openapi('Instance');
+  });
 
 const machineFields = {
   id: z.string(),
@@ -68,12 +66,11 @@ const machineFields = {
   version: z.number().int(),
 };
 
-export const machineResponse = z.object(machineFields).openapi('Machine');
+export const machineResponse = z.object(machineFields);
 
 /** A machine as a repair tenant finds it in a listing: whose instance it holds is not theirs to know. */
 export const repairCandidateResponse = z
-  .object((({ instanceId: _hidden, ...visible }) => visible)(machineFields))
-  .openapi('RepairCandidate');
+  .object((({ instanceId: _hidden, ...visible }) => visible)(machineFields));
 
 export const metaInstanceResponse = z
   .object({
@@ -92,8 +89,7 @@ export const metaInstanceResponse = z
     nextAttemptAt: z.string().optional(),
     createdAt: z.string(),
     updatedAt: z.string(),
-  })
-  .openapi('MetaInstance');
+  });
 
 export const historyEntryResponse = z
   .object({
@@ -110,12 +106,10 @@ export const historyEntryResponse = z
     event: z.object({ type: z.string(), detail: z.record(z.string(), z.unknown()) }).optional(),
     /** The id of the event an `event-delivered` entry reports (its detail's `id`). */
     eventId: z.string().optional(),
-  })
-  .openapi('HistoryEntry');
+  });
 
 export const tenantResponse = z
-  .object({ org: z.string(), capabilities: z.object({ targetedInstanceCreation: z.boolean() }), updatedAt: z.string() })
-  .openapi('Tenant');
+  .object({ org: z.string(), capabilities: z.object({ targetedInstanceCreation: z.boolean() }), updatedAt: z.string() });
 
 export const repairStormResponse = z.object({
   state: z.enum(['closed', 'tripped']),
@@ -126,11 +120,10 @@ export const repairStormResponse = z.object({
 
 const safetyFields = { repairStorm: repairStormResponse, replacementsInFlight: z.number().int() };
 
-export const safetyResponse = z.object(safetyFields).openapi('Safety');
+export const safetyResponse = z.object(safetyFields);
 
 export const safetyResetResponse = z
-  .object({ ...safetyFields, heldBackAtReset: z.array(z.string()), applied: z.array(z.string()) })
-  .openapi('SafetyReset');
+  .object({ ...safetyFields, heldBackAtReset: z.array(z.string()), applied: z.array(z.string()) });
 
 export const repairResponse = z
   .object({
@@ -140,8 +133,7 @@ export const repairResponse = z
     waitingMinutes: z.number().int(),
     deadline: z.string(),
     stuck: z.boolean(),
-  })
-  .openapi('Repair');
+  });
 
 export const registrationResponse = z.object({ upserted: z.number().int() });
 
@@ -181,3 +173,18 @@ export type RepairList = z.infer<typeof repairListResponse>;
 
 /** Builds a view: a record (or a record with derived fields) parsed through its response schema. */
 export const viewOf = <S extends z.ZodType>(schema: S, record: z.input<S>): z.output<S> => schema.parse(record);
+
+/** Schemas the OpenAPI document names under `components/schemas` (and refers to with `$ref`). */
+export const componentNames: ReadonlyArray<readonly [z.ZodType, string]> = [
+  [issueResponse, 'Issue'],
+  [healthOverrideResponse, 'HealthOverride'],
+  [instanceResponse, 'Instance'],
+  [machineResponse, 'Machine'],
+  [repairCandidateResponse, 'RepairCandidate'],
+  [metaInstanceResponse, 'MetaInstance'],
+  [historyEntryResponse, 'HistoryEntry'],
+  [tenantResponse, 'Tenant'],
+  [safetyResponse, 'Safety'],
+  [safetyResetResponse, 'SafetyReset'],
+  [repairResponse, 'Repair'],
+];

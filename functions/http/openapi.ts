@@ -1,5 +1,6 @@
-import { OpenApiGeneratorV31, OpenAPIRegistry, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
-import { z } from '#domain/zod-openapi.ts';
+import { extendZodWithOpenApi, OpenApiGeneratorV31, OpenAPIRegistry, zodToOpenAPIRegistry, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
+import * as z from 'zod';
+import { componentNames } from '#domain/responses.ts';
 import { problemContentType, type Problem } from '#http/problem.ts';
 import type { HttpMethod, Responses, Route } from '#http/route.ts';
 import { version } from '#http/version.ts';
@@ -7,8 +8,14 @@ import { version } from '#http/version.ts';
 // The OpenAPI 3.1 document, made by @asteasolutions/zod-to-openapi from the route table: the same zod schemas
 // the api handler validates requests and answers with, the route's summary, roles, success statuses and problem
 // codes. Nothing here is a hand-written JSON Schema, and nothing reads zod's internals: what the generator cannot
-// derive is declared on the schemas (`.meta()`, `.openapi()`). A route added to the table is in the document the
+// derive is declared on the schemas (`.meta()`) or named below (component names). A route added to the table is in the document the
 // next time it is generated.
+
+// Only the generator needs zod's `.openapi()`: extending zod here keeps zod-to-openapi out of the function bundles,
+// which never import this module (see openapi-served.ts). The domain's response schemas get their component names
+// here too, on the very instances the routes use, so the document refers to them with `$ref`.
+extendZodWithOpenApi(z);
+for (const [schema, name] of componentNames) zodToOpenAPIRegistry.add(schema, { ...zodToOpenAPIRegistry.get(schema), _internal: { refId: name } });
 
 /** RFC 9457 problem document (functions/http/problem.ts), as zod so the document can show it. */
 export const problemSchema = z

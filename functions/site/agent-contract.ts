@@ -2,7 +2,7 @@
 // (agent-client.ts) and the local simulated agent (local/site-simulator.ts) parse and build with these schemas,
 // and the controller's routes for what the agent posts validate with them.
 
-import { z } from 'zod';
+import * as z from 'zod';
 import { machineId } from '#domain/schemas.ts';
 
 const name = z.string().min(1).max(256);
