@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import type { SiteConfig } from '#config/site-config.ts';
-import { defaultCleanupTimings, type CleanupTimings } from '#domain/cleanup.ts';
 import { systemClock, type Clock, type IdSource } from '#domain/model.ts';
 import { createHttpApi } from '#handlers/api.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
@@ -38,7 +37,6 @@ export interface LocalSiteOptions {
   sweepIntervalMs?: number;
   clock?: Clock;
   ids?: IdSource;
-  cleanupTimings?: CleanupTimings;
   /** Register the simulator's demo fleet at start. Default true. */
   registerFleet?: boolean;
   /**
@@ -157,7 +155,6 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       events,
       metrics,
       log,
-      cleanupTimings: options.cleanupTimings ?? defaultCleanupTimings,
     };
 
     const poller =

@@ -27,6 +27,7 @@ export const siteConfigSchema = z.strictObject({
     timeout_ms: z.number().int().min(100).max(120_000).default(10_000),
   }),
   heartbeat: section({ timeout_seconds: z.number().int().min(1).max(86_400).default(30) }),
+  site_agent: section({ report_timeout_seconds: z.number().int().min(1).max(86_400).default(60) }),
   meta_instance: section({
     max_consecutive_failures: z.number().int().min(1).max(100).default(3),
     max_replacements_in_flight: z.number().int().min(1).max(10_000).default(5),
