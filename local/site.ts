@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { SiteConfig } from '#config/site-config.ts';
 import { systemClock, type Clock, type IdSource } from '#domain/model.ts';
@@ -137,6 +138,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       heartbeatIntervalMs: config.simulator.heartbeat_interval_seconds * 1000,
       provisionMs: config.simulator.provision_ms,
       cleanupMs: config.simulator.cleanup_ms,
+      ...(options.persistDir ? { stateFile: join(options.persistDir, 'site-agent.json') } : {}),
       log: (line) => write(`simulator  ${line}`),
     });
 
