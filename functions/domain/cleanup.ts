@@ -50,9 +50,9 @@ export function claimCleanup(machine: Machine, instance: Instance | null, now: D
 export type DeleteOutcome = { kind: 'accepted' } | { kind: 'gone' } | { kind: 'error'; reason: string };
 
 /**
- * What the agent said to the DELETE. Accepted: wait for its report, until the report timeout. Gone: the agent has nothing under that name
- * (e.g. a create that never committed), so there is nothing to sanitize and the machine returns at once.
- * Error: try again after a backoff.
+ * What the agent said to the DELETE. Accepted: wait for its report, until the report timeout. Gone: the agent has
+ * nothing under that name (e.g. a create that never committed), so there is nothing to sanitize and the machine
+ * returns at once. Error: try again after a backoff.
  */
 export function recordDeleteOutcome(machine: Machine, instance: Instance | null, outcome: DeleteOutcome, now: Date, timings: CleanupTimings): Change | null {
   const cleanup = machine.cleanup;

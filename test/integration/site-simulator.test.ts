@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { defaultSiteConfig } from '#config/site-config.ts';
 import { createSiteAgentClient } from '#site/agent-client.ts';
+import { httpSiteAgent } from '#site/site-agent.ts';
 import { createSiteSimulator, demoFleet, type SiteSimulator } from '#local/site-simulator.ts';
 
 // The controller is not under test here: a stub records what the simulated agent sends it.
@@ -250,6 +252,18 @@ describe('simulated site agent: instance status', () => {
       return status.ok && status.state === 'absent' ? true : undefined;
     });
     expect(calls.filter((c) => c.path.endsWith('/cleanup'))).toHaveLength(1);
+  });
+
+  it("is what the reconcilers' agent (httpSiteAgent) reports: present, cleaning, absent, or an error", async () => {
+    const agent = httpSiteAgent(simUrl, defaultSiteConfig());
+    await create('job', 'tok-a');
+    expect(await agent.status('job')).toEqual({ kind: 'present' });
+    controllerDown = true;
+    await agent.delete('job');
+    expect(await agent.status('job')).toEqual({ kind: 'cleaning' });
+    expect(await agent.status('never-made')).toEqual({ kind: 'absent' });
+    const unreachable = httpSiteAgent('http://127.0.0.1:9', defaultSiteConfig());
+    expect(await unreachable.status('job')).toEqual({ kind: 'error', reason: expect.stringContaining('status query') });
   });
 
   it('rejects a create that breaks the contract, naming the field', async () => {
