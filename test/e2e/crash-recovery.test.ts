@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -162,6 +162,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await runner?.kill();
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 type Placed = { id: string; machineId: string; siteName: string };
