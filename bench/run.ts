@@ -15,7 +15,6 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseSiteConfig } from '#config/site-config.ts';
-import { defaultCleanupTimings } from '#domain/cleanup.ts';
 import { startDynamoDbLocal, type DynamoDbLocal } from '#local/dynamodb-local.ts';
 import type { AppContext } from '#services/context.ts';
 import { inProcessBus } from '#services/events.ts';
@@ -185,11 +184,10 @@ function standaloneContext(): AppContext {
     config: parseSiteConfig('[site]\nname = "bench"\n', 'bench config'),
     clock: { now: () => new Date() },
     ids: randomIds,
-    agent: { create: noAgent, delete: noAgent },
+    agent: { create: noAgent, delete: noAgent, status: noAgent },
     events: inProcessBus(quiet),
     metrics: { gauge: () => {} },
     log: quiet,
-    cleanupTimings: defaultCleanupTimings,
   };
 }
 

@@ -2,6 +2,7 @@
 // controller heartbeats and cleanup reports, and can be told to misbehave through /_sim/* so the create-retry rule
 // and the heartbeat timeout can be exercised end to end.
 
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '#domain/model.ts';
@@ -38,6 +39,11 @@ export interface SiteSimulatorOptions {
   port?: number;
   /** Delays between attempts at a cleanup report the controller did not take. */
   reportRetryDelaysMs?: number[];
+  /**
+   * Keep the agent's instances in this file, so that they outlive the runner as a real agent's do (see
+   * `loadInstances`). In memory only when absent.
+   */
+  stateFile?: string;
 }
 
 export type CreateFault = number | 'network' | 'timeout';
@@ -111,6 +117,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   // Deleted and not yet reported clean: the agent still answers for them (GET says cleaning, DELETE is a no-op).
   const cleaning = new Map<string, SimInstance>();
   const nameByToken = new Map<string, string>();
+  for (const instance of options.stateFile ? loadInstances(options.stateFile) : []) register(instance);
   const requests: CreateRequestRecord[] = [];
   const createFaults: CreateFault[] = [];
   const cleanupFaults: boolean[] = [];
@@ -252,6 +259,15 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   function register(instance: SimInstance): void {
     instances.set(instance.name, instance);
     nameByToken.set(instance.clientToken, instance.name);
+    saveState();
+  }
+
+  /** Written whole and renamed into place, so a runner killed mid-write leaves the previous state, never half of one. */
+  function saveState(): void {
+    if (!options.stateFile) return;
+    const state: SavedState = { instances: [...instances.values()], cleaning: [...cleaning.values()] };
+    writeFileSync(`${options.stateFile}.tmp`, JSON.stringify(state));
+    renameSync(`${options.stateFile}.tmp`, options.stateFile);
   }
 
   function lookupByToken(clientToken: string): SimInstance | undefined {
@@ -270,12 +286,14 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     instances.delete(name);
     if (nameByToken.get(instance.clientToken) === name) nameByToken.delete(instance.clientToken);
     cleaning.set(name, instance);
+    saveState();
     const fails = cleanupFaults.shift() === false;
     sendAnswer(res, 202, instance);
     void (async () => {
       if (!(await wait(options.cleanupMs))) return;
       await reportCleanup(instance, fails ? { ok: false, message: 'simulated cleanup failure' } : { ok: true });
       if (cleaning.get(name) === instance) cleaning.delete(name);
+      saveState();
     })();
   }
 
@@ -422,6 +440,27 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
       heartbeatLoop = undefined;
     },
   };
+}
+
+interface SavedState {
+  instances: SimInstance[];
+  cleaning: SimInstance[];
+}
+
+/**
+ * The instances a previous run of the agent left. A real agent is its own process and lives through a crash of the
+ * controller: the cleanups it had under way finished meanwhile, and their reports, posted to a controller that was
+ * down, were lost. So those instances are simply gone now, and the controller has to ask (GET) to find out.
+ */
+function loadInstances(stateFile: string): SimInstance[] {
+  let text: string;
+  try {
+    text = readFileSync(stateFile, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  return (JSON.parse(text) as SavedState).instances.map((instance) => createInstanceRequest.parse(instance));
 }
 
 function sendJson(res: ServerResponse, status: number, body?: unknown): void {

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { SiteConfig } from '#config/site-config.ts';
-import { defaultCleanupTimings, type CleanupTimings } from '#domain/cleanup.ts';
 import { systemClock, type Clock, type IdSource } from '#domain/model.ts';
 import { createHttpApi } from '#handlers/api.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
@@ -40,7 +40,6 @@ export interface LocalSiteOptions {
   sweepIntervalMs?: number;
   clock?: Clock;
   ids?: IdSource;
-  cleanupTimings?: CleanupTimings;
   /** Register the simulator's demo fleet at start. Default true. */
   registerFleet?: boolean;
   /**
@@ -143,6 +142,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       heartbeatIntervalMs: config.simulator.heartbeat_interval_seconds * 1000,
       provisionMs: config.simulator.provision_ms,
       cleanupMs: config.simulator.cleanup_ms,
+      ...(options.persistDir ? { stateFile: join(options.persistDir, 'site-agent.json') } : {}),
       log: (line) => write(`simulator  ${line}`),
     });
 
@@ -162,7 +162,6 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       events,
       metrics,
       log,
-      cleanupTimings: options.cleanupTimings ?? defaultCleanupTimings,
     };
 
     const poller =

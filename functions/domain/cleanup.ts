@@ -1,6 +1,7 @@
 import type { Change, Versioned } from './change.ts';
 import type { Instance, Machine } from './model.ts';
 import { conflict } from './rejection.ts';
+import { statusCheckDelayMs, type InstanceStatusOutcome } from './status-checks.ts';
 import { addMs, ageMs, iso } from './time.ts';
 
 /** The machine's part of ending an instance: into Cleanup, with the agent's DELETE still to be sent. */
@@ -15,14 +16,18 @@ export function startCleanup(machine: Machine, instanceId: string, at: string): 
 }
 
 export interface CleanupTimings {
-  /** How long to wait for the agent's cleanup report after a DELETE was accepted before sending it again. */
+  /**
+   * How long to wait for the agent's cleanup report after a DELETE was accepted before asking the agent; also the
+   * lease of a DELETE in flight, so one whose answer was lost is sent again.
+   */
   reportTimeoutMs: number;
   /** Backoff after a DELETE the agent did not accept: base × attempts, capped. */
   retryBaseMs: number;
   retryMaxMs: number;
 }
 
-export const defaultCleanupTimings: CleanupTimings = { reportTimeoutMs: 10 * 60_000, retryBaseMs: 2_000, retryMaxMs: 5 * 60_000 };
+/** How long an agent may take to report is the site's to say (`[site_agent] report_timeout_seconds`); the DELETE's backoff is ours. */
+export const cleanupTimings = (reportTimeoutMs: number): CleanupTimings => ({ reportTimeoutMs, retryBaseMs: 2_000, retryMaxMs: 5 * 60_000 });
 
 /**
  * Claim sending the agent's DELETE. Waits while the instance's create call is in flight: the agent may not know
@@ -30,7 +35,8 @@ export const defaultCleanupTimings: CleanupTimings = { reportTimeoutMs: 10 * 60_
  */
 export function claimCleanup(machine: Machine, instance: Instance | null, now: Date, timings: CleanupTimings): Change | null {
   const cleanup = machine.cleanup;
-  if (machine.state !== 'Cleanup' || !cleanup || cleanup.phase === 'failed') return null;
+  // Once the agent accepted the DELETE, an overdue report is the agent's to explain (claimStatusCheck).
+  if (machine.state !== 'Cleanup' || !cleanup || cleanup.phase === 'failed' || cleanup.accepted) return null;
   if (cleanup.phase === 'requested' && ageMs(now, cleanup.leaseUntil) < 0) return null;
   if (instance?.creation.phase === 'in-flight' && ageMs(now, instance.creation.leaseUntil) < 0) return null;
   const claimed: Machine = {
@@ -44,14 +50,22 @@ export function claimCleanup(machine: Machine, instance: Instance | null, now: D
 export type DeleteOutcome = { kind: 'accepted' } | { kind: 'gone' } | { kind: 'error'; reason: string };
 
 /**
- * What the agent said to the DELETE. Accepted: wait for its report. Gone: the agent has nothing under that name
- * (e.g. a create that never committed), so there is nothing to sanitize and the machine returns at once.
- * Error: try again after a backoff.
+ * What the agent said to the DELETE. Accepted: wait for its report, until the report timeout. Gone: the agent has
+ * nothing under that name (e.g. a create that never committed), so there is nothing to sanitize and the machine
+ * returns at once. Error: try again after a backoff.
  */
 export function recordDeleteOutcome(machine: Machine, instance: Instance | null, outcome: DeleteOutcome, now: Date, timings: CleanupTimings): Change | null {
   const cleanup = machine.cleanup;
   if (machine.state !== 'Cleanup' || cleanup?.phase !== 'requested') return null;
-  if (outcome.kind === 'accepted') return null;
+  if (outcome.kind === 'accepted') {
+    const { error: _superseded, ...rest } = cleanup;
+    const awaiting: Machine = {
+      ...machine,
+      cleanup: { ...rest, accepted: true, checks: 0, leaseUntil: iso(addMs(now, timings.reportTimeoutMs)) },
+      updatedAt: iso(now),
+    };
+    return { machines: [{ before: machine, after: awaiting }], history: [] };
+  }
   if (outcome.kind === 'gone') return finishCleanup(machine, instance, { ok: true, message: 'site agent had no such instance' }, 'site-agent', now);
   const backoff = Math.min(timings.retryBaseMs * cleanup.attempts, timings.retryMaxMs);
   const retrying: Machine = {
@@ -60,6 +74,35 @@ export function recordDeleteOutcome(machine: Machine, instance: Instance | null,
     updatedAt: iso(now),
   };
   return { machines: [{ before: machine, after: retrying }], history: [] };
+}
+
+/**
+ * The report of an accepted DELETE is overdue: claim asking the agent about the instance. The claim's lease is also
+ * when to ask again if no answer settles it (the agent is still cleaning, or did not answer).
+ */
+export function claimStatusCheck(machine: Machine, now: Date): Change | null {
+  const cleanup = machine.cleanup;
+  if (machine.state !== 'Cleanup' || cleanup?.phase !== 'requested' || !cleanup.accepted) return null;
+  if (ageMs(now, cleanup.leaseUntil) < 0) return null;
+  const checks = (cleanup.checks ?? 0) + 1;
+  const claimed: Machine = { ...machine, cleanup: { ...cleanup, checks, leaseUntil: iso(addMs(now, statusCheckDelayMs(checks))) }, updatedAt: iso(now) };
+  return { machines: [{ before: machine, after: claimed }], history: [] };
+}
+
+/**
+ * What the agent said about an instance whose cleanup report is overdue. Absent: the cleanup finished and its report
+ * was lost, so it ends as if the report had come. Present: the agent lost the DELETE, which is sent again (the
+ * agent treats it idempotently). Cleaning, or no answer: wait; the claim's lease already says until when.
+ */
+export function recordStatusCheck(machine: Machine, instance: Instance | null, outcome: InstanceStatusOutcome, now: Date): Change | null {
+  const cleanup = machine.cleanup;
+  if (machine.state !== 'Cleanup' || cleanup?.phase !== 'requested' || !cleanup.accepted) return null;
+  if (outcome.kind === 'absent') {
+    return finishCleanup(machine, instance, { ok: true, message: 'site agent no longer has the instance; its cleanup report was lost' }, 'site-agent', now);
+  }
+  if (outcome.kind !== 'present') return null;
+  const resend: Machine = { ...machine, cleanup: { instanceId: cleanup.instanceId, phase: 'pending', attempts: cleanup.attempts }, updatedAt: iso(now) };
+  return { machines: [{ before: machine, after: resend }], history: [] };
 }
 
 export interface CleanupReport {

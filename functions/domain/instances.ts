@@ -7,6 +7,7 @@ import type { RepairLog } from './safety.ts';
 import { repairEvent } from './events.ts';
 import { startCleanup } from './cleanup.ts';
 import { conflict } from './rejection.ts';
+import { statusCheckDelayMs, type InstanceStatusOutcome } from './status-checks.ts';
 import { addMs, ageMs, iso } from './time.ts';
 
 export interface NewInstanceSpec {
@@ -132,18 +133,43 @@ export function createLeaseMs(retry: { maxAttempts: number; baseDelayMs: number;
   return retry.maxAttempts * retry.timeoutMs + delays + 5_000;
 }
 
-/** Claim the site-agent create, unless someone else holds a live claim or it is already done. */
+/**
+ * Claim sending the site-agent create, while it is still to be sent. A create that went out and whose lease lapsed
+ * with no outcome recorded is not sent blindly again: the agent is asked first (claimCreateCheck).
+ */
 export function claimCreate(instance: Instance, now: Date, leaseMs: number): Change | null {
-  if (instance.status !== 'Provisioning') return null;
-  const { creation } = instance;
-  if (creation.phase === 'done') return null;
-  if (creation.phase === 'in-flight' && ageMs(now, creation.leaseUntil) < 0) return null;
+  if (instance.status !== 'Provisioning' || instance.creation.phase !== 'pending') return null;
   const claimed: Instance = {
     ...instance,
-    creation: { ...creation, phase: 'in-flight', leaseUntil: iso(addMs(now, leaseMs)) },
+    creation: { clientToken: instance.creation.clientToken, phase: 'in-flight', leaseUntil: iso(addMs(now, leaseMs)) },
     updatedAt: iso(now),
   };
   return { instances: [{ before: instance, after: claimed }], history: [] };
+}
+
+/**
+ * The create's outcome was lost (its caller crashed, or the answer never came back): claim asking the agent about
+ * the instance. The lease is also when to ask again if no answer settles it.
+ */
+export function claimCreateCheck(instance: Instance, now: Date): Change | null {
+  const { creation } = instance;
+  if (instance.status !== 'Provisioning' || creation.phase !== 'in-flight' || ageMs(now, creation.leaseUntil) < 0) return null;
+  const checks = (creation.checks ?? 0) + 1;
+  const claimed: Instance = { ...instance, creation: { ...creation, checks, leaseUntil: iso(addMs(now, statusCheckDelayMs(checks))) }, updatedAt: iso(now) };
+  return { instances: [{ before: instance, after: claimed }], history: [] };
+}
+
+/**
+ * What the agent said about a create whose outcome was lost. Present: the create happened; it is recorded as a
+ * success. Absent: it never happened, so it is sent again (same client token). Cleaning, or no answer: wait; the
+ * claim's lease already says until when.
+ */
+export function recordCreateCheck(instance: Instance, machine: Machine, outcome: InstanceStatusOutcome, now: Date): Change | null {
+  if (instance.status !== 'Provisioning' || instance.creation.phase !== 'in-flight') return null;
+  if (outcome.kind === 'present') return completeCreate(instance, machine, { ok: true, siteName: instance.siteName, attempts: 1 }, now);
+  if (outcome.kind !== 'absent') return null;
+  const resend: Instance = { ...instance, creation: { clientToken: instance.creation.clientToken, phase: 'pending' }, updatedAt: iso(now) };
+  return { instances: [{ before: instance, after: resend }], history: [] };
 }
 
 export type CreateOutcome =

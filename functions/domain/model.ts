@@ -27,6 +27,10 @@ export interface MachineCleanup {
   leaseUntil?: string;
   attempts: number;
   error?: string;
+  /** The agent accepted the DELETE: its report is awaited until `leaseUntil`, then the agent is asked (domain/status-checks.ts). */
+  accepted?: boolean;
+  /** Status questions asked since the DELETE was accepted: the backoff of the next one. */
+  checks?: number;
 }
 
 export interface Machine {
@@ -64,6 +68,8 @@ export interface InstanceCreation {
   clientToken: string;
   phase: 'pending' | 'in-flight' | 'done';
   leaseUntil?: string;
+  /** Status questions asked since an in-flight create's lease lapsed with no outcome recorded (domain/status-checks.ts). */
+  checks?: number;
 }
 
 export interface Instance {

@@ -1,10 +1,19 @@
-import { claimCleanup, recordDeleteOutcome, type DeleteOutcome, type CleanupTimings } from '#domain/cleanup.ts';
+import {
+  claimCleanup,
+  claimStatusCheck,
+  recordDeleteOutcome,
+  recordStatusCheck,
+  type CleanupTimings,
+  type DeleteOutcome,
+} from '#domain/cleanup.ts';
 import type { Instance, Machine } from '#domain/model.ts';
-import type { AppContext } from '#services/context.ts';
+import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
+import { siteCleanupTimings, type AppContext } from '#services/context.ts';
 import { defineReconciler } from './reconciler.ts';
 
 // A machine in Cleanup gets the site agent's DELETE for its last instance: claimed under a lease, sent, and its
-// answer recorded; the agent's cleanup report (an API call) then returns the machine to the pool.
+// answer recorded; the agent's cleanup report (an API call) then returns the machine to the pool. A report that is
+// overdue makes the controller ask the agent where the instance stands, so a lost report never strands a machine.
 
 export interface MachineSnapshot {
   machine: Machine;
@@ -14,10 +23,14 @@ export interface MachineSnapshot {
   timings: CleanupTimings;
 }
 
-interface DeleteRequest {
+/** A call to the site agent about the instance on the machine: its DELETE, or the question where it stands. */
+interface CleanupCall {
+  call: 'delete' | 'status';
   machineId: string;
   siteName: string;
 }
+
+type CleanupAnswer = { call: 'delete'; outcome: DeleteOutcome } | { call: 'status'; outcome: InstanceStatusOutcome };
 
 export const machineReconciler = defineReconciler({
   kind: 'machine',
@@ -40,23 +53,27 @@ export const machineReconciler = defineReconciler({
     const machine = await ctx.store.getMachine(id);
     if (!machine) return null;
     const instance = machine.cleanup ? await ctx.store.getInstance(machine.cleanup.instanceId) : null;
-    return { machine, instance, now: ctx.clock.now(), timings: ctx.cleanupTimings };
+    return { machine, instance, now: ctx.clock.now(), timings: siteCleanupTimings(ctx.config) };
   },
 
   decide({ machine, instance, now, timings }: MachineSnapshot) {
+    if (!machine.cleanup) return {};
+    const siteName = instance?.siteName ?? machine.cleanup.instanceId;
+    const check = claimStatusCheck(machine, now);
+    if (check) return { change: check, effect: { call: 'status', machineId: machine.id, siteName } satisfies CleanupCall, summary: 'cleanup report overdue: status check claimed' };
     const claim = claimCleanup(machine, instance, now, timings);
-    if (!claim || !machine.cleanup) return {};
-    const request: DeleteRequest = { machineId: machine.id, siteName: instance?.siteName ?? machine.cleanup.instanceId };
-    return { change: claim, effect: request, summary: 'delete claimed' };
+    if (!claim) return {};
+    return { change: claim, effect: { call: 'delete', machineId: machine.id, siteName } satisfies CleanupCall, summary: 'delete claimed' };
   },
 
   effects: {
-    async perform(ctx: AppContext, request: DeleteRequest): Promise<DeleteOutcome> {
-      const outcome = await ctx.agent.delete(request.siteName);
-      ctx.log.info('site agent delete finished', { ...request, ...outcome });
-      return outcome;
+    async perform(ctx: AppContext, request: CleanupCall): Promise<CleanupAnswer> {
+      const answer: CleanupAnswer =
+        request.call === 'delete' ? { call: 'delete', outcome: await ctx.agent.delete(request.siteName) } : { call: 'status', outcome: await ctx.agent.status(request.siteName) };
+      ctx.log.info(`site agent ${request.call} finished`, { ...request, ...answer.outcome });
+      return answer;
     },
-    settle: ({ machine, instance, now, timings }: MachineSnapshot, _request: DeleteRequest, outcome: DeleteOutcome) =>
-      recordDeleteOutcome(machine, instance, outcome, now, timings),
+    settle: ({ machine, instance, now, timings }: MachineSnapshot, _request: CleanupCall, answer: CleanupAnswer) =>
+      answer.call === 'delete' ? recordDeleteOutcome(machine, instance, answer.outcome, now, timings) : recordStatusCheck(machine, instance, answer.outcome, now),
   },
 });

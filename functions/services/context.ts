@@ -1,7 +1,8 @@
 import type { SiteConfig } from '#config/site-config.ts';
-import type { CleanupTimings } from '#domain/cleanup.ts';
+import { cleanupTimings, type CleanupTimings } from '#domain/cleanup.ts';
 import type { CreateOutcome } from '#domain/instances.ts';
 import type { DeleteOutcome } from '#domain/cleanup.ts';
+import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import type { Clock, IdSource } from '#domain/model.ts';
 import type { FleetStore } from '#store/port.ts';
 import type { SafetyRules } from '#domain/safety.ts';
@@ -11,6 +12,8 @@ import type { EventPublisher } from './events.ts';
 export interface SiteAgent {
   create(request: { name: string; machineId: string; instanceId: string; clientToken: string }): Promise<CreateOutcome>;
   delete(name: string): Promise<DeleteOutcome>;
+  /** Where the agent stands with an instance, asked when the outcome of a create or a cleanup was lost. */
+  status(name: string): Promise<InstanceStatusOutcome>;
 }
 
 export interface Log {
@@ -34,8 +37,9 @@ export interface AppContext {
   events: EventPublisher;
   metrics: Metrics;
   log: Log;
-  cleanupTimings: CleanupTimings;
 }
+
+export const siteCleanupTimings = (config: SiteConfig): CleanupTimings => cleanupTimings(config.site_agent.report_timeout_seconds * 1000);
 
 export const heartbeatTimeoutMs = (config: SiteConfig): number => config.heartbeat.timeout_seconds * 1000;
 

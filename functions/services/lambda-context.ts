@@ -2,7 +2,6 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { randomUUID } from 'node:crypto';
 import { parseSiteConfig, siteConfigSchema, type SiteConfig } from '#config/site-config.ts';
-import { defaultCleanupTimings } from '#domain/cleanup.ts';
 import { systemClock, type IdSource } from '#domain/model.ts';
 import { createDocumentClient, tableNamesFromEnv } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
@@ -52,7 +51,6 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext
     events: eventBridgePublisher(env.EVENT_BUS_NAME),
     metrics: { gauge: (name, value) => metrics.addMetric(name, MetricUnit.Count, value) },
     log,
-    cleanupTimings: defaultCleanupTimings,
     // Idempotency records are written through the same client: one connection pool per cold start.
     idempotency: { client, tableName: names.idempotencyTable },
   };

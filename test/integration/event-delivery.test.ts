@@ -2,7 +2,6 @@ import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultSiteConfig } from '#config/site-config.ts';
-import { defaultCleanupTimings } from '#domain/cleanup.ts';
 import { eventCatalog, type EventType } from '#domain/event-schemas.ts';
 import { publishedEvent, repairEvent } from '#domain/events.ts';
 import { addOverride } from '#domain/machine-edits.ts';
@@ -33,11 +32,11 @@ function contextOn(tables: Tables, events: EventPublisher): AppContext {
     agent: {
       create: () => Promise.reject(new Error('no site agent call is expected here')),
       delete: () => Promise.reject(new Error('no site agent call is expected here')),
+      status: () => Promise.reject(new Error('no site agent call is expected here')),
     },
     events,
     metrics: { gauge: () => {} },
     log: silent,
-    cleanupTimings: defaultCleanupTimings,
   };
 }
 

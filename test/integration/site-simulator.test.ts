@@ -1,7 +1,12 @@
+import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { defaultSiteConfig } from '#config/site-config.ts';
 import { createSiteAgentClient } from '#site/agent-client.ts';
+import { httpSiteAgent } from '#site/site-agent.ts';
 import { createSiteSimulator, demoFleet, type SiteSimulator } from '#local/site-simulator.ts';
 
 // The controller is not under test here: a stub records what the simulated agent sends it.
@@ -249,6 +254,18 @@ describe('simulated site agent: instance status', () => {
     expect(calls.filter((c) => c.path.endsWith('/cleanup'))).toHaveLength(1);
   });
 
+  it("is what the reconcilers' agent (httpSiteAgent) reports: present, cleaning, absent, or an error", async () => {
+    const agent = httpSiteAgent(simUrl, defaultSiteConfig());
+    await create('job', 'tok-a');
+    expect(await agent.status('job')).toEqual({ kind: 'present' });
+    controllerDown = true;
+    await agent.delete('job');
+    expect(await agent.status('job')).toEqual({ kind: 'cleaning' });
+    expect(await agent.status('never-made')).toEqual({ kind: 'absent' });
+    const unreachable = httpSiteAgent('http://127.0.0.1:9', defaultSiteConfig());
+    expect(await unreachable.status('job')).toEqual({ kind: 'error', reason: expect.stringContaining('status query') });
+  });
+
   it('rejects a create that breaks the contract, naming the field', async () => {
     const answer = await call('POST', '/instances', { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1' });
     expect(answer.status).toBe(400);
@@ -259,6 +276,45 @@ describe('simulated site agent: instance status', () => {
     const response = await fetch(`${simUrl}/instances`, { method: 'POST', body: '{"name":' });
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ code: 'invalid-json' });
+  });
+});
+
+describe('simulated site agent: state kept in a file', () => {
+  const started: SiteSimulator[] = [];
+  afterEach(async () => {
+    for (const agent of started.splice(0)) await agent.stop();
+  });
+
+  async function agentOn(stateFile: string) {
+    const agent = createSiteSimulator({
+      machines,
+      controllerUrl: () => controllerUrl,
+      token: async () => 'agent-token',
+      heartbeatIntervalMs: 50,
+      provisionMs: 0,
+      cleanupMs: 60_000,
+      stateFile,
+    });
+    started.push(agent);
+    await agent.start();
+    return createSiteAgentClient({ baseUrl: agent.url, maxAttempts: 1, baseDelayMs: 0, timeoutMs: 2_000 });
+  }
+
+  it('outlives a restart: instances stay present, a cleanup under way finished meanwhile without a report, a client token still dedupes', async () => {
+    const stateFile = join(mkdtempSync(join(tmpdir(), 'fleetward-agent-')), 'site-agent.json');
+    const before = await agentOn(stateFile);
+    await before.createInstance({ name: 'kept', machineId: 'gb200-r1-01', instanceId: 'i-kept', clientToken: 'tok-kept' });
+    await before.createInstance({ name: 'deleted', machineId: 'gb200-r1-02', instanceId: 'i-deleted', clientToken: 'tok-deleted' });
+    expect(await before.deleteInstance('deleted')).toMatchObject({ ok: true, alreadyGone: false });
+    expect(await before.instanceStatus('deleted')).toEqual({ ok: true, state: 'cleaning' });
+    await started[0]!.stop();
+
+    const after = await agentOn(stateFile);
+    expect(await after.instanceStatus('kept')).toEqual({ ok: true, state: 'present' });
+    expect(await after.instanceStatus('deleted')).toEqual({ ok: true, state: 'absent' });
+    const again = await after.createInstance({ name: 'kept', machineId: 'gb200-r1-01', instanceId: 'i-kept', clientToken: 'tok-kept' });
+    expect(again).toMatchObject({ ok: true, siteName: 'kept', attempts: 1 });
+    expect(calls.filter((c) => c.path.endsWith('/cleanup'))).toEqual([]);
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { sweep } from '#services/reconcile.ts';
+import { siteCleanupTimings } from '#services/context.ts';
 import { deliverOutboxEvent } from '#services/events.ts';
 import { harness, siteWith, tenant, type Harness, reconcile } from '#test/support/service-harness.ts';
 
@@ -107,9 +108,10 @@ describe('reconciling a released machine', () => {
     expect(h.agent.deletes).toEqual(['train']);
     expect(await h.store.getMachine(instance.machineId)).toMatchObject({ state: 'Cleanup', cleanup: { phase: 'requested', attempts: 1 } });
 
-    // No report within the lease: the sweep sends it again.
-    h.clock.advance(h.ctx.cleanupTimings.reportTimeoutMs + 1);
+    // No report within the lease: the sweep asks the agent, which still holds the instance, so the DELETE goes again.
+    h.clock.advance(siteCleanupTimings(h.ctx.config).reportTimeoutMs + 1);
     expect(await sweep(h.ctx)).toEqual({ due: 1, failed: 0 });
+    expect(h.agent.statuses).toEqual(['train']);
     expect(h.agent.deletes).toEqual(['train', 'train']);
     expect((await h.store.getMachine(instance.machineId))!.cleanup).toMatchObject({ attempts: 2 });
   });
@@ -130,7 +132,7 @@ describe('reconciling a released machine', () => {
     await reconcile(h.ctx, machineRef);
     await reconcile(h.ctx, machineRef);
     expect(h.agent.deletes).toHaveLength(1);
-    h.clock.advance(h.ctx.cleanupTimings.retryBaseMs + 1);
+    h.clock.advance(siteCleanupTimings(h.ctx.config).retryBaseMs + 1);
     await sweep(h.ctx);
     expect(h.agent.deletes).toHaveLength(2);
     expect((await h.store.getMachine(instance.machineId))!.cleanup).toMatchObject({ phase: 'requested', attempts: 2 });

@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { parseSiteConfig } from '#config/site-config.ts';
-import { defaultCleanupTimings, type DeleteOutcome } from '#domain/cleanup.ts';
+import type { DeleteOutcome } from '#domain/cleanup.ts';
+import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import type { Change } from '#domain/change.ts';
 import type { CreateOutcome } from '#domain/instances.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
@@ -27,14 +28,18 @@ type Scripted<R, T> = T | ((request: R) => T | Promise<T>);
 export function scriptedAgent() {
   const createScript: Array<Scripted<CreateRequest, CreateOutcome>> = [];
   const deleteScript: Array<Scripted<string, DeleteOutcome>> = [];
+  const statusScript: Array<Scripted<string, InstanceStatusOutcome>> = [];
   const run = async <R, T>(step: Scripted<R, T> | undefined, request: R, otherwise: T): Promise<T> =>
     step === undefined ? otherwise : typeof step === 'function' ? (step as (r: R) => T | Promise<T>)(request) : step;
   const agent = {
     creates: [] as CreateRequest[],
     deletes: [] as string[],
+    statuses: [] as string[],
     /** The next create calls answer these, in order (an outcome, or a function of the request run during the call). */
     willCreate: (...outcomes: Array<Scripted<CreateRequest, CreateOutcome>>) => void createScript.push(...outcomes),
     willDelete: (...outcomes: Array<Scripted<string, DeleteOutcome>>) => void deleteScript.push(...outcomes),
+    /** The next status questions answer these, in order; unscripted, the agent still holds the instance (present). */
+    willAnswerStatus: (...outcomes: Array<Scripted<string, InstanceStatusOutcome>>) => void statusScript.push(...outcomes),
     async create(request: CreateRequest): Promise<CreateOutcome> {
       agent.creates.push(request);
       return run(createScript.shift(), request, { ok: true, siteName: request.name, attempts: 1 });
@@ -42,6 +47,10 @@ export function scriptedAgent() {
     async delete(name: string): Promise<DeleteOutcome> {
       agent.deletes.push(name);
       return run(deleteScript.shift(), name, { kind: 'accepted' });
+    },
+    async status(name: string): Promise<InstanceStatusOutcome> {
+      agent.statuses.push(name);
+      return run(statusScript.shift(), name, { kind: 'present' });
     },
   } satisfies SiteAgent & Record<string, unknown>;
   return agent;
@@ -189,7 +198,6 @@ export function harness(): Harness {
     events: publisher,
     metrics: { gauge: (name, value) => void gauges.set(name, value) },
     log: { info: log('info'), warn: log('warn'), error: log('error') },
-    cleanupTimings: defaultCleanupTimings,
   };
   return { ctx, store, clock, agent, events, logged, gauges };
 }

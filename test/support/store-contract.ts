@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Change } from '#domain/change.ts';
-import { finishCleanup, claimCleanup, defaultCleanupTimings } from '#domain/cleanup.ts';
+import { finishCleanup, claimCleanup, cleanupTimings } from '#domain/cleanup.ts';
 import { inAllocatableIndex } from '#domain/health.ts';
 import { planHeartbeat, rosterDigest } from '#domain/heartbeat.ts';
 import { assignInstance, releaseInstance } from '#domain/instances.ts';
@@ -162,7 +162,7 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       expect((await store.getMachine('alloc-m'))!.state).toBe('Cleanup');
       await expectIndexed(false);
 
-      await update((m) => claimCleanup(m, null, at(3_000), defaultCleanupTimings)!);
+      await update((m) => claimCleanup(m, null, at(3_000), cleanupTimings(60_000))!);
       await expectIndexed(false);
 
       await update((m) => finishCleanup(m, null, { ok: true }, 'site-agent', at(4_000)));

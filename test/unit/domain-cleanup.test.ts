@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
   claimCleanup,
-  defaultCleanupTimings,
+  claimStatusCheck,
+  cleanupTimings,
   finishCleanup,
   recordDeleteOutcome,
+  recordStatusCheck,
   startCleanup,
   type CleanupTimings,
 } from '#domain/cleanup.ts';
@@ -91,6 +93,10 @@ describe('claimCleanup', () => {
     });
   });
 
+  it('an accepted DELETE is not sent again, not even once its report is overdue', () => {
+    expect(claimCleanup(inCleanup({ phase: 'requested', attempts: 1, accepted: true, leaseUntil: iso(addMs(NOW, -1)) }), instance(), NOW, timings)).toBeNull();
+  });
+
   it('failed → null (an operator has to look)', () => {
     expect(claimCleanup(inCleanup({ phase: 'failed', attempts: 1, error: 'disk' }), instance(), NOW, timings)).toBeNull();
   });
@@ -107,8 +113,21 @@ describe('claimCleanup', () => {
 describe('recordDeleteOutcome', () => {
   const requested = (attempts: number) => inCleanup({ phase: 'requested', attempts, leaseUntil: iso(addMs(NOW, 600_000)) });
 
-  it('accepted → null (wait for the report)', () => {
-    expect(recordDeleteOutcome(requested(1), instance(), { kind: 'accepted' }, NOW, timings)).toBeNull();
+  it('accepted → wait for the report until the report timeout, from now', () => {
+    const before = { ...requested(2), cleanup: { ...requested(2).cleanup!, error: 'site agent answered 503' } };
+    expect(recordDeleteOutcome(before, instance(), { kind: 'accepted' }, NOW, timings)).toEqual({
+      machines: [
+        {
+          before,
+          after: {
+            ...before,
+            cleanup: { instanceId: 'i-1', phase: 'requested', attempts: 2, accepted: true, checks: 0, leaseUntil: iso(addMs(NOW, timings.reportTimeoutMs)) },
+            updatedAt: iso(NOW),
+          },
+        },
+      ],
+      history: [],
+    });
   });
 
   it('gone → machine Ready without instance, instance Terminated', () => {
@@ -146,9 +165,9 @@ describe('recordDeleteOutcome', () => {
     });
   });
 
-  it('the default timings back off 2 s per attempt up to 5 min', () => {
+  it('the site timings back off 2 s per attempt up to 5 min, whatever the report timeout', () => {
     const lease = (attempts: number) =>
-      recordDeleteOutcome(requested(attempts), null, { kind: 'error', reason: 'x' }, NOW, defaultCleanupTimings)!.machines![0]!.after.cleanup!.leaseUntil;
+      recordDeleteOutcome(requested(attempts), null, { kind: 'error', reason: 'x' }, NOW, cleanupTimings(5_000))!.machines![0]!.after.cleanup!.leaseUntil;
     expect(lease(3)).toBe(iso(addMs(NOW, 6_000)));
     expect(lease(1_000)).toBe(iso(addMs(NOW, 300_000)));
   });
@@ -240,5 +259,81 @@ describe('finishCleanup', () => {
     }
     expect(thrown).toBeInstanceOf(Rejection);
     expect(thrown).toMatchObject({ status: 409, code: 'invalid-state' });
+  });
+});
+
+describe('claimStatusCheck', () => {
+  const awaiting = (leaseMsFromNow: number, checks = 0) =>
+    inCleanup({ phase: 'requested', attempts: 1, accepted: true, checks, leaseUntil: iso(addMs(NOW, leaseMsFromNow)) });
+
+  it('waits while the report is not overdue', () => {
+    expect(claimStatusCheck(awaiting(1), NOW)).toBeNull();
+  });
+
+  it.each([
+    { checks: 0, delay: 30_000 },
+    { checks: 1, delay: 60_000 },
+    { checks: 3, delay: 240_000 },
+    { checks: 4, delay: 480_000 },
+    { checks: 5, delay: 600_000 },
+    { checks: 30, delay: 600_000 },
+  ])('overdue after $checks check(s) → check claimed, next one in $delay ms', ({ checks, delay }) => {
+    const before = awaiting(-1, checks);
+    expect(claimStatusCheck(before, NOW)).toEqual({
+      machines: [{ before, after: { ...before, cleanup: { ...before.cleanup, checks: checks + 1, leaseUntil: iso(addMs(NOW, delay)) }, updatedAt: iso(NOW) } }],
+      history: [],
+    });
+  });
+
+  it.each([
+    { name: 'pending', m: inCleanup() },
+    { name: 'DELETE not accepted yet', m: inCleanup({ phase: 'requested', attempts: 1, leaseUntil: iso(addMs(NOW, -1)) }) },
+    { name: 'failed', m: inCleanup({ phase: 'failed', attempts: 1, accepted: true }) },
+    { name: 'back to Ready', m: inCleanup({}, { state: 'Ready', instanceId: undefined, cleanup: undefined }) },
+  ])('nothing to ask when $name', ({ m }) => {
+    expect(claimStatusCheck(m, NOW)).toBeNull();
+  });
+});
+
+describe('recordStatusCheck', () => {
+  const checking = () => inCleanup({ phase: 'requested', attempts: 2, accepted: true, checks: 1, leaseUntil: iso(addMs(NOW, 30_000)) });
+
+  it('absent → the cleanup ends as if the report had come: machine Ready, instance Terminated', () => {
+    const before = checking();
+    const owned = instance();
+    const change = recordStatusCheck(before, owned, { kind: 'absent' }, NOW)!;
+    expect(change.machines).toEqual([
+      { before, after: { ...before, state: 'Ready', instanceId: undefined, assignedAt: undefined, boundMetaInstanceId: undefined, cleanup: undefined, updatedAt: iso(NOW) } },
+    ]);
+    expect(change.instances).toEqual([{ before: owned, after: { ...owned, status: 'Terminated', updatedAt: iso(NOW) } }]);
+    expect(change.history).toEqual([expect.objectContaining({ action: 'cleanup-succeeded', instanceId: 'i-1', message: expect.stringMatching(/report was lost/) })]);
+  });
+
+  it('absent keeps the quarantine a release put on the machine', () => {
+    const quarantined = { ...checking(), healthOverrides: [{ source: 'tenant-reported-issue' }] as Machine['healthOverrides'] };
+    expect(recordStatusCheck(quarantined, instance(), { kind: 'absent' }, NOW)!.machines![0]!.after.healthOverrides).toEqual(quarantined.healthOverrides);
+  });
+
+  it('present → the DELETE is to be sent again, attempts kept', () => {
+    const before = checking();
+    expect(recordStatusCheck(before, instance(), { kind: 'present' }, NOW)).toEqual({
+      machines: [{ before, after: { ...before, cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 2 }, updatedAt: iso(NOW) } }],
+      history: [],
+    });
+  });
+
+  it('present, then claimed: the DELETE goes out again', () => {
+    const resend = recordStatusCheck(checking(), instance(), { kind: 'present' }, NOW)!.machines![0]!.after;
+    expect(claimCleanup(resend, instance(), NOW, timings)?.machines?.[0]?.after.cleanup).toMatchObject({ phase: 'requested', attempts: 3 });
+  });
+
+  it.each([{ kind: 'cleaning' as const }, { kind: 'error' as const, reason: 'site agent unreachable' }])('$kind → null (the claim already set the next check)', (outcome) => {
+    expect(recordStatusCheck(checking(), instance(), outcome, NOW)).toBeNull();
+  });
+
+  it('a cleanup that ended meanwhile (the report came after all) → null', () => {
+    const ready = inCleanup({}, { state: 'Ready', instanceId: undefined, cleanup: undefined });
+    expect(recordStatusCheck(ready, instance(), { kind: 'absent' }, NOW)).toBeNull();
+    expect(recordStatusCheck(inCleanup(), instance(), { kind: 'absent' }, NOW)).toBeNull();
   });
 });

@@ -2,9 +2,11 @@ import { describe, expect, it } from 'vitest';
 import {
   assignInstance,
   claimCreate,
+  claimCreateCheck,
   completeCreate,
   createLeaseMs,
   instanceView,
+  recordCreateCheck,
   releaseInstance,
   type NewInstanceSpec,
 } from '#domain/instances.ts';
@@ -176,17 +178,17 @@ describe('claimCreate', () => {
     expect(claimCreate(held, NOW, LEASE)).toBeNull();
   });
 
-  it('an expired lease is reclaimed, keeping the client token', () => {
+  it('an expired lease is not sent blindly again: its outcome is asked for first (claimCreateCheck)', () => {
     const lapsed = instance({ creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, -1)) } });
-    const change = claimCreate(lapsed, NOW, LEASE);
-    expect(change?.instances?.[0]?.after.creation).toEqual({ clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, LEASE)) });
-    expect(change?.instances?.[0]?.before).toBe(lapsed);
+    expect(claimCreate(lapsed, NOW, LEASE)).toBeNull();
+    expect(claimCreateCheck(lapsed, NOW)).not.toBeNull();
   });
 
-  it('a claim made by one caller blocks another until it lapses', () => {
+  it('a claim made by one caller blocks another, and the check, until it lapses', () => {
     const first = claimCreate(instance(), NOW, 1_000)!.instances![0]!.after;
     expect(claimCreate(first, addMs(NOW, 999), 1_000)).toBeNull();
-    expect(claimCreate(first, addMs(NOW, 1_001), 1_000)).not.toBeNull();
+    expect(claimCreateCheck(first, addMs(NOW, 999))).toBeNull();
+    expect(claimCreateCheck(first, addMs(NOW, 1_001))).not.toBeNull();
   });
 
   it('done → null', () => {
@@ -291,6 +293,65 @@ describe('completeCreate', () => {
     { name: 'done', creation: { clientToken: 'tok-1', phase: 'done' } },
   ] satisfies Array<{ name: string; creation: Instance['creation'] }>)('not in flight ($name) → null', ({ creation }) => {
     expect(completeCreate(instance({ creation }), assignedMachine(), { ok: true, siteName: 'job', attempts: 1 }, NOW)).toBeNull();
+  });
+});
+
+describe('claimCreateCheck', () => {
+  const lapsed = (checks?: number) =>
+    instance({ createAttempts: 1, creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, -1)), ...(checks === undefined ? {} : { checks }) } });
+
+  it.each([
+    { checks: undefined, delay: 30_000 },
+    { checks: 1, delay: 60_000 },
+    { checks: 2, delay: 120_000 },
+    { checks: 9, delay: 600_000 },
+  ])('a lapsed create after $checks check(s) → check claimed, the next one in $delay ms', ({ checks, delay }) => {
+    const before = lapsed(checks);
+    expect(claimCreateCheck(before, NOW)).toEqual({
+      instances: [
+        { before, after: { ...before, creation: { clientToken: 'tok-1', phase: 'in-flight', checks: (checks ?? 0) + 1, leaseUntil: iso(addMs(NOW, delay)) }, updatedAt: iso(NOW) } },
+      ],
+      history: [],
+    });
+  });
+
+  it.each([
+    { name: 'a live lease', i: instance({ creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, 1)) } }) },
+    { name: 'pending', i: instance() },
+    { name: 'done', i: instance({ status: 'Ready', creation: { clientToken: 'tok-1', phase: 'done' } }) },
+    { name: 'released meanwhile (its cleanup goes ahead; it is never created again)', i: { ...lapsed(0), status: 'Terminating' as const } },
+  ])('nothing to ask with $name', ({ i }) => {
+    expect(claimCreateCheck(i, NOW)).toBeNull();
+  });
+});
+
+describe('recordCreateCheck', () => {
+  const checking = (over: Partial<Instance> = {}) =>
+    instance({ createAttempts: 1, creation: { clientToken: 'tok-1', phase: 'in-flight', checks: 1, leaseUntil: iso(addMs(NOW, 30_000)) }, ...over });
+
+  it('present → the create happened: Ready, the lost call counted as one attempt', () => {
+    const change = recordCreateCheck(checking(), assignedMachine(), { kind: 'present' }, NOW);
+    expect(change!.instances![0]!.after).toMatchObject({ status: 'Ready', siteName: 'job', createAttempts: 2, creation: { clientToken: 'tok-1', phase: 'done' } });
+    expect(change!.history).toEqual([expect.objectContaining({ action: 'instance-ready', instanceId: 'i-1' })]);
+  });
+
+  it('absent → the create is to be sent again, with the same client token', () => {
+    const before = checking();
+    expect(recordCreateCheck(before, assignedMachine(), { kind: 'absent' }, NOW)).toEqual({
+      instances: [{ before, after: { ...before, creation: { clientToken: 'tok-1', phase: 'pending' }, updatedAt: iso(NOW) } }],
+      history: [],
+    });
+    const resend = recordCreateCheck(before, assignedMachine(), { kind: 'absent' }, NOW)!.instances![0]!.after;
+    expect(claimCreate(resend, NOW, 1_000)?.instances?.[0]?.after.creation).toEqual({ clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, 1_000)) });
+  });
+
+  it.each([{ kind: 'cleaning' as const }, { kind: 'error' as const, reason: 'site agent unreachable' }])('$kind → null (the claim already set the next check)', (outcome) => {
+    expect(recordCreateCheck(checking(), assignedMachine(), outcome, NOW)).toBeNull();
+  });
+
+  it('an outcome recorded meanwhile, or a release, is left alone', () => {
+    expect(recordCreateCheck(checking({ status: 'Ready', creation: { clientToken: 'tok-1', phase: 'done' } }), assignedMachine(), { kind: 'absent' }, NOW)).toBeNull();
+    expect(recordCreateCheck(checking({ status: 'Terminating' }), assignedMachine(), { kind: 'absent' }, NOW)).toBeNull();
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultCleanupTimings } from '#domain/cleanup.ts';
+import { cleanupTimings } from '#domain/cleanup.ts';
 import type { MetaSnapshot } from '#domain/meta-instances.ts';
 import { buildOverride } from '#domain/overrides.ts';
 import { addMs, iso } from '#domain/time.ts';
@@ -20,24 +20,35 @@ describe('instance reconciler', () => {
 
   it('claims a pending create under a lease and names the create as the effect', () => {
     const decision = instanceReconciler.decide(snapshot());
-    expect(decision.effect).toEqual({ name: 'job', machineId: 'm-1', instanceId: 'i-1', clientToken: 'tok-1' });
+    expect(decision.effect).toEqual({ call: 'create', request: { name: 'job', machineId: 'm-1', instanceId: 'i-1', clientToken: 'tok-1' } });
     expect(decision.change?.instances?.[0]?.after.creation).toEqual({ clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, LEASE_MS)) });
     expect(decision.requeueAt).toBeUndefined();
   });
 
-  it('decides nothing while another claim is live, and claims again once it lapsed', () => {
+  it('decides nothing while another claim is live, and asks the agent where the create stands once it lapsed', () => {
     const inFlight = anInstance({ creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, 1)) } });
     expect(instanceReconciler.decide(snapshot({ instance: inFlight }))).toEqual({});
-    expect(instanceReconciler.decide(snapshot({ instance: inFlight, now: addMs(NOW, 2) })).effect).toMatchObject({ instanceId: 'i-1' });
+    const lapsed = instanceReconciler.decide(snapshot({ instance: inFlight, now: addMs(NOW, 2) }));
+    expect(lapsed.effect).toEqual({ call: 'status', instanceId: 'i-1', siteName: 'job' });
+    expect(lapsed.change?.instances?.[0]?.after.creation).toMatchObject({ phase: 'in-flight', checks: 1 });
     expect(instanceReconciler.decide(snapshot({ instance: anInstance({ status: 'Ready', creation: { clientToken: 'tok-1', phase: 'done' } }) }))).toEqual({});
   });
 
   it('settles a successful create as Ready, and nothing when the machine is gone', () => {
     const inFlight = anInstance({ creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, LEASE_MS)) } });
     const machine = aMachine({ state: 'Assigned', instanceId: 'i-1' });
-    const settled = instanceReconciler.effects!.settle(snapshot({ instance: inFlight, machine }), {} as never, { ok: true, siteName: 'job', attempts: 1 });
+    const created = { call: 'create' as const, outcome: { ok: true as const, siteName: 'job', attempts: 1 } };
+    const settled = instanceReconciler.effects!.settle(snapshot({ instance: inFlight, machine }), {} as never, created);
     expect(settled?.instances?.[0]?.after).toMatchObject({ status: 'Ready', createAttempts: 1, creation: { phase: 'done' } });
-    expect(instanceReconciler.effects!.settle(snapshot({ instance: inFlight }), {} as never, { ok: true, siteName: 'job', attempts: 1 })).toBeNull();
+    expect(instanceReconciler.effects!.settle(snapshot({ instance: inFlight }), {} as never, created)).toBeNull();
+  });
+
+  it("settles the agent's answer about a lost create: present → Ready, absent → sent again", () => {
+    const inFlight = anInstance({ creation: { clientToken: 'tok-1', phase: 'in-flight', checks: 1, leaseUntil: iso(addMs(NOW, 30_000)) } });
+    const machine = aMachine({ state: 'Assigned', instanceId: 'i-1' });
+    const settle = (kind: 'present' | 'absent') => instanceReconciler.effects!.settle(snapshot({ instance: inFlight, machine }), {} as never, { call: 'status', outcome: { kind } });
+    expect(settle('present')?.instances?.[0]?.after).toMatchObject({ status: 'Ready', creation: { phase: 'done' } });
+    expect(settle('absent')?.instances?.[0]?.after.creation).toEqual({ clientToken: 'tok-1', phase: 'pending' });
   });
 
   it('is due when its create is pending, or when the claim on it lapses', () => {
@@ -51,11 +62,11 @@ describe('instance reconciler', () => {
 describe('machine (cleanup) reconciler', () => {
   const cleaning = aMachine({ state: 'Cleanup', instanceId: 'i-1', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 } });
   const released = anInstance({ status: 'Terminating', siteName: 'job-r1', creation: { clientToken: 'tok-1', phase: 'done' } });
-  const snapshot = (overrides: Partial<MachineSnapshot> = {}): MachineSnapshot => ({ machine: cleaning, instance: released, now: NOW, timings: defaultCleanupTimings, ...overrides });
+  const snapshot = (overrides: Partial<MachineSnapshot> = {}): MachineSnapshot => ({ machine: cleaning, instance: released, now: NOW, timings: cleanupTimings(60_000), ...overrides });
 
   it("claims the DELETE and names it by the instance's site name", () => {
     const decision = machineReconciler.decide(snapshot());
-    expect(decision.effect).toEqual({ machineId: 'm-1', siteName: 'job-r1' });
+    expect(decision.effect).toEqual({ call: 'delete', machineId: 'm-1', siteName: 'job-r1' });
     expect(decision.change?.machines?.[0]?.after.cleanup).toMatchObject({ phase: 'requested', attempts: 1 });
   });
 
@@ -65,11 +76,24 @@ describe('machine (cleanup) reconciler', () => {
     expect(machineReconciler.decide(snapshot({ machine: aMachine() }))).toEqual({});
   });
 
-  it('settles "gone" by returning the machine to the pool and "accepted" by waiting for the report', () => {
+  it('settles "gone" by returning the machine to the pool and "accepted" by waiting for the report as long as the site says', () => {
     const requested = { ...cleaning, cleanup: { instanceId: 'i-1', phase: 'requested' as const, attempts: 1, leaseUntil: iso(addMs(NOW, 60_000)) } };
-    const request = { machineId: 'm-1', siteName: 'job-r1' };
-    expect(machineReconciler.effects!.settle(snapshot({ machine: requested }), request, { kind: 'gone' })?.machines?.[0]?.after).toMatchObject({ state: 'Ready', cleanup: undefined });
-    expect(machineReconciler.effects!.settle(snapshot({ machine: requested }), request, { kind: 'accepted' })).toBeNull();
+    const request = { call: 'delete' as const, machineId: 'm-1', siteName: 'job-r1' };
+    const settle = (kind: 'gone' | 'accepted') => machineReconciler.effects!.settle(snapshot({ machine: requested, timings: cleanupTimings(5_000) }), request, { call: 'delete', outcome: { kind } });
+    expect(settle('gone')?.machines?.[0]?.after).toMatchObject({ state: 'Ready', cleanup: undefined });
+    expect(settle('accepted')?.machines?.[0]?.after.cleanup).toMatchObject({ accepted: true, leaseUntil: iso(addMs(NOW, 5_000)) });
+  });
+
+  it('asks the agent once the report is overdue, and settles its answer', () => {
+    const awaiting = { ...cleaning, cleanup: { instanceId: 'i-1', phase: 'requested' as const, attempts: 1, accepted: true, checks: 0, leaseUntil: iso(addMs(NOW, -1)) } };
+    const decision = machineReconciler.decide(snapshot({ machine: awaiting }));
+    expect(decision.effect).toEqual({ call: 'status', machineId: 'm-1', siteName: 'job-r1' });
+    expect(decision.change?.machines?.[0]?.after.cleanup).toMatchObject({ checks: 1, leaseUntil: iso(addMs(NOW, 30_000)) });
+    const request = { call: 'status' as const, machineId: 'm-1', siteName: 'job-r1' };
+    const settle = (kind: 'absent' | 'present' | 'cleaning') => machineReconciler.effects!.settle(snapshot({ machine: awaiting }), request, { call: 'status', outcome: { kind } });
+    expect(settle('absent')?.machines?.[0]?.after).toMatchObject({ state: 'Ready', cleanup: undefined });
+    expect(settle('present')?.machines?.[0]?.after.cleanup).toEqual({ instanceId: 'i-1', phase: 'pending', attempts: 1 });
+    expect(settle('cleaning')).toBeNull();
   });
 
   it('looks again when the create it may be waiting for is over', () => {

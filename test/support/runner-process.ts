@@ -1,0 +1,112 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { Instance, Machine, MetaInstance, Role } from '#domain/model.ts';
+import { createDocumentClient } from '#store/client.ts';
+
+// The local runner as `npm start` runs it, in a child process that leads its own process group, so that a test can
+// crash the whole tree at once (node, the DynamoDB Local wrapper, java) with SIGKILL and start it again on the same
+// FLEETWARD_DATA_DIR.
+
+export interface RunnerOptions {
+  dataDir: string;
+  /** The site config's TOML; written to the data dir (FLEETWARD_SITE_CONFIG). Its `[site] name` names the table. */
+  config: string;
+  siteName: string;
+  startTimeoutMs?: number;
+}
+
+export interface Answer {
+  status: number;
+  body: any;
+}
+
+export interface RunnerProcess {
+  api: string;
+  /** The simulated site agent's own API (GET {agent}/instances/{name}). */
+  agent: string;
+  call(method: string, path: string, options?: { token?: string; body?: unknown }): Promise<Answer>;
+  token(org: string, roles: Role[], sub?: string): Promise<string>;
+  /** Every stored machine, instance and meta-instance, read from the runner's DynamoDB Local (a Scan: tests only). */
+  records(): Promise<{ machines: Machine[]; instances: Instance[]; metaInstances: MetaInstance[] }>;
+  /** SIGKILL to the whole process tree, as a crash; resolves once it is gone and its DynamoDB Local answers no more. */
+  kill(): Promise<void>;
+  output(): string;
+}
+
+const OUTPUT_KEPT = 20_000;
+
+export async function startRunner(options: RunnerOptions): Promise<RunnerProcess> {
+  const configFile = join(options.dataDir, 'site.toml');
+  writeFileSync(configFile, options.config);
+  const child = spawn(process.execPath, ['bin/local.ts'], {
+    env: { ...process.env, PORT: '0', FLEETWARD_DATA_DIR: options.dataDir, FLEETWARD_SITE_CONFIG: configFile },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-OUTPUT_KEPT));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+  const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
+  while (!/API\s+http:\/\//.test(output)) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      killTree(child);
+      throw new Error(`the local runner did not come up:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const api = /API\s+(http:\/\/\S+)/.exec(output)![1]!;
+  const agent = /site agent\s+simulated, (http:\/\/\S+)/.exec(output)![1]!;
+  const dynamo = /DynamoDB Local on (http:\/\/\S+)/.exec(output)![1]!;
+  const documents = createDocumentClient(dynamo);
+
+  const call: RunnerProcess['call'] = async (method, path, { token, body } = {}) => {
+    const response = await fetch(`${api}${path}`, {
+      method,
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  };
+
+  return {
+    api,
+    agent,
+    call,
+    async token(org, roles, sub = `${org}-user`) {
+      return (await call('POST', '/_local/token', { body: { sub, org, roles } })).body.token;
+    },
+    async records() {
+      const items: Record<string, unknown>[] = [];
+      let start: Record<string, unknown> | undefined;
+      do {
+        const page = await documents.send(new ScanCommand({ TableName: `fleetward-${options.siteName}`, ConsistentRead: true, ExclusiveStartKey: start }));
+        items.push(...(page.Items ?? []));
+        start = page.LastEvaluatedKey;
+      } while (start);
+      const of = <T>(entity: string) => items.filter((item) => item.entity === entity) as unknown as T[];
+      return { machines: of<Machine>('machine'), instances: of<Instance>('instance'), metaInstances: of<MetaInstance>('meta-instance') };
+    },
+    async kill() {
+      killTree(child);
+      await exited;
+      documents.destroy();
+      // The killed java may take a moment to let go of its port and its files.
+      while (await fetch(dynamo).then(() => true, () => false)) await new Promise((r) => setTimeout(r, 100));
+    },
+    output: () => output,
+  };
+}
+
+function killTree(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
