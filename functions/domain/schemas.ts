@@ -23,8 +23,12 @@ export const issueSchema = z.strictObject({
   details: z.string().max(8192).optional(),
 });
 
+/** Query numbers are decimal digits only: `0x10`, `1e2`, ` 5` or `+5` would coerce to numbers nobody typed. */
+export const queryInteger = (min: number, max: number) =>
+  z.string().regex(/^[0-9]{1,9}$/, 'decimal digits only').transform(Number).pipe(z.number().int().min(min).max(max));
+
 export const pageQuery = {
-  limit: z.coerce.number().int().min(1).max(500).default(50),
+  limit: queryInteger(1, 500).default(50),
   nextToken: z.string().min(1).max(2048).optional(),
 };
 

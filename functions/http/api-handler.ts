@@ -7,6 +7,7 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { Principal } from '#domain/model.ts';
 import { principalFromEvent } from '#http/auth.ts';
+import { classifyError } from '#http/classify-error.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import type { HttpMethod, Route, RouteRequest, RouteResult } from '#http/route.ts';
 import { validateParts, validationFailed } from '#http/validation.ts';
@@ -168,8 +169,11 @@ const parseJsonBody: MiddlewareObj<ApiEvent, ApiResult, Error, ApiContext> = {
 const problemErrors = (logger: Logger): MiddlewareObj<ApiEvent, ApiResult, Error, ApiContext> => ({
   onError: (request) => {
     const { error, context } = request;
-    if (error instanceof ProblemError) {
-      request.response = problemResponse(error, error instanceof MethodNotAllowed ? { allow: error.allow } : {});
+    const problem = classifyError(error);
+    if (problem) {
+      // A client error the store's SDK raised is still worth seeing: it may be a check we lack.
+      if (!(error instanceof ProblemError)) logger.warn('client input refused by the store', { route: context.api?.route.operationId, error: error as Error });
+      request.response = problemResponse(problem, problem instanceof MethodNotAllowed ? { allow: problem.allow } : {});
       return;
     }
     logger.error('unhandled error', { requestId: request.event.requestContext?.requestId, route: context.api?.route.operationId, error: error as Error });

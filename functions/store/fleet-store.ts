@@ -34,8 +34,7 @@ import {
 } from './items.ts';
 import { indexes } from './table.ts';
 import { StaleWriteError } from './port.ts';
-import { decodePageToken, encodePageToken, invalidPageToken, type Page } from './paging.ts';
-
+import { decodePageToken, encodePageToken, invalidPageToken, type Listing, type Page } from './paging.ts';
 
 const TRANSACTION_LIMIT = 100;
 
@@ -121,23 +120,20 @@ export class FleetStore {
 
   /** Meta-instance replacements still provisioning, site-wide (the replacing index holds only those). */
   async replacementsInFlight(): Promise<number> {
+    const input = {
+      IndexName: indexes.replacing.name,
+      KeyConditionExpression: '#pk = :pk',
+      ExpressionAttributeNames: { '#pk': indexes.replacing.pk },
+      ExpressionAttributeValues: { ':pk': 'REPLACING' },
+      Select: 'COUNT',
+    } as const;
     let count = 0;
-    let nextToken: string | undefined;
+    let startKey: Record<string, unknown> | undefined;
     do {
-      const result = await this.client.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: indexes.replacing.name,
-          KeyConditionExpression: '#pk = :pk',
-          ExpressionAttributeNames: { '#pk': indexes.replacing.pk },
-          ExpressionAttributeValues: { ':pk': 'REPLACING' },
-          Select: 'COUNT',
-          ...(nextToken ? { ExclusiveStartKey: decodePageToken(nextToken) } : {}),
-        }),
-      );
+      const result = await this.client.send(new QueryCommand({ TableName: this.table, ...input, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }));
       count += result.Count ?? 0;
-      nextToken = encodePageToken(result.LastEvaluatedKey);
-    } while (nextToken);
+      startKey = result.LastEvaluatedKey;
+    } while (startKey);
     return count;
   }
 
@@ -384,12 +380,13 @@ export class FleetStore {
   }
 
   private async query(input: Omit<QueryCommandInput, 'TableName'>, nextToken?: string) {
+    const listing = listingOf(input);
     const result = await this.client
       .send(
         new QueryCommand({
           TableName: this.table,
           ...input,
-          ...(nextToken ? { ExclusiveStartKey: decodePageToken(nextToken) } : {}),
+          ...(nextToken ? { ExclusiveStartKey: decodePageToken(listing, nextToken) } : {}),
           ReturnConsumedCapacity: 'TOTAL',
         }),
       )
@@ -399,7 +396,7 @@ export class FleetStore {
         throw error;
       });
     this.meter.readUnits += capacityUnits(result.ConsumedCapacity);
-    return { items: result.Items ?? [], nextToken: encodePageToken(result.LastEvaluatedKey) };
+    return { items: result.Items ?? [], nextToken: encodePageToken(listing, result.LastEvaluatedKey) };
   }
 
   private async write(send: () => Promise<{ ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] | undefined }>) {
@@ -408,6 +405,16 @@ export class FleetStore {
     this.meter.writeUnits += capacityUnits(result.ConsumedCapacity);
     return result;
   }
+}
+
+/** What a page token of this query is bound to: every query's partition is `:pk`; the rest shapes its pages. */
+function listingOf(input: Omit<QueryCommandInput, 'TableName'>): Listing {
+  const { ':pk': partition, ...rangeAndFilter } = input.ExpressionAttributeValues ?? {};
+  return {
+    index: (input.IndexName ?? 'table') as Listing['index'],
+    partition: String(partition),
+    scope: [input.KeyConditionExpression, input.FilterExpression ?? null, rangeAndFilter, input.ScanIndexForward ?? true],
+  };
 }
 
 function capacityUnits(consumed: ConsumedCapacity | ConsumedCapacity[] | undefined): number {
