@@ -61,9 +61,13 @@ function genericCases(route: Route): Case[] {
   const shape = queryShape(route);
   if (route.query) {
     cases.push({ name: 'an unknown query parameter', route, request: (v) => ({ path: at(v), query: 'surplus=1', body: bodyForOthers }), status: 422, code: 'validation-failed', errorPaths: ['query.surplus'] });
+    for (const key of ['__proto__', 'constructor', 'prototype']) {
+      cases.push({ name: `a prototype query key (${key})`, route, request: (v) => ({ path: at(v), query: `${key}=1`, body: bodyForOthers }), status: 422, code: 'validation-failed', errorPaths: [`query.${key}`] });
+    }
   }
   if (shape && 'limit' in shape) {
-    for (const limit of ['0', '501', 'abc']) {
+    // Decimal digits only: hex, exponents, spaces and signs would coerce to numbers nobody typed.
+    for (const limit of ['0', '501', 'abc', '0x10', '1e2', '%205', '%2B5', '12345678901234567890']) {
       cases.push({ name: `limit=${limit}`, route, request: (v) => ({ path: at(v), query: `limit=${limit}` }), status: 422, code: 'validation-failed', errorPaths: ['query.limit'] });
     }
   }
@@ -71,8 +75,12 @@ function genericCases(route: Route): Case[] {
     const notBase64Json = '%25%25%25';
     // Well-formed base64url JSON, but no key this API ever issued: must not reach DynamoDB as an ExclusiveStartKey.
     const forged = Buffer.from(JSON.stringify({ pk: 'MACHINE#nope', unexpected: 1 })).toString('base64url');
-    for (const [label, token] of [['garbage', notBase64Json], ['forged', forged]] as const) {
-      cases.push({ name: `a ${label} nextToken`, route, request: (v) => ({ path: at(v), query: `nextToken=${token}` }), status: 422, code: 'validation-failed', errorPaths: ['query.nextToken'] });
+    // Numbers the SDK's marshaller throws on (a plain Error, once a 500).
+    const outOfRange = Buffer.from('{"pk":12345678901234567890}').toString('base64url');
+    const beyondDouble = Buffer.from('{"pk":1e400}').toString('base64url');
+    const tokens = [['garbage', notBase64Json], ['forged', forged], ['out-of-range number', outOfRange], ['beyond-double number', beyondDouble]] as const;
+    for (const [label, token] of tokens) {
+      cases.push({ name: `a ${label} nextToken`, route, request: (v) => ({ path: at(v), query: `nextToken=${token}` }), status: 422, code: 'invalid-page-token', errorPaths: ['query.nextToken'] });
     }
   }
   for (const name of paramNames(route)) {
@@ -229,12 +237,12 @@ const specific: Record<string, Spec[]> = {
     ['limit=-1', () => undefined, ['query.limit'], { query: 'limit=-1' }],
     ['limit=1.5', () => undefined, ['query.limit'], { query: 'limit=1.5' }],
     ['an empty nextToken', () => undefined, ['query.nextToken'], { query: 'nextToken=' }],
-    ['a nextToken issued by another listing', () => undefined, ['query.nextToken'], { query: (v) => `nextToken=${v.otherListingToken}` }],
+    ['a nextToken issued by another listing', () => undefined, ['query.nextToken'], { query: (v) => `nextToken=${v.otherListingToken}`, code: 'invalid-page-token' }],
     ['a nextToken over 2048 chars', () => undefined, ['query.nextToken'], { query: `nextToken=${long(3000, 'A')}` }],
   ],
   'list-meta-instances': [
     // A real token, but of the provider's machine listing: another index's key, never a start key for this query.
-    ['a nextToken issued by another listing', () => undefined, ['query.nextToken'], { query: (v) => `nextToken=${v.otherListingToken}` }],
+    ['a nextToken issued by another listing', () => undefined, ['query.nextToken'], { query: (v) => `nextToken=${v.otherListingToken}`, code: 'invalid-page-token' }],
   ],
   'list-machines': [
     ['state=Broken', () => undefined, ['query.state'], { query: 'state=Broken' }],
@@ -362,7 +370,7 @@ describe.each(routeTable.map((route) => [routeKey(route), route] as const))('%s'
     const before = current;
     const response = await send(route, c.request(values));
     expectProblem(response, c.status, c.code);
-    if (c.code === 'validation-failed') {
+    if (c.code === 'validation-failed' || c.code === 'invalid-page-token') {
       const errors: Array<{ path: unknown; message: unknown }> = response.body.errors;
       expect(Array.isArray(errors) && errors.length > 0, JSON.stringify(response.body)).toBe(true);
       for (const error of errors) expect(error).toMatchObject({ path: expect.any(String), message: expect.any(String) });
@@ -377,6 +385,14 @@ describe.each(routeTable.map((route) => [routeKey(route), route] as const))('%s'
     current = after;
     expect(difference(before.table, after.table)).toEqual(unchanged);
     expect(difference(before.idempotency, after.idempotency)).toEqual(unchanged);
+  });
+});
+
+describe('doubled slashes', () => {
+  // API Gateway matches routes on the path as sent: `//openapi.json` is no route (and locally not the dashboard's `/`).
+  it.each(['//openapi.json', '//', '/v2//org/acme/nico/instance', '//admin/machines'])('GET %s → 404 route-not-found', async (path) => {
+    const response = await site.call('GET', path, { token: tokens['provider-admin'] });
+    expectProblem(response, 404, 'route-not-found');
   });
 });
 
