@@ -6,11 +6,11 @@ import {
   expectProblem,
   routeKey,
   routePath,
-  scanTable,
   startTestSite,
   type PathValues,
   type TestSite,
 } from '#test/support/local-site.ts';
+import { difference, snapshot, unchanged, type Snapshot } from '#test/support/table-snapshot.ts';
 
 // API.md "Conventions": bad input is always a 4xx problem (422 `validation-failed` with `errors[].path`, 400
 // `invalid-json`, 413 for an oversized body), never a 5xx, and changes nothing. Every case below dumps the site's
@@ -274,35 +274,6 @@ const tokens = {} as Record<Role, string>;
 let baseline: Snapshot;
 let current: Snapshot;
 
-type Snapshot = { table: Map<string, string>; idempotency: Map<string, string> };
-
-/** Keys sorted at every level, so two dumps of the same items compare equal as strings. */
-const canonical = (value: unknown): unknown =>
-  Array.isArray(value)
-    ? value.map(canonical)
-    : value instanceof Set
-      ? [...value].map(canonical).sort()
-      : value && typeof value === 'object'
-        ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)]))
-        : value;
-
-async function snapshot(): Promise<Snapshot> {
-  const toMap = (items: Record<string, unknown>[], key: (item: Record<string, unknown>) => string) =>
-    new Map(items.map((item) => [key(item), JSON.stringify(canonical(item))]));
-  const table = (await scanTable(site)).filter((item) => !(item.pk === 'SITE' && item.sk === 'HEARTBEAT'));
-  const idempotency = await scanTable(site, 'idempotencyTable');
-  return { table: toMap(table, (i) => `${i.pk} | ${i.sk}`), idempotency: toMap(idempotency, (i) => String(i.id)) };
-}
-
-function difference(before: Map<string, string>, after: Map<string, string>) {
-  return {
-    added: [...after.keys()].filter((k) => !before.has(k)),
-    removed: [...before.keys()].filter((k) => !after.has(k)),
-    changed: [...after.keys()].filter((k) => before.has(k) && before.get(k) !== after.get(k)).map((k) => ({ key: k, before: before.get(k), after: after.get(k) })),
-  };
-}
-
-const unchanged = { added: [], removed: [], changed: [] };
 
 async function waitForInstance(id: string, status: string) {
   return site.eventually(async () => {
@@ -330,7 +301,7 @@ beforeAll(async () => {
     otherListingToken: encodeURIComponent(machinesPage.body.nextToken),
   };
   await site.streamIdle();
-  baseline = await snapshot();
+  baseline = await snapshot(site);
   current = baseline;
 });
 afterAll(async () => site?.stop());
@@ -352,7 +323,7 @@ describe('the site is quiet without requests', () => {
     expect(baseline.table.size).toBeGreaterThan(10);
     await new Promise((r) => setTimeout(r, 1_000));
     await site.streamIdle();
-    current = await snapshot();
+    current = await snapshot(site);
     expect(difference(baseline.table, current.table)).toEqual(unchanged);
     expect(difference(baseline.idempotency, current.idempotency)).toEqual(unchanged);
   });
@@ -381,7 +352,7 @@ describe.each(routeTable.map((route) => [routeKey(route), route] as const))('%s'
     }
     // A GET cannot write (and is not what this file guards): only mutating routes pay for the dump.
     if (!isMutating(route)) return;
-    const after = await snapshot();
+    const after = await snapshot(site);
     current = after;
     expect(difference(before.table, after.table)).toEqual(unchanged);
     expect(difference(before.idempotency, after.idempotency)).toEqual(unchanged);
@@ -399,7 +370,7 @@ describe('doubled slashes', () => {
 describe('after all of it', () => {
   it('the tables are exactly as they were before the first bad request, once the stream has caught up', async () => {
     await site.streamIdle();
-    const now = await snapshot();
+    const now = await snapshot(site);
     expect(difference(baseline.table, now.table)).toEqual(unchanged);
     expect(difference(baseline.idempotency, now.idempotency)).toEqual(unchanged);
     expect((await waitForInstance(values.instanceId, 'Ready')).status).toBe('Ready');
