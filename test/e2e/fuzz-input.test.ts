@@ -5,7 +5,7 @@ import type { Route } from '#http/route.ts';
 import { indexes } from '#store/table.ts';
 import { fuzzSettings } from '#test/support/fuzz.ts';
 import { collectRoutes, routePath, startTestSite, type TestSite } from '#test/support/local-site.ts';
-import { difference, snapshot, unchanged, type Snapshot } from '#test/support/table-snapshot.ts';
+import { difference, snapshot, unchanged } from '#test/support/table-snapshot.ts';
 
 // Property: a request with at least one defect (a body, query, path, header or credential its route must refuse),
 // built by mutating a VALID request of any route in the table for any role, is answered 4xx problem+json with a
@@ -276,7 +276,7 @@ afterAll(async () => site?.stop());
 
 async function send(request: FuzzRequest) {
   const route = routeOf(request);
-  const path = route.path.replace(/\{([A-Za-z0-9_]+)\+?\}/g, (_m, name: string) => encodeURIComponent(name === 'org' ? request.org : request.params[name]!));
+  const path = route.path.replace(/\{([A-Za-z0-9_]+)\+?\}/g, (_m, name: string) => encodeURIComponent(name === 'org' && route.path.startsWith('/v2/org/{org}') ? request.org : request.params[name]!));
   const query = request.query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
   const otherRole = roles.find((role) => route.roles !== 'public' && !route.roles.includes(role))!;
   const token = { valid: tokens[request.role], garbage: 'not.a.jwt', 'wrong-role': tokens[otherRole], none: undefined }[request.token];
@@ -293,20 +293,20 @@ describe('generated bad requests', () => {
   });
 
   it('are answered 4xx problem+json with a code, never 5xx, and change nothing', { timeout: 120_000 }, async () => {
-    let before: Snapshot = await snapshot(site);
     await fc.assert(
       fc.asyncProperty(requests(values), async (request) => {
+        // Taken per run: a failed run (and shrinking replays) must not leave its change in the next run's "before".
+        const before = routeOf(request).method === 'GET' ? undefined : await snapshot(site);
         const response = await send(request);
         const context = `${describeRequest(request)} → ${response.status} ${JSON.stringify(response.body)?.slice(0, 500)}`;
         expect(response.status, context).toBeGreaterThanOrEqual(400);
         expect(response.status, context).toBeLessThan(500);
         expect(response.headers.get('content-type'), context).toMatch(/^application\/problem\+json/);
         expect(response.body, context).toMatchObject({ status: response.status, code: expect.stringMatching(/^[a-z][a-z-]*$/) });
-        if (routeOf(request).method === 'GET') return;
+        if (!before) return;
         const after = await snapshot(site);
         expect(difference(before.table, after.table), context).toEqual(unchanged);
         expect(difference(before.idempotency, after.idempotency), context).toEqual(unchanged);
-        before = after;
       }),
       fuzzSettings('fuzz-input', 150),
     );
