@@ -53,6 +53,12 @@ const matchesExtra = (route: ExtraRoute, method: string, path: string) =>
   (route.method === '*' || route.method.toUpperCase() === method) &&
   (route.path.endsWith('*') ? path.startsWith(route.path.slice(0, -1)) : path === route.path);
 
+/**
+ * The request target as API Gateway sees it: a path. Resolved against a base, `//openapi.json` would be a
+ * scheme-relative URL of host `openapi.json` and path `/` (the dashboard); kept as a path it matches no route (404).
+ */
+const requestUrl = (target: string) => (target.startsWith('/') ? new URL(`http://localhost${target}`) : new URL(target, 'http://localhost'));
+
 /** `12/Mar/2020:19:03:58 +0000`, as in `requestContext.time`. */
 function apiGatewayTime(date: Date): string {
   const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
@@ -66,9 +72,11 @@ function buildEvent(req: IncomingMessage, url: URL, body: string, requestId: str
     if (value !== undefined && name !== 'cookie') headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
   }
   const cookies = req.headers.cookie?.split(';').map((c) => c.trim()).filter((c) => c !== '');
-  // API Gateway joins repeated query parameters with commas.
-  const query: Record<string, string> = {};
-  for (const [name, value] of url.searchParams) query[name] = name in query ? `${query[name]},${value}` : value;
+  // API Gateway joins repeated query parameters with commas. A Map keeps `__proto__` and `constructor` plain
+  // names, as in the JSON event API Gateway sends, instead of prototype lookups or a silently dropped key.
+  const joined = new Map<string, string>();
+  for (const [name, value] of url.searchParams) joined.set(name, joined.has(name) ? `${joined.get(name)},${value}` : value);
+  const query = Object.fromEntries(joined);
   const now = new Date();
   return {
     version: '2.0',
@@ -143,7 +151,7 @@ export async function createLocalHttpServer(options: LocalHttpServerOptions): Pr
   const { handler, verifyToken, extraRoutes = [], maxBodyBytes = defaultMaxBodyBytes, timeoutMs = 30_000 } = options;
 
   const serve = async (req: IncomingMessage, res: ServerResponse) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    const url = requestUrl(req.url ?? '/');
     const method = (req.method ?? 'GET').toUpperCase();
     const extra = extraRoutes.find((route) => matchesExtra(route, method, url.pathname));
     if (extra) return extra.handle(req, res);

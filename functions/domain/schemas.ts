@@ -33,8 +33,15 @@ export const issueSchema = z.strictObject({
   details: z.string().max(8192).optional(),
 });
 
+/** Query numbers are decimal digits only: `0x10`, `1e2`, ` 5` or `+5` would coerce to numbers nobody typed. */
+const decimalDigits = (value: unknown, ctx: z.RefinementCtx) => {
+  if (typeof value !== 'string' || /^[0-9]{1,9}$/.test(value)) return value;
+  ctx.addIssue({ code: 'custom', message: 'decimal digits only', input: value });
+  return z.NEVER;
+};
+
 export const pageQuery = {
-  limit: z.coerce.number().int().min(1).max(500).default(50),
+  limit: z.preprocess(decimalDigits, z.coerce.number().int().min(1).max(500).default(50)),
   nextToken: z.string().min(1).max(2048).optional(),
 };
 

@@ -8,6 +8,7 @@ import type { APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructured
 import type { Principal } from '#domain/model.ts';
 import { answerThrough } from '#http/answer.ts';
 import { principalFromEvent } from '#http/auth.ts';
+import { classifyError } from '#http/classify-error.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import type { Answer, HttpMethod, Route, RouteRequest } from '#http/route.ts';
 import { validateParts, validationFailed } from '#http/validation.ts';
@@ -172,8 +173,11 @@ const parseJsonBody: MiddlewareObj<ApiEvent, ApiResult, Error, ApiContext> = {
 const problemErrors = (logger: Logger): MiddlewareObj<ApiEvent, ApiResult, Error, ApiContext> => ({
   onError: (request) => {
     const { error, context } = request;
-    if (error instanceof ProblemError) {
-      request.response = problemResponse(error, error instanceof MethodNotAllowed ? { allow: error.allow } : {});
+    const problem = classifyError(error);
+    if (problem) {
+      // A client error the store's SDK raised is still worth seeing: it may be a check we lack.
+      if (!(error instanceof ProblemError)) logger.warn('client input refused by the store', { route: context.api?.route.operationId, error: error as Error });
+      request.response = problemResponse(problem, problem instanceof MethodNotAllowed ? { allow: problem.allow } : {});
       return;
     }
     logger.error('unhandled error', { requestId: request.event.requestContext?.requestId, route: context.api?.route.operationId, error: error as Error });

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { pageQuery } from '#domain/schemas.ts';
 import { ProblemError, type FieldError } from '#http/problem.ts';
 
 /** The part of the request a zod issue is about: body paths stay bare (`machineHealthIssue.category`). */
@@ -32,21 +33,27 @@ export function validateParts(
   schemas: { [K in keyof RequestParts]?: z.ZodType | undefined },
   raw: RequestParts,
 ): RequestParts {
-  const errors: FieldError[] = [];
+  const errors: FieldError[] = prototypeKeysIn(raw.query).map((key) => ({ path: `query.${key}`, message: 'Not a query parameter' }));
   const out: RequestParts = { ...raw };
   for (const part of ['params', 'query', 'body'] as const) {
     const schema = schemas[part];
     if (!schema) continue;
     const result = schema.safeParse(raw[part]);
     if (result.success) out[part] = result.data;
-    else errors.push(...fieldErrors(result.error.issues, part));
+    else errors.push(...fieldErrors(result.error.issues, part).filter((e) => !errors.some((known) => known.path === e.path)));
   }
   if (errors.length > 0) throw validationFailed(errors);
   return out;
 }
 
-/** `?limit=`: 1..500, 50 when absent (API.md "Lists"). */
-export const limitSchema = z.coerce.number().int().min(1).max(500).default(50);
+/** Keys that name JavaScript's object machinery are never parameters, whatever a route's schema lets through. */
+const prototypeKeys = new Set(['__proto__', 'constructor', 'prototype']);
+
+const prototypeKeysIn = (query: unknown): string[] =>
+  typeof query === 'object' && query !== null ? Object.keys(query).filter((key) => prototypeKeys.has(key)) : [];
+
+/** `?limit=`: 1..500 in decimal digits, 50 when absent (API.md "Lists"). */
+export const limitSchema = pageQuery.limit;
 
 /** `?nextToken=`: opaque to clients; the store that issued it decides what it means. */
 export const nextTokenSchema = z.string().min(1).max(4096).optional();

@@ -13,9 +13,28 @@ export function createDocumentClient(endpoint?: string): DynamoDBDocumentClient 
       ? { endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
       : {},
   );
-  return DynamoDBDocumentClient.from(client, {
+  const documents = DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
+  documents.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        // The SDK stamps `$metadata` on every error from the first attempt to send onwards; one without it was
+        // raised while the command's values were marshalled and serialized, so those values are the cause.
+        if (error instanceof Error && !('$metadata' in error)) throw new UnmarshallableInputError(error.message, { cause: error });
+        throw error;
+      }
+    },
+    { step: 'initialize', name: 'unmarshallableInput' },
+  );
+  return documents;
+}
+
+/** The document client could not turn a command's values into DynamoDB's (e.g. a number beyond 2^53). */
+export class UnmarshallableInputError extends Error {
+  override name = 'UnmarshallableInputError';
 }
 
 export function tableNamesFromEnv(env: NodeJS.ProcessEnv = process.env): TableNames {

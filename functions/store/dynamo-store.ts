@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { ROSTER_RESET, type SiteHeartbeat } from '#domain/heartbeat.ts';
 import { keys } from './items.ts';
-import { ItemStore, partitionAttributeOf, sortAttributeOf, type Item, type ItemPage, type ItemQuery, type ItemWrite, type TableKey } from './item-store.ts';
+import { ItemStore, listingOf, partitionAttributeOf, sortAttributeOf, type Item, type ItemPage, type ItemQuery, type ItemWrite, type TableKey } from './item-store.ts';
 import { StaleWriteError } from './port.ts';
 import { decodePageToken, encodePageToken, invalidPageToken } from './paging.ts';
 
@@ -91,7 +91,7 @@ export class DynamoFleetStore extends ItemStore {
         new QueryCommand({
           ...this.queryInput(query),
           ...(query.limit ? { Limit: query.limit } : {}),
-          ...(nextToken ? { ExclusiveStartKey: decodePageToken(nextToken) } : {}),
+          ...(nextToken ? { ExclusiveStartKey: decodePageToken(listingOf(query), nextToken) } : {}),
           ReturnConsumedCapacity: 'TOTAL',
         }),
       )
@@ -100,7 +100,7 @@ export class DynamoFleetStore extends ItemStore {
         if (nextToken && error.name === 'ValidationException') throw invalidPageToken();
         throw error;
       });
-    return { items: result.Items ?? [], nextToken: encodePageToken(result.LastEvaluatedKey) };
+    return { items: result.Items ?? [], nextToken: encodePageToken(listingOf(query), result.LastEvaluatedKey) };
   }
 
   protected async countItems(query: ItemQuery): Promise<number> {

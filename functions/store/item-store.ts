@@ -22,7 +22,7 @@ import {
   tenantItem,
   type EntityRef,
 } from './items.ts';
-import type { Page } from './paging.ts';
+import type { Listing, Page } from './paging.ts';
 import { StaleWriteError, type FleetStore, type PageRequest } from './port.ts';
 import { indexes } from './table.ts';
 
@@ -62,6 +62,13 @@ export type RosterReset = { resetRoster: true };
 export type ItemWrite = GuardedPut | RosterReset;
 
 export const TRANSACTION_LIMIT = 100;
+
+/** What a page token of this query is bound to: the index, the partition, and whatever else shapes its pages. */
+export const listingOf = (query: ItemQuery): Listing => ({
+  index: query.index ? (query.index.name as Listing['index']) : 'table',
+  partition: query.partition,
+  scope: [query.sort ?? null, query.descending ?? false, query.where ?? null],
+});
 
 /** The key attributes of a query's table or index, in the order DynamoDB reports them in LastEvaluatedKey. */
 export const keyAttributesOf = (query: Pick<ItemQuery, 'index'>): string[] =>

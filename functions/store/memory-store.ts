@@ -2,6 +2,7 @@ import { ROSTER_RESET, type SiteHeartbeat } from '#domain/heartbeat.ts';
 import { keys } from './items.ts';
 import {
   ItemStore,
+  listingOf,
   keyAttributesOf,
   partitionAttributeOf,
   sortAttributeOf,
@@ -73,7 +74,7 @@ export class MemoryFleetStore extends ItemStore {
     const matching = this.matching(query);
     let from = 0;
     if (nextToken) {
-      const start = decodePageToken(nextToken);
+      const start = decodePageToken(listingOf(query), nextToken);
       if (!this.isStartKeyOf(query, start)) throw invalidPageToken();
       const after = (item: Item) => compareByQuery(query, item, start) > 0;
       from = matching.findIndex(after);
@@ -85,7 +86,7 @@ export class MemoryFleetStore extends ItemStore {
     const where = query.where;
     return {
       items: evaluated.filter((item) => !where || item[where.attribute] === where.equals).map((item) => structuredClone(item)),
-      nextToken: encodePageToken(last && Object.fromEntries(keyAttributesOf(query).map((name) => [name, last[name]]))),
+      nextToken: encodePageToken(listingOf(query), last && Object.fromEntries(keyAttributesOf(query).map((name) => [name, last[name]]))),
     };
   }
 

@@ -1,26 +1,79 @@
+import { createHash } from 'node:crypto';
 import { Rejection } from '#domain/rejection.ts';
+import { indexes } from './table.ts';
 
 export interface Page<T> {
   items: T[];
   nextToken?: string | undefined;
 }
 
-/** Page tokens are opaque to clients: the DynamoDB key, base64url-encoded. */
-export function encodePageToken(lastKey: Record<string, unknown> | undefined): string | undefined {
-  return lastKey ? Buffer.from(JSON.stringify(lastKey)).toString('base64url') : undefined;
+/** One listing a token may continue: the index it reads, the partition, and whatever else shapes its pages. */
+export interface Listing {
+  /** A GSI of the table, or `table` for the base table's own key. */
+  index: keyof typeof indexes | 'table';
+  /** The partition value the query reads: a token's key must hold exactly this one. */
+  partition: string;
+  /** Anything else that decides what a page holds (sort key range, filter, order); compared, never sent. */
+  scope?: unknown;
 }
 
-export function decodePageToken(token: string): Record<string, unknown> {
-  try {
-    const key = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-    if (key && typeof key === 'object' && !Array.isArray(key)) return key;
-  } catch {
-    // fall through to the rejection below
+/** DynamoDB allows 2048 bytes for a partition key and 1024 for a sort key; ours are far shorter. */
+const maxKeyValueBytes = 1024;
+
+/**
+ * Page tokens are opaque to clients: the DynamoDB key of the last item, bound to the listing that issued it. A token
+ * is checked strictly before its key goes near the SDK, whose marshaller throws plain Errors for values no listing
+ * ever issues (out-of-range numbers, nested objects): exactly this index's key attributes, each a bounded string,
+ * the partition equal to the query's own, and the same listing (so another org's or another route's token is refused).
+ */
+export function encodePageToken(listing: Listing, lastKey: Record<string, unknown> | undefined): string | undefined {
+  if (!lastKey) return undefined;
+  return Buffer.from(JSON.stringify({ listing: listingDigest(listing), key: lastKey })).toString('base64url');
+}
+
+export function decodePageToken(listing: Listing, token: string): Record<string, string> {
+  const decoded = parseToken(token);
+  if (!isRecord(decoded) || !hasExactly(decoded, ['key', 'listing'])) throw invalidPageToken('not a page token');
+  if (decoded.listing !== listingDigest(listing)) throw invalidPageToken('issued by another listing');
+  const key = decoded.key;
+  const attributes = keyAttributes(listing.index);
+  if (!isRecord(key) || !hasExactly(key, attributes)) throw invalidPageToken('not a key of this listing');
+  for (const name of attributes) {
+    const value = key[name];
+    if (typeof value !== 'string' || value === '' || Buffer.byteLength(value) > maxKeyValueBytes) throw invalidPageToken('not a key of this listing');
   }
-  throw invalidPageToken();
+  if (key[partitionAttribute(listing.index)] !== listing.partition) throw invalidPageToken('issued by another listing');
+  return key as Record<string, string>;
 }
 
-export const invalidPageToken = () =>
-  new Rejection(422, 'validation-failed', 'nextToken is not a token this listing issued', [
-    { path: 'query.nextToken', message: 'not a token this listing issued' },
+export const invalidPageToken = (reason = 'not a token this listing issued') =>
+  new Rejection(422, 'invalid-page-token', `nextToken is not a token this listing issued (${reason})`, [
+    { path: 'query.nextToken', message: reason },
   ]);
+
+function parseToken(token: string): unknown {
+  // base64url only: anything else (padding, `+/`, spaces) was not written by encodePageToken.
+  if (!/^[A-Za-z0-9_-]+$/.test(token)) return undefined;
+  try {
+    return JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype;
+
+const hasExactly = (record: Record<string, unknown>, names: readonly string[]) => {
+  const own = Object.keys(record);
+  return own.length === names.length && names.every((name) => Object.hasOwn(record, name));
+};
+
+/** A GSI's LastEvaluatedKey holds its own key and the table's, exactly. */
+const keyAttributes = (index: Listing['index']): string[] =>
+  index === 'table' ? ['pk', 'sk'] : ['pk', 'sk', indexes[index].pk, indexes[index].sk];
+
+const partitionAttribute = (index: Listing['index']) => (index === 'table' ? 'pk' : indexes[index].pk);
+
+const listingDigest = (listing: Listing) =>
+  createHash('sha256').update(JSON.stringify([listing.index, listing.partition, listing.scope ?? null])).digest('base64url').slice(0, 22);

@@ -6,11 +6,11 @@ import {
   expectProblem,
   routeKey,
   routePath,
-  scanTable,
   startTestSite,
   type PathValues,
   type TestSite,
 } from '#test/support/local-site.ts';
+import { difference, snapshot, unchanged, type Snapshot } from '#test/support/table-snapshot.ts';
 
 // API.md "Conventions": bad input is always a 4xx problem (422 `validation-failed` with `errors[].path`, 400
 // `invalid-json`, 413 for an oversized body), never a 5xx, and changes nothing. Every case below dumps the site's
@@ -61,9 +61,13 @@ function genericCases(route: Route): Case[] {
   const shape = queryShape(route);
   if (route.query) {
     cases.push({ name: 'an unknown query parameter', route, request: (v) => ({ path: at(v), query: 'surplus=1', body: bodyForOthers }), status: 422, code: 'validation-failed', errorPaths: ['query.surplus'] });
+    for (const key of ['__proto__', 'constructor', 'prototype']) {
+      cases.push({ name: `a prototype query key (${key})`, route, request: (v) => ({ path: at(v), query: `${key}=1`, body: bodyForOthers }), status: 422, code: 'validation-failed', errorPaths: [`query.${key}`] });
+    }
   }
   if (shape && 'limit' in shape) {
-    for (const limit of ['0', '501', 'abc']) {
+    // Decimal digits only: hex, exponents, spaces and signs would coerce to numbers nobody typed.
+    for (const limit of ['0', '501', 'abc', '0x10', '1e2', '%205', '%2B5', '12345678901234567890']) {
       cases.push({ name: `limit=${limit}`, route, request: (v) => ({ path: at(v), query: `limit=${limit}` }), status: 422, code: 'validation-failed', errorPaths: ['query.limit'] });
     }
   }
@@ -71,8 +75,12 @@ function genericCases(route: Route): Case[] {
     const notBase64Json = '%25%25%25';
     // Well-formed base64url JSON, but no key this API ever issued: must not reach DynamoDB as an ExclusiveStartKey.
     const forged = Buffer.from(JSON.stringify({ pk: 'MACHINE#nope', unexpected: 1 })).toString('base64url');
-    for (const [label, token] of [['garbage', notBase64Json], ['forged', forged]] as const) {
-      cases.push({ name: `a ${label} nextToken`, route, request: (v) => ({ path: at(v), query: `nextToken=${token}` }), status: 422, code: 'validation-failed', errorPaths: ['query.nextToken'] });
+    // Numbers the SDK's marshaller throws on (a plain Error, once a 500).
+    const outOfRange = Buffer.from('{"pk":12345678901234567890}').toString('base64url');
+    const beyondDouble = Buffer.from('{"pk":1e400}').toString('base64url');
+    const tokens = [['garbage', notBase64Json], ['forged', forged], ['out-of-range number', outOfRange], ['beyond-double number', beyondDouble]] as const;
+    for (const [label, token] of tokens) {
+      cases.push({ name: `a ${label} nextToken`, route, request: (v) => ({ path: at(v), query: `nextToken=${token}` }), status: 422, code: 'invalid-page-token', errorPaths: ['query.nextToken'] });
     }
   }
   for (const name of paramNames(route)) {
@@ -229,12 +237,12 @@ const specific: Record<string, Spec[]> = {
     ['limit=-1', () => undefined, ['query.limit'], { query: 'limit=-1' }],
     ['limit=1.5', () => undefined, ['query.limit'], { query: 'limit=1.5' }],
     ['an empty nextToken', () => undefined, ['query.nextToken'], { query: 'nextToken=' }],
-    ['a nextToken issued by another listing', () => undefined, ['query.nextToken'], { query: (v) => `nextToken=${v.otherListingToken}` }],
+    ['a nextToken issued by another listing', () => undefined, ['query.nextToken'], { query: (v) => `nextToken=${v.otherListingToken}`, code: 'invalid-page-token' }],
     ['a nextToken over 2048 chars', () => undefined, ['query.nextToken'], { query: `nextToken=${long(3000, 'A')}` }],
   ],
   'list-meta-instances': [
     // A real token, but of the provider's machine listing: another index's key, never a start key for this query.
-    ['a nextToken issued by another listing', () => undefined, ['query.nextToken'], { query: (v) => `nextToken=${v.otherListingToken}` }],
+    ['a nextToken issued by another listing', () => undefined, ['query.nextToken'], { query: (v) => `nextToken=${v.otherListingToken}`, code: 'invalid-page-token' }],
   ],
   'list-machines': [
     ['state=Broken', () => undefined, ['query.state'], { query: 'state=Broken' }],
@@ -266,35 +274,6 @@ const tokens = {} as Record<Role, string>;
 let baseline: Snapshot;
 let current: Snapshot;
 
-type Snapshot = { table: Map<string, string>; idempotency: Map<string, string> };
-
-/** Keys sorted at every level, so two dumps of the same items compare equal as strings. */
-const canonical = (value: unknown): unknown =>
-  Array.isArray(value)
-    ? value.map(canonical)
-    : value instanceof Set
-      ? [...value].map(canonical).sort()
-      : value && typeof value === 'object'
-        ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)]))
-        : value;
-
-async function snapshot(): Promise<Snapshot> {
-  const toMap = (items: Record<string, unknown>[], key: (item: Record<string, unknown>) => string) =>
-    new Map(items.map((item) => [key(item), JSON.stringify(canonical(item))]));
-  const table = (await scanTable(site)).filter((item) => !(item.pk === 'SITE' && item.sk === 'HEARTBEAT'));
-  const idempotency = await scanTable(site, 'idempotencyTable');
-  return { table: toMap(table, (i) => `${i.pk} | ${i.sk}`), idempotency: toMap(idempotency, (i) => String(i.id)) };
-}
-
-function difference(before: Map<string, string>, after: Map<string, string>) {
-  return {
-    added: [...after.keys()].filter((k) => !before.has(k)),
-    removed: [...before.keys()].filter((k) => !after.has(k)),
-    changed: [...after.keys()].filter((k) => before.has(k) && before.get(k) !== after.get(k)).map((k) => ({ key: k, before: before.get(k), after: after.get(k) })),
-  };
-}
-
-const unchanged = { added: [], removed: [], changed: [] };
 
 async function waitForInstance(id: string, status: string) {
   return site.eventually(async () => {
@@ -322,7 +301,7 @@ beforeAll(async () => {
     otherListingToken: encodeURIComponent(machinesPage.body.nextToken),
   };
   await site.streamIdle();
-  baseline = await snapshot();
+  baseline = await snapshot(site);
   current = baseline;
 });
 afterAll(async () => site?.stop());
@@ -344,7 +323,7 @@ describe('the site is quiet without requests', () => {
     expect(baseline.table.size).toBeGreaterThan(10);
     await new Promise((r) => setTimeout(r, 1_000));
     await site.streamIdle();
-    current = await snapshot();
+    current = await snapshot(site);
     expect(difference(baseline.table, current.table)).toEqual(unchanged);
     expect(difference(baseline.idempotency, current.idempotency)).toEqual(unchanged);
   });
@@ -362,7 +341,7 @@ describe.each(routeTable.map((route) => [routeKey(route), route] as const))('%s'
     const before = current;
     const response = await send(route, c.request(values));
     expectProblem(response, c.status, c.code);
-    if (c.code === 'validation-failed') {
+    if (c.code === 'validation-failed' || c.code === 'invalid-page-token') {
       const errors: Array<{ path: unknown; message: unknown }> = response.body.errors;
       expect(Array.isArray(errors) && errors.length > 0, JSON.stringify(response.body)).toBe(true);
       for (const error of errors) expect(error).toMatchObject({ path: expect.any(String), message: expect.any(String) });
@@ -373,17 +352,25 @@ describe.each(routeTable.map((route) => [routeKey(route), route] as const))('%s'
     }
     // A GET cannot write (and is not what this file guards): only mutating routes pay for the dump.
     if (!isMutating(route)) return;
-    const after = await snapshot();
+    const after = await snapshot(site);
     current = after;
     expect(difference(before.table, after.table)).toEqual(unchanged);
     expect(difference(before.idempotency, after.idempotency)).toEqual(unchanged);
   });
 });
 
+describe('doubled slashes', () => {
+  // API Gateway matches routes on the path as sent: `//openapi.json` is no route (and locally not the dashboard's `/`).
+  it.each(['//openapi.json', '//', '/v2//org/acme/nico/instance', '//admin/machines'])('GET %s → 404 route-not-found', async (path) => {
+    const response = await site.call('GET', path, { token: tokens['provider-admin'] });
+    expectProblem(response, 404, 'route-not-found');
+  });
+});
+
 describe('after all of it', () => {
   it('the tables are exactly as they were before the first bad request, once the stream has caught up', async () => {
     await site.streamIdle();
-    const now = await snapshot();
+    const now = await snapshot(site);
     expect(difference(baseline.table, now.table)).toEqual(unchanged);
     expect(difference(baseline.idempotency, now.idempotency)).toEqual(unchanged);
     expect((await waitForInstance(values.instanceId, 'Ready')).status).toBe('Ready');

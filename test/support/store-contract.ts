@@ -428,13 +428,89 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
 
 
   describe('page tokens', () => {
-    const b64 = (text: string) => Buffer.from(text).toString('base64url');
+    const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+    const tokenParts = (token: string) => JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { listing: string; key: Record<string, unknown> };
+    const reissued = (token: string, key: (k: Record<string, unknown>) => unknown) => {
+      const parts = tokenParts(token);
+      return b64({ ...parts, key: key(parts.key) });
+    };
+    let tokens: { orgA: string; orgB: string; history: string; machines: string };
 
-    it('a list given a garbage token refuses with the 422 Rejection', async () => {
-      const thrown = await rejectionOf(store.listInstances('acme', { limit: 5, nextToken: 'not-a-token' }));
+    beforeAll(async () => {
+      const created = (org: string, n: number) => create(instance(`pt-${org}-${n}`, { org, status: 'Ready', createdAt: iso(at(n * 1_000)) }));
+      await store.commit({ instances: [0, 1, 2].flatMap((n) => [created('pt-a', n), created('pt-b', n)]), history: [] });
+      const entry = (machineId: string, ms: number): HistoryEntry => ({ machineId, at: iso(at(ms)), actor: 'ops', action: `a${ms}` });
+      await store.commit({ history: [entry('pt-m1', 1), entry('pt-m1', 2), entry('pt-m2', 1), entry('pt-m2', 2)] });
+      await register('pt-machine-1');
+      await register('pt-machine-2');
+      const first = async (page: Promise<{ nextToken?: string | undefined }>) => (await page).nextToken!;
+      tokens = {
+        orgA: await first(store.listInstances('pt-a', { limit: 1 })),
+        orgB: await first(store.listInstances('pt-b', { limit: 1 })),
+        history: await first(store.listHistory('pt-m1', { limit: 1 })),
+        machines: await first(store.listMachines({ limit: 1 })),
+      };
+    });
+
+    async function refusal(promise: Promise<unknown>) {
+      const thrown = await rejectionOf(promise);
       expect(thrown).toBeInstanceOf(Rejection);
-      expect(thrown).toMatchObject({ status: 422, code: 'validation-failed' });
-      expect(await rejectionOf(store.listHistory('hist-m', { limit: 5, nextToken: b64('[]') }))).toBeInstanceOf(Rejection);
+      expect(thrown).toMatchObject({ status: 422, code: 'invalid-page-token', errors: [{ path: 'query.nextToken', message: expect.any(String) }] });
+    }
+
+    it('continue the listing that issued them', async () => {
+      const second = await store.listInstances('pt-a', { limit: 1, nextToken: tokens.orgA });
+      expect(second.items.map((i) => i.id)).toEqual(['pt-pt-a-1']);
+      const history = await store.listHistory('pt-m1', { limit: 5, nextToken: tokens.history });
+      expect(history.items.map((h) => h.action)).toEqual(['a1']);
+    });
+
+    it.each([
+      { name: 'not base64 JSON', token: 'not-a-token!' },
+      { name: 'punctuation', token: '!!!***' },
+      { name: 'a number', token: b64('42') },
+      { name: 'an array', token: b64('[1,2]') },
+      { name: 'null', token: b64('null') },
+      { name: 'a string', token: b64('"pk"') },
+      { name: 'truncated JSON', token: b64('{"pk":"MACHINE#') },
+      { name: 'a bare key, as tokens used to be', token: b64({ pk: 'INSTANCE#pt-pt-a-1', sk: '#INSTANCE' }) },
+      { name: 'an out-of-range number', token: b64('{"pk":12345678901234567890}') },
+      { name: 'a number beyond double range', token: b64('{"pk":1e400}') },
+    ])('garbage is a 422 invalid-page-token: $name', async ({ token }) => {
+      await refusal(store.listInstances('pt-a', { limit: 1, nextToken: token }));
+      await refusal(store.listHistory('pt-m1', { limit: 1, nextToken: token }));
+      await refusal(store.listMachines({ limit: 1, nextToken: token }));
+    });
+
+    it('a truncated token is refused', async () => {
+      await refusal(store.listInstances('pt-a', { limit: 1, nextToken: tokens.orgA.slice(0, -4) }));
+    });
+
+    it("another org's token is refused, never answered with that org's items", async () => {
+      await refusal(store.listInstances('pt-a', { limit: 1, nextToken: tokens.orgB }));
+      await refusal(store.listMetaInstances('pt-a', { limit: 1, nextToken: tokens.orgB }));
+    });
+
+    it("another listing's token is refused: another route, another machine's history, another filter", async () => {
+      await refusal(store.listInstances('pt-a', { limit: 1, nextToken: tokens.machines }));
+      await refusal(store.listMachines({ limit: 1, nextToken: tokens.orgA }));
+      await refusal(store.machinesAwaitingRepair({ limit: 1, nextToken: tokens.machines }));
+      await refusal(store.listMetaInstances(null, { limit: 1, nextToken: tokens.machines }));
+      await refusal(store.listHistory('pt-m2', { limit: 1, nextToken: tokens.history }));
+      await refusal(store.listInstances('pt-a', { limit: 1, status: 'Ready', nextToken: tokens.orgA }));
+    });
+
+    it.each([
+      { name: 'a key value that is a huge number', key: (k: Record<string, unknown>) => ({ ...k, sk: 12345678901234567890 }) },
+      { name: 'a key value that is an object', key: (k: Record<string, unknown>) => ({ ...k, sk: { S: '#INSTANCE' } }) },
+      { name: 'a key value that is empty', key: (k: Record<string, unknown>) => ({ ...k, sk: '' }) },
+      { name: 'a key value over 1024 bytes', key: (k: Record<string, unknown>) => ({ ...k, orgSk: 'x'.repeat(1025) }) },
+      { name: 'an extra attribute', key: (k: Record<string, unknown>) => ({ ...k, kind: 'MACHINE' }) },
+      { name: 'a missing attribute', key: ({ orgSk: _dropped, ...k }: Record<string, unknown>) => k },
+      { name: "another org's partition", key: (k: Record<string, unknown>) => ({ ...k, orgPk: 'ORG#pt-b#INSTANCE' }) },
+      { name: 'a key that is a list', key: (k: Record<string, unknown>) => Object.values(k) },
+    ])('a tampered key in a genuine token is refused: $name', async ({ key }) => {
+      await refusal(store.listInstances('pt-a', { limit: 1, nextToken: reissued(tokens.orgA, key) }));
     });
   });
 

@@ -1,0 +1,26 @@
+import { ProblemError } from '#http/problem.ts';
+
+/**
+ * What the API answers for an error a handler did not turn into a problem itself. Refusals pass as they are; the
+ * store's SDK raises some errors because of values the caller sent, and those are the caller's 4xx; everything
+ * else is a genuine fault (a 500, logged in full by the caller of this function).
+ */
+export function classifyError(error: unknown): ProblemError | undefined {
+  if (error instanceof ProblemError) return error;
+  if (!(error instanceof Error)) return undefined;
+  // Raised by the document client before anything was sent (see #store/client.ts), so no `$metadata`.
+  if (error.name === 'UnmarshallableInputError') return invalidValues();
+  if (!isServiceError(error)) return undefined;
+  if (clientInputErrors.has(error.name)) return invalidValues();
+  if (throttlingErrors.has(error.name)) return new ProblemError(503, 'throttled', 'The site is busy; retry shortly');
+  return undefined;
+}
+
+/** DynamoDB refused the request as sent: with our own expressions fixed, only caller-supplied values vary. */
+const clientInputErrors = new Set(['ValidationException', 'SerializationException']);
+const throttlingErrors = new Set(['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded']);
+
+/** An answer from AWS: the SDK's service exceptions carry the request's `$metadata` and who was at `$fault`. */
+const isServiceError = (error: Error) => '$metadata' in error && '$fault' in error;
+
+const invalidValues = () => new ProblemError(422, 'invalid-request', 'The request holds values the site cannot store or look up');
