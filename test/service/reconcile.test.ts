@@ -64,7 +64,7 @@ describe('reconciling an instance', () => {
     expect(h.agent.creates).toEqual([]);
   });
 
-  it('a reconciler that died during the create leaves a lease; once it lapses the sweep sends the same create again', async () => {
+  it('a reconciler that died during the create leaves a lease; once it lapses the agent is asked, and an absent instance is created again', async () => {
     const { h, instance, ref } = await provisioning();
     h.agent.willCreate(() => Promise.reject(new Error('process killed')));
     await expect(reconcile(h.ctx, ref)).rejects.toThrow('process killed');
@@ -74,7 +74,11 @@ describe('reconciling an instance', () => {
     expect(h.agent.creates).toHaveLength(1);
 
     h.clock.advance(60_000);
+    h.agent.willAnswerStatus({ kind: 'absent' });
     expect(await sweep(h.ctx)).toEqual({ due: 1, failed: 0 });
+    expect(h.agent.statuses).toEqual(['train']);
+    // The answer put the create back to pending: the next reaction (here, the next sweep) sends it again.
+    await sweep(h.ctx);
     expect(h.agent.creates).toHaveLength(2);
     // The retry carries the same client token, so the agent can recognise a create it already did.
     expect(h.agent.creates[1]!.clientToken).toBe(h.agent.creates[0]!.clientToken);
@@ -112,6 +116,8 @@ describe('reconciling a released machine', () => {
     h.clock.advance(siteCleanupTimings(h.ctx.config).reportTimeoutMs + 1);
     expect(await sweep(h.ctx)).toEqual({ due: 1, failed: 0 });
     expect(h.agent.statuses).toEqual(['train']);
+    // The agent still holds it, so the cleanup is pending again: the next reaction sends the idempotent DELETE again.
+    await sweep(h.ctx);
     expect(h.agent.deletes).toEqual(['train', 'train']);
     expect((await h.store.getMachine(instance.machineId))!.cleanup).toMatchObject({ attempts: 2 });
   });
