@@ -255,7 +255,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     if (options.registerFleet ?? true) {
       const fleet = demoFleet(config.simulator.machines);
-      await registerMachines(ctx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), 'local-runner');
+      await registerMachines(ctx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), { actor: 'local-runner', requestId: 'local-runner-seed' });
     }
     if (poller) {
       await poller.start();

@@ -297,7 +297,8 @@ export function createApiHandler<C>(routes: readonly Route<any, any, any, any, C
     const { route, principal, authenticated, params, body } = context.api;
     const query = event.queryStringParameters ?? {};
     const valid = validateParts({ params: route.params, query: route.query, body: route.body }, { params, query, body });
-    const request: RouteRequest<unknown, unknown, unknown> = { principal, ...valid, headers: lowerCaseHeaders(event.headers) };
+    const requester = { actor: principal.sub, requestId: event.requestContext.requestId };
+    const request: RouteRequest<unknown, unknown, unknown> = { principal, requester, ...valid, headers: lowerCaseHeaders(event.headers) };
     const execute = async () => toResult(answerThrough(route, await route.handle(request, ctx)));
 
     const key = idempotencyKeyOf(event, route.method);
