@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
+import { auditCommand } from './commands/audit.ts';
 import { devCommand } from './commands/dev.ts';
 import { instanceCommand } from './commands/instance.ts';
 import { machineCommand } from './commands/machine.ts';
@@ -24,7 +25,7 @@ export function buildProgram(deps: RuntimeDeps = {}): Command {
     .addOption(new Option('-o, --output <format>', 'table for people, json for scripts').choices(['table', 'json']).default('table'))
 ;
 
-  for (const make of [machineCommand, instanceCommand, metaInstanceCommand, tenantCommand, safetyCommand, repairsCommand, versionCommand, devCommand, profileCommand]) {
+  for (const make of [machineCommand, instanceCommand, metaInstanceCommand, tenantCommand, safetyCommand, repairsCommand, auditCommand, versionCommand, devCommand, profileCommand]) {
     program.addCommand(make(deps));
   }
   // Commands built with `new Command()` do not inherit settings: apply them to the whole tree.
