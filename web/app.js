@@ -1,5 +1,6 @@
 // The Fleetward dashboard: reads the HTTP API every REFRESH_MS and renders what it finds. Plain ES modules.
 import { ApiError, SignInNeeded, apiBaseUrl, createApi } from './api.js';
+import { auditTable, loadAudit } from './audit.js';
 import { h, machineLink, table, time } from './dom.js';
 import { RECENT_MS, duration, fleetCounts, issueOf, issueText, latestOutcome, metaStatus, outcomeCandidates, override, pipeline, since, SOURCES } from './fleet.js';
 
@@ -14,6 +15,7 @@ const state = {
   /** @type {any[] | null | undefined} */ metas: undefined,
   /** @type {any} */ safety: undefined,
   /** @type {any[] | null | undefined} */ stuck: undefined,
+  /** @type {any[] | null | undefined} */ audit: undefined,
   /** Repair outcomes found in machine histories, by machine id, with the machine version they were read at. */
   outcomes: new Map(),
   /** @type {{ id: string, machine?: any, history?: any[], error?: string } | null} */ detail: null,
@@ -55,12 +57,13 @@ async function refresh() {
   };
   try {
     state.lastTry = new Date();
-    const [config, machines, metas, safety, stuck] = await Promise.all([
+    const [config, machines, metas, safety, stuck, audit] = await Promise.all([
       state.config ?? attempt(() => api.get('/admin/config')),
       attempt(() => api.list('/admin/machines', 500)),
       attempt(() => api.optional(() => api.list('/admin/meta-instances', 500))),
       attempt(() => api.optional(() => api.get('/admin/safety'))),
       attempt(() => api.optional(() => api.list('/admin/repairs?stuck=true'))),
+      attempt(() => loadAudit(api)),
       loadDetail(errors),
     ]);
     if (config !== undefined) state.config = config;
@@ -71,6 +74,7 @@ async function refresh() {
     if (metas !== undefined) state.metas = metas;
     if (safety !== undefined) state.safety = safety;
     if (stuck !== undefined) state.stuck = stuck;
+    if (audit !== undefined) state.audit = audit;
     state.errors = errors;
     if (errors.length === 0) state.lastOk = new Date();
     state.refreshes += 1;
@@ -138,6 +142,12 @@ function render() {
   renderDetail(now);
   renderMetas(now);
   renderMachines();
+  renderAudit();
+}
+
+function renderAudit() {
+  $('audit').hidden = !state.audit;
+  if (state.audit) $('audit-body').replaceChildren(auditTable(state.audit));
 }
 
 function renderStatus() {

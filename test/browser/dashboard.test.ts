@@ -210,6 +210,24 @@ describe('dashboard', () => {
     }
   });
 
+  it('lists provider actions in the audit table, newest first, with the request id', async () => {
+    const patched = await site.call('PATCH', `/admin/machines/${repaired}/labels`, { token: who.admin, body: { labels: { audited: 'yes' } } });
+    expect(patched.status).toBe(200);
+    const requestId = patched.headers.get('apigw-requestid')!;
+    const newest = page.getByTestId('audit-table').locator('tbody tr').first();
+    await until(page, 'the label change at the top of the audit table', async () => ((await newest.textContent()) ?? '').includes(requestId));
+    expect(await newest.locator('td').allTextContents()).toEqual([
+      expect.any(String),
+      'provider-user',
+      'labels-changed',
+      `machines/${repaired}`,
+      expect.any(String),
+      expect.stringContaining('"audited":"yes"'),
+      requestId,
+    ]);
+    expect(await page.getByRole('heading', { name: 'Audit log' }).isVisible()).toBe(true);
+  });
+
   it('had no script errors', () => {
     expect(pageErrors).toEqual([]);
   });
