@@ -7,7 +7,8 @@ export class ApiError extends Error {
   /** @param {string} path @param {number} status @param {any} problem */
   constructor(path, status, problem) {
     const code = problem?.code ? ` ${problem.code}` : '';
-    const detail = problem?.detail ?? problem?.title ?? (typeof problem === 'string' && problem ? problem : 'no detail');
+    // Fleetward answers problem documents; API Gateway's own refusals are `{ "message": "Not Found" }`.
+    const detail = problem?.detail ?? problem?.message ?? problem?.title ?? (typeof problem === 'string' && problem ? problem : 'no detail');
     super(`GET ${path}: ${status}${code}: ${detail}`);
     this.path = path;
     this.status = status;
@@ -89,7 +90,7 @@ export function createApi(baseUrl) {
     if (response.status === 401) {
       setToken('');
       if (!retried && localTokens) return get(path, true);
-      throw new SignInNeeded(`The token was refused (${body?.detail ?? '401'}). Sign in again.`);
+      throw new SignInNeeded(`The token was refused (${body?.detail ?? body?.message ?? '401'}). Sign in again.`);
     }
     if (!response.ok) throw new ApiError(path, response.status, body);
     return body;

@@ -157,8 +157,9 @@ describe('dashboard', () => {
 
   it('shows the repair-storm breaker and stuck repairs when the API answers, and hides them on 404', async () => {
     const only = (path: string) => (url: URL) => url.pathname === path;
-    // Whatever this API version answers, fix the answers: absent first.
-    await page.route(only('/admin/safety'), (route) => route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"status":404,"code":"route-not-found"}' }));
+    // Whatever this API version answers, fix the answers: absent first, in both shapes of a 404 (API Gateway's own
+    // for a route it does not have, and a problem document).
+    await page.route(only('/admin/safety'), (route) => route.fulfill({ status: 404, contentType: 'application/json', body: '{"message":"Not Found"}' }));
     await page.route(only('/admin/repairs'), (route) => route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"status":404,"code":"route-not-found"}' }));
     await until(page, 'no safety panel', async () => !(await page.getByTestId('safety').isVisible()) && (await page.getByTestId('pipeline-stuck').count()) === 0);
     expect(await page.getByTestId('errors').isVisible()).toBe(false);

@@ -94,6 +94,12 @@ describe('the audit log', () => {
       expect(result.json().items.map((e: { requestId: string }) => e.requestId)).toEqual([requests.register, requests.tenant]);
     });
 
+    it("API Gateway's 401 for a refused token is reported as such", async () => {
+      const result = await cli(['audit', 'list'], { token: 'not-a-jwt' });
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain('Unauthorized');
+    });
+
     it('a bad --since is the API\'s 422, on stderr', async () => {
       const result = await cli(['audit', 'list', '--since', 'yesterday']);
       expect(result.code).not.toBe(0);
