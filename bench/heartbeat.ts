@@ -84,7 +84,7 @@ export async function heartbeatCost(
     progress(`heartbeat: registering ${ids.length} machines`);
     let before = mark();
     let t = performance.now();
-    await registerMachines(ctx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), 'bench');
+    await registerMachines(ctx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), { actor: 'bench', requestId: 'bench-seed' });
     const registration = { wall_ms: round(performance.now() - t, 1), ...costView(subtractCost(mark(), before)) };
 
     // ---- the first roster after registration: every machine becomes live ----

@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { completionCommand } from './commands/completion.ts';
+import { auditCommand } from './commands/audit.ts';
 import { devCommand } from './commands/dev.ts';
 import { instanceCommand } from './commands/instance.ts';
 import { machineCommand } from './commands/machine.ts';
@@ -25,7 +26,7 @@ export function buildProgram(deps: RuntimeDeps = {}): Command {
     .addOption(new Option('-f, --format <format>', 'table for people, json or yaml for scripts (default: table)').choices(formats).conflicts('output'))
     .addOption(new Option('-o, --output <format>', 'same as --format (kubectl habit)').choices(formats));
 
-  for (const make of [machineCommand, instanceCommand, metaInstanceCommand, tenantCommand, safetyCommand, repairsCommand, versionCommand, devCommand, profileCommand, completionCommand]) {
+  for (const make of [machineCommand, instanceCommand, metaInstanceCommand, tenantCommand, safetyCommand, repairsCommand, auditCommand, versionCommand, devCommand, profileCommand, completionCommand]) {
     program.addCommand(make(deps));
   }
   // Commands built with `new Command()` do not inherit settings: apply them to the whole tree.

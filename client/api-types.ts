@@ -414,6 +414,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Provider actions, newest first, optionally of one actor, on one target, since a time
+         * @description Roles: provider-admin.
+         */
+        get: operations["list-audit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/site/v1/heartbeats": {
         parameters: {
             query?: never;
@@ -654,6 +674,15 @@ export interface components {
             deadline: string;
             stuck: boolean;
         };
+        AuditEntry: {
+            at: string;
+            actor: string;
+            action: string;
+            target: string;
+            before?: unknown;
+            after?: unknown;
+            requestId: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -690,7 +719,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -780,7 +809,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -857,7 +886,7 @@ export interface operations {
                     "application/json": components["schemas"]["Instance"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -961,7 +990,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1070,7 +1099,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1180,7 +1209,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1263,7 +1292,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1331,7 +1360,7 @@ export interface operations {
                     "application/json": components["schemas"]["Machine"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1419,7 +1448,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1501,7 +1530,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1602,7 +1631,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1679,7 +1708,7 @@ export interface operations {
                     "application/json": components["schemas"]["MetaInstance"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1750,7 +1779,7 @@ export interface operations {
                     "application/json": components["schemas"]["MetaInstance"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1830,7 +1859,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1905,7 +1934,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1997,7 +2026,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2073,7 +2102,7 @@ export interface operations {
                     "application/json": components["schemas"]["Machine"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2146,7 +2175,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2233,7 +2262,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2445,7 +2474,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2515,7 +2544,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2603,7 +2632,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2681,7 +2710,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2777,7 +2806,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2851,7 +2880,7 @@ export interface operations {
                     "application/json": components["schemas"]["Safety"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2935,7 +2964,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3016,7 +3045,81 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-audit": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+                actor?: string;
+                target?: string;
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["AuditEntry"][];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3105,7 +3208,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3200,7 +3303,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid bearer token. Problem codes: `unauthenticated`, `invalid-token` */
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
                     [name: string]: unknown;

@@ -3,6 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { ProblemError, problemResponse } from '#http/problem.ts';
+import { createRouteMatcher, type MatchableRoute } from '#http/route-match.ts';
+import type { Route } from '#http/route.ts';
 import { defaultMaxBodyBytes, readBody, RequestBodyError } from './request-body.ts';
 
 /** Served before the Lambda handler, for what only the local runner has (`/_local/token`, `/health`, `/_sim/*`). */
@@ -14,10 +16,21 @@ export interface ExtraRoute {
   handle(req: IncomingMessage, res: ServerResponse): void | Promise<void>;
 }
 
+/** A route as API Gateway holds it: public ones have no authorizer, every other one the JWT authorizer. */
+export interface GatewayRoute extends MatchableRoute {
+  public: boolean;
+}
+
+/** The routes as API Gateway is given them (lib/api-routes.ts): each with the JWT authorizer unless public. */
+export const gatewayRoutesOf = (routes: readonly Pick<Route<any, any, any, any, any>, 'method' | 'path' | 'roles'>[]): GatewayRoute[] =>
+  routes.map((route) => ({ method: route.method, path: route.path, public: route.roles === 'public' }));
+
 export interface LocalHttpServerOptions {
   /** 0 picks a free port (tests). */
   port: number;
   host?: string;
+  /** The routes the API declares; anything else is API Gateway's own 404. */
+  routes: readonly GatewayRoute[];
   handler: (event: APIGatewayProxyEventV2WithJWTAuthorizer, context: Context) => Promise<unknown>;
   /** Resolves to the token's claims or rejects, as the API Gateway JWT authorizer would. */
   verifyToken: (token: string) => Promise<Record<string, unknown>>;
@@ -49,6 +62,18 @@ const sendProblem = (res: ServerResponse, error: ProblemError, headers: Record<s
   res.writeHead(statusCode, problemHeaders).end(body);
 };
 
+/**
+ * What API Gateway itself answers, before any Lambda runs: JSON `{ "message" }`, not a problem document (see
+ * docs/api.md "Errors from the gateway").
+ */
+const sendGatewayAnswer = (res: ServerResponse, status: 401 | 404, headers: Record<string, string> = {}) => {
+  const body = JSON.stringify({ message: status === 401 ? 'Unauthorized' : 'Not Found' });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers }).end(body);
+};
+
+/** The JWT authorizer's challenges: a bare scheme when no token came, `invalid_token` when one was refused. */
+const challenges = { missing: 'Bearer', invalid: 'Bearer scope="" error="invalid_token"' };
+
 const matchesExtra = (route: ExtraRoute, method: string, path: string) =>
   (route.method === '*' || route.method.toUpperCase() === method) &&
   (route.path.endsWith('*') ? path.startsWith(route.path.slice(0, -1)) : path === route.path);
@@ -66,7 +91,7 @@ function apiGatewayTime(date: Date): string {
   return `${pad(date.getUTCDate())}/${months[date.getUTCMonth()]}/${date.getUTCFullYear()}:${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())} +0000`;
 }
 
-function buildEvent(req: IncomingMessage, url: URL, body: string, requestId: string): APIGatewayProxyEventV2 {
+function buildEvent(req: IncomingMessage, url: URL, body: string, requestId: string, routeKey: string, pathParameters: Record<string, string>): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined && name !== 'cookie') headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
@@ -80,12 +105,13 @@ function buildEvent(req: IncomingMessage, url: URL, body: string, requestId: str
   const now = new Date();
   return {
     version: '2.0',
-    routeKey: '$default',
+    routeKey,
     rawPath: url.pathname,
     rawQueryString: url.search.replace(/^\?/, ''),
     ...(cookies && cookies.length > 0 ? { cookies } : {}),
     headers,
     ...(Object.keys(query).length > 0 ? { queryStringParameters: query } : {}),
+    ...(Object.keys(pathParameters).length > 0 ? { pathParameters } : {}),
     requestContext: {
       accountId: '000000000000',
       apiId: 'local',
@@ -99,7 +125,7 @@ function buildEvent(req: IncomingMessage, url: URL, body: string, requestId: str
         userAgent: headers['user-agent'] ?? '',
       },
       requestId,
-      routeKey: '$default',
+      routeKey,
       stage: '$default',
       time: apiGatewayTime(now),
       timeEpoch: now.getTime(),
@@ -144,11 +170,14 @@ function writeResult(res: ServerResponse, result: unknown): void {
 }
 
 /**
- * Plays API Gateway HTTP API for the local runner: builds payload v2.0 events, does what the JWT authorizer
- * does (a bad token never reaches the Lambda), and writes the Lambda's result back as HTTP.
+ * Plays API Gateway HTTP API for the local runner: chooses the route (or answers 404 itself), does what the JWT
+ * authorizer of a protected route does (a missing or bad token never reaches the Lambda; public routes have no
+ * authorizer, so a token there is not looked at), builds the payload v2.0 event and writes the Lambda's result
+ * back as HTTP.
  */
 export async function createLocalHttpServer(options: LocalHttpServerOptions): Promise<LocalHttpServer> {
   const { handler, verifyToken, extraRoutes = [], maxBodyBytes = defaultMaxBodyBytes, timeoutMs = 30_000 } = options;
+  const router = createRouteMatcher(options.routes);
 
   const serve = async (req: IncomingMessage, res: ServerResponse) => {
     const url = requestUrl(req.url ?? '/');
@@ -156,16 +185,19 @@ export async function createLocalHttpServer(options: LocalHttpServerOptions): Pr
     const extra = extraRoutes.find((route) => matchesExtra(route, method, url.pathname));
     if (extra) return extra.handle(req, res);
 
+    const requestId = randomUUID();
+    // API Gateway names the request on every answer, its own refusals included.
+    res.setHeader('apigw-requestid', requestId);
+    const matched = router.match(method, url.pathname);
+    if (!matched) return sendGatewayAnswer(res, 404);
+
     let claims: Record<string, string> | undefined;
-    const authorization = req.headers.authorization;
-    if (authorization !== undefined) {
+    if (!matched.route.public) {
+      const authorization = req.headers.authorization;
+      if (authorization === undefined) return sendGatewayAnswer(res, 401, { 'www-authenticate': challenges.missing });
       const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
       const verified = token ? await verifyToken(token).catch(() => undefined) : undefined;
-      if (!verified) {
-        return sendProblem(res, new ProblemError(401, 'invalid-token', 'The bearer token is missing, malformed, invalid or expired'), {
-          'www-authenticate': 'Bearer error="invalid_token"',
-        });
-      }
+      if (!verified) return sendGatewayAnswer(res, 401, { 'www-authenticate': challenges.invalid });
       claims = flattenClaims(verified);
     }
 
@@ -177,8 +209,7 @@ export async function createLocalHttpServer(options: LocalHttpServerOptions): Pr
       return sendProblem(res, new ProblemError(error.status, error.code, error.message), { connection: 'close' });
     }
 
-    const requestId = randomUUID();
-    const event = buildEvent(req, url, body, requestId);
+    const event = buildEvent(req, url, body, requestId, `${matched.route.method} ${matched.route.path}`, matched.params);
     if (claims) Object.assign(event.requestContext, { authorizer: { jwt: { claims, scopes: null } } });
     const result = await handler(event as APIGatewayProxyEventV2WithJWTAuthorizer, buildContext(requestId, timeoutMs));
     writeResult(res, result);

@@ -8,6 +8,7 @@ import { createHttpApi } from '#handlers/api.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
 import { createSweepHandler } from '#handlers/sweep.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
+import { routes } from '#http/routes/index.ts';
 import { createLocalTokenIssuer, type LocalTokenIssuer } from '#http/tokens.ts';
 import type { AppContext, Log } from '#services/context.ts';
 import { randomIds } from '#services/lambda-context.ts';
@@ -16,7 +17,7 @@ import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient, type TableNames } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
-import { createLocalHttpServer, type ExtraRoute } from './api-gateway-adapter.ts';
+import { createLocalHttpServer, gatewayRoutesOf, type ExtraRoute } from './api-gateway-adapter.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import { freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
 import { assessHealth, type Health } from './health.ts';
@@ -244,6 +245,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     const server = await createLocalHttpServer({
       port: options.port,
+      routes: gatewayRoutesOf(routes),
       // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.
       handler: createHttpApi(ctx, { client: createDocumentClient(endpoint), tableName: names.idempotencyTable }),
       verifyToken: (token) => issuer.verify(token) as Promise<Record<string, unknown>>,
@@ -254,7 +256,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     if (options.registerFleet ?? true) {
       const fleet = demoFleet(config.simulator.machines);
-      await registerMachines(ctx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), 'local-runner');
+      await registerMachines(ctx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), { actor: 'local-runner', requestId: 'local-runner-seed' });
     }
     if (poller) {
       await poller.start();

@@ -16,7 +16,8 @@ export class ApiError extends Error {
   /** @param {string} path @param {number} status @param {any} problem */
   constructor(path, status, problem) {
     const code = problem?.code ? ` ${problem.code}` : '';
-    const detail = problem?.detail ?? problem?.title ?? (typeof problem === 'string' && problem ? problem : 'no detail');
+    // Fleetward answers problem documents; API Gateway's own refusals are `{ "message": "Not Found" }`.
+    const detail = problem?.detail ?? problem?.message ?? problem?.title ?? (typeof problem === 'string' && problem ? problem : 'no detail');
     super(`GET ${path}: ${status}${code}: ${detail}`);
     this.path = path;
     this.status = status;
@@ -99,7 +100,7 @@ export function createApi(baseUrl) {
     if (response.status === 401) {
       setToken('');
       if (!retried && localTokens) return fetchJson(target, true);
-      throw new SignInNeeded(`The token was refused (${body?.detail ?? '401'}). Sign in again.`);
+      throw new SignInNeeded(`The token was refused (${body?.detail ?? body?.message ?? '401'}). Sign in again.`);
     }
     if (!response.ok) throw new ApiError(target, response.status, body);
     return body;

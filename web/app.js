@@ -1,5 +1,6 @@
 // The Fleetward dashboard: reads the HTTP API every REFRESH_MS and renders what it finds. Plain ES modules.
 import { ApiError, SignInNeeded, apiBaseUrl, createApi } from './api.js';
+import { auditTable, loadAudit } from './audit.js';
 import { h, machineLink, table, time } from './dom.js';
 import { RECENT_MS, duration, fleetCounts, issueOf, issueText, latestOutcome, metaStatus, outcomeCandidates, override, pipeline, since, SOURCES } from './fleet.js';
 
@@ -17,6 +18,7 @@ const state = {
   /** @type {MetaInstance[] | null | undefined} */ metas: undefined,
   /** @type {Answer<'/admin/safety', 'get'> | null | undefined} */ safety: undefined,
   /** @type {Item<'/admin/repairs'>[] | null | undefined} */ stuck: undefined,
+  /** @type {Item<'/admin/audit'>[] | null | undefined} */ audit: undefined,
   /**
    * Repair outcomes found in machine histories, by machine id, with the machine version they were read at.
    * @type {Map<string, { version: number, outcome: ReturnType<typeof latestOutcome> }>}
@@ -66,12 +68,13 @@ async function refresh() {
   };
   try {
     state.lastTry = new Date();
-    const [config, machines, metas, safety, stuck] = await Promise.all([
+    const [config, machines, metas, safety, stuck, audit] = await Promise.all([
       state.config ?? attempt(() => api.get('/admin/config')),
       attempt(() => api.list('/admin/machines', {}, { limit: 500 })),
       attempt(() => api.optional(() => api.list('/admin/meta-instances', {}, { limit: 500 }))),
       attempt(() => api.optional(() => api.get('/admin/safety'))),
       attempt(() => api.optional(() => api.list('/admin/repairs', { params: { query: { stuck: 'true' } } }))),
+      attempt(() => loadAudit(api)),
       loadDetail(errors),
     ]);
     if (config !== undefined) state.config = config;
@@ -82,6 +85,7 @@ async function refresh() {
     if (metas !== undefined) state.metas = metas;
     if (safety !== undefined) state.safety = safety;
     if (stuck !== undefined) state.stuck = stuck;
+    if (audit !== undefined) state.audit = audit;
     state.errors = errors;
     if (errors.length === 0) state.lastOk = new Date();
     state.refreshes += 1;
@@ -152,6 +156,12 @@ function render() {
   renderDetail(now);
   renderMetas(now);
   renderMachines();
+  renderAudit();
+}
+
+function renderAudit() {
+  $('audit').hidden = !state.audit;
+  if (state.audit) $('audit-body').replaceChildren(auditTable(state.audit));
 }
 
 function renderStatus() {

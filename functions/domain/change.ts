@@ -1,3 +1,4 @@
+import type { AuditEntry } from './audit.ts';
 import type { Catalog } from './catalog.ts';
 import type { SafetyState } from './safety.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from './model.ts';
@@ -19,6 +20,8 @@ export interface Change {
   /** New machines must be matched against the agent's roster: make the next heartbeat compare it afresh. */
   resetHeartbeatRoster?: boolean;
   history: HistoryEntry[];
+  /** The provider action this change is, if it is one: written as its own item in the same transaction. */
+  audit?: AuditEntry;
 }
 
 /** Several decisions committed as one. Records must not repeat: each is guarded by the version it was read at. */

@@ -135,6 +135,18 @@ export const repairResponse = z
     stuck: z.boolean(),
   });
 
+export const auditEntryResponse = z
+  .object({
+    at: z.string(),
+    actor: z.string(),
+    action: z.string(),
+    /** The resource acted on, as its path below /admin: `machines/m-1`, `tenants/acme`, `safety/repair-storm`, `machines`. */
+    target: z.string(),
+    before: z.unknown().optional(),
+    after: z.unknown().optional(),
+    requestId: z.string(),
+  });
+
 export const registrationResponse = z.object({ upserted: z.number().int() });
 
 export const heartbeatReceiptResponse = z.object({ received: z.number().int(), stored: z.boolean(), livenessChanges: z.number().int() });
@@ -149,6 +161,7 @@ export const metaInstanceListResponse = listOf(metaInstanceResponse);
 export const historyListResponse = listOf(historyEntryResponse);
 export const healthOverrideListResponse = listOf(healthOverrideResponse);
 export const repairListResponse = listOf(repairResponse);
+export const auditListResponse = listOf(auditEntryResponse);
 
 export type Issue = z.infer<typeof issueResponse>;
 export type HealthAlert = z.infer<typeof healthAlertResponse>;
@@ -170,6 +183,8 @@ export type MetaInstanceList = z.infer<typeof metaInstanceListResponse>;
 export type HistoryList = z.infer<typeof historyListResponse>;
 export type HealthOverrideList = z.infer<typeof healthOverrideListResponse>;
 export type RepairList = z.infer<typeof repairListResponse>;
+export type AuditEntry = z.infer<typeof auditEntryResponse>;
+export type AuditList = z.infer<typeof auditListResponse>;
 
 /** Builds a view: a record (or a record with derived fields) parsed through its response schema. */
 export const viewOf = <S extends z.ZodType>(schema: S, record: z.input<S>): z.output<S> => schema.parse(record);
@@ -187,4 +202,5 @@ export const componentNames: ReadonlyArray<readonly [z.ZodType, string]> = [
   [safetyResponse, 'Safety'],
   [safetyResetResponse, 'SafetyReset'],
   [repairResponse, 'Repair'],
+  [auditEntryResponse, 'AuditEntry'],
 ];

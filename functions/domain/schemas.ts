@@ -47,6 +47,14 @@ export const pageQuery = {
 
 export const listQuery = z.strictObject(pageQuery);
 
+export const auditQuery = z.strictObject({
+  ...pageQuery,
+  actor: z.string().min(1).max(256).optional(),
+  target: z.string().min(1).max(256).optional(),
+  // One spelling of each instant, so `since` compares with the stored times as text (they are all UTC with ms).
+  since: z.iso.datetime({ offset: true }).transform((at) => new Date(at).toISOString()).optional(),
+});
+
 export const params = {
   org: z.strictObject({ org }),
   orgInstance: z.strictObject({ org, id: resourceId }),

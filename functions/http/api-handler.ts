@@ -9,6 +9,7 @@ import type { Principal } from '#domain/model.ts';
 import { answerThrough } from '#http/answer.ts';
 import { principalFromEvent } from '#http/auth.ts';
 import { classifyError } from '#http/classify-error.ts';
+import { createRouteMatcher, normalisePath } from '#http/route-match.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import type { Answer, HttpMethod, Route, RouteRequest } from '#http/route.ts';
 import { validateParts, validationFailed } from '#http/validation.ts';
@@ -40,76 +41,21 @@ const maxIdempotencyKeyLength = 255;
 /** Routing, auth and validation never look at the context a route is called with. */
 type AnyRoute = Route<any, any, any, any, any>;
 
-interface CompiledRoute {
-  route: AnyRoute;
-  pattern: RegExp;
-  names: string[];
-  /** Literal segments sort before `{param}` ones, as API Gateway prefers the most specific route. */
-  rank: string;
-}
-
-function compile(route: AnyRoute): CompiledRoute {
-  const names: string[] = [];
-  let rank = '';
-  const source = route.path
-    .split('/')
-    .filter((segment) => segment !== '')
-    .map((segment) => {
-      const param = /^\{([A-Za-z0-9_]+)(\+?)\}$/.exec(segment);
-      if (!param) {
-        rank += '0';
-        return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      }
-      names.push(param[1]!);
-      rank += param[2] ? '2' : '1';
-      return param[2] ? '(.+)' : '([^/]+)';
-    })
-    .join('/');
-  return { route, pattern: new RegExp(`^/${source}$`), names, rank };
-}
-
-const normalisePath = (path: string) => (path.length > 1 ? path.replace(/\/+$/, '') : path);
-
-const decode = (value: string) => {
-  try {
-    return decodeURIComponent(value);
-  } catch {
-    return value;
-  }
-};
-
-function extractParams(compiled: CompiledRoute, path: string): Record<string, string> | undefined {
-  const match = compiled.pattern.exec(path);
-  if (!match) return undefined;
-  return Object.fromEntries(compiled.names.map((name, i) => [name, decode(match[i + 1]!)]));
-}
-
-class MethodNotAllowed extends ProblemError {
-  readonly allow: string;
-  constructor(method: string, allowed: string[]) {
-    super(405, 'method-not-allowed', `${method} is not allowed here; allowed: ${allowed.join(', ')}`);
-    this.allow = allowed.join(', ');
-  }
-}
-
 function createRouter(routes: readonly AnyRoute[]) {
-  const compiled = routes.map(compile).sort((a, b) => a.rank.localeCompare(b.rank));
-  const byRouteKey = new Map(compiled.map((c) => [`${c.route.method} ${c.route.path}`, c]));
+  const matcher = createRouteMatcher(routes);
+  const byRouteKey = new Map(routes.map((route) => [`${route.method} ${route.path}`, route]));
 
   return (event: ApiEvent): { route: AnyRoute; params: Record<string, string> } => {
-    const method = event.requestContext.http.method.toUpperCase();
-    const path = normalisePath(event.rawPath);
-    // Behind API Gateway the route is already chosen (and its params decoded); the local adapter sends `$default`.
+    // API Gateway has chosen the route (routeKey) and answered unmatched requests itself; a `$default` event is
+    // routed here.
     const chosen = event.routeKey !== '$default' ? byRouteKey.get(event.routeKey) : undefined;
     if (chosen) {
-      const params = (event.pathParameters as Record<string, string> | undefined) ?? extractParams(chosen, path) ?? {};
-      return { route: chosen.route, params };
+      const params = (event.pathParameters as Record<string, string> | undefined) ?? matcher.paramsOf(chosen, event.rawPath) ?? {};
+      return { route: chosen, params };
     }
-    const onPath = compiled.filter((c) => c.pattern.test(path));
-    if (onPath.length === 0) throw new ProblemError(404, 'route-not-found', `No route for ${path}`);
-    const hit = onPath.find((c) => c.route.method === method);
-    if (!hit) throw new MethodNotAllowed(method, [...new Set(onPath.map((c) => c.route.method))]);
-    return { route: hit.route, params: extractParams(hit, path)! };
+    const hit = matcher.match(event.requestContext.http.method, event.rawPath);
+    if (!hit) throw new ProblemError(404, 'route-not-found', `No route for ${event.requestContext.http.method.toUpperCase()} ${normalisePath(event.rawPath)}`);
+    return hit;
   };
 }
 
@@ -177,7 +123,7 @@ const problemErrors = (logger: Logger): MiddlewareObj<ApiEvent, ApiResult, Error
     if (problem) {
       // A client error the store's SDK raised is still worth seeing: it may be a check we lack.
       if (!(error instanceof ProblemError)) logger.warn('client input refused by the store', { route: context.api?.route.operationId, error: error as Error });
-      request.response = problemResponse(problem, problem instanceof MethodNotAllowed ? { allow: problem.allow } : {});
+      request.response = problemResponse(problem);
       return;
     }
     logger.error('unhandled error', { requestId: request.event.requestContext?.requestId, route: context.api?.route.operationId, error: error as Error });
@@ -301,7 +247,8 @@ export function createApiHandler<C>(routes: readonly Route<any, any, any, any, C
     const { route, principal, authenticated, params, body } = context.api;
     const query = event.queryStringParameters ?? {};
     const valid = validateParts({ params: route.params, query: route.query, body: route.body }, { params, query, body });
-    const request: RouteRequest<unknown, unknown, unknown> = { principal, ...valid, headers: lowerCaseHeaders(event.headers) };
+    const requester = { actor: principal.sub, requestId: event.requestContext.requestId };
+    const request: RouteRequest<unknown, unknown, unknown> = { principal, requester, ...valid, headers: lowerCaseHeaders(event.headers) };
     const execute = async () => toResult(answerThrough(route, await route.handle(request, ctx)));
 
     const key = idempotencyKeyOf(event, route.method);

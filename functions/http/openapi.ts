@@ -52,7 +52,7 @@ const successDescriptions: Record<number, string> = {
 
 const statusTitles: Record<number, string> = {
   400: 'Bad request',
-  401: 'Missing or invalid bearer token',
+  401: 'Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem',
   403: 'The token lacks the role or capability',
   404: "Not found (another org's resources are reported as not found)",
   409: 'Conflict',
@@ -64,7 +64,7 @@ const statusTitles: Record<number, string> = {
 function commonErrors(route: Route): Array<[number, string]> {
   const errors: Array<[number, string]> = [];
   if (route.roles !== 'public') {
-    errors.push([401, 'unauthenticated'], [401, 'invalid-token'], [403, 'forbidden'], [404, 'not-found']);
+    errors.push([401, 'unauthenticated'], [403, 'forbidden'], [404, 'not-found']);
   }
   if (route.body) errors.push([400, 'invalid-json']);
   errors.push([422, 'validation-failed']);

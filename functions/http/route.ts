@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { Requester } from '#domain/audit.ts';
 import type { Principal, Role } from '#domain/model.ts';
 import type { AppContext } from '#services/context.ts';
 
@@ -6,6 +7,8 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface RouteRequest<P, Q, B> {
   principal: Principal;
+  /** The caller and the API request id, for what a provider action writes into the audit log. */
+  requester: Requester;
   params: P;
   query: Q;
   body: B;

@@ -1,5 +1,6 @@
+import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
 import { addOverride, editMachineLabels, removeOverride, type LabelPatch } from '#domain/machine-edits.ts';
-import type { HealthOverride, Principal } from '#domain/model.ts';
+import type { HealthOverride, Machine, Principal } from '#domain/model.ts';
 import type { OverrideRequest } from '#domain/overrides.ts';
 import { forbidden, notFound } from '#domain/rejection.ts';
 import type { AppContext } from './context.ts';
@@ -7,25 +8,39 @@ import { hasCapability, requireMachine } from './instances.ts';
 import { showMachine } from './machines.ts';
 import { retryOnStale } from './retry-on-stale.ts';
 
-// What providers and repair tenants do to a machine: each a load, a pure decision and one guarded commit.
+// What providers and repair tenants do to a machine: each a load, a pure decision and one guarded commit; a
+// provider's commit carries its audit entry.
 
-export async function addHealthOverride(ctx: AppContext, machineId: string, request: OverrideRequest, actor: string): Promise<HealthOverride> {
+const overrideOf = (machine: Machine, source: string) => machine.healthOverrides.find((o) => o.source === source);
+
+export async function addHealthOverride(ctx: AppContext, machineId: string, request: OverrideRequest, by: Requester): Promise<HealthOverride> {
   return retryOnStale(async () => {
-    const { change, override } = addOverride(await requireMachine(ctx, machineId), request, actor, ctx.clock.now());
-    await ctx.store.commit(change);
+    const machine = await requireMachine(ctx, machineId);
+    const now = ctx.clock.now();
+    const { change, override } = addOverride(machine, request, by.actor, now);
+    const audit = auditEntry(by, now, 'health-override-added', auditTargets.machine(machineId), { before: overrideOf(machine, override.source), after: override });
+    await ctx.store.commit({ ...change, audit });
     return override;
   });
 }
 
-export async function removeHealthOverride(ctx: AppContext, machineId: string, source: string, actor: string): Promise<void> {
+export async function removeHealthOverride(ctx: AppContext, machineId: string, source: string, by: Requester): Promise<void> {
   await retryOnStale(async () => {
-    await ctx.store.commit(removeOverride(await requireMachine(ctx, machineId), source, actor, ctx.clock.now()));
+    const machine = await requireMachine(ctx, machineId);
+    const now = ctx.clock.now();
+    const change = removeOverride(machine, source, by.actor, now);
+    const audit = auditEntry(by, now, 'health-override-removed', auditTargets.machine(machineId), { before: overrideOf(machine, source) });
+    await ctx.store.commit({ ...change, audit });
   });
 }
 
-export async function patchMachineLabels(ctx: AppContext, machineId: string, patch: LabelPatch, actor: string) {
+export async function patchMachineLabels(ctx: AppContext, machineId: string, patch: LabelPatch, by: Requester) {
   await retryOnStale(async () => {
-    await ctx.store.commit(editMachineLabels(await requireMachine(ctx, machineId), patch, actor, ctx.clock.now()));
+    const machine = await requireMachine(ctx, machineId);
+    const now = ctx.clock.now();
+    const change = editMachineLabels(machine, patch, by.actor, now);
+    const after = change.machines![0]!.after.labels;
+    await ctx.store.commit({ ...change, audit: auditEntry(by, now, 'labels-changed', auditTargets.machine(machineId), { before: machine.labels, after }) });
   });
   return showMachine(ctx, machineId);
 }

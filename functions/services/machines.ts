@@ -1,3 +1,4 @@
+import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
 import { catalogAfter } from '#domain/catalog.ts';
 import type { Change, Versioned } from '#domain/change.ts';
 import { machineView, registerMachine, type MachineRegistration, type MachineView } from '#domain/machines.ts';
@@ -11,20 +12,26 @@ import { retryOnStale } from './retry-on-stale.ts';
 /** Machines per transaction: each needs its record and a history entry, plus the catalog and roster reset. */
 const REGISTRATION_CHUNK = 40;
 
-/** Register or re-describe machines; each chunk is one transaction with the site catalog it changes. */
-export async function registerMachines(ctx: AppContext, registrations: MachineRegistration[], actor: string): Promise<{ upserted: number }> {
+/**
+ * Register or re-describe machines; each chunk is one transaction with the site catalog it changes and one audit
+ * entry counting what it did (so a call of up to REGISTRATION_CHUNK machines is one entry).
+ */
+export async function registerMachines(ctx: AppContext, registrations: MachineRegistration[], by: Requester): Promise<{ upserted: number }> {
   let upserted = 0;
   for (let start = 0; start < registrations.length; start += REGISTRATION_CHUNK) {
     const chunk = registrations.slice(start, start + REGISTRATION_CHUNK);
     upserted += await retryOnStale(async () => {
       const now = ctx.clock.now();
       const existing = await Promise.all(chunk.map((r) => ctx.store.getMachine(r.id)));
-      const changes = chunk.map((r, i) => registerMachine(existing[i] ?? null, r, actor, now)).filter((c): c is Change => c !== null);
+      const changes = chunk.map((r, i) => registerMachine(existing[i] ?? null, r, by.actor, now)).filter((c): c is Change => c !== null);
       if (changes.length === 0) return 0;
       const machines: Versioned<Machine>[] = changes.flatMap((c) => c.machines ?? []);
       const catalog = await ctx.store.getCatalog();
       const nextCatalog = catalogAfter(catalog, machines);
+      const added = machines.filter((m) => m.before === null).length;
+      const counts = { added, updated: machines.length - added, unchanged: chunk.length - machines.length };
       await ctx.store.commit({
+        audit: auditEntry(by, now, 'machines-registered', auditTargets.registration, { after: counts }),
         machines,
         history: changes.flatMap((c) => c.history),
         ...(nextCatalog ? { catalog: { before: catalog.version === 0 && Object.keys(catalog.types).length === 0 ? null : catalog, after: nextCatalog } } : {}),

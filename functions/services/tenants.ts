@@ -1,14 +1,17 @@
+import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
 import type { Tenant } from '#domain/model.ts';
 import { iso } from '#domain/time.ts';
 import type { AppContext } from './context.ts';
 import { retryOnStale } from './retry-on-stale.ts';
 
-export async function setTenantCapabilities(ctx: AppContext, org: string, capabilities: Tenant['capabilities'], actor: string): Promise<Tenant> {
+export async function setTenantCapabilities(ctx: AppContext, org: string, capabilities: Tenant['capabilities'], by: Requester): Promise<Tenant> {
   return retryOnStale(async () => {
     const before = await ctx.store.getTenant(org);
-    const after: Tenant = { org, capabilities, updatedAt: iso(ctx.clock.now()), version: before?.version ?? 0 };
-    await ctx.store.commit({ tenants: [{ before, after }], history: [] });
-    ctx.log.info('tenant capabilities set', { org, capabilities, actor });
+    const now = ctx.clock.now();
+    const after: Tenant = { org, capabilities, updatedAt: iso(now), version: before?.version ?? 0 };
+    const audit = auditEntry(by, now, 'tenant-capabilities-set', auditTargets.tenant(org), { before: before?.capabilities, after: capabilities });
+    await ctx.store.commit({ tenants: [{ before, after }], history: [], audit });
+    ctx.log.info('tenant capabilities set', { org, capabilities, actor: by.actor, requestId: by.requestId });
     return { ...after, version: (before?.version ?? -1) + 1 };
   });
 }

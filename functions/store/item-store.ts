@@ -1,3 +1,4 @@
+import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import { emptyCatalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
@@ -5,10 +6,15 @@ import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
+  AUDIT_KIND,
   DUE_PARTITION,
+  auditActorPartition,
+  auditItem,
+  auditTargetPartition,
   REPAIR_PARTITION,
   entityRefOf,
   eventDeliveryItem,
+  fromAuditItem,
   fromHistoryItem,
   fromInstanceItem,
   fromMachineItem,
@@ -23,7 +29,7 @@ import {
   type EntityRef,
 } from './items.ts';
 import type { Listing, Page } from './paging.ts';
-import { StaleWriteError, type FleetStore, type PageRequest } from './port.ts';
+import { StaleWriteError, type AuditFilter, type FleetStore, type PageRequest } from './port.ts';
 import { indexes } from './table.ts';
 
 // What both implementations share: which item each record becomes, which index each listing reads and how, and
@@ -91,6 +97,7 @@ export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[
   if (change.safety) guarded(change.safety, (safety) => ({ ...keys.siteSafety, ...safety }));
   if (change.resetHeartbeatRoster) writes.push({ resetRoster: true });
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
+  if (change.audit) writes.push({ put: auditItem(change.audit, uniqueSuffix()), expectedVersion: null });
   if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
   return writes;
 }
@@ -103,7 +110,7 @@ export abstract class ItemStore implements FleetStore {
   /** All or nothing; a failed guard raises StaleWriteError. */
   protected abstract writeItems(writes: ItemWrite[]): Promise<void>;
   abstract putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat>;
-  /** The unique part of a history entry's sort key, so entries at the same instant do not overwrite each other. */
+  /** The unique part of a history or audit entry's sort key, so entries at the same instant do not overwrite each other. */
   protected abstract historySuffix(): string;
 
   async commit(change: Change): Promise<void> {
@@ -243,6 +250,32 @@ export abstract class ItemStore implements FleetStore {
       page.nextToken,
     );
     return { items: result.items.map(fromHistoryItem), nextToken: result.nextToken };
+  }
+
+  /**
+   * One Query whatever the filter: a target's own partition (an actor too: filtered after Limit), else the actor's
+   * index partition, else every entry through byKind. `since` is a range on the time-led sort key.
+   */
+  async listAudit(filter: AuditFilter, page: PageRequest): Promise<Page<AuditEntry>> {
+    const [index, partition] =
+      filter.target !== undefined
+        ? [undefined, auditTargetPartition(filter.target)]
+        : filter.actor !== undefined
+          ? [indexes.auditByActor, auditActorPartition(filter.actor)]
+          : [indexes.byKind, AUDIT_KIND];
+    const result = await this.queryItems(
+      {
+        ...(index ? { index } : {}),
+        partition,
+        // Sort keys are `<ISO time>#<unique>`: every one from `since` on sorts below '~'.
+        ...(filter.since !== undefined ? { sort: { between: [filter.since, '~'] as [string, string] } } : {}),
+        descending: true,
+        limit: page.limit,
+        ...(filter.target !== undefined && filter.actor !== undefined ? { where: { attribute: 'actor', equals: filter.actor } } : {}),
+      },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromAuditItem), nextToken: result.nextToken };
   }
 
   /** Costs what is due, not what the fleet holds. */

@@ -1,6 +1,7 @@
 import { inAllocatableIndex } from '#domain/health.ts';
 import { isEntityKind, registry, type EntityRef } from '#reconcilers/registry.ts';
 import { repairStage } from '#domain/stuck-repairs.ts';
+import type { AuditEntry } from '#domain/audit.ts';
 import type { OutboxEntry } from '#domain/events.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 
@@ -16,16 +17,20 @@ export const keys = {
   history: (machineId: string, at: string, unique: string) => ({ pk: `MACHINE#${machineId}`, sk: `HISTORY#${at}#${unique}` }),
   historyPrefix: 'HISTORY#',
   eventDelivery: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: '#DELIVERED' }),
+  audit: (target: string, at: string, unique: string) => ({ pk: auditTargetPartition(target), sk: `${at}#${unique}` }),
   siteHeartbeat: { pk: 'SITE', sk: 'HEARTBEAT' },
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
   siteSafety: { pk: 'SITE', sk: 'SAFETY' },
 };
 
 export const DUE_PARTITION = 'DUE';
+export const AUDIT_KIND = 'AUDIT';
+export const auditTargetPartition = (target: string) => `AUDIT#${target}`;
+export const auditActorPartition = (actor: string) => `ACTOR#${actor}`;
 
 type Item = Record<string, unknown>;
 
-const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'repairPk', 'repairSince', 'memberOf', 'memberSk', 'waitPk', 'waitSk', 'replacingPk', 'replacingSk', 'entity'];
+const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'repairPk', 'repairSince', 'memberOf', 'memberSk', 'waitPk', 'waitSk', 'replacingPk', 'replacingSk', 'actorPk', 'actorSk', 'entity'];
 
 export const REPAIR_PARTITION = 'REPAIR-REQUEST';
 
@@ -86,6 +91,16 @@ export function historyItem(entry: HistoryEntry, unique: string): Item {
   return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...entry };
 }
 
+/**
+ * An audit entry is in three places, each read by one Query and sorted by time: its target's partition of the
+ * table (pk `AUDIT#<target>`), the byKind index (kind `AUDIT`: every entry) and the auditByActor index. Keys end
+ * in a unique suffix so entries of the same instant never overwrite each other.
+ */
+export function auditItem(entry: AuditEntry, unique: string): Item {
+  const key = keys.audit(entry.target, entry.at, unique);
+  return { ...key, entity: 'audit', kind: AUDIT_KIND, kindSk: key.sk, actorPk: auditActorPartition(entry.actor), actorSk: key.sk, ...entry };
+}
+
 /** A history item carrying an event (the outbox), named by its key, which never changes: the event's id derives from it. */
 export function outboxEntryOf(item: Item): OutboxEntry | null {
   if (!item.event) return null;
@@ -102,6 +117,7 @@ export const fromInstanceItem = (item: Item): Instance => strip<Instance>(item);
 export const fromMetaInstanceItem = (item: Item): MetaInstance => strip<MetaInstance>(item);
 export const fromTenantItem = (item: Item): Tenant => strip<Tenant>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
+export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item);
 
 export type { EntityRef };
 

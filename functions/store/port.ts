@@ -1,3 +1,4 @@
+import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
@@ -14,6 +15,13 @@ export class StaleWriteError extends Error {
 export interface PageRequest {
   limit: number;
   nextToken?: string | undefined;
+}
+
+/** Which audit entries to list; each given filter narrows the listing. `since` is an ISO time (UTC, with ms). */
+export interface AuditFilter {
+  actor?: string | undefined;
+  target?: string | undefined;
+  since?: string | undefined;
 }
 
 /**
@@ -48,6 +56,8 @@ export interface FleetStore {
   listInstances(org: string, page: PageRequest & { status?: string | undefined }): Promise<Page<Instance>>;
   /** A machine's history, newest first. */
   listHistory(machineId: string, page: PageRequest): Promise<Page<HistoryEntry>>;
+  /** Provider actions, newest first. */
+  listAudit(filter: AuditFilter, page: PageRequest): Promise<Page<AuditEntry>>;
   /** What the sweep must look at: records whose due time has come, earliest first. */
   dueEntities(now: Date, limit: number): Promise<EntityRef[]>;
 

@@ -7,7 +7,7 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 export const indexes = {
   /** Machines that can take an instance, by machine type (pk `ALLOC#<type>`, sk machine id). */
   allocatable: { name: 'allocatable', pk: 'allocPk', sk: 'allocSk' },
-  /** Everything of one kind (MACHINE, TENANT), for provider listings: pk kind, sk id. */
+  /** Everything of one kind (MACHINE, TENANT, META, AUDIT), for provider listings: pk kind, sk id (or time#id). */
   byKind: { name: 'byKind', pk: 'kind', sk: 'kindSk' },
   /** A tenant org's instances, newest first by createdAt. */
   byOrg: { name: 'byOrg', pk: 'orgPk', sk: 'orgSk' },
@@ -21,6 +21,8 @@ export const indexes = {
   waiting: { name: 'waiting', pk: 'waitPk', sk: 'waitSk' },
   /** Meta-instance replacements still provisioning (pk `REPLACING`): what the site-wide cap counts. */
   replacing: { name: 'replacing', pk: 'replacingPk', sk: 'replacingSk' },
+  /** Audit entries by actor (pk `ACTOR#<sub>`, sk `<at>#<unique>`): `GET /admin/audit?actor=` is one Query. */
+  auditByActor: { name: 'auditByActor', pk: 'actorPk', sk: 'actorSk' },
 } as const;
 
 export function tableDefinition(tableName: string): CreateTableCommandInput {

@@ -157,8 +157,9 @@ describe('dashboard', () => {
 
   it('shows the repair-storm breaker and stuck repairs when the API answers, and hides them on 404', async () => {
     const only = (path: string) => (url: URL) => url.pathname === path;
-    // Whatever this API version answers, fix the answers: absent first.
-    await page.route(only('/admin/safety'), (route) => route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"status":404,"code":"route-not-found"}' }));
+    // Whatever this API version answers, fix the answers: absent first, in both shapes of a 404 (API Gateway's own
+    // for a route it does not have, and a problem document).
+    await page.route(only('/admin/safety'), (route) => route.fulfill({ status: 404, contentType: 'application/json', body: '{"message":"Not Found"}' }));
     await page.route(only('/admin/repairs'), (route) => route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"status":404,"code":"route-not-found"}' }));
     await until(page, 'no safety panel', async () => !(await page.getByTestId('safety').isVisible()) && (await page.getByTestId('pipeline-stuck').count()) === 0);
     expect(await page.getByTestId('errors').isVisible()).toBe(false);
@@ -208,6 +209,24 @@ describe('dashboard', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('lists provider actions in the audit table, newest first, with the request id', async () => {
+    const patched = await site.call('PATCH', `/admin/machines/${repaired}/labels`, { token: who.admin, body: { labels: { audited: 'yes' } } });
+    expect(patched.status).toBe(200);
+    const requestId = patched.headers.get('apigw-requestid')!;
+    const newest = page.getByTestId('audit-table').locator('tbody tr').first();
+    await until(page, 'the label change at the top of the audit table', async () => ((await newest.textContent()) ?? '').includes(requestId));
+    expect(await newest.locator('td').allTextContents()).toEqual([
+      expect.any(String),
+      'provider-user',
+      'labels-changed',
+      `machines/${repaired}`,
+      expect.any(String),
+      expect.stringContaining('"audited":"yes"'),
+      requestId,
+    ]);
+    expect(await page.getByRole('heading', { name: 'Audit log' }).isVisible()).toBe(true);
   });
 
   it('had no script errors', () => {

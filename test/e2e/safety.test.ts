@@ -6,6 +6,7 @@ import { sweep } from '#services/reconcile.ts';
 import { resetRepairStorm } from '#services/safety.ts';
 import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
 import { actors, claimForRepair, deliveredOf, machine, repairRelease, reportIssue, setRepairStatus, sources, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { ops } from '#test/support/fixtures.ts';
 
 // Fleet safety (issue 7) end to end on a local site: the repair-storm breaker, recurring-fault escalation and
 // stuck repairs, through the HTTP API, the stream (events) and the sweep.
@@ -201,13 +202,13 @@ describe('a reset that applies held-back repairs, cut short by a crash', () => {
     };
 
     // Before the first commit: nothing happened.
-    await expect(resetRepairStorm(crashingAfter(site.ctx, 0), true, 'ops')).rejects.toThrow('simulated crash');
+    await expect(resetRepairStorm(crashingAfter(site.ctx, 0), true, ops)).rejects.toThrow('simulated crash');
     expect(await eachRequestedOrListed()).toEqual(held);
     // After the first machine's commit: it is requested and no longer listed, the others wait.
-    await expect(resetRepairStorm(crashingAfter(site.ctx, 1), true, 'ops')).rejects.toThrow('simulated crash');
+    await expect(resetRepairStorm(crashingAfter(site.ctx, 1), true, ops)).rejects.toThrow('simulated crash');
     expect(await eachRequestedOrListed()).toEqual(held.slice(1));
     // A new attempt resumes with the second machine; this time the crash hits after the last machine, before the close.
-    await expect(resetRepairStorm(crashingAfter(site.ctx, 2), true, 'ops')).rejects.toThrow('simulated crash');
+    await expect(resetRepairStorm(crashingAfter(site.ctx, 2), true, ops)).rejects.toThrow('simulated crash');
     expect(await eachRequestedOrListed()).toEqual([]);
 
     // Asking again closes the breaker; there is nothing left to apply.

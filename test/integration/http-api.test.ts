@@ -9,7 +9,8 @@ import { conflict, notFound } from '#http/problem.ts';
 import { defineRoute, type Route } from '#http/route.ts';
 import { createLocalTokenIssuer } from '#http/tokens.ts';
 import { listQuerySchema } from '#http/validation.ts';
-import { createLocalHttpServer, type LocalHttpServer } from '#local/api-gateway-adapter.ts';
+import { expectGatewayAnswer } from '#test/support/local-site.ts';
+import { createLocalHttpServer, gatewayRoutesOf, type LocalHttpServer } from '#local/api-gateway-adapter.ts';
 import { freshTables } from '#test/support/tables.ts';
 
 // A small route table of its own: this file tests the transport layer, not Fleetward's routes. Its handlers get
@@ -184,6 +185,7 @@ beforeAll(async () => {
   }));
   server = await createLocalHttpServer({
     port: 0,
+    routes: gatewayRoutesOf(harness.routes),
     handler,
     verifyToken: (token) => issuer.verify(token),
     extraRoutes: [{ method: 'GET', path: '/health', handle: (_req, res) => void res.writeHead(200).end('ok') }],
@@ -227,6 +229,9 @@ async function thingCount(): Promise<number> {
   const { Count } = await client.send(new ScanCommand({ TableName: table, Select: 'COUNT' }));
   return Count ?? 0;
 }
+
+const expectGateway = (res: Awaited<ReturnType<typeof call>>, status: 401 | 404, token?: 'missing' | 'invalid') =>
+  expectGatewayAnswer({ status: res.status, body: res.json, headers: res.headers }, status, token);
 
 const expectProblem = (res: Awaited<ReturnType<typeof call>>, status: number, code: string) => {
   expect(res.status).toBe(status);
@@ -282,28 +287,32 @@ describe('routing and success', () => {
     expect([health.status, health.text]).toEqual([200, 'ok']);
   });
 
-  it('answers 404 route-not-found and 405 with Allow', async () => {
-    expectProblem(await call('GET', '/nope', { token: tokens.alice }), 404, 'route-not-found');
+  it("answers an unknown path, and a known path's unknown method, with API Gateway's 404 (HTTP APIs have no 405)", async () => {
+    expectGateway(await call('GET', '/nope', { token: tokens.alice }), 404);
+    expectGateway(await call('GET', '/nope'), 404);
     const wrongMethod = await call('PATCH', '/v2/org/acme/things', { token: tokens.alice, body: {} });
-    expectProblem(wrongMethod, 405, 'method-not-allowed');
-    expect(wrongMethod.headers.get('allow')).toBe('POST, GET');
+    expectGateway(wrongMethod, 404);
+    expect(wrongMethod.headers.get('allow')).toBeNull();
   });
 });
 
 describe('authentication and authorization', () => {
-  it('401 unauthenticated without a token', async () => {
-    expectProblem(await call('GET', '/v2/org/acme/things'), 401, 'unauthenticated');
+  it("API Gateway's 401 without a token on a protected route", async () => {
+    expectGateway(await call('GET', '/v2/org/acme/things'), 401, 'missing');
   });
 
-  it('401 invalid-token for an expired, forged or malformed token', async () => {
+  it("API Gateway's 401 invalid_token for an expired, forged or malformed token; public routes have no authorizer", async () => {
     const before = await thingCount();
     const forged = await createLocalTokenIssuer({ issuer: 'fleetward-test', audience: 'fleetward' }).mint({ sub: 'eve', org: 'acme', roles: ['tenant'] });
     for (const token of [tokens.expired!, forged, 'not-a-jwt']) {
       const res = await call('POST', '/v2/org/acme/things', { token, body: { name: 'x' } });
-      expectProblem(res, 401, 'invalid-token');
+      expectGateway(res, 401, 'invalid');
     }
-    expectProblem(await call('GET', '/public/ping', { headers: { authorization: 'Basic abc' } }), 401, 'invalid-token');
+    expectGateway(await call('GET', '/v2/org/acme/things', { headers: { authorization: 'Basic abc' } }), 401, 'invalid');
     expect(await thingCount()).toBe(before);
+    // A public route is served whatever the Authorization header says, to an anonymous caller.
+    const ping = await call('GET', '/public/ping', { headers: { authorization: 'Basic abc' } });
+    expect([ping.status, ping.json]).toEqual([200, { sub: 'anonymous' }]);
   });
 
   it('403 forbidden for the wrong role', async () => {

@@ -5,11 +5,12 @@ import { iso } from '#domain/time.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { registerMachines } from '#services/machines.ts';
 import { harness, type Harness } from '#test/support/service-harness.ts';
+import { ops } from '#test/support/fixtures.ts';
 
 const ids = ['m-1', 'm-2', 'm-3'];
 
 async function registered(h: Harness = harness()) {
-  await registerMachines(h.ctx, ids.map((id) => ({ id, machineType: 'gb200', rack: 'r1' })), 'ops');
+  await registerMachines(h.ctx, ids.map((id) => ({ id, machineType: 'gb200', rack: 'r1' })), ops);
   return h;
 }
 

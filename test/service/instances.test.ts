@@ -5,6 +5,7 @@ import { addHealthOverride } from '#services/machine-actions.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
 import type { FleetStore } from '#store/port.ts';
 import { harness, rejection, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
+import { ops } from '#test/support/fixtures.ts';
 
 const alice = tenant('acme', 'alice');
 const repairer = tenant('fixit', 'bob');
@@ -79,7 +80,7 @@ describe('createInstance on a named machine (repair tenants)', () => {
     const h = harness();
     await siteWith(h, { gb200: 1 });
     expect(await rejection(createInstance(h.ctx, repairer, { machineId: 'gb200-1' }))).toMatchObject({ status: 403, code: 'capability-required' });
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, 'ops');
+    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
     expect(await rejection(createInstance(h.ctx, repairer, { machineId: 'gb200-1' }))).toMatchObject({ status: 409, code: 'machine-unavailable' });
     expect(await rejection(createInstance(h.ctx, repairer, { machineId: 'nope' }))).toMatchObject({ status: 404 });
   });
@@ -87,8 +88,8 @@ describe('createInstance on a named machine (repair tenants)', () => {
   it('claims a machine that carries a repair request', async () => {
     const h = harness();
     await siteWith(h, { gb200: 1 });
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, 'ops');
-    await addHealthOverride(h.ctx, 'gb200-1', { template: 'request-repair', message: 'fans' }, 'ops');
+    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
+    await addHealthOverride(h.ctx, 'gb200-1', { template: 'request-repair', message: 'fans' }, ops);
     const instance = await createInstance(h.ctx, repairer, { machineId: 'gb200-1' });
     expect(instance).toMatchObject({ org: 'fixit', machineId: 'gb200-1', status: 'Provisioning' });
     expect(await h.store.getMachine('gb200-1')).toMatchObject({ state: 'Assigned', instanceId: instance.id });

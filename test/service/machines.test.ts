@@ -4,6 +4,7 @@ import { addHealthOverride, patchMachineLabels, removeHealthOverride, tenantPatc
 import { listMachines, registerMachines, showMachine } from '#services/machines.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
 import { harness, rejection, siteWith, tenant } from '#test/support/service-harness.ts';
+import { ops } from '#test/support/fixtures.ts';
 
 const alice = tenant('acme', 'alice');
 
@@ -11,7 +12,7 @@ describe('registerMachines', () => {
   it('registers a large batch in transactions under the limit, with the catalog and a roster reset', async () => {
     const h = harness();
     const registrations = Array.from({ length: 90 }, (_, i) => ({ id: `m-${String(i).padStart(3, '0')}`, machineType: i < 60 ? 'gb200' : 'h100', rack: 'r1' }));
-    expect(await registerMachines(h.ctx, registrations, 'ops')).toEqual({ upserted: 90 });
+    expect(await registerMachines(h.ctx, registrations, ops)).toEqual({ upserted: 90 });
     expect(h.store.attempts.get('machines')).toBe(3);
     expect((await h.store.getCatalog()).types).toMatchObject({ gb200: { count: 60 }, h100: { count: 30 } });
     expect((await h.store.getSiteHeartbeat())!.digest).toBe('reset');
@@ -20,10 +21,10 @@ describe('registerMachines', () => {
 
   it('registering again unchanged writes nothing; a changed type moves the catalog count', async () => {
     const h = harness();
-    await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', rack: 'r1' }], 'ops');
+    await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', rack: 'r1' }], ops);
     const heartbeat = await h.store.getSiteHeartbeat();
-    expect(await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', rack: 'r1' }], 'ops')).toEqual({ upserted: 0 });
-    expect(await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'h100', rack: 'r1' }], 'ops')).toEqual({ upserted: 1 });
+    expect(await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', rack: 'r1' }], ops)).toEqual({ upserted: 0 });
+    expect(await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'h100', rack: 'r1' }], ops)).toEqual({ upserted: 1 });
     const catalog = await h.store.getCatalog();
     expect(catalog.types.h100).toMatchObject({ count: 1 });
     expect(catalog.types.gb200?.count ?? 0).toBe(0);
@@ -33,9 +34,9 @@ describe('registerMachines', () => {
 
   it('a chunk that loses a race is loaded and decided again', async () => {
     const h = harness();
-    await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', rack: 'r1' }], 'ops');
+    await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', rack: 'r1' }], ops);
     h.store.loseCommit('machines');
-    expect(await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', rack: 'r2' }], 'ops')).toEqual({ upserted: 1 });
+    expect(await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', rack: 'r2' }], ops)).toEqual({ upserted: 1 });
     expect(await h.store.getMachine('m-1')).toMatchObject({ rack: 'r2', version: 2 });
   });
 });
@@ -60,7 +61,7 @@ describe('listMachines and showMachine', () => {
   it('the repair-request filter reads the repair index: only machines with a request', async () => {
     const h = harness();
     await siteWith(h, { gb200: 3 });
-    await addHealthOverride(h.ctx, 'gb200-2', { template: 'request-repair' }, 'ops');
+    await addHealthOverride(h.ctx, 'gb200-2', { template: 'request-repair' }, ops);
     expect((await listMachines(h.ctx, { limit: 10 }, { healthOverride: 'repair-request' })).items.map((m) => m.id)).toEqual(['gb200-2']);
   });
 });
@@ -69,12 +70,12 @@ describe('health overrides and labels', () => {
   it('an override takes the machine out of allocation until removed; removing a missing one is 404', async () => {
     const h = harness();
     await siteWith(h, { gb200: 1 });
-    const override = await addHealthOverride(h.ctx, 'gb200-1', { template: 'degraded', message: 'slow NVLink' }, 'ops');
+    const override = await addHealthOverride(h.ctx, 'gb200-1', { template: 'degraded', message: 'slow NVLink' }, ops);
     expect(override).toMatchObject({ source: 'degraded', createdBy: 'ops' });
     expect(await h.store.allocatableMachines('gb200')).toEqual([]);
-    await removeHealthOverride(h.ctx, 'gb200-1', 'degraded', 'ops');
+    await removeHealthOverride(h.ctx, 'gb200-1', 'degraded', ops);
     expect((await h.store.allocatableMachines('gb200')).map((m) => m.id)).toEqual(['gb200-1']);
-    expect(await rejection(removeHealthOverride(h.ctx, 'gb200-1', 'degraded', 'ops'))).toMatchObject({ status: 404 });
+    expect(await rejection(removeHealthOverride(h.ctx, 'gb200-1', 'degraded', ops))).toMatchObject({ status: 404 });
     expect((await h.store.listHistory('gb200-1', { limit: 2 })).items.map((e) => e.action)).toEqual(['health-override-removed', 'health-override-added']);
   });
 
@@ -87,15 +88,15 @@ describe('health overrides and labels', () => {
         await rival.commit({ machines: [{ before: machine, after: { ...machine, labels: { rival: 'yes' } } }], history: [] });
       },
     });
-    await addHealthOverride(h.ctx, 'gb200-1', { template: 'degraded' }, 'ops');
+    await addHealthOverride(h.ctx, 'gb200-1', { template: 'degraded' }, ops);
     expect(await h.store.getMachine('gb200-1')).toMatchObject({ labels: { rival: 'yes' }, healthOverrides: [expect.objectContaining({ source: 'degraded' })] });
   });
 
   it('providers patch labels; null removes one', async () => {
     const h = harness();
     await siteWith(h, { gb200: 1 });
-    await patchMachineLabels(h.ctx, 'gb200-1', { a: '1', b: '2' }, 'ops');
-    expect((await patchMachineLabels(h.ctx, 'gb200-1', { a: null }, 'ops')).labels).toEqual({ b: '2' });
+    await patchMachineLabels(h.ctx, 'gb200-1', { a: '1', b: '2' }, ops);
+    expect((await patchMachineLabels(h.ctx, 'gb200-1', { a: null }, ops)).labels).toEqual({ b: '2' });
   });
 });
 
@@ -109,7 +110,7 @@ describe('tenant views of machines', () => {
     expect(await rejection(tenantShowMachine(h.ctx, alice, other))).toMatchObject({ status: 404 });
 
     const repairer = tenant('fixit', 'bob');
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, 'ops');
+    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
     const seen = await tenantShowMachine(h.ctx, repairer, instance.machineId);
     // Another tenant's instance is not shown to the repair tenant.
     expect(seen).not.toHaveProperty('instanceId');

@@ -4,6 +4,7 @@ import { addHealthOverride } from '#services/machine-actions.ts';
 import { createMetaInstance, deleteMetaInstance, listMetaInstances, showMetaInstance } from '#services/meta-instances.ts';
 import { sweep } from '#services/reconcile.ts';
 import { harness, rejection, siteWith, tenant, type Harness, reconcile } from '#test/support/service-harness.ts';
+import { ops } from '#test/support/fixtures.ts';
 
 const alice = tenant('acme', 'alice');
 const pair = { machineType: 'gb200', minNodes: 2, placement: { sameRack: false }, labels: { job: 'llm' } };
@@ -58,7 +59,7 @@ describe('a failed member', () => {
   it('is released, counted and replaced by the reconciler; running it again changes nothing more', async () => {
     const { h, created, ref } = await metaInstanceOn({ gb200: 3 });
     const [failing] = await h.store.membersOf(created.id);
-    await addHealthOverride(h.ctx, failing!.machineId, { template: 'degraded' }, 'ops');
+    await addHealthOverride(h.ctx, failing!.machineId, { template: 'degraded' }, ops);
 
     await reconcile(h.ctx, ref);
     const meta = (await h.store.getMetaInstance(created.id))!;
@@ -84,7 +85,7 @@ describe('a failed member', () => {
   it('found by the sweep alone, without any stream reaction', async () => {
     const { h, created } = await metaInstanceOn({ gb200: 3 });
     const [failing] = await h.store.membersOf(created.id);
-    await addHealthOverride(h.ctx, failing!.machineId, { template: 'degraded' }, 'ops');
+    await addHealthOverride(h.ctx, failing!.machineId, { template: 'degraded' }, ops);
     await sweep(h.ctx);
     expect((await h.store.getMetaInstance(created.id))!.lastFailureError).toBe(`machine ${failing!.machineId}: health-override:degraded`);
     expect(await live(h, created.id)).not.toContain(failing!.id);
@@ -94,7 +95,7 @@ describe('a failed member', () => {
   it('a reconcile that loses its commit to a rival decides again on fresh state, and replaces the member once', async () => {
     const { h, created, ref } = await metaInstanceOn({ gb200: 3 });
     const [failing] = await h.store.membersOf(created.id);
-    await addHealthOverride(h.ctx, failing!.machineId, { template: 'degraded' }, 'ops');
+    await addHealthOverride(h.ctx, failing!.machineId, { template: 'degraded' }, ops);
     h.store.loseCommit('metaInstances');
     await reconcile(h.ctx, ref);
     expect(h.store.attempts.get('metaInstances')).toBeGreaterThan(2);

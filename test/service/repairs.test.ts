@@ -6,6 +6,7 @@ import { resetRepairStorm, showSafety } from '#services/safety.ts';
 import { listRepairs, watchStuckRepairs } from '#services/stuck-repairs.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
 import { harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
+import { ops } from '#test/support/fixtures.ts';
 
 const alice = tenant('acme', 'alice');
 const issue = { category: 'HARDWARE' as const, summary: 'GPU fell off the bus' };
@@ -37,9 +38,9 @@ describe('the repair-storm breaker', () => {
     const h = harness();
     const [first, second] = await heldBack(h, 2);
     // One of them was sent out for repair by hand meanwhile: nothing to apply there.
-    await addHealthOverride(h.ctx, second!, { template: 'out-for-repair' }, 'ops');
+    await addHealthOverride(h.ctx, second!, { template: 'out-for-repair' }, ops);
 
-    const result = await resetRepairStorm(h.ctx, true, 'ops');
+    const result = await resetRepairStorm(h.ctx, true, ops);
     expect(result).toMatchObject({ repairStorm: { state: 'closed', heldBack: [] }, heldBackAtReset: [first, second], applied: [first] });
     expect((await h.store.getMachine(first!))!.healthOverrides.map((o) => o.source)).toContain('repair-request');
     expect((await h.store.getMachine(second!))!.healthOverrides.map((o) => o.source)).not.toContain('repair-request');
@@ -50,7 +51,7 @@ describe('the repair-storm breaker', () => {
     const h = harness();
     const [machineId] = await heldBack(h, 1);
     h.store.loseCommit('safety');
-    expect(await resetRepairStorm(h.ctx, false, 'ops')).toMatchObject({ repairStorm: { state: 'closed' }, heldBackAtReset: [machineId], applied: [] });
+    expect(await resetRepairStorm(h.ctx, false, ops)).toMatchObject({ repairStorm: { state: 'closed' }, heldBackAtReset: [machineId], applied: [] });
     expect(h.store.attempts.get('safety')).toBe(2);
     expect((await h.store.getMachine(machineId!))!.healthOverrides.map((o) => o.source)).toEqual(['tenant-reported-issue']);
   });
@@ -60,7 +61,7 @@ describe('stuck repairs', () => {
   async function requested() {
     const h = harness();
     await siteWith(h, { gb200: 2 });
-    await addHealthOverride(h.ctx, 'gb200-1', { template: 'request-repair' }, 'ops');
+    await addHealthOverride(h.ctx, 'gb200-1', { template: 'request-repair' }, ops);
     return h;
   }
 
@@ -86,7 +87,7 @@ describe('stuck repairs', () => {
     await watchStuckRepairs(h.ctx);
     // The agent kept beating all along: the machine is live when the repair tenant claims it.
     await receiveHeartbeat(h.ctx, ['gb200-1', 'gb200-2']);
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, 'ops');
+    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
     await createInstance(h.ctx, tenant('fixit', 'bob'), { machineId: 'gb200-1' });
     expect(await watchStuckRepairs(h.ctx)).toEqual([]);
 
@@ -98,7 +99,7 @@ describe('stuck repairs', () => {
   it('listRepairs shows every request, or only the stuck ones', async () => {
     const h = await requested();
     h.clock.advance(30 * 60_000);
-    await addHealthOverride(h.ctx, 'gb200-2', { template: 'request-repair' }, 'ops');
+    await addHealthOverride(h.ctx, 'gb200-2', { template: 'request-repair' }, ops);
     h.clock.advance(31 * 60_000);
     const all = await listRepairs(h.ctx, false, { limit: 10 });
     expect(all.items.map((r) => [r.machineId, r.stuck])).toEqual([

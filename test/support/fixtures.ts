@@ -1,3 +1,4 @@
+import type { Requester } from '#domain/audit.ts';
 import type { HealthOverride, Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
 
@@ -10,6 +11,9 @@ export const T0 = new Date('2025-03-01T12:00:00.000Z');
 export const AT = iso(T0);
 /** A minute after T0: when the tests act. */
 export const NOW = addMs(T0, 60_000);
+
+/** The provider admin the service tests act as, and the API request they act in. */
+export const ops: Requester = { actor: 'ops', requestId: 'req-ops' };
 
 /** A free, healthy machine m-1 (gb200 on rack r1), in the site agent's roster, version 0. */
 export const aMachine = (overrides: Partial<Machine> = {}): Machine => ({

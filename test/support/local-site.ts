@@ -131,6 +131,21 @@ export function expectProblem(response: { status: number; body: any; headers: He
   expect(response.body.code, context).not.toBe('');
 }
 
+/**
+ * What API Gateway answers by itself (docs/api.md "Errors from the gateway"): an unknown route or method is 404
+ * `{"message":"Not Found"}`; a protected route without a token the JWT authorizer accepts is 401
+ * `{"message":"Unauthorized"}` with its challenge, `Bearer` for no token, `invalid_token` for a refused one.
+ */
+export function expectGatewayAnswer(response: { status: number; body: any; headers: Headers }, status: 401 | 404, token?: 'missing' | 'invalid'): void {
+  const context = `API Gateway's ${status} expected, got ${response.status} ${JSON.stringify(response.body)}`;
+  expect(response.status, context).toBe(status);
+  expect(response.headers.get('content-type'), context).toBe('application/json');
+  expect(response.body, context).toEqual({ message: status === 401 ? 'Unauthorized' : 'Not Found' });
+  expect(response.headers.get('apigw-requestid'), context).toEqual(expect.any(String));
+  const challenge = { missing: 'Bearer', invalid: 'Bearer scope="" error="invalid_token"' };
+  expect(response.headers.get('www-authenticate'), context).toBe(status === 401 ? challenge[token ?? 'missing'] : null);
+}
+
 /** Every item of one of the site's tables (a Scan: fine in tests, never on a product path). */
 export async function scanTable(site: LocalSite, which: 'table' | 'idempotencyTable' = 'table'): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];

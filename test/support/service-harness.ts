@@ -17,7 +17,7 @@ import type { EntityRef } from '#reconcilers/registry.ts';
 import { startRun } from '#reconcilers/runner.ts';
 import { MemoryFleetStore } from '#store/memory-store.ts';
 import type { FleetStore } from '#store/port.ts';
-import { NOW } from './fixtures.ts';
+import { NOW, ops } from './fixtures.ts';
 
 // Services run for real on the in-memory store, with a clock, ids, a site agent and an event bus the test controls.
 
@@ -212,7 +212,7 @@ export async function siteWith(h: Harness, fleet: Record<string, number>): Promi
   const registrations = Object.entries(fleet).flatMap(([machineType, count]) =>
     Array.from({ length: count }, (_, i) => ({ id: `${machineType}-${i + 1}`, machineType, rack: `r${(i % 2) + 1}` })),
   );
-  await registerMachines(h.ctx, registrations, 'ops');
+  await registerMachines(h.ctx, registrations, ops);
   await receiveHeartbeat(h.ctx, registrations.map((r) => r.id));
 }
 

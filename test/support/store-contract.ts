@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { auditEntry, type AuditEntry } from '#domain/audit.ts';
 import type { Change } from '#domain/change.ts';
 import { finishCleanup, claimCleanup, cleanupTimings } from '#domain/cleanup.ts';
 import { inAllocatableIndex } from '#domain/health.ts';
@@ -8,7 +9,7 @@ import { registerMachine } from '#domain/machines.ts';
 import type { HealthOverride, HistoryEntry, Instance, InstanceStatus, Machine } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { addMs, iso } from '#domain/time.ts';
-import { StaleWriteError, type FleetStore } from '#store/port.ts';
+import { StaleWriteError, type AuditFilter, type FleetStore } from '#store/port.ts';
 import { aMachine, aMetaInstance, aRepairRequest, anInstance, T0 } from './fixtures.ts';
 
 /**
@@ -615,6 +616,84 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       const thrown = await rejectionOf(fresh.listInstances('acme', { limit: 1, nextToken: machines.nextToken }));
       expect(thrown).toBeInstanceOf(Rejection);
       expect(thrown).toMatchObject({ status: 422, code: 'invalid-page-token' });
+    });
+  });
+
+  describe('audit log', () => {
+    let fresh: FleetStore;
+    const entry = (ms: number, actor: string, target: string, requestId = `req-${ms}`): AuditEntry =>
+      auditEntry({ actor, requestId }, at(ms), 'labels-changed', target, { before: { a: '1' }, after: { a: String(ms) } });
+    // Written oldest first; two at the same instant, which must not overwrite each other.
+    const written = [
+      entry(0, 'ops', 'machines/au-1'),
+      entry(1_000, 'alice', 'machines/au-1'),
+      entry(2_000, 'ops', 'tenants/acme'),
+      entry(3_000, 'ops', 'machines/au-2', 'req-same-a'),
+      entry(3_000, 'alice', 'machines/au-1', 'req-same-b'),
+    ];
+    const newestFirst = (keep: (e: AuditEntry) => boolean = () => true) => written.filter(keep).reverse();
+    /** Newest first; entries of the same instant may come in either order (their keys end in a unique suffix). */
+    const expectListed = (listed: AuditEntry[], expected: AuditEntry[]) => {
+      expect(listed.map((e) => e.at)).toEqual(expected.map((e) => e.at));
+      const byRequest = (entries: AuditEntry[]) => [...entries].sort((a, b) => a.requestId.localeCompare(b.requestId));
+      expect(byRequest(listed)).toEqual(byRequest(expected));
+    };
+    /** Every page of a listing, `limit` at a time. */
+    const allPages = async (filter: AuditFilter, limit: number) => {
+      const items: AuditEntry[] = [];
+      let nextToken: string | undefined;
+      do {
+        const page = await fresh.listAudit(filter, { limit, nextToken });
+        expect(page.items.length).toBeLessThanOrEqual(limit);
+        items.push(...page.items);
+        nextToken = page.nextToken;
+      } while (nextToken);
+      return items;
+    };
+
+    beforeAll(async () => {
+      fresh = await newStore();
+      await fresh.commit({ machines: [create(machine('au-1'))], history: [] });
+      for (const audit of written) await fresh.commit({ history: [], audit });
+    });
+
+    it('an entry is written with the change it audits, as it was given', async () => {
+      const read = (await fresh.getMachine('au-1'))!;
+      const audit = entry(4_000, 'ops', 'machines/au-1', 'req-with-change');
+      await fresh.commit({ machines: [{ before: read, after: { ...read, labels: { a: '4000' } } }], history: [], audit });
+      expect((await fresh.getMachine('au-1'))!.labels).toEqual({ a: '4000' });
+      expect((await fresh.listAudit({ target: 'machines/au-1' }, { limit: 1 })).items).toEqual([audit]);
+      written.push(audit);
+    });
+
+    it('a change that loses its race writes no audit entry either', async () => {
+      const stale = (await fresh.getMachine('au-1'))!;
+      await fresh.commit({ machines: [{ before: stale, after: { ...stale, rack: 'r9' } }], history: [] });
+      const audit = entry(5_000, 'ops', 'machines/au-1', 'req-lost');
+      expect(await rejectionOf(fresh.commit({ machines: [{ before: stale, after: { ...stale, rack: 'r8' } }], history: [], audit }))).toBeInstanceOf(StaleWriteError);
+      expect((await allPages({}, 500)).map((e) => e.requestId)).not.toContain('req-lost');
+    });
+
+    it('lists every entry newest first, paged', async () => {
+      expectListed(await allPages({}, 2), newestFirst());
+    });
+
+    it('filters by actor, by target, by both and by time, each paged', async () => {
+      const since = iso(at(2_000));
+      expectListed(await allPages({ actor: 'alice' }, 1), newestFirst((e) => e.actor === 'alice'));
+      expectListed(await allPages({ target: 'machines/au-1' }, 2), newestFirst((e) => e.target === 'machines/au-1'));
+      expectListed(await allPages({ target: 'machines/au-1', actor: 'ops' }, 1), newestFirst((e) => e.target === 'machines/au-1' && e.actor === 'ops'));
+      expectListed(await allPages({ since }, 2), newestFirst((e) => e.at >= since));
+      expectListed(await allPages({ actor: 'ops', since }, 2), newestFirst((e) => e.actor === 'ops' && e.at >= since));
+      expectListed(await allPages({ target: 'machines/au-1', since }, 2), newestFirst((e) => e.target === 'machines/au-1' && e.at >= since));
+      expect(await allPages({ target: 'machines/nobody' }, 10)).toEqual([]);
+    });
+
+    it("another filter's token is refused with the 422 Rejection", async () => {
+      const everyEntry = await fresh.listAudit({}, { limit: 1 });
+      const thrown = await rejectionOf(fresh.listAudit({ actor: 'ops' }, { limit: 1, nextToken: everyEntry.nextToken }));
+      expect(thrown).toBeInstanceOf(Rejection);
+      expect(thrown).toMatchObject({ status: 422, code: 'validation-failed' });
     });
   });
 

@@ -29,7 +29,7 @@ export const adminOverrideRoutes: Route[] = [
     bodyRequired: true,
     responses: { 201: healthOverrideResponse },
     errors: [[422, 'unknown-template'], [409, 'online-repair-active']],
-    handle: async ({ principal, params: p, body }, ctx) => ({ status: 201, body: await addHealthOverride(ctx, p.id, body, principal.sub) }),
+    handle: async ({ requester, params: p, body }, ctx) => ({ status: 201, body: await addHealthOverride(ctx, p.id, body, requester) }),
   }),
   defineRoute({
     operationId: 'remove-health-override',
@@ -40,8 +40,8 @@ export const adminOverrideRoutes: Route[] = [
     params: params.machineOverride,
     query: emptyQuery,
     responses: { 204: null },
-    handle: async ({ principal, params: p }, ctx) => {
-      await removeHealthOverride(ctx, p.id, p.source, principal.sub);
+    handle: async ({ requester, params: p }, ctx) => {
+      await removeHealthOverride(ctx, p.id, p.source, requester);
       return { status: 204 };
     },
   }),
@@ -56,6 +56,6 @@ export const adminOverrideRoutes: Route[] = [
     body: labelsPatchBody,
     bodyRequired: true,
     responses: { 200: machineResponse },
-    handle: async ({ principal, params: p, body }, ctx) => ({ status: 200, body: await patchMachineLabels(ctx, p.id, body.labels, principal.sub) }),
+    handle: async ({ requester, params: p, body }, ctx) => ({ status: 200, body: await patchMachineLabels(ctx, p.id, body.labels, requester) }),
   }),
 ];

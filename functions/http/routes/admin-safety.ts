@@ -26,7 +26,7 @@ export const adminSafetyRoutes: Route[] = [
     query: emptyQuery,
     body: z.strictObject({ applyHeldBack: z.boolean().default(false) }),
     responses: { 200: safetyResetResponse },
-    handle: async ({ principal, body }, ctx) => ({ status: 200, body: await resetRepairStorm(ctx, body.applyHeldBack, principal.sub) }),
+    handle: async ({ requester, body }, ctx) => ({ status: 200, body: await resetRepairStorm(ctx, body.applyHeldBack, requester) }),
   }),
   defineRoute({
     operationId: 'list-repairs',

@@ -19,7 +19,7 @@ export const adminRoutes: Route[] = [
     body: registerMachinesBody,
     bodyRequired: true,
     responses: { 200: registrationResponse },
-    handle: async ({ principal, body }, ctx) => ({ status: 200, body: await registerMachines(ctx, body.machines, principal.sub) }),
+    handle: async ({ requester, body }, ctx) => ({ status: 200, body: await registerMachines(ctx, body.machines, requester) }),
   }),
   defineRoute({
     operationId: 'list-machines',
@@ -72,7 +72,7 @@ export const adminRoutes: Route[] = [
     body: tenantBody,
     bodyRequired: true,
     responses: { 200: tenantResponse },
-    handle: async ({ principal, params: p, body }, ctx) => ({ status: 200, body: await setTenantCapabilities(ctx, p.org, body.capabilities, principal.sub) }),
+    handle: async ({ requester, params: p, body }, ctx) => ({ status: 200, body: await setTenantCapabilities(ctx, p.org, body.capabilities, requester) }),
   }),
   defineRoute({
     operationId: 'show-config',

@@ -1,4 +1,5 @@
 import type { Route } from '../route.ts';
+import { adminAuditRoutes } from './admin-audit.ts';
 import { adminOverrideRoutes } from './admin-overrides.ts';
 import { adminSafetyRoutes } from './admin-safety.ts';
 import { adminRoutes } from './admin.ts';
@@ -19,6 +20,7 @@ export const routes: readonly Route[] = [
   ...adminRoutes,
   ...adminOverrideRoutes,
   ...adminSafetyRoutes,
+  ...adminAuditRoutes,
   ...siteAgentRoutes,
   openApiRoute(() => routes),
 ];
