@@ -7,6 +7,7 @@ import { createTables } from '#local/tables.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { machineItem } from '#store/items.ts';
+import { DUE_PAGE } from '#services/reconcile.ts';
 import { countRequests, units } from './counter.ts';
 import { ratio, round } from './stats.ts';
 
@@ -22,8 +23,6 @@ export interface SweepReadsOptions {
 
 export const defaultSweepReadsOptions: SweepReadsOptions = { machines: 100_000, dueFraction: 0.01, repairFraction: 0.001, loadConcurrency: 8 };
 
-/** The sweep's own limit on due entities per run (services/reconcile.ts `sweep(ctx, limit = 200)`). */
-const SWEEP_LIMIT = 200;
 /** `[repair_sla] claim_minutes` default. */
 const CLAIM_MS = 60 * 60_000;
 const TYPES = ['gb200', 'h100', 'b200', 'mi300x'];
@@ -178,11 +177,11 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
 
   // ---- what one sweep run reads before it reconciles anything (services/reconcile.ts sweep) ----
   const sweepNow = new Date();
-  const due = await read(() => store.dueEntities(sweepNow, SWEEP_LIMIT));
+  const due = await read(async () => (await store.dueEntities(sweepNow, { limit: DUE_PAGE })).items);
   const heartbeat = await read(() => store.getSiteHeartbeat());
   const repairs = await read(() => store.repairsToWatch(new Date(sweepNow.getTime() - CLAIM_MS)));
   // ---- every due entry at once (what it takes to see all 1% in one go, beyond the sweep's limit) ----
-  const allDue = await read(() => store.dueEntities(sweepNow, options.machines));
+  const allDue = await read(async () => (await store.dueEntities(sweepNow, { limit: options.machines })).items);
 
   // ---- one full Scan of the table, eventually consistent like the index queries, every page. Select COUNT reads
   // and bills every item as a plain Scan does (the same read units, checked on DynamoDB Local) without shipping
@@ -209,7 +208,7 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
       roles: loaded.roles,
       mean_item_json_bytes: loaded.meanItemJsonBytes,
       table: 'a fresh table from tableDefinition() on a DynamoDB Local of its own, holding only these machine items (plus the site heartbeat); a real table also holds instances and history, so a real Scan costs more',
-      sweep_limit: SWEEP_LIMIT,
+      due_page: DUE_PAGE,
       claim_sla_minutes: CLAIM_MS / 60_000,
       method:
         'machine records built in memory, written with BatchWrite (25 per request, several in flight) through items.ts machineItem, so every index attribute is what the store would write; then the sweep\'s finding reads through DynamoFleetStore (dueEntities with the sweep\'s limit, getSiteHeartbeat, repairsToWatch) with read-unit deltas metered on its client (counter.ts), then one full Scan of the table (all pages, eventually consistent as the index queries are, Select COUNT, which consumes what a plain Scan does) with ReturnConsumedCapacity TOTAL',

@@ -237,7 +237,7 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       await store.commit(records);
 
       const due = async (when: Date) =>
-        (await store.dueEntities(when, 500))
+        (await store.dueEntities(when, { limit: 500 })).items
           .filter((ref) => ref.id.startsWith('due-'))
           .map((ref) => `${ref.entity}:${ref.id}`)
           .sort();
@@ -486,7 +486,7 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
     });
 
     it('due holds meta-instances to place at their next attempt', async () => {
-      const due = async (when: Date) => (await fresh.dueEntities(when, 50)).filter((ref) => ref.entity === 'meta-instance').map((ref) => ref.id).sort();
+      const due = async (when: Date) => (await fresh.dueEntities(when, { limit: 50 })).items.filter((ref) => ref.entity === 'meta-instance').map((ref) => ref.id).sort();
       expect(await due(at(8 * 60_000))).toEqual(['mi-new', 'mi-old']);
       expect(await due(at(9 * 60_000))).toEqual(['mi-new', 'mi-old', 'mi-other']);
     });
