@@ -300,7 +300,16 @@ export class SiteStack extends Stack {
     });
     // A run that runs out of time puts a follow-up event on the bus; this rule starts the next run at once. A lost
     // follow-up costs only time: the schedule's next run reads the due index from its start.
-    this.bus.grantPutEventsTo(this.sweepFunction.role);
+    this.sweepFunction.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        sid: 'PutSweepFollowUp',
+        effect: Effect.ALLOW,
+        actions: ['events:PutEvents'],
+        resources: [this.bus.eventBusArn],
+        // Its follow-ups only: the sweep never publishes repair events itself (the stream delivers its outbox).
+        conditions: { StringEquals: { 'events:source': SWEEP_FOLLOW_UP.source } },
+      }),
+    );
     new Rule(this, 'SweepFollowUp', {
       eventBus: this.bus,
       description: `Fleetward ${site.name}: run the sweep again at once when a run left due work`,
