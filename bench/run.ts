@@ -393,6 +393,9 @@ async function main() {
               per_decision_p99_us: placement.candidates_as_the_service_loads_them.per_decision.p99,
               placed: placement.candidates_as_the_service_loads_them.outcomes.placed,
               errors: placement.candidates_as_the_service_loads_them.outcomes.errors,
+              false_placement_errors: placement.goals.false_placement_errors,
+              all_decisions_goal: placement.goals.all_decisions_ms,
+              false_placement_errors_first_page_only: placement.candidates_first_page_only.outcomes.false_placement_errors,
               share_of_a_60s_sweep: { unit: 'ratio (all decisions / 60 s)', value: round(placement.candidates_as_the_service_loads_them.total.median / 60_000, 5) },
             },
           }
