@@ -75,6 +75,8 @@ const SWEEP = {
   ...defaultSweepReadsOptions,
   machines: envInt('BENCH_SWEEP_MACHINES', defaultSweepReadsOptions.machines),
   loadConcurrency: envInt('BENCH_SWEEP_LOAD_CONCURRENCY', defaultSweepReadsOptions.loadConcurrency),
+  runBudgetMs: envInt('BENCH_SWEEP_RUN_BUDGET_MS', defaultSweepReadsOptions.runBudgetMs),
+  agentDeleteMs: envInt('BENCH_SWEEP_AGENT_DELETE_MS', defaultSweepReadsOptions.agentDeleteMs, 0),
 };
 const CONTENTION = {
   machines: envInt('BENCH_CONTENTION_MACHINES', defaultContentionOptions.machines),
@@ -410,6 +412,7 @@ async function main() {
               scan_read_units: sweep.scan.read_units,
               scan_items: sweep.scan.items,
               ratio_scan_over_sweep: sweep.ratios.scan_over_sweep,
+              clear_1000_due: { ms: sweep.clear_backlog.ms, runs: sweep.clear_backlog.runs, reconciled: sweep.clear_backlog.reconciled, failed: sweep.clear_backlog.failed, goal: sweep.clear_backlog.goal },
               load_s: sweep.load.value,
             },
           }
