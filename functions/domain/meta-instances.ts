@@ -33,7 +33,7 @@ export interface MetaRules {
 export interface MetaSnapshot {
   meta: MetaInstance;
   members: Member[];
-  /** Machines of the type in the allocatable index (heartbeat freshness is checked here). */
+  /** Free machines of the type read from the allocatable index, as many as the decision needs (heartbeat freshness is checked here). */
   candidates: Machine[];
   /** The pinned machines' records, null for unknown ids. */
   pinned: Map<string, Machine | null>;
