@@ -78,6 +78,8 @@ const SWEEP = {
   ...defaultSweepReadsOptions,
   machines: envInt('BENCH_SWEEP_MACHINES', defaultSweepReadsOptions.machines),
   loadConcurrency: envInt('BENCH_SWEEP_LOAD_CONCURRENCY', defaultSweepReadsOptions.loadConcurrency),
+  runBudgetMs: envInt('BENCH_SWEEP_RUN_BUDGET_MS', defaultSweepReadsOptions.runBudgetMs),
+  agentDeleteMs: envInt('BENCH_SWEEP_AGENT_DELETE_MS', defaultSweepReadsOptions.agentDeleteMs, 0),
 };
 const CONTENTION = {
   machines: envInt('BENCH_CONTENTION_MACHINES', defaultContentionOptions.machines),
@@ -412,6 +414,9 @@ async function main() {
               per_decision_p99_us: placement.candidates_as_the_service_loads_them.per_decision.p99,
               placed: placement.candidates_as_the_service_loads_them.outcomes.placed,
               errors: placement.candidates_as_the_service_loads_them.outcomes.errors,
+              false_placement_errors: placement.goals.false_placement_errors,
+              all_decisions_goal: placement.goals.all_decisions_ms,
+              false_placement_errors_first_page_only: placement.candidates_first_page_only.outcomes.false_placement_errors,
               share_of_a_60s_sweep: { unit: 'ratio (all decisions / 60 s)', value: round(placement.candidates_as_the_service_loads_them.total.median / 60_000, 5) },
             },
           }
@@ -426,6 +431,7 @@ async function main() {
               scan_read_units: sweep.scan.read_units,
               scan_items: sweep.scan.items,
               ratio_scan_over_sweep: sweep.ratios.scan_over_sweep,
+              clear_1000_due: { ms: sweep.clear_backlog.ms, runs: sweep.clear_backlog.runs, reconciled: sweep.clear_backlog.reconciled, failed: sweep.clear_backlog.failed, goal: sweep.clear_backlog.goal },
               load_s: sweep.load.value,
             },
           }

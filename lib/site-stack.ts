@@ -8,7 +8,7 @@ import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table, type Attribute } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, Rule } from 'aws-cdk-lib/aws-events';
 import { CfnRegistry, CfnSchema } from 'aws-cdk-lib/aws-eventschemas';
-import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
+import { LambdaFunction, SqsQueue } from 'aws-cdk-lib/aws-events-targets';
 import { Effect, PolicyStatement, Role, ServicePrincipal, type IRole } from 'aws-cdk-lib/aws-iam';
 import { StartingPosition, type CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -22,6 +22,7 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { eventCatalog, EVENT_TYPES } from '#domain/event-schemas.ts';
 import { createLeaseMs } from '#domain/instances.ts';
 import { EVENT_SOURCE } from '#services/events.ts';
+import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
 import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
 import { apiOpenApiDocument, apiRouteSpecs, ROUTE_GROUPS, routeKeyOf, type RouteGroup } from './api-routes.ts';
 import { SiteDashboard } from './dashboard.ts';
@@ -298,6 +299,24 @@ export class SiteStack extends Stack {
       id: `AwsSolutions-IAM5[Resource::${sweepArnToken}]`,
       reason:
         'The wildcard is the qualifier of one function ARN (the sweep function\'s versions and aliases, as LambdaInvoke grants it); the role can invoke no other function.',
+    });
+    // A run that runs out of time puts a follow-up event on the bus; this rule starts the next run at once. A lost
+    // follow-up costs only time: the schedule's next run reads the due index from its start.
+    this.sweepFunction.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        sid: 'PutSweepFollowUp',
+        effect: Effect.ALLOW,
+        actions: ['events:PutEvents'],
+        resources: [this.bus.eventBusArn],
+        // Its follow-ups only: the sweep never publishes repair events itself (the stream delivers its outbox).
+        conditions: { StringEquals: { 'events:source': SWEEP_FOLLOW_UP.source } },
+      }),
+    );
+    new Rule(this, 'SweepFollowUp', {
+      eventBus: this.bus,
+      description: `Fleetward ${site.name}: run the sweep again at once when a run left due work`,
+      eventPattern: { source: [SWEEP_FOLLOW_UP.source], detailType: [SWEEP_FOLLOW_UP.detailType] },
+      targets: [new LambdaFunction(this.sweepFunction.function, { retryAttempts: 0, maxEventAge: sweepEvery })],
     });
 
     // -- HTTP API -----------------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@
 export interface ScheduleTimerOptions {
   intervalMs: number;
   tick: () => Promise<unknown>;
+  /** Asked after each tick: true runs the next tick at once (a sweep handing its unfinished work to a follow-up). */
+  runAgainAtOnce?: () => boolean;
   /** Tick once right away at start instead of waiting a full interval. Default false. */
   immediate?: boolean;
   /** Names the timer in log lines. Default "schedule". */
@@ -65,6 +67,8 @@ export function createScheduleTimer(options: ScheduleTimerOptions): ScheduleTime
         counters.lastDurationMs = now() - startedAt;
         inFlight = undefined;
       }
+      // Not once stopped: stop() waits for the tick in flight, and nothing may start after it.
+      if (interval !== undefined && options.runAgainAtOnce?.()) fire();
     })();
   }
 

@@ -7,6 +7,8 @@ import { systemClock, type Clock, type IdSource } from '#domain/model.ts';
 import { createHttpApi } from '#handlers/api.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
 import { createSweepHandler } from '#handlers/sweep.ts';
+import { followUpEvent } from '#services/sweep-follow-up.ts';
+import type { SweepPosition } from '#services/reconcile.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import { routes } from '#http/routes/index.ts';
 import { createLocalTokenIssuer, type LocalTokenIssuer } from '#http/tokens.ts';
@@ -175,11 +177,19 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
             ...(options.streamChaos ? { chaos: options.streamChaos } : {}),
             log: (line) => write(`stream     ${line}`),
           });
-    const sweep = createSweepHandler(ctx);
+    // A sweep that runs out of its interval hands the rest to a follow-up, which the timer runs at once.
+    let followUp: SweepPosition | undefined;
+    const sweep = createSweepHandler(ctx, async (position) => void (followUp = position));
     const sweepIntervalMs = options.sweepIntervalMs ?? config.sweep.interval_seconds * 1000;
     const timer = createScheduleTimer({
       intervalMs: sweepIntervalMs,
-      tick: sweep,
+      tick: () => {
+        const startedAt = Date.now();
+        const event = followUp ? followUpEvent(followUp) : {};
+        followUp = undefined;
+        return sweep(event, () => sweepIntervalMs - (Date.now() - startedAt));
+      },
+      runAgainAtOnce: () => followUp !== undefined,
       name: 'sweep',
       log: (line) => write(`schedule   ${line}`),
     });

@@ -31,7 +31,9 @@ export interface HeartbeatView {
 /** The last time the site agent is known to have seen this machine. */
 export function lastSeenAt(machine: Machine, heartbeat: HeartbeatView): string | undefined {
   if (machine.heartbeatLive && heartbeat.rosterSeenAt !== undefined) {
-    return [heartbeat.rosterSeenAt, machine.lastHeartbeatAt ?? ''].sort().at(-1);
+    // The later of the two ISO timestamps (they compare as strings); decided for every candidate, so no array sort.
+    const own = machine.lastHeartbeatAt ?? '';
+    return own > heartbeat.rosterSeenAt ? own : heartbeat.rosterSeenAt;
   }
   return machine.lastHeartbeatAt;
 }

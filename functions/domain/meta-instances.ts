@@ -33,7 +33,7 @@ export interface MetaRules {
 export interface MetaSnapshot {
   meta: MetaInstance;
   members: Member[];
-  /** Machines of the type in the allocatable index (heartbeat freshness is checked here). */
+  /** Free machines of the type read from the allocatable index, as many as the decision needs (heartbeat freshness is checked here). */
   candidates: Machine[];
   /** The pinned machines' records, null for unknown ids. */
   pinned: Map<string, Machine | null>;
@@ -154,7 +154,8 @@ export function isSatisfied(meta: MetaInstance, healthy: Member[]): boolean {
   return !meta.placement.sameRack || new Set(healthy.map((m) => m.machine?.rack)).size <= 1;
 }
 
-type Plan = { kind: 'place'; machines: Machine[] } | { kind: 'regroup'; rack: string } | { kind: 'error'; message: string };
+/** An error is `shortOfCapacity` when more free machines could resolve it (a pinned machine's state cannot). */
+type Plan = { kind: 'place'; machines: Machine[] } | { kind: 'regroup'; rack: string } | { kind: 'error'; message: string; shortOfCapacity: boolean };
 
 /**
  * Which machines to add. A failed member is replaced alone when the constraints still hold with the others;
@@ -166,15 +167,15 @@ export function choosePlacement(meta: MetaInstance, healthy: Member[], free: Mac
   const chosen: Machine[] = [];
   for (const id of pinnedMissing) {
     const machine = pinned.get(id) ?? null;
-    if (!machine) return { kind: 'error', message: `pinned machine ${id} is unknown` };
+    if (!machine) return { kind: 'error', message: `pinned machine ${id} is unknown`, shortOfCapacity: false };
     const reasons = isFree(machine);
-    if (reasons.length > 0) return { kind: 'error', message: `pinned machine ${id} is not available: ${reasons.join(', ')}` };
+    if (reasons.length > 0) return { kind: 'error', message: `pinned machine ${id} is not available: ${reasons.join(', ')}`, shortOfCapacity: false };
     chosen.push(machine);
   }
   const needed = Math.max(meta.minNodes - healthy.length - chosen.length, 0);
   const pool = free.filter((m) => !held.has(m.id) && !chosen.some((c) => c.id === m.id));
   if (!meta.placement.sameRack) {
-    if (pool.length < needed) return { kind: 'error', message: `needs ${needed} more ${meta.machineType} machine(s); ${pool.length} free` };
+    if (pool.length < needed) return { kind: 'error', message: `needs ${needed} more ${meta.machineType} machine(s); ${pool.length} free`, shortOfCapacity: true };
     return { kind: 'place', machines: [...chosen, ...pool.slice(0, needed)] };
   }
   const racks = new Set([...healthy.map((m) => m.machine?.rack ?? ''), ...chosen.map((m) => m.rack)]);
@@ -195,21 +196,50 @@ export function choosePlacement(meta: MetaInstance, healthy: Member[], free: Mac
   const target = [...byRack.keys()].filter((rack) => pinnedRacks.size === 0 || (pinnedRacks.size === 1 && pinnedRacks.has(rack))).find((rack) => freeIn(rack) + (pinnedRacks.has(rack) ? chosen.length : 0) >= meta.minNodes);
   if (target && healthy.length > 0) return { kind: 'regroup', rack: target };
   const best = Math.max(0, ...[...byRack.keys()].map(freeIn));
-  return { kind: 'error', message: `no rack has ${meta.minNodes} free ${meta.machineType} machine(s) together (best: ${best})` };
+  return { kind: 'error', message: `no rack has ${meta.minNodes} free ${meta.machineType} machine(s) together (best: ${best})`, shortOfCapacity: true };
+}
+
+/** What placement would do with the snapshot's candidates; null when it has nothing to place now. */
+function planOf(s: MetaSnapshot, healthy: Member[]): Plan | null {
+  if (isSatisfied(s.meta, healthy)) return null;
+  if (s.meta.nextAttemptAt && ageMs(s.now, s.meta.nextAttemptAt) < 0) return null;
+  const isFree = (m: Machine) => allocatability(m, s.heartbeat, s.now).notAllocatableReasons;
+  const free = s.candidates.filter((m) => isFree(m).length === 0);
+  return choosePlacement(s.meta, healthy, free, s.pinned, isFree);
+}
+
+/**
+ * Whether the decision on this snapshot would fail for want of free machines, so reading more candidates could
+ * change it. The loader reads the allocatable index until this is false (or its read budget is spent), so a
+ * decision costs what it needs: nothing for a satisfied or pinned-only group, one rack for a group's replacement.
+ */
+export function wantsMoreCandidates(s: MetaSnapshot): boolean {
+  if (s.meta.status === 'Deleting' || s.meta.status === 'Deleted') return false;
+  // Failed members are released first; the next pass, on fresh state, places their replacements.
+  if (recordFailures(s)) return false;
+  const plan = planOf(s, s.members.filter(isLive));
+  return plan?.kind === 'error' && plan.shortOfCapacity;
+}
+
+/** The one rack a same-rack group is bound to (by its healthy members or its pinned machines), if there is one. */
+export function homeRack(s: Pick<MetaSnapshot, 'meta' | 'members' | 'pinned'>): string | undefined {
+  if (!s.meta.placement.sameRack) return undefined;
+  const racks = new Set<string>();
+  for (const member of s.members) if (isLive(member) && member.machine) racks.add(member.machine.rack);
+  for (const machine of s.pinned.values()) if (machine) racks.add(machine.rack);
+  return racks.size === 1 ? [...racks][0] : undefined;
 }
 
 function place(s: MetaSnapshot): MetaDecision {
   const { meta, now, rules } = s;
   const healthy = s.members.filter(isLive);
-  if (isSatisfied(meta, healthy)) {
+  const plan = planOf(s, healthy);
+  if (plan === null) {
+    if (!isSatisfied(meta, healthy)) return none;
     if (meta.status === 'Ready' && meta.placementError === undefined && meta.consecutiveFailures === 0) return none;
     const change = withMeta(meta, { status: 'Ready', placementError: undefined, nextAttemptAt: undefined, consecutiveFailures: 0 }, now);
     return { kind: 'commit', change, summary: 'satisfied' };
   }
-  if (meta.nextAttemptAt && ageMs(now, meta.nextAttemptAt) < 0) return none;
-  const isFree = (m: Machine) => allocatability(m, s.heartbeat, now).notAllocatableReasons;
-  const free = s.candidates.filter((m) => isFree(m).length === 0);
-  const plan = choosePlacement(meta, healthy, free, s.pinned, isFree);
   if (plan.kind === 'regroup') {
     const moving = healthy.filter((m) => m.machine?.rack !== plan.rack).slice(0, MAX_GROUP);
     const change = mergeChanges(withMeta(meta, {}, now), ...moving.map((m) => releaseMember(m, now)));

@@ -1,14 +1,49 @@
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import type { Context } from 'aws-lambda';
+import type { SiteConfig } from '#config/site-config.ts';
+import { createLeaseMs } from '#domain/instances.ts';
 import type { AppContext } from '#services/context.ts';
 import { contextFromEnv, lazy, sharedMetrics } from '#services/lambda-context.ts';
-import { sweep } from '#services/reconcile.ts';
+import { sweep, type SweepPosition, type SweepResult } from '#services/reconcile.ts';
+import { followUpEvent, sweepStart } from '#services/sweep-follow-up.ts';
 
-/** The schedule's target: finish whatever is due that no stream reaction finished. */
-export const createSweepHandler = (ctx: AppContext) => async () => sweep(ctx);
+/** Starts a follow-up run from where this one stopped. */
+export type HandOff = (position: SweepPosition) => Promise<void>;
+
+/** The schedule's target (and its follow-ups'): finish whatever is due that no stream reaction finished. */
+export function createSweepHandler(ctx: AppContext, handOff: HandOff) {
+  return async (event: unknown, timeLeftMs?: () => number): Promise<SweepResult> => {
+    const result = await sweep(ctx, { from: sweepStart(event), ...(timeLeftMs ? { timeLeftMs } : {}) });
+    if (result.followUp) await handOff(result.followUp);
+    return result;
+  };
+}
+
+export function eventBridgeHandOff(busName: string, client = new EventBridgeClient({})): HandOff {
+  return async (position) => {
+    const event = followUpEvent(position);
+    const result = await client.send(
+      new PutEventsCommand({ Entries: [{ EventBusName: busName, Source: event.source, DetailType: event['detail-type'], Detail: JSON.stringify(event.detail) }] }),
+    );
+    if (result.FailedEntryCount) throw new Error(`EventBridge refused the sweep follow-up: ${result.Entries?.[0]?.ErrorMessage ?? 'unknown error'}`);
+  };
+}
+
+/**
+ * Time a run keeps back before its function's timeout: an instance reconcile it starts may wait on the site agent
+ * for a whole create lease, and the run must still finish it (the stack sizes the timeout to that lease plus a minute).
+ */
+export function sweepMarginMs(config: SiteConfig): number {
+  const retry = config.instance_create_retry;
+  return createLeaseMs({ maxAttempts: retry.max_attempts, baseDelayMs: retry.base_delay_ms, timeoutMs: retry.timeout_ms }) + 10_000;
+}
 
 export const handler = lazy(() => {
-  const sweepOnce = createSweepHandler(contextFromEnv());
-  return async () => {
-    const result = await sweepOnce();
+  const ctx = contextFromEnv();
+  const sweepOnce = createSweepHandler(ctx, eventBridgeHandOff(process.env.EVENT_BUS_NAME!));
+  const marginMs = sweepMarginMs(ctx.config);
+  return async (event: unknown, context: Context) => {
+    const result = await sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs);
     // The RepairsStuck alarm watches this metric (site dimension set in lambda-context.ts).
     sharedMetrics.publishStoredMetrics();
     return result;

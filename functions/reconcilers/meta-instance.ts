@@ -1,7 +1,9 @@
 import { preventingSources } from '#domain/health.ts';
-import { reconcileMetaInstance, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
+import { homeRack, reconcileMetaInstance, wantsMoreCandidates, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
 import type { Machine, MetaInstance } from '#domain/model.ts';
 import type { AppContext } from '#services/context.ts';
+import type { Page } from '#store/paging.ts';
+import type { PageRequest } from '#store/port.ts';
 import { loadHeartbeatView } from '#services/heartbeat-view.ts';
 import { defineReconciler } from './reconciler.ts';
 
@@ -17,14 +19,54 @@ export async function loadPinned(ctx: AppContext, ids: string[] = []): Promise<M
   return new Map(await Promise.all(ids.map(async (id) => [id, await ctx.store.getMachine(id)] as const)));
 }
 
+/** Free machines per read of the allocatable index. */
+export const CANDIDATE_PAGE = 500;
+/** Most pages of its type's index one decision reads: what a group waiting for capacity costs each time it is decided. */
+export const MAX_CANDIDATE_PAGES = 10;
+
+/** One read of a machine type's allocatable index (FleetStore.allocatableMachinesPage, bound to the type). */
+export type CandidateReader = (page: PageRequest & { rack?: string }) => Promise<Page<Machine>>;
+
+/**
+ * The free machines a decision needs, read until it has them: none while it would not fail for want of them, the
+ * group's own rack first, then the type's index page by page in rack order (so racks come whole and a rack with
+ * room is found wherever it lies) up to MAX_CANDIDATE_PAGES. Pinned machines fix a same-rack group's rack: only
+ * that rack is read.
+ */
+export async function loadCandidates(snapshot: MetaSnapshot, read: CandidateReader): Promise<Machine[]> {
+  const s: MetaSnapshot = { ...snapshot, candidates: [] };
+  const seen = new Set<string>();
+  const add = (machines: Machine[]) => {
+    for (const machine of machines) {
+      if (seen.has(machine.id)) continue;
+      seen.add(machine.id);
+      s.candidates.push(machine);
+    }
+  };
+  if (!wantsMoreCandidates(s)) return s.candidates;
+  const rack = homeRack(s);
+  if (rack !== undefined) {
+    add((await read({ rack, limit: CANDIDATE_PAGE })).items);
+    if (s.meta.machineIds?.length || !wantsMoreCandidates(s)) return s.candidates;
+  }
+  let nextToken: string | undefined;
+  for (let reads = 0; reads < MAX_CANDIDATE_PAGES; reads++) {
+    const page = await read({ limit: CANDIDATE_PAGE, nextToken });
+    add(page.items);
+    nextToken = page.nextToken;
+    if (!nextToken || !wantsMoreCandidates(s)) break;
+  }
+  return s.candidates;
+}
+
 /** Everything one decision about the meta-instance reads; `members` is given for a meta-instance not stored yet. */
 export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, members?: Member[]): Promise<MetaSnapshot> {
   const rules = ctx.config.meta_instance;
   const live = meta.status !== 'Deleting' && meta.status !== 'Deleted';
-  return {
+  const snapshot: MetaSnapshot = {
     meta,
     members: members ?? (await loadMembers(ctx, meta.id)),
-    candidates: live ? await ctx.store.allocatableMachines(meta.machineType, 500) : [],
+    candidates: [],
     pinned: await loadPinned(ctx, live ? meta.machineIds : []),
     heartbeat: await loadHeartbeatView(ctx),
     now: ctx.clock.now(),
@@ -40,6 +82,8 @@ export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, memb
       return { id, org: meta.org, name: id, labels: meta.labels, clientToken: ctx.ids.next('ct'), createdBy: `meta-instance:${meta.id}` };
     },
   };
+  snapshot.candidates = await loadCandidates(snapshot, (page) => ctx.store.allocatableMachinesPage(meta.machineType, page));
+  return snapshot;
 }
 
 export const metaInstanceReconciler = defineReconciler({

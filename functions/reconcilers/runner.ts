@@ -4,7 +4,7 @@ import { committedOnce, retryOnStale } from '#services/retry-on-stale.ts';
 import type { Reconciler, Ref, Registry } from './reconciler.ts';
 import { registry as defaultRegistry } from './registry.ts';
 
-/** Most entities reconciled at once in one run: a stream batch holds up to 100 records, a sweep up to 200 due. */
+/** Most entities reconciled at once in one run: a stream batch holds up to 100 records, a sweep page 200 due. */
 export const DEFAULT_CONCURRENCY = 32;
 
 /** Passes of one entity's reconcile that ask to look again at once; one that does not settle is finished by the next trigger. */

@@ -4,8 +4,35 @@ import { registry, type EntityRef } from '#reconcilers/registry.ts';
 import { startRun, type Run } from '#reconcilers/runner.ts';
 import type { AppContext } from './context.ts';
 import { watchStuckRepairs } from './stuck-repairs.ts';
-import { ageMs } from '#domain/time.ts';
+import { ageMs, iso } from '#domain/time.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
+
+/** Due entries per read of the due index; the run reconciles them at its own concurrency (runner.ts). */
+export const DUE_PAGE = 200;
+/** Meta-instances a sweep looks at when the site agent went silent. */
+const SILENT_AGENT_LIMIT = 200;
+
+/** Where a sweep that ran out of time stopped in the due index: its follow-up goes on from there. */
+export interface SweepPosition {
+  /** The `now` the due index was read at: the follow-up reads the same range, so the token stays valid. */
+  now: string;
+  nextToken: string;
+}
+
+export interface SweepOptions {
+  /** Milliseconds left to start more work in; a page is only begun while this is positive. Default: no limit. */
+  timeLeftMs?: () => number;
+  /** A follow-up run: go on through the due index from here; the run that handed over did everything else. */
+  from?: SweepPosition | undefined;
+}
+
+export interface SweepResult {
+  /** Entities reconciled. */
+  due: number;
+  failed: number;
+  /** Due work is left: a follow-up run should start at once from here. */
+  followUp?: SweepPosition;
+}
 
 /** A record that fell due is delivered to its watchers again, as if it had just changed. */
 async function redeliver(ctx: AppContext, run: Run, ref: EntityRef): Promise<void> {
@@ -14,19 +41,41 @@ async function redeliver(ctx: AppContext, run: Run, ref: EntityRef): Promise<voi
   if (record) await run.reconcile(registry.concernedBy(ref.entity, record, record, ref.id));
 }
 
+/**
+ * Every due entry, page after page, each page reconciled in parallel before the next is read, while time is left.
+ * At least one page is done per run, so a chain of follow-ups always gets through a backlog.
+ */
+async function sweepDue(ctx: AppContext, run: Run, { timeLeftMs = () => Number.POSITIVE_INFINITY, from }: SweepOptions) {
+  const now = from ? new Date(from.now) : ctx.clock.now();
+  const results: PromiseSettledResult<void>[] = [];
+  let nextToken = from?.nextToken;
+  do {
+    const page = await ctx.store.dueEntities(now, { limit: DUE_PAGE, nextToken });
+    results.push(...(await Promise.allSettled(page.items.map((ref) => redeliver(ctx, run, ref)))));
+    nextToken = page.nextToken;
+  } while (nextToken && timeLeftMs() > 0);
+  return { results, followUp: nextToken ? { now: iso(now), nextToken } : undefined };
+}
+
 /** The schedule's sweep: whatever is due and was not finished by a stream reaction (a crash, a lost lease). */
-export async function sweep(ctx: AppContext, limit = 200): Promise<{ due: number; failed: number }> {
-  const due = await ctx.store.dueEntities(ctx.clock.now(), limit);
+export async function sweep(ctx: AppContext, options: SweepOptions = {}): Promise<SweepResult> {
   const run = startRun(ctx);
-  const work = due.map((ref) => redeliver(ctx, run, ref));
-  // A silent site agent makes every machine stale at once without a single write: check every meta-instance then.
-  const heartbeat = await loadHeartbeatView(ctx);
-  if (heartbeat.rosterSeenAt && ageMs(ctx.clock.now(), heartbeat.rosterSeenAt) > heartbeat.timeoutMs) {
-    const metas = await ctx.store.listMetaInstances(null, { limit });
-    work.push(...metas.items.map((meta) => run.reconcile([{ entity: 'meta-instance', id: meta.id }])));
+  const work: Array<Promise<void>> = [];
+  const checks: Array<Promise<unknown>> = [];
+  if (!options.from) {
+    // A silent site agent makes every machine stale at once without a single write: check every meta-instance then.
+    const heartbeat = await loadHeartbeatView(ctx);
+    if (heartbeat.rosterSeenAt && ageMs(ctx.clock.now(), heartbeat.rosterSeenAt) > heartbeat.timeoutMs) {
+      const metas = await ctx.store.listMetaInstances(null, { limit: SILENT_AGENT_LIMIT });
+      work.push(...metas.items.map((meta) => run.reconcile([{ entity: 'meta-instance', id: meta.id }])));
+    }
+    checks.push(watchStuckRepairs(ctx));
   }
-  const results = await Promise.allSettled([...work, watchStuckRepairs(ctx)]);
+  // Settled alongside the due pages (and observed at once, so a failure among them is never unhandled).
+  const others = Promise.allSettled([...work, ...checks]);
+  const due = await sweepDue(ctx, run, options);
+  const results = [...due.results, ...(await others)];
   const failed = results.filter((r) => r.status === 'rejected');
   for (const failure of failed) ctx.log.error('sweep reconcile failed', { error: String((failure as PromiseRejectedResult).reason) });
-  return { due: work.length, failed: failed.length };
+  return { due: due.results.length + work.length, failed: failed.length, ...(due.followUp ? { followUp: due.followUp } : {}) };
 }

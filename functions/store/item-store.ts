@@ -8,6 +8,7 @@ import type { SafetyState } from '#domain/safety.ts';
 import {
   AUDIT_KIND,
   DUE_PARTITION,
+  allocatableRackPrefix,
   auditActorPartition,
   auditItem,
   auditTargetPartition,
@@ -206,6 +207,22 @@ export abstract class ItemStore implements FleetStore {
     return result.items.map(fromMachineItem);
   }
 
+  async allocatableMachinesPage(machineType: string, page: PageRequest & { rack?: string | undefined }): Promise<Page<Machine>> {
+    const rack = page.rack;
+    const result = await this.queryItems(
+      {
+        index: indexes.allocatable,
+        partition: `ALLOC#${machineType}`,
+        ...(rack === undefined ? {} : { sort: { beginsWith: allocatableRackPrefix(rack) } }),
+        limit: page.limit,
+      },
+      page.nextToken,
+    );
+    // A rack whose name extends this one's with `#` shares the prefix: it is not this rack.
+    const machines = result.items.map(fromMachineItem).filter((machine) => rack === undefined || machine.rack === rack);
+    return { items: machines, nextToken: result.nextToken };
+  }
+
   async listMachines(page: PageRequest): Promise<Page<Machine>> {
     const result = await this.queryItems({ index: indexes.byKind, partition: 'MACHINE', limit: page.limit }, page.nextToken);
     return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
@@ -279,9 +296,9 @@ export abstract class ItemStore implements FleetStore {
   }
 
   /** Costs what is due, not what the fleet holds. */
-  async dueEntities(now: Date, limit: number): Promise<EntityRef[]> {
-    const result = await this.queryItems({ index: indexes.due, partition: DUE_PARTITION, sort: { atMost: now.toISOString() }, limit });
-    return result.items.map(entityRefOf).filter((ref): ref is EntityRef => ref !== null);
+  async dueEntities(now: Date, page: PageRequest): Promise<Page<EntityRef>> {
+    const result = await this.queryItems({ index: indexes.due, partition: DUE_PARTITION, sort: { atMost: now.toISOString() }, limit: page.limit }, page.nextToken);
+    return { items: result.items.map(entityRefOf).filter((ref): ref is EntityRef => ref !== null), nextToken: result.nextToken };
   }
 
   private async allItems(query: ItemQuery): Promise<Item[]> {

@@ -28,6 +28,10 @@ export const AUDIT_KIND = 'AUDIT';
 export const auditTargetPartition = (target: string) => `AUDIT#${target}`;
 export const auditActorPartition = (actor: string) => `ACTOR#${actor}`;
 
+/** Free machines are ordered by rack, then id: a rack's free machines come together, and one rack reads alone. */
+export const allocatableSortKey = (rack: string, id: string): string => `${rack}#${id}`;
+export const allocatableRackPrefix = (rack: string): string => allocatableSortKey(rack, '');
+
 type Item = Record<string, unknown>;
 
 const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'repairPk', 'repairSince', 'memberOf', 'memberSk', 'waitPk', 'waitSk', 'replacingPk', 'replacingSk', 'actorPk', 'actorSk', 'entity'];
@@ -48,7 +52,7 @@ export function machineItem(machine: Machine): Item {
     entity: 'machine',
     kind: 'MACHINE',
     kindSk: machine.id,
-    ...(inAllocatableIndex(machine) ? { allocPk: `ALLOC#${machine.machineType}`, allocSk: machine.id } : {}),
+    ...(inAllocatableIndex(machine) ? { allocPk: `ALLOC#${machine.machineType}`, allocSk: allocatableSortKey(machine.rack, machine.id) } : {}),
     ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
     ...(repair ? { repairPk: REPAIR_PARTITION, repairSince: `${repair.stage}#${repair.since}#${machine.id}` } : {}),
     ...machine,

@@ -47,6 +47,11 @@ export interface FleetStore {
   replacementsInFlight(): Promise<number>;
   /** Candidates for allocation; the index may lag, so the claiming commit re-checks. */
   allocatableMachines(machineType: string, limit?: number): Promise<Machine[]>;
+  /**
+   * The allocatable index page by page, ordered by rack and then id, so a rack's free machines come together;
+   * with `rack`, that rack's free machines only. The index may lag, as above.
+   */
+  allocatableMachinesPage(machineType: string, page: PageRequest & { rack?: string | undefined }): Promise<Page<Machine>>;
   listMachines(page: PageRequest): Promise<Page<Machine>>;
   /** Unclaimed repair requests older than `unclaimedBefore`, and every claimed repair. */
   repairsToWatch(unclaimedBefore: Date): Promise<Machine[]>;
@@ -58,8 +63,8 @@ export interface FleetStore {
   listHistory(machineId: string, page: PageRequest): Promise<Page<HistoryEntry>>;
   /** Provider actions, newest first. */
   listAudit(filter: AuditFilter, page: PageRequest): Promise<Page<AuditEntry>>;
-  /** What the sweep must look at: records whose due time has come, earliest first. */
-  dueEntities(now: Date, limit: number): Promise<EntityRef[]>;
+  /** What the sweep must look at: records whose due time has come (at or before `now`), earliest first. */
+  dueEntities(now: Date, page: PageRequest): Promise<Page<EntityRef>>;
 
   /** Store the agent's roster time (and digest), guarded by version (or by nothing stored yet). */
   putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat>;

@@ -5,7 +5,7 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
  * Every GSI is sparse: an item carries an index's key attributes only while it belongs in that index.
  */
 export const indexes = {
-  /** Machines that can take an instance, by machine type (pk `ALLOC#<type>`, sk machine id). */
+  /** Machines that can take an instance, by machine type (pk `ALLOC#<type>`, sk `<rack>#<machine id>`). */
   allocatable: { name: 'allocatable', pk: 'allocPk', sk: 'allocSk' },
   /** Everything of one kind (MACHINE, TENANT, META, AUDIT), for provider listings: pk kind, sk id (or time#id). */
   byKind: { name: 'byKind', pk: 'kind', sk: 'kindSk' },

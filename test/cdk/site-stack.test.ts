@@ -12,6 +12,7 @@ import { apiRouteSpecs, ROUTE_GROUPS } from '#lib/api-routes.ts';
 import { buildSiteApp } from '#lib/app.ts';
 import type { SiteStack } from '#lib/site-stack.ts';
 import { streamFilters } from '#lib/stream-filters.ts';
+import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
 import cdkJson from '../../cdk.json' with { type: 'json' };
 
 // One synthesis for the whole file (of the sample real site), bundling skipped: the assertions read its template,
@@ -352,6 +353,19 @@ describe('schedule, events and alarms', () => {
     });
   });
 
+  it('run the sweep again at once when a run hands its unfinished work to a follow-up', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventBusName: { Ref: logicalIdOf(stack.bus) },
+      EventPattern: { source: [SWEEP_FOLLOW_UP.source], 'detail-type': [SWEEP_FOLLOW_UP.detailType] },
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [logicalIdOf(stack.sweepFunction.function), 'Arn'] }, RetryPolicy: Match.objectLike({ MaximumRetryAttempts: 0 }) })],
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'events.amazonaws.com',
+      FunctionName: { 'Fn::GetAtt': [logicalIdOf(stack.sweepFunction.function), 'Arn'] },
+    });
+  });
+
   it('register the JSON Schema of every event type, as docs/events/ has it, in a schema registry of the site', () => {
     const registries = resourcesOf('AWS::EventSchemas::Registry');
     expect(registries).toHaveLength(1);
@@ -430,7 +444,11 @@ describe('IAM', () => {
     expect(actionsOf(stream).has('dynamodb:GetRecords')).toBe(true);
     expect(JSON.stringify(stream)).not.toContain(logicalIdOf(stack.idempotencyTable));
     const sweep = statementsOf(stack.sweepFunction.role);
-    expect(actionsOf(sweep).has('events:PutEvents')).toBe(false);
+    // The sweep puts only its own follow-ups on the bus, never a repair event.
+    const sweepPuts = sweep.filter((statement) => [statement.Action].flat().includes('events:PutEvents'));
+    expect(sweepPuts).toEqual([
+      expect.objectContaining({ Resource: { 'Fn::GetAtt': [logicalIdOf(stack.bus), 'Arn'] }, Condition: { StringEquals: { 'events:source': SWEEP_FOLLOW_UP.source } } }),
+    ]);
     expect(actionsOf(sweep).has('dynamodb:GetRecords')).toBe(false);
     expect(JSON.stringify(sweep)).not.toContain(logicalIdOf(stack.idempotencyTable));
     expect(actionsOf(sweep).has('dynamodb:Scan')).toBe(false);

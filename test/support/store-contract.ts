@@ -201,6 +201,38 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
     });
   });
 
+  describe('allocatable index by rack', () => {
+    const type = 'rack-type';
+    const ids = (machines: Machine[]) => machines.map((m) => m.id);
+
+    beforeAll(async () => {
+      // Ids and racks in opposite orders: the index orders by rack first. r1 is a prefix of r10 by name.
+      const placed: Array<[string, string]> = [['rk-a', 'r2'], ['rk-b', 'r10'], ['rk-c', 'r1'], ['rk-d', 'r2'], ['rk-e', 'r1']];
+      const changes = placed.map(([id, rack]) => registerMachine(null, { id, machineType: type, rack }, 'ops', T0)!);
+      await store.commit({ machines: changes.flatMap((c) => c.machines!), history: [] });
+      const taken = (await store.getMachine('rk-d'))!;
+      await store.commit(assignInstance(taken, { id: 'rk-i', org: 'acme', name: 'job', labels: {}, clientToken: 'ct-rk', createdBy: 'alice' }, T0).change);
+    });
+
+    it('pages through the free machines of a type rack by rack, each page continuing where the last stopped', async () => {
+      const first = await store.allocatableMachinesPage(type, { limit: 2 });
+      expect(ids(first.items)).toEqual(['rk-c', 'rk-e']);
+      expect(first.nextToken).toEqual(expect.any(String));
+      const second = await store.allocatableMachinesPage(type, { limit: 2, nextToken: first.nextToken });
+      expect(ids(second.items)).toEqual(['rk-b', 'rk-a']);
+      const last = await store.allocatableMachinesPage(type, { limit: 2, nextToken: second.nextToken });
+      expect(last.items).toEqual([]);
+      expect(last.nextToken).toBeUndefined();
+    });
+
+    it('reads one rack alone: only its free machines, not those of a rack whose name extends it', async () => {
+      expect(ids((await store.allocatableMachinesPage(type, { limit: 10, rack: 'r1' })).items)).toEqual(['rk-c', 'rk-e']);
+      expect(ids((await store.allocatableMachinesPage(type, { limit: 10, rack: 'r2' })).items)).toEqual(['rk-a']);
+      expect((await store.allocatableMachinesPage(type, { limit: 10, rack: 'r3' })).items).toEqual([]);
+      expect((await store.allocatableMachinesPage('other-rack-type', { limit: 10, rack: 'r1' })).items).toEqual([]);
+    });
+  });
+
   describe('due index', () => {
     it('returns what is due now and not what is leased into the future', async () => {
       const now = at(3_600_000);
@@ -238,12 +270,23 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       await store.commit(records);
 
       const due = async (when: Date) =>
-        (await store.dueEntities(when, 500))
+        (await store.dueEntities(when, { limit: 500 })).items
           .filter((ref) => ref.id.startsWith('due-'))
           .map((ref) => `${ref.entity}:${ref.id}`)
           .sort();
 
       expect(await due(now)).toEqual(['instance:due-i-expired', 'instance:due-i-pending', 'machine:due-m-expired', 'machine:due-m-pending']);
+      // Page by page, earliest first, each page going on where the last stopped: the same entries, none twice.
+      const paged: string[] = [];
+      let nextToken: string | undefined;
+      do {
+        const page = await store.dueEntities(now, { limit: 1, nextToken });
+        expect(page.items.length).toBeLessThanOrEqual(1);
+        paged.push(...page.items.map((ref) => `${ref.entity}:${ref.id}`));
+        nextToken = page.nextToken;
+      } while (nextToken && paged.length < 100);
+      expect(paged.filter((ref) => ref.includes(':due-')).sort()).toEqual(await due(now));
+      expect(paged).toEqual((await store.dueEntities(now, { limit: 500 })).items.map((ref) => `${ref.entity}:${ref.id}`));
       // Once the leases lapse, their records are due too.
       expect(await due(addMs(now, 60_000))).toEqual([
         'instance:due-i-expired',
@@ -563,7 +606,7 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
     });
 
     it('due holds meta-instances to place at their next attempt', async () => {
-      const due = async (when: Date) => (await fresh.dueEntities(when, 50)).filter((ref) => ref.entity === 'meta-instance').map((ref) => ref.id).sort();
+      const due = async (when: Date) => (await fresh.dueEntities(when, { limit: 50 })).items.filter((ref) => ref.entity === 'meta-instance').map((ref) => ref.id).sort();
       expect(await due(at(8 * 60_000))).toEqual(['mi-new', 'mi-old']);
       expect(await due(at(9 * 60_000))).toEqual(['mi-new', 'mi-old', 'mi-other']);
     });

@@ -227,7 +227,7 @@ describe('choosePlacement (what the cap counts)', () => {
   });
 
   it('not enough free machines: an error naming how many are free', () => {
-    expect(choosePlacement(meta(3), [], freeMachines(2), new Map(), isFree)).toEqual({ kind: 'error', message: 'needs 3 more gb200 machine(s); 2 free' });
+    expect(choosePlacement(meta(3), [], freeMachines(2), new Map(), isFree)).toEqual({ kind: 'error', message: 'needs 3 more gb200 machine(s); 2 free', shortOfCapacity: true });
   });
 
   it('same rack: a lone replacement stays in the group’s rack when that rack has room', () => {

@@ -103,6 +103,27 @@ describe('schedule timer', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it('runs the next tick at once while runAgainAtOnce says so, never once stopped', async () => {
+    let left = 3;
+    const tick = vi.fn(async (): Promise<void> => void left--);
+    const timer = createScheduleTimer({ intervalMs: 1000, tick, runAgainAtOnce: () => left > 0, log: () => {} });
+    timer.start();
+    await vi.advanceTimersByTimeAsync(1000);
+    // The interval's tick and its two follow-ups, all at the same instant.
+    expect(tick).toHaveBeenCalledTimes(3);
+    expect(timer.stats()).toMatchObject({ ticks: 3, skipped: 0, lastTickAt: 1_001_000 });
+
+    left = 5;
+    const slow = deferred();
+    tick.mockImplementationOnce(() => slow.promise);
+    await vi.advanceTimersByTimeAsync(1000);
+    const stopping = timer.stop();
+    slow.resolve();
+    await stopping;
+    expect(tick).toHaveBeenCalledTimes(4);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('rejects a nonsensical interval', () => {
     expect(() => createScheduleTimer({ intervalMs: 0, tick: async () => {} })).toThrow(RangeError);
   });
