@@ -2,6 +2,7 @@ import { claimCreate, completeCreate, createLeaseMs, type CreateOutcome } from '
 import type { Instance, Machine } from '#domain/model.ts';
 import type { AppContext, SiteAgent } from '#services/context.ts';
 import { defineReconciler } from './reconciler.ts';
+import { recordCreateOutcome } from '#services/create-metrics.ts';
 
 // A Provisioning instance gets the site agent's create: claimed under a lease (so a duplicated trigger never sends a
 // second one), sent, and its outcome recorded: Ready, or Failed with its machine sent through cleanup.
@@ -51,6 +52,7 @@ export const instanceReconciler = defineReconciler({
   effects: {
     async perform(ctx: AppContext, request: CreateRequest): Promise<CreateOutcome> {
       const outcome = await ctx.agent.create(request);
+      recordCreateOutcome(ctx.metrics, outcome);
       ctx.log.info('site agent create finished', { instanceId: request.instanceId, ...outcome });
       return outcome;
     },
