@@ -7,7 +7,10 @@ export function recordCreateOutcome(metrics: Metrics, outcome: CreateOutcome): v
   metrics.count('CreateAttempts', outcome.attempts);
   if (outcome.attempts > 1) metrics.count('CreateRetries', outcome.attempts - 1);
   if (outcome.ok) metrics.count('CreateSucceeded', 1);
-  else metrics.count('CreateFailures', 1, { outcome: outcome.failedWith ?? 'unknown' });
+  else {
+    metrics.count('CreateFailures', 1);
+    metrics.count('CreateFailuresByOutcome', 1, { outcome: outcome.failedWith ?? 'unknown' });
+  }
 }
 
 /** Instances a committed change made Ready: how long each took from its creation. */

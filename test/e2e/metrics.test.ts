@@ -77,7 +77,8 @@ describe('GET /metrics', () => {
     expect(samples.get('fleetward_create_attempts_total')).toBe(4);
     expect(samples.get('fleetward_create_retries_total')).toBe(1);
     expect(samples.get('fleetward_create_succeeded_total')).toBe(2);
-    expect(samples.get('fleetward_create_failures_total{outcome="http-400"}')).toBe(1);
+    expect(samples.get('fleetward_create_failures_total')).toBe(1);
+    expect(samples.get('fleetward_create_failures_by_outcome_total{outcome="http-400"}')).toBe(1);
     expect(samples.get('fleetward_time_to_ready_ms_count{machine_type="gb200"}')).toBe(2);
     expect(samples.get('fleetward_time_to_ready_ms_sum{machine_type="gb200"}')).toBeGreaterThan(0);
     expect(samples.get('fleetward_reconcile_lag_ms_count{entity="instance"}')).toBeGreaterThanOrEqual(3);
