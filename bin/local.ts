@@ -10,9 +10,17 @@ import { parseStreamChaos, StreamChaosConfigError } from '#local/stream-chaos.ts
 const configPath = process.env.FLEETWARD_SITE_CONFIG ?? 'sites/local.toml';
 const port = Number(process.env.PORT ?? 8080);
 const persistDir = process.env.FLEETWARD_DATA_DIR;
-// `npm start -- --log-level debug`; LOG_LEVEL otherwise (Powertools' levels: debug, info, warn, error...).
-const { values: flags } = parseArgs({ options: { 'log-level': { type: 'string' } } });
-const logLevel = flags['log-level'] ?? process.env.LOG_LEVEL;
+
+/** `npm start -- --log-level debug`; LOG_LEVEL otherwise (Powertools' levels: debug, info, warn, error...). */
+function logLevelOf(args: string[]): string | undefined {
+  try {
+    return parseArgs({ args, options: { 'log-level': { type: 'string' } } }).values['log-level'] ?? process.env.LOG_LEVEL;
+  } catch (error) {
+    console.error(`${(error as Error).message}; the only option is --log-level <debug|info|warn|error>`);
+    process.exit(1);
+  }
+}
+const logLevel = logLevelOf(process.argv.slice(2));
 
 try {
   const config = parseSiteConfig(readFileSync(configPath, 'utf8'), configPath);
