@@ -11,7 +11,8 @@ import { loadHeartbeatView } from './heartbeat-view.ts';
 async function redeliver(ctx: AppContext, run: Run, ref: EntityRef): Promise<void> {
   if (!isRecordKind(ref.entity)) return run.reconcile([ref]);
   const record = await recordSources[ref.entity].get(ctx.store, ref.id);
-  if (record) await run.reconcile(registry.concernedBy(ref.entity, record, record, ref.id));
+  // Finishing what a request started: the same request id as the stream reaction would have used.
+  if (record) await run.reconcile(registry.concernedBy(ref.entity, record, record, ref.id), record.lastRequestId);
 }
 
 /** The schedule's sweep: whatever is due and was not finished by a stream reaction (a crash, a lost lease). */
