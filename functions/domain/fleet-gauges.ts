@@ -37,7 +37,7 @@ export function fleetGauges(machines: Iterable<Machine>, heartbeat: HeartbeatVie
     const repair = watchRepair(machine, now, sla);
     gauges.Machines += 1;
     if (allocatable) gauges.MachinesAllocatable += 1;
-    if (machine.instanceId !== undefined) gauges.MachinesAssigned += 1;
+    if (machine.state === 'Assigned') gauges.MachinesAssigned += 1;
     if (hasOverride(machine, SOURCES.tenantReportedIssue)) gauges.MachinesQuarantined += 1;
     if (notAllocatableReasons.includes('heartbeat-stale')) gauges.MachinesHeartbeatStale += 1;
     if (hasOverride(machine, SOURCES.outForRepair)) gauges.MachinesOutForRepair += 1;

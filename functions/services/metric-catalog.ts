@@ -13,7 +13,7 @@ interface MetricSpec {
 export const metricCatalog = {
   Machines: { kind: 'gauge', help: 'Registered machines, by machine type' },
   MachinesAllocatable: { kind: 'gauge', help: 'Machines an instance could be placed on now, by machine type' },
-  MachinesAssigned: { kind: 'gauge', help: 'Machines holding an instance, by machine type' },
+  MachinesAssigned: { kind: 'gauge', help: 'Machines in state Assigned (running an instance), by machine type' },
   MachinesQuarantined: { kind: 'gauge', help: 'Machines quarantined after a tenant-reported issue, by machine type' },
   MachinesHeartbeatStale: { kind: 'gauge', help: 'Machines the site agent has not seen within the heartbeat timeout, by machine type' },
   MachinesOutForRepair: { kind: 'gauge', help: 'Machines out for repair, by machine type' },
