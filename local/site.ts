@@ -9,7 +9,7 @@ import { createStreamHandler } from '#handlers/stream.ts';
 import { createSweepHandler } from '#handlers/sweep.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import { createLocalTokenIssuer, type LocalTokenIssuer } from '#http/tokens.ts';
-import type { AppContext, Log } from '#services/context.ts';
+import type { AppContext } from '#services/context.ts';
 import { createLogger, powertoolsLog } from '#services/logging.ts';
 import { PROMETHEUS_CONTENT_TYPE, prometheusMetrics } from '#services/prometheus-metrics.ts';
 import { randomIds } from '#services/lambda-context.ts';
@@ -82,12 +82,6 @@ const tokenRequest = z.strictObject({
   roles: z.array(z.enum(['tenant', 'provider-admin', 'site-agent'])).min(1),
 });
 
-function lineLog(write: (line: string) => void): Log {
-  const emit = (level: string) => (message: string, fields?: Record<string, unknown>) =>
-    write(`${level} ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
-  return { info: emit('info'), warn: emit('warn'), error: emit('error') };
-}
-
 /** False when the read fails or takes longer than `ms`: a hung DynamoDB Local must not hang /health too. */
 function answersWithin(read: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
@@ -155,7 +149,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     // The same Powertools JSON lines as in Lambda, one per line on the runner's output.
     const logger = createLogger({ logLevel: options.logLevel ?? process.env.LOG_LEVEL, write });
     const log = powertoolsLog(logger);
-    const events = inProcessBus(lineLog((line) => write(`events     ${line}`)));
+    const events = inProcessBus(log);
     // What CloudWatch would get in AWS: scraped on GET /metrics, the site-wide gauges also shown on /health.
     const metrics = prometheusMetrics();
     const ctx: AppContext = {

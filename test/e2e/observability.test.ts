@@ -58,5 +58,6 @@ describe('correlation ids end to end', () => {
     expect(site.logLines).toContainEqual(expect.stringMatching(new RegExp(`site-sim: DELETE /instances/\\S+ for request ${requestId}$`)));
     const quarantined = await site.eventually(async () => deliveredOf(site, 'MachineQuarantined', instance.machineId)[0]);
     expect(quarantined.detail.requestId).toBe(requestId);
+    expect(linesOf(requestId)).toContainEqual(expect.objectContaining({ message: 'event MachineQuarantined delivered', id: quarantined.detail.id }));
   });
 });
