@@ -19,6 +19,7 @@ import { startDynamoDbLocal, type DynamoDbLocal } from '#local/dynamodb-local.ts
 import type { AppContext } from '#services/context.ts';
 import { inProcessBus } from '#services/events.ts';
 import { randomIds } from '#services/lambda-context.ts';
+import { prometheusMetrics } from '#services/prometheus-metrics.ts';
 import { contentionBench, defaultContentionOptions } from './contention.ts';
 import { API_MACHINES, API_SWEEP_INTERVAL_MS, apiSiteToml, MACHINE_TYPE, ORG, startApiBench, type ApiBench, type ApiCycle, type OperationCost } from './api.ts';
 import { startFloor, type Floor, type FloorCycle } from './floor.ts';
@@ -188,7 +189,7 @@ function standaloneContext(): AppContext {
     ids: randomIds,
     agent: { create: noAgent, delete: noAgent, status: noAgent },
     events: inProcessBus(quiet),
-    metrics: { gauge: () => {} },
+    metrics: prometheusMetrics(),
     log: quiet,
   };
 }

@@ -134,7 +134,7 @@ async function clearBacklog(store: DynamoFleetStore, options: SweepReadsOptions)
       status: async () => ({ kind: 'cleaning' }),
     },
     events: inProcessBus(quiet),
-    metrics: { gauge: () => {} },
+    metrics: { gauge: () => {}, count: () => {}, timing: () => {} },
     log: quiet,
   };
   const t0 = performance.now();

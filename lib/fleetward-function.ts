@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Duration, RemovalPolicy, Stage } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stage, Validations } from 'aws-cdk-lib';
 import { Effect, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, LoggingFormat, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -92,6 +92,8 @@ export class FleetwardFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       loggingFormat: LoggingFormat.JSON,
+      // Powertools Tracer (captureLambdaHandler) adds its segments, and the AWS SDK calls', to the active trace.
+      tracing: Tracing.ACTIVE,
       environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
@@ -125,6 +127,11 @@ export class FleetwardFunction extends Construct {
         banner:
           "import { createRequire as __fleetwardCreateRequire } from 'node:module'; const require = __fleetwardCreateRequire(import.meta.url);",
       },
+    });
+    // Active tracing grants xray:PutTraceSegments and xray:PutTelemetryRecords, which have no resource to name.
+    Validations.of(this.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'X-Ray accepts trace segments and telemetry only on Resource "*" (its actions have no resource-level permissions); active tracing grants exactly those two actions.',
     });
     // The function's role is only ever used after the log policy exists, so the first cold start can log.
     this.function.node.addDependency(this.role);

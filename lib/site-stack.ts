@@ -29,6 +29,7 @@ import { SiteDashboard } from './dashboard.ts';
 import { eventJsonSchema } from './event-schemas.ts';
 import { applyRouteThrottles, reservedConcurrency, stageThrottle } from './edge-limits.ts';
 import { FleetwardFunction, FUNCTION_RUNTIME, handlerEntry } from './fleetward-function.ts';
+import { FleetDashboard, FleetMetrics } from './observability.ts';
 import type { LoadedSite } from './site.ts';
 import { streamFilters } from './stream-filters.ts';
 import { sweepRate } from './sweep-schedule.ts';
@@ -37,6 +38,8 @@ import { sweepRate } from './sweep-schedule.ts';
 export const METRICS_NAMESPACE = 'Fleetward';
 export const POWERTOOLS_SERVICE = 'fleetward';
 export const REPAIRS_STUCK_METRIC = 'RepairsStuck';
+/** Instance creates that may finally fail within 15 minutes before the create-failures alarm goes off. */
+export const CREATE_FAILURES_PER_15_MINUTES = 5;
 
 /** Lambda's limit on one function's environment (keys and values together). */
 const LAMBDA_ENV_LIMIT_BYTES = 4096;
@@ -113,6 +116,8 @@ export class SiteStack extends Stack {
   readonly sweepFunction: FleetwardFunction;
   readonly streamFailures: Queue;
   readonly alarmTopic: Topic;
+  /** The CloudWatch dashboard of the fleet's metrics (functions/services/metric-catalog.ts). */
+  readonly fleetDashboard: FleetDashboard;
   /** The dashboard (`web/`) behind CloudFront; undefined when `[dashboard] enabled = false`. */
   readonly dashboard: SiteDashboard | undefined;
 
@@ -460,6 +465,30 @@ export class SiteStack extends Stack {
       }),
       1,
     );
+
+    const fleet = new FleetMetrics({ namespace: METRICS_NAMESPACE, service: POWERTOOLS_SERVICE, siteName: site.name });
+    const fleetAlarms = [
+      alarm(
+        'RepairBreakerTrippedAlarm',
+        'the repair-storm breaker tripped: repair requests are held back until an operator resets it',
+        fleet.site('RepairBreakerTripped', 'Maximum', Duration.minutes(5)),
+        1,
+      ),
+      // The sweep publishes the roster's age every run, so a silent agent shows as a growing age, not missing data.
+      alarm(
+        'SiteAgentSilentAlarm',
+        `the site agent sent no heartbeat roster for ${config.heartbeat.timeout_seconds} s (the heartbeat timeout)`,
+        fleet.site('SiteAgentRosterAgeSeconds', 'Maximum', Duration.minutes(5)),
+        config.heartbeat.timeout_seconds,
+      ),
+      alarm(
+        'CreateFailuresAlarm',
+        `${CREATE_FAILURES_PER_15_MINUTES} or more instance creates failed within 15 minutes`,
+        fleet.site('CreateFailures', 'Sum', Duration.minutes(15)),
+        CREATE_FAILURES_PER_15_MINUTES,
+      ),
+    ];
+    this.fleetDashboard = new FleetDashboard(this, 'FleetDashboard', { siteName: site.name, metrics: fleet, alarms: fleetAlarms });
 
     // -- justified exceptions for the whole stack ---------------------------------------------------------------
     Validations.of(this).acknowledge({

@@ -212,6 +212,8 @@ export async function createLocalHttpServer(options: LocalHttpServerOptions): Pr
     const event = buildEvent(req, url, body, requestId, `${matched.route.method} ${matched.route.path}`, matched.params);
     if (claims) Object.assign(event.requestContext, { authorizer: { jwt: { claims, scopes: null } } });
     const result = await handler(event as APIGatewayProxyEventV2WithJWTAuthorizer, buildContext(requestId, timeoutMs));
+    // API Gateway (HTTP API) names every request's id in this response header: the key to its logs.
+    res.setHeader('apigw-requestid', requestId);
     writeResult(res, result);
   };
 

@@ -16,6 +16,7 @@ import {
   type InstanceStatusAnswer,
 } from '#site/agent-contract.ts';
 import { readJsonBody, RequestBodyError } from './request-body.ts';
+import { REQUEST_ID_HEADER } from '#site/agent-client.ts';
 
 export interface SimulatedMachine {
   id: string;
@@ -56,6 +57,8 @@ export interface CreateRequestRecord {
   clientToken: string;
   outcome: CreateRequestOutcome;
   at: string;
+  /** The controller's `x-request-id`: the API request this create works for. */
+  requestId?: string;
 }
 
 export interface ControlResponse {
@@ -216,7 +219,9 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
       return sendError(res, 400, { code: 'bad_request', message });
     }
     const request = parsed.data;
-    const record = (outcome: CreateRequestOutcome) => requests.push({ ...request, outcome, at: clock.now().toISOString() });
+    const requestId = req.headers[REQUEST_ID_HEADER];
+    const record = (outcome: CreateRequestOutcome) =>
+      requests.push({ ...request, outcome, at: clock.now().toISOString(), ...(typeof requestId === 'string' ? { requestId } : {}) });
     const fault = createFaults.shift();
 
     if (fault === 'network') {
@@ -373,6 +378,8 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://sim').pathname;
+    const requestId = req.headers[REQUEST_ID_HEADER];
+    if (typeof requestId === 'string') log(`site-sim: ${req.method} ${path} for request ${requestId}`);
     if (path === '/instances') {
       if (req.method === 'POST') return handleCreate(req, res);
       return sendJson(res, 405, { code: 'method_not_allowed' });

@@ -12,7 +12,9 @@ import type { SweepPosition } from '#services/reconcile.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import { routes } from '#http/routes/index.ts';
 import { createLocalTokenIssuer, type LocalTokenIssuer } from '#http/tokens.ts';
-import type { AppContext, Log } from '#services/context.ts';
+import type { AppContext } from '#services/context.ts';
+import { createLogger, powertoolsLog } from '#services/logging.ts';
+import { PROMETHEUS_CONTENT_TYPE, prometheusMetrics } from '#services/prometheus-metrics.ts';
 import { randomIds } from '#services/lambda-context.ts';
 import { inProcessBus } from '#services/events.ts';
 import { registerMachines } from '#services/machines.ts';
@@ -55,6 +57,8 @@ export interface LocalSiteOptions {
   /** FLEETWARD_STREAM_CHAOS: the poller misdelivers on purpose (see stream-chaos.ts). */
   streamChaos?: StreamChaosConfig;
   log?: (line: string) => void;
+  /** The controller's JSON log lines from this level up (debug, info, warn, error); LOG_LEVEL or info by default. */
+  logLevel?: string;
 }
 
 export interface LocalSite {
@@ -79,12 +83,6 @@ const tokenRequest = z.strictObject({
   org: z.string().min(1).max(64),
   roles: z.array(z.enum(['tenant', 'provider-admin', 'site-agent'])).min(1),
 });
-
-function lineLog(write: (line: string) => void): Log {
-  const emit = (level: string) => (message: string, fields?: Record<string, unknown>) =>
-    write(`${level} ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
-  return { info: emit('info'), warn: emit('warn'), error: emit('error') };
-}
 
 /** False when the read fails or takes longer than `ms`: a hung DynamoDB Local must not hang /health too. */
 function answersWithin(read: Promise<unknown>, ms: number): Promise<boolean> {
@@ -151,11 +149,12 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     const storeClient = createDocumentClient(endpoint);
     const store = new DynamoFleetStore(storeClient, names.table);
-    const log = lineLog((line) => write(`controller ${line}`));
-    const events = inProcessBus(lineLog((line) => write(`events     ${line}`)));
-    // What CloudWatch would get in AWS (e.g. RepairsStuck), shown on /health locally.
-    const gauges = new Map<string, number>();
-    const metrics = { gauge: (name: string, value: number) => void gauges.set(name, value) };
+    // The same Powertools JSON lines as in Lambda, one per line on the runner's output.
+    const logger = createLogger({ logLevel: options.logLevel ?? process.env.LOG_LEVEL, write });
+    const log = powertoolsLog(logger);
+    const events = inProcessBus(log);
+    // What CloudWatch would get in AWS: scraped on GET /metrics, the site-wide gauges also shown on /health.
+    const metrics = prometheusMetrics();
     const ctx: AppContext = {
       store,
       config,
@@ -235,8 +234,16 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
             status: result.ok ? 'ok' : 'degraded',
             checks: result.checks,
             down: result.down,
-            metrics: Object.fromEntries(gauges),
+            metrics: metrics.siteGauges(),
           });
+        },
+      },
+      {
+        method: 'GET',
+        path: '/metrics',
+        handle: async (_req, res) => {
+          res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
+          res.end(metrics.render());
         },
       },
       {
@@ -257,7 +264,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       port: options.port,
       routes: gatewayRoutesOf(routes),
       // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.
-      handler: createHttpApi(ctx, { client: createDocumentClient(endpoint), tableName: names.idempotencyTable }),
+      handler: createHttpApi(ctx, { client: createDocumentClient(endpoint), tableName: names.idempotencyTable }, logger),
       verifyToken: (token) => issuer.verify(token) as Promise<Record<string, unknown>>,
       extraRoutes,
     });

@@ -56,6 +56,8 @@ export interface Machine {
   assignedAt?: string;
   /** The stuck-repair episode already alerted (`<stage>#<since>`), so RepairStuck is emitted once per episode. */
   stuckAlerted?: string;
+  /** The API request that last changed it (stamped by the store on that request's behalf; see domain/request-id.ts). */
+  lastRequestId?: string;
   version: number;
   createdAt: string;
   updatedAt: string;
@@ -89,6 +91,8 @@ export interface Instance {
   /** Placed to replace a failed meta-instance member: counts against the site's replacement cap while Provisioning. */
   replacement?: boolean;
   creation: InstanceCreation;
+  /** The API request that last changed it (stamped by the store on that request's behalf; see domain/request-id.ts). */
+  lastRequestId?: string;
   createdBy: string;
   createdAt: string;
   updatedAt: string;
@@ -132,6 +136,8 @@ export interface MetaInstance {
   nextAttemptAt?: string;
   /** Since when it waits for machines: meta-instances waiting for the same type are served in this order. */
   waitingSince?: string;
+  /** The API request that last changed it (stamped by the store on that request's behalf; see domain/request-id.ts). */
+  lastRequestId?: string;
   createdBy: string;
   createdAt: string;
   updatedAt: string;

@@ -1,14 +1,19 @@
+import { correlationPaths } from '@aws-lambda-powertools/logger/correlationId';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { createApiHandler, type ApiHandlerDeps } from '#http/api-handler.ts';
 import { routes } from '#http/routes/index.ts';
 import type { AppContext } from '#services/context.ts';
-import { contextFromEnv, lazy } from '#services/lambda-context.ts';
+import { contextFromEnv, lazy, observed, sharedLogger } from '#services/lambda-context.ts';
+import { forRequest } from '#services/request-scope.ts';
 
 /** Where Powertools keeps Idempotency-Key records: a DynamoDB table of their own, whatever the store is. */
 export type IdempotencyPersistence = NonNullable<ApiHandlerDeps['idempotency']>;
 
-export const createHttpApi = (ctx: AppContext, idempotency: IdempotencyPersistence) => createApiHandler(routes, ctx, { idempotency });
+/** Every route works in its request's context: what it commits and logs names API Gateway's request id. */
+export const createHttpApi = (ctx: AppContext, idempotency: IdempotencyPersistence, logger?: Logger) =>
+  createApiHandler(routes, ctx, { idempotency, forRequest, ...(logger ? { logger } : {}) });
 
 export const handler = lazy(() => {
   const ctx = contextFromEnv();
-  return createHttpApi(ctx, ctx.idempotency);
+  return observed(createHttpApi(ctx, ctx.idempotency, sharedLogger), { correlationIdPath: correlationPaths.API_GATEWAY_HTTP });
 });

@@ -1,7 +1,8 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { DynamoDBRecord, DynamoDBStreamEvent, Context, DynamoDBBatchResponse } from 'aws-lambda';
 import type { AppContext } from '#services/context.ts';
-import { contextFromEnv, lazy } from '#services/lambda-context.ts';
+import { contextFromEnv, lazy, observed } from '#services/lambda-context.ts';
+import { forRequest } from '#services/request-scope.ts';
 import { deliverOutboxEvent } from '#services/events.ts';
 import type { OutboxEntry } from '#domain/events.ts';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -52,7 +53,11 @@ export function createStreamHandler(ctx: AppContext) {
         const outgoing = eventOfRecord(record);
         if (outgoing) return deliverOutboxEvent(ctx, outgoing);
         const changed = entityOfRecord(record);
-        if (changed) await run.reconcile(registry.concernedBy(changed.kind, changed.before, changed.after, changed.id));
+        if (!changed) return;
+        // The reaction works for the request that made the change: its logs, agent calls and commits name it.
+        const requestId = changed.after?.lastRequestId;
+        await run.reconcile(registry.concernedBy(changed.kind, changed.before, changed.after, changed.id), requestId);
+        reactionDone(forRequest(ctx, requestId), changed);
       },
       processor,
       { ...(context ? { context } : {}), processInParallel: true },
@@ -60,4 +65,12 @@ export function createStreamHandler(ctx: AppContext) {
   };
 }
 
-export const handler = lazy(() => createStreamHandler(contextFromEnv()));
+/** Reconcile lag: from the record's commit to the end of the reaction to it. */
+function reactionDone(ctx: AppContext, changed: ChangedRecord): void {
+  if (!changed.after) return;
+  const lagMs = ctx.clock.now().getTime() - Date.parse(changed.after.updatedAt);
+  ctx.metrics.timing('ReconcileLag', lagMs, { entity: changed.kind });
+  ctx.log.info('reaction done', { entity: changed.kind, id: changed.id, lagMs });
+}
+
+export const handler = lazy(() => observed(createStreamHandler(contextFromEnv())));

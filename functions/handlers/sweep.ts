@@ -3,7 +3,8 @@ import type { Context } from 'aws-lambda';
 import type { SiteConfig } from '#config/site-config.ts';
 import { createLeaseMs } from '#domain/instances.ts';
 import type { AppContext } from '#services/context.ts';
-import { contextFromEnv, lazy, sharedMetrics } from '#services/lambda-context.ts';
+import { publishFleetMetrics } from '#services/fleet-metrics.ts';
+import { contextFromEnv, lazy, observed } from '#services/lambda-context.ts';
 import { sweep, type SweepPosition, type SweepResult } from '#services/reconcile.ts';
 import { followUpEvent, sweepStart } from '#services/sweep-follow-up.ts';
 
@@ -14,7 +15,9 @@ export type HandOff = (position: SweepPosition) => Promise<void>;
 export function createSweepHandler(ctx: AppContext, handOff: HandOff) {
   return async (event: unknown, timeLeftMs?: () => number): Promise<SweepResult> => {
     const result = await sweep(ctx, { from: sweepStart(event), ...(timeLeftMs ? { timeLeftMs } : {}) });
+    // The fleet's gauges once per schedule tick: a follow-up run only finishes the tick's due work.
     if (result.followUp) await handOff(result.followUp);
+    else await publishFleetMetrics(ctx);
     return result;
   };
 }
@@ -42,10 +45,5 @@ export const handler = lazy(() => {
   const ctx = contextFromEnv();
   const sweepOnce = createSweepHandler(ctx, eventBridgeHandOff(process.env.EVENT_BUS_NAME!));
   const marginMs = sweepMarginMs(ctx.config);
-  return async (event: unknown, context: Context) => {
-    const result = await sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs);
-    // The RepairsStuck alarm watches this metric (site dimension set in lambda-context.ts).
-    sharedMetrics.publishStoredMetrics();
-    return result;
-  };
+  return observed((event: unknown, context: Context) => sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs));
 });

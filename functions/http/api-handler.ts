@@ -13,12 +13,13 @@ import { createRouteMatcher, normalisePath } from '#http/route-match.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import type { Answer, HttpMethod, Route, RouteRequest } from '#http/route.ts';
 import { validateParts, validationFailed } from '#http/validation.ts';
+import { CORRELATION_KEY } from '#services/request-scope.ts';
 
 export type ApiEvent = APIGatewayProxyEventV2WithJWTAuthorizer;
 export type ApiResult = APIGatewayProxyStructuredResultV2;
 export type ApiHandler = (event: ApiEvent, context: Context) => Promise<ApiResult>;
 
-export interface ApiHandlerDeps {
+export interface ApiHandlerDeps<C = unknown> {
   /** Without it `Idempotency-Key` is ignored (handy for tests of routes alone); every deployment sets it. */
   idempotency?: {
     client: DynamoDBDocumentClient;
@@ -27,6 +28,8 @@ export interface ApiHandlerDeps {
     expiresAfterSeconds?: number;
   };
   logger?: Logger;
+  /** The context the routes of one request are called with (e.g. one that stamps its commits); `ctx` itself by default. */
+  forRequest?: (ctx: C, requestId: string) => C;
 }
 
 /** Callers of public routes that sent no token. */
@@ -239,7 +242,7 @@ const lowerCaseHeaders = (headers: ApiEvent['headers'] | undefined) =>
  * answers checked against each route's `responses` and problem+json all happen here, so route handlers only
  * decide and write. `ctx` is what every route handler is called with.
  */
-export function createApiHandler<C>(routes: readonly Route<any, any, any, any, C>[], ctx: C, deps: ApiHandlerDeps = {}): ApiHandler {
+export function createApiHandler<C>(routes: readonly Route<any, any, any, any, C>[], ctx: C, deps: ApiHandlerDeps<C> = {}): ApiHandler {
   const logger = deps.logger ?? new Logger({ serviceName: 'fleetward-api' });
   const runIdempotently = deps.idempotency ? createIdempotentRunner(deps.idempotency) : undefined;
 
@@ -249,7 +252,8 @@ export function createApiHandler<C>(routes: readonly Route<any, any, any, any, C
     const valid = validateParts({ params: route.params, query: route.query, body: route.body }, { params, query, body });
     const requester = { actor: principal.sub, requestId: event.requestContext.requestId };
     const request: RouteRequest<unknown, unknown, unknown> = { principal, requester, ...valid, headers: lowerCaseHeaders(event.headers) };
-    const execute = async () => toResult(answerThrough(route, await route.handle(request, ctx)));
+    const routeCtx = deps.forRequest ? deps.forRequest(ctx, event.requestContext.requestId) : ctx;
+    const execute = async () => toResult(answerThrough(route, await route.handle(request, routeCtx)));
 
     const key = idempotencyKeyOf(event, route.method);
     // Anonymous callers share one identity, so their keys could collide: no idempotency for them.
@@ -263,5 +267,15 @@ export function createApiHandler<C>(routes: readonly Route<any, any, any, any, C
     .use(parseJsonBody)
     // Last in the chain (DESIGN.md): middy runs onError in reverse, so it sees every error first and answers it.
     .use(problemErrors(logger));
-  return handler as unknown as ApiHandler;
+  // One line per request, under its id: where the story of a request starts in the logs.
+  return async (event, context) => {
+    const result = await (handler as unknown as ApiHandler)(event, context);
+    logger.info('request', {
+      [CORRELATION_KEY]: event.requestContext.requestId,
+      method: event.requestContext.http.method,
+      path: event.rawPath,
+      status: result.statusCode,
+    });
+    return result;
+  };
 }

@@ -3,6 +3,7 @@ import type { Instance, Machine } from '#domain/model.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import type { AppContext, SiteAgent } from '#services/context.ts';
 import { defineReconciler } from './reconciler.ts';
+import { recordCreateOutcome } from '#services/create-metrics.ts';
 
 // A Provisioning instance gets the site agent's create: claimed under a lease (so a duplicated trigger never sends a
 // second one), sent, and its outcome recorded: Ready, or Failed with its machine sent through cleanup. A claim that
@@ -68,6 +69,7 @@ export const instanceReconciler = defineReconciler({
         return { call: 'status', outcome };
       }
       const outcome = await ctx.agent.create(effect.request);
+      recordCreateOutcome(ctx.metrics, outcome);
       ctx.log.info('site agent create finished', { instanceId: effect.request.instanceId, ...outcome });
       return { call: 'create', outcome };
     },

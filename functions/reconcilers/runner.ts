@@ -1,5 +1,7 @@
 import type { Change } from '#domain/change.ts';
 import type { AppContext } from '#services/context.ts';
+import { recordReadyInstances } from '#services/create-metrics.ts';
+import { forRequest } from '#services/request-scope.ts';
 import { committedOnce, retryOnStale } from '#services/retry-on-stale.ts';
 import type { Reconciler, Ref, Registry } from './reconciler.ts';
 import { registry as defaultRegistry } from './registry.ts';
@@ -20,9 +22,10 @@ export interface Run {
   /**
    * Reconcile these entities and whatever they lead to (the entities their commits concern, their decisions'
    * `enqueue`), each entity at most once in this run. Settles when all of that is done; rejects with the first
-   * failure among them.
+   * failure among them. `requestId`: the API request whose record changed (the stream reaction's correlation id);
+   * what these entities start works for that request too, unless another one started them first.
    */
-  reconcile(refs: Ref[]): Promise<void>;
+  reconcile(refs: Ref[], requestId?: string): Promise<void>;
 }
 
 interface Entry {
@@ -81,7 +84,10 @@ async function performEffect(ctx: AppContext, reconciler: Reconciler, id: string
  */
 async function reconcileEntity(ctx: AppContext, registry: Registry, reconciler: Reconciler, id: string): Promise<Followers> {
   const followers: Followers = { concerned: [], enqueued: [] };
-  const committed = (change: Change) => followers.concerned.push(...registry.concernedByChange(change));
+  const committed = (change: Change) => {
+    recordReadyInstances(ctx.metrics, change);
+    followers.concerned.push(...registry.concernedByChange(change));
+  };
   for (let pass = 1; pass <= MAX_PASSES; pass++) {
     const snapshot = await reconciler.load(ctx, id);
     if (snapshot === null) break;
@@ -102,12 +108,12 @@ export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, r
   const entries = new Map<string, Entry>();
   const slot = limiter(concurrency);
 
-  const start = (ref: Ref): Entry => {
-    const run = slot(() => reconcileEntity(ctx, registry, registry.reconcilerOf(ref.entity), ref.id));
+  const start = (ref: Ref, scoped: AppContext): Entry => {
+    const run = slot(() => reconcileEntity(scoped, registry, registry.reconcilerOf(ref.entity), ref.id));
     const failure = run.then(
-      ({ concerned, enqueued }) => firstFailure([...startNew(concerned).map((entry) => entry.failure), serveInOrder(enqueued)]),
+      ({ concerned, enqueued }) => firstFailure([...startNew(concerned, scoped).map((entry) => entry.failure), serveInOrder(enqueued, scoped)]),
       (error: unknown) => {
-        ctx.log.error('reconcile failed', { entity: ref.entity, id: ref.id, error: String(error) });
+        scoped.log.error('reconcile failed', { entity: ref.entity, id: ref.id, error: String(error) });
         return { error };
       },
     );
@@ -117,13 +123,13 @@ export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, r
   };
 
   /** Only what nobody started yet: waiting on an entry started elsewhere could wait on itself. */
-  const startNew = (refs: Ref[]): Entry[] => refs.filter((ref) => !entries.has(keyOf(ref))).map(start);
+  const startNew = (refs: Ref[], scoped: AppContext): Entry[] => refs.filter((ref) => !entries.has(keyOf(ref))).map((ref) => start(ref, scoped));
 
   /** A decision's `enqueue` is an order (waiting meta-instances, longest-waiting first): each starts after the one before. */
-  const serveInOrder = async (refs: Ref[]): Promise<Failure | null> => {
+  const serveInOrder = async (refs: Ref[], scoped: AppContext): Promise<Failure | null> => {
     const started: Entry[] = [];
     for (const ref of refs) {
-      const [entry] = startNew([ref]);
+      const [entry] = startNew([ref], scoped);
       if (!entry) continue;
       started.push(entry);
       await entry.done;
@@ -132,8 +138,9 @@ export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, r
   };
 
   return {
-    async reconcile(refs) {
-      const failure = await firstFailure(refs.map((ref) => (entries.get(keyOf(ref)) ?? start(ref)).failure));
+    async reconcile(refs, requestId) {
+      const scoped = forRequest(ctx, requestId);
+      const failure = await firstFailure(refs.map((ref) => (entries.get(keyOf(ref)) ?? start(ref, scoped)).failure));
       if (failure) throw failure.error;
     },
   };

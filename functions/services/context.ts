@@ -7,13 +7,14 @@ import type { Clock, IdSource } from '#domain/model.ts';
 import type { FleetStore } from '#store/port.ts';
 import type { SafetyRules } from '#domain/safety.ts';
 import type { EventPublisher } from './events.ts';
+import type { Dimensions, MetricName } from './metric-catalog.ts';
 
 /** The site agent as the reconcilers need it; functions/site/agent-client.ts is the HTTP implementation. */
 export interface SiteAgent {
-  create(request: { name: string; machineId: string; instanceId: string; clientToken: string }): Promise<CreateOutcome>;
-  delete(name: string): Promise<DeleteOutcome>;
+  create(request: { name: string; machineId: string; instanceId: string; clientToken: string }, call?: AgentCall): Promise<CreateOutcome>;
+  delete(name: string, call?: AgentCall): Promise<DeleteOutcome>;
   /** Where the agent stands with an instance, asked when the outcome of a create or a cleanup was lost. */
-  status(name: string): Promise<InstanceStatusOutcome>;
+  status(name: string, call?: AgentCall): Promise<InstanceStatusOutcome>;
 }
 
 export interface Log {
@@ -22,9 +23,16 @@ export interface Log {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-/** Operational figures for alarms: Powertools metrics (EMF) in AWS, kept in memory locally. */
+/** Operational figures (metric-catalog.ts): Powertools metrics (EMF) in AWS, kept in memory and scraped locally. */
 export interface Metrics {
-  gauge(name: string, value: number): void;
+  gauge(name: MetricName, value: number, dimensions?: Dimensions): void;
+  count(name: MetricName, value: number, dimensions?: Dimensions): void;
+  timing(name: MetricName, ms: number, dimensions?: Dimensions): void;
+}
+
+/** Who asked: the API request a command or a reaction works for; logs, agent calls, records and events carry it. */
+export interface AgentCall {
+  requestId?: string | undefined;
 }
 
 /** Everything a command or reconciler needs, injected so tests can swap the clock, ids and agent. */
@@ -37,6 +45,8 @@ export interface AppContext {
   events: EventPublisher;
   metrics: Metrics;
   log: Log;
+  /** The API request this context works for (see request-scope.ts); absent for the sweep's own work. */
+  requestId?: string;
 }
 
 export const siteCleanupTimings = (config: SiteConfig): CleanupTimings => cleanupTimings(config.site_agent.report_timeout_seconds * 1000);

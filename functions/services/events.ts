@@ -2,6 +2,7 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { deliveryEntry, publishedEvent, type OutboxEntry, type PublishedEvent } from '#domain/events.ts';
 import { iso } from '#domain/time.ts';
 import type { AppContext, Log } from './context.ts';
+import { CORRELATION_KEY } from './request-scope.ts';
 
 /** Where repair automation is told what happened: EventBridge in AWS, an in-process bus locally. */
 export interface EventPublisher {
@@ -37,7 +38,8 @@ export function inProcessBus(log: Log): EventPublisher & { subscribe(subscriber:
     },
     async publish(event) {
       delivered.push(event);
-      log.info(`event ${event.type} delivered`, { id: event.detail.id, machineId: event.detail.machineId });
+      const requestId = event.detail.requestId;
+      log.info(`event ${event.type} delivered`, { id: event.detail.id, machineId: event.detail.machineId, ...(typeof requestId === 'string' ? { [CORRELATION_KEY]: requestId } : {}) });
       for (const subscriber of subscribers) await subscriber(event);
     },
   };

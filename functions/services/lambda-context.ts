@@ -1,5 +1,11 @@
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { Metrics as PowertoolsMetrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { Tracer } from '@aws-lambda-powertools/tracer';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { randomUUID } from 'node:crypto';
 import { parseSiteConfig, siteConfigSchema, type SiteConfig } from '#config/site-config.ts';
 import { systemClock, type IdSource } from '#domain/model.ts';
@@ -7,21 +13,36 @@ import { createDocumentClient, tableNamesFromEnv } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import type { IdempotencyPersistence } from '#handlers/api.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
-import type { AppContext, Log } from './context.ts';
+import type { AppContext, Metrics } from './context.ts';
 import { eventBridgePublisher } from './events.ts';
+import { createLogger, powertoolsLog } from './logging.ts';
+import type { Dimensions, MetricName } from './metric-catalog.ts';
 
 export const randomIds: IdSource = { next: (prefix) => `${prefix}-${randomUUID().replaceAll('-', '').slice(0, 16)}` };
 
-export function powertoolsLog(logger: Logger): Log {
+// One of each per cold start, shared by the handler's Powertools middlewares (handlers/*.ts) and its context.
+/** Flushed after every invocation by the handlers' `logMetrics` middleware. */
+export const sharedMetrics = new PowertoolsMetrics({ namespace: 'Fleetward', serviceName: 'fleetward' });
+export const sharedLogger = createLogger({ logLevel: process.env.LOG_LEVEL });
+export const sharedTracer = new Tracer({ serviceName: 'fleetward' });
+
+/**
+ * Fleetward's figures as CloudWatch metrics (EMF). A figure with dimensions of its own (a machine type, an outcome)
+ * goes out as a single metric at once: its dimension set differs from the invocation's shared one.
+ */
+export function powertoolsMetrics(metrics: PowertoolsMetrics): Metrics {
+  const put = (name: MetricName, unit: (typeof MetricUnit)[keyof typeof MetricUnit], value: number, dimensions?: Dimensions) => {
+    if (!dimensions) return metrics.addMetric(name, unit, value);
+    const single = metrics.singleMetric();
+    single.addDimensions(dimensions);
+    single.addMetric(name, unit, value);
+  };
   return {
-    info: (message, fields) => logger.info(message, fields ?? {}),
-    warn: (message, fields) => logger.warn(message, fields ?? {}),
-    error: (message, fields) => logger.error(message, fields ?? {}),
+    gauge: (name, value, dimensions) => put(name, name.endsWith('Seconds') ? MetricUnit.Seconds : MetricUnit.Count, value, dimensions),
+    count: (name, value, dimensions) => put(name, MetricUnit.Count, value, dimensions),
+    timing: (name, ms, dimensions) => put(name, MetricUnit.Milliseconds, ms, dimensions),
   };
 }
-
-/** Flushed by the sweep handler after each run (see handlers/sweep.ts). */
-export const sharedMetrics = new Metrics({ namespace: 'Fleetward', serviceName: 'fleetward' });
 
 /** The site config a deployed function runs with: the stack passes the parsed TOML as JSON. */
 function configFromEnv(env: NodeJS.ProcessEnv): SiteConfig {
@@ -33,14 +54,12 @@ function configFromEnv(env: NodeJS.ProcessEnv): SiteConfig {
 /** The context of a deployed Lambda, from its environment; built once per cold start. */
 export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext & { idempotency: IdempotencyPersistence } {
   const config = configFromEnv(env);
-  // Two sites in one account must not share the RepairsStuck alarm.
+  // Two sites in one account must not share the alarms.
   sharedMetrics.setDefaultDimensions({ site: config.site.name });
   const names = tableNamesFromEnv(env);
-  const client = createDocumentClient(env.AWS_ENDPOINT_URL_DYNAMODB);
+  const client = sharedTracer.captureAWSv3Client(createDocumentClient(env.AWS_ENDPOINT_URL_DYNAMODB));
   const agentUrl = env.SITE_AGENT_URL ?? config.site.agent_url;
   if (!agentUrl) throw new Error('SITE_AGENT_URL (or [site] agent_url) must be set');
-  const log = powertoolsLog(new Logger({ serviceName: 'fleetward' }));
-  const metrics = sharedMetrics;
   if (!env.EVENT_BUS_NAME) throw new Error('EVENT_BUS_NAME must be set');
   return {
     store: new DynamoFleetStore(client, names.table),
@@ -48,12 +67,23 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext
     clock: systemClock,
     ids: randomIds,
     agent: httpSiteAgent(agentUrl, config),
-    events: eventBridgePublisher(env.EVENT_BUS_NAME),
-    metrics: { gauge: (name, value) => metrics.addMetric(name, MetricUnit.Count, value) },
-    log,
+    events: eventBridgePublisher(env.EVENT_BUS_NAME, sharedTracer.captureAWSv3Client(new EventBridgeClient({}))),
+    metrics: powertoolsMetrics(sharedMetrics),
+    log: powertoolsLog(sharedLogger),
     // Idempotency records are written through the same client: one connection pool per cold start.
     idempotency: { client, tableName: names.idempotencyTable },
   };
+}
+
+/**
+ * A Lambda entry point with the Powertools middlewares: an X-Ray segment around it, the invocation's context (and
+ * correlation id, when `correlationIdPath` finds one in the event) on every log line, metrics flushed at its end.
+ */
+export function observed<E, R>(handler: (event: E, context: Context) => Promise<R>, options: { correlationIdPath?: string } = {}) {
+  return middy(handler)
+    .use(captureLambdaHandler(sharedTracer))
+    .use(injectLambdaContext(sharedLogger, { ...options, resetKeys: true }))
+    .use(logMetrics(sharedMetrics, { captureColdStartMetric: true }));
 }
 
 /** Build a handler on first use, so importing a handler module has no side effects (tests, local runner). */

@@ -38,7 +38,8 @@ export interface SweepResult {
 async function redeliver(ctx: AppContext, run: Run, ref: EntityRef): Promise<void> {
   if (!isRecordKind(ref.entity)) return run.reconcile([ref]);
   const record = await recordSources[ref.entity].get(ctx.store, ref.id);
-  if (record) await run.reconcile(registry.concernedBy(ref.entity, record, record, ref.id));
+  // Finishing what a request started: the same request id as the stream reaction would have used.
+  if (record) await run.reconcile(registry.concernedBy(ref.entity, record, record, ref.id), record.lastRequestId);
 }
 
 /**

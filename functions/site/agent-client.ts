@@ -41,10 +41,15 @@ export type InstanceStatusResult =
   | { ok: true; state: InstanceStatusAnswer['state'] | 'absent' }
   | { ok: false; reason: string; status?: number };
 
+/** Sent as `x-request-id`, so the agent's logs name the API request an instance call works for. */
+export interface CallOptions {
+  requestId?: string | undefined;
+}
+
 export interface SiteAgentClient {
-  createInstance(request: CreateInstanceRequest): Promise<CreateInstanceResult>;
+  createInstance(request: CreateInstanceRequest, options?: CallOptions): Promise<CreateInstanceResult>;
   /** No internal retries: the caller owns the cleanup lease and tries again later. */
-  deleteInstance(siteName: string): Promise<DeleteInstanceResult>;
+  deleteInstance(siteName: string, options?: CallOptions): Promise<DeleteInstanceResult>;
   /** Where the agent stands with an instance (asked when a cleanup report is overdue). No internal retries. */
   instanceStatus(siteName: string): Promise<InstanceStatusResult>;
 }
@@ -55,6 +60,8 @@ type Exchange =
   | { kind: 'timeout' }
   | { kind: 'network'; message: string };
 
+export const REQUEST_ID_HEADER = 'x-request-id';
+
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const statusText = (response: Response) => response.statusText || STATUS_CODES[response.status] || '';
 
@@ -64,12 +71,16 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
   const sleep = options.sleep ?? realSleep;
   const policy: CreateRetryPolicy = { maxAttempts: options.maxAttempts, baseDelayMs: options.baseDelayMs };
 
-  async function exchange(method: string, path: string, body?: unknown): Promise<Exchange> {
+  async function exchange(method: string, path: string, body?: unknown, call: CallOptions = {}): Promise<Exchange> {
     const signal = AbortSignal.timeout(options.timeoutMs);
     try {
       const response = await doFetch(`${baseUrl}${path}`, {
         method,
-        headers: body === undefined ? { accept: 'application/json' } : { 'content-type': 'application/json', accept: 'application/json' },
+        headers: {
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(call.requestId ? { [REQUEST_ID_HEADER]: call.requestId } : {}),
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal,
       });
@@ -88,8 +99,8 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
       : `site agent unreachable for the ${what}: ${exchange.message}`;
   }
 
-  async function attemptCreate(body: CreateInstanceRequest): Promise<CreateOutcome> {
-    const sent = await exchange('POST', agentPaths.instances, body);
+  async function attemptCreate(body: CreateInstanceRequest, call: CallOptions): Promise<CreateOutcome> {
+    const sent = await exchange('POST', agentPaths.instances, body, call);
     if (sent.kind === 'timeout') return { kind: 'timeout', timeoutMs: options.timeoutMs };
     if (sent.kind === 'network') return sent;
     const { response } = sent;
@@ -101,11 +112,11 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
   }
 
   return {
-    async createInstance(request) {
+    async createInstance(request, call = {}) {
       let progress = firstCreateAttempt;
       for (;;) {
         const siteName = siteNameForAttempt(request.name, progress.attempt, progress.sawHttpError);
-        const outcome = await attemptCreate({ ...request, name: siteName });
+        const outcome = await attemptCreate({ ...request, name: siteName }, call);
         const decision = decideAfterAttempt(policy, progress, outcome);
         if (decision.action === 'succeeded') return { ok: true, siteName, attempts: progress.attempt };
         if (decision.action === 'stop') {
@@ -116,8 +127,8 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
       }
     },
 
-    async deleteInstance(siteName) {
-      const sent = await exchange('DELETE', agentPaths.instance(siteName));
+    async deleteInstance(siteName, call = {}) {
+      const sent = await exchange('DELETE', agentPaths.instance(siteName), undefined, call);
       if (sent.kind !== 'answered') return { ok: false, reason: unanswered(sent, 'delete') };
       const { response } = sent;
       await response.body?.cancel().catch(() => undefined);

@@ -1,6 +1,10 @@
 import type { SiteConfig } from '#config/site-config.ts';
 import type { SiteAgent } from '#services/context.ts';
 import { createSiteAgentClient } from './agent-client.ts';
+import type { CreateOutcome as AttemptOutcome } from './create-retry.ts';
+
+/** A low-cardinality name for how an attempt ended (a metric dimension). */
+const outcomeLabel = (outcome: AttemptOutcome): string => (outcome.kind === 'http-error' ? `http-${outcome.status}` : outcome.kind);
 
 /** The reconcilers' view of the site agent, over HTTP with the create-retry rule of `[instance_create_retry]`. */
 export function httpSiteAgent(baseUrl: string, config: SiteConfig): SiteAgent {
@@ -12,14 +16,14 @@ export function httpSiteAgent(baseUrl: string, config: SiteConfig): SiteAgent {
     timeoutMs: retry.timeout_ms,
   });
   return {
-    async create(request) {
-      const result = await client.createInstance(request);
+    async create(request, call) {
+      const result = await client.createInstance(request, call);
       return result.ok
         ? { ok: true, siteName: result.siteName, attempts: result.attempts }
-        : { ok: false, siteName: result.siteName, attempts: result.attempts, reason: result.reason };
+        : { ok: false, siteName: result.siteName, attempts: result.attempts, reason: result.reason, failedWith: outcomeLabel(result.lastOutcome) };
     },
-    async delete(name) {
-      const result = await client.deleteInstance(name);
+    async delete(name, call) {
+      const result = await client.deleteInstance(name, call);
       if (!result.ok) return { kind: 'error', reason: result.reason };
       return result.alreadyGone ? { kind: 'gone' } : { kind: 'accepted' };
     },

@@ -91,7 +91,11 @@ describe('the site stack', () => {
     // The stack-wide Node 22 pin, and the runtime of BucketDeployment's own handler (the dashboard's files).
     expect(at('AwsSolutions-L1')).toEqual([stack.node.path, stack.dashboard!.deployHandler!.node.path.replace(`${stack.node.path}/`, '')]);
     expect(at('AwsSolutions-SQS3')).toEqual(['StreamFailures']);
-    expect(new Set(at('AwsSolutions-IAM5'))).toEqual(new Set(['SweepScheduleRole', 'Dashboard/DeployRole']));
+    const functionRoles = [...Object.values(stack.apiFunctions), stack.streamFunction, stack.sweepFunction].map((fn) => fn.role.node.path.replace(`${stack.node.path}/`, ''));
+    expect(new Set(at('AwsSolutions-IAM5'))).toEqual(new Set(['SweepScheduleRole', 'Dashboard/DeployRole', ...functionRoles]));
+    // Each function role's IAM5 acknowledgment covers exactly X-Ray's `*` (active tracing), nothing else.
+    const tracingIam5 = acknowledgments.filter((ack) => ruleOf(ack.id) === 'AwsSolutions-IAM5' && functionRoles.some((path) => ack.path.endsWith(`/${path}`)));
+    expect(tracingIam5.map((ack) => ack.id)).toEqual(functionRoles.map(() => 'Annotation::AwsSolutions-IAM5[Resource::*]'));
     for (const rule of ['AwsSolutions-CFR1', 'AwsSolutions-CFR2', 'AwsSolutions-CFR4']) expect(at(rule), rule).toEqual(['Dashboard/Distribution']);
     // The sweep role's IAM5 acknowledgment covers exactly one finding: the sweep function's own `<arn>:*`.
     const iam5 = acknowledgments.filter((ack) => ruleOf(ack.id) === 'AwsSolutions-IAM5' && ack.path.endsWith('/SweepScheduleRole'));
@@ -225,6 +229,18 @@ describe('functions', () => {
       expect(env.EVENT_BUS_NAME, id).toEqual({ Ref: logicalIdOf(stack.bus) });
       expect(env.SITE_AGENT_URL, id).toBe(config.site.agent_url);
       expect(JSON.parse(env.SITE_CONFIG_JSON), id).toEqual(config);
+    }
+  });
+
+  it('are traced actively with X-Ray, and may only send traces beyond their own grants', () => {
+    for (const [id, fn] of functions()) expect(fn.Properties.TracingConfig, id).toEqual({ Mode: 'Active' });
+    const xrayStatements = resourcesOf('AWS::IAM::Policy')
+      .flatMap(([, policy]) => policy.Properties.PolicyDocument.Statement as Array<{ Action: string | string[]; Resource: unknown }>)
+      .filter((statement) => [statement.Action].flat().some((action) => action.startsWith('xray:')));
+    expect(xrayStatements.length).toBe(functions().length);
+    for (const statement of xrayStatements) {
+      expect([statement.Action].flat().sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
+      expect(statement.Resource).toBe('*');
     }
   });
 
@@ -406,6 +422,51 @@ describe('schedule, events and alarms', () => {
       TreatMissingData: 'notBreaching',
       Dimensions: expect.arrayContaining([{ Name: 'site', Value: SITE }]),
     });
+  });
+
+  it('alarm on a tripped repair breaker, a silent site agent and creates failing above a rate, on the sweep and reaction metrics', () => {
+    const alarms = resourcesOf('AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
+    const fleetAlarm = (metricName: string) => alarms.find((a) => a.MetricName === metricName);
+    const siteDimensions = [
+      { Name: 'service', Value: 'fleetward' },
+      { Name: 'site', Value: SITE },
+    ];
+    expect(fleetAlarm('RepairBreakerTripped')).toMatchObject({ Namespace: 'Fleetward', Statistic: 'Maximum', Threshold: 1, Dimensions: siteDimensions });
+    expect(fleetAlarm('SiteAgentRosterAgeSeconds')).toMatchObject({
+      Namespace: 'Fleetward',
+      Statistic: 'Maximum',
+      Threshold: stack.site.config.heartbeat.timeout_seconds,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      Dimensions: siteDimensions,
+    });
+    expect(fleetAlarm('CreateFailures')).toMatchObject({ Namespace: 'Fleetward', Statistic: 'Sum', Period: 900, Threshold: 5, Dimensions: siteDimensions });
+  });
+
+  it('show the fleet, repairs, creates, time to Ready and reconcile lag on a CloudWatch dashboard with the alarms', () => {
+    const dashboards = resourcesOf('AWS::CloudWatch::Dashboard');
+    expect(dashboards).toHaveLength(1);
+    expect(dashboards[0]![1].Properties.DashboardName).toBe(`Fleetward-${SITE}`);
+    // The body is a Fn::Join of literal JSON and tokens (the region, the alarms' ARNs): joined around the tokens, it parses.
+    const joined = dashboards[0]![1].Properties.DashboardBody['Fn::Join'][1] as unknown[];
+    const tokens = joined.filter((part) => typeof part !== 'string');
+    const body = JSON.parse(joined.map((part) => (typeof part === 'string' ? part : 'TOKEN')).join('')) as {
+      widgets: Array<{ properties: { metrics?: Array<Array<string | { expression?: string }>> } }>;
+    };
+    const lines = body.widgets.flatMap((widget) => widget.properties.metrics ?? []);
+    const searches = lines.map((line) => (line[0] as { expression?: string }).expression).filter((e): e is string => e !== undefined);
+    const searchOf = (name: string, dimension: string) => `{Fleetward,${dimension},service,site} MetricName="${name}" site="${SITE}"`;
+    const perType = ['Machines', 'MachinesAllocatable', 'MachinesAssigned', 'MachinesQuarantined', 'MachinesHeartbeatStale', 'MachinesOutForRepair', 'RepairsUnclaimed', 'RepairsInRepair', 'RepairsStuck', 'TimeToReady'];
+    for (const name of perType) expect(searches.some((e) => e.includes(searchOf(name, 'machineType'))), name).toBe(true);
+    expect(searches.some((e) => e.includes(searchOf('ReconcileLag', 'entity')))).toBe(true);
+    expect(searches.some((e) => e.includes(searchOf('CreateFailuresByOutcome', 'outcome')))).toBe(true);
+    const siteWide = lines.filter((line) => line[0] === 'Fleetward').map((line) => line.slice(1, 6).join(' '));
+    for (const name of ['RepairBreakerTripped', 'ReplacementsInFlight', 'SiteAgentRosterAgeSeconds', 'RepairsStuck', 'CreateAttempts', 'CreateRetries', 'CreateSucceeded', 'CreateFailures']) {
+      expect(siteWide, name).toContain(`${name} service fleetward site ${SITE}`);
+    }
+    const tokenText = JSON.stringify(tokens);
+    for (const alarmId of ['RepairBreakerTrippedAlarm', 'SiteAgentSilentAlarm', 'CreateFailuresAlarm']) {
+      expect(tokenText, alarmId).toContain(stack.getLogicalId(stack.node.findChild(alarmId).node.defaultChild as never));
+    }
   });
 });
 

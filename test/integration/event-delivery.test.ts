@@ -15,6 +15,7 @@ import { keys, outboxEntryOf } from '#store/items.ts';
 import { aMachine, AT } from '#test/support/fixtures.ts';
 import { streamRecords } from '#test/support/stream-records.ts';
 import { freshTables } from '#test/support/tables.ts';
+import { prometheusMetrics } from '#services/prometheus-metrics.ts';
 
 // Delivery of the outbox on a real DynamoDB Local table: the stream handler gets every record of the table's stream
 // twice, shuffled across machines, in concurrent batches. Each event goes out with the id of its stored entry every
@@ -35,7 +36,7 @@ function contextOn(tables: Tables, events: EventPublisher): AppContext {
       status: () => Promise.reject(new Error('no site agent call is expected here')),
     },
     events,
-    metrics: { gauge: () => {} },
+    metrics: prometheusMetrics(),
     log: silent,
   };
 }

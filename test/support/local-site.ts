@@ -24,6 +24,8 @@ cleanup_ms = 20
 }
 
 export interface TestSite extends LocalSite {
+  /** Every line the site logged so far (the controller's are Powertools JSON). */
+  logLines: string[];
   token(org: string, roles: Role[], sub?: string): Promise<string>;
   call(method: string, path: string, options?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
   /** Polls until `check` returns a truthy value (or throws after `timeoutMs`). */
@@ -78,6 +80,7 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
   };
   return {
     ...site,
+    logLines: lines,
     token: (org, roles, sub = `${org}-user`) => site.issuer.mint({ sub, org, roles }),
     call,
     eventually,

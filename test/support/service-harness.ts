@@ -18,6 +18,7 @@ import { startRun } from '#reconcilers/runner.ts';
 import { MemoryFleetStore } from '#store/memory-store.ts';
 import type { FleetStore } from '#store/port.ts';
 import { NOW, ops } from './fixtures.ts';
+import { prometheusMetrics, type PrometheusMetrics } from '#services/prometheus-metrics.ts';
 
 // Services run for real on the in-memory store, with a clock, ids, a site agent and an event bus the test controls.
 
@@ -169,7 +170,10 @@ export interface Harness {
   agent: ReturnType<typeof scriptedAgent>;
   events: PublishedEvent[];
   logged: Array<{ level: string; message: string; fields?: Record<string, unknown> | undefined }>;
+  /** Site-wide gauges by name. */
   gauges: Map<string, number>;
+  /** Every figure recorded, dimensions and all. */
+  metrics: PrometheusMetrics;
 }
 
 /** A service context over a fresh in-memory store, the clock at fixtures.ts's NOW, ids counting up per prefix. */
@@ -180,6 +184,7 @@ export function harness(): Harness {
   const events: PublishedEvent[] = [];
   const logged: Harness['logged'] = [];
   const gauges = new Map<string, number>();
+  const metrics = prometheusMetrics();
   const counters = new Map<string, number>();
   const publisher: EventPublisher = { publish: async (event) => void events.push(event) };
   const log = (level: string) => (message: string, fields?: Record<string, unknown>) => void logged.push({ level, message, fields });
@@ -196,10 +201,16 @@ export function harness(): Harness {
     },
     agent,
     events: publisher,
-    metrics: { gauge: (name, value) => void gauges.set(name, value) },
+    metrics: {
+      ...metrics,
+      gauge: (name, value, dimensions) => {
+        if (!dimensions) gauges.set(name, value);
+        metrics.gauge(name, value, dimensions);
+      },
+    },
     log: { info: log('info'), warn: log('warn'), error: log('error') },
   };
-  return { ctx, store, clock, agent, events, logged, gauges };
+  return { ctx, store, clock, agent, events, logged, gauges, metrics };
 }
 
 export const tenant = (org = 'acme', sub = 'alice'): Principal => ({ sub, org, roles: ['tenant'] });

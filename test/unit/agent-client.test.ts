@@ -11,6 +11,7 @@ interface Received {
   path: string;
   body: Record<string, string> | undefined;
 }
+let requestIds: Array<string | undefined> = [];
 
 let server: Server;
 let baseUrl: string;
@@ -23,6 +24,7 @@ beforeAll(async () => {
     let text = '';
     for await (const chunk of req) text += chunk;
     received.push({ method: req.method ?? '', path: req.url ?? '', body: text ? JSON.parse(text) : undefined });
+    requestIds.push(req.headers['x-request-id'] as string | undefined);
     const answer = script.shift() ?? { POST: 201, DELETE: 202 }[req.method ?? ''] ?? { status: 200, body: '{"state":"present"}' };
     if (answer === 'network') return void req.socket.destroy();
     if (answer === 'timeout') return void held.add(res);
@@ -39,6 +41,7 @@ afterEach(() => {
   held.clear();
   script = [];
   received = [];
+  requestIds = [];
 });
 
 afterAll(async () => {
@@ -61,6 +64,17 @@ function client(overrides: Partial<SiteAgentClientOptions> = {}) {
 
 const request = { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 'tok-1' };
 const sentNames = () => received.map((r) => r.body?.name);
+
+describe('site agent client: request ids', () => {
+  it('sends the request id a call works for as x-request-id on every attempt, and none without one', async () => {
+    script = [503];
+    const { agent } = client();
+    expect(await agent.createInstance(request, { requestId: 'req-1' })).toMatchObject({ ok: true, attempts: 2 });
+    expect((await agent.deleteInstance('job', { requestId: 'req-2' })).ok).toBe(true);
+    await agent.createInstance(request);
+    expect(requestIds).toEqual(['req-1', 'req-1', 'req-2', undefined]);
+  });
+});
 
 describe('site agent client: create', () => {
   it('creates with the plain name on the first attempt', async () => {

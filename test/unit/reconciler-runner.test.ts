@@ -13,6 +13,7 @@ import { NOW, aMachine } from '#test/support/fixtures.ts';
 function harness(options: { commit?: (change: Change) => Promise<void>; getInstance?: (id: string) => Promise<unknown> } = {}) {
   const events: string[] = [];
   const errors: Array<Record<string, unknown>> = [];
+  const infos: Array<Record<string, unknown>> = [];
   const ctx = {
     store: {
       commit: async (change: Change) => {
@@ -22,9 +23,13 @@ function harness(options: { commit?: (change: Change) => Promise<void>; getInsta
       getInstance: options.getInstance ?? (async () => null),
     },
     clock: { now: () => NOW },
-    log: { info: () => undefined, warn: () => undefined, error: (_m: string, fields: Record<string, unknown>) => void errors.push(fields) },
+    log: {
+      info: (message: string, fields: Record<string, unknown>) => void infos.push({ message, ...fields }),
+      warn: () => undefined,
+      error: (_m: string, fields: Record<string, unknown>) => void errors.push(fields),
+    },
   } as unknown as AppContext;
-  return { ctx, events, errors };
+  return { ctx, events, errors, infos };
 }
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
@@ -67,6 +72,22 @@ describe('reconciler runner', () => {
     await run.reconcile([ref('parent', '1'), ref('parent', '2')]);
     const loads = events.filter((e) => e.startsWith('load'));
     expect(loads.sort()).toEqual(['load child:m-shared', 'load parent:1', 'load parent:2', 'load parent:3']);
+  });
+
+  it('works for the request it is asked for: its commits, those of what they lead to, and its log lines name it', async () => {
+    const committed: Change[] = [];
+    const { ctx, infos } = harness({ commit: async (change) => void committed.push(change) });
+    const parent = fake('parent', (id) => ({ change: { machines: [{ before: null, after: aMachine({ id: `m-${id}` }) }], history: [] }, summary: 'placed' }), []);
+    const child = {
+      ...fake('child', (id) => ({ change: { machines: [{ before: null, after: aMachine({ id: `child-of-${id}` }) }], history: [] } }), []),
+      watches: { machine: { concerns: (_b: unknown, _a: unknown, id: string) => (id.startsWith('m-') ? [id] : []) } },
+    } as Reconciler;
+    await startRun(ctx, { registry: createRegistry([parent, child]) }).reconcile([ref('parent', '1')], 'req-1');
+    expect(committed.flatMap((change) => change.machines!.map((m) => [m.after.id, m.after.lastRequestId]))).toEqual([
+      ['m-1', 'req-1'],
+      ['child-of-m-1', 'req-1'],
+    ]);
+    expect(infos).toEqual([{ message: 'reconciled', correlation_id: 'req-1', entity: 'parent', id: '1', outcome: 'placed' }]);
   });
 
   it('runs no more than `concurrency` reconciles at once', async () => {

@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { createSweepHandler } from '#handlers/sweep.ts';
+import { createInstance, releaseInstance } from '#services/instances.ts';
+import { harness, siteWith, tenant } from '#test/support/service-harness.ts';
+
+const alice = tenant('acme', 'alice');
+
+describe("the sweep's fleet metrics", () => {
+  it('publishes the gauges of every machine type, the breaker and the roster age after each sweep', async () => {
+    const h = harness();
+    await siteWith(h, { gb200: 3, h100: 1 });
+    await createInstance(h.ctx, alice, { machineType: 'gb200' });
+    const released = await createInstance(h.ctx, alice, { machineType: 'gb200' });
+    // The issue trips the breaker: a 4-machine fleet allows no quarantine at once.
+    await releaseInstance(h.ctx, alice, released.id, { issue: { category: 'HARDWARE', summary: 'ECC errors' } });
+    h.clock.advance(12_000);
+
+    await createSweepHandler(h.ctx, async () => {})(undefined);
+
+    const text = h.metrics.render();
+    expect(text).toContain('fleetward_machines{machine_type="gb200"} 3\n');
+    expect(text).toContain('fleetward_machines{machine_type="h100"} 1\n');
+    expect(text).toContain('fleetward_machines_assigned{machine_type="gb200"} 1\n');
+    expect(text).toContain('fleetward_machines_quarantined{machine_type="gb200"} 1\n');
+    expect(text).toContain('fleetward_machines_allocatable{machine_type="gb200"} 1\n');
+    expect(text).toContain('fleetward_machines_allocatable{machine_type="h100"} 1\n');
+    expect(text).toContain('fleetward_machines_heartbeat_stale{machine_type="gb200"} 0\n');
+    expect(h.gauges.get('RepairBreakerTripped')).toBe(1);
+    expect(h.gauges.get('ReplacementsInFlight')).toBe(0);
+    expect(h.gauges.get('SiteAgentRosterAgeSeconds')).toBe(12);
+  });
+});
