@@ -360,7 +360,7 @@ async function main() {
     wall_time: { unit: 's', total: round((performance.now() - started) / 1000, 1), ...wall },
     summary: {
       ...(apiSection ? { api_over_floor: { unit: 'ratio (API latency / floor latency), medians', create: apiSection.ratios.create_median, release: apiSection.ratios.release_median } } : {}),
-      ...(heartbeat ? { idle_heartbeat_writes_per_second: heartbeat.idle.writes_per_second } : {}),
+      ...(heartbeat ? { heartbeat: heartbeat.goals } : {}),
       ...(meta
         ? {
             meta_replacement: {

@@ -1,7 +1,7 @@
 import type { Catalog } from '#domain/catalog.ts';
 import { emptyCatalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
-import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { RosterBucket, RosterDigests, SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
@@ -13,12 +13,15 @@ import {
   fromInstanceItem,
   fromMachineItem,
   fromMetaInstanceItem,
+  fromRosterBucketItem,
   fromTenantItem,
   historyItem,
   instanceItem,
   keys,
   machineItem,
   metaInstanceItem,
+  rosterBucketItem,
+  rosterDigestsItem,
   tenantItem,
   type EntityRef,
 } from './items.ts';
@@ -57,9 +60,7 @@ export interface ItemPage {
 
 /** A record written whole, guarded by the version it was read at or by not existing yet. */
 export type GuardedPut = { put: Item; expectedVersion: number | null };
-/** Make the next heartbeat compare the roster afresh (see Change.resetHeartbeatRoster). */
-export type RosterReset = { resetRoster: true };
-export type ItemWrite = GuardedPut | RosterReset;
+export type ItemWrite = GuardedPut;
 
 export const TRANSACTION_LIMIT = 100;
 
@@ -82,7 +83,8 @@ export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[
   for (const pair of change.metaInstances ?? []) guarded(pair, metaInstanceItem);
   if (change.catalog) guarded(change.catalog, (catalog) => ({ ...keys.siteCatalog, ...catalog }));
   if (change.safety) guarded(change.safety, (safety) => ({ ...keys.siteSafety, ...safety }));
-  if (change.resetHeartbeatRoster) writes.push({ resetRoster: true });
+  for (const pair of change.rosterBuckets ?? []) guarded(pair, rosterBucketItem);
+  if (change.rosterDigests) guarded(change.rosterDigests, rosterDigestsItem);
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
   if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
   return writes;
@@ -91,6 +93,8 @@ export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[
 /** The table primitives an implementation provides; everything else is shared. */
 export abstract class ItemStore implements FleetStore {
   protected abstract getItem(key: TableKey): Promise<Item | undefined>;
+  /** Strongly consistent; in no particular order; keys not found are left out. */
+  protected abstract getItems(keys: TableKey[]): Promise<Item[]>;
   protected abstract queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage>;
   protected abstract countItems(query: ItemQuery): Promise<number>;
   /** All or nothing; a failed guard raises StaleWriteError. */
@@ -127,6 +131,21 @@ export abstract class ItemStore implements FleetStore {
     return item ? fromMachineItem(item) : null;
   }
 
+  async getMachines(ids: string[]): Promise<Map<string, Machine>> {
+    const items = await this.getItems([...new Set(ids)].map(keys.machine));
+    return new Map(items.map((item) => [String(item.id), fromMachineItem(item)]));
+  }
+
+  async getRosterBuckets(ids: string[]): Promise<Map<string, RosterBucket>> {
+    const items = await this.getItems([...new Set(ids)].map(keys.rosterBucket));
+    return new Map(items.map((item) => [String(item.id), fromRosterBucketItem(item)]));
+  }
+
+  async getRosterDigests(): Promise<RosterDigests | null> {
+    const item = await this.getItem(keys.siteRosterDigests);
+    return item ? { buckets: item.buckets as RosterDigests['buckets'], version: Number(item.version) } : null;
+  }
+
   async getInstance(id: string): Promise<Instance | null> {
     const item = await this.getItem(keys.instance(id));
     return item ? fromInstanceItem(item) : null;
@@ -155,14 +174,7 @@ export abstract class ItemStore implements FleetStore {
   async getSiteHeartbeat(): Promise<SiteHeartbeat | null> {
     const item = await this.getItem(keys.siteHeartbeat);
     if (!item) return null;
-    return {
-      // A registration may have reset the digest before any roster was ever stored.
-      rosterSeenAt: typeof item.rosterSeenAt === 'string' ? item.rosterSeenAt : new Date(0).toISOString(),
-      digest: String(item.digest),
-      machineCount: Number(item.machineCount),
-      ...(typeof item.reconcilingUntil === 'string' ? { reconcilingUntil: item.reconcilingUntil } : {}),
-      version: Number(item.version),
-    };
+    return { rosterSeenAt: String(item.rosterSeenAt), machineCount: Number(item.machineCount), version: Number(item.version) };
   }
 
   async membersOf(metaInstanceId: string): Promise<Instance[]> {

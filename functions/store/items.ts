@@ -2,6 +2,7 @@ import { inAllocatableIndex } from '#domain/health.ts';
 import { isEntityKind, registry, type EntityRef } from '#reconcilers/registry.ts';
 import { repairStage } from '#domain/stuck-repairs.ts';
 import type { OutboxEntry } from '#domain/events.ts';
+import type { RosterBucket, RosterDigests } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
@@ -16,7 +17,9 @@ export const keys = {
   history: (machineId: string, at: string, unique: string) => ({ pk: `MACHINE#${machineId}`, sk: `HISTORY#${at}#${unique}` }),
   historyPrefix: 'HISTORY#',
   eventDelivery: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: '#DELIVERED' }),
+  rosterBucket: (id: string) => ({ pk: `ROSTER#${id}`, sk: '#ROSTER' }),
   siteHeartbeat: { pk: 'SITE', sk: 'HEARTBEAT' },
+  siteRosterDigests: { pk: 'SITE', sk: 'ROSTER' },
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
   siteSafety: { pk: 'SITE', sk: 'SAFETY' },
 };
@@ -82,6 +85,13 @@ export function tenantItem(tenant: Tenant): Item {
   return { ...keys.tenant(tenant.org), entity: 'tenant', kind: 'TENANT', kindSk: tenant.org, ...tenant };
 }
 
+export function rosterBucketItem(bucket: RosterBucket): Item {
+  const dueAt = registry.dueAtOf('roster-bucket', bucket);
+  return { ...keys.rosterBucket(bucket.id), entity: 'roster-bucket', ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}), ...bucket };
+}
+
+export const rosterDigestsItem = (digests: RosterDigests): Item => ({ ...keys.siteRosterDigests, ...digests });
+
 export function historyItem(entry: HistoryEntry, unique: string): Item {
   return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...entry };
 }
@@ -101,6 +111,7 @@ export const fromMachineItem = (item: Item): Machine => strip<Machine>(item);
 export const fromInstanceItem = (item: Item): Instance => strip<Instance>(item);
 export const fromMetaInstanceItem = (item: Item): MetaInstance => strip<MetaInstance>(item);
 export const fromTenantItem = (item: Item): Tenant => strip<Tenant>(item);
+export const fromRosterBucketItem = (item: Item): RosterBucket => strip<RosterBucket>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 
 export type { EntityRef };

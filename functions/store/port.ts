@@ -1,6 +1,6 @@
 import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
-import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { RosterBucket, RosterDigests, SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { EntityRef } from './items.ts';
@@ -22,12 +22,17 @@ export interface PageRequest {
  */
 export interface FleetStore {
   getMachine(id: string): Promise<Machine | null>;
+  /** Many machines at once (BatchGetItem): those found, by id. */
+  getMachines(ids: string[]): Promise<Map<string, Machine>>;
   getInstance(id: string): Promise<Instance | null>;
   getMetaInstance(id: string): Promise<MetaInstance | null>;
   getTenant(org: string): Promise<Tenant | null>;
   getCatalog(): Promise<Catalog>;
   getSafety(): Promise<SafetyState | null>;
   getSiteHeartbeat(): Promise<SiteHeartbeat | null>;
+  /** The roster buckets stored (BatchGetItem), by bucket id; a bucket never written is left out. */
+  getRosterBuckets(ids: string[]): Promise<Map<string, RosterBucket>>;
+  getRosterDigests(): Promise<RosterDigests | null>;
 
   /** Instances bound to a meta-instance (all of them; the binding is the instance's own field). */
   membersOf(metaInstanceId: string): Promise<Instance[]>;
@@ -51,7 +56,7 @@ export interface FleetStore {
   /** What the sweep must look at: records whose due time has come, earliest first. */
   dueEntities(now: Date, limit: number): Promise<EntityRef[]>;
 
-  /** Store the agent's roster time (and digest), guarded by version (or by nothing stored yet). */
+  /** Store the agent's roster time, guarded by version (or by nothing stored yet). */
   putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat>;
   /**
    * Commit one decision all-or-nothing: every record guarded by the version it was read at (or by not existing
