@@ -9,15 +9,16 @@ import { loadHeartbeatView } from './heartbeat-view.ts';
 import { requireMachine } from './instances.ts';
 import { retryOnStale } from './retry-on-stale.ts';
 
-/** Machines per transaction: each is its record and a history entry, within one transaction's 100 items. */
+/** Re-described machines per transaction: each is its record and a history entry, within 100 items. */
 const REGISTRATION_CHUNK = 50;
 /** Registration transactions in flight at once. */
 const PARALLEL_CHUNKS = 8;
 
 /**
- * Register or re-describe machines: the existing ones read in batches, each chunk of machines one transaction (in
- * parallel), the site catalog updated once with what they changed, and the roster buckets of new machines walked
- * again so that those already in the agent's roster go live. A repeated registration changes nothing.
+ * Register or re-describe machines: the existing ones read in batches, new ones written in batches, re-described
+ * ones a chunk per transaction (in parallel), then the site catalog updated once with what they changed, and the
+ * roster buckets of new machines walked again so that those already in the agent's roster go live. Registering the
+ * same machines again changes nothing.
  */
 export async function registerMachines(ctx: AppContext, registrations: MachineRegistration[], actor: string): Promise<{ upserted: number }> {
   const decide = async (chunk: MachineRegistration[]): Promise<Change[]> => {
@@ -25,19 +26,21 @@ export async function registerMachines(ctx: AppContext, registrations: MachineRe
     const now = ctx.clock.now();
     return chunk.map((r) => registerMachine(existing.get(r.id) ?? null, r, actor, now)).filter((c): c is Change => c !== null);
   };
-  const unique = [...new Map(registrations.map((r) => [r.id, r])).values()];
-  const decided = await decide(unique);
-  const chunks: Change[][] = [];
-  for (let start = 0; start < decided.length; start += REGISTRATION_CHUNK) chunks.push(decided.slice(start, start + REGISTRATION_CHUNK));
+  const byId = new Map(registrations.map((r) => [r.id, r]));
+  const decided = await decide([...byId.values()]);
+  const created = decided.filter((c) => c.machines![0]!.before === null);
+  await ctx.store.createMachines(created.map((c) => c.machines![0]!.after), created.flatMap((c) => c.history));
 
-  const committed: Versioned<Machine>[] = [];
-  const byId = new Map(unique.map((r) => [r.id, r]));
+  const redescribed = decided.filter((c) => c.machines![0]!.before !== null);
+  const chunks: Change[][] = [];
+  for (let start = 0; start < redescribed.length; start += REGISTRATION_CHUNK) chunks.push(redescribed.slice(start, start + REGISTRATION_CHUNK));
+  const committed: Versioned<Machine>[] = created.flatMap((c) => c.machines!);
   await inParallel(chunks, PARALLEL_CHUNKS, async (chunk) => {
     const ids = chunk.map((c) => c.machines![0]!.after.id);
     let changes = chunk;
     let first = true;
     await retryOnStale(async () => {
-      // The batch read serves the first attempt; after a lost race (a rival registered or changed one), decide again.
+      // The batch read serves the first attempt; after a lost race (a rival changed one), decide again.
       if (!first) changes = await decide(ids.map((id) => byId.get(id)!));
       first = false;
       if (changes.length > 0) await ctx.store.commit({ machines: changes.flatMap((c) => c.machines ?? []), history: changes.flatMap((c) => c.history) });
@@ -45,9 +48,10 @@ export async function registerMachines(ctx: AppContext, registrations: MachineRe
     committed.push(...changes.flatMap((c) => c.machines ?? []));
   });
   await updateCatalog(ctx, committed);
-  await recheckRosterBuckets(ctx, committed.filter((m) => m.before === null).map((m) => m.after.id));
+  await recheckRosterBuckets(ctx, created.map((c) => c.machines![0]!.after.id));
   return { upserted: committed.length };
 }
+
 /**
  * Once for the whole registration. Not in the machines' transactions: it would make them contend on one record.
  * A crash between them leaves the catalog short of those machines (see the report: a catalog recount is to come).

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
+  BatchWriteCommand,
   GetCommand,
   QueryCommand,
   TransactWriteCommand,
@@ -15,8 +16,11 @@ import { ItemStore, partitionAttributeOf, sortAttributeOf, type Item, type ItemP
 import { StaleWriteError } from './port.ts';
 import { decodePageToken, encodePageToken, invalidPageToken } from './paging.ts';
 
-/** DynamoDB's limit of keys per BatchGetItem. */
+/** DynamoDB's limits of keys per BatchGetItem and of items per BatchWriteItem. */
 const BATCH_GET_LIMIT = 100;
+const BATCH_WRITE_LIMIT = 25;
+/** BatchWriteItem requests in flight at once. */
+const BATCH_WRITES_IN_FLIGHT = 8;
 
 type TransactItems = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>;
 
@@ -75,6 +79,26 @@ export class DynamoFleetStore extends ItemStore {
     return result.Item;
   }
 
+  protected async putItems(items: Item[]): Promise<void> {
+    const chunks: Item[][] = [];
+    for (let i = 0; i < items.length; i += BATCH_WRITE_LIMIT) chunks.push(items.slice(i, i + BATCH_WRITE_LIMIT));
+    let next = 0;
+    const worker = async () => {
+      while (next < chunks.length) await this.batchWrite(chunks[next++]!);
+    };
+    await Promise.all(Array.from({ length: Math.min(BATCH_WRITES_IN_FLIGHT, chunks.length) }, worker));
+  }
+
+  /** One BatchWriteItem, sent again for whatever DynamoDB left unprocessed (throttling). */
+  private async batchWrite(items: Item[]): Promise<void> {
+    let pending = items.map((item) => ({ PutRequest: { Item: item } }));
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt > 0) await backOff(attempt);
+      const result = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.table]: pending }, ReturnConsumedCapacity: 'TOTAL' }));
+      pending = (result.UnprocessedItems?.[this.table] ?? []) as typeof pending;
+    }
+  }
+
   protected async getItems(keys: TableKey[]): Promise<Item[]> {
     const chunks: TableKey[][] = [];
     for (let i = 0; i < keys.length; i += BATCH_GET_LIMIT) chunks.push(keys.slice(i, i + BATCH_GET_LIMIT));
@@ -86,7 +110,7 @@ export class DynamoFleetStore extends ItemStore {
     const found: Item[] = [];
     let pending: Record<string, unknown>[] = keys;
     for (let attempt = 0; pending.length > 0; attempt++) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 25 * 2 ** attempt)));
+      if (attempt > 0) await backOff(attempt);
       const result = await this.client.send(
         new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: true } }, ReturnConsumedCapacity: 'TOTAL' }),
       );
@@ -168,6 +192,9 @@ export class DynamoFleetStore extends ItemStore {
     }
   }
 }
+
+/** Before asking again for what DynamoDB left unprocessed: exponential, capped at a second. */
+const backOff = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.min(1000, 25 * 2 ** attempt)));
 
 function isLostRace(error: unknown): boolean {
   if (error instanceof TransactionCanceledException || (error as Error).name === 'TransactionCanceledException') {

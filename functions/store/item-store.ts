@@ -99,6 +99,8 @@ export abstract class ItemStore implements FleetStore {
   protected abstract countItems(query: ItemQuery): Promise<number>;
   /** All or nothing; a failed guard raises StaleWriteError. */
   protected abstract writeItems(writes: ItemWrite[]): Promise<void>;
+  /** Unguarded puts in batches; not all or nothing. */
+  protected abstract putItems(items: Item[]): Promise<void>;
   abstract putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat>;
   /** The unique part of a history entry's sort key, so entries at the same instant do not overwrite each other. */
   protected abstract historySuffix(): string;
@@ -106,6 +108,10 @@ export abstract class ItemStore implements FleetStore {
   async commit(change: Change): Promise<void> {
     const writes = writesOf(change, () => this.historySuffix());
     if (writes.length > 0) await this.writeItems(writes);
+  }
+
+  async createMachines(machines: Machine[], history: HistoryEntry[]): Promise<void> {
+    await this.putItems([...machines.map(machineItem), ...history.map((entry) => historyItem(entry, this.historySuffix()))]);
   }
 
   /**

@@ -60,6 +60,10 @@ export class MemoryFleetStore extends ItemStore {
     return item ? structuredClone(item) : undefined;
   }
 
+  protected async putItems(items: Item[]): Promise<void> {
+    for (const item of items) this.put(item);
+  }
+
   protected async getItems(keys: TableKey[]): Promise<Item[]> {
     return keys.map((key) => this.items.get(itemKey(key))).filter((item) => item !== undefined).map((item) => structuredClone(item));
   }

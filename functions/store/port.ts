@@ -63,6 +63,12 @@ export interface FleetStore {
    * yet), history entries alongside. A lost race raises StaleWriteError and changes nothing.
    */
   commit(change: Change): Promise<void>;
+  /**
+   * Write machines just read as absent, with their history entries, in batches (BatchWriteItem): no guard, so only
+   * for new records nobody else can have written since (a concurrent registration of the same id writes the same
+   * kind of new record). Not all-or-nothing: a crash leaves some written, and registering again writes the rest.
+   */
+  createMachines(machines: Machine[], history: HistoryEntry[]): Promise<void>;
   /** Record an event's delivery once: false when a marker for `eventId` already exists (nothing is written then). */
   recordEventDelivery(eventId: string, delivered: HistoryEntry): Promise<boolean>;
 }

@@ -10,12 +10,16 @@ import { harness, reconcile, rejection, siteWith, tenant } from '#test/support/s
 const alice = tenant('acme', 'alice');
 
 describe('registerMachines', () => {
-  it('registers a large batch in transactions under the limit, with the catalog updated once', async () => {
+  it('registers a large batch, new machines in batches and re-described ones in transactions under the limit, the catalog updated once', async () => {
     const h = harness();
     const registrations = Array.from({ length: 1_020 }, (_, i) => ({ id: `m-${String(i).padStart(4, '0')}`, machineType: i < 600 ? 'gb200' : 'h100', rack: 'r1' }));
-    expect(await registerMachines(h.ctx, registrations, 'ops')).toEqual({ upserted: 1_020 });
-    expect(h.store.attempts.get('machines')).toBe(21);
-    expect((await h.store.getCatalog())).toMatchObject({ types: { gb200: { count: 600 }, h100: { count: 420 } }, version: 0 });
+    expect(await registerMachines(h.ctx, registrations.slice(0, 120), 'ops')).toEqual({ upserted: 120 });
+    expect(h.store.attempts.get('machines')).toBeUndefined();
+    const redescribed = registrations.map((r, i) => (i < 120 ? { ...r, rack: 'r2' } : r));
+    expect(await registerMachines(h.ctx, redescribed, 'ops')).toEqual({ upserted: 1_020 });
+    expect(h.store.attempts.get('machines')).toBe(3);
+    expect(await h.store.getMachine('m-0119')).toMatchObject({ rack: 'r2', version: 1 });
+    expect(await h.store.getCatalog()).toMatchObject({ types: { gb200: { count: 600, racks: { r1: 480, r2: 120 } }, h100: { count: 420 } }, version: 1 });
     const listed = await h.store.listMachines({ limit: 2_000 });
     expect(listed.items).toHaveLength(1_020);
     expect((await h.store.listHistory('m-0999', { limit: 5 })).items.map((e) => e.action)).toEqual(['machine-registered']);

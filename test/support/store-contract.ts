@@ -399,6 +399,16 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       expect((await fresh.getMachines([])).size).toBe(0);
     });
 
+    it('createMachines writes new machines and their history in batches, indexed as a commit would', async () => {
+      const fresh = await newStore();
+      const ids = Array.from({ length: 60 }, (_, i) => `cm-${String(i).padStart(2, '0')}`);
+      const registrations = ids.map((id) => registerMachine(null, { id, machineType: 'gb300', rack: 'r1' }, 'ops', T0)!);
+      await fresh.createMachines(registrations.map((c) => c.machines![0]!.after), registrations.flatMap((c) => c.history));
+      expect((await fresh.getMachines(ids)).size).toBe(60);
+      expect((await fresh.allocatableMachines('gb300', 100)).map((m) => m.id)).toEqual(ids);
+      expect((await fresh.listHistory('cm-42', { limit: 5 })).items).toEqual(registrations[42]!.history);
+    });
+
     it('buckets and digests are guarded records, written together, and an unsettled bucket is due', async () => {
       const fresh = await newStore();
       expect(await fresh.getRosterDigests()).toBeNull();
