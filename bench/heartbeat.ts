@@ -33,6 +33,11 @@ export const defaultHeartbeatOptions: HeartbeatBenchOptions = {
   changingBeats: 40,
 };
 
+/** Bucket walks in flight at once: DynamoDB Local serialises transactions, so more only wait on its locks. */
+const WALK_CONCURRENCY = 8;
+/** How many times a failed walk is delivered again before the bench gives up. */
+const WALK_DELIVERIES = 5;
+
 /** Issue 11's goals for heartbeats and registration at 10,000 machines. */
 export const heartbeatGoals = {
   beatP99Ms: 2_000,
@@ -101,9 +106,19 @@ export async function heartbeatCost(
     clearInterval(ticker);
   }
 
-  /** What the stream does with the buckets a beat changed: walks them, in parallel, in one run. */
+  /**
+   * What the stream does with the buckets a beat changed: walks them, in parallel, in one run; a failed batch is
+   * delivered again, as the stream does (DynamoDB Local times out transactions waiting for its locks under load).
+   */
   async function walk(buckets: string[]) {
-    await startRun(ctx).reconcile(buckets.map((id) => ({ entity: 'roster-bucket', id })));
+    for (let delivery = 1; ; delivery++) {
+      try {
+        return await startRun(ctx, { concurrency: WALK_CONCURRENCY }).reconcile(buckets.map((id) => ({ entity: 'roster-bucket', id })));
+      } catch (error) {
+        if (delivery >= WALK_DELIVERIES) throw error;
+        progress(`heartbeat: walk delivered again after ${String(error)}`);
+      }
+    }
   }
 
   async function liveCount(ids: string[]): Promise<number> {

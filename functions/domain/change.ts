@@ -1,6 +1,6 @@
 import type { Catalog } from './catalog.ts';
 import type { SafetyState } from './safety.ts';
-import type { RosterBucket, RosterDigests } from './heartbeat.ts';
+import type { RosterBucket, RosterDigests, StaleCheck } from './heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from './model.ts';
 
 /** A record as it was read (null when new) and as the decision wants it; the store guards on `before.version`. */
@@ -20,6 +20,7 @@ export interface Change {
   /** The agent's roster, by bucket (see heartbeat.ts). */
   rosterBuckets?: Versioned<RosterBucket>[];
   rosterDigests?: Versioned<RosterDigests>;
+  staleChecks?: Versioned<StaleCheck>[];
   history: HistoryEntry[];
 }
 

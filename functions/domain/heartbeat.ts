@@ -20,8 +20,23 @@ export interface SiteHeartbeat {
 /** Each bucket's digest, as the last beat that changed the roster stored it. */
 export interface RosterDigests {
   buckets: Record<string, string>;
+  /** The earliest time a machine that left the roster counts as stale: the first beat after it triggers a stale check. */
+  nextStaleAt?: string;
   version: number;
 }
+
+/**
+ * Written by the first beat after a machine that left the roster went stale; the stream reacts by looking at the
+ * machines that are due, so a member on a dead machine is replaced without waiting for the sweep.
+ */
+export interface StaleCheck {
+  id: string;
+  requestedAt: string;
+  version: number;
+}
+
+/** The one stale-check record of the site. */
+export const SITE_STALE_CHECK = 'site';
 
 /**
  * The agent's roster for one bucket (`ids`), the machines that left it since its last walk (`leftIds`), and the
@@ -105,6 +120,25 @@ export function bucketWithRoster(stored: RosterBucket | null, bucket: string, id
 
 /** A bucket to be walked again although its ids did not change: a registration added machines it may hold. */
 export const recheck = (bucket: RosterBucket, now: Date): RosterBucket => ({ ...bucket, appliedDigest: RECHECK, changedAt: iso(now) });
+
+/** Whether a beat that rewrites `stored` with `ids` removes a machine from the roster. */
+export const someoneLeft = (stored: RosterBucket | null, ids: string[]): boolean => {
+  const listed = new Set(ids);
+  return (stored?.ids ?? []).some((id) => !listed.has(id));
+};
+
+/**
+ * The stale-check bookkeeping of a beat: whether the stored stale time has come (a check is due; the time is cleared),
+ * and the next one, earlier when machines leave now: last seen at the roster before this beat, stale after the timeout
+ * (as livenessChange records it on the machine).
+ */
+export function nextStaleCheck(digests: RosterDigests | null, machinesLeft: boolean, previousRosterSeenAt: string | undefined, now: Date, timeoutMs: number) {
+  const due = digests?.nextStaleAt !== undefined && ageMs(now, digests.nextStaleAt) >= 0;
+  const kept = due ? undefined : digests?.nextStaleAt;
+  const leaving = machinesLeft && previousRosterSeenAt ? iso(new Date(Date.parse(previousRosterSeenAt) + timeoutMs + 1)) : undefined;
+  const nextStaleAt = [kept, leaving].filter((t): t is string => t !== undefined).sort()[0];
+  return { due, nextStaleAt };
+}
 
 export const bucketSettled = (bucket: RosterBucket): boolean => bucket.appliedDigest === bucket.digest;
 

@@ -1,5 +1,5 @@
 import type { Change, Versioned } from '#domain/change.ts';
-import type { RosterBucket } from '#domain/heartbeat.ts';
+import type { RosterBucket, StaleCheck } from '#domain/heartbeat.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import type { AppContext } from '#services/context.ts';
 
@@ -13,6 +13,7 @@ export interface RecordTypes {
   instance: Instance;
   'meta-instance': MetaInstance;
   'roster-bucket': RosterBucket;
+  'stale-check': StaleCheck;
 }
 
 export type RecordKind = keyof RecordTypes;
@@ -82,6 +83,7 @@ const written: { [K in RecordKind]: (change: Change) => Versioned<RecordTypes[K]
   instance: (change) => change.instances ?? [],
   'meta-instance': (change) => change.metaInstances ?? [],
   'roster-bucket': (change) => change.rosterBuckets ?? [],
+  'stale-check': (change) => change.staleChecks ?? [],
 };
 
 export const recordKinds = Object.keys(written) as RecordKind[];

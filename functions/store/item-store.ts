@@ -1,7 +1,7 @@
 import type { Catalog } from '#domain/catalog.ts';
 import { emptyCatalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
-import type { RosterBucket, RosterDigests, SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
@@ -22,6 +22,8 @@ import {
   metaInstanceItem,
   rosterBucketItem,
   rosterDigestsItem,
+  staleCheckItem,
+  fromStaleCheckItem,
   tenantItem,
   type EntityRef,
 } from './items.ts';
@@ -85,6 +87,7 @@ export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[
   if (change.safety) guarded(change.safety, (safety) => ({ ...keys.siteSafety, ...safety }));
   for (const pair of change.rosterBuckets ?? []) guarded(pair, rosterBucketItem);
   if (change.rosterDigests) guarded(change.rosterDigests, rosterDigestsItem);
+  for (const pair of change.staleChecks ?? []) guarded(pair, staleCheckItem);
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
   if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
   return writes;
@@ -149,7 +152,13 @@ export abstract class ItemStore implements FleetStore {
 
   async getRosterDigests(): Promise<RosterDigests | null> {
     const item = await this.getItem(keys.siteRosterDigests);
-    return item ? { buckets: item.buckets as RosterDigests['buckets'], version: Number(item.version) } : null;
+    if (!item) return null;
+    return { buckets: item.buckets as RosterDigests['buckets'], ...(typeof item.nextStaleAt === 'string' ? { nextStaleAt: item.nextStaleAt } : {}), version: Number(item.version) };
+  }
+
+  async getStaleCheck(id: string): Promise<StaleCheck | null> {
+    const item = await this.getItem(keys.staleCheck(id));
+    return item ? fromStaleCheckItem(item) : null;
   }
 
   async getInstance(id: string): Promise<Instance | null> {

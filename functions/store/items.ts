@@ -2,7 +2,7 @@ import { inAllocatableIndex } from '#domain/health.ts';
 import { isEntityKind, registry, type EntityRef } from '#reconcilers/registry.ts';
 import { repairStage } from '#domain/stuck-repairs.ts';
 import type { OutboxEntry } from '#domain/events.ts';
-import type { RosterBucket, RosterDigests } from '#domain/heartbeat.ts';
+import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
@@ -18,6 +18,7 @@ export const keys = {
   historyPrefix: 'HISTORY#',
   eventDelivery: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: '#DELIVERED' }),
   rosterBucket: (id: string) => ({ pk: `ROSTER#${id}`, sk: '#ROSTER' }),
+  staleCheck: (id: string) => ({ pk: `STALE-CHECK#${id}`, sk: '#STALE-CHECK' }),
   siteHeartbeat: { pk: 'SITE', sk: 'HEARTBEAT' },
   siteRosterDigests: { pk: 'SITE', sk: 'ROSTER' },
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
@@ -90,6 +91,8 @@ export function rosterBucketItem(bucket: RosterBucket): Item {
   return { ...keys.rosterBucket(bucket.id), entity: 'roster-bucket', ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}), ...bucket };
 }
 
+export const staleCheckItem = (check: StaleCheck): Item => ({ ...keys.staleCheck(check.id), entity: 'stale-check', ...check });
+
 export const rosterDigestsItem = (digests: RosterDigests): Item => ({ ...keys.siteRosterDigests, ...digests });
 
 export function historyItem(entry: HistoryEntry, unique: string): Item {
@@ -112,6 +115,7 @@ export const fromInstanceItem = (item: Item): Instance => strip<Instance>(item);
 export const fromMetaInstanceItem = (item: Item): MetaInstance => strip<MetaInstance>(item);
 export const fromTenantItem = (item: Item): Tenant => strip<Tenant>(item);
 export const fromRosterBucketItem = (item: Item): RosterBucket => strip<RosterBucket>(item);
+export const fromStaleCheckItem = (item: Item): StaleCheck => strip<StaleCheck>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 
 export type { EntityRef };

@@ -1,6 +1,6 @@
 import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
-import type { RosterBucket, RosterDigests, SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { EntityRef } from './items.ts';
@@ -33,6 +33,7 @@ export interface FleetStore {
   /** The roster buckets stored (BatchGetItem), by bucket id; a bucket never written is left out. */
   getRosterBuckets(ids: string[]): Promise<Map<string, RosterBucket>>;
   getRosterDigests(): Promise<RosterDigests | null>;
+  getStaleCheck(id: string): Promise<StaleCheck | null>;
 
   /** Instances bound to a meta-instance (all of them; the binding is the instance's own field). */
   membersOf(metaInstanceId: string): Promise<Instance[]>;

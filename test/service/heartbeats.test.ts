@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { bucketOf } from '#domain/heartbeat.ts';
-import { iso } from '#domain/time.ts';
+import { bucketOf, SITE_STALE_CHECK } from '#domain/heartbeat.ts';
+import { addMs, iso } from '#domain/time.ts';
+import { createMetaInstance } from '#services/meta-instances.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { registerMachines } from '#services/machines.ts';
 import { sweep } from '#services/reconcile.ts';
-import { beat, harness, reconcile, type Harness } from '#test/support/service-harness.ts';
+import { beat, harness, reconcile, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 
 const ids = ['m-1', 'm-2', 'm-3'];
 
@@ -90,6 +91,43 @@ describe('receiveHeartbeat', () => {
     const results = await Promise.all([beat(h, ids), beat(h, ids)]);
     expect(results.flatMap((r) => r.changedBuckets).sort()).toEqual(bucketsOf(ids));
     expect(await liveness(h)).toEqual({ 'm-1': true, 'm-2': true, 'm-3': true });
+  });
+});
+
+describe('a machine that leaves the roster, under a meta-instance member', () => {
+  it('is acted on at the first beat after its timeout: the beat writes the stale check, whose reaction replaces the member', async () => {
+    const h = harness();
+    await siteWith(h, { gb200: 3 });
+    const created = await createMetaInstance(h.ctx, tenant('acme', 'alice'), { machineType: 'gb200', minNodes: 2, placement: { sameRack: false }, labels: {} });
+    const [member] = await h.store.membersOf(created.id);
+    const roster = ['gb200-1', 'gb200-2', 'gb200-3'].filter((id) => id !== member!.machineId);
+    const lastSeen = h.clock.now();
+
+    h.clock.advance(5_000);
+    await beat(h, roster);
+    expect((await h.store.getRosterDigests())!.nextStaleAt).toBe(iso(addMs(lastSeen, timeoutMs(h) + 1)));
+    // Beats before the machine's stale time trigger nothing (and the sweep would not find it due yet).
+    while (addMs(h.clock.now(), 5_000) < addMs(lastSeen, timeoutMs(h) + 1)) {
+      h.clock.advance(5_000);
+      await beat(h, roster);
+    }
+    expect(await h.store.getStaleCheck(SITE_STALE_CHECK)).toBeNull();
+    expect((await h.store.getInstance(member!.id))!.status).not.toBe('Terminating');
+
+    h.clock.advance(5_000);
+    expect((await receiveHeartbeat(h.ctx, roster)).stored).toBe(true);
+    expect(await h.store.getStaleCheck(SITE_STALE_CHECK)).toMatchObject({ requestedAt: iso(h.clock.now()) });
+    expect((await h.store.getRosterDigests())!.nextStaleAt).toBeUndefined();
+    // The stream's reaction to the check.
+    await reconcile(h.ctx, { entity: 'stale-check', id: SITE_STALE_CHECK });
+    expect((await h.store.getInstance(member!.id))!.status).toBe('Terminating');
+    const members = await h.store.membersOf(created.id);
+    expect(members.find((i) => i.id !== member!.id && !created.instanceIds.includes(i.id))).toMatchObject({ replacement: true });
+
+    // The next beat has nothing left to check.
+    h.clock.advance(5_000);
+    await receiveHeartbeat(h.ctx, roster);
+    expect((await h.store.getStaleCheck(SITE_STALE_CHECK))!.requestedAt).not.toBe(iso(h.clock.now()));
   });
 });
 

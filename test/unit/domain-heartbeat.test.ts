@@ -4,12 +4,14 @@ import {
   bucketsOfRoster,
   bucketWithRoster,
   livenessChange,
+  nextStaleCheck,
   planHeartbeat,
   recheck,
   RECHECK,
   REFRESH_DIVISOR,
   ROSTER_BUCKETS,
   rosterDigest,
+  someoneLeft,
   walkBucket,
   WALK_CHUNK,
   type RosterBucket,
@@ -106,6 +108,30 @@ describe('bucketWithRoster', () => {
     const second = bucketWithRoster(first, '03', ['a', 'c'], iso(T0), addMs(T0, 5_000));
     expect(second).toMatchObject({ ids: ['a', 'c'], leftIds: ['b'], previousRosterSeenAt: iso(T0) });
     expect(bucketWithRoster(second, '03', ['b', 'd'], iso(T0), addMs(T0, 10_000))).toMatchObject({ ids: ['b', 'd'], leftIds: ['a', 'c'] });
+  });
+});
+
+describe('stale checks', () => {
+  const seen = iso(T0);
+  const staleAt = iso(addMs(T0, TIMEOUT_MS + 1));
+  const digests = (nextStaleAt?: string): RosterDigests => ({ buckets: {}, ...(nextStaleAt ? { nextStaleAt } : {}), version: 1 });
+
+  it('someoneLeft: only a machine the stored bucket listed and the new ids do not', () => {
+    const stored = bucketWithRoster(null, '00', ['a', 'b'], undefined, T0);
+    expect(someoneLeft(stored, ['a', 'b', 'c'])).toBe(false);
+    expect(someoneLeft(stored, ['a'])).toBe(true);
+    expect(someoneLeft(null, ['a'])).toBe(false);
+  });
+
+  it.each([
+    { name: 'nothing stored, nobody leaves', stored: undefined, left: false, age: 0, due: false, next: undefined },
+    { name: 'a machine leaves: stale a timeout after the previous roster', stored: undefined, left: true, age: 5_000, due: false, next: staleAt },
+    { name: 'an earlier stale time is kept', stored: iso(addMs(T0, 10_000)), left: true, age: 5_000, due: false, next: iso(addMs(T0, 10_000)) },
+    { name: 'just before the stale time: not due', stored: staleAt, left: false, age: TIMEOUT_MS, due: false, next: staleAt },
+    { name: 'at the stale time: due, and cleared', stored: staleAt, left: false, age: TIMEOUT_MS + 1, due: true, next: undefined },
+    { name: 'due while another machine leaves: the new time replaces it', stored: staleAt, left: true, age: TIMEOUT_MS + 1, due: true, next: staleAt },
+  ])('$name', ({ stored, left, age, due, next }) => {
+    expect(nextStaleCheck(digests(stored), left, seen, addMs(T0, age), TIMEOUT_MS)).toEqual({ due, nextStaleAt: next });
   });
 });
 
