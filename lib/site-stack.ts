@@ -22,6 +22,7 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { eventCatalog, EVENT_TYPES } from '#domain/event-schemas.ts';
 import { createLeaseMs } from '#domain/instances.ts';
 import { EVENT_SOURCE } from '#services/events.ts';
+import { SITE_AGENT_SILENT_METRIC } from '#services/reconcile.ts';
 import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
 import { apiRouteSpecs, ROUTE_GROUPS, routeKeyOf, type RouteGroup } from './api-routes.ts';
 import { SiteDashboard } from './dashboard.ts';
@@ -433,6 +434,18 @@ export class SiteStack extends Stack {
       new Metric({
         namespace: METRICS_NAMESPACE,
         metricName: REPAIRS_STUCK_METRIC,
+        dimensionsMap: { service: POWERTOOLS_SERVICE, site: site.name },
+        period: Duration.minutes(5),
+        statistic: 'Maximum',
+      }),
+      1,
+    );
+    alarm(
+      'SiteAgentSilentAlarm',
+      `the site agent sent no roster for longer than the heartbeat timeout (${config.heartbeat.timeout_seconds} s): every machine counts as stale`,
+      new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: SITE_AGENT_SILENT_METRIC,
         dimensionsMap: { service: POWERTOOLS_SERVICE, site: site.name },
         period: Duration.minutes(5),
         statistic: 'Maximum',

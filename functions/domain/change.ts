@@ -1,6 +1,7 @@
 import type { Catalog } from './catalog.ts';
 import type { SafetyState } from './safety.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from './heartbeat.ts';
+import type { SiteHistoryEntry } from './site-agent-silence.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from './model.ts';
 
 /** A record as it was read (null when new) and as the decision wants it; the store guards on `before.version`. */
@@ -22,6 +23,8 @@ export interface Change {
   rosterDigests?: Versioned<RosterDigests>;
   staleChecks?: Versioned<StaleCheck>[];
   history: HistoryEntry[];
+  /** Site-level entries (events about the site), each written only if its key is new. */
+  siteHistory?: SiteHistoryEntry[];
 }
 
 /** Several decisions committed as one (never roster records: those are committed alone). Records must not repeat: each is guarded by the version it was read at. */

@@ -9,7 +9,7 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { recordOfKey, recordSources } from '#reconcilers/records.ts';
 import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
 import { registry } from '#reconcilers/registry.ts';
-import { outboxEntryOf } from '#store/items.ts';
+import { keys, outboxEntryOf } from '#store/items.ts';
 import { startRun } from '#reconcilers/runner.ts';
 
 type Image = NonNullable<NonNullable<DynamoDBRecord['dynamodb']>['NewImage']>;
@@ -31,12 +31,13 @@ export function entityOfRecord(record: DynamoDBRecord): ChangedRecord | null {
   return { ...found, before: decode(record.dynamodb?.OldImage), after: decode(record.dynamodb?.NewImage) };
 }
 
-/** A repair event carried by a newly committed history entry (the outbox); published once per entry. */
+/** An event carried by a newly committed machine or site history entry (the outbox); published once per entry. */
 export function eventOfRecord(record: DynamoDBRecord): OutboxEntry | null {
   if (record.eventName !== 'INSERT' || !record.dynamodb?.NewImage) return null;
   const pk = record.dynamodb.Keys?.pk?.S ?? '';
   const sk = record.dynamodb.Keys?.sk?.S ?? '';
-  if (!pk.startsWith('MACHINE#') || !sk.startsWith('HISTORY#') || !record.dynamodb.NewImage.event) return null;
+  const historyOwner = pk.startsWith('MACHINE#') || pk === keys.siteHistory('').pk;
+  if (!historyOwner || !sk.startsWith(keys.historyPrefix) || !record.dynamodb.NewImage.event) return null;
   return outboxEntryOf(unmarshall(record.dynamodb.NewImage as Record<string, AttributeValue>));
 }
 

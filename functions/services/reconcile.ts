@@ -4,8 +4,12 @@ import { registry, type EntityRef } from '#reconcilers/registry.ts';
 import { startRun, type Run } from '#reconcilers/runner.ts';
 import type { AppContext } from './context.ts';
 import { watchStuckRepairs } from './stuck-repairs.ts';
-import { ageMs } from '#domain/time.ts';
+import { siteAgentSilence } from '#domain/site-agent-silence.ts';
+import { committedOnce } from './retry-on-stale.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
+
+/** The metric the sweep reports (1 while the site agent is silent), which the SiteAgentSilent alarm watches. */
+export const SITE_AGENT_SILENT_METRIC = 'SiteAgentSilent';
 
 /** A record that fell due is delivered to its watchers again, as if it had just changed. */
 async function redeliver(ctx: AppContext, run: Run, ref: EntityRef): Promise<void> {
@@ -19,13 +23,18 @@ export async function sweep(ctx: AppContext, limit = 200): Promise<{ due: number
   const due = await ctx.store.dueEntities(ctx.clock.now(), limit);
   const run = startRun(ctx);
   const work = due.map((ref) => redeliver(ctx, run, ref));
-  // A silent site agent makes every machine stale at once without a single write: check every meta-instance then.
+  // A silent site agent makes every machine stale at once without a single write: check every meta-instance then,
+  // and say so (the SiteAgentSilent event, once per silence, and the metric its alarm watches).
   const heartbeat = await loadHeartbeatView(ctx);
-  if (heartbeat.rosterSeenAt && ageMs(ctx.clock.now(), heartbeat.rosterSeenAt) > heartbeat.timeoutMs) {
+  const silence = heartbeat.rosterSeenAt ? siteAgentSilence(ctx.config.site.name, heartbeat.rosterSeenAt, ctx.clock.now(), ctx.config.heartbeat.timeout_seconds) : null;
+  ctx.metrics.gauge(SITE_AGENT_SILENT_METRIC, silence ? 1 : 0);
+  if (silence) {
     const metas = await ctx.store.listMetaInstances(null, { limit });
     work.push(...metas.items.map((meta) => run.reconcile([{ entity: 'meta-instance', id: meta.id }])));
   }
-  const results = await Promise.allSettled([...work, watchStuckRepairs(ctx)]);
+  // Written once per silence: a later sweep of the same silence loses the race to its own earlier entry.
+  const reported = silence ? committedOnce(() => ctx.store.commit({ history: [], siteHistory: [silence] })) : null;
+  const results = await Promise.allSettled([...work, watchStuckRepairs(ctx), ...(reported ? [reported] : [])]);
   const failed = results.filter((r) => r.status === 'rejected');
   for (const failure of failed) ctx.log.error('sweep reconcile failed', { error: String((failure as PromiseRejectedResult).reason) });
   return { due: work.length, failed: failed.length };

@@ -22,6 +22,7 @@ import {
   metaInstanceItem,
   rosterBucketItem,
   rosterDigestsItem,
+  siteHistoryItem,
   staleCheckItem,
   fromStaleCheckItem,
   tenantItem,
@@ -89,6 +90,7 @@ export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[
   if (change.rosterDigests) guarded(change.rosterDigests, rosterDigestsItem);
   for (const pair of change.staleChecks ?? []) guarded(pair, staleCheckItem);
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
+  for (const entry of change.siteHistory ?? []) writes.push({ put: siteHistoryItem(entry), expectedVersion: null });
   if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
   return writes;
 }
@@ -259,7 +261,7 @@ export abstract class ItemStore implements FleetStore {
 
   async listHistory(machineId: string, page: PageRequest): Promise<Page<HistoryEntry>> {
     const result = await this.queryItems(
-      { partition: keys.machine(machineId).pk, sort: { beginsWith: keys.historyPrefix }, descending: true, limit: page.limit },
+      { partition: keys.history(machineId, '', '').pk, sort: { beginsWith: keys.historyPrefix }, descending: true, limit: page.limit },
       page.nextToken,
     );
     return { items: result.items.map(fromHistoryItem), nextToken: result.nextToken };

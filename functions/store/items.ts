@@ -2,6 +2,7 @@ import { inAllocatableIndex } from '#domain/health.ts';
 import { isEntityKind, registry, type EntityRef } from '#reconcilers/registry.ts';
 import { repairStage } from '#domain/stuck-repairs.ts';
 import type { OutboxEntry } from '#domain/events.ts';
+import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 
@@ -14,7 +15,9 @@ export const keys = {
   instance: (id: string) => ({ pk: `INSTANCE#${id}`, sk: '#INSTANCE' }),
   metaInstance: (id: string) => ({ pk: `META#${id}`, sk: '#META' }),
   tenant: (org: string) => ({ pk: `TENANT#${org}`, sk: '#TENANT' }),
-  history: (machineId: string, at: string, unique: string) => ({ pk: `MACHINE#${machineId}`, sk: `HISTORY#${at}#${unique}` }),
+  /** A machine's history, or the site's (SITE_SUBJECT). */
+  history: (machineId: string, at: string, unique: string) => ({ pk: machineId === SITE_SUBJECT ? 'SITE' : `MACHINE#${machineId}`, sk: `HISTORY#${at}#${unique}` }),
+  siteHistory: (key: string) => ({ pk: 'SITE', sk: `HISTORY#${key}` }),
   historyPrefix: 'HISTORY#',
   eventDelivery: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: '#DELIVERED' }),
   rosterBucket: (id: string) => ({ pk: `ROSTER#${id}`, sk: '#ROSTER' }),
@@ -98,6 +101,8 @@ export const rosterDigestsItem = (digests: RosterDigests): Item => ({ ...keys.si
 export function historyItem(entry: HistoryEntry, unique: string): Item {
   return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...entry };
 }
+
+export const siteHistoryItem = ({ key, entry }: SiteHistoryEntry): Item => ({ ...keys.siteHistory(key), entity: 'history', ...entry });
 
 /** A history item carrying an event (the outbox), named by its key, which never changes: the event's id derives from it. */
 export function outboxEntryOf(item: Item): OutboxEntry | null {
