@@ -3,15 +3,16 @@ import { startTestSite, testConfig, type TestSite } from '#test/support/local-si
 import { actors, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
 
 // The sweep runs once a minute, as in production: a machine that leaves the agent's roster must still cost its
-// meta-instance member within the heartbeat timeout and a beat or two, through the beat's stale check alone.
+// meta-instance member within the heartbeat timeout and a beat or two, through the beat's stale check alone. The
+// timeout is long enough that the member is not yet stale when the roster walk's own commit reaches the meta-instance.
 const config = `
 [instance_create_retry]
 base_delay_ms = 10
 [heartbeat]
-timeout_seconds = 1
+timeout_seconds = 5
 [simulator]
 machines = [ { type = "gb200", count = 3, racks = 1 } ]
-heartbeat_interval_seconds = 0.2
+heartbeat_interval_seconds = 0.5
 provision_ms = 10
 cleanup_ms = 10
 `;
