@@ -1,9 +1,12 @@
 import { parseSiteConfig } from '#config/site-config.ts';
+import { defaultCleanupTimings } from '#domain/cleanup.ts';
 import { REFRESH_DIVISOR } from '#domain/heartbeat.ts';
 import type { Clock } from '#domain/model.ts';
 import { createTables } from '#local/tables.ts';
 import { demoFleet } from '#local/site-simulator.ts';
 import type { AppContext, Log } from '#services/context.ts';
+import { inProcessBus } from '#services/events.ts';
+import { randomIds } from '#services/lambda-context.ts';
 import { allocatability } from '#domain/health.ts';
 import { startRun } from '#reconcilers/runner.ts';
 import { loadHeartbeatView } from '#services/heartbeat-view.ts';
@@ -61,6 +64,23 @@ const costView = (cost: Cost) => ({
   read_units: round(cost.readUnits),
   requests: cost.requests,
 });
+
+/** What the heartbeat part needs from a site's context when no API site ran: ids, events, metrics; never the agent. */
+export function standaloneContext(): AppContext {
+  const quiet = { info: () => {}, warn: () => {}, error: () => {} };
+  const noAgent = () => Promise.reject(new Error('bench: the heartbeat part never calls the site agent'));
+  return {
+    store: undefined as never,
+    config: parseSiteConfig('[site]\nname = "bench"\n', 'bench config'),
+    clock: { now: () => new Date() },
+    ids: randomIds,
+    agent: { create: noAgent, delete: noAgent },
+    events: inProcessBus(quiet),
+    metrics: { gauge: () => {} },
+    log: quiet,
+    cleanupTimings: defaultCleanupTimings,
+  };
+}
 
 /**
  * Heartbeats and registration at fleet scale (issue 11), each headline figure against its goal. A context of its own on the same DynamoDB Local (a store on its own

@@ -12,16 +12,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseSiteConfig } from '#config/site-config.ts';
-import { defaultCleanupTimings } from '#domain/cleanup.ts';
 import { startDynamoDbLocal, type DynamoDbLocal } from '#local/dynamodb-local.ts';
-import type { AppContext } from '#services/context.ts';
-import { inProcessBus } from '#services/events.ts';
-import { randomIds } from '#services/lambda-context.ts';
 import { contentionBench, defaultContentionOptions } from './contention.ts';
 import { API_MACHINES, API_SWEEP_INTERVAL_MS, apiSiteToml, MACHINE_TYPE, ORG, startApiBench, type ApiBench, type ApiCycle, type OperationCost } from './api.ts';
 import { startFloor, type Floor, type FloorCycle } from './floor.ts';
-import { defaultHeartbeatOptions, heartbeatCost } from './heartbeat.ts';
+import { defaultHeartbeatOptions, heartbeatCost, standaloneContext } from './heartbeat.ts';
 import { metaHeal } from './meta-heal.ts';
 import { defaultPlacementOptions, placementBench } from './placement.ts';
 import { perOperation, ratio, round, SETTLE_MS, summarize, type Cost } from './stats.ts';
@@ -158,23 +153,6 @@ function slices(apiCycles: ApiCycle[], floorCycles: FloorCycle[]) {
     });
   }
   return out;
-}
-
-/** What the heartbeat part needs from a site's context when no API site ran: ids, events, metrics; never the agent. */
-function standaloneContext(): AppContext {
-  const quiet = { info: () => {}, warn: () => {}, error: () => {} };
-  const noAgent = () => Promise.reject(new Error('bench: the heartbeat part never calls the site agent'));
-  return {
-    store: undefined as never,
-    config: parseSiteConfig('[site]\nname = "bench"\n', 'bench config'),
-    clock: { now: () => new Date() },
-    ids: randomIds,
-    agent: { create: noAgent, delete: noAgent },
-    events: inProcessBus(quiet),
-    metrics: { gauge: () => {} },
-    log: quiet,
-    cleanupTimings: defaultCleanupTimings,
-  };
 }
 
 /** A DynamoDB Local of the part's own, stopped afterwards (and by cleanup() on a failure); its port is remembered. */

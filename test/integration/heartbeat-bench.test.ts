@@ -1,32 +1,13 @@
 import { describe, expect, inject, it } from 'vitest';
-import { parseSiteConfig } from '#config/site-config.ts';
-import { defaultCleanupTimings } from '#domain/cleanup.ts';
-import type { AppContext } from '#services/context.ts';
-import { inProcessBus } from '#services/events.ts';
-import { randomIds } from '#services/lambda-context.ts';
-import { defaultHeartbeatOptions, heartbeatCost } from '../../bench/heartbeat.ts';
+import { defaultHeartbeatOptions, heartbeatCost, standaloneContext } from '../../bench/heartbeat.ts';
 
 // The heartbeat bench at a small size, so that what it measures keeps working between full runs (npm run bench).
 // Only size-independent goals are asserted here; the timed ones are the bench's, at 10,000 machines.
 
-const quiet = { info: () => {}, warn: () => {}, error: () => {} };
-const noAgent = () => Promise.reject(new Error('heartbeats never call the site agent'));
-const base: AppContext = {
-  store: undefined as never,
-  config: parseSiteConfig('[site]\nname = "bench-test"\n', 'bench test config'),
-  clock: { now: () => new Date() },
-  ids: randomIds,
-  agent: { create: noAgent, delete: noAgent },
-  events: inProcessBus(quiet),
-  metrics: { gauge: () => {} },
-  log: quiet,
-  cleanupTimings: defaultCleanupTimings,
-};
-
 describe('bench/heartbeat.ts at 300 machines', () => {
   it('makes every machine allocatable after the first roster, keeps idle writes under the goal, and reports each figure with its goal', async () => {
     const options = { ...defaultHeartbeatOptions, machines: 300, idleSimulatedSeconds: 120, changingBeats: 4, stopMachines: 5 };
-    const result = await heartbeatCost(inject('dynamoEndpoint'), `t${Date.now()}`, options, base, () => {});
+    const result = await heartbeatCost(inject('dynamoEndpoint'), `t${Date.now()}`, options, standaloneContext(), () => {});
     expect(result.initial_roster.allocatable).toBe(300);
     expect(result.goals.idle_writes_per_second).toMatchObject({ goal: 0.2, meets_goal: true });
     expect(result.idle.buckets_changed).toBe(0);
