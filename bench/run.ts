@@ -24,7 +24,7 @@ import { contentionBench, defaultContentionOptions } from './contention.ts';
 import { API_MACHINES, API_SWEEP_INTERVAL_MS, apiSiteToml, MACHINE_TYPE, ORG, startApiBench, type ApiBench, type ApiCycle, type OperationCost } from './api.ts';
 import { startFloor, type Floor, type FloorCycle } from './floor.ts';
 import { COLDSTART_GOAL_MS, coldstartBench, defaultColdstartOptions } from './coldstart.ts';
-import { defaultHeartbeatOptions, heartbeatCost } from './heartbeat.ts';
+import { defaultHeartbeatOptions, heartbeatCost, standaloneContext } from './heartbeat.ts';
 import { metaHeal } from './meta-heal.ts';
 import { defaultPlacementOptions, placementBench } from './placement.ts';
 import { defaultScaleSoakOptions, scaleSoak } from './scale-soak.ts';
@@ -176,22 +176,6 @@ function slices(apiCycles: ApiCycle[], floorCycles: FloorCycle[]) {
     });
   }
   return out;
-}
-
-/** What the heartbeat part needs from a site's context when no API site ran: ids, events, metrics; never the agent. */
-function standaloneContext(): AppContext {
-  const quiet = { info: () => {}, warn: () => {}, error: () => {} };
-  const noAgent = () => Promise.reject(new Error('bench: the heartbeat part never calls the site agent'));
-  return {
-    store: undefined as never,
-    config: parseSiteConfig('[site]\nname = "bench"\n', 'bench config'),
-    clock: { now: () => new Date() },
-    ids: randomIds,
-    agent: { create: noAgent, delete: noAgent, status: noAgent },
-    events: inProcessBus(quiet),
-    metrics: prometheusMetrics(),
-    log: quiet,
-  };
 }
 
 /** A DynamoDB Local of the part's own, stopped afterwards (and by cleanup() on a failure); its port is remembered. */
@@ -382,7 +366,7 @@ async function main() {
     wall_time: { unit: 's', total: round((performance.now() - started) / 1000, 1), ...wall },
     summary: {
       ...(apiSection ? { api_over_floor: { unit: 'ratio (API latency / floor latency), medians', create: apiSection.ratios.create_median, release: apiSection.ratios.release_median } } : {}),
-      ...(heartbeat ? { idle_heartbeat_writes_per_second: heartbeat.idle.writes_per_second } : {}),
+      ...(heartbeat ? { heartbeat: heartbeat.goals } : {}),
       ...(meta
         ? {
             meta_replacement: {

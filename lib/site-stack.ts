@@ -23,6 +23,7 @@ import { eventCatalog, EVENT_TYPES } from '#domain/event-schemas.ts';
 import { createLeaseMs } from '#domain/instances.ts';
 import { EVENT_SOURCE } from '#services/events.ts';
 import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
+import { SITE_AGENT_SILENT_METRIC } from '#services/reconcile.ts';
 import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
 import { apiOpenApiDocument, apiRouteSpecs, ROUTE_GROUPS, routeKeyOf, type RouteGroup } from './api-routes.ts';
 import { SiteDashboard } from './dashboard.ts';
@@ -459,6 +460,18 @@ export class SiteStack extends Stack {
       new Metric({
         namespace: METRICS_NAMESPACE,
         metricName: REPAIRS_STUCK_METRIC,
+        dimensionsMap: { service: POWERTOOLS_SERVICE, site: site.name },
+        period: Duration.minutes(5),
+        statistic: 'Maximum',
+      }),
+      1,
+    );
+    alarm(
+      'SiteAgentSilentAlarm',
+      `the site agent sent no roster for longer than the heartbeat timeout (${config.heartbeat.timeout_seconds} s): every machine counts as stale`,
+      new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: SITE_AGENT_SILENT_METRIC,
         dimensionsMap: { service: POWERTOOLS_SERVICE, site: site.name },
         period: Duration.minutes(5),
         statistic: 'Maximum',

@@ -8,7 +8,7 @@ import { registry } from '#reconcilers/registry.ts';
  * on, so the function is not invoked (nor billed) for the rest (heartbeat roster, tenants, catalog, deletes):
  * - entityOfRecord: INSERT or MODIFY of a record some reconciler watches (the registry's `watchedRecordKinds`:
  *   `<KIND>#<id>` / `#<KIND>`);
- * - eventOfRecord: INSERT of a machine history entry carrying an `event` (the outbox of repair events). The
+ * - eventOfRecord: INSERT of a machine or site history entry carrying an `event` (the outbox of events). The
  *   `event` attribute is a map `{ type, detail }` (functions/domain/events.ts); filter "exists" only works on
  *   leaves, so the filter asks for its `type` string.
  * The key prefixes come from the store's own key functions, so they cannot drift from the items written.
@@ -20,15 +20,21 @@ function entityFilter(key: { pk: string; sk: string }) {
   });
 }
 
+function outboxFilter(pk: ReturnType<typeof FilterRule.beginsWith>) {
+  return FilterCriteria.filter({
+    eventName: FilterRule.isEqual('INSERT'),
+    dynamodb: {
+      Keys: { pk: { S: pk }, sk: { S: FilterRule.beginsWith(keys.historyPrefix) } },
+      NewImage: { event: { M: { type: { S: FilterRule.exists() } } } },
+    },
+  });
+}
+
 export function streamFilters(): Array<{ [key: string]: unknown }> {
   return [
     ...registry.watchedRecordKinds.map((kind) => entityFilter(recordSources[kind].key)),
-    FilterCriteria.filter({
-      eventName: FilterRule.isEqual('INSERT'),
-      dynamodb: {
-        Keys: { pk: { S: FilterRule.beginsWith(keys.machine('').pk) }, sk: { S: FilterRule.beginsWith(keys.historyPrefix) } },
-        NewImage: { event: { M: { type: { S: FilterRule.exists() } } } },
-      },
-    }),
+    outboxFilter(FilterRule.beginsWith(keys.machine('').pk)),
+    // Site-level events (SiteAgentSilent) live in the site's history.
+    outboxFilter(FilterRule.isEqual(keys.siteHistory('').pk)),
   ];
 }

@@ -1,6 +1,8 @@
 import type { AuditEntry } from './audit.ts';
 import type { Catalog } from './catalog.ts';
 import type { SafetyState } from './safety.ts';
+import type { RosterBucket, RosterDigests, StaleCheck } from './heartbeat.ts';
+import type { SiteHistoryEntry } from './site-agent-silence.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from './model.ts';
 
 /** A record as it was read (null when new) and as the decision wants it; the store guards on `before.version`. */
@@ -17,14 +19,18 @@ export interface Change {
   metaInstances?: Versioned<MetaInstance>[];
   catalog?: Versioned<Catalog>;
   safety?: Versioned<SafetyState>;
-  /** New machines must be matched against the agent's roster: make the next heartbeat compare it afresh. */
-  resetHeartbeatRoster?: boolean;
+  /** The agent's roster, by bucket (see heartbeat.ts). */
+  rosterBuckets?: Versioned<RosterBucket>[];
+  rosterDigests?: Versioned<RosterDigests>;
+  staleChecks?: Versioned<StaleCheck>[];
   history: HistoryEntry[];
   /** The provider action this change is, if it is one: written as its own item in the same transaction. */
   audit?: AuditEntry;
+  /** Site-level entries (events about the site), each written only if its key is new. */
+  siteHistory?: SiteHistoryEntry[];
 }
 
-/** Several decisions committed as one. Records must not repeat: each is guarded by the version it was read at. */
+/** Several decisions committed as one (never roster records: those are committed alone). Records must not repeat: each is guarded by the version it was read at. */
 export function mergeChanges(...changes: Change[]): Change {
   return {
     machines: changes.flatMap((c) => c.machines ?? []),
@@ -34,6 +40,5 @@ export function mergeChanges(...changes: Change[]): Change {
     history: changes.flatMap((c) => c.history),
     ...(changes.find((c) => c.safety) ? { safety: changes.find((c) => c.safety)!.safety! } : {}),
     ...(changes.find((c) => c.catalog) ? { catalog: changes.find((c) => c.catalog)!.catalog! } : {}),
-    ...(changes.some((c) => c.resetHeartbeatRoster) ? { resetHeartbeatRoster: true } : {}),
   };
 }

@@ -149,7 +149,7 @@ export const auditEntryResponse = z
 
 export const registrationResponse = z.object({ upserted: z.number().int() });
 
-export const heartbeatReceiptResponse = z.object({ received: z.number().int(), stored: z.boolean(), livenessChanges: z.number().int() });
+export const heartbeatReceiptResponse = z.object({ received: z.number().int(), stored: z.boolean(), rosterBucketsChanged: z.number().int() });
 
 /** API.md "Lists": a page of items and, when there is more, the token for the next page. */
 export const listOf = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextToken: z.string().optional() });

@@ -2,7 +2,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { DynamoDBRecord, DynamoDBStreamEvent, Context, DynamoDBBatchResponse } from 'aws-lambda';
 import type { AppContext } from '#services/context.ts';
 import { contextFromEnv, lazy, observed } from '#services/lambda-context.ts';
-import { forRequest } from '#services/request-scope.ts';
+import { forRequest, requestIdOf } from '#services/request-scope.ts';
 import { deliverOutboxEvent } from '#services/events.ts';
 import type { OutboxEntry } from '#domain/events.ts';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -10,7 +10,7 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { recordOfKey, recordSources } from '#reconcilers/records.ts';
 import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
 import { registry } from '#reconcilers/registry.ts';
-import { outboxEntryOf } from '#store/items.ts';
+import { keys, outboxEntryOf } from '#store/items.ts';
 import { startRun } from '#reconcilers/runner.ts';
 
 type Image = NonNullable<NonNullable<DynamoDBRecord['dynamodb']>['NewImage']>;
@@ -32,12 +32,13 @@ export function entityOfRecord(record: DynamoDBRecord): ChangedRecord | null {
   return { ...found, before: decode(record.dynamodb?.OldImage), after: decode(record.dynamodb?.NewImage) };
 }
 
-/** A repair event carried by a newly committed history entry (the outbox); published once per entry. */
+/** An event carried by a newly committed machine or site history entry (the outbox); published once per entry. */
 export function eventOfRecord(record: DynamoDBRecord): OutboxEntry | null {
   if (record.eventName !== 'INSERT' || !record.dynamodb?.NewImage) return null;
   const pk = record.dynamodb.Keys?.pk?.S ?? '';
   const sk = record.dynamodb.Keys?.sk?.S ?? '';
-  if (!pk.startsWith('MACHINE#') || !sk.startsWith('HISTORY#') || !record.dynamodb.NewImage.event) return null;
+  const historyOwner = pk.startsWith('MACHINE#') || pk === keys.siteHistory('').pk;
+  if (!historyOwner || !sk.startsWith(keys.historyPrefix) || !record.dynamodb.NewImage.event) return null;
   return outboxEntryOf(unmarshall(record.dynamodb.NewImage as Record<string, AttributeValue>));
 }
 
@@ -55,7 +56,7 @@ export function createStreamHandler(ctx: AppContext) {
         const changed = entityOfRecord(record);
         if (!changed) return;
         // The reaction works for the request that made the change: its logs, agent calls and commits name it.
-        const requestId = changed.after?.lastRequestId;
+        const requestId = requestIdOf(changed.after);
         await run.reconcile(registry.concernedBy(changed.kind, changed.before, changed.after, changed.id), requestId);
         reactionDone(forRequest(ctx, requestId), changed);
       },
@@ -67,7 +68,7 @@ export function createStreamHandler(ctx: AppContext) {
 
 /** Reconcile lag: from the record's commit to the end of the reaction to it. */
 function reactionDone(ctx: AppContext, changed: ChangedRecord): void {
-  if (!changed.after) return;
+  if (!changed.after || !('updatedAt' in changed.after)) return;
   const lagMs = ctx.clock.now().getTime() - Date.parse(changed.after.updatedAt);
   ctx.metrics.timing('ReconcileLag', lagMs, { entity: changed.kind });
   ctx.log.info('reaction done', { entity: changed.kind, id: changed.id, lagMs });

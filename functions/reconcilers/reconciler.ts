@@ -1,4 +1,5 @@
 import type { Change, Versioned } from '#domain/change.ts';
+import type { RosterBucket, StaleCheck } from '#domain/heartbeat.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import type { AppContext } from '#services/context.ts';
 
@@ -11,6 +12,8 @@ export interface RecordTypes {
   machine: Machine;
   instance: Instance;
   'meta-instance': MetaInstance;
+  'roster-bucket': RosterBucket;
+  'stale-check': StaleCheck;
 }
 
 export type RecordKind = keyof RecordTypes;
@@ -79,6 +82,8 @@ const written: { [K in RecordKind]: (change: Change) => Versioned<RecordTypes[K]
   machine: (change) => change.machines ?? [],
   instance: (change) => change.instances ?? [],
   'meta-instance': (change) => change.metaInstances ?? [],
+  'roster-bucket': (change) => change.rosterBuckets ?? [],
+  'stale-check': (change) => change.staleChecks ?? [],
 };
 
 export const recordKinds = Object.keys(written) as RecordKind[];

@@ -1,5 +1,5 @@
 import type { AppContext } from '#services/context.ts';
-import { fromInstanceItem, fromMachineItem, fromMetaInstanceItem, keys } from '#store/items.ts';
+import { fromInstanceItem, fromMachineItem, fromMetaInstanceItem, fromRosterBucketItem, fromStaleCheckItem, keys } from '#store/items.ts';
 import type { RecordKind, RecordTypes } from './reconciler.ts';
 
 // Where the watched records live in the table: their keys (what the stream filters match), how an item or a stream
@@ -16,6 +16,8 @@ export const recordSources: { [K in RecordKind]: RecordSource<K> } = {
   machine: { key: keys.machine(''), decode: fromMachineItem, get: (store, id) => store.getMachine(id) },
   instance: { key: keys.instance(''), decode: fromInstanceItem, get: (store, id) => store.getInstance(id) },
   'meta-instance': { key: keys.metaInstance(''), decode: fromMetaInstanceItem, get: (store, id) => store.getMetaInstance(id) },
+  'roster-bucket': { key: keys.rosterBucket(''), decode: fromRosterBucketItem, get: async (store, id) => (await store.getRosterBuckets([id])).get(id) ?? null },
+  'stale-check': { key: keys.staleCheck(''), decode: fromStaleCheckItem, get: (store, id) => store.getStaleCheck(id) },
 };
 
 /** Which watched record a table key names, and its id; null for anything else (history, site items, tenants). */

@@ -2,13 +2,15 @@ import { instanceReconciler } from './instance.ts';
 import { machineReconciler } from './machine.ts';
 import { metaInstanceReconciler } from './meta-instance.ts';
 import { createRegistry } from './reconciler.ts';
+import { rosterBucketReconciler } from './roster-bucket.ts';
+import { staleCheckReconciler } from './stale-check.ts';
 import { waitQueueReconciler } from './wait-queue.ts';
 
 /**
  * Every reconciler, in one place. The stream handler and the sweep run them (runner.ts); the stream filters of the
  * CDK stack (lib/stream-filters.ts) and the due times the store writes (store/items.ts) are derived from this list.
  */
-export const reconcilers = [instanceReconciler, machineReconciler, metaInstanceReconciler, waitQueueReconciler] as const;
+export const reconcilers = [instanceReconciler, machineReconciler, metaInstanceReconciler, rosterBucketReconciler, staleCheckReconciler, waitQueueReconciler] as const;
 
 export type EntityKind = (typeof reconcilers)[number]['kind'];
 

@@ -1,89 +1,44 @@
-import { livenessChange, planHeartbeat, REFRESH_DIVISOR, ROSTER_RESET, rosterDigest, type SiteHeartbeat } from '#domain/heartbeat.ts';
-import type { Machine } from '#domain/model.ts';
-import { addMs, ageMs, iso } from '#domain/time.ts';
+import { bucketWithRoster, nextStaleCheck, planHeartbeat, rosterDigest, SITE_STALE_CHECK, someoneLeft, type RosterDigests } from '#domain/heartbeat.ts';
+import { iso } from '#domain/time.ts';
 import { heartbeatTimeoutMs, type AppContext } from './context.ts';
-import { committedOnce, retryOnStale } from './retry-on-stale.ts';
-
-const PAGE = 500;
-/** The digest stored while a changed roster is being walked. */
-const WALKING = 'walking';
-/** Machine writes in flight at once while a changed roster is walked. */
-const CONCURRENCY = 16;
+import { committedOnce } from './retry-on-stale.ts';
 
 /**
- * The site agent's beat with its whole roster. Usually costs one read and, every timeout/3, one small write;
- * only a roster that changed walks the machines, writing just those whose liveness changed.
+ * The site agent's beat with its whole roster: two small reads, the roster time every timeout/3, and when the
+ * roster changed (or a machine that left it went stale), one transaction with the buckets whose ids changed, their
+ * digests and the stale check. Never a read or write per machine: the roster-bucket reconciler applies a changed
+ * bucket to its machines, and the stale-check reconciler looks at stale members, both from the stream.
  */
-export async function receiveHeartbeat(ctx: AppContext, machineIds: string[]): Promise<{ stored: boolean; livenessChanges: number }> {
+export async function receiveHeartbeat(ctx: AppContext, machineIds: string[]): Promise<{ stored: boolean; changedBuckets: string[] }> {
   const now = ctx.clock.now();
-  const stored = await ctx.store.getSiteHeartbeat();
-  const digest = rosterDigest(machineIds);
-  const machineCount = new Set(machineIds).size;
-  const plan = planHeartbeat(stored, digest, now, heartbeatTimeoutMs(ctx.config));
-  if (plan.kind === 'nothing') return { stored: false, livenessChanges: 0 };
-  if (plan.kind === 'refresh') {
-    // A lost race means another beat or a registration wrote it meanwhile; the next beat compares again.
-    await committedOnce(() => ctx.store.putSiteHeartbeat(stored, { ...stored!, rosterSeenAt: iso(now) }));
-    return { stored: true, livenessChanges: 0 };
-  }
-  return reconcileRoster(ctx, stored, new Set(machineIds), digest, machineCount);
-}
-
-/**
- * Bring every machine's liveness in line with a changed roster. One beat claims the walk; while it runs, the roster
- * time keeps being refreshed so that machines that stayed live never look stale, however large the fleet. The new
- * digest is stored only at the end, so a walk cut short by a crash is redone by a later beat once its claim lapses.
- */
-async function reconcileRoster(ctx: AppContext, stored: SiteHeartbeat | null, roster: Set<string>, digest: string, machineCount: number) {
   const timeoutMs = heartbeatTimeoutMs(ctx.config);
-  const previousRosterSeenAt = stored?.rosterSeenAt;
-  // While walking, the stored digest matches no roster; a registration during the walk leaves ROSTER_RESET instead,
-  // which the end of the walk keeps so that the next beat walks again.
-  const holding = (current: SiteHeartbeat | null) => {
-    const now = ctx.clock.now();
-    const digest = current !== stored && current?.digest === ROSTER_RESET ? ROSTER_RESET : WALKING;
-    return { rosterSeenAt: iso(now), digest, machineCount, reconcilingUntil: iso(addMs(now, timeoutMs)) };
-  };
-  const claimed = await retryOnStale(() => ctx.store.putSiteHeartbeat(stored, holding(stored)), { attempts: 1, onExhausted: 'skip' });
-  if (!claimed) return { stored: false, livenessChanges: 0 };
-  let beat: SiteHeartbeat = claimed;
-  const keepAlive = async () => {
-    if (ageMs(ctx.clock.now(), beat.rosterSeenAt) < timeoutMs / REFRESH_DIVISOR) return;
-    beat = await retryOnStale(async () => {
-      const current = (await ctx.store.getSiteHeartbeat()) ?? beat;
-      return ctx.store.putSiteHeartbeat(current, holding(current));
-    });
-  };
+  const [stored, digests] = await Promise.all([ctx.store.getSiteHeartbeat(), ctx.store.getRosterDigests()]);
+  const plan = planHeartbeat(stored, digests, machineIds, now, timeoutMs);
+  const staleCheckDue = nextStaleCheck(digests, false, undefined, now, timeoutMs).due;
+  if (!plan.refresh && !staleCheckDue) return { stored: false, changedBuckets: [] };
+  // The roster time first: a beat that loses it to a concurrent beat leaves the roster to that one, and a machine
+  // that left keeps as last seen the roster time before this one (read above).
+  const refreshed =
+    !plan.refresh || (await committedOnce(() => ctx.store.putSiteHeartbeat(stored, { rosterSeenAt: iso(now), machineCount: new Set(machineIds).size })));
+  if (!refreshed || (plan.changedBuckets.size === 0 && !staleCheckDue)) return { stored: refreshed && plan.refresh, changedBuckets: [] };
 
-  let livenessChanges = 0;
-  const apply = async (listed: Machine) => {
-    let first = true;
-    await retryOnStale(async () => {
-      // The listed copy serves as the read; only a lost race reloads it.
-      const machine = first ? listed : await ctx.store.getMachine(listed.id);
-      first = false;
-      const change = machine && livenessChange(machine, roster.has(machine.id), previousRosterSeenAt, ctx.clock.now(), timeoutMs);
-      if (!change) return;
-      await ctx.store.commit({ machines: [{ before: machine, after: change.next }], history: [change.history] });
-      livenessChanges += 1;
-    });
-  };
-  let nextToken: string | undefined;
-  do {
-    const page = await ctx.store.listMachines({ limit: PAGE, nextToken });
-    const changed = page.items.filter((m) => m.heartbeatLive !== roster.has(m.id));
-    for (let i = 0; i < changed.length; i += CONCURRENCY) {
-      await Promise.all(changed.slice(i, i + CONCURRENCY).map(apply));
-      await keepAlive();
-    }
-    nextToken = page.nextToken;
-  } while (nextToken);
-
-  await retryOnStale(async () => {
-    const current = (await ctx.store.getSiteHeartbeat()) ?? beat;
-    // A machine registered during the walk may have been missed: keep its reset so the next beat walks again.
-    const done = current.digest === ROSTER_RESET ? ROSTER_RESET : digest;
-    await ctx.store.putSiteHeartbeat(current, { rosterSeenAt: iso(ctx.clock.now()), digest: done, machineCount });
+  const [buckets, staleCheck] = await Promise.all([
+    ctx.store.getRosterBuckets([...plan.changedBuckets.keys()]),
+    staleCheckDue ? ctx.store.getStaleCheck(SITE_STALE_CHECK) : null,
+  ]);
+  const rosterBuckets = [...plan.changedBuckets].map(([bucket, ids]) => {
+    const before = buckets.get(bucket) ?? null;
+    return { before, after: bucketWithRoster(before, bucket, ids, stored?.rosterSeenAt, now) };
   });
-  return { stored: true, livenessChanges };
+  const left = [...plan.changedBuckets].some(([bucket, ids]) => someoneLeft(buckets.get(bucket) ?? null, ids));
+  const { nextStaleAt } = nextStaleCheck(digests, left, stored?.rosterSeenAt, now, timeoutMs);
+  const nextDigests: RosterDigests = {
+    buckets: { ...digests?.buckets, ...Object.fromEntries([...plan.changedBuckets].map(([bucket, ids]) => [bucket, rosterDigest(ids)])) },
+    ...(nextStaleAt ? { nextStaleAt } : {}),
+    version: digests?.version ?? 0,
+  };
+  const staleChecks = staleCheckDue ? [{ before: staleCheck, after: { id: SITE_STALE_CHECK, requestedAt: iso(now), version: staleCheck?.version ?? 0 } }] : [];
+  // Lost to a concurrent beat or registration: the next beat compares against what won and writes what still differs.
+  const written = await committedOnce(() => ctx.store.commit({ rosterBuckets, rosterDigests: { before: digests, after: nextDigests }, staleChecks, history: [] }));
+  return { stored: true, changedBuckets: written ? rosterBuckets.map((b) => b.after.id) : [] };
 }

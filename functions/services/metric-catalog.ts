@@ -22,6 +22,7 @@ export const metricCatalog = {
   RepairsStuck: { kind: 'gauge', help: 'Repairs past their claim or repair SLA (site-wide, and by machine type)' },
   RepairBreakerTripped: { kind: 'gauge', help: '1 while the repair-storm breaker is tripped, else 0' },
   ReplacementsInFlight: { kind: 'gauge', help: 'Meta-instance replacements still provisioning' },
+  SiteAgentSilent: { kind: 'gauge', help: '1 while the site agent has sent no roster within the heartbeat timeout, else 0 (the SiteAgentSilent alarm)' },
   SiteAgentRosterAgeSeconds: { kind: 'gauge', help: "Seconds since the site agent's last heartbeat roster was stored" },
   CreateAttempts: { kind: 'counter', help: 'Create calls sent to the site agent, retries included' },
   CreateRetries: { kind: 'counter', help: 'Create calls that retried an earlier attempt' },

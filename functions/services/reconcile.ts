@@ -1,11 +1,11 @@
+import { requestIdOf } from './request-scope.ts';
 import { isRecordKind } from '#reconcilers/reconciler.ts';
 import { recordSources } from '#reconcilers/records.ts';
 import { registry, type EntityRef } from '#reconcilers/registry.ts';
 import { startRun, type Run } from '#reconcilers/runner.ts';
 import type { AppContext } from './context.ts';
 import { watchStuckRepairs } from './stuck-repairs.ts';
-import { ageMs, iso } from '#domain/time.ts';
-import { loadHeartbeatView } from './heartbeat-view.ts';
+import { iso } from '#domain/time.ts';
 
 /** Due entries per read of the due index; the run reconciles them at its own concurrency (runner.ts). */
 export const DUE_PAGE = 200;
@@ -33,13 +33,19 @@ export interface SweepResult {
   /** Due work is left: a follow-up run should start at once from here. */
   followUp?: SweepPosition;
 }
+import { siteAgentSilence } from '#domain/site-agent-silence.ts';
+import { committedOnce } from './retry-on-stale.ts';
+import { loadHeartbeatView } from './heartbeat-view.ts';
+
+/** The metric the sweep reports (1 while the site agent is silent), which the SiteAgentSilent alarm watches. */
+export const SITE_AGENT_SILENT_METRIC = 'SiteAgentSilent';
 
 /** A record that fell due is delivered to its watchers again, as if it had just changed. */
 async function redeliver(ctx: AppContext, run: Run, ref: EntityRef): Promise<void> {
   if (!isRecordKind(ref.entity)) return run.reconcile([ref]);
   const record = await recordSources[ref.entity].get(ctx.store, ref.id);
   // Finishing what a request started: the same request id as the stream reaction would have used.
-  if (record) await run.reconcile(registry.concernedBy(ref.entity, record, record, ref.id), record.lastRequestId);
+  if (record) await run.reconcile(registry.concernedBy(ref.entity, record, record, ref.id), requestIdOf(record));
 }
 
 /**
@@ -64,11 +70,16 @@ export async function sweep(ctx: AppContext, options: SweepOptions = {}): Promis
   const work: Array<Promise<void>> = [];
   const checks: Array<Promise<unknown>> = [];
   if (!options.from) {
-    // A silent site agent makes every machine stale at once without a single write: check every meta-instance then.
+    // A silent site agent makes every machine stale at once without a single write: check every meta-instance then,
+    // and say so (the SiteAgentSilent event, once per silence, and the metric its alarm watches).
     const heartbeat = await loadHeartbeatView(ctx);
-    if (heartbeat.rosterSeenAt && ageMs(ctx.clock.now(), heartbeat.rosterSeenAt) > heartbeat.timeoutMs) {
+    const silence = heartbeat.rosterSeenAt ? siteAgentSilence(ctx.config.site.name, heartbeat.rosterSeenAt, ctx.clock.now(), ctx.config.heartbeat.timeout_seconds) : null;
+    ctx.metrics.gauge(SITE_AGENT_SILENT_METRIC, silence ? 1 : 0);
+    if (silence) {
       const metas = await ctx.store.listMetaInstances(null, { limit: SILENT_AGENT_LIMIT });
       work.push(...metas.items.map((meta) => run.reconcile([{ entity: 'meta-instance', id: meta.id }])));
+      // Written once per silence: a later sweep of the same silence loses the race to its own earlier entry.
+      checks.push(committedOnce(() => ctx.store.commit({ history: [], siteHistory: [silence] })));
     }
     checks.push(watchStuckRepairs(ctx));
   }

@@ -45,3 +45,7 @@ export function forRequest(ctx: AppContext, requestId: string | undefined): AppC
     },
   };
 }
+
+/** The API request that made a record what it is, for records that carry one (roster records do not). */
+export const requestIdOf = (record: object | null): string | undefined =>
+  record && 'lastRequestId' in record && typeof record.lastRequestId === 'string' ? record.lastRequestId : undefined;

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
+  BatchWriteCommand,
   GetCommand,
   QueryCommand,
   TransactWriteCommand,
@@ -8,11 +10,17 @@ import {
   type DynamoDBDocumentClient,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { ROSTER_RESET, type SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { keys } from './items.ts';
 import { ItemStore, listingOf, partitionAttributeOf, sortAttributeOf, type Item, type ItemPage, type ItemQuery, type ItemWrite, type TableKey } from './item-store.ts';
 import { StaleWriteError } from './port.ts';
 import { decodePageToken, encodePageToken, invalidPageToken } from './paging.ts';
+
+/** DynamoDB's limits of keys per BatchGetItem and of items per BatchWriteItem. */
+const BATCH_GET_LIMIT = 100;
+const BATCH_WRITE_LIMIT = 25;
+/** BatchWriteItem requests in flight at once. */
+const BATCH_WRITES_IN_FLIGHT = 8;
 
 type TransactItems = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>;
 
@@ -27,7 +35,7 @@ export class DynamoFleetStore extends ItemStore {
     this.table = table;
   }
 
-  /** Store the agent's roster time (and digest when it changed), guarded so concurrent beats cannot interleave. */
+  /** Store the agent's roster time, guarded so concurrent beats cannot interleave. */
   async putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat> {
     const version = (before?.version ?? 0) + 1;
     await this.guarded(() =>
@@ -35,14 +43,12 @@ export class DynamoFleetStore extends ItemStore {
         new UpdateCommand({
           TableName: this.table,
           Key: keys.siteHeartbeat,
-          UpdateExpression: `SET rosterSeenAt = :at, digest = :digest, machineCount = :count, version = :next${after.reconcilingUntil ? ', reconcilingUntil = :until' : ' REMOVE reconcilingUntil'}`,
+          UpdateExpression: 'SET rosterSeenAt = :at, machineCount = :count, version = :next',
           ConditionExpression: before ? 'version = :expected' : 'attribute_not_exists(version)',
           ExpressionAttributeValues: {
             ':at': after.rosterSeenAt,
-            ':digest': after.digest,
             ':count': after.machineCount,
             ':next': version,
-            ...(after.reconcilingUntil ? { ':until': after.reconcilingUntil } : {}),
             ...(before ? { ':expected': before.version } : {}),
           },
           ReturnConsumedCapacity: 'TOTAL',
@@ -57,32 +63,61 @@ export class DynamoFleetStore extends ItemStore {
   }
 
   protected async writeItems(writes: ItemWrite[]): Promise<void> {
-    const items: TransactItems = writes.map((write) =>
-      'resetRoster' in write
-        ? {
-            Update: {
-              TableName: this.table,
-              Key: keys.siteHeartbeat,
-              // Bumping the version makes a heartbeat that read the old digest lose its write instead of restoring it.
-              UpdateExpression: 'SET digest = :none ADD version :one',
-              ExpressionAttributeValues: { ':none': ROSTER_RESET, ':one': 1 },
-            },
-          }
-        : {
-            Put: {
-              TableName: this.table,
-              Item: write.put,
-              ConditionExpression: write.expectedVersion === null ? 'attribute_not_exists(pk)' : 'version = :expected',
-              ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
-            },
-          },
-    );
+    const items: TransactItems = writes.map((write) => ({
+      Put: {
+        TableName: this.table,
+        Item: write.put,
+        ConditionExpression: write.expectedVersion === null ? 'attribute_not_exists(pk)' : 'version = :expected',
+        ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
+      },
+    }));
     await this.guarded(() => this.client.send(new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' })));
   }
 
   protected async getItem(key: TableKey): Promise<Item | undefined> {
     const result = await this.client.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }));
     return result.Item;
+  }
+
+  protected async putItems(items: Item[]): Promise<void> {
+    const chunks: Item[][] = [];
+    for (let i = 0; i < items.length; i += BATCH_WRITE_LIMIT) chunks.push(items.slice(i, i + BATCH_WRITE_LIMIT));
+    let next = 0;
+    const worker = async () => {
+      while (next < chunks.length) await this.batchWrite(chunks[next++]!);
+    };
+    await Promise.all(Array.from({ length: Math.min(BATCH_WRITES_IN_FLIGHT, chunks.length) }, worker));
+  }
+
+  /** One BatchWriteItem, sent again for whatever DynamoDB left unprocessed (throttling). */
+  private async batchWrite(items: Item[]): Promise<void> {
+    let pending = items.map((item) => ({ PutRequest: { Item: item } }));
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt > 0) await backOff(attempt);
+      const result = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.table]: pending }, ReturnConsumedCapacity: 'TOTAL' }));
+      pending = (result.UnprocessedItems?.[this.table] ?? []) as typeof pending;
+    }
+  }
+
+  protected async getItems(keys: TableKey[]): Promise<Item[]> {
+    const chunks: TableKey[][] = [];
+    for (let i = 0; i < keys.length; i += BATCH_GET_LIMIT) chunks.push(keys.slice(i, i + BATCH_GET_LIMIT));
+    return (await Promise.all(chunks.map((chunk) => this.batchGet(chunk)))).flat();
+  }
+
+  /** One BatchGetItem, asked again for whatever DynamoDB left unprocessed (throttling, the 16 MB response cap). */
+  private async batchGet(keys: TableKey[]): Promise<Item[]> {
+    const found: Item[] = [];
+    let pending: Record<string, unknown>[] = keys;
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt > 0) await backOff(attempt);
+      const result = await this.client.send(
+        new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: true } }, ReturnConsumedCapacity: 'TOTAL' }),
+      );
+      found.push(...(result.Responses?.[this.table] ?? []));
+      pending = result.UnprocessedKeys?.[this.table]?.Keys ?? [];
+    }
+    return found;
   }
 
   protected async queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage> {
@@ -157,6 +192,9 @@ export class DynamoFleetStore extends ItemStore {
     }
   }
 }
+
+/** Before asking again for what DynamoDB left unprocessed: exponential, capped at a second. */
+const backOff = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.min(1000, 25 * 2 ** attempt)));
 
 function isLostRace(error: unknown): boolean {
   if (error instanceof TransactionCanceledException || (error as Error).name === 'TransactionCanceledException') {

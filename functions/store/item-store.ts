@@ -2,7 +2,7 @@ import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import { emptyCatalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
-import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
@@ -20,12 +20,18 @@ import {
   fromInstanceItem,
   fromMachineItem,
   fromMetaInstanceItem,
+  fromRosterBucketItem,
   fromTenantItem,
   historyItem,
   instanceItem,
   keys,
   machineItem,
   metaInstanceItem,
+  rosterBucketItem,
+  rosterDigestsItem,
+  siteHistoryItem,
+  staleCheckItem,
+  fromStaleCheckItem,
   tenantItem,
   type EntityRef,
 } from './items.ts';
@@ -64,9 +70,7 @@ export interface ItemPage {
 
 /** A record written whole, guarded by the version it was read at or by not existing yet. */
 export type GuardedPut = { put: Item; expectedVersion: number | null };
-/** Make the next heartbeat compare the roster afresh (see Change.resetHeartbeatRoster). */
-export type RosterReset = { resetRoster: true };
-export type ItemWrite = GuardedPut | RosterReset;
+export type ItemWrite = GuardedPut;
 
 export const TRANSACTION_LIMIT = 100;
 
@@ -96,9 +100,12 @@ export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[
   for (const pair of change.metaInstances ?? []) guarded(pair, metaInstanceItem);
   if (change.catalog) guarded(change.catalog, (catalog) => ({ ...keys.siteCatalog, ...catalog }));
   if (change.safety) guarded(change.safety, (safety) => ({ ...keys.siteSafety, ...safety }));
-  if (change.resetHeartbeatRoster) writes.push({ resetRoster: true });
+  for (const pair of change.rosterBuckets ?? []) guarded(pair, rosterBucketItem);
+  if (change.rosterDigests) guarded(change.rosterDigests, rosterDigestsItem);
+  for (const pair of change.staleChecks ?? []) guarded(pair, staleCheckItem);
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
   if (change.audit) writes.push({ put: auditItem(change.audit, uniqueSuffix()), expectedVersion: null });
+  for (const entry of change.siteHistory ?? []) writes.push({ put: siteHistoryItem(entry), expectedVersion: null });
   if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
   return writes;
 }
@@ -106,10 +113,14 @@ export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[
 /** The table primitives an implementation provides; everything else is shared. */
 export abstract class ItemStore implements FleetStore {
   protected abstract getItem(key: TableKey): Promise<Item | undefined>;
+  /** Strongly consistent; in no particular order; keys not found are left out. */
+  protected abstract getItems(keys: TableKey[]): Promise<Item[]>;
   protected abstract queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage>;
   protected abstract countItems(query: ItemQuery): Promise<number>;
   /** All or nothing; a failed guard raises StaleWriteError. */
   protected abstract writeItems(writes: ItemWrite[]): Promise<void>;
+  /** Unguarded puts in batches; not all or nothing. */
+  protected abstract putItems(items: Item[]): Promise<void>;
   abstract putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat>;
   /** The unique part of a history or audit entry's sort key, so entries at the same instant do not overwrite each other. */
   protected abstract historySuffix(): string;
@@ -117,6 +128,10 @@ export abstract class ItemStore implements FleetStore {
   async commit(change: Change): Promise<void> {
     const writes = writesOf(change, () => this.historySuffix());
     if (writes.length > 0) await this.writeItems(writes);
+  }
+
+  async createMachines(machines: Machine[], history: HistoryEntry[]): Promise<void> {
+    await this.putItems([...machines.map(machineItem), ...history.map((entry) => historyItem(entry, this.historySuffix()))]);
   }
 
   /**
@@ -140,6 +155,27 @@ export abstract class ItemStore implements FleetStore {
   async getMachine(id: string): Promise<Machine | null> {
     const item = await this.getItem(keys.machine(id));
     return item ? fromMachineItem(item) : null;
+  }
+
+  async getMachines(ids: string[]): Promise<Map<string, Machine>> {
+    const items = await this.getItems([...new Set(ids)].map(keys.machine));
+    return new Map(items.map((item) => [String(item.id), fromMachineItem(item)]));
+  }
+
+  async getRosterBuckets(ids: string[]): Promise<Map<string, RosterBucket>> {
+    const items = await this.getItems([...new Set(ids)].map(keys.rosterBucket));
+    return new Map(items.map((item) => [String(item.id), fromRosterBucketItem(item)]));
+  }
+
+  async getRosterDigests(): Promise<RosterDigests | null> {
+    const item = await this.getItem(keys.siteRosterDigests);
+    if (!item) return null;
+    return { buckets: item.buckets as RosterDigests['buckets'], ...(typeof item.nextStaleAt === 'string' ? { nextStaleAt: item.nextStaleAt } : {}), version: Number(item.version) };
+  }
+
+  async getStaleCheck(id: string): Promise<StaleCheck | null> {
+    const item = await this.getItem(keys.staleCheck(id));
+    return item ? fromStaleCheckItem(item) : null;
   }
 
   async getInstance(id: string): Promise<Instance | null> {
@@ -170,14 +206,7 @@ export abstract class ItemStore implements FleetStore {
   async getSiteHeartbeat(): Promise<SiteHeartbeat | null> {
     const item = await this.getItem(keys.siteHeartbeat);
     if (!item) return null;
-    return {
-      // A registration may have reset the digest before any roster was ever stored.
-      rosterSeenAt: typeof item.rosterSeenAt === 'string' ? item.rosterSeenAt : new Date(0).toISOString(),
-      digest: String(item.digest),
-      machineCount: Number(item.machineCount),
-      ...(typeof item.reconcilingUntil === 'string' ? { reconcilingUntil: item.reconcilingUntil } : {}),
-      version: Number(item.version),
-    };
+    return { rosterSeenAt: String(item.rosterSeenAt), machineCount: Number(item.machineCount), version: Number(item.version) };
   }
 
   async membersOf(metaInstanceId: string): Promise<Instance[]> {
@@ -263,7 +292,7 @@ export abstract class ItemStore implements FleetStore {
 
   async listHistory(machineId: string, page: PageRequest): Promise<Page<HistoryEntry>> {
     const result = await this.queryItems(
-      { partition: keys.machine(machineId).pk, sort: { beginsWith: keys.historyPrefix }, descending: true, limit: page.limit },
+      { partition: keys.history(machineId, '', '').pk, sort: { beginsWith: keys.historyPrefix }, descending: true, limit: page.limit },
       page.nextToken,
     );
     return { items: result.items.map(fromHistoryItem), nextToken: result.nextToken };

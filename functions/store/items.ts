@@ -3,6 +3,8 @@ import { isEntityKind, registry, type EntityRef } from '#reconcilers/registry.ts
 import { repairStage } from '#domain/stuck-repairs.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { OutboxEntry } from '#domain/events.ts';
+import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.ts';
+import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
@@ -14,11 +16,16 @@ export const keys = {
   instance: (id: string) => ({ pk: `INSTANCE#${id}`, sk: '#INSTANCE' }),
   metaInstance: (id: string) => ({ pk: `META#${id}`, sk: '#META' }),
   tenant: (org: string) => ({ pk: `TENANT#${org}`, sk: '#TENANT' }),
-  history: (machineId: string, at: string, unique: string) => ({ pk: `MACHINE#${machineId}`, sk: `HISTORY#${at}#${unique}` }),
+  /** A machine's history, or the site's (SITE_SUBJECT). */
+  history: (machineId: string, at: string, unique: string) => ({ pk: machineId === SITE_SUBJECT ? 'SITE' : `MACHINE#${machineId}`, sk: `HISTORY#${at}#${unique}` }),
+  siteHistory: (key: string) => ({ pk: 'SITE', sk: `HISTORY#${key}` }),
   historyPrefix: 'HISTORY#',
   eventDelivery: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: '#DELIVERED' }),
   audit: (target: string, at: string, unique: string) => ({ pk: auditTargetPartition(target), sk: `${at}#${unique}` }),
+  rosterBucket: (id: string) => ({ pk: `ROSTER#${id}`, sk: '#ROSTER' }),
+  staleCheck: (id: string) => ({ pk: `STALE-CHECK#${id}`, sk: '#STALE-CHECK' }),
   siteHeartbeat: { pk: 'SITE', sk: 'HEARTBEAT' },
+  siteRosterDigests: { pk: 'SITE', sk: 'ROSTER' },
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
   siteSafety: { pk: 'SITE', sk: 'SAFETY' },
 };
@@ -91,6 +98,15 @@ export function tenantItem(tenant: Tenant): Item {
   return { ...keys.tenant(tenant.org), entity: 'tenant', kind: 'TENANT', kindSk: tenant.org, ...tenant };
 }
 
+export function rosterBucketItem(bucket: RosterBucket): Item {
+  const dueAt = registry.dueAtOf('roster-bucket', bucket);
+  return { ...keys.rosterBucket(bucket.id), entity: 'roster-bucket', ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}), ...bucket };
+}
+
+export const staleCheckItem = (check: StaleCheck): Item => ({ ...keys.staleCheck(check.id), entity: 'stale-check', ...check });
+
+export const rosterDigestsItem = (digests: RosterDigests): Item => ({ ...keys.siteRosterDigests, ...digests });
+
 export function historyItem(entry: HistoryEntry, unique: string): Item {
   return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...entry };
 }
@@ -104,6 +120,7 @@ export function auditItem(entry: AuditEntry, unique: string): Item {
   const key = keys.audit(entry.target, entry.at, unique);
   return { ...key, entity: 'audit', kind: AUDIT_KIND, kindSk: key.sk, actorPk: auditActorPartition(entry.actor), actorSk: key.sk, ...entry };
 }
+export const siteHistoryItem = ({ key, entry }: SiteHistoryEntry): Item => ({ ...keys.siteHistory(key), entity: 'history', ...entry });
 
 /** A history item carrying an event (the outbox), named by its key, which never changes: the event's id derives from it. */
 export function outboxEntryOf(item: Item): OutboxEntry | null {
@@ -120,6 +137,8 @@ export const fromMachineItem = (item: Item): Machine => strip<Machine>(item);
 export const fromInstanceItem = (item: Item): Instance => strip<Instance>(item);
 export const fromMetaInstanceItem = (item: Item): MetaInstance => strip<MetaInstance>(item);
 export const fromTenantItem = (item: Item): Tenant => strip<Tenant>(item);
+export const fromRosterBucketItem = (item: Item): RosterBucket => strip<RosterBucket>(item);
+export const fromStaleCheckItem = (item: Item): StaleCheck => strip<StaleCheck>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item);
 

@@ -1,4 +1,4 @@
-import { ROSTER_RESET, type SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { keys } from './items.ts';
 import {
   ItemStore,
@@ -32,8 +32,7 @@ export class MemoryFleetStore extends ItemStore {
     const guardHolds = before ? stored?.version === before.version : stored?.version === undefined;
     if (!guardHolds) throw new StaleWriteError('a record changed since it was read');
     const version = (before?.version ?? 0) + 1;
-    const { reconcilingUntil: _dropped, ...kept } = stored ?? {};
-    this.put({ ...kept, ...keys.siteHeartbeat, ...after, version });
+    this.put({ ...stored, ...keys.siteHeartbeat, ...after, version });
     return { ...after, version };
   }
 
@@ -44,30 +43,30 @@ export class MemoryFleetStore extends ItemStore {
   protected async writeItems(writes: ItemWrite[]): Promise<void> {
     const written = new Set<string>();
     for (const write of writes) {
-      const key = itemKey('resetRoster' in write ? keys.siteHeartbeat : (write.put as TableKey));
+      const key = itemKey(write.put as TableKey);
       // DynamoDB refuses a transaction that touches one item twice (ValidationException): a bug, not a lost race.
       if (written.has(key)) throw new Error(`a transaction cannot write ${key} twice`);
       written.add(key);
     }
     const guardsHold = writes.every((write) => {
-      if ('resetRoster' in write) return true;
       const stored = this.items.get(itemKey(write.put as TableKey));
       return write.expectedVersion === null ? stored === undefined : stored?.version === write.expectedVersion;
     });
     if (!guardsHold) throw new StaleWriteError('a record changed since it was read');
-    for (const write of writes) {
-      if ('resetRoster' in write) {
-        const stored = this.items.get(itemKey(keys.siteHeartbeat));
-        this.put({ ...stored, ...keys.siteHeartbeat, digest: ROSTER_RESET, version: Number(stored?.version ?? 0) + 1 });
-      } else {
-        this.put(write.put);
-      }
-    }
+    for (const write of writes) this.put(write.put);
   }
 
   protected async getItem(key: TableKey): Promise<Item | undefined> {
     const item = this.items.get(itemKey(key));
     return item ? structuredClone(item) : undefined;
+  }
+
+  protected async putItems(items: Item[]): Promise<void> {
+    for (const item of items) this.put(item);
+  }
+
+  protected async getItems(keys: TableKey[]): Promise<Item[]> {
+    return keys.map((key) => this.items.get(itemKey(key))).filter((item) => item !== undefined).map((item) => structuredClone(item));
   }
 
   protected async queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage> {

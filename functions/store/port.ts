@@ -1,7 +1,7 @@
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
-import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { EntityRef } from './items.ts';
@@ -30,12 +30,18 @@ export interface AuditFilter {
  */
 export interface FleetStore {
   getMachine(id: string): Promise<Machine | null>;
+  /** Many machines at once (BatchGetItem): those found, by id. */
+  getMachines(ids: string[]): Promise<Map<string, Machine>>;
   getInstance(id: string): Promise<Instance | null>;
   getMetaInstance(id: string): Promise<MetaInstance | null>;
   getTenant(org: string): Promise<Tenant | null>;
   getCatalog(): Promise<Catalog>;
   getSafety(): Promise<SafetyState | null>;
   getSiteHeartbeat(): Promise<SiteHeartbeat | null>;
+  /** The roster buckets stored (BatchGetItem), by bucket id; a bucket never written is left out. */
+  getRosterBuckets(ids: string[]): Promise<Map<string, RosterBucket>>;
+  getRosterDigests(): Promise<RosterDigests | null>;
+  getStaleCheck(id: string): Promise<StaleCheck | null>;
 
   /** Instances bound to a meta-instance (all of them; the binding is the instance's own field). */
   membersOf(metaInstanceId: string): Promise<Instance[]>;
@@ -66,13 +72,19 @@ export interface FleetStore {
   /** What the sweep must look at: records whose due time has come (at or before `now`), earliest first. */
   dueEntities(now: Date, page: PageRequest): Promise<Page<EntityRef>>;
 
-  /** Store the agent's roster time (and digest), guarded by version (or by nothing stored yet). */
+  /** Store the agent's roster time, guarded by version (or by nothing stored yet). */
   putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat>;
   /**
    * Commit one decision all-or-nothing: every record guarded by the version it was read at (or by not existing
    * yet), history entries alongside. A lost race raises StaleWriteError and changes nothing.
    */
   commit(change: Change): Promise<void>;
+  /**
+   * Write machines just read as absent, with their history entries, in batches (BatchWriteItem): no guard, so only
+   * for new records nobody else can have written since (a concurrent registration of the same id writes the same
+   * kind of new record). Not all-or-nothing: a crash leaves some written, and registering again writes the rest.
+   */
+  createMachines(machines: Machine[], history: HistoryEntry[]): Promise<void>;
   /** Record an event's delivery once: false when a marker for `eventId` already exists (nothing is written then). */
   recordEventDelivery(eventId: string, delivered: HistoryEntry): Promise<boolean>;
 }

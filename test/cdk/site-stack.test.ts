@@ -13,6 +13,7 @@ import { buildSiteApp } from '#lib/app.ts';
 import type { SiteStack } from '#lib/site-stack.ts';
 import { streamFilters } from '#lib/stream-filters.ts';
 import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
+import { SITE_AGENT_SILENT_METRIC } from '#services/reconcile.ts';
 import cdkJson from '../../cdk.json' with { type: 'json' };
 
 // One synthesis for the whole file (of the sample real site), bundling skipped: the assertions read its template,
@@ -338,6 +339,11 @@ describe('stream reactions', () => {
       [`${name} meta-instance`, record(name, 'META#x1', '#META')],
       [`${name} tenant`, record(name, 'TENANT#acme', '#TENANT')],
       [`${name} heartbeat roster`, record(name, 'SITE', 'HEARTBEAT')],
+      [`${name} roster digests`, record(name, 'SITE', 'ROSTER')],
+      [`${name} roster bucket`, record(name, 'ROSTER#07', '#ROSTER')],
+      [`${name} stale check`, record(name, 'STALE-CHECK#site', '#STALE-CHECK')],
+      [`${name} site history with event`, record(name, 'SITE', 'HISTORY#2025#agent-silent', event)],
+      [`${name} site history without event`, record(name, 'SITE', 'HISTORY#2025#x')],
       [`${name} history with event`, record(name, 'MACHINE#m1', 'HISTORY#2025#ab', event)],
       [`${name} history without event`, record(name, 'MACHINE#m1', 'HISTORY#2025#cd')],
       [`${name} look-alike`, record(name, 'MACHINES#m1', '#MACHINES')],
@@ -420,6 +426,13 @@ describe('schedule, events and alarms', () => {
       Namespace: 'Fleetward',
       Threshold: 1,
       TreatMissingData: 'notBreaching',
+      Dimensions: expect.arrayContaining([{ Name: 'site', Value: SITE }]),
+    });
+    // The sweep reports 1 while the site agent is silent (services/reconcile.ts).
+    expect(alarms.find((a) => a.MetricName === SITE_AGENT_SILENT_METRIC)).toMatchObject({
+      Namespace: 'Fleetward',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       Dimensions: expect.arrayContaining([{ Name: 'site', Value: SITE }]),
     });
   });

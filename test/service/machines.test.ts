@@ -3,33 +3,50 @@ import { createInstance } from '#services/instances.ts';
 import { addHealthOverride, patchMachineLabels, removeHealthOverride, tenantPatchMachineLabels, tenantShowMachine } from '#services/machine-actions.ts';
 import { listMachines, registerMachines, showMachine } from '#services/machines.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
-import { harness, rejection, siteWith, tenant } from '#test/support/service-harness.ts';
+import { bucketOf, RECHECK } from '#domain/heartbeat.ts';
+import { receiveHeartbeat } from '#services/heartbeats.ts';
+import { harness, reconcile, rejection, siteWith, tenant } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
 
 const alice = tenant('acme', 'alice');
 
 describe('registerMachines', () => {
-  it('registers a large batch in transactions under the limit, with the catalog and a roster reset', async () => {
+  it('registers a large batch, new machines in batches and re-described ones in transactions under the limit, the catalog updated once', async () => {
     const h = harness();
-    const registrations = Array.from({ length: 90 }, (_, i) => ({ id: `m-${String(i).padStart(3, '0')}`, machineType: i < 60 ? 'gb200' : 'h100', rack: 'r1' }));
-    expect(await registerMachines(h.ctx, registrations, ops)).toEqual({ upserted: 90 });
+    const registrations = Array.from({ length: 1_020 }, (_, i) => ({ id: `m-${String(i).padStart(4, '0')}`, machineType: i < 600 ? 'gb200' : 'h100', rack: 'r1' }));
+    expect(await registerMachines(h.ctx, registrations.slice(0, 120), ops)).toEqual({ upserted: 120 });
+    expect(h.store.attempts.get('machines')).toBeUndefined();
+    const redescribed = registrations.map((r, i) => (i < 120 ? { ...r, rack: 'r2' } : r));
+    expect(await registerMachines(h.ctx, redescribed, ops)).toEqual({ upserted: 1_020 });
     expect(h.store.attempts.get('machines')).toBe(3);
-    expect((await h.store.getCatalog()).types).toMatchObject({ gb200: { count: 60 }, h100: { count: 30 } });
-    expect((await h.store.getSiteHeartbeat())!.digest).toBe('reset');
-    expect((await h.store.listMachines({ limit: 100 })).items).toHaveLength(90);
+    expect(await h.store.getMachine('m-0119')).toMatchObject({ rack: 'r2', version: 1 });
+    expect(await h.store.getCatalog()).toMatchObject({ types: { gb200: { count: 600, racks: { r1: 480, r2: 120 } }, h100: { count: 420 } }, version: 1 });
+    const listed = await h.store.listMachines({ limit: 2_000 });
+    expect(listed.items).toHaveLength(1_020);
+    expect((await h.store.listHistory('m-0999', { limit: 5 })).items.map((e) => e.action)).toEqual(['machine-registered']);
+  });
+
+  it('new machines have their stored roster buckets walked again; machines already known do not', async () => {
+    const h = harness();
+    await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200' }], ops);
+    await receiveHeartbeat(h.ctx, ['m-1', 'm-2']);
+    const settle = async (buckets: string[]) => Promise.all(buckets.map((id) => reconcile(h.ctx, { entity: 'roster-bucket', id })));
+    await settle([bucketOf('m-1'), bucketOf('m-2')]);
+    const before = await h.store.getRosterBuckets([bucketOf('m-2')]);
+    await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', labels: { a: 'b' } }], ops);
+    expect(await h.store.getRosterBuckets([bucketOf('m-2')])).toEqual(before);
+    await registerMachines(h.ctx, [{ id: 'm-2', machineType: 'gb200' }], ops);
+    expect((await h.store.getRosterBuckets([bucketOf('m-2')])).get(bucketOf('m-2'))).toMatchObject({ appliedDigest: RECHECK });
   });
 
   it('registering again unchanged writes nothing; a changed type moves the catalog count', async () => {
     const h = harness();
     await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', rack: 'r1' }], ops);
-    const heartbeat = await h.store.getSiteHeartbeat();
     expect(await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', rack: 'r1' }], ops)).toEqual({ upserted: 0 });
     expect(await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'h100', rack: 'r1' }], ops)).toEqual({ upserted: 1 });
     const catalog = await h.store.getCatalog();
     expect(catalog.types.h100).toMatchObject({ count: 1 });
     expect(catalog.types.gb200?.count ?? 0).toBe(0);
-    // Only new machines make the roster compare afresh.
-    expect(await h.store.getSiteHeartbeat()).toEqual(heartbeat);
   });
 
   it('a chunk that loses a race is loaded and decided again', async () => {

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { createInstance, releaseInstance } from '#services/instances.ts';
-import { sweep } from '#services/reconcile.ts';
+import { SITE_AGENT_SILENT_METRIC, sweep } from '#services/reconcile.ts';
 import { siteCleanupTimings } from '#services/context.ts';
 import { deliverOutboxEvent } from '#services/events.ts';
-import { harness, siteWith, tenant, type Harness, reconcile } from '#test/support/service-harness.ts';
+import { eventCatalog } from '#domain/event-schemas.ts';
+import { SITE_SUBJECT } from '#domain/site-agent-silence.ts';
+import { keys, outboxEntryOf } from '#store/items.ts';
+import { beat, harness, siteWith, tenant, type Harness, reconcile } from '#test/support/service-harness.ts';
 
 const alice = tenant('acme', 'alice');
 
@@ -157,5 +160,47 @@ describe('deliverOutboxEvent', () => {
     expect(h.events[0]).toMatchObject({ type: 'RepairRequested', detail: { machineId: 'gb200-1', id: expect.any(String) } });
     const delivered = (await h.store.listHistory('gb200-1', { limit: 10 })).items.filter((e) => e.action === 'event-delivered');
     expect(delivered).toEqual([expect.objectContaining({ actor: 'event-bus', message: 'RepairRequested', eventId: h.events[0]!.detail.id })]);
+  });
+});
+
+describe('the sweep and a silent site agent', () => {
+  it('raises SiteAgentSilent once per silence through the outbox, and reports the metric its alarm watches', async () => {
+    const h = harness();
+    await siteWith(h, { gb200: 1 });
+    const lastRosterAt = h.clock.now().toISOString();
+    await sweep(h.ctx);
+    expect(h.gauges.get(SITE_AGENT_SILENT_METRIC)).toBe(0);
+    expect((await h.store.listHistory(SITE_SUBJECT, { limit: 10 })).items).toEqual([]);
+
+    h.clock.advance(h.ctx.config.heartbeat.timeout_seconds * 1000 + 5_000);
+    await sweep(h.ctx);
+    await sweep(h.ctx);
+    expect(h.gauges.get(SITE_AGENT_SILENT_METRIC)).toBe(1);
+    const entries = (await h.store.listHistory(SITE_SUBJECT, { limit: 10 })).items;
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ action: 'event-emitted', message: 'SiteAgentSilent' });
+
+    // The stream delivers it as any other outbox entry (its delivery is recorded in the site's history too); the
+    // detail is what the published schema says.
+    const item = { ...keys.siteHistory(`${lastRosterAt}#agent-silent`), ...entries[0] };
+    await deliverOutboxEvent(h.ctx, outboxEntryOf(item)!);
+    expect(h.events).toHaveLength(1);
+    const published = h.events[0]!;
+    expect(published.type).toBe('SiteAgentSilent');
+    expect(eventCatalog.SiteAgentSilent.detail.parse(published.detail)).toMatchObject({
+      site: h.ctx.config.site.name,
+      lastRosterAt,
+      silentForSeconds: h.ctx.config.heartbeat.timeout_seconds + 5,
+      timeoutSeconds: h.ctx.config.heartbeat.timeout_seconds,
+    });
+
+    // The agent is back: the metric falls, and a later silence is a new event.
+    await beat(h, ['gb200-1']);
+    await sweep(h.ctx);
+    expect(h.gauges.get(SITE_AGENT_SILENT_METRIC)).toBe(0);
+    h.clock.advance(h.ctx.config.heartbeat.timeout_seconds * 1000 + 1_000);
+    await sweep(h.ctx);
+    const emitted = (await h.store.listHistory(SITE_SUBJECT, { limit: 10 })).items.filter((e) => e.action === 'event-emitted');
+    expect(emitted).toHaveLength(2);
   });
 });

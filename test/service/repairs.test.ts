@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { resetRepairStorm, showSafety } from '#services/safety.ts';
 import { listRepairs, watchStuckRepairs } from '#services/stuck-repairs.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
-import { harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
+import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
 
 const alice = tenant('acme', 'alice');
@@ -86,7 +85,7 @@ describe('stuck repairs', () => {
     h.clock.advance(HOUR + 60_000);
     await watchStuckRepairs(h.ctx);
     // The agent kept beating all along: the machine is live when the repair tenant claims it.
-    await receiveHeartbeat(h.ctx, ['gb200-1', 'gb200-2']);
+    await beat(h, ['gb200-1', 'gb200-2']);
     await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
     await createInstance(h.ctx, tenant('fixit', 'bob'), { machineId: 'gb200-1' });
     expect(await watchStuckRepairs(h.ctx)).toEqual([]);

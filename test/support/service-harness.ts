@@ -224,7 +224,14 @@ export async function siteWith(h: Harness, fleet: Record<string, number>): Promi
     Array.from({ length: count }, (_, i) => ({ id: `${machineType}-${i + 1}`, machineType, rack: `r${(i % 2) + 1}` })),
   );
   await registerMachines(h.ctx, registrations, ops);
-  await receiveHeartbeat(h.ctx, registrations.map((r) => r.id));
+  await beat(h, registrations.map((r) => r.id));
+}
+
+/** The agent's beat and the stream's reaction to it: the roster buckets it changed are walked. */
+export async function beat(h: Harness, machineIds: string[]): Promise<Awaited<ReturnType<typeof receiveHeartbeat>>> {
+  const result = await receiveHeartbeat(h.ctx, machineIds);
+  await startRun(h.ctx).reconcile(result.changedBuckets.map((id) => ({ entity: 'roster-bucket', id })));
+  return result;
 }
 
 /** The Rejection a service answered with (the HTTP layer turns it into problem+json). */

@@ -3,7 +3,7 @@ import { auditEntry, type AuditEntry } from '#domain/audit.ts';
 import type { Change } from '#domain/change.ts';
 import { finishCleanup, claimCleanup, cleanupTimings } from '#domain/cleanup.ts';
 import { inAllocatableIndex } from '#domain/health.ts';
-import { planHeartbeat, rosterDigest } from '#domain/heartbeat.ts';
+import { bucketWithRoster, type RosterBucket } from '#domain/heartbeat.ts';
 import { assignInstance, releaseInstance } from '#domain/instances.ts';
 import { registerMachine } from '#domain/machines.ts';
 import type { HealthOverride, HistoryEntry, Instance, InstanceStatus, Machine } from '#domain/model.ts';
@@ -396,80 +396,81 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       const fresh = await newStore();
       expect(await fresh.getSiteHeartbeat()).toBeNull();
       const results = await Promise.allSettled([
-        fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(at(0)), digest: 'd-one', machineCount: 1 }),
-        fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(at(1)), digest: 'd-two', machineCount: 2 }),
+        fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(at(0)), machineCount: 1 }),
+        fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(at(1)), machineCount: 2 }),
       ]);
       expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toBeInstanceOf(StaleWriteError);
       const stored = (await fresh.getSiteHeartbeat())!;
       expect(stored.version).toBe(1);
-      expect(['d-one', 'd-two']).toContain(stored.digest);
+      expect([1, 2]).toContain(stored.machineCount);
     });
 
     it('is guarded by version: of two writers from the same read, one wins and the other gets StaleWriteError', async () => {
       const fresh = await newStore();
-      await fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(at(0)), digest: 'd0', machineCount: 3 });
+      await fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(at(0)), machineCount: 3 });
       const read = (await fresh.getSiteHeartbeat())!;
-      expect(read).toEqual({ rosterSeenAt: iso(at(0)), digest: 'd0', machineCount: 3, version: 1 });
-
+      expect(read).toEqual({ rosterSeenAt: iso(at(0)), machineCount: 3, version: 1 });
       const results = await Promise.allSettled([
-        fresh.putSiteHeartbeat(read, { rosterSeenAt: iso(at(10_000)), digest: 'd-a', machineCount: 4 }),
-        fresh.putSiteHeartbeat(read, { rosterSeenAt: iso(at(10_001)), digest: 'd-b', machineCount: 5 }),
+        fresh.putSiteHeartbeat(read, { rosterSeenAt: iso(at(10_000)), machineCount: 4 }),
+        fresh.putSiteHeartbeat(read, { rosterSeenAt: iso(at(10_001)), machineCount: 5 }),
       ]);
       const won = results.findIndex((r) => r.status === 'fulfilled');
       expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       expect((results[1 - won] as PromiseRejectedResult).reason).toBeInstanceOf(StaleWriteError);
       const stored = (await fresh.getSiteHeartbeat())!;
       expect(stored.version).toBe(2);
-      expect(stored.digest).toBe(won === 0 ? 'd-a' : 'd-b');
+      expect(stored.machineCount).toBe(won === 0 ? 4 : 5);
 
       // The loser's read is stale for good.
-      expect(await rejectionOf(fresh.putSiteHeartbeat(read, { rosterSeenAt: iso(at(20_000)), digest: 'd-c', machineCount: 1 }))).toBeInstanceOf(StaleWriteError);
-      expect((await fresh.getSiteHeartbeat())!.digest).toBe(stored.digest);
-    });
-
-    it('a commit with resetHeartbeatRoster bumps the version, so a heartbeat based on the old read loses', async () => {
-      const fresh = await newStore();
-      const digest = rosterDigest(['hb-a']);
-      await fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(at(0)), digest, machineCount: 1 });
-      const oldRead = (await fresh.getSiteHeartbeat())!;
-
-      const registration = registerMachine(null, { id: 'hb-new', machineType: 'gb200' }, 'ops', at(1_000))!;
-      await fresh.commit({ ...registration, resetHeartbeatRoster: true });
-
-      const afterReset = (await fresh.getSiteHeartbeat())!;
-      expect(afterReset).toEqual({ rosterSeenAt: iso(at(0)), digest: 'reset', machineCount: 1, version: 2 });
-      // The next beat with the same roster compares afresh.
-      expect(planHeartbeat(afterReset, digest, at(2_000), 30_000)).toEqual({ kind: 'reconcile-roster' });
-
-      // A beat that read before the registration must not restore the old digest.
-      expect(await rejectionOf(fresh.putSiteHeartbeat(oldRead, { rosterSeenAt: iso(at(2_000)), digest, machineCount: 1 }))).toBeInstanceOf(StaleWriteError);
-      expect((await fresh.getSiteHeartbeat())!.digest).toBe('reset');
-
-      await fresh.putSiteHeartbeat(afterReset, { rosterSeenAt: iso(at(3_000)), digest: rosterDigest(['hb-a', 'hb-new']), machineCount: 2 });
-      expect((await fresh.getSiteHeartbeat())!).toMatchObject({ digest: rosterDigest(['hb-a', 'hb-new']), version: 3 });
-    });
-
-    it('a reset before any heartbeat was stored makes a first heartbeat based on "nothing stored" lose', async () => {
-      const fresh = await newStore();
-      await fresh.commit({ ...registerMachine(null, { id: 'hb-first', machineType: 'gb200' }, 'ops', T0)!, resetHeartbeatRoster: true });
-      const stored = (await fresh.getSiteHeartbeat())!;
-      expect(stored).toMatchObject({ digest: 'reset', version: 1 });
-      expect(await rejectionOf(fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(T0), digest: 'd', machineCount: 1 }))).toBeInstanceOf(StaleWriteError);
-      await fresh.putSiteHeartbeat(stored, { rosterSeenAt: iso(T0), digest: 'd', machineCount: 1 });
-      expect((await fresh.getSiteHeartbeat())!).toEqual({ rosterSeenAt: iso(T0), digest: 'd', machineCount: 1, version: 2 });
-    });
-
-    it('a stale commit does not reset the roster either', async () => {
-      const fresh = await newStore();
-      await fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(T0), digest: 'd', machineCount: 0 });
-      await fresh.commit(registerMachine(null, { id: 'hb-dup', machineType: 'gb200' }, 'ops', T0)!);
-      const duplicate = registerMachine(null, { id: 'hb-dup', machineType: 'gb200' }, 'ops', T0)!;
-      expect(await rejectionOf(fresh.commit({ ...duplicate, resetHeartbeatRoster: true }))).toBeInstanceOf(StaleWriteError);
-      expect(await fresh.getSiteHeartbeat()).toEqual({ rosterSeenAt: iso(T0), digest: 'd', machineCount: 0, version: 1 });
+      expect(await rejectionOf(fresh.putSiteHeartbeat(read, { rosterSeenAt: iso(at(20_000)), machineCount: 1 }))).toBeInstanceOf(StaleWriteError);
+      expect((await fresh.getSiteHeartbeat())!.machineCount).toBe(stored.machineCount);
     });
   });
 
+  describe('roster buckets and batch reads', () => {
+    const bucket = (id: string, ids: string[], version = 0): RosterBucket => ({ ...bucketWithRoster(null, id, ids, iso(at(0)), at(1_000)), version });
+
+    it('getMachines reads many at once, past one BatchGetItem (100 keys), leaving out the unknown ones', async () => {
+      const fresh = await newStore();
+      const ids = Array.from({ length: 130 }, (_, i) => `bg-${String(i).padStart(3, '0')}`);
+      for (let i = 0; i < ids.length; i += 40) {
+        await fresh.commit({ machines: ids.slice(i, i + 40).map((id) => ({ before: null, after: aMachine({ id }) })), history: [] });
+      }
+      const found = await fresh.getMachines([...ids, 'bg-unknown', ids[0]!]);
+      expect([...found.keys()].sort()).toEqual(ids);
+      expect(found.get('bg-007')).toEqual(aMachine({ id: 'bg-007' }));
+      expect((await fresh.getMachines([])).size).toBe(0);
+    });
+
+    it('createMachines writes new machines and their history in batches, indexed as a commit would', async () => {
+      const fresh = await newStore();
+      const ids = Array.from({ length: 60 }, (_, i) => `cm-${String(i).padStart(2, '0')}`);
+      const registrations = ids.map((id) => registerMachine(null, { id, machineType: 'gb300', rack: 'r1' }, 'ops', T0)!);
+      await fresh.createMachines(registrations.map((c) => c.machines![0]!.after), registrations.flatMap((c) => c.history));
+      expect((await fresh.getMachines(ids)).size).toBe(60);
+      expect((await fresh.allocatableMachines('gb300', 100)).map((m) => m.id)).toEqual(ids);
+      expect((await fresh.listHistory('cm-42', { limit: 5 })).items).toEqual(registrations[42]!.history);
+    });
+
+    it('buckets and digests are guarded records, written together, and an unsettled bucket is due', async () => {
+      const fresh = await newStore();
+      expect(await fresh.getRosterDigests()).toBeNull();
+      const b7 = bucket('07', ['m-a', 'm-b']);
+      await fresh.commit({ rosterBuckets: [{ before: null, after: b7 }, { before: null, after: bucket('09', []) }], rosterDigests: { before: null, after: { buckets: { '07': b7.digest }, version: 0 } }, history: [] });
+      const stored = await fresh.getRosterBuckets(['07', '08', '09']);
+      expect([...stored.keys()].sort()).toEqual(['07', '09']);
+      expect(stored.get('07')).toEqual(b7);
+      expect(await fresh.getRosterDigests()).toEqual({ buckets: { '07': b7.digest }, version: 0 });
+      expect((await fresh.dueEntities(at(1_000), { limit: 10 })).items).toEqual(expect.arrayContaining([{ entity: 'roster-bucket', id: '07' }]));
+
+      // A writer that read before loses; the applied bucket leaves the due index.
+      expect(await rejectionOf(fresh.commit({ rosterBuckets: [{ before: null, after: b7 }], history: [] }))).toBeInstanceOf(StaleWriteError);
+      await fresh.commit({ rosterBuckets: [{ before: b7, after: { ...b7, appliedDigest: b7.digest } }], history: [] });
+      expect((await fresh.getRosterBuckets(['07'])).get('07')).toMatchObject({ appliedDigest: b7.digest, version: 1 });
+      expect((await fresh.dueEntities(at(1_000), { limit: 10 })).items).not.toContainEqual({ entity: 'roster-bucket', id: '07' });
+    });
+  });
 
   describe('page tokens', () => {
     const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');

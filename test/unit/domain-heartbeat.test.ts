@@ -1,5 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { livenessChange, planHeartbeat, REFRESH_DIVISOR, rosterDigest, type SiteHeartbeat } from '#domain/heartbeat.ts';
+import {
+  bucketOf,
+  bucketsOfRoster,
+  bucketWithRoster,
+  livenessChange,
+  nextStaleCheck,
+  planHeartbeat,
+  recheck,
+  RECHECK,
+  REFRESH_DIVISOR,
+  ROSTER_BUCKETS,
+  rosterDigest,
+  someoneLeft,
+  walkBucket,
+  WALK_CHUNK,
+  type RosterBucket,
+  type RosterDigests,
+  type SiteHeartbeat,
+} from '#domain/heartbeat.ts';
 import { heartbeatStale } from '#domain/health.ts';
 import type { Machine } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
@@ -32,9 +50,27 @@ describe('rosterDigest', () => {
   });
 });
 
+describe('roster buckets', () => {
+  const ids = Array.from({ length: 2_000 }, (_, i) => `m-${i}`);
+
+  it('every id falls in exactly one of ROSTER_BUCKETS buckets, the same one every time, spread across all', () => {
+    const buckets = bucketsOfRoster([...ids, ...ids.slice(0, 10)]);
+    expect(buckets.size).toBe(ROSTER_BUCKETS);
+    expect([...buckets.values()].flat().sort()).toEqual([...ids].sort());
+    for (const [bucket, members] of buckets) for (const id of members) expect(bucketOf(id)).toBe(bucket);
+    const sizes = [...buckets.values()].map((members) => members.length);
+    expect(Math.min(...sizes)).toBeGreaterThan(0);
+    expect(Math.max(...sizes)).toBeLessThan((3 * ids.length) / ROSTER_BUCKETS);
+  });
+});
+
 describe('planHeartbeat', () => {
-  const digest = rosterDigest(['a', 'b']);
-  const stored: SiteHeartbeat = { rosterSeenAt: iso(T0), digest, machineCount: 2, version: 7 };
+  const roster = ['a', 'b', 'c'];
+  const stored: SiteHeartbeat = { rosterSeenAt: iso(T0), machineCount: 3, version: 7 };
+  const digestsOf = (machineIds: string[]): RosterDigests => ({
+    buckets: Object.fromEntries([...bucketsOfRoster(machineIds)].map(([bucket, members]) => [bucket, rosterDigest(members)])),
+    version: 1,
+  });
   const third = TIMEOUT_MS / REFRESH_DIVISOR;
 
   it('refreshes three times per timeout', () => {
@@ -42,19 +78,108 @@ describe('planHeartbeat', () => {
   });
 
   it.each([
-    { name: 'nothing stored yet', stored: null, digest, age: 0, kind: 'reconcile-roster' },
-    { name: 'roster changed, even when fresh', stored, digest: rosterDigest(['a']), age: 0, kind: 'reconcile-roster' },
-    { name: 'roster reset by a registration', stored: { ...stored, digest: 'reset' }, digest, age: 0, kind: 'reconcile-roster' },
-    { name: 'roster changed while another beat walks it, fresh', stored: { ...stored, reconcilingUntil: iso(new Date(T0.getTime() + TIMEOUT_MS)) }, digest: rosterDigest(['a']), age: 0, kind: 'nothing' },
-    { name: 'roster changed while another beat walks it, due', stored: { ...stored, reconcilingUntil: iso(new Date(T0.getTime() + TIMEOUT_MS)) }, digest: rosterDigest(['a']), age: third, kind: 'refresh' },
-    { name: 'roster changed and the walk claim lapsed', stored: { ...stored, reconcilingUntil: iso(T0) }, digest: rosterDigest(['a']), age: 1, kind: 'reconcile-roster' },
-    { name: 'same roster, just stored', stored, digest, age: 0, kind: 'nothing' },
-    { name: 'same roster, just under timeout/3', stored, digest, age: third - 1, kind: 'nothing' },
-    { name: 'same roster, exactly timeout/3', stored, digest, age: third, kind: 'refresh' },
-    { name: 'same roster, past timeout/3', stored, digest, age: third + 1, kind: 'refresh' },
-    { name: 'same roster, long past the timeout', stored, digest, age: 10 * TIMEOUT_MS, kind: 'refresh' },
-  ])('$name → $kind', ({ stored, digest, age, kind }) => {
-    expect(planHeartbeat(stored, digest, addMs(T0, age), TIMEOUT_MS)).toEqual({ kind });
+    { name: 'same roster, just stored', age: 0, refresh: false },
+    { name: 'same roster, just under timeout/3', age: third - 1, refresh: false },
+    { name: 'same roster, exactly timeout/3', age: third, refresh: true },
+    { name: 'same roster, long past the timeout', age: 10 * TIMEOUT_MS, refresh: true },
+  ])('$name → refresh $refresh, no bucket changed', ({ age, refresh }) => {
+    expect(planHeartbeat(stored, digestsOf(roster), roster, addMs(T0, age), TIMEOUT_MS)).toEqual({ refresh, changedBuckets: new Map() });
+  });
+
+  it('a machine leaving changes its bucket only, and the roster time is stored at once', () => {
+    const plan = planHeartbeat(stored, digestsOf(roster), ['a', 'c'], T0, TIMEOUT_MS);
+    expect(plan.refresh).toBe(true);
+    expect([...plan.changedBuckets.keys()]).toEqual([bucketOf('b')]);
+    expect(plan.changedBuckets.get(bucketOf('b'))).toEqual(bucketsOfRoster(['a', 'c']).get(bucketOf('b')));
+  });
+
+  it('nothing stored yet: every bucket that holds a machine changed; empty buckets match the empty digest', () => {
+    const plan = planHeartbeat(null, null, roster, T0, TIMEOUT_MS);
+    expect(plan.refresh).toBe(true);
+    expect([...plan.changedBuckets.keys()].sort()).toEqual([...new Set(roster.map(bucketOf))].sort());
+    expect(planHeartbeat(null, null, [], T0, TIMEOUT_MS)).toEqual({ refresh: true, changedBuckets: new Map() });
+  });
+});
+
+describe('bucketWithRoster', () => {
+  it('the machines it held and no longer lists have left, also those of an earlier change not walked yet', () => {
+    const first = bucketWithRoster(null, '03', ['a', 'b', 'c'], undefined, T0);
+    expect(first).toMatchObject({ id: '03', ids: ['a', 'b', 'c'], leftIds: [], digest: rosterDigest(['a', 'b', 'c']), changedAt: iso(T0), version: 0 });
+    const second = bucketWithRoster(first, '03', ['a', 'c'], iso(T0), addMs(T0, 5_000));
+    expect(second).toMatchObject({ ids: ['a', 'c'], leftIds: ['b'], previousRosterSeenAt: iso(T0) });
+    expect(bucketWithRoster(second, '03', ['b', 'd'], iso(T0), addMs(T0, 10_000))).toMatchObject({ ids: ['b', 'd'], leftIds: ['a', 'c'] });
+  });
+});
+
+describe('stale checks', () => {
+  const seen = iso(T0);
+  const staleAt = iso(addMs(T0, TIMEOUT_MS + 1));
+  const digests = (nextStaleAt?: string): RosterDigests => ({ buckets: {}, ...(nextStaleAt ? { nextStaleAt } : {}), version: 1 });
+
+  it('someoneLeft: only a machine the stored bucket listed and the new ids do not', () => {
+    const stored = bucketWithRoster(null, '00', ['a', 'b'], undefined, T0);
+    expect(someoneLeft(stored, ['a', 'b', 'c'])).toBe(false);
+    expect(someoneLeft(stored, ['a'])).toBe(true);
+    expect(someoneLeft(null, ['a'])).toBe(false);
+  });
+
+  it.each([
+    { name: 'nothing stored, nobody leaves', stored: undefined, left: false, age: 0, due: false, next: undefined },
+    { name: 'a machine leaves: stale a timeout after the previous roster', stored: undefined, left: true, age: 5_000, due: false, next: staleAt },
+    { name: 'an earlier stale time is kept', stored: iso(addMs(T0, 10_000)), left: true, age: 5_000, due: false, next: iso(addMs(T0, 10_000)) },
+    { name: 'just before the stale time: not due', stored: staleAt, left: false, age: TIMEOUT_MS, due: false, next: staleAt },
+    { name: 'at the stale time: due, and cleared', stored: staleAt, left: false, age: TIMEOUT_MS + 1, due: true, next: undefined },
+    { name: 'due while another machine leaves: the new time replaces it', stored: staleAt, left: true, age: TIMEOUT_MS + 1, due: true, next: staleAt },
+  ])('$name', ({ stored, left, age, due, next }) => {
+    expect(nextStaleCheck(digests(stored), left, seen, addMs(T0, age), TIMEOUT_MS)).toEqual({ due, nextStaleAt: next });
+  });
+});
+
+describe('walkBucket', () => {
+  const now = addMs(T0, 90_000);
+  const bucketOfIds = (ids: string[], leftIds: string[]): RosterBucket => ({ ...bucketWithRoster(null, '00', ids, iso(addMs(T0, 80_000)), now), leftIds });
+
+  it('makes listed machines live and the ones that left not live, then records the bucket as applied', () => {
+    const bucket = bucketOfIds(['m-1', 'm-2'], ['m-3']);
+    const machines = [machine({ id: 'm-1', heartbeatLive: false }), machine({ id: 'm-2' }), machine({ id: 'm-3' })];
+    const walk = walkBucket(bucket, machines, now, TIMEOUT_MS)!;
+    expect(walk.settles).toBe(true);
+    expect(walk.change.machines!.map((m) => [m.after.id, m.after.heartbeatLive])).toEqual([
+      ['m-1', true],
+      ['m-3', false],
+    ]);
+    expect(walk.change.machines!.map((m) => m.before)).toEqual([machines[0], machines[2]]);
+    expect(walk.change.rosterBuckets).toEqual([{ before: bucket, after: { ...bucket, leftIds: [], appliedDigest: bucket.digest } }]);
+    expect(walk.change.history).toEqual([]);
+  });
+
+  it('a settled bucket needs no walk; a machine not registered is skipped', () => {
+    const settled = { ...bucketOfIds(['m-1'], []), appliedDigest: rosterDigest(['m-1']) };
+    expect(walkBucket(settled, [machine({ id: 'm-1', heartbeatLive: false })], now, TIMEOUT_MS)).toBeNull();
+    const walk = walkBucket(bucketOfIds(['m-1'], []), [null], now, TIMEOUT_MS)!;
+    expect(walk).toEqual({ settles: true, change: { machines: [], rosterBuckets: [expect.anything()], history: [] } });
+  });
+
+  it('more changes than one transaction holds: a chunk at a time, the bucket applied only with the last', () => {
+    const ids = Array.from({ length: WALK_CHUNK + 5 }, (_, i) => `m-${i}`);
+    const bucket = bucketOfIds(ids, []);
+    const first = walkBucket(bucket, ids.map((id) => machine({ id, heartbeatLive: false })), now, TIMEOUT_MS)!;
+    expect(first.settles).toBe(false);
+    expect(first.change.machines).toHaveLength(WALK_CHUNK);
+    expect(first.change.rosterBuckets).toBeUndefined();
+    const applied = new Set(first.change.machines!.map((m) => m.after.id));
+    const second = walkBucket(bucket, ids.map((id) => machine({ id, heartbeatLive: applied.has(id) })), now, TIMEOUT_MS)!;
+    expect(second.settles).toBe(true);
+    expect(second.change.machines).toHaveLength(5);
+    expect(second.change.rosterBuckets).toHaveLength(1);
+  });
+
+  it("a registration's recheck makes a settled bucket walk again, due at once", () => {
+    const settled = { ...bucketOfIds(['m-1'], []), appliedDigest: rosterDigest(['m-1']) };
+    const later = addMs(now, 1_000);
+    const rechecked = recheck(settled, later);
+    expect(rechecked).toMatchObject({ appliedDigest: RECHECK, changedAt: iso(later), ids: ['m-1'] });
+    expect(walkBucket(rechecked, [machine({ id: 'm-1', heartbeatLive: false })], later, TIMEOUT_MS)!.change.machines).toHaveLength(1);
   });
 });
 
@@ -71,49 +196,28 @@ describe('livenessChange', () => {
 
   it('leaving the roster keeps the previous roster time as the last heartbeat', () => {
     const before = machine({ heartbeatLive: true, lastHeartbeatAt: iso(T0) });
-    const change = livenessChange(before, false, previousRoster, now);
-    expect(change).not.toBeNull();
-    expect(change!.next).toEqual({ ...before, heartbeatLive: false, lastHeartbeatAt: previousRoster, updatedAt: iso(now) });
-    expect(change!.history).toEqual({
-      machineId: 'm-1',
-      at: iso(now),
-      actor: 'site-agent',
-      action: 'heartbeat-stopped',
-      changes: { heartbeatLive: { from: true, to: false } },
-      message: `last seen ${previousRoster}`,
-    });
+    expect(livenessChange(before, false, previousRoster, now)).toEqual({ ...before, heartbeatLive: false, lastHeartbeatAt: previousRoster, updatedAt: iso(now) });
   });
 
   it('leaving with no previous roster keeps its own last heartbeat', () => {
     const before = machine({ heartbeatLive: true, lastHeartbeatAt: iso(T0) });
-    const change = livenessChange(before, false, undefined, now);
-    expect(change!.next.lastHeartbeatAt).toBe(iso(T0));
-    expect(change!.next.heartbeatLive).toBe(false);
-    expect(change!.history.message).toBe(`last seen ${iso(T0)}`);
+    const next = livenessChange(before, false, undefined, now);
+    expect(next!.lastHeartbeatAt).toBe(iso(T0));
+    expect(next!.heartbeatLive).toBe(false);
   });
 
-  it('leaving having never been seen says so', () => {
-    const change = livenessChange(machine({ heartbeatLive: true }), false, undefined, now);
-    expect(change!.next.lastHeartbeatAt).toBeUndefined();
-    expect(change!.history.message).toBe('last seen never');
+  it('leaving having never been seen keeps no last heartbeat', () => {
+    expect(livenessChange(machine({ heartbeatLive: true }), false, undefined, now)!.lastHeartbeatAt).toBeUndefined();
   });
 
   it('resuming sets the last heartbeat to now', () => {
     const before = machine({ heartbeatLive: false, lastHeartbeatAt: iso(T0) });
-    const change = livenessChange(before, true, previousRoster, now);
-    expect(change!.next).toEqual({ ...before, heartbeatLive: true, lastHeartbeatAt: iso(now), updatedAt: iso(now) });
-    expect(change!.history).toEqual({
-      machineId: 'm-1',
-      at: iso(now),
-      actor: 'site-agent',
-      action: 'heartbeat-resumed',
-      changes: { heartbeatLive: { from: false, to: true } },
-    });
+    expect(livenessChange(before, true, previousRoster, now)).toEqual({ ...before, heartbeatLive: true, lastHeartbeatAt: iso(now), updatedAt: iso(now) });
   });
 
   it('with the timeout, a machine leaving the roster is due exactly when its heartbeat first counts as stale', () => {
     const before = machine({ heartbeatLive: true, lastHeartbeatAt: iso(T0) });
-    const next = livenessChange(before, false, previousRoster, now, TIMEOUT_MS)!.next;
+    const next = livenessChange(before, false, previousRoster, now, TIMEOUT_MS)!;
     expect(next.heartbeatStaleAt).toBe(iso(addMs(new Date(previousRoster), TIMEOUT_MS + 1)));
     const view = { rosterSeenAt: iso(now), timeoutMs: TIMEOUT_MS };
     expect(heartbeatStale(next, view, addMs(new Date(next.heartbeatStaleAt!), -1))).toBe(false);
@@ -122,14 +226,13 @@ describe('livenessChange', () => {
 
   it('resuming clears the stale time', () => {
     const before = machine({ heartbeatLive: false, lastHeartbeatAt: iso(T0), heartbeatStaleAt: iso(addMs(T0, TIMEOUT_MS + 1)) });
-    expect(livenessChange(before, true, previousRoster, now, TIMEOUT_MS)!.next.heartbeatStaleAt).toBeUndefined();
+    expect(livenessChange(before, true, previousRoster, now, TIMEOUT_MS)!.heartbeatStaleAt).toBeUndefined();
   });
 
   it('keeps the version as read (the store guards on it) and does not touch the input', () => {
     const before = machine({ heartbeatLive: false, version: 11 });
     const snapshot = structuredClone(before);
-    const change = livenessChange(before, true, undefined, now);
-    expect(change!.next.version).toBe(11);
+    expect(livenessChange(before, true, undefined, now)!.version).toBe(11);
     expect(before).toEqual(snapshot);
   });
 });

@@ -189,7 +189,7 @@ describe('registry', () => {
     expect(refs).toHaveLength(3);
   });
 
-  it('watches machines, instances and meta-instances (the stream filters follow)', () => {
-    expect([...registry.watchedRecordKinds].sort()).toEqual(['instance', 'machine', 'meta-instance']);
+  it('watches machines, instances, meta-instances, roster buckets and stale checks (the stream filters follow)', () => {
+    expect([...registry.watchedRecordKinds].sort()).toEqual(['instance', 'machine', 'meta-instance', 'roster-bucket', 'stale-check']);
   });
 });

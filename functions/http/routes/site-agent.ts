@@ -19,8 +19,8 @@ export const siteAgentRoutes: Route[] = [
     bodyRequired: true,
     responses: { 200: heartbeatReceiptResponse },
     handle: async ({ body }, ctx) => {
-      const result = await receiveHeartbeat(ctx, body.machines.map((m) => m.id));
-      return { status: 200, body: { received: body.machines.length, ...result } };
+      const { stored, changedBuckets } = await receiveHeartbeat(ctx, body.machines.map((m) => m.id));
+      return { status: 200, body: { received: body.machines.length, stored, rosterBucketsChanged: changedBuckets.length } };
     },
   }),
   defineRoute({
