@@ -3195,7 +3195,7 @@ export interface operations {
                     "application/json": {
                         received: number;
                         stored: boolean;
-                        livenessChanges: number;
+                        rosterBucketsChanged: number;
                     };
                 };
             };

@@ -1,14 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { createSweepHandler } from '#handlers/sweep.ts';
 import { createMetaInstance, showMetaInstance } from '#services/meta-instances.ts';
-import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { registerMachines } from '#services/machines.ts';
 import { DUE_PAGE, sweep, type SweepPosition } from '#services/reconcile.ts';
 import { followUpEvent, sweepStart } from '#services/sweep-follow-up.ts';
 import { DEFAULT_CONCURRENCY } from '#reconcilers/runner.ts';
 import { iso } from '#domain/time.ts';
 import { aMachine, NOW, ops } from '#test/support/fixtures.ts';
-import { harness, tenant, type Harness } from '#test/support/service-harness.ts';
+import { beat, harness, tenant, type Harness } from '#test/support/service-harness.ts';
 
 // A backlog (a rack lost power, an agent outage ended) clears in one sweep: every due page, reconciled in parallel,
 // while the run has time; what is left goes to a follow-up that starts where the run stopped.
@@ -113,7 +112,7 @@ describe('same-rack placement on fragmented racks', () => {
       ...Array.from({ length: 4 }, (_, i) => ({ id: `room-${i}`, machineType: 'gb200', rack: 'z0001' })),
     ];
     await registerMachines(h.ctx, registrations, ops);
-    await receiveHeartbeat(h.ctx, registrations.map((r) => r.id));
+    await beat(h, registrations.map((r) => r.id));
 
     const created = await createMetaInstance(h.ctx, tenant(), { machineType: 'gb200', minNodes: 4, placement: { sameRack: true }, labels: {} });
     expect(created).toMatchObject({ status: 'Ready', instanceIds: [expect.any(String), expect.any(String), expect.any(String), expect.any(String)] });
