@@ -1,4 +1,5 @@
 import type { Catalog } from './catalog.ts';
+import type { RackAggregate, SummaryShard } from './fleet-summary.ts';
 import type { SafetyState } from './safety.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from './model.ts';
 
@@ -18,6 +19,8 @@ export interface Change {
   safety?: Versioned<SafetyState>;
   /** New machines must be matched against the agent's roster: make the next heartbeat compare it afresh. */
   resetHeartbeatRoster?: boolean;
+  /** The fleet summary's aggregates (domain/fleet-summary.ts): a rack's entries and its shard's counters together. */
+  fleetSummary?: { racks: Versioned<RackAggregate>[]; shards: Versioned<SummaryShard>[] };
   history: HistoryEntry[];
 }
 

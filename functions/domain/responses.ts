@@ -158,6 +158,50 @@ export const historyListResponse = listOf(historyEntryResponse);
 export const healthOverrideListResponse = listOf(healthOverrideResponse);
 export const repairListResponse = listOf(repairResponse);
 
+const counts = z.record(z.string(), z.number().int());
+
+/** Fleet counts as the machine listing would show them now, from the stream's aggregates (docs/api.md). */
+export const fleetSummaryResponse = z
+  .object({
+    machines: z.number().int(),
+    allocatable: z.number().int(),
+    stale: z.number().int(),
+    byState: counts,
+    byOverride: counts,
+    byType: z.record(
+      z.string(),
+      z.object({
+        machines: z.number().int(),
+        allocatable: z.number().int(),
+        byRack: z.record(z.string(), z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() })).optional(),
+      }),
+    ),
+    asOf: z.string(),
+  })
+  .openapi('FleetSummary');
+
+/** A rack with each machine's compact entry, as the stream last recorded it (heartbeat staleness is the reader's). */
+export const rackResponse = z
+  .object({
+    machineType: z.string(),
+    rack: z.string(),
+    machines: z.record(
+      z.string(),
+      z.object({
+        version: z.number().int(),
+        state: z.enum(machineStates),
+        allocatable: z.boolean(),
+        overrides: z.array(z.string()),
+        quarantined: z.boolean(),
+        live: z.boolean(),
+        lastHeartbeatAt: z.string().optional(),
+      }),
+    ),
+  })
+  .openapi('Rack');
+
+export const rackListResponse = listOf(rackResponse);
+
 export type Issue = z.infer<typeof issueResponse>;
 export type HealthAlert = z.infer<typeof healthAlertResponse>;
 export type HealthOverride = z.infer<typeof healthOverrideResponse>;

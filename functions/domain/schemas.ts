@@ -123,6 +123,9 @@ export const listMachinesQuery = z.strictObject({
   allocatable: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
 });
 
+/** The rack map: one type's racks, a page of racks at a time. */
+export const rackListQuery = z.strictObject({ ...pageQuery, machineType });
+
 export const tenantBody = z.strictObject({
   capabilities: z.strictObject({ targetedInstanceCreation: z.boolean() }),
 });

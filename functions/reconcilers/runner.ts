@@ -87,13 +87,16 @@ async function reconcileEntity(ctx: AppContext, registry: Registry, reconciler: 
     if (snapshot === null) break;
     const decision = reconciler.decide(snapshot);
     followers.enqueued.push(...(decision.enqueue ?? []));
-    if (decision.change && (await committedOnce(() => ctx.store.commit(decision.change!)))) {
+    const lostRace = decision.change !== undefined && !(await committedOnce(() => ctx.store.commit(decision.change!)));
+    if (decision.change && !lostRace) {
       committed(decision.change);
       if (decision.summary) ctx.log.info('reconciled', { entity: reconciler.kind, id, outcome: decision.summary });
       const settled = decision.effect === undefined ? null : await performEffect(ctx, reconciler, id, decision.effect);
       if (settled) committed(settled);
     }
     if (!decision.requeueAt || decision.requeueAt.getTime() > ctx.clock.now().getTime()) break;
+    // Rivals on a shared record (an aggregate) would meet again at once: spread the next attempts out.
+    if (lostRace) await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * pass));
   }
   return followers;
 }

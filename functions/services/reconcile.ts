@@ -4,6 +4,7 @@ import { registry, type EntityRef } from '#reconcilers/registry.ts';
 import { startRun, type Run } from '#reconcilers/runner.ts';
 import type { AppContext } from './context.ts';
 import { watchStuckRepairs } from './stuck-repairs.ts';
+import { repairSummaryShard } from './fleet-summary.ts';
 import { ageMs } from '#domain/time.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
 
@@ -25,7 +26,7 @@ export async function sweep(ctx: AppContext, limit = 200): Promise<{ due: number
     const metas = await ctx.store.listMetaInstances(null, { limit });
     work.push(...metas.items.map((meta) => run.reconcile([{ entity: 'meta-instance', id: meta.id }])));
   }
-  const results = await Promise.allSettled([...work, watchStuckRepairs(ctx)]);
+  const results = await Promise.allSettled([...work, watchStuckRepairs(ctx), repairSummaryShard(ctx)]);
   const failed = results.filter((r) => r.status === 'rejected');
   for (const failure of failed) ctx.log.error('sweep reconcile failed', { error: String((failure as PromiseRejectedResult).reason) });
   return { due: work.length, failed: failed.length };

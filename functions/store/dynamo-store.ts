@@ -145,6 +145,7 @@ export class DynamoFleetStore extends ItemStore {
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
       ...(query.descending ? { ScanIndexForward: false } : {}),
+      ...(query.consistent ? { ConsistentRead: true } : {}),
     };
   }
 

@@ -3,6 +3,7 @@ import { emptyCatalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
+import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
   DUE_PARTITION,
@@ -13,12 +14,17 @@ import {
   fromInstanceItem,
   fromMachineItem,
   fromMetaInstanceItem,
+  fromRackAggregateItem,
+  fromSummaryShardItem,
   fromTenantItem,
   historyItem,
   instanceItem,
   keys,
   machineItem,
   metaInstanceItem,
+  rackAggregateItem,
+  SUMMARY_PARTITION,
+  summaryShardItem,
   tenantItem,
   type EntityRef,
 } from './items.ts';
@@ -48,6 +54,8 @@ export interface ItemQuery {
   limit?: number;
   /** A filter applied after Limit, as DynamoDB does: a page may come back short, even empty, with a nextToken. */
   where?: { attribute: string; equals: string };
+  /** Strongly consistent (the table only; GSIs cannot be). */
+  consistent?: boolean;
 }
 
 export interface ItemPage {
@@ -82,6 +90,8 @@ export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[
   for (const pair of change.metaInstances ?? []) guarded(pair, metaInstanceItem);
   if (change.catalog) guarded(change.catalog, (catalog) => ({ ...keys.siteCatalog, ...catalog }));
   if (change.safety) guarded(change.safety, (safety) => ({ ...keys.siteSafety, ...safety }));
+  for (const pair of change.fleetSummary?.racks ?? []) guarded(pair, rackAggregateItem);
+  for (const pair of change.fleetSummary?.shards ?? []) guarded(pair, summaryShardItem);
   if (change.resetHeartbeatRoster) writes.push({ resetRoster: true });
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
   if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
@@ -236,6 +246,34 @@ export abstract class ItemStore implements FleetStore {
       page.nextToken,
     );
     return { items: result.items.map(fromHistoryItem), nextToken: result.nextToken };
+  }
+
+  async getRackAggregate(machineType: string, rack: string): Promise<RackAggregate | null> {
+    const item = await this.getItem(keys.summaryRack(machineType, rack));
+    return item ? fromRackAggregateItem(item) : null;
+  }
+
+  async getSummaryShard(machineType: string, shard: number): Promise<SummaryShard | null> {
+    const item = await this.getItem(keys.summaryShard(machineType, shard));
+    return item ? fromSummaryShardItem(item) : null;
+  }
+
+  /** Bounded by types x SUMMARY_SHARDS items, whatever the fleet's size. */
+  async summaryShards(): Promise<SummaryShard[]> {
+    return (await this.allItems({ partition: SUMMARY_PARTITION })).map(fromSummaryShardItem);
+  }
+
+  async listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>> {
+    const result = await this.queryItems(
+      {
+        partition: keys.summaryRack(machineType, '').pk,
+        // Recounting a shard must see every rack write its counters already hold.
+        ...(page.shard === undefined ? {} : { sort: { beginsWith: keys.summaryRackShardPrefix(page.shard) }, consistent: true }),
+        limit: page.limit,
+      },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromRackAggregateItem), nextToken: result.nextToken };
   }
 
   /** Costs what is due, not what the fleet holds. */

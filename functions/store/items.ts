@@ -3,6 +3,7 @@ import { isEntityKind, registry, type EntityRef } from '#reconcilers/registry.ts
 import { repairStage } from '#domain/stuck-repairs.ts';
 import type { OutboxEntry } from '#domain/events.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
+import { shardOf, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
 // item is in a sparse index exactly while its state says it belongs there; `dueAt` comes from the reconcilers'
@@ -19,7 +20,16 @@ export const keys = {
   siteHeartbeat: { pk: 'SITE', sk: 'HEARTBEAT' },
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
   siteSafety: { pk: 'SITE', sk: 'SAFETY' },
+  /** One type's racks, grouped by counter shard so the sweep can recount one shard; the rack map pages through them. */
+  summaryRack: (machineType: string, rack: string) => ({ pk: `SUMMARY-RACKS#${machineType}`, sk: `${shardKey(shardOf(rack))}#${rack}` }),
+  summaryRackShardPrefix: (shard: number) => `${shardKey(shard)}#`,
+  /** Every type's counter shards in one partition: the summary is one bounded Query. */
+  summaryShard: (machineType: string, shard: number) => ({ pk: SUMMARY_PARTITION, sk: `${machineType}#${shardKey(shard)}` }),
 };
+
+export const SUMMARY_PARTITION = 'SUMMARY';
+
+const shardKey = (shard: number): string => String(shard).padStart(2, '0');
 
 export const DUE_PARTITION = 'DUE';
 
@@ -86,6 +96,14 @@ export function historyItem(entry: HistoryEntry, unique: string): Item {
   return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...entry };
 }
 
+export function rackAggregateItem(rack: RackAggregate): Item {
+  return { ...keys.summaryRack(rack.machineType, rack.rack), entity: 'summary-rack', ...rack };
+}
+
+export function summaryShardItem(shard: SummaryShard): Item {
+  return { ...keys.summaryShard(shard.machineType, shard.shard), entity: 'summary-shard', ...shard };
+}
+
 /** A history item carrying an event (the outbox), named by its key, which never changes: the event's id derives from it. */
 export function outboxEntryOf(item: Item): OutboxEntry | null {
   if (!item.event) return null;
@@ -102,6 +120,8 @@ export const fromInstanceItem = (item: Item): Instance => strip<Instance>(item);
 export const fromMetaInstanceItem = (item: Item): MetaInstance => strip<MetaInstance>(item);
 export const fromTenantItem = (item: Item): Tenant => strip<Tenant>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
+export const fromRackAggregateItem = (item: Item): RackAggregate => strip<RackAggregate>(item);
+export const fromSummaryShardItem = (item: Item): SummaryShard => strip<SummaryShard>(item);
 
 export type { EntityRef };
 

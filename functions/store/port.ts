@@ -1,5 +1,6 @@
 import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
+import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
@@ -48,6 +49,13 @@ export interface FleetStore {
   listInstances(org: string, page: PageRequest & { status?: string | undefined }): Promise<Page<Instance>>;
   /** A machine's history, newest first. */
   listHistory(machineId: string, page: PageRequest): Promise<Page<HistoryEntry>>;
+  /** The fleet summary's aggregates (domain/fleet-summary.ts), kept by the stream. */
+  getRackAggregate(machineType: string, rack: string): Promise<RackAggregate | null>;
+  getSummaryShard(machineType: string, shard: number): Promise<SummaryShard | null>;
+  /** Every counter shard: a bounded read (types x shards), whatever the fleet's size. */
+  summaryShards(): Promise<SummaryShard[]>;
+  /** One type's racks with their machines' entries, grouped by counter shard (or one shard's), by rack name within. */
+  listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>>;
   /** What the sweep must look at: records whose due time has come, earliest first. */
   dueEntities(now: Date, limit: number): Promise<EntityRef[]>;
 

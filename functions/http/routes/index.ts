@@ -1,4 +1,5 @@
 import type { Route } from '../route.ts';
+import { adminFleetRoutes } from './admin-fleet.ts';
 import { adminOverrideRoutes } from './admin-overrides.ts';
 import { adminSafetyRoutes } from './admin-safety.ts';
 import { adminRoutes } from './admin.ts';
@@ -17,6 +18,7 @@ export const routes: readonly Route[] = [
   ...tenantMachineRoutes,
   ...metaInstanceRoutes,
   ...adminRoutes,
+  ...adminFleetRoutes,
   ...adminOverrideRoutes,
   ...adminSafetyRoutes,
   ...siteAgentRoutes,
