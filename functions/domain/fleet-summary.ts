@@ -63,17 +63,19 @@ export function summaryEntry(machine: Machine): SummaryEntry {
   };
 }
 
-// Counter names, `|`-separated (types, racks and override sources do not contain `|`).
+// Counter names: `|`-separated parts, each URI-encoded (a rack name may hold any character).
 const SEP = '|';
+const name = (...parts: string[]): string => parts.map(encodeURIComponent).join(SEP);
+const partsOf = (counter: string): string[] => counter.split(SEP).map(decodeURIComponent);
 /** A heartbeat class: roster membership and the machine's own last heartbeat time. */
-const seenKey = (entry: Pick<SummaryEntry, 'live' | 'lastHeartbeatAt'>): string => `${entry.live ? 'live' : 'off'}${SEP}${entry.lastHeartbeatAt ?? ''}`;
+const seenKey = (entry: Pick<SummaryEntry, 'live' | 'lastHeartbeatAt'>): string => name(entry.live ? 'live' : 'off', entry.lastHeartbeatAt ?? '');
 
 /** The counters one machine adds: each name by one. */
 export function counterKeys(rack: string, entry: SummaryEntry): string[] {
   const seen = seenKey(entry);
-  const keys = ['machines', `state${SEP}${entry.state}`, ...entry.overrides.map((o) => `override${SEP}${o}`), `rack${SEP}${rack}${SEP}machines`, `seen${SEP}${seen}${SEP}machines`];
-  if (entry.allocatable) keys.push('allocatable', `rack${SEP}${rack}${SEP}allocatable`, `seen${SEP}${seen}${SEP}allocatable`, `rackseen${SEP}${rack}${SEP}${seen}`);
-  if (entry.quarantined) keys.push(`rack${SEP}${rack}${SEP}quarantined`);
+  const keys = ['machines', name('state', entry.state), ...entry.overrides.map((o) => name('override', o)), name('rack', rack, 'machines'), `seen${SEP}${seen}${SEP}machines`];
+  if (entry.allocatable) keys.push('allocatable', name('rack', rack, 'allocatable'), `seen${SEP}${seen}${SEP}allocatable`, `${name('rackseen', rack)}${SEP}${seen}`);
+  if (entry.quarantined) keys.push(name('rack', rack, 'quarantined'));
   return keys;
 }
 
@@ -161,8 +163,7 @@ export interface FleetSummary {
 }
 
 /** Whether machines of a heartbeat class count as stale now: the rule of domain/health.ts, applied once per class. */
-function staleClass(seen: string, heartbeat: HeartbeatView, now: Date): boolean {
-  const [live, lastHeartbeatAt] = seen.split(SEP) as [string, string];
+function staleClass(live: string, lastHeartbeatAt: string, heartbeat: HeartbeatView, now: Date): boolean {
   const probe = { heartbeatLive: live === 'live', ...(lastHeartbeatAt ? { lastHeartbeatAt } : {}) } as Machine;
   return heartbeatStale(probe, heartbeat, now);
 }
@@ -173,26 +174,27 @@ function staleClass(seen: string, heartbeat: HeartbeatView, now: Date): boolean 
  */
 export function fleetSummary(shards: SummaryShard[], heartbeat: HeartbeatView, now: Date): FleetSummary {
   const summary: FleetSummary = { machines: 0, allocatable: 0, stale: 0, byState: {}, byOverride: {}, byType: {}, asOf: now.toISOString() };
-  const bump = (counts: Record<string, number>, name: string, by: number) => void (counts[name] = (counts[name] ?? 0) + by);
+  const bump = (counts: Record<string, number>, key: string, by: number) => void (counts[key] = (counts[key] ?? 0) + by);
   const staleByClass = new Map<string, boolean>();
-  const stale = (seen: string) => {
-    if (!staleByClass.has(seen)) staleByClass.set(seen, staleClass(seen, heartbeat, now));
+  const stale = (live: string, lastHeartbeatAt: string) => {
+    const seen = name(live, lastHeartbeatAt);
+    if (!staleByClass.has(seen)) staleByClass.set(seen, staleClass(live, lastHeartbeatAt, heartbeat, now));
     return staleByClass.get(seen)!;
   };
   for (const shard of shards) {
     const type = (summary.byType[shard.machineType] ??= { machines: 0, allocatable: 0, byRack: {} });
     const rackOf = (name: string) => (type.byRack[name] ??= { machines: 0, allocatable: 0, quarantined: 0 });
-    for (const [name, count] of Object.entries(shard.counters)) {
-      const parts = name.split(SEP);
-      if (name === 'machines') type.machines += count;
-      else if (name === 'allocatable') type.allocatable += count;
+    for (const [counter, count] of Object.entries(shard.counters)) {
+      const parts = partsOf(counter);
+      if (counter === 'machines') type.machines += count;
+      else if (counter === 'allocatable') type.allocatable += count;
       else if (parts[0] === 'state') bump(summary.byState, parts[1]!, count);
       else if (parts[0] === 'override') bump(summary.byOverride, parts[1]!, count);
       else if (parts[0] === 'rack') rackOf(parts[1]!)[parts[2] as keyof RackTally] += count;
-      else if (parts[0] === 'seen' && stale(`${parts[1]}${SEP}${parts[2]}`)) {
+      else if (parts[0] === 'seen' && stale(parts[1]!, parts[2]!)) {
         if (parts[3] === 'machines') summary.stale += count;
         else type.allocatable -= count;
-      } else if (parts[0] === 'rackseen' && stale(`${parts[2]}${SEP}${parts[3]}`)) rackOf(parts[1]!).allocatable -= count;
+      } else if (parts[0] === 'rackseen' && stale(parts[2]!, parts[3]!)) rackOf(parts[1]!).allocatable -= count;
     }
   }
   for (const [name, type] of Object.entries(summary.byType)) {

@@ -35,6 +35,7 @@ const moved = (before: Machine | null, after: Machine | null): boolean =>
 
 export const fleetSummaryReconciler = defineReconciler({
   kind: 'fleet-summary',
+  settlesOrFails: true,
   watches: {
     machine: {
       concerns: (before, after, id) => [id, moved(before, after) ? leftPlacement({ machineId: id, machineType: before!.machineType, rack: before!.rack }) : null],

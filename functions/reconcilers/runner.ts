@@ -95,8 +95,9 @@ async function reconcileEntity(ctx: AppContext, registry: Registry, reconciler: 
       if (settled) committed(settled);
     }
     if (!decision.requeueAt || decision.requeueAt.getTime() > ctx.clock.now().getTime()) break;
+    if (lostRace && reconciler.settlesOrFails && pass === MAX_PASSES) throw new Error(`${reconciler.kind} ${id} kept losing races: delivery to be retried`);
     // Rivals on a shared record (an aggregate) would meet again at once: spread the next attempts out.
-    if (lostRace) await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * pass));
+    if (lostRace) await new Promise((resolve) => setTimeout(resolve, Math.random() * 25 * pass));
   }
   return followers;
 }

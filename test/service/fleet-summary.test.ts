@@ -94,7 +94,7 @@ describe('fleet summary', () => {
     await addHealthOverride(h.ctx, 'h100-2', { template: 'request-repair' }, 'ops');
     await addHealthOverride(h.ctx, 'gb200-20', { template: 'out-for-repair' }, 'ops');
     // Re-described to another rack and another type: their entries must leave the old racks.
-    await registerMachines(h.ctx, [{ id: 'gb200-24', machineType: 'gb200', rack: 'r9' }, { id: 'h100-9', machineType: 'gb300', rack: 'r1' }], 'ops');
+    await registerMachines(h.ctx, [{ id: 'gb200-24', machineType: 'gb200', rack: 'r|9' }, { id: 'h100-9', machineType: 'gb300', rack: 'r1' }], 'ops');
     // Three machines drop out of the roster.
     const roster = [...Array.from({ length: 21 }, (_, i) => `gb200-${i + 1}`), 'gb200-24', ...Array.from({ length: 8 }, (_, i) => `h100-${i + 1}`)];
     h.clock.advance(1000);
@@ -147,7 +147,7 @@ describe('fleet summary', () => {
     const counters = async () => (await h.store.summaryShards()).map((shard) => shard.counters);
     const healthy = await counters();
     const [damaged] = await h.store.summaryShards();
-    await h.store.commit({ fleetSummary: { racks: [], shards: [{ before: damaged!, after: { ...damaged!, counters: { machines: 99, 'state|Ready': 99 } } }] }, history: [] });
+    await h.store.commit({ fleetSummary: { racks: [], shards: [{ before: damaged!, after: { ...damaged!, counters: { machines: 99, 'state|Ready': 99, 'rack|r%7Cx|machines': 99 } } }] }, history: [] });
     expect((await summaryWithoutTime(h)).machines).toBeGreaterThan(99);
 
     let repaired = 0;
