@@ -63,6 +63,23 @@ describe('dashboard', () => {
     expect(await page.getByTestId('login').isVisible()).toBe(false);
     // Every machine is listed, each a link to its detail.
     expect(await page.getByTestId('machines-table').locator('tbody tr a.machine').count()).toBe(6);
+    expect(await count('stale-count')).toBe('0');
+  });
+
+  it('the machine table is filtered by the server', async () => {
+    const machines = page.getByTestId('machines-table');
+    const types = () => machines.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.children[1]?.textContent ?? ''));
+    await page.locator('#filter-type').fill('h100');
+    await page.locator('#filter-type').press('Enter');
+    await until(page, 'only h100 machines', async () => JSON.stringify(await types()) === JSON.stringify(['h100', 'h100']));
+    expect(await machines.locator('caption').textContent()).toBe('Machines (h100), page 1: 2 shown');
+    await page.locator('#filter-allocatable').selectOption('false');
+    await until(page, 'no match', async () => (await machines.locator('tbody').textContent()) === 'No machine matches.');
+    expect(await page.getByTestId('page-next').isDisabled()).toBe(true);
+    await page.locator('#filter-allocatable').selectOption('');
+    await page.locator('#filter-type').fill('');
+    await page.locator('#filter-type').press('Enter');
+    await until(page, 'all six again', async () => (await machines.locator('tbody tr a.machine').count()) === 6);
   });
 
   it('a release with an issue: the machine waits for a repair tenant with its issue, and the counts change', async () => {
