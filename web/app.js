@@ -20,6 +20,7 @@ const state = {
   /** One page of the machine table, filtered and paged by the server. @type {Answer<'/admin/machines', 'get'> | undefined} */ machinePage: undefined,
   /** The tokens of the pages before the one shown, for "Previous"; the last is the shown page's own token. @type {Array<string | undefined>} */ pageTokens: [undefined],
   /** @type {MetaInstance[] | null | undefined} */ metas: undefined,
+  /** The rack map's type and its racks, each machine a compact entry. @type {{ machineType: string, racks: Item<'/admin/fleet/racks'>[] } | undefined} */ racks: undefined,
   /** @type {Answer<'/admin/safety', 'get'> | null | undefined} */ safety: undefined,
   /** @type {Item<'/admin/repairs'>[] | null | undefined} */ stuck: undefined,
   /**
@@ -83,6 +84,8 @@ async function refresh() {
     ]);
     if (config !== undefined) state.config = config;
     if (summary !== undefined) state.summary = summary;
+    const racks = await attempt(() => loadRacks());
+    if (racks !== undefined) state.racks = racks;
     if (machinePage !== undefined) state.machinePage = machinePage;
     if (machines !== undefined) {
       const left = (state.machines ?? []).filter((m) => !machines.some((now) => now.id === m.id));
@@ -114,6 +117,15 @@ async function refresh() {
 async function loadPipelineMachines() {
   const lists = await Promise.all(PIPELINE_SOURCES.map((healthOverride) => api.list('/admin/machines', { params: { query: { healthOverride } } }, { limit: 500 })));
   return [...new Map(lists.flat().map((m) => [m.id, m])).values()];
+}
+
+/** The racks of the type chosen for the rack map (the first type until one is chosen), from the per-rack aggregates. */
+async function loadRacks() {
+  const types = Object.keys(state.summary?.byType ?? {}).sort();
+  const chosen = /** @type {HTMLSelectElement} */ ($('rack-type')).value;
+  const machineType = types.includes(chosen) ? chosen : types[0];
+  if (!machineType) return undefined;
+  return { machineType, racks: await api.list('/admin/fleet/racks', { params: { query: { machineType } } }, { limit: 100 }) };
 }
 
 /** The machine table's query: its filters (form fields) and the page shown. */
@@ -177,6 +189,7 @@ function render() {
   if (!state.machines || !state.summary) return;
   const now = Date.now();
   renderFleet(state.summary);
+  renderRackMap();
   renderPipeline(state.machines, now);
   renderSafety(now);
   renderDetail(now);
@@ -243,6 +256,52 @@ function renderFleet(/** @type {Answer<'/admin/fleet/summary', 'get'>} */ summar
         testid: 'by-type',
       }),
     ),
+  );
+}
+
+/** Last rack map drawn, so an unchanged map is not rebuilt every refresh (10,000 cells). */
+let drawnRacks = '';
+
+function renderRackMap() {
+  const select = /** @type {HTMLSelectElement} */ ($('rack-type'));
+  const types = Object.keys(state.summary?.byType ?? {}).sort();
+  if ([...select.options].map((o) => o.value).join() !== types.join()) {
+    select.replaceChildren(...types.map((t) => h('option', { value: t }, t)));
+    if (state.racks) select.value = state.racks.machineType;
+  }
+  const stuck = new Set((state.stuck ?? []).map((s) => s.machineId));
+  const drawn = JSON.stringify([state.racks, [...stuck]]);
+  if (!state.racks || drawn === drawnRacks) return;
+  drawnRacks = drawn;
+  const racks = [...state.racks.racks].sort((a, b) => a.rack.localeCompare(b.rack, undefined, { numeric: true }));
+  $('racks-body').replaceChildren(
+    racks.length === 0
+      ? h('p', { class: 'muted' }, 'No racks recorded for this type yet.')
+      : h(
+          'div',
+          { class: 'rack-map' },
+          racks.map((rack) => {
+            const machines = Object.entries(rack.machines).sort(([a], [b]) => a.localeCompare(b, undefined, { numeric: true }));
+            return h(
+              'div',
+              { class: 'rack', 'data-testid': 'rack', 'data-rack': rack.rack },
+              h('span', { class: 'rack-name' }, rack.rack),
+              h(
+                'span',
+                { class: 'cells' },
+                machines.map(([id, m]) =>
+                  h('a', {
+                    href: `#machine/${encodeURIComponent(id)}`,
+                    class: ['cell', `state-${m.state}`, m.quarantined && 'quarantined', m.overrides.includes(SOURCES.outForRepair) && 'out-for-repair', stuck.has(id) && 'stuck'].filter(Boolean).join(' '),
+                    'data-machine': id,
+                    title: `${id} · ${m.state}${m.overrides.length ? ` · ${m.overrides.join(', ')}` : ''}${stuck.has(id) ? ' · stuck repair' : ''}`,
+                    'aria-label': id,
+                  }),
+                ),
+              ),
+            );
+          }),
+        ),
   );
 }
 
@@ -581,6 +640,7 @@ async function start() {
     event.preventDefault();
     showPage([undefined]);
   });
+  $('rack-type').addEventListener('change', () => void refresh());
   $('page-next').addEventListener('click', () => showPage([...state.pageTokens, state.machinePage?.nextToken]));
   $('page-previous').addEventListener('click', () => showPage(state.pageTokens.slice(0, -1)));
   window.addEventListener('hashchange', () => {

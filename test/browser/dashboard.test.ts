@@ -82,6 +82,23 @@ describe('dashboard', () => {
     await until(page, 'all six again', async () => (await machines.locator('tbody tr a.machine').count()) === 6);
   });
 
+  it('the rack map: every machine a cell, grouped by type and rack, coloured by state; a cell opens the machine', async () => {
+    const map = page.getByTestId('rack-map');
+    const racks = () =>
+      map.getByTestId('rack').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-rack')}:${[...r.querySelectorAll('a.cell')].map((c) => c.className).join(',')}`));
+    const ready = 'cell state-Ready';
+    await until(page, 'the gb200 racks', async () => JSON.stringify(await racks()) === JSON.stringify([`rack-1:${ready},${ready}`, `rack-2:${ready},${ready}`]));
+    await page.locator('#rack-type').selectOption('h100');
+    await until(page, 'the h100 rack', async () => JSON.stringify(await racks()) === JSON.stringify([`rack-3:${ready},${ready}`]));
+    const cell = map.locator('a.cell').first();
+    const machineId = (await cell.getAttribute('data-machine'))!;
+    await cell.click();
+    const detail = page.getByTestId('machine-detail');
+    await until(page, 'the machine from the map', async () => (await detail.isVisible()) && ((await detail.getByRole('heading', { level: 2 }).textContent()) ?? '').includes(machineId));
+    await detail.getByRole('link', { name: 'Close' }).click();
+    await page.locator('#rack-type').selectOption('gb200');
+  });
+
   it('a release with an issue: the machine waits for a repair tenant with its issue, and the counts change', async () => {
     repaired = await reportIssue(site, who, { category: 'hardware', summary: 'ECC errors', details: 'DIMM 2' });
     const waiting = row('pipeline-waiting', repaired);
@@ -161,6 +178,12 @@ describe('dashboard', () => {
     await until(page, `${machineId} failed`, async () => (await outcome.count()) === 1);
     expect((await outcome.locator('td').allTextContents())[1]).toBe('Failed');
     expect(await count('quarantined-count')).toBe('1');
+    const { machineType } = (await site.call('GET', `/admin/machines/${machineId}`, { token: who.admin })).body;
+    await page.locator('#rack-type').selectOption(machineType);
+    const cell = page.getByTestId('rack-map').locator(`a.cell[data-machine="${machineId}"]`);
+    await until(page, `${machineId} red on the rack map`, async () => (await cell.getAttribute('class')) === 'cell state-Ready quarantined');
+    expect(await page.getByTestId('rack-map').locator('a.cell.quarantined').count()).toBe(1);
+    await page.locator('#rack-type').selectOption('gb200');
   });
 
   it('meta-instances with their status', async () => {
