@@ -2640,10 +2640,10 @@ export interface operations {
     };
     "list-racks": {
         parameters: {
-            query: {
+            query?: {
                 limit?: number;
                 nextToken?: string;
-                machineType: string;
+                machineType?: string;
             };
             header?: never;
             path?: never;

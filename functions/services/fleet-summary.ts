@@ -10,9 +10,11 @@ export async function readFleetSummary(ctx: AppContext): Promise<FleetSummary> {
   return fleetSummary(shards, heartbeat, ctx.clock.now());
 }
 
-/** One type's racks with their machines' compact entries, a page of racks at a time. */
-export const listRacks = (ctx: AppContext, machineType: string, page: { limit: number; nextToken?: string | undefined }): Promise<Page<RackAggregate>> =>
-  ctx.store.listRackAggregates(machineType, page);
+/** One type's racks with their machines' compact entries, a page of racks at a time; no type: the catalog's first. */
+export async function listRacks(ctx: AppContext, machineType: string | undefined, page: { limit: number; nextToken?: string | undefined }): Promise<Page<RackAggregate>> {
+  const type = machineType ?? Object.keys((await ctx.store.getCatalog()).types).sort()[0];
+  return type === undefined ? { items: [] } : ctx.store.listRackAggregates(type, page);
+}
 
 /** Rack items read per repair: one shard's racks of one type, at most this many pages. */
 const REPAIR_PAGES = 4;
