@@ -12,6 +12,7 @@ export type MetaInstance = Answer<'/v2/org/{org}/nico/meta-instance/{id}', 'get'
 export type HistoryEntry = Item<'/admin/machines/{id}/history'>;
 export type Safety = Answer<'/admin/safety', 'get'>;
 export type SafetyReset = Answer<'/admin/safety/repair-storm/reset', 'post'>;
+export type FleetSummary = Answer<'/admin/fleet/summary', 'get'>;
 export type Repair = Item<'/admin/repairs'>;
 /** `repairs escalated`: a machine with out-for-repair and, when the automation escalated it, that history entry. */
 export interface Escalation {
@@ -193,3 +194,37 @@ export const indent = (text: string, by = '  '): string =>
     .split('\n')
     .map((line) => by + line)
     .join('\n');
+
+const countsOf = (counts: Record<string, number>): string =>
+  Object.entries(counts)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, count]) => `${name}=${count}`)
+    .join(' ');
+
+/** `machine summary`: the totals, then one row per type and rack. */
+export function renderSummary(summary: FleetSummary): string {
+  const totals = renderKeyValues([
+    ['machines', summary.machines],
+    ['allocatable', summary.allocatable],
+    ['stale', summary.stale],
+    ['by state', countsOf(summary.byState)],
+    ['by override', countsOf(summary.byOverride)],
+    ['as of', summary.asOf],
+  ]);
+  const rows = Object.entries(summary.byType)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .flatMap(([type, t]) => [
+      { type, rack: '*', ...t, quarantined: undefined as number | undefined },
+      ...Object.entries(t.byRack ?? {})
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([rack, r]) => ({ type, rack, ...r })),
+    ]);
+  const columns: Column<(typeof rows)[number]>[] = [
+    { header: 'type', value: (r) => r.type },
+    { header: 'rack', value: (r) => r.rack },
+    { header: 'machines', value: (r) => r.machines },
+    { header: 'allocatable', value: (r) => r.allocatable },
+    { header: 'quarantined', value: (r) => r.quarantined },
+  ];
+  return rows.length === 0 ? totals : `${totals}\n\n${renderTable(rows, columns)}`;
+}

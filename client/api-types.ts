@@ -290,6 +290,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/fleet/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Fleet counts by state, override, type and rack ("machine summary")
+         * @description Roles: provider-admin.
+         */
+        get: operations["fleet-summary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/fleet/racks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One machine type's racks with their machines' compact entries, for the rack map
+         * @description Roles: provider-admin.
+         */
+        get: operations["list-racks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/machines/{id}/health-overrides": {
         parameters: {
             query?: never;
@@ -644,6 +684,47 @@ export interface components {
                 targetedInstanceCreation: boolean;
             };
             updatedAt: string;
+        };
+        FleetSummary: {
+            machines: number;
+            allocatable: number;
+            stale: number;
+            byState: {
+                [key: string]: number;
+            };
+            byOverride: {
+                [key: string]: number;
+            };
+            byType: {
+                [key: string]: {
+                    machines: number;
+                    allocatable: number;
+                    byRack?: {
+                        [key: string]: {
+                            machines: number;
+                            allocatable: number;
+                            quarantined: number;
+                        };
+                    };
+                };
+            };
+            asOf: string;
+        };
+        Rack: {
+            machineType: string;
+            rack: string;
+            machines: {
+                [key: string]: {
+                    version: number;
+                    /** @enum {string} */
+                    state: "Ready" | "Assigned" | "Cleanup";
+                    allocatable: boolean;
+                    overrides: string[];
+                    quarantined: boolean;
+                    live: boolean;
+                    lastHeartbeatAt?: string;
+                };
+            };
         };
         Safety: {
             repairStorm: {
@@ -2471,6 +2552,143 @@ export interface operations {
                                 cleanup_ms: number;
                             };
                         };
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "fleet-summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FleetSummary"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-racks": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+                machineType?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["Rack"][];
+                        nextToken?: string;
                     };
                 };
             };

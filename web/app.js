@@ -2,20 +2,26 @@
 import { ApiError, SignInNeeded, apiBaseUrl, createApi } from './api.js';
 import { auditTable, loadAudit } from './audit.js';
 import { h, machineLink, table, time } from './dom.js';
-import { RECENT_MS, duration, fleetCounts, issueOf, issueText, latestOutcome, metaStatus, outcomeCandidates, override, pipeline, since, SOURCES } from './fleet.js';
+import { RECENT_MS, duration, fleetCounts, issueOf, PIPELINE_SOURCES, issueText, latestOutcome, metaStatus, outcomeCandidates, override, pipeline, since, SOURCES } from './fleet.js';
 
 /** @import { Answer, Item } from '../client/api.ts' */
 /** @import { HistoryEntry, Machine, MetaInstance } from './fleet.js' */
 
 const REFRESH_MS = 2000;
+/** Rows per page of the machine table. */
+const MACHINE_PAGE = 500;
 const HISTORY_LIMIT = 100;
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
 /** What the last refreshes found. `undefined`: never loaded; `null`: the API has no such route (panel hidden). */
 const state = {
   /** @type {Answer<'/admin/config', 'get'> | undefined} */ config: undefined,
-  /** @type {Machine[] | undefined} */ machines: undefined,
+  /** @type {Answer<'/admin/fleet/summary', 'get'> | undefined} */ summary: undefined,
+  /** Machines with a repair-pipeline override (three filtered listings), not the whole fleet. @type {Machine[] | undefined} */ machines: undefined,
+  /** One page of the machine table, filtered and paged by the server. @type {Answer<'/admin/machines', 'get'> | undefined} */ machinePage: undefined,
+  /** The tokens of the pages before the one shown, for "Previous"; the last is the shown page's own token. @type {Array<string | undefined>} */ pageTokens: [undefined],
   /** @type {MetaInstance[] | null | undefined} */ metas: undefined,
+  /** The rack map's type and its racks, each machine a compact entry. @type {{ machineType: string, racks: Item<'/admin/fleet/racks'>[] } | undefined} */ racks: undefined,
   /** @type {Answer<'/admin/safety', 'get'> | null | undefined} */ safety: undefined,
   /** @type {Item<'/admin/repairs'>[] | null | undefined} */ stuck: undefined,
   /** @type {Item<'/admin/audit'>[] | null | undefined} */ audit: undefined,
@@ -68,9 +74,11 @@ async function refresh() {
   };
   try {
     state.lastTry = new Date();
-    const [config, machines, metas, safety, stuck, audit] = await Promise.all([
+    const [config, summary, machinePage, machines, metas, safety, stuck, audit] = await Promise.all([
       state.config ?? attempt(() => api.get('/admin/config')),
-      attempt(() => api.list('/admin/machines', {}, { limit: 500 })),
+      attempt(() => api.get('/admin/fleet/summary')),
+      attempt(() => api.get('/admin/machines', { params: { query: machineQuery() } })),
+      attempt(() => loadPipelineMachines()),
       attempt(() => api.optional(() => api.list('/admin/meta-instances', {}, { limit: 500 }))),
       attempt(() => api.optional(() => api.get('/admin/safety'))),
       attempt(() => api.optional(() => api.list('/admin/repairs', { params: { query: { stuck: 'true' } } }))),
@@ -78,9 +86,14 @@ async function refresh() {
       loadDetail(errors),
     ]);
     if (config !== undefined) state.config = config;
+    if (summary !== undefined) state.summary = summary;
+    const racks = await attempt(() => loadRacks());
+    if (racks !== undefined) state.racks = racks;
+    if (machinePage !== undefined) state.machinePage = machinePage;
     if (machines !== undefined) {
+      const left = (state.machines ?? []).filter((m) => !machines.some((now) => now.id === m.id));
       state.machines = machines;
-      await attempt(() => loadOutcomes(machines));
+      await attempt(() => loadOutcomes(machines, left));
     }
     if (metas !== undefined) state.metas = metas;
     if (safety !== undefined) state.safety = safety;
@@ -101,9 +114,38 @@ async function refresh() {
   timer = setTimeout(refresh, again ? 0 : REFRESH_MS);
 }
 
-/** Read the history of machines that may have a recent repair outcome, once per machine version. */
-async function loadOutcomes(/** @type {Machine[]} */ machines) {
-  const stale = outcomeCandidates(machines).filter((m) => state.outcomes.get(m.id)?.version !== m.version);
+/**
+ * The repair pipeline's machines: one listing per override it shows (the repair-request one reads its own index),
+ * so the dashboard never pages through the whole fleet.
+ */
+async function loadPipelineMachines() {
+  const lists = await Promise.all(PIPELINE_SOURCES.map((healthOverride) => api.list('/admin/machines', { params: { query: { healthOverride } } }, { limit: 500 })));
+  return [...new Map(lists.flat().map((m) => [m.id, m])).values()];
+}
+
+/** The racks of the type chosen for the rack map (the first type until one is chosen), from the per-rack aggregates. */
+async function loadRacks() {
+  const types = Object.keys(state.summary?.byType ?? {}).sort();
+  const chosen = /** @type {HTMLSelectElement} */ ($('rack-type')).value;
+  const machineType = types.includes(chosen) ? chosen : types[0];
+  if (!machineType) return undefined;
+  return { machineType, racks: await api.list('/admin/fleet/racks', { params: { query: { machineType } } }, { limit: 100 }) };
+}
+
+/** The machine table's query: its filters (form fields) and the page shown. */
+function machineQuery() {
+  const value = (/** @type {string} */ id) => /** @type {HTMLInputElement | HTMLSelectElement} */ ($(id)).value.trim() || undefined;
+  const state_ = /** @type {'Ready' | 'Assigned' | 'Cleanup' | undefined} */ (value('filter-state'));
+  const allocatable = /** @type {'true' | 'false' | undefined} */ (value('filter-allocatable'));
+  return { limit: MACHINE_PAGE, state: state_, machineType: value('filter-type'), healthOverride: value('filter-override'), allocatable, nextToken: state.pageTokens.at(-1) };
+}
+
+/**
+ * Read the history of machines that may have a recent repair outcome, once per machine version; and of machines
+ * that just left the pipeline (a completed repair leaves no override behind), once.
+ */
+async function loadOutcomes(/** @type {Machine[]} */ machines, /** @type {Machine[]} */ left) {
+  const stale = [...outcomeCandidates(machines).filter((m) => state.outcomes.get(m.id)?.version !== m.version), ...left];
   // A few at a time: after a storm there may be many.
   for (let i = 0; i < stale.length; i += 8) {
     await Promise.all(
@@ -148,9 +190,10 @@ function selectedMachine() {
 
 function render() {
   renderStatus();
-  if (!state.machines) return;
+  if (!state.machines || !state.summary) return;
   const now = Date.now();
-  renderFleet(state.machines);
+  renderFleet(state.summary);
+  renderRackMap();
   renderPipeline(state.machines, now);
   renderSafety(now);
   renderDetail(now);
@@ -186,8 +229,8 @@ function renderStatus() {
 
 const stat = (/** @type {string} */ label, /** @type {unknown} */ value, /** @type {string} */ testid) => h('div', { class: 'stat', 'data-testid': testid }, h('span', { class: 'value' }, value), h('span', { class: 'label' }, label));
 
-function renderFleet(/** @type {Machine[]} */ machines) {
-  const counts = fleetCounts(machines);
+function renderFleet(/** @type {Answer<'/admin/fleet/summary', 'get'>} */ summary) {
+  const counts = fleetCounts(summary);
   const overrides = Object.entries(counts.byOverride).sort(([a], [b]) => a.localeCompare(b));
   $('fleet-body').replaceChildren(
     h(
@@ -196,6 +239,7 @@ function renderFleet(/** @type {Machine[]} */ machines) {
       stat('machines', counts.total, 'total-count'),
       stat('allocatable', counts.allocatable, 'allocatable-count'),
       stat('not allocatable', counts.total - counts.allocatable, 'not-allocatable-count'),
+      stat('heartbeat stale', counts.stale, 'stale-count'),
     ),
     h(
       'div',
@@ -222,6 +266,52 @@ function renderFleet(/** @type {Machine[]} */ machines) {
         testid: 'by-type',
       }),
     ),
+  );
+}
+
+/** Last rack map drawn, so an unchanged map is not rebuilt every refresh (10,000 cells). */
+let drawnRacks = '';
+
+function renderRackMap() {
+  const select = /** @type {HTMLSelectElement} */ ($('rack-type'));
+  const types = Object.keys(state.summary?.byType ?? {}).sort();
+  if ([...select.options].map((o) => o.value).join() !== types.join()) {
+    select.replaceChildren(...types.map((t) => h('option', { value: t }, t)));
+    if (state.racks) select.value = state.racks.machineType;
+  }
+  const stuck = new Set((state.stuck ?? []).map((s) => s.machineId));
+  const drawn = JSON.stringify([state.racks, [...stuck]]);
+  if (!state.racks || drawn === drawnRacks) return;
+  drawnRacks = drawn;
+  const racks = [...state.racks.racks].sort((a, b) => a.rack.localeCompare(b.rack, undefined, { numeric: true }));
+  $('racks-body').replaceChildren(
+    racks.length === 0
+      ? h('p', { class: 'muted' }, 'No racks recorded for this type yet.')
+      : h(
+          'div',
+          { class: 'rack-map' },
+          racks.map((rack) => {
+            const machines = Object.entries(rack.machines).sort(([a], [b]) => a.localeCompare(b, undefined, { numeric: true }));
+            return h(
+              'div',
+              { class: 'rack', 'data-testid': 'rack', 'data-rack': rack.rack },
+              h('span', { class: 'rack-name' }, rack.rack),
+              h(
+                'span',
+                { class: 'cells' },
+                machines.map(([id, m]) =>
+                  h('a', {
+                    href: `#machine/${encodeURIComponent(id)}`,
+                    class: ['cell', `state-${m.state}`, m.quarantined && 'quarantined', m.overrides.includes(SOURCES.outForRepair) && 'out-for-repair', stuck.has(id) && 'stuck'].filter(Boolean).join(' '),
+                    'data-machine': id,
+                    title: `${id} · ${m.state}${m.overrides.length ? ` · ${m.overrides.join(', ')}` : ''}${stuck.has(id) ? ' · stuck repair' : ''}`,
+                    'aria-label': id,
+                  }),
+                ),
+              ),
+            );
+          }),
+        ),
   );
 }
 
@@ -402,15 +492,16 @@ const labelList = (/** @type {Record<string, string>} */ labels) =>
   Object.entries(labels ?? {}).map(([k, v], i) => [i > 0 ? ', ' : '', h('code', null, `${k}=${v}`)]);
 
 function renderMachines() {
-  const filter = /** @type {HTMLInputElement} */ ($('machine-filter')).value.trim().toLowerCase();
-  const machines = (state.machines ?? []).filter(
-    (m) => !filter || [m.id, m.machineType, m.rack, m.state, ...m.healthOverrides.map((o) => o.source), ...Object.entries(m.labels ?? {}).flat()].some((v) => String(v).toLowerCase().includes(filter)),
-  );
+  const page = state.machinePage;
+  if (!page) return;
+  const pageNumber = state.pageTokens.length;
+  const filtered = machineQuery();
+  const filters = [filtered.state, filtered.machineType, filtered.healthOverride, filtered.allocatable && `allocatable=${filtered.allocatable}`].filter(Boolean);
   $('machines-body').replaceChildren(
     table({
-      caption: filter ? `Machines matching “${filter}” (${machines.length} of ${state.machines?.length ?? 0})` : `All machines (${machines.length})`,
+      caption: `Machines${filters.length ? ` (${filters.join(', ')})` : ''}, page ${pageNumber}: ${page.items.length} shown`,
       columns: ['Machine', 'Type', 'Rack', 'State', 'Allocatable', 'Health overrides', 'Instance', 'Labels'],
-      rows: machines.map((m) => [
+      rows: page.items.map((m) => [
         machineLink(m.id),
         m.machineType,
         m.rack,
@@ -420,11 +511,20 @@ function renderMachines() {
         m.instanceId ? h('code', null, m.instanceId) : '',
         labelList(m.labels),
       ]),
-      empty: filter ? 'No machine matches.' : 'No machines registered.',
+      // The server filters each page: a page may hold few matches, or none, with more on the next.
+      empty: page.nextToken ? 'No match on this page; try the next one.' : filters.length ? 'No machine matches.' : 'No machines registered.',
       testid: 'machines-table',
       compact: true,
     }),
   );
+  /** @type {HTMLButtonElement} */ ($('page-previous')).disabled = pageNumber === 1;
+  /** @type {HTMLButtonElement} */ ($('page-next')).disabled = !page.nextToken;
+}
+
+/** Another page or other filters: the table follows at once, the rest of the dashboard keeps its rhythm. */
+function showPage(/** @type {Array<string | undefined>} */ tokens) {
+  state.pageTokens = tokens;
+  void refresh();
 }
 
 /** "state: Assigned → Cleanup" @param {Record<string, { from?: unknown, to?: unknown }> | undefined} changes */
@@ -545,7 +645,14 @@ async function start() {
     api.signOut();
     showLogin('Paste a bearer token with the provider-admin role.');
   });
-  $('machine-filter').addEventListener('input', renderMachines);
+  $('machine-filters').addEventListener('change', () => showPage([undefined]));
+  $('machine-filters').addEventListener('submit', (event) => {
+    event.preventDefault();
+    showPage([undefined]);
+  });
+  $('rack-type').addEventListener('change', () => void refresh());
+  $('page-next').addEventListener('click', () => showPage([...state.pageTokens, state.machinePage?.nextToken]));
+  $('page-previous').addEventListener('click', () => showPage(state.pageTokens.slice(0, -1)));
   window.addEventListener('hashchange', () => {
     const id = selectedMachine();
     state.detail = id ? { id } : null;

@@ -23,26 +23,18 @@ export const override = (machine, source) => machine.healthOverrides.find((o) =>
 /** @param {Pick<Machine, 'healthOverrides'>} machine @param {string} source */
 const has = (machine, source) => override(machine, source) !== undefined;
 
-/** Counts by state, by override source and by machine type, and how many are allocatable. @param {Machine[]} machines */
-export function fleetCounts(machines) {
-  /** @type {Record<string, number>} */
-  const byState = { Ready: 0, Assigned: 0, Cleanup: 0 };
-  /** @type {Record<string, number>} */
-  const byOverride = {};
+/** The overrides whose machines the repair pipeline shows: what the dashboard lists instead of the whole fleet. */
+export const PIPELINE_SOURCES = [SOURCES.reported, SOURCES.repairRequest, SOURCES.outForRepair];
+
+/**
+ * The fleet panel's counts from the summary: every state shown (zero included), types by name.
+ * @param {Answer<'/admin/fleet/summary', 'get'>} summary
+ */
+export function fleetCounts(summary) {
+  const byState = { Ready: 0, Assigned: 0, Cleanup: 0, ...summary.byState };
   /** @type {Record<string, { total: number, allocatable: number }>} */
-  const byType = {};
-  let allocatable = 0;
-  for (const m of machines) {
-    byState[m.state] = (byState[m.state] ?? 0) + 1;
-    for (const o of m.healthOverrides) byOverride[o.source] = (byOverride[o.source] ?? 0) + 1;
-    const type = (byType[m.machineType] ??= { total: 0, allocatable: 0 });
-    type.total += 1;
-    if (m.allocatable) {
-      allocatable += 1;
-      type.allocatable += 1;
-    }
-  }
-  return { total: machines.length, allocatable, byState, byOverride, byType };
+  const byType = Object.fromEntries(Object.entries(summary.byType).map(([type, t]) => [type, { total: t.machines, allocatable: t.allocatable }]));
+  return { total: summary.machines, allocatable: summary.allocatable, stale: summary.stale, byState, byOverride: summary.byOverride, byType };
 }
 
 /** The issue a machine is quarantined for: the tenant's report, else the repair request's. */

@@ -5,7 +5,7 @@ import { CliError } from '../errors.ts';
 import { advance, entriesSince } from '../history.ts';
 import { renderRow, renderTable } from '../output.ts';
 import { action, collectLabel, parseBoolean, parseCount, parsePositiveInt, parseSeconds, type Runtime, type RuntimeDeps } from '../runtime.ts';
-import { historyColumns, machineColumns, renderLabels, renderMachine, renderOverrides, type HistoryEntry, type Machine } from '../views.ts';
+import { historyColumns, machineColumns, renderLabels, renderMachine, renderOverrides, renderSummary, type HistoryEntry, type Machine } from '../views.ts';
 import { waitFor } from '../wait.ts';
 
 // `fleetward machine ...`: the operator's view of a machine (carbide-admin-cli's `machine show`,
@@ -63,6 +63,16 @@ export function machineCommand(deps: RuntimeDeps): Command {
       action(deps, async (rt, _args, o: OrgOption & MachineFilters & { limit?: number }) => {
         const items: Machine[] = await listMachines(rt, o, o.limit);
         rt.out.result({ items }, () => (items.length === 0 ? 'no machines' : renderTable(items, machineColumns)));
+      }),
+    );
+
+  machine
+    .command('summary')
+    .description('fleet counts by state, health override, type and rack (provider-admin), from aggregates the stream keeps')
+    .action(
+      action(deps, async (rt) => {
+        const summary = await rt.client.get('/admin/fleet/summary');
+        rt.out.result(summary, () => renderSummary(summary));
       }),
     );
 

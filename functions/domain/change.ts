@@ -1,5 +1,6 @@
 import type { AuditEntry } from './audit.ts';
 import type { Catalog } from './catalog.ts';
+import type { RackAggregate, SummaryShard } from './fleet-summary.ts';
 import type { SafetyState } from './safety.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from './heartbeat.ts';
 import type { SiteHistoryEntry } from './site-agent-silence.ts';
@@ -23,6 +24,8 @@ export interface Change {
   rosterBuckets?: Versioned<RosterBucket>[];
   rosterDigests?: Versioned<RosterDigests>;
   staleChecks?: Versioned<StaleCheck>[];
+  /** The fleet summary's aggregates (domain/fleet-summary.ts): a rack's entries and its shard's counters together. */
+  fleetSummary?: { racks: Versioned<RackAggregate>[]; shards: Versioned<SummaryShard>[] };
   history: HistoryEntry[];
   /** The provider action this change is, if it is one: written as its own item in the same transaction. */
   audit?: AuditEntry;

@@ -163,6 +163,48 @@ export const healthOverrideListResponse = listOf(healthOverrideResponse);
 export const repairListResponse = listOf(repairResponse);
 export const auditListResponse = listOf(auditEntryResponse);
 
+const counts = z.record(z.string(), z.number().int());
+
+/** Fleet counts as the machine listing would show them now, from the stream's aggregates (docs/api.md). */
+export const fleetSummaryResponse = z
+  .object({
+    machines: z.number().int(),
+    allocatable: z.number().int(),
+    stale: z.number().int(),
+    byState: counts,
+    byOverride: counts,
+    byType: z.record(
+      z.string(),
+      z.object({
+        machines: z.number().int(),
+        allocatable: z.number().int(),
+        byRack: z.record(z.string(), z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() })).optional(),
+      }),
+    ),
+    asOf: z.string(),
+  });
+
+/** A rack with each machine's compact entry, as the stream last recorded it (heartbeat staleness is the reader's). */
+export const rackResponse = z
+  .object({
+    machineType: z.string(),
+    rack: z.string(),
+    machines: z.record(
+      z.string(),
+      z.object({
+        version: z.number().int(),
+        state: z.enum(machineStates),
+        allocatable: z.boolean(),
+        overrides: z.array(z.string()),
+        quarantined: z.boolean(),
+        live: z.boolean(),
+        lastHeartbeatAt: z.string().optional(),
+      }),
+    ),
+  });
+
+export const rackListResponse = listOf(rackResponse);
+
 export type Issue = z.infer<typeof issueResponse>;
 export type HealthAlert = z.infer<typeof healthAlertResponse>;
 export type HealthOverride = z.infer<typeof healthOverrideResponse>;
@@ -203,4 +245,6 @@ export const componentNames: ReadonlyArray<readonly [z.ZodType, string]> = [
   [safetyResetResponse, 'SafetyReset'],
   [repairResponse, 'Repair'],
   [auditEntryResponse, 'AuditEntry'],
+  [fleetSummaryResponse, 'FleetSummary'],
+  [rackResponse, 'Rack'],
 ];

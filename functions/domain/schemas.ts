@@ -138,6 +138,9 @@ export const listMachinesQuery = z.strictObject({
   allocatable: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
 });
 
+/** The rack map: one type's racks (by default the first type by name), a page of racks at a time. */
+export const rackListQuery = z.strictObject({ ...pageQuery, machineType: machineType.optional() });
+
 export const tenantBody = z.strictObject({
   capabilities: z.strictObject({ targetedInstanceCreation: z.boolean() }),
 });

@@ -72,6 +72,11 @@ export interface Reconciler<K extends string = string, S = any, E = any, R = any
   /** Pure: no I/O, no clock (the snapshot carries `now`). */
   decide(snapshot: S): Decision<E>;
   effects?: Effects<S, E, R>;
+  /**
+   * A lost race leaves no other trigger behind (the rival wrote a shared aggregate, not this entity's record): when
+   * the passes run out, fail the run so the stream delivers the record again instead of dropping the change.
+   */
+  settlesOrFails?: boolean;
 }
 
 /** Declares a reconciler with its types checked together (its snapshot, effect and effect result). */

@@ -1,3 +1,4 @@
+import { fleetSummaryReconciler } from './fleet-summary.ts';
 import { instanceReconciler } from './instance.ts';
 import { machineReconciler } from './machine.ts';
 import { metaInstanceReconciler } from './meta-instance.ts';
@@ -10,7 +11,7 @@ import { waitQueueReconciler } from './wait-queue.ts';
  * Every reconciler, in one place. The stream handler and the sweep run them (runner.ts); the stream filters of the
  * CDK stack (lib/stream-filters.ts) and the due times the store writes (store/items.ts) are derived from this list.
  */
-export const reconcilers = [instanceReconciler, machineReconciler, metaInstanceReconciler, rosterBucketReconciler, staleCheckReconciler, waitQueueReconciler] as const;
+export const reconcilers = [instanceReconciler, machineReconciler, metaInstanceReconciler, rosterBucketReconciler, staleCheckReconciler, waitQueueReconciler, fleetSummaryReconciler] as const;
 
 export type EntityKind = (typeof reconcilers)[number]['kind'];
 

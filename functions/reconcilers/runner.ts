@@ -93,13 +93,17 @@ async function reconcileEntity(ctx: AppContext, registry: Registry, reconciler: 
     if (snapshot === null) break;
     const decision = reconciler.decide(snapshot);
     followers.enqueued.push(...(decision.enqueue ?? []));
-    if (decision.change && (await committedOnce(() => ctx.store.commit(decision.change!)))) {
+    const lostRace = decision.change !== undefined && !(await committedOnce(() => ctx.store.commit(decision.change!)));
+    if (decision.change && !lostRace) {
       committed(decision.change);
       if (decision.summary) ctx.log.info('reconciled', { entity: reconciler.kind, id, outcome: decision.summary });
       const settled = decision.effect === undefined ? null : await performEffect(ctx, reconciler, id, decision.effect);
       if (settled) committed(settled);
     }
     if (!decision.requeueAt || decision.requeueAt.getTime() > ctx.clock.now().getTime()) break;
+    if (lostRace && reconciler.settlesOrFails && pass === MAX_PASSES) throw new Error(`${reconciler.kind} ${id} kept losing races: delivery to be retried`);
+    // Rivals on a shared record (an aggregate) would meet again at once: spread the next attempts out.
+    if (lostRace) await new Promise((resolve) => setTimeout(resolve, Math.random() * 25 * pass));
   }
   return followers;
 }

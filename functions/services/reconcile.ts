@@ -35,6 +35,7 @@ export interface SweepResult {
 }
 import { siteAgentSilence } from '#domain/site-agent-silence.ts';
 import { committedOnce } from './retry-on-stale.ts';
+import { repairSummaryShard } from './fleet-summary.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
 
 /** The metric the sweep reports (1 while the site agent is silent), which the SiteAgentSilent alarm watches. */
@@ -81,7 +82,7 @@ export async function sweep(ctx: AppContext, options: SweepOptions = {}): Promis
       // Written once per silence: a later sweep of the same silence loses the race to its own earlier entry.
       checks.push(committedOnce(() => ctx.store.commit({ history: [], siteHistory: [silence] })));
     }
-    checks.push(watchStuckRepairs(ctx));
+    checks.push(watchStuckRepairs(ctx), repairSummaryShard(ctx));
   }
   // Settled alongside the due pages (and observed at once, so a failure among them is never unhandled).
   const others = Promise.allSettled([...work, ...checks]);

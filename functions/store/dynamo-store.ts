@@ -180,6 +180,7 @@ export class DynamoFleetStore extends ItemStore {
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
       ...(query.descending ? { ScanIndexForward: false } : {}),
+      ...(query.consistent ? { ConsistentRead: true } : {}),
     };
   }
 

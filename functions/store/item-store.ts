@@ -4,6 +4,7 @@ import { emptyCatalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
 import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
+import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
   AUDIT_KIND,
@@ -21,6 +22,8 @@ import {
   fromMachineItem,
   fromMetaInstanceItem,
   fromRosterBucketItem,
+  fromRackAggregateItem,
+  fromSummaryShardItem,
   fromTenantItem,
   historyItem,
   instanceItem,
@@ -32,6 +35,9 @@ import {
   siteHistoryItem,
   staleCheckItem,
   fromStaleCheckItem,
+  rackAggregateItem,
+  SUMMARY_PARTITION,
+  summaryShardItem,
   tenantItem,
   type EntityRef,
 } from './items.ts';
@@ -61,6 +67,8 @@ export interface ItemQuery {
   limit?: number;
   /** A filter applied after Limit, as DynamoDB does: a page may come back short, even empty, with a nextToken. */
   where?: { attribute: string; equals: string };
+  /** Strongly consistent (the table only; GSIs cannot be). */
+  consistent?: boolean;
 }
 
 export interface ItemPage {
@@ -103,6 +111,8 @@ export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[
   for (const pair of change.rosterBuckets ?? []) guarded(pair, rosterBucketItem);
   if (change.rosterDigests) guarded(change.rosterDigests, rosterDigestsItem);
   for (const pair of change.staleChecks ?? []) guarded(pair, staleCheckItem);
+  for (const pair of change.fleetSummary?.racks ?? []) guarded(pair, rackAggregateItem);
+  for (const pair of change.fleetSummary?.shards ?? []) guarded(pair, summaryShardItem);
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
   if (change.audit) writes.push({ put: auditItem(change.audit, uniqueSuffix()), expectedVersion: null });
   for (const entry of change.siteHistory ?? []) writes.push({ put: siteHistoryItem(entry), expectedVersion: null });
@@ -322,6 +332,34 @@ export abstract class ItemStore implements FleetStore {
       page.nextToken,
     );
     return { items: result.items.map(fromAuditItem), nextToken: result.nextToken };
+  }
+
+  async getRackAggregate(machineType: string, rack: string): Promise<RackAggregate | null> {
+    const item = await this.getItem(keys.summaryRack(machineType, rack));
+    return item ? fromRackAggregateItem(item) : null;
+  }
+
+  async getSummaryShard(machineType: string, shard: number): Promise<SummaryShard | null> {
+    const item = await this.getItem(keys.summaryShard(machineType, shard));
+    return item ? fromSummaryShardItem(item) : null;
+  }
+
+  /** Bounded by types x SUMMARY_SHARDS items, whatever the fleet's size. */
+  async summaryShards(): Promise<SummaryShard[]> {
+    return (await this.allItems({ partition: SUMMARY_PARTITION })).map(fromSummaryShardItem);
+  }
+
+  async listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>> {
+    const result = await this.queryItems(
+      {
+        partition: keys.summaryRack(machineType, '').pk,
+        // Recounting a shard must see every rack write its counters already hold.
+        ...(page.shard === undefined ? {} : { sort: { beginsWith: keys.summaryRackShardPrefix(page.shard) }, consistent: true }),
+        limit: page.limit,
+      },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromRackAggregateItem), nextToken: result.nextToken };
   }
 
   /** Costs what is due, not what the fleet holds. */

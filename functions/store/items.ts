@@ -6,6 +6,7 @@ import type { OutboxEntry } from '#domain/events.ts';
 import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
+import { shardOf, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
 // item is in a sparse index exactly while its state says it belongs there; `dueAt` comes from the reconcilers'
@@ -28,7 +29,16 @@ export const keys = {
   siteRosterDigests: { pk: 'SITE', sk: 'ROSTER' },
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
   siteSafety: { pk: 'SITE', sk: 'SAFETY' },
+  /** One type's racks, grouped by counter shard so the sweep can recount one shard; the rack map pages through them. */
+  summaryRack: (machineType: string, rack: string) => ({ pk: `SUMMARY-RACKS#${machineType}`, sk: `${shardKey(shardOf(rack))}#${rack}` }),
+  summaryRackShardPrefix: (shard: number) => `${shardKey(shard)}#`,
+  /** Every type's counter shards in one partition: the summary is one bounded Query. */
+  summaryShard: (machineType: string, shard: number) => ({ pk: SUMMARY_PARTITION, sk: `${machineType}#${shardKey(shard)}` }),
 };
+
+export const SUMMARY_PARTITION = 'SUMMARY';
+
+const shardKey = (shard: number): string => String(shard).padStart(2, '0');
 
 export const DUE_PARTITION = 'DUE';
 export const AUDIT_KIND = 'AUDIT';
@@ -121,6 +131,13 @@ export function auditItem(entry: AuditEntry, unique: string): Item {
   return { ...key, entity: 'audit', kind: AUDIT_KIND, kindSk: key.sk, actorPk: auditActorPartition(entry.actor), actorSk: key.sk, ...entry };
 }
 export const siteHistoryItem = ({ key, entry }: SiteHistoryEntry): Item => ({ ...keys.siteHistory(key), entity: 'history', ...entry });
+export function rackAggregateItem(rack: RackAggregate): Item {
+  return { ...keys.summaryRack(rack.machineType, rack.rack), entity: 'summary-rack', ...rack };
+}
+
+export function summaryShardItem(shard: SummaryShard): Item {
+  return { ...keys.summaryShard(shard.machineType, shard.shard), entity: 'summary-shard', ...shard };
+}
 
 /** A history item carrying an event (the outbox), named by its key, which never changes: the event's id derives from it. */
 export function outboxEntryOf(item: Item): OutboxEntry | null {
@@ -141,6 +158,8 @@ export const fromRosterBucketItem = (item: Item): RosterBucket => strip<RosterBu
 export const fromStaleCheckItem = (item: Item): StaleCheck => strip<StaleCheck>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item);
+export const fromRackAggregateItem = (item: Item): RackAggregate => strip<RackAggregate>(item);
+export const fromSummaryShardItem = (item: Item): SummaryShard => strip<SummaryShard>(item);
 
 export type { EntityRef };
 

@@ -2,6 +2,7 @@ import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
 import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
+import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { EntityRef } from './items.ts';
@@ -69,6 +70,13 @@ export interface FleetStore {
   listHistory(machineId: string, page: PageRequest): Promise<Page<HistoryEntry>>;
   /** Provider actions, newest first. */
   listAudit(filter: AuditFilter, page: PageRequest): Promise<Page<AuditEntry>>;
+  /** The fleet summary's aggregates (domain/fleet-summary.ts), kept by the stream. */
+  getRackAggregate(machineType: string, rack: string): Promise<RackAggregate | null>;
+  getSummaryShard(machineType: string, shard: number): Promise<SummaryShard | null>;
+  /** Every counter shard: a bounded read (types x shards), whatever the fleet's size. */
+  summaryShards(): Promise<SummaryShard[]>;
+  /** One type's racks with their machines' entries, grouped by counter shard (or one shard's), by rack name within. */
+  listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>>;
   /** What the sweep must look at: records whose due time has come (at or before `now`), earliest first. */
   dueEntities(now: Date, page: PageRequest): Promise<Page<EntityRef>>;
 

@@ -63,6 +63,40 @@ describe('dashboard', () => {
     expect(await page.getByTestId('login').isVisible()).toBe(false);
     // Every machine is listed, each a link to its detail.
     expect(await page.getByTestId('machines-table').locator('tbody tr a.machine').count()).toBe(6);
+    expect(await count('stale-count')).toBe('0');
+  });
+
+  it('the machine table is filtered by the server', async () => {
+    const machines = page.getByTestId('machines-table');
+    const types = () => machines.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.children[1]?.textContent ?? ''));
+    await page.locator('#filter-type').fill('h100');
+    await page.locator('#filter-type').press('Enter');
+    await until(page, 'only h100 machines', async () => JSON.stringify(await types()) === JSON.stringify(['h100', 'h100']));
+    expect(await machines.locator('caption').textContent()).toBe('Machines (h100), page 1: 2 shown');
+    await page.locator('#filter-allocatable').selectOption('false');
+    await until(page, 'no match', async () => (await machines.locator('tbody').textContent()) === 'No machine matches.');
+    expect(await page.getByTestId('page-next').isDisabled()).toBe(true);
+    await page.locator('#filter-allocatable').selectOption('');
+    await page.locator('#filter-type').fill('');
+    await page.locator('#filter-type').press('Enter');
+    await until(page, 'all six again', async () => (await machines.locator('tbody tr a.machine').count()) === 6);
+  });
+
+  it('the rack map: every machine a cell, grouped by type and rack, coloured by state; a cell opens the machine', async () => {
+    const map = page.getByTestId('rack-map');
+    const racks = () =>
+      map.getByTestId('rack').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-rack')}:${[...r.querySelectorAll('a.cell')].map((c) => c.className).join(',')}`));
+    const ready = 'cell state-Ready';
+    await until(page, 'the gb200 racks', async () => JSON.stringify(await racks()) === JSON.stringify([`rack-1:${ready},${ready}`, `rack-2:${ready},${ready}`]));
+    await page.locator('#rack-type').selectOption('h100');
+    await until(page, 'the h100 rack', async () => JSON.stringify(await racks()) === JSON.stringify([`rack-3:${ready},${ready}`]));
+    const cell = map.locator('a.cell').first();
+    const machineId = (await cell.getAttribute('data-machine'))!;
+    await cell.click();
+    const detail = page.getByTestId('machine-detail');
+    await until(page, 'the machine from the map', async () => (await detail.isVisible()) && ((await detail.getByRole('heading', { level: 2 }).textContent()) ?? '').includes(machineId));
+    await detail.getByRole('link', { name: 'Close' }).click();
+    await page.locator('#rack-type').selectOption('gb200');
   });
 
   it('a release with an issue: the machine waits for a repair tenant with its issue, and the counts change', async () => {
@@ -144,6 +178,12 @@ describe('dashboard', () => {
     await until(page, `${machineId} failed`, async () => (await outcome.count()) === 1);
     expect((await outcome.locator('td').allTextContents())[1]).toBe('Failed');
     expect(await count('quarantined-count')).toBe('1');
+    const { machineType } = (await site.call('GET', `/admin/machines/${machineId}`, { token: who.admin })).body;
+    await page.locator('#rack-type').selectOption(machineType);
+    const cell = page.getByTestId('rack-map').locator(`a.cell[data-machine="${machineId}"]`);
+    await until(page, `${machineId} red on the rack map`, async () => (await cell.getAttribute('class')) === 'cell state-Ready quarantined');
+    expect(await page.getByTestId('rack-map').locator('a.cell.quarantined').count()).toBe(1);
+    await page.locator('#rack-type').selectOption('gb200');
   });
 
   it('meta-instances with their status', async () => {

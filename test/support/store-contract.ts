@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { auditEntry, type AuditEntry } from '#domain/audit.ts';
+import { applyDelta, shardOf, summaryChange } from '#domain/fleet-summary.ts';
 import type { Change } from '#domain/change.ts';
 import { finishCleanup, claimCleanup, cleanupTimings } from '#domain/cleanup.ts';
 import { inAllocatableIndex } from '#domain/health.ts';
@@ -738,6 +739,37 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       const thrown = await rejectionOf(fresh.listAudit({ actor: 'ops' }, { limit: 1, nextToken: everyEntry.nextToken }));
       expect(thrown).toBeInstanceOf(Rejection);
       expect(thrown).toMatchObject({ status: 422, code: 'validation-failed' });
+    });
+  });
+
+  describe('fleet summary aggregates', () => {
+    it('a rack and its shard are written together, guarded by version; racks page by rack, one shard at a time', async () => {
+      const racks = ['sum-r1', 'sum-r2', 'sum-r3'].map((rack) => {
+        const m = machine(`${rack}-m`, { machineType: 'sumtype', rack, version: 3 });
+        return summaryChange({ machine: m, rack: null, shard: null })!;
+      });
+      for (const change of racks) {
+        const pair = change.fleetSummary!.shards[0]!;
+        const stored = await store.getSummaryShard('sumtype', pair.after.shard);
+        await store.commit({ ...change, fleetSummary: { racks: change.fleetSummary!.racks, shards: [{ before: stored, after: { ...pair.after, counters: applyDelta(stored?.counters ?? {}, pair.after.counters) } }] } });
+      }
+      const rack = (await store.getRackAggregate('sumtype', 'sum-r1'))!;
+      expect(rack).toMatchObject({ machineType: 'sumtype', rack: 'sum-r1', version: 0, machines: { 'sum-r1-m': { version: 3, state: 'Ready', live: true } } });
+      const shards = (await store.summaryShards()).filter((s) => s.machineType === 'sumtype');
+      expect(shards.reduce((n, s) => n + (s.counters.machines ?? 0), 0)).toBe(3);
+
+      // A second writer from the same read loses, and the shard is not touched by the lost transaction.
+      const stale = summaryChange({ machine: machine('sum-r1-m', { machineType: 'sumtype', rack: 'sum-r1', version: 4 }), rack: { ...rack, version: -5 }, shard: null })!;
+      const shardBefore = await store.getSummaryShard('sumtype', stale.fleetSummary!.shards[0]!.after.shard);
+      expect(await rejectionOf(store.commit({ ...stale, fleetSummary: { ...stale.fleetSummary!, racks: [{ before: { ...rack, version: 7 }, after: stale.fleetSummary!.racks[0]!.after }], shards: [{ before: shardBefore, after: { ...shardBefore!, counters: {} } }] } }))).toBeInstanceOf(StaleWriteError);
+      expect(await store.getSummaryShard('sumtype', shardBefore!.shard)).toEqual(shardBefore);
+
+      const first = await store.listRackAggregates('sumtype', { limit: 2 });
+      const second = await store.listRackAggregates('sumtype', { limit: 2, nextToken: first.nextToken });
+      expect([...first.items, ...second.items].map((r) => r.rack).sort()).toEqual(['sum-r1', 'sum-r2', 'sum-r3']);
+      const shard = shardOf('sum-r2');
+      expect((await store.listRackAggregates('sumtype', { limit: 10, shard })).items.every((r) => shardOf(r.rack) === shard)).toBe(true);
+      expect((await store.listRackAggregates('sumtype', { limit: 10, shard })).items.map((r) => r.rack)).toContain('sum-r2');
     });
   });
 

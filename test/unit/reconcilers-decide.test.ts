@@ -184,9 +184,10 @@ describe('registry', () => {
         { entity: 'machine', id: 'm-1' },
         { entity: 'meta-instance', id: 'mi-1' },
         { entity: 'wait-queue', id: 'gb200' },
+        { entity: 'fleet-summary', id: 'm-1' },
       ]),
     );
-    expect(refs).toHaveLength(3);
+    expect(refs).toHaveLength(4);
   });
 
   it('watches machines, instances, meta-instances, roster buckets and stale checks (the stream filters follow)', () => {

@@ -1,5 +1,6 @@
 import type { Route } from '../route.ts';
 import { adminAuditRoutes } from './admin-audit.ts';
+import { adminFleetRoutes } from './admin-fleet.ts';
 import { adminOverrideRoutes } from './admin-overrides.ts';
 import { adminSafetyRoutes } from './admin-safety.ts';
 import { adminRoutes } from './admin.ts';
@@ -18,6 +19,7 @@ export const routes: readonly Route[] = [
   ...tenantMachineRoutes,
   ...metaInstanceRoutes,
   ...adminRoutes,
+  ...adminFleetRoutes,
   ...adminOverrideRoutes,
   ...adminSafetyRoutes,
   ...adminAuditRoutes,

@@ -1,0 +1,206 @@
+import type { Change } from './change.ts';
+import { heartbeatStale, inAllocatableIndex, preventingSources, type HeartbeatView } from './health.ts';
+import type { Machine, MachineState } from './model.ts';
+
+// Fleet counts without reading the fleet. The stream keeps, per (type, rack), one small item mapping each machine
+// to a compact entry stamped with the machine's version, and per type a few shard items of counters. A machine's
+// change replaces its entry only when its version is newer, and moves the counters by the exact difference between
+// the old and the new entry in the same transaction: a duplicated or late stream record changes nothing.
+//
+// Staleness changes with time alone, so counters never hold it. They count machines by what decides staleness:
+// whether the machine is in the agent's roster and its own last heartbeat time. Those times change only when the
+// roster changes, so there are few distinct ones; the reader applies the heartbeat rule (domain/health.ts) to each.
+
+/** What the summary keeps of one machine. */
+export interface SummaryEntry {
+  version: number;
+  state: MachineState;
+  /** Allocatable but for heartbeat staleness (the allocatable index's rule). */
+  allocatable: boolean;
+  /** Sources of its health overrides. */
+  overrides: string[];
+  /** Some override keeps it out of allocation. */
+  quarantined: boolean;
+  /** In the agent's latest roster. */
+  live: boolean;
+  lastHeartbeatAt?: string;
+}
+
+/** One rack's machines of one type: the aggregate the stream keeps idempotent. */
+export interface RackAggregate {
+  machineType: string;
+  rack: string;
+  machines: Record<string, SummaryEntry>;
+  version: number;
+}
+
+/** Counters of the racks of one type that hash to this shard; named by `counterKeys`. */
+export interface SummaryShard {
+  machineType: string;
+  shard: number;
+  counters: Record<string, number>;
+  version: number;
+}
+
+/** Counter items per type: machines of a type in different shards never contend for the same item. */
+export const SUMMARY_SHARDS = 8;
+
+export function shardOf(rack: string): number {
+  let hash = 0;
+  for (const char of rack) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+  return hash % SUMMARY_SHARDS;
+}
+
+export function summaryEntry(machine: Machine): SummaryEntry {
+  return {
+    version: machine.version,
+    state: machine.state,
+    allocatable: inAllocatableIndex(machine),
+    overrides: [...new Set(machine.healthOverrides.map((o) => o.source))].sort(),
+    quarantined: preventingSources(machine.healthOverrides).length > 0,
+    live: machine.heartbeatLive,
+    ...(machine.lastHeartbeatAt ? { lastHeartbeatAt: machine.lastHeartbeatAt } : {}),
+  };
+}
+
+// Counter names: `|`-separated parts, each URI-encoded (a rack name may hold any character).
+const SEP = '|';
+const name = (...parts: string[]): string => parts.map(encodeURIComponent).join(SEP);
+const partsOf = (counter: string): string[] => counter.split(SEP).map(decodeURIComponent);
+/** A heartbeat class: roster membership and the machine's own last heartbeat time. */
+const seenKey = (entry: Pick<SummaryEntry, 'live' | 'lastHeartbeatAt'>): string => name(entry.live ? 'live' : 'off', entry.lastHeartbeatAt ?? '');
+
+/** The counters one machine adds: each name by one. */
+export function counterKeys(rack: string, entry: SummaryEntry): string[] {
+  const seen = seenKey(entry);
+  const keys = ['machines', name('state', entry.state), ...entry.overrides.map((o) => name('override', o)), name('rack', rack, 'machines'), `seen${SEP}${seen}${SEP}machines`];
+  if (entry.allocatable) keys.push('allocatable', name('rack', rack, 'allocatable'), `seen${SEP}${seen}${SEP}allocatable`, `${name('rackseen', rack)}${SEP}${seen}`);
+  if (entry.quarantined) keys.push(name('rack', rack, 'quarantined'));
+  return keys;
+}
+
+/** Counters moved by `delta`; names that reach zero are dropped, so shard items hold only what exists. */
+export function applyDelta(counters: Record<string, number>, delta: Record<string, number>): Record<string, number> {
+  const next = { ...counters };
+  for (const [name, by] of Object.entries(delta)) {
+    const value = (next[name] ?? 0) + by;
+    if (value === 0) delete next[name];
+    else next[name] = value;
+  }
+  return next;
+}
+
+/** The counters of every entry of a rack, as the sweep recomputes them. */
+export function countersOf(racks: RackAggregate[]): Record<string, number> {
+  const delta: Record<string, number> = {};
+  for (const rack of racks) for (const entry of Object.values(rack.machines)) for (const key of counterKeys(rack.rack, entry)) delta[key] = (delta[key] ?? 0) + 1;
+  return applyDelta({}, delta);
+}
+
+export interface SummarySnapshot {
+  machine: Machine;
+  rack: RackAggregate | null;
+  shard: SummaryShard | null;
+}
+
+/**
+ * The summary's part of a machine's change: its entry replaced, the shard's counters moved by the difference.
+ * Null when the stored entry is as new or newer (a duplicate or a late record) or nothing counted changed.
+ */
+export function summaryChange({ machine, rack, shard }: SummarySnapshot): Change | null {
+  const before = rack?.machines[machine.id];
+  if (before && before.version >= machine.version) return null;
+  const after = summaryEntry(machine);
+  const delta: Record<string, number> = {};
+  if (before) for (const key of counterKeys(machine.rack, before)) delta[key] = (delta[key] ?? 0) - 1;
+  for (const key of counterKeys(machine.rack, after)) delta[key] = (delta[key] ?? 0) + 1;
+  const nextRack: RackAggregate = { machineType: machine.machineType, rack: machine.rack, machines: { ...rack?.machines, [machine.id]: after }, version: rack?.version ?? 0 };
+  const shardId = shardOf(machine.rack);
+  const nextShard: SummaryShard = {
+    machineType: machine.machineType,
+    shard: shardId,
+    counters: applyDelta(shard?.counters ?? {}, delta),
+    version: shard?.version ?? 0,
+  };
+  return { fleetSummary: { racks: [{ before: rack, after: nextRack }], shards: [{ before: shard, after: nextShard }] }, history: [] };
+}
+
+/**
+ * A machine's entry in a rack where it no longer is (its type or rack was re-described): removed, counters with it.
+ * Null when the entry is gone already or the machine is still there.
+ */
+export function summaryRemoval(rack: RackAggregate | null, shard: SummaryShard | null, machineId: string, machine: Machine | null): Change | null {
+  const before = rack?.machines[machineId];
+  if (!rack || !before) return null;
+  if (machine && machine.machineType === rack.machineType && machine.rack === rack.rack) return null;
+  const delta: Record<string, number> = {};
+  for (const key of counterKeys(rack.rack, before)) delta[key] = -1;
+  const { [machineId]: _removed, ...kept } = rack.machines;
+  const nextShard: SummaryShard = { machineType: rack.machineType, shard: shardOf(rack.rack), counters: applyDelta(shard?.counters ?? {}, delta), version: shard?.version ?? 0 };
+  return { fleetSummary: { racks: [{ before: rack, after: { ...rack, machines: kept } }], shards: [{ before: shard, after: nextShard }] }, history: [] };
+}
+
+export interface RackTally {
+  machines: number;
+  allocatable: number;
+  quarantined: number;
+}
+
+export interface TypeSummary {
+  machines: number;
+  allocatable: number;
+  byRack: Record<string, RackTally>;
+}
+
+export interface FleetSummary {
+  machines: number;
+  allocatable: number;
+  stale: number;
+  byState: Record<string, number>;
+  byOverride: Record<string, number>;
+  byType: Record<string, TypeSummary>;
+  asOf: string;
+}
+
+/** Whether machines of a heartbeat class count as stale now: the rule of domain/health.ts, applied once per class. */
+function staleClass(live: string, lastHeartbeatAt: string, heartbeat: HeartbeatView, now: Date): boolean {
+  const probe = { heartbeatLive: live === 'live', ...(lastHeartbeatAt ? { lastHeartbeatAt } : {}) } as Machine;
+  return heartbeatStale(probe, heartbeat, now);
+}
+
+/**
+ * The summary from the shards: counts as the machine listing shows them now. Allocatable excludes machines whose
+ * heartbeat is stale (as the listing's `allocatable` does), so it is computed per heartbeat class at read time.
+ */
+export function fleetSummary(shards: SummaryShard[], heartbeat: HeartbeatView, now: Date): FleetSummary {
+  const summary: FleetSummary = { machines: 0, allocatable: 0, stale: 0, byState: {}, byOverride: {}, byType: {}, asOf: now.toISOString() };
+  const bump = (counts: Record<string, number>, key: string, by: number) => void (counts[key] = (counts[key] ?? 0) + by);
+  const staleByClass = new Map<string, boolean>();
+  const stale = (live: string, lastHeartbeatAt: string) => {
+    const seen = name(live, lastHeartbeatAt);
+    if (!staleByClass.has(seen)) staleByClass.set(seen, staleClass(live, lastHeartbeatAt, heartbeat, now));
+    return staleByClass.get(seen)!;
+  };
+  for (const shard of shards) {
+    const type = (summary.byType[shard.machineType] ??= { machines: 0, allocatable: 0, byRack: {} });
+    const rackOf = (name: string) => (type.byRack[name] ??= { machines: 0, allocatable: 0, quarantined: 0 });
+    for (const [counter, count] of Object.entries(shard.counters)) {
+      const parts = partsOf(counter);
+      if (counter === 'machines') type.machines += count;
+      else if (counter === 'allocatable') type.allocatable += count;
+      else if (parts[0] === 'state') bump(summary.byState, parts[1]!, count);
+      else if (parts[0] === 'override') bump(summary.byOverride, parts[1]!, count);
+      else if (parts[0] === 'rack') rackOf(parts[1]!)[parts[2] as keyof RackTally] += count;
+      else if (parts[0] === 'seen' && stale(parts[1]!, parts[2]!)) {
+        if (parts[3] === 'machines') summary.stale += count;
+        else type.allocatable -= count;
+      } else if (parts[0] === 'rackseen' && stale(parts[2]!, parts[3]!)) rackOf(parts[1]!).allocatable -= count;
+    }
+  }
+  for (const [name, type] of Object.entries(summary.byType)) {
+    if (type.machines === 0) delete summary.byType[name];
+    summary.machines += type.machines;
+    summary.allocatable += type.allocatable;
+  }
+  return summary;
+}

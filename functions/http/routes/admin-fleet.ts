@@ -1,0 +1,31 @@
+import { fleetSummaryResponse, rackListResponse, rackResponse, viewOf } from '#domain/responses.ts';
+import { emptyQuery, rackListQuery } from '#domain/schemas.ts';
+import { listRacks, readFleetSummary } from '#services/fleet-summary.ts';
+import { defineRoute, listResult, type Route } from '../route.ts';
+
+/** Fleet-wide pictures from the stream's aggregates: bounded reads, whatever the fleet's size. */
+export const adminFleetRoutes: Route[] = [
+  defineRoute({
+    operationId: 'fleet-summary',
+    method: 'GET',
+    path: '/admin/fleet/summary',
+    roles: ['provider-admin'],
+    summary: 'Fleet counts by state, override, type and rack ("machine summary")',
+    query: emptyQuery,
+    responses: { 200: fleetSummaryResponse },
+    handle: async (_request, ctx) => ({ status: 200, body: await readFleetSummary(ctx) }),
+  }),
+  defineRoute({
+    operationId: 'list-racks',
+    method: 'GET',
+    path: '/admin/fleet/racks',
+    roles: ['provider-admin'],
+    summary: "One machine type's racks with their machines' compact entries, for the rack map",
+    query: rackListQuery,
+    responses: { 200: rackListResponse },
+    handle: async ({ query }, ctx) => {
+      const page = await listRacks(ctx, query.machineType, { limit: query.limit, nextToken: query.nextToken });
+      return listResult(page.items.map((rack) => viewOf(rackResponse, rack)), page.nextToken);
+    },
+  }),
+];

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliFor, shown, type CliRunner } from '#test/support/cli.ts';
+import { startTestSite, type TestSite } from '#test/support/local-site.ts';
+
+// The summary through the whole local runner: the real table stream (duplicated and reordered on purpose) keeps the
+// aggregates, and once quiet they agree with the machine listing.
+
+interface ListedMachine {
+  machineType: string;
+  rack: string;
+  state: string;
+  allocatable: boolean;
+  notAllocatableReasons: string[];
+  healthOverrides: Array<{ source: string }>;
+}
+
+describe('GET /admin/fleet/summary', () => {
+  let site: TestSite;
+  let token: string;
+  let admin: CliRunner;
+
+  beforeAll(async () => {
+    site = await startTestSite({ streamChaos: { modes: ['duplicate', 'reorder'], seed: 5 } });
+    token = await site.token('provider', ['provider-admin'], 'ops');
+    admin = cliFor(site.url, token);
+  });
+  afterAll(async () => site?.stop());
+
+  async function listing() {
+    const items: ListedMachine[] = [];
+    let nextToken: string | undefined;
+    do {
+      const page = (await site.call('GET', `/admin/machines?limit=100${nextToken ? `&nextToken=${encodeURIComponent(nextToken)}` : ''}`, { token })).body;
+      items.push(...page.items);
+      nextToken = page.nextToken;
+    } while (nextToken);
+    const tally = (pick: (m: ListedMachine) => string[]) => {
+      const counts: Record<string, number> = {};
+      for (const m of items) for (const key of pick(m)) counts[key] = (counts[key] ?? 0) + 1;
+      return counts;
+    };
+    return {
+      machines: items.length,
+      allocatable: items.filter((m) => m.allocatable).length,
+      stale: items.filter((m) => m.notAllocatableReasons.includes('heartbeat-stale')).length,
+      byState: tally((m) => [m.state]),
+      byOverride: tally((m) => [...new Set(m.healthOverrides.map((o) => o.source))]),
+      byRack: tally((m) => [`${m.machineType}/${m.rack}`]),
+    };
+  }
+
+  async function summary() {
+    const { asOf: _asOf, byType, ...counts } = (await site.call('GET', '/admin/fleet/summary', { token })).body;
+    const byRack: Record<string, number> = {};
+    for (const [type, t] of Object.entries(byType as Record<string, { byRack: Record<string, { machines: number }> }>)) {
+      for (const [rack, r] of Object.entries(t.byRack)) byRack[`${type}/${rack}`] = r.machines;
+    }
+    return { ...counts, byRack };
+  }
+
+  it('agrees with the machine listing after a burst of registrations and overrides', async () => {
+    const registered = Array.from({ length: 30 }, (_, i) => ({ id: `burst-${i}`, machineType: i % 3 === 0 ? 'h100' : 'gb200', rack: `burst-r${i % 4}` }));
+    expect((await site.call('POST', '/admin/machines', { token, body: { machines: registered } })).status).toBe(200);
+    await Promise.all(
+      ['burst-1', 'burst-2', 'burst-3'].map((id) => site.call('POST', `/admin/machines/${id}/health-overrides`, { token, body: { template: 'out-for-repair' } })),
+    );
+    expect((await site.call('POST', '/admin/machines', { token, body: { machines: [{ id: 'burst-4', machineType: 'gb200', rack: 'burst-moved' }] } })).status).toBe(200);
+
+    const agreed = await site.eventually(async () => {
+      const [expected, actual] = await Promise.all([listing(), summary()]);
+      return sameCounts(expected, actual) ? actual : undefined;
+    }, 20_000);
+    expect(agreed.byOverride).toMatchObject({ 'out-for-repair': 3 });
+    expect(agreed.byRack).toMatchObject({ 'gb200/burst-moved': 1 });
+
+    const json = await admin(['machine', 'summary', '-f', 'json']);
+    expect(json.code, shown(['machine', 'summary'], json)).toBe(0);
+    expect(json.json()).toMatchObject({ machines: agreed.machines, byOverride: { 'out-for-repair': 3 } });
+    const table = await admin(['machine', 'summary']);
+    expect(table.stdout).toMatch(new RegExp(`^machines:\\s+${agreed.machines}$`, 'm'));
+    expect(table.stdout).toMatch(/^gb200\s+burst-moved\s+1\s+/m);
+  });
+});
+
+function sameCounts(expected: Record<string, unknown>, actual: Record<string, unknown>): boolean {
+  const canonical = (value: unknown): unknown =>
+    value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)])) : value;
+  return JSON.stringify(canonical(expected)) === JSON.stringify(canonical(actual));
+}

@@ -1,0 +1,161 @@
+import { describe, expect, it } from 'vitest';
+import type { Change, Versioned } from '#domain/change.ts';
+import type { Machine } from '#domain/model.ts';
+import { registry } from '#reconcilers/registry.ts';
+import { startRun } from '#reconcilers/runner.ts';
+import { readFleetSummary, repairSummaryShard } from '#services/fleet-summary.ts';
+import { createInstance, releaseInstance } from '#services/instances.ts';
+import { addHealthOverride } from '#services/machine-actions.ts';
+import { listMachines, registerMachines } from '#services/machines.ts';
+import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
+import { ops } from '#test/support/fixtures.ts';
+import { SUMMARY_SHARDS } from '#domain/fleet-summary.ts';
+
+const alice = tenant('acme', 'alice');
+
+/** Every machine record the services commit, as the table stream would carry it (services do not reconcile). */
+function recordStream(h: Harness): Array<Versioned<Machine>> {
+  const records: Array<Versioned<Machine>> = [];
+  const commit = h.store.commit.bind(h.store);
+  h.store.commit = async (change: Change) => {
+    await commit(change);
+    records.push(...(change.machines ?? []).map((pair) => ({ before: pair.before, after: { ...pair.after, version: (pair.before?.version ?? -1) + 1 } })));
+  };
+  return records;
+}
+
+/** A small deterministic shuffle, so a failure can be replayed. */
+function shuffled<T>(items: T[], seed: number): T[] {
+  const out = [...items];
+  let state = seed;
+  for (let i = out.length - 1; i > 0; i--) {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    const j = state % (i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+/** Deliver the stream out of order, every third record twice, in concurrent batches, as Lambda may. */
+async function deliver(h: Harness, records: Array<Versioned<Machine>>, seed: number): Promise<void> {
+  const delivered = shuffled([...records, ...records.filter((_, i) => i % 3 === 0)], seed);
+  const batches: Array<Array<Versioned<Machine>>> = [];
+  for (let i = 0; i < delivered.length; i += 25) batches.push(delivered.slice(i, i + 25));
+  await Promise.all(
+    batches.map((batch) => startRun(h.ctx).reconcile(batch.flatMap((r) => registry.concernedBy('machine', r.before, r.after, r.after.id)))),
+  );
+}
+
+/** What the machine listing says, in the summary's terms. */
+async function countedFromListing(h: Harness) {
+  const views = [];
+  let nextToken: string | undefined;
+  do {
+    const page = await listMachines(h.ctx, { limit: 100, nextToken }, {});
+    views.push(...page.items);
+    nextToken = page.nextToken;
+  } while (nextToken);
+  const bump = (counts: Record<string, number>, name: string) => void (counts[name] = (counts[name] ?? 0) + 1);
+  const byState: Record<string, number> = {};
+  const byOverride: Record<string, number> = {};
+  const byType: Record<string, { machines: number; allocatable: number; byRack: Record<string, { machines: number; allocatable: number; quarantined: number }> }> = {};
+  for (const view of views) {
+    bump(byState, view.state);
+    for (const source of new Set(view.healthOverrides.map((o) => o.source))) bump(byOverride, source);
+    const type = (byType[view.machineType] ??= { machines: 0, allocatable: 0, byRack: {} });
+    const rack = (type.byRack[view.rack] ??= { machines: 0, allocatable: 0, quarantined: 0 });
+    type.machines += 1;
+    rack.machines += 1;
+    if (view.allocatable) (type.allocatable += 1), (rack.allocatable += 1);
+    if (view.notAllocatableReasons.some((r) => r.startsWith('health-override:'))) rack.quarantined += 1;
+  }
+  return {
+    machines: views.length,
+    allocatable: views.filter((v) => v.allocatable).length,
+    stale: views.filter((v) => v.notAllocatableReasons.includes('heartbeat-stale')).length,
+    byState,
+    byOverride,
+    byType,
+  };
+}
+
+async function summaryWithoutTime(h: Harness) {
+  const { asOf, ...counts } = await readFleetSummary(h.ctx);
+  expect(asOf).toBe(h.clock.now().toISOString());
+  return counts;
+}
+
+describe('fleet summary', () => {
+  it('matches the machine listing after a burst of changes delivered out of order and duplicated', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    await siteWith(h, { gb200: 24, h100: 9 });
+    for (let i = 1; i <= 5; i++) await createInstance(h.ctx, alice, { machineType: 'gb200' });
+    await addHealthOverride(h.ctx, 'h100-2', { template: 'request-repair' }, ops);
+    await addHealthOverride(h.ctx, 'gb200-20', { template: 'out-for-repair' }, ops);
+    // Re-described to another rack and another type: their entries must leave the old racks.
+    await registerMachines(h.ctx, [{ id: 'gb200-24', machineType: 'gb200', rack: 'r|9' }, { id: 'h100-9', machineType: 'gb300', rack: 'r1' }], ops);
+    // Three machines drop out of the roster.
+    const roster = [...Array.from({ length: 21 }, (_, i) => `gb200-${i + 1}`), 'gb200-24', ...Array.from({ length: 8 }, (_, i) => `h100-${i + 1}`)];
+    h.clock.advance(1000);
+    await beat(h, roster);
+
+    await deliver(h, records, 7);
+
+    const expected = await countedFromListing(h);
+    expect(expected).toMatchObject({ machines: 33, stale: 0, byState: { Assigned: 5, Ready: 28 } });
+    expect(await summaryWithoutTime(h)).toEqual(expected);
+
+    // Time alone makes the dropped machines stale and not allocatable, with no write at all.
+    h.clock.advance(10 * 60_000);
+    await beat(h, roster);
+    const later = await countedFromListing(h);
+    expect(later.stale).toBe(3);
+    expect(await summaryWithoutTime(h)).toEqual(later);
+
+    // Delivering everything again, late, changes nothing.
+    const before = await h.store.summaryShards();
+    await deliver(h, records, 11);
+    expect(await h.store.summaryShards()).toEqual(before);
+  });
+
+  it('counts every machine when the site agent has gone silent', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    await siteWith(h, { gb200: 4 });
+    await deliver(h, records, 3);
+    h.clock.advance(60 * 60_000);
+    expect(await summaryWithoutTime(h)).toMatchObject({ machines: 4, allocatable: 0, stale: 4 });
+    expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
+  });
+
+  it('a machine released back to the pool is counted once in its new state', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    await siteWith(h, { gb200: 2 });
+    const instance = await createInstance(h.ctx, alice, { machineType: 'gb200' });
+    await releaseInstance(h.ctx, alice, instance.id);
+    await deliver(h, records, 5);
+    expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
+  });
+
+  it('the sweep recounts a drifted shard from its racks, one shard per run', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    await siteWith(h, { gb200: 6, h100: 2 });
+    await deliver(h, records, 13);
+    const counters = async () => (await h.store.summaryShards()).map((shard) => shard.counters);
+    const healthy = await counters();
+    const [damaged] = await h.store.summaryShards();
+    await h.store.commit({ fleetSummary: { racks: [], shards: [{ before: damaged!, after: { ...damaged!, counters: { machines: 99, 'state|Ready': 99, 'rack|r%7Cx|machines': 99 } } }] }, history: [] });
+    expect((await summaryWithoutTime(h)).machines).toBeGreaterThan(99);
+
+    let repaired = 0;
+    for (let run = 0; run < 2 * SUMMARY_SHARDS; run++) {
+      repaired += Number((await repairSummaryShard(h.ctx)).repaired);
+      h.clock.advance(60_000);
+    }
+    expect(repaired).toBe(1);
+    expect(await counters()).toEqual(healthy);
+  });
+});

@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import type { Change } from '#domain/change.ts';
+import { fleetSummary, summaryChange, summaryRemoval, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import type { Machine } from '#domain/model.ts';
+import { addMs, iso } from '#domain/time.ts';
+import { aMachine, aRepairRequest, AT, T0 } from '#test/support/fixtures.ts';
+
+const heartbeat = { rosterSeenAt: AT, timeoutMs: 30_000 };
+
+/** Apply a summary change to the aggregates as the store would (no guards here: those are the store's). */
+function applied(change: Change | null, rack: RackAggregate | null, shard: SummaryShard | null) {
+  if (!change) return { rack, shard };
+  return { rack: change.fleetSummary!.racks[0]!.after, shard: change.fleetSummary!.shards[0]!.after };
+}
+
+function keep(machines: Machine[]) {
+  let rack: RackAggregate | null = null;
+  let shard: SummaryShard | null = null;
+  for (const machine of machines) ({ rack, shard } = applied(summaryChange({ machine, rack, shard }), rack, shard));
+  return { rack, shard };
+}
+
+describe('summaryChange', () => {
+  it('applies a newer version by the exact difference; the same or an older version changes nothing', () => {
+    const v1 = aMachine({ version: 1 });
+    const v2 = aMachine({ version: 2, state: 'Assigned', instanceId: 'i-1' });
+    const { rack, shard } = keep([v1, v2]);
+    expect(shard!.counters).toMatchObject({ machines: 1, 'state|Assigned': 1 });
+    expect(shard!.counters).not.toHaveProperty('allocatable');
+    expect(shard!.counters).not.toHaveProperty('state|Ready');
+    expect(summaryChange({ machine: v2, rack, shard })).toBeNull();
+    expect(summaryChange({ machine: v1, rack, shard })).toBeNull();
+  });
+
+  it('counts overrides and quarantine per rack', () => {
+    const { shard } = keep([aMachine({ id: 'a', version: 1, healthOverrides: [aRepairRequest('a')] }), aMachine({ id: 'b', version: 1 })]);
+    const summary = fleetSummary([shard!], heartbeat, T0);
+    expect(summary).toMatchObject({ machines: 2, allocatable: 1, stale: 0, byOverride: { 'repair-request': 1 } });
+    expect(summary.byType.gb200!.byRack).toEqual({ r1: { machines: 2, allocatable: 1, quarantined: 1 } });
+  });
+
+  it('a machine that left the rack is taken out of it, and only then', () => {
+    const { rack, shard } = keep([aMachine({ version: 1 })]);
+    expect(summaryRemoval(rack, shard, 'm-1', aMachine({ version: 2 }))).toBeNull();
+    const moved = applied(summaryRemoval(rack, shard, 'm-1', aMachine({ version: 2, rack: 'r2' })), rack, shard);
+    expect(moved.rack!.machines).toEqual({});
+    expect(moved.shard!.counters).toEqual({});
+  });
+});
+
+describe('fleetSummary staleness', () => {
+  it('is decided at read time: a roster older than the timeout makes its machines stale and not allocatable', () => {
+    const { shard } = keep([aMachine({ version: 1 })]);
+    expect(fleetSummary([shard!], heartbeat, addMs(T0, 30_000))).toMatchObject({ stale: 0, allocatable: 1 });
+    expect(fleetSummary([shard!], heartbeat, addMs(T0, 30_001))).toMatchObject({ stale: 1, allocatable: 0 });
+  });
+
+  it('a machine out of the roster is stale once its own last heartbeat is older than the timeout', () => {
+    const off = aMachine({ version: 1, heartbeatLive: false, lastHeartbeatAt: iso(addMs(T0, -20_000)) });
+    const { shard } = keep([off]);
+    const fresh = { rosterSeenAt: iso(addMs(T0, 5_000)), timeoutMs: 30_000 };
+    expect(fleetSummary([shard!], fresh, addMs(T0, 10_000))).toMatchObject({ stale: 0, allocatable: 1 });
+    expect(fleetSummary([shard!], fresh, addMs(T0, 10_001))).toMatchObject({ stale: 1, allocatable: 0 });
+    expect(fleetSummary([shard!], fresh, addMs(T0, 10_001)).byType.gb200!.byRack.r1).toEqual({ machines: 1, allocatable: 0, quarantined: 0 });
+  });
+});
