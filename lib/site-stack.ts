@@ -466,7 +466,7 @@ export class SiteStack extends Stack {
       }),
       1,
     );
-    alarm(
+    const siteAgentSilentAlarm = alarm(
       'SiteAgentSilentAlarm',
       `the site agent sent no roster for longer than the heartbeat timeout (${config.heartbeat.timeout_seconds} s): every machine counts as stale`,
       new Metric({
@@ -481,18 +481,12 @@ export class SiteStack extends Stack {
 
     const fleet = new FleetMetrics({ namespace: METRICS_NAMESPACE, service: POWERTOOLS_SERVICE, siteName: site.name });
     const fleetAlarms = [
+      siteAgentSilentAlarm,
       alarm(
         'RepairBreakerTrippedAlarm',
         'the repair-storm breaker tripped: repair requests are held back until an operator resets it',
         fleet.site('RepairBreakerTripped', 'Maximum', Duration.minutes(5)),
         1,
-      ),
-      // The sweep publishes the roster's age every run, so a silent agent shows as a growing age, not missing data.
-      alarm(
-        'SiteAgentSilentAlarm',
-        `the site agent sent no heartbeat roster for ${config.heartbeat.timeout_seconds} s (the heartbeat timeout)`,
-        fleet.site('SiteAgentRosterAgeSeconds', 'Maximum', Duration.minutes(5)),
-        config.heartbeat.timeout_seconds,
       ),
       alarm(
         'CreateFailuresAlarm',

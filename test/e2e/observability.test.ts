@@ -54,7 +54,9 @@ describe('correlation ids end to end', () => {
 
     const lines = linesOf(requestId);
     expect(lines).toContainEqual(expect.objectContaining({ message: 'request', method: 'DELETE', status: 202 }));
-    expect(lines).toContainEqual(expect.objectContaining({ message: 'reaction done', entity: 'machine', id: instance.machineId }));
+    // The reaction's line comes once its whole run (the cleanup DELETE, the fleet summary) is over.
+    const reacted = (line: Record<string, unknown>) => line.message === 'reaction done' && line.entity === 'machine' && line.id === instance.machineId;
+    await site.eventually(async () => linesOf(requestId).some(reacted));
     expect(site.logLines).toContainEqual(expect.stringMatching(new RegExp(`site-sim: DELETE /instances/\\S+ for request ${requestId}$`)));
     const quarantined = await site.eventually(async () => deliveredOf(site, 'MachineQuarantined', instance.machineId)[0]);
     expect(quarantined.detail.requestId).toBe(requestId);

@@ -738,7 +738,7 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       const everyEntry = await fresh.listAudit({}, { limit: 1 });
       const thrown = await rejectionOf(fresh.listAudit({ actor: 'ops' }, { limit: 1, nextToken: everyEntry.nextToken }));
       expect(thrown).toBeInstanceOf(Rejection);
-      expect(thrown).toMatchObject({ status: 422, code: 'validation-failed' });
+      expect(thrown).toMatchObject({ status: 422, code: 'invalid-page-token' });
     });
   });
 
