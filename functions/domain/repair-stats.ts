@@ -25,6 +25,12 @@ export function lastDays(now: Date, count: number): string[] {
   return Array.from({ length: count }, (_, i) => utcDay(new Date(today - (count - 1 - i) * DAY_MS)));
 }
 
+/**
+ * A repair that completes with a new issue requests the next repair in the same commit, so at the same instant: the
+ * completion closes the old request before the new one opens.
+ */
+const endsFirst = (entry: HistoryEntry): number => (entry.event?.type === 'RepairCompleted' ? 0 : 1);
+
 /** Nearest-rank percentile of ascending values (p in 0..1). */
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]!;
@@ -38,7 +44,7 @@ export function repairStats(days: string[], entries: HistoryEntry[]): RepairStat
   const byDay = new Map(days.map((day) => [day, { day, quarantined: 0, repairsCompleted: 0, repairsFailed: 0 }]));
   const requestedAt = new Map<string, number>();
   const minutes: number[] = [];
-  for (const entry of [...entries].sort((a, b) => a.at.localeCompare(b.at))) {
+  for (const entry of [...entries].sort((a, b) => a.at.localeCompare(b.at) || endsFirst(a) - endsFirst(b))) {
     const type = entry.event?.type;
     const day = byDay.get(utcDay(entry.at));
     if (!type || !day) continue;

@@ -55,6 +55,16 @@ describe('repairStats', () => {
     expect(stats.days.map((d) => d.repairsCompleted)).toEqual([1, 10, 1]);
   });
 
+  it('a completion that requests the next repair at the same instant closes the old request first', () => {
+    const stats = repairStats(days, [
+      event('m1', '2026-03-02T00:00:00.000Z', 'RepairRequested'),
+      event('m1', '2026-03-02T01:00:00.000Z', 'RepairRequested'), // the next repair, committed with the completion
+      event('m1', '2026-03-02T01:00:00.000Z', 'RepairCompleted'),
+      event('m1', '2026-03-02T01:30:00.000Z', 'RepairCompleted'),
+    ]);
+    expect(stats.timeToRepairMinutes).toEqual({ median: 30, p90: 60, count: 2 });
+  });
+
   it('has no median or p90 without a timed repair', () => {
     expect(repairStats(days, []).timeToRepairMinutes).toEqual({ count: 0 });
   });
