@@ -6,6 +6,7 @@ import { h } from './dom.js';
 /** @typedef {import('../client/api.ts').Answer<'/admin/fleet/repair-stats', 'get'>} RepairStats */
 
 export const STATS_DAYS = 30;
+const HALF_DAY_S = 43_200;
 
 /** @param {ReturnType<typeof import('./api.js').createApi>} api  @returns {Promise<RepairStats | null>} null: no such route */
 export const loadRepairStats = (api) => api.optional(() => api.get('/admin/fleet/repair-stats', { params: { query: { days: STATS_DAYS } } }));
@@ -63,7 +64,8 @@ export function renderRepairStats(body, stats) {
         {
           width: 480,
           height: 180,
-          scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+          // Half a day either side, so the first and last days' bars are drawn whole.
+          scales: { x: { time: true, range: (_u, min, max) => [min - HALF_DAY_S, max + HALF_DAY_S] }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
           axes: [{}, { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] }],
           series: [{ label: 'day (UTC)', value: (_u, v) => (v == null ? '' : new Date(v * 1000).toISOString().slice(0, 10)) }, ...plot.series.map((s) => ({ label: s.label, stroke: s.stroke, fill: s.fill, paths: uPlot.paths.bars?.({ size: [0.8, 40] }) }))],
         },
