@@ -330,6 +330,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/fleet/repair-stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Quarantines, repairs completed and failed per UTC day, and time to repair (median, p90), over the last `days` days
+         * @description Roles: provider-admin.
+         */
+        get: operations["repair-stats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/machines/{id}/health-overrides": {
         parameters: {
             query?: never;
@@ -724,6 +744,22 @@ export interface components {
                     live: boolean;
                     lastHeartbeatAt?: string;
                 };
+            };
+        };
+        /** @description Repair events per UTC day, oldest first, and time to repair over the window */
+        RepairStats: {
+            days: {
+                /** @description UTC day, yyyy-mm-dd */
+                day: string;
+                quarantined: number;
+                repairsCompleted: number;
+                repairsFailed: number;
+            }[];
+            timeToRepairMinutes: {
+                median?: number;
+                p90?: number;
+                /** @description Repairs timed: RepairRequested to RepairCompleted, both in the window */
+                count: number;
             };
         };
         Safety: {
@@ -2690,6 +2726,73 @@ export interface operations {
                         items: components["schemas"]["Rack"][];
                         nextToken?: string;
                     };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "repair-stats": {
+        parameters: {
+            query?: {
+                days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RepairStats"];
                 };
             };
             /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Aws, Duration, RemovalPolicy, Stack, Validations, type CfnResource } from 'aws-cdk-lib';
 import {
@@ -17,6 +18,7 @@ import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aw
 import { BucketDeployment, CacheControl, Source } from 'aws-cdk-lib/aws-s3-deployment';
 import nag from 'cdk-nag';
 import { Construct } from 'constructs';
+import { dashboardVendorFiles } from './dashboard-vendor.ts';
 import { projectRoot } from './fleetward-function.ts';
 
 /** The dashboard's static files (plain ES modules, nothing is built); docs/dashboard.md. */
@@ -148,8 +150,10 @@ export class SiteDashboard extends Construct {
       destinationBucket: this.bucket,
       sources: [
         // The shipped config.json (`"apiUrl": ""`, same origin) is the local runner's; this site's is written below.
-        Source.asset(webDir, { exclude: [DASHBOARD_CONFIG_FILE] }),
+        // Type declarations (*.d.ts) only serve the type check.
+        Source.asset(webDir, { exclude: [DASHBOARD_CONFIG_FILE, '**/*.d.ts'] }),
         Source.jsonData(DASHBOARD_CONFIG_FILE, { apiUrl }),
+        ...Object.entries(dashboardVendorFiles).map(([key, file]) => Source.data(key, readFileSync(file, 'utf8'))),
       ],
       cacheControl: [CacheControl.noCache()],
       role,

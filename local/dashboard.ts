@@ -2,6 +2,7 @@ import { readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { dashboardVendorFiles } from '#lib/dashboard-vendor.ts';
 import type { ExtraRoute } from './api-gateway-adapter.ts';
 
 // The dashboard (web/) as static files: `/` and `/dashboard` redirect to `/dashboard/`, which serves web/index.html.
@@ -41,9 +42,10 @@ async function serveFile(webDir: string, req: IncomingMessage, res: ServerRespon
     return sendText(res, 400, 'bad path');
   }
   if (relative === '' || relative.endsWith('/')) relative += 'index.html';
-  const file = resolve(webDir, relative);
-  // Never outside web/, never a dotfile.
-  if (!file.startsWith(webDir + sep) || relative.split('/').some((part) => part.startsWith('.'))) {
+  const vendorFile = Object.hasOwn(dashboardVendorFiles, relative) ? dashboardVendorFiles[relative] : undefined;
+  const file = vendorFile ?? resolve(webDir, relative);
+  // Never outside web/ (but for the vendored files), never a dotfile.
+  if ((!vendorFile && !file.startsWith(webDir + sep)) || relative.split('/').some((part) => part.startsWith('.'))) {
     return sendText(res, 404, 'not found');
   }
   const info = await stat(file).catch(() => undefined);

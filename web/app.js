@@ -1,6 +1,7 @@
 // The Fleetward dashboard: reads the HTTP API every REFRESH_MS and renders what it finds. Plain ES modules.
 import { ApiError, SignInNeeded, apiBaseUrl, createApi } from './api.js';
 import { auditTable, loadAudit } from './audit.js';
+import { loadRepairStats, renderRepairStats } from './repair-stats.js';
 import { h, machineLink, table, time } from './dom.js';
 import { RECENT_MS, duration, fleetCounts, issueOf, PIPELINE_SOURCES, issueText, latestOutcome, metaStatus, outcomeCandidates, override, pipeline, since, SOURCES } from './fleet.js';
 
@@ -25,6 +26,7 @@ const state = {
   /** @type {Answer<'/admin/safety', 'get'> | null | undefined} */ safety: undefined,
   /** @type {Item<'/admin/repairs'>[] | null | undefined} */ stuck: undefined,
   /** @type {Item<'/admin/audit'>[] | null | undefined} */ audit: undefined,
+  /** @type {Answer<'/admin/fleet/repair-stats', 'get'> | null | undefined} */ repairStats: undefined,
   /**
    * Repair outcomes found in machine histories, by machine id, with the machine version they were read at.
    * @type {Map<string, { version: number, outcome: ReturnType<typeof latestOutcome> }>}
@@ -74,7 +76,7 @@ async function refresh() {
   };
   try {
     state.lastTry = new Date();
-    const [config, summary, machinePage, machines, metas, safety, stuck, audit] = await Promise.all([
+    const [config, summary, machinePage, machines, metas, safety, stuck, audit, repairStats] = await Promise.all([
       state.config ?? attempt(() => api.get('/admin/config')),
       attempt(() => api.get('/admin/fleet/summary')),
       attempt(() => api.get('/admin/machines', { params: { query: machineQuery() } })),
@@ -83,6 +85,7 @@ async function refresh() {
       attempt(() => api.optional(() => api.get('/admin/safety'))),
       attempt(() => api.optional(() => api.list('/admin/repairs', { params: { query: { stuck: 'true' } } }))),
       attempt(() => loadAudit(api)),
+      attempt(() => loadRepairStats(api)),
       loadDetail(errors),
     ]);
     if (config !== undefined) state.config = config;
@@ -99,6 +102,7 @@ async function refresh() {
     if (safety !== undefined) state.safety = safety;
     if (stuck !== undefined) state.stuck = stuck;
     if (audit !== undefined) state.audit = audit;
+    if (repairStats !== undefined) state.repairStats = repairStats;
     state.errors = errors;
     if (errors.length === 0) state.lastOk = new Date();
     state.refreshes += 1;
@@ -200,6 +204,12 @@ function render() {
   renderMetas(now);
   renderMachines();
   renderAudit();
+  renderStats();
+}
+
+function renderStats() {
+  $('repair-stats').hidden = !state.repairStats;
+  if (state.repairStats) renderRepairStats($('repair-stats-body'), state.repairStats);
 }
 
 function renderAudit() {

@@ -165,6 +165,24 @@ export const auditListResponse = listOf(auditEntryResponse);
 
 const counts = z.record(z.string(), z.number().int());
 
+export const repairStatsResponse = z
+  .object({
+    days: z.array(
+      z.object({
+        day: z.string().describe('UTC day, yyyy-mm-dd'),
+        quarantined: z.number().int(),
+        repairsCompleted: z.number().int(),
+        repairsFailed: z.number().int(),
+      }),
+    ),
+    timeToRepairMinutes: z.object({
+      median: z.number().optional(),
+      p90: z.number().optional(),
+      count: z.number().int().describe('Repairs timed: RepairRequested to RepairCompleted, both in the window'),
+    }),
+  })
+  .describe('Repair events per UTC day, oldest first, and time to repair over the window');
+
 /** Fleet counts as the machine listing would show them now, from the stream's aggregates (docs/api.md). */
 export const fleetSummaryResponse = z
   .object({
@@ -247,4 +265,5 @@ export const componentNames: ReadonlyArray<readonly [z.ZodType, string]> = [
   [auditEntryResponse, 'AuditEntry'],
   [fleetSummaryResponse, 'FleetSummary'],
   [rackResponse, 'Rack'],
+  [repairStatsResponse, 'RepairStats'],
 ];

@@ -155,3 +155,7 @@ export const cleanupReportBody = z.strictObject({
 });
 
 export const emptyQuery = z.strictObject({});
+
+export const repairStatsQuery = z.strictObject({
+  days: z.preprocess(decimalDigits, z.coerce.number().int().min(1).max(90).default(30)),
+});

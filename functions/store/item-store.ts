@@ -8,6 +8,7 @@ import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
   AUDIT_KIND,
+  eventDayPartition,
   DUE_PARTITION,
   allocatableRackPrefix,
   auditActorPartition,
@@ -306,6 +307,11 @@ export abstract class ItemStore implements FleetStore {
       page.nextToken,
     );
     return { items: result.items.map(fromHistoryItem), nextToken: result.nextToken };
+  }
+
+  /** One Query (paged) of the sparse eventsByDay index: costs the day's events, not the fleet. */
+  async eventsOnDay(day: string): Promise<HistoryEntry[]> {
+    return (await this.allItems({ index: indexes.eventsByDay, partition: eventDayPartition(day) })).map(fromHistoryItem);
   }
 
   /**

@@ -6,6 +6,7 @@ import type { OutboxEntry } from '#domain/events.ts';
 import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
+import { utcDay } from '#domain/repair-stats.ts';
 import { shardOf, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
@@ -51,7 +52,7 @@ export const allocatableRackPrefix = (rack: string): string => allocatableSortKe
 
 type Item = Record<string, unknown>;
 
-const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'repairPk', 'repairSince', 'memberOf', 'memberSk', 'waitPk', 'waitSk', 'replacingPk', 'replacingSk', 'actorPk', 'actorSk', 'entity'];
+const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'repairPk', 'repairSince', 'memberOf', 'memberSk', 'waitPk', 'waitSk', 'replacingPk', 'replacingSk', 'actorPk', 'actorSk', 'eventDayPk', 'eventDaySk', 'entity'];
 
 export const REPAIR_PARTITION = 'REPAIR-REQUEST';
 
@@ -117,9 +118,13 @@ export const staleCheckItem = (check: StaleCheck): Item => ({ ...keys.staleCheck
 
 export const rosterDigestsItem = (digests: RosterDigests): Item => ({ ...keys.siteRosterDigests, ...digests });
 
+/** An entry carrying an event is also in the eventsByDay index, under its UTC day. */
 export function historyItem(entry: HistoryEntry, unique: string): Item {
-  return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...entry };
+  const eventDay = entry.event ? { eventDayPk: eventDayPartition(utcDay(entry.at)), eventDaySk: `${entry.at}#${unique}` } : {};
+  return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...eventDay, ...entry };
 }
+
+export const eventDayPartition = (day: string): string => `EVENTS#${day}`;
 
 /**
  * An audit entry is in three places, each read by one Query and sorted by time: its target's partition of the

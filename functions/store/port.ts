@@ -68,6 +68,8 @@ export interface FleetStore {
   listInstances(org: string, page: PageRequest & { status?: string | undefined }): Promise<Page<Instance>>;
   /** A machine's history, newest first. */
   listHistory(machineId: string, page: PageRequest): Promise<Page<HistoryEntry>>;
+  /** Every history entry carrying an event on one UTC day (`yyyy-mm-dd`), oldest first: what repair stats count. */
+  eventsOnDay(day: string): Promise<HistoryEntry[]>;
   /** Provider actions, newest first. */
   listAudit(filter: AuditFilter, page: PageRequest): Promise<Page<AuditEntry>>;
   /** The fleet summary's aggregates (domain/fleet-summary.ts), kept by the stream. */

@@ -23,6 +23,8 @@ export const indexes = {
   replacing: { name: 'replacing', pk: 'replacingPk', sk: 'replacingSk' },
   /** Audit entries by actor (pk `ACTOR#<sub>`, sk `<at>#<unique>`): `GET /admin/audit?actor=` is one Query. */
   auditByActor: { name: 'auditByActor', pk: 'actorPk', sk: 'actorSk' },
+  /** History entries carrying an event, by UTC day (pk `EVENTS#<yyyy-mm-dd>`, sk at): repair stats read a day per Query. */
+  eventsByDay: { name: 'eventsByDay', pk: 'eventDayPk', sk: 'eventDaySk' },
 } as const;
 
 export function tableDefinition(tableName: string): CreateTableCommandInput {

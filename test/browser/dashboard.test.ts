@@ -186,6 +186,56 @@ describe('dashboard', () => {
     await page.locator('#rack-type').selectOption('gb200');
   });
 
+  // The plots hold the counts uPlot was given (read back from the chart instance into data-counts), summed over the
+  // 30 days: two reports (each a quarantine and a repair request), one completed and one failed repair so far.
+  const plotted = async (testid: string): Promise<number[][]> => JSON.parse((await page.getByTestId(testid).getAttribute('data-counts')) ?? '[]');
+  const sum = (values: number[] | undefined) => (values ?? []).reduce((a, b) => a + b, 0);
+
+  it('plots quarantines, repairs completed and failed per day, and time to repair, from history', async () => {
+    const panel = page.getByTestId('repair-stats');
+    await until(page, 'two quarantines, one completed and one failed repair plotted', async () => {
+      if (!(await panel.isVisible())) return false;
+      const [quarantined] = await plotted('plot-quarantines');
+      const [completed, failed] = await plotted('plot-repairs');
+      return sum(quarantined) === 2 && sum(completed) === 1 && sum(failed) === 1;
+    });
+    for (const testid of ['plot-quarantines', 'plot-repairs']) {
+      expect(await page.getByTestId(testid).getAttribute('data-days')).toBe('30');
+      expect(await page.getByTestId(testid).locator('canvas').count()).toBe(1);
+    }
+    // Today is the last day of the window: everything happened during this test run.
+    const [quarantined] = await plotted('plot-quarantines');
+    const [completed, failed] = await plotted('plot-repairs');
+    expect([quarantined?.at(-1), completed?.at(-1), failed?.at(-1)]).toEqual([2, 1, 1]);
+    expect(await text('ttr-count')).toMatch(/^time to repair over 1 repairs, last 30 days/);
+    expect(await text('ttr-median')).toMatch(/^median \d+(\.\d)? min$/);
+    const stats = (await site.call('GET', '/admin/fleet/repair-stats?days=30', { token: who.admin })).body;
+    expect(await text('ttr-median')).toBe(`median ${stats.timeToRepairMinutes.median} min`);
+    expect(await text('ttr-p90')).toBe(`p90 ${stats.timeToRepairMinutes.p90} min`);
+  });
+
+  it('each plot shows the counts of each day as the API gives them', async () => {
+    const days = [
+      { day: '2026-01-01', quarantined: 3, repairsCompleted: 0, repairsFailed: 1 },
+      { day: '2026-01-02', quarantined: 0, repairsCompleted: 4, repairsFailed: 0 },
+      { day: '2026-01-03', quarantined: 7, repairsCompleted: 2, repairsFailed: 5 },
+    ];
+    await page.route(
+      (url) => url.pathname === '/admin/fleet/repair-stats',
+      (route) => route.fulfill({ json: { days, timeToRepairMinutes: { median: 42.5, p90: 120, count: 6 } } }),
+    );
+    await until(page, 'the answered counts plotted', async () => JSON.stringify(await plotted('plot-quarantines')) === JSON.stringify([[3, 0, 7]]));
+    expect(await plotted('plot-repairs')).toEqual([
+      [0, 4, 2],
+      [1, 0, 5],
+    ]);
+    expect(await page.getByTestId('plot-repairs').getAttribute('data-days')).toBe('3');
+    expect(await text('ttr-median')).toBe('median 42.5 min');
+    expect(await text('ttr-p90')).toBe('p90 120 min');
+    expect(await text('ttr-count')).toBe('time to repair over 6 repairs, last 3 days (UTC)');
+    await page.unrouteAll();
+  });
+
   it('meta-instances with their status', async () => {
     const created = await site.call('POST', '/v2/org/acme/nico/meta-instance', { token: who.tenant, body: { machineType: 'h100', minNodes: 2 } });
     expect(created.status).toBe(201);

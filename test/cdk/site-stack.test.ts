@@ -10,6 +10,7 @@ import { entityOfRecord, eventOfRecord } from '#handlers/stream.ts';
 import { idempotencyTableDefinition, tableDefinition } from '#store/table.ts';
 import { apiRouteSpecs, ROUTE_GROUPS } from '#lib/api-routes.ts';
 import { buildSiteApp } from '#lib/app.ts';
+import { dashboardVendorFiles } from '#lib/dashboard-vendor.ts';
 import type { SiteStack } from '#lib/site-stack.ts';
 import { streamFilters } from '#lib/stream-filters.ts';
 import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
@@ -610,11 +611,16 @@ describe('dashboard', () => {
     const props = deployment();
     expect(props.DestinationBucketName).toEqual({ Ref: logicalIdOf(dashboard().bucket) });
     expect(props.SystemMetadata).toEqual({ 'cache-control': 'no-cache' });
-    expect(props.SourceObjectKeys).toHaveLength(2);
-    // Source 0: web/ as it is, minus the local runner's config.json.
+    expect(props.SourceObjectKeys).toHaveLength(2 + Object.keys(dashboardVendorFiles).length);
+    // Source 0: web/ as it is, minus the local runner's config.json and the type declarations.
     const files = readdirSync(sourceDir(0)).sort();
-    expect(files).toEqual(expect.arrayContaining(['index.html', 'app.js', 'api.js', 'dom.js', 'fleet.js', 'style.css']));
+    expect(files).toEqual(expect.arrayContaining(['index.html', 'app.js', 'api.js', 'dom.js', 'fleet.js', 'style.css', 'repair-stats.js']));
     expect(files).not.toContain('config.json');
+    expect(existsSync(join(sourceDir(0), 'vendor', 'uplot.esm.d.ts'))).toBe(false);
+    // Then the browser files from node_modules, under vendor/, byte for byte.
+    Object.entries(dashboardVendorFiles).forEach(([key, file], i) => {
+      expect(readFileSync(join(sourceDir(2 + i), key), 'utf8')).toBe(readFileSync(file, 'utf8'));
+    });
     // Source 1: config.json, whose markers CloudFormation fills in with the API's URL.
     expect(readdirSync(sourceDir(1))).toEqual(['config.json']);
     const written = JSON.parse(readFileSync(join(sourceDir(1), 'config.json'), 'utf8')) as { apiUrl: string };

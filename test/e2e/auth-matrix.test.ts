@@ -170,6 +170,7 @@ const expectations: Record<string, Expectation> = {
   'PUT /admin/tenants/{org}': { row: providerAdmin(200), body: () => ({ capabilities: { targetedInstanceCreation: false } }) },
   'GET /admin/config': { row: providerAdmin(200) },
   'GET /admin/fleet/summary': { row: providerAdmin(200) },
+  'GET /admin/fleet/repair-stats': { row: providerAdmin(200) },
   'GET /admin/fleet/racks': { row: providerAdmin(200) },
   'GET /admin/safety': { row: providerAdmin(200) },
   'POST /admin/safety/repair-storm/reset': { row: providerAdmin(200), body: () => ({}) },

@@ -254,6 +254,11 @@ const specific: Record<string, Spec[]> = {
   'list-machines-for-repair': [
     ['an empty healthOverride', () => undefined, ['query.healthOverride'], { query: 'healthOverride=' }],
   ],
+  'repair-stats': [
+    ['days=0', () => undefined, ['query.days'], { query: 'days=0' }],
+    ['days=91', () => undefined, ['query.days'], { query: 'days=91' }],
+    ['days=1e1', () => undefined, ['query.days'], { query: 'days=1e1' }],
+  ],
 };
 
 function specificCases(route: Route): Case[] {

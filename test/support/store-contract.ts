@@ -392,6 +392,26 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
     });
   });
 
+  describe('eventsOnDay', () => {
+    it('holds the history entries carrying an event, under their UTC day, oldest first', async () => {
+      const entry = (machineId: string, at: string, type?: string): HistoryEntry => ({
+        machineId,
+        at,
+        actor: 'ops',
+        action: type ? 'event-emitted' : 'note',
+        ...(type ? { message: type, event: { type, detail: { machineId } } } : {}),
+      });
+      const late = entry('ev-b', '2031-05-06T23:59:59.999Z', 'RepairCompleted');
+      const early = entry('ev-a', '2031-05-06T00:00:00.000Z', 'MachineQuarantined');
+      await store.commit({
+        history: [late, early, entry('ev-a', '2031-05-06T12:00:00.000Z'), entry('ev-a', '2031-05-05T23:59:59.999Z', 'RepairFailed'), entry('ev-c', '2031-05-07T00:00:00.000Z', 'RepairFailed')],
+      });
+      expect(await store.eventsOnDay('2031-05-06')).toEqual([early, late]);
+      expect((await store.eventsOnDay('2031-05-05')).map((e) => e.event?.type)).toEqual(['RepairFailed']);
+      expect(await store.eventsOnDay('2031-05-08')).toEqual([]);
+    });
+  });
+
   describe('site heartbeat', () => {
     it('the first write: of two concurrent writers with nothing stored, one wins', async () => {
       const fresh = await newStore();

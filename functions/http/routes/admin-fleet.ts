@@ -1,6 +1,7 @@
-import { fleetSummaryResponse, rackListResponse, rackResponse, viewOf } from '#domain/responses.ts';
-import { emptyQuery, rackListQuery } from '#domain/schemas.ts';
+import { fleetSummaryResponse, repairStatsResponse, rackListResponse, rackResponse, viewOf } from '#domain/responses.ts';
+import { emptyQuery, rackListQuery, repairStatsQuery } from '#domain/schemas.ts';
 import { listRacks, readFleetSummary } from '#services/fleet-summary.ts';
+import { readRepairStats } from '#services/repair-stats.ts';
 import { defineRoute, listResult, type Route } from '../route.ts';
 
 /** Fleet-wide pictures from the stream's aggregates: bounded reads, whatever the fleet's size. */
@@ -27,5 +28,15 @@ export const adminFleetRoutes: Route[] = [
       const page = await listRacks(ctx, query.machineType, { limit: query.limit, nextToken: query.nextToken });
       return listResult(page.items.map((rack) => viewOf(rackResponse, rack)), page.nextToken);
     },
+  }),
+  defineRoute({
+    operationId: 'repair-stats',
+    method: 'GET',
+    path: '/admin/fleet/repair-stats',
+    roles: ['provider-admin'],
+    summary: 'Quarantines, repairs completed and failed per UTC day, and time to repair (median, p90), over the last `days` days',
+    query: repairStatsQuery,
+    responses: { 200: repairStatsResponse },
+    handle: async ({ query }, ctx) => ({ status: 200, body: await readRepairStats(ctx, query.days) }),
   }),
 ];
