@@ -11,6 +11,7 @@ import { createTables } from '#local/tables.ts';
 import type { TableNames } from '#store/client.ts';
 import { synthesizeBundles, type SynthesizedBundle } from './bundles.ts';
 import { ratio, round, summarize } from './stats.ts';
+import { BUNDLE_LIMIT_BYTES } from '#lib/fleetward-function.ts';
 
 export const COLDSTART_GOAL_MS = 120;
 
@@ -126,6 +127,7 @@ function figures(bundle: SynthesizedBundle, runs: Invocation[]) {
   const total = summarize(runs.map((r) => r.import_ms + r.invoke_ms));
   return {
     bundle_kib: round(bundle.bytes / 1024, 1),
+    bundle: { unit: 'KiB minified', value: round(bundle.bytes / 1024, 1), goal: BUNDLE_LIMIT_BYTES / 1024, ratio_to_goal: ratio(bundle.bytes, BUNDLE_LIMIT_BYTES) },
     import_and_first_invoke: { unit: 'ms', median: total.median, max: total.max, goal: COLDSTART_GOAL_MS, ratio_to_goal: ratio(total.median, COLDSTART_GOAL_MS) },
     import: summarize(runs.map((r) => r.import_ms)),
     first_invoke: summarize(runs.map((r) => r.invoke_ms)),

@@ -10,6 +10,7 @@ import { newMetaInstance, reconcileMetaInstance, type MetaDecision, type MetaRul
 import type { HealthOverride, Machine, MetaInstance } from '#domain/model.ts';
 import { CANDIDATE_PAGE, loadCandidates, type CandidateReader } from '#reconcilers/meta-instance.ts';
 import { percentile, ratio, round } from './stats.ts';
+import { seededRandom } from '#local/stream-chaos.ts';
 
 export interface PlacementOptions {
   machines: number;
@@ -41,17 +42,6 @@ const NOW = new Date('2030-01-01T00:00:00.000Z');
 const AT = NOW.toISOString();
 const STALE_AT = new Date(NOW.getTime() - 600_000).toISOString();
 
-/** A small seeded generator (mulberry32), so every run decides the same fleet and the same requests. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const degraded = (id: string): HealthOverride => ({
   source: 'degraded',
@@ -284,8 +274,8 @@ async function measure(fleet: Machine[], requests: Request[], load: LoadVariant,
 
 export async function placementBench(options: PlacementOptions = defaultPlacementOptions) {
   const started = performance.now();
-  const fleet = buildFleet(options.machines, random(7));
-  const requests = buildRequests(options.metaInstances, fleet, random(11));
+  const fleet = buildFleet(options.machines, seededRandom(7));
+  const requests = buildRequests(options.metaInstances, fleet, seededRandom(11));
   const types = Object.fromEntries(TYPES.map(({ type, rackSize }) => {
     const ofType = fleet.filter((m) => m.machineType === type);
     const racks = new Set(ofType.map((m) => m.rack));

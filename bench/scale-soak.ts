@@ -202,9 +202,12 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     const statusIs = (instanceId: string, wanted: Instance['status']) => async () => ((await observer.getInstance(instanceId))?.status === wanted ? true : undefined);
 
     // ---- the fleet live, then the standing load: instances and meta-instances, all Ready ----
-    await until('the fleet registered and live', async () => {
+    await until('the fleet registered, live and in the allocatable index', async () => {
       const machines = await everything((page) => observer.listMachines(page));
-      return machines.length === options.machines && machines.every((m) => m.heartbeatLive) ? true : undefined;
+      if (machines.length !== options.machines || !machines.every((m) => m.heartbeatLive)) return undefined;
+      // The index is written by the roster walk's reactions: creates find nothing until it holds the fleet.
+      const allocatable = await Promise.all(MACHINE_TYPES.map((type) => observer.allocatableMachines(type, options.machines)));
+      return allocatable.flat().length === options.machines ? true : undefined;
     }, 120_000 + options.machines * 50, 2_000);
     const owned: Array<{ org: string; id: string }> = [];
     await pooled(Array.from({ length: options.instances }, (_, n) => n), 8, async (n) => {

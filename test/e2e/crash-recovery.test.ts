@@ -38,6 +38,8 @@ max_attempts = 1
 timeout_ms = ${CREATE_TIMEOUT_MS}
 [site_agent]
 report_timeout_seconds = 1
+[sweep]
+interval_seconds = 1
 [repair_storm]
 max_quarantines = 1
 max_fraction = 1
