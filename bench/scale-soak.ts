@@ -212,7 +212,13 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     const owned: Array<{ org: string; id: string }> = [];
     await pooled(Array.from({ length: options.instances }, (_, n) => n), 8, async (n) => {
       const org = orgs[n % ORGS]!;
-      const created = await call(undefined, 'POST', instancePath(org), tokens.get(org), { machineType: typeOf(n) }, [201]);
+      // A loaded host can let a heartbeat go stale for a moment: then the type has no allocatable machine, so try again.
+      let created = await call(undefined, 'POST', instancePath(org), tokens.get(org), { machineType: typeOf(n) }, [201, 409]);
+      for (let tries = 1; created.code === 'no-capacity' && tries < 30; tries++) {
+        await sleep(1_000);
+        created = await call(undefined, 'POST', instancePath(org), tokens.get(org), { machineType: typeOf(n) }, [201, 409]);
+      }
+      if (!created.id) throw new Error(`scale: no ${typeOf(n)} machine became free for the standing load: ${JSON.stringify(created)}`);
       owned.push({ org, id: String(created.id) });
     });
     const metaIds: string[] = [];
