@@ -147,7 +147,7 @@ export async function heartbeatCost(
 
   async function measure() {
     // ---- registration: one call for the whole fleet ----
-    const fleet = demoFleet([{ type: 'gb200', count: options.machines, racks: Math.ceil(options.machines / 80) }]);
+    const fleet = demoFleet([{ type: "gb200", count: options.machines, racks: Math.ceil(options.machines / 8) }]);
     const ids = fleet.map((m) => m.id);
     progress(`heartbeat: registering ${ids.length} machines`);
     let before = mark();

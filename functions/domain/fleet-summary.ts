@@ -97,47 +97,60 @@ export function countersOf(racks: RackAggregate[]): Record<string, number> {
   return applyDelta({}, delta);
 }
 
+/** Where a machine's entry may be: a machine id, with the type and rack it is (or was) counted under. */
+export interface Placement {
+  machineId: string;
+  machineType: string;
+  rack: string;
+}
+
+/** What a batch of placements needs: the machines as they are now, and the rack and shard items they touch. */
 export interface SummarySnapshot {
-  machine: Machine;
-  rack: RackAggregate | null;
-  shard: SummaryShard | null;
+  placements: Placement[];
+  machines: Map<string, Machine | null>;
+  /** By `rackRef`; null when the rack has no item yet. */
+  racks: Map<string, RackAggregate | null>;
+  /** By `shardRef`; null when the shard has no item yet. */
+  shards: Map<string, SummaryShard | null>;
 }
 
+export const rackRef = (machineType: string, rack: string): string => JSON.stringify([machineType, rack]);
+export const shardRef = (machineType: string, shard: number): string => JSON.stringify([machineType, shard]);
+
 /**
- * The summary's part of a machine's change: its entry replaced, the shard's counters moved by the difference.
- * Null when the stored entry is as new or newer (a duplicate or a late record) or nothing counted changed.
+ * The summary's part of a batch of machine changes: each placement's entry brought in line with its machine (replaced
+ * when the machine there is newer, removed when the machine is no longer there), every touched rack and shard written
+ * once, each shard's counters moved by the exact difference. Null when nothing is newer (duplicates, late records).
  */
-export function summaryChange({ machine, rack, shard }: SummarySnapshot): Change | null {
-  const before = rack?.machines[machine.id];
-  if (before && before.version >= machine.version) return null;
-  const after = summaryEntry(machine);
-  const delta: Record<string, number> = {};
-  if (before) for (const key of counterKeys(machine.rack, before)) delta[key] = (delta[key] ?? 0) - 1;
-  for (const key of counterKeys(machine.rack, after)) delta[key] = (delta[key] ?? 0) + 1;
-  const nextRack: RackAggregate = { machineType: machine.machineType, rack: machine.rack, machines: { ...rack?.machines, [machine.id]: after }, version: rack?.version ?? 0 };
-  const shardId = shardOf(machine.rack);
-  const nextShard: SummaryShard = {
-    machineType: machine.machineType,
-    shard: shardId,
-    counters: applyDelta(shard?.counters ?? {}, delta),
-    version: shard?.version ?? 0,
+export function summaryChange({ placements, machines, racks, shards }: SummarySnapshot): Change | null {
+  const rackAfter = new Map<string, RackAggregate>();
+  const deltas = new Map<string, Record<string, number>>();
+  const move = (placement: Placement, keys: string[], by: number) => {
+    const key = shardRef(placement.machineType, shardOf(placement.rack));
+    const delta = deltas.get(key) ?? deltas.set(key, {}).get(key)!;
+    for (const name of keys) delta[name] = (delta[name] ?? 0) + by;
   };
-  return { fleetSummary: { racks: [{ before: rack, after: nextRack }], shards: [{ before: shard, after: nextShard }] }, history: [] };
-}
-
-/**
- * A machine's entry in a rack where it no longer is (its type or rack was re-described): removed, counters with it.
- * Null when the entry is gone already or the machine is still there.
- */
-export function summaryRemoval(rack: RackAggregate | null, shard: SummaryShard | null, machineId: string, machine: Machine | null): Change | null {
-  const before = rack?.machines[machineId];
-  if (!rack || !before) return null;
-  if (machine && machine.machineType === rack.machineType && machine.rack === rack.rack) return null;
-  const delta: Record<string, number> = {};
-  for (const key of counterKeys(rack.rack, before)) delta[key] = -1;
-  const { [machineId]: _removed, ...kept } = rack.machines;
-  const nextShard: SummaryShard = { machineType: rack.machineType, shard: shardOf(rack.rack), counters: applyDelta(shard?.counters ?? {}, delta), version: shard?.version ?? 0 };
-  return { fleetSummary: { racks: [{ before: rack, after: { ...rack, machines: kept } }], shards: [{ before: shard, after: nextShard }] }, history: [] };
+  for (const placement of placements) {
+    const key = rackRef(placement.machineType, placement.rack);
+    const rack = rackAfter.get(key) ?? racks.get(key) ?? null;
+    const before = rack?.machines[placement.machineId];
+    const machine = machines.get(placement.machineId) ?? null;
+    const here = machine !== null && machine.machineType === placement.machineType && machine.rack === placement.rack;
+    if (here ? before !== undefined && before.version >= machine.version : before === undefined) continue;
+    const { [placement.machineId]: _replaced, ...others } = rack?.machines ?? {};
+    if (before) move(placement, counterKeys(placement.rack, before), -1);
+    const entries = here ? { ...others, [placement.machineId]: summaryEntry(machine) } : others;
+    if (here) move(placement, counterKeys(placement.rack, entries[placement.machineId]!), 1);
+    rackAfter.set(key, { machineType: placement.machineType, rack: placement.rack, machines: entries, version: rack?.version ?? 0 });
+  }
+  if (rackAfter.size === 0) return null;
+  const shardPairs = [...deltas].map(([key, delta]) => {
+    const before = shards.get(key) ?? null;
+    const [machineType, shard] = JSON.parse(key) as [string, number];
+    return { before, after: { machineType, shard, counters: applyDelta(before?.counters ?? {}, delta), version: before?.version ?? 0 } };
+  });
+  const rackPairs = [...rackAfter].map(([key, after]) => ({ before: racks.get(key) ?? null, after }));
+  return { fleetSummary: { racks: rackPairs, shards: shardPairs }, history: [] };
 }
 
 export interface RackTally {

@@ -1,60 +1,75 @@
-import { shardOf, summaryChange, summaryRemoval, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import { rackRef, shardOf, shardRef, summaryChange, type Placement, type SummarySnapshot } from '#domain/fleet-summary.ts';
 import type { Machine } from '#domain/model.ts';
 import type { AppContext } from '#services/context.ts';
 import { defineReconciler } from './reconciler.ts';
 
 // Keeps the fleet summary's aggregates (domain/fleet-summary.ts) in step with the machine records. An id is a
-// machine id (bring its entry up to date), or, when a machine was re-described to another type or rack, a
-// `placement` naming the rack it left (take its entry out there).
+// placement: a machine with the type and rack it is counted under (bring its entry there up to date), or was
+// counted under before it was re-described (take its entry out there). Placements of one counter shard are
+// reconciled together, so a burst of machine changes (a roster walk, a registration) costs one transaction per
+// shard and batch rather than one per machine, all of them contending for the same few shard items.
 
-export interface FleetSummarySnapshot {
-  machineId: string;
-  machine: Machine | null;
-  /** The rack item the decision concerns: the machine's own, or the one it left. */
-  rack: RackAggregate | null;
-  shard: SummaryShard | null;
-  leaving: boolean;
-}
+const placementId = ({ machineId, machineType, rack }: Placement): string => JSON.stringify([machineId, machineType, rack]);
 
-interface Placement {
-  machineId: string;
-  machineType: string;
-  rack: string;
-}
-
-const leftPlacement = (placement: Placement): string => JSON.stringify([placement.machineId, placement.machineType, placement.rack]);
-
-function parsePlacement(id: string): Placement | null {
-  if (!id.startsWith('[')) return null;
+/** A placement id, or a bare machine id (a record without images): its placement is read from the machine. */
+function parsePlacement(id: string): Placement | string {
+  if (!id.startsWith('[')) return id;
   const [machineId, machineType, rack] = JSON.parse(id) as [string, string, string];
   return { machineId, machineType, rack };
 }
 
-const moved = (before: Machine | null, after: Machine | null): boolean =>
-  before !== null && after !== null && (before.machineType !== after.machineType || before.rack !== after.rack);
+const placementOf = (machine: Machine): Placement => ({ machineId: machine.id, machineType: machine.machineType, rack: machine.rack });
+
+/** Racks plus shards must fit one transaction (100 items): at most one rack and one shard per placement. */
+const BATCH_SIZE = 48;
 
 export const fleetSummaryReconciler = defineReconciler({
   kind: 'fleet-summary',
   settlesOrFails: true,
   watches: {
     machine: {
-      concerns: (before, after, id) => [id, moved(before, after) ? leftPlacement({ machineId: id, machineType: before!.machineType, rack: before!.rack }) : null],
+      concerns: (before, after, id) => {
+        const placements = [after ?? before, before].filter((m): m is Machine => m !== null).map((m) => placementId(placementOf(m)));
+        return placements.length > 0 ? new Set(placements) : [id];
+      },
     },
   },
-
-  async load(ctx: AppContext, id: string): Promise<FleetSummarySnapshot | null> {
-    const left = parsePlacement(id);
-    const machineId = left?.machineId ?? id;
-    const machine = await ctx.store.getMachine(machineId);
-    const where = left ?? machine;
-    if (!where) return null;
-    const [rack, shard] = await Promise.all([ctx.store.getRackAggregate(where.machineType, where.rack), ctx.store.getSummaryShard(where.machineType, shardOf(where.rack))]);
-    return { machineId, machine, rack, shard, leaving: left !== null };
+  batch: {
+    size: BATCH_SIZE,
+    groupOf: (id: string) => {
+      const placement = parsePlacement(id);
+      return typeof placement === 'string' ? 'unplaced' : shardRef(placement.machineType, shardOf(placement.rack));
+    },
+    load: loadPlacements,
   },
 
-  /** A lost race (another machine of the same shard) looks again at once: nothing else would bring this one back. */
-  decide({ machineId, machine, rack, shard, leaving }: FleetSummarySnapshot) {
-    const change = leaving ? summaryRemoval(rack, shard, machineId, machine) : machine && summaryChange({ machine, rack, shard });
+  load: (ctx: AppContext, id: string) => loadPlacements(ctx, [id]),
+
+  /** A lost race (another batch of the same shard) looks again at once: nothing else would bring these back. */
+  decide(snapshot: SummarySnapshot) {
+    const change = summaryChange(snapshot);
     return change ? { change, requeueAt: new Date(0) } : {};
   },
 });
+
+async function loadPlacements(ctx: AppContext, ids: string[]): Promise<SummarySnapshot | null> {
+  const parsed = ids.map(parsePlacement);
+  const machines = await ctx.store.getMachines([...new Set(parsed.map((p) => (typeof p === 'string' ? p : p.machineId)))]);
+  const placements = parsed.flatMap((p) => {
+    if (typeof p !== 'string') return [p];
+    const machine = machines.get(p);
+    return machine ? [placementOf(machine)] : [];
+  });
+  if (placements.length === 0) return null;
+  const racks = new Map(placements.map((p) => [rackRef(p.machineType, p.rack), { machineType: p.machineType, rack: p.rack }]));
+  const shards = new Map(placements.map((p) => [shardRef(p.machineType, shardOf(p.rack)), { machineType: p.machineType, shard: shardOf(p.rack) }]));
+  const stored = await ctx.store.getSummaryItems([...racks.values()], [...shards.values()]);
+  const storedRacks = new Map(stored.racks.map((r) => [rackRef(r.machineType, r.rack), r]));
+  const storedShards = new Map(stored.shards.map((s) => [shardRef(s.machineType, s.shard), s]));
+  return {
+    placements,
+    machines: new Map(placements.map((p) => [p.machineId, machines.get(p.machineId) ?? null])),
+    racks: new Map([...racks.keys()].map((ref) => [ref, storedRacks.get(ref) ?? null])),
+    shards: new Map([...shards.keys()].map((ref) => [ref, storedShards.get(ref) ?? null])),
+  };
+}

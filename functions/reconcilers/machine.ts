@@ -36,7 +36,8 @@ export const machineReconciler = defineReconciler({
   kind: 'machine',
   watches: {
     machine: {
-      concerns: (_before, _after, id) => [id],
+      // Only a machine in cleanup has anything to do here (a record without images is looked at to find out).
+      concerns: (_before, after, id) => (after === null || after.cleanup ? [id] : []),
       dueAt(machine) {
         const cleanup = machine.cleanup;
         if (machine.state !== 'Cleanup' || !cleanup || cleanup.phase === 'failed') return undefined;

@@ -77,6 +77,17 @@ export interface Reconciler<K extends string = string, S = any, E = any, R = any
    * the passes run out, fail the run so the stream delivers the record again instead of dropping the change.
    */
   settlesOrFails?: boolean;
+  /**
+   * Entities of this kind that share a group are looked at together: the ids of a group that come up in one run
+   * while it waits for its turn join one load, decision and commit (at most `size` of them). For aggregates that
+   * many records feed: a burst of changes then costs a transaction per group instead of one per id, and the
+   * group's commits never race each other within a run. `load` is then the batch of one.
+   */
+  batch?: {
+    size: number;
+    groupOf(id: string): string;
+    load(ctx: AppContext, ids: string[]): Promise<S | null>;
+  };
 }
 
 /** Declares a reconciler with its types checked together (its snapshot, effect and effect result). */

@@ -82,14 +82,14 @@ async function performEffect(ctx: AppContext, reconciler: Reconciler, id: string
  * Load, decide, commit; perform a claimed effect and record its result; again at once while the decision asks to.
  * A lost race ends the pass: the rival's write is another trigger, or the decision asked to look again anyway.
  */
-async function reconcileEntity(ctx: AppContext, registry: Registry, reconciler: Reconciler, id: string): Promise<Followers> {
+async function reconcileEntity(ctx: AppContext, registry: Registry, reconciler: Reconciler, id: string, load = () => reconciler.load(ctx, id)): Promise<Followers> {
   const followers: Followers = { concerned: [], enqueued: [] };
   const committed = (change: Change) => {
     recordReadyInstances(ctx.metrics, change);
     followers.concerned.push(...registry.concernedByChange(change));
   };
   for (let pass = 1; pass <= MAX_PASSES; pass++) {
-    const snapshot = await reconciler.load(ctx, id);
+    const snapshot = await load();
     if (snapshot === null) break;
     const decision = reconciler.decide(snapshot);
     followers.enqueued.push(...(decision.enqueue ?? []));
@@ -108,22 +108,59 @@ async function reconcileEntity(ctx: AppContext, registry: Registry, reconciler: 
   return followers;
 }
 
+/** A group's ids gathered for one reconcile (see `Reconciler.batch`), open to more until it gets its turn. */
+interface Batch {
+  ids: string[];
+  entry: Entry;
+}
+
 export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, registry = defaultRegistry }: RunOptions = {}): Run {
   const entries = new Map<string, Entry>();
   const slot = limiter(concurrency);
+  /** By reconciler kind and group: the batch still gathering ids, and the last one started (the next waits for it). */
+  const gathering = new Map<string, Batch>();
+  const lastOfGroup = new Map<string, Promise<void>>();
 
-  const start = (ref: Ref, scoped: AppContext): Entry => {
-    const run = slot(() => reconcileEntity(scoped, registry, registry.reconcilerOf(ref.entity), ref.id));
+  const track = (run: Promise<Followers>, scoped: AppContext, failed: Record<string, unknown>): Entry => {
     const failure = run.then(
       ({ concerned, enqueued }) => firstFailure([...startNew(concerned, scoped).map((entry) => entry.failure), serveInOrder(enqueued, scoped)]),
       (error: unknown) => {
-        scoped.log.error('reconcile failed', { entity: ref.entity, id: ref.id, error: String(error) });
+        scoped.log.error('reconcile failed', { ...failed, error: String(error) });
         return { error };
       },
     );
-    const entry = { done: run.then(() => undefined, () => undefined), failure };
+    return { done: run.then(() => undefined, () => undefined), failure };
+  };
+
+  const start = (ref: Ref, scoped: AppContext): Entry => {
+    const reconciler = registry.has(ref.entity) ? registry.reconcilerOf(ref.entity) : undefined;
+    const entry = reconciler?.batch
+      ? join(reconciler, ref.id, scoped)
+      : track(slot(() => reconcileEntity(scoped, registry, reconciler ?? registry.reconcilerOf(ref.entity), ref.id)), scoped, { entity: ref.entity, id: ref.id });
     entries.set(keyOf(ref), entry);
     return entry;
+  };
+
+  const join = (reconciler: Reconciler, id: string, scoped: AppContext): Entry => {
+    const batching = reconciler.batch!;
+    const group = `${reconciler.kind}#${batching.groupOf(id)}`;
+    let batch = gathering.get(group);
+    if (!batch || batch.ids.length >= batching.size) {
+      const ids: string[] = [];
+      // After the group's previous batch, and after a turn of the event loop, so that everything started together joins.
+      const turn = (lastOfGroup.get(group) ?? Promise.resolve()).then(() => new Promise((resolve) => setImmediate(resolve)));
+      const run = turn.then(() =>
+        slot(() => {
+          if (gathering.get(group)?.ids === ids) gathering.delete(group);
+          return reconcileEntity(scoped, registry, reconciler, `${group} (${ids.length})`, () => batching.load(scoped, ids));
+        }),
+      );
+      batch = { ids, entry: track(run, scoped, { entity: reconciler.kind, ids }) };
+      gathering.set(group, batch);
+      lastOfGroup.set(group, batch.entry.done);
+    }
+    batch.ids.push(id);
+    return batch.entry;
   };
 
   /** Only what nobody started yet: waiting on an entry started elsewhere could wait on itself. */

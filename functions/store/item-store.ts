@@ -340,14 +340,17 @@ export abstract class ItemStore implements FleetStore {
     return { items: result.items.map(fromAuditItem), nextToken: result.nextToken };
   }
 
-  async getRackAggregate(machineType: string, rack: string): Promise<RackAggregate | null> {
-    const item = await this.getItem(keys.summaryRack(machineType, rack));
-    return item ? fromRackAggregateItem(item) : null;
-  }
-
   async getSummaryShard(machineType: string, shard: number): Promise<SummaryShard | null> {
     const item = await this.getItem(keys.summaryShard(machineType, shard));
     return item ? fromSummaryShardItem(item) : null;
+  }
+
+  async getSummaryItems(racks: Array<{ machineType: string; rack: string }>, shards: Array<{ machineType: string; shard: number }>) {
+    const items = await this.getItems([...racks.map((r) => keys.summaryRack(r.machineType, r.rack)), ...shards.map((s) => keys.summaryShard(s.machineType, s.shard))]);
+    return {
+      racks: items.filter((item) => item.entity === 'summary-rack').map(fromRackAggregateItem),
+      shards: items.filter((item) => item.entity !== 'summary-rack').map(fromSummaryShardItem),
+    };
   }
 
   /** Bounded by types x SUMMARY_SHARDS items, whatever the fleet's size. */

@@ -73,8 +73,9 @@ export interface FleetStore {
   /** Provider actions, newest first. */
   listAudit(filter: AuditFilter, page: PageRequest): Promise<Page<AuditEntry>>;
   /** The fleet summary's aggregates (domain/fleet-summary.ts), kept by the stream. */
-  getRackAggregate(machineType: string, rack: string): Promise<RackAggregate | null>;
   getSummaryShard(machineType: string, shard: number): Promise<SummaryShard | null>;
+  /** Several racks and shards in one batch read; those not stored yet are left out. */
+  getSummaryItems(racks: Array<{ machineType: string; rack: string }>, shards: Array<{ machineType: string; shard: number }>): Promise<{ racks: RackAggregate[]; shards: SummaryShard[] }>;
   /** Every counter shard: a bounded read (types x shards), whatever the fleet's size. */
   summaryShards(): Promise<SummaryShard[]>;
   /** One type's racks with their machines' entries, grouped by counter shard (or one shard's), by rack name within. */

@@ -1,4 +1,5 @@
 import type { Requester } from '#domain/audit.ts';
+import { rackRef, shardOf, shardRef, type Placement, type RackAggregate, type SummaryShard, type SummarySnapshot } from '#domain/fleet-summary.ts';
 import type { HealthOverride, Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
 
@@ -75,3 +76,14 @@ export const aRepairRequest = (target = 'm-1'): HealthOverride => ({
   createdBy: 'ops',
   createdAt: AT,
 });
+
+/** The summary snapshot of one machine's change at a placement (by default its own), as the reconciler loads it. */
+export function summaryOfOne(machine: Machine | null, rack: RackAggregate | null, shard: SummaryShard | null, placement?: Placement): SummarySnapshot {
+  const where = placement ?? { machineId: machine!.id, machineType: machine!.machineType, rack: machine!.rack };
+  return {
+    placements: [where],
+    machines: new Map([[where.machineId, machine]]),
+    racks: new Map([[rackRef(where.machineType, where.rack), rack]]),
+    shards: new Map([[shardRef(where.machineType, shardOf(where.rack)), shard]]),
+  };
+}

@@ -11,7 +11,7 @@ import type { HealthOverride, HistoryEntry, Instance, InstanceStatus, Machine } 
 import { Rejection } from '#domain/rejection.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { StaleWriteError, type AuditFilter, type FleetStore } from '#store/port.ts';
-import { aMachine, aMetaInstance, aRepairRequest, anInstance, T0 } from './fixtures.ts';
+import { aMachine, aMetaInstance, aRepairRequest, anInstance, summaryOfOne, T0 } from './fixtures.ts';
 
 /**
  * What every FleetStore implementation must do, as observed through the interface alone. `newStore` gives an empty
@@ -766,20 +766,20 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
     it('a rack and its shard are written together, guarded by version; racks page by rack, one shard at a time', async () => {
       const racks = ['sum-r1', 'sum-r2', 'sum-r3'].map((rack) => {
         const m = machine(`${rack}-m`, { machineType: 'sumtype', rack, version: 3 });
-        return summaryChange({ machine: m, rack: null, shard: null })!;
+        return summaryChange(summaryOfOne(m, null, null))!;
       });
       for (const change of racks) {
         const pair = change.fleetSummary!.shards[0]!;
         const stored = await store.getSummaryShard('sumtype', pair.after.shard);
         await store.commit({ ...change, fleetSummary: { racks: change.fleetSummary!.racks, shards: [{ before: stored, after: { ...pair.after, counters: applyDelta(stored?.counters ?? {}, pair.after.counters) } }] } });
       }
-      const rack = (await store.getRackAggregate('sumtype', 'sum-r1'))!;
+      const rack = (await store.getSummaryItems([{ machineType: 'sumtype', rack: 'sum-r1' }], [])).racks[0]!;
       expect(rack).toMatchObject({ machineType: 'sumtype', rack: 'sum-r1', version: 0, machines: { 'sum-r1-m': { version: 3, state: 'Ready', live: true } } });
       const shards = (await store.summaryShards()).filter((s) => s.machineType === 'sumtype');
       expect(shards.reduce((n, s) => n + (s.counters.machines ?? 0), 0)).toBe(3);
 
       // A second writer from the same read loses, and the shard is not touched by the lost transaction.
-      const stale = summaryChange({ machine: machine('sum-r1-m', { machineType: 'sumtype', rack: 'sum-r1', version: 4 }), rack: { ...rack, version: -5 }, shard: null })!;
+      const stale = summaryChange(summaryOfOne(machine('sum-r1-m', { machineType: 'sumtype', rack: 'sum-r1', version: 4 }), { ...rack, version: -5 }, null))!;
       const shardBefore = await store.getSummaryShard('sumtype', stale.fleetSummary!.shards[0]!.after.shard);
       expect(await rejectionOf(store.commit({ ...stale, fleetSummary: { ...stale.fleetSummary!, racks: [{ before: { ...rack, version: 7 }, after: stale.fleetSummary!.racks[0]!.after }], shards: [{ before: shardBefore, after: { ...shardBefore!, counters: {} } }] } }))).toBeInstanceOf(StaleWriteError);
       expect(await store.getSummaryShard('sumtype', shardBefore!.shard)).toEqual(shardBefore);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Change } from '#domain/change.ts';
-import { fleetSummary, summaryChange, summaryRemoval, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import { applyDelta, fleetSummary, summaryChange, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 import type { Machine } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
-import { aMachine, aRepairRequest, AT, T0 } from '#test/support/fixtures.ts';
+import { aMachine, aRepairRequest, AT, summaryOfOne, T0 } from '#test/support/fixtures.ts';
 
 const heartbeat = { rosterSeenAt: AT, timeoutMs: 30_000 };
 
@@ -16,7 +16,7 @@ function applied(change: Change | null, rack: RackAggregate | null, shard: Summa
 function keep(machines: Machine[]) {
   let rack: RackAggregate | null = null;
   let shard: SummaryShard | null = null;
-  for (const machine of machines) ({ rack, shard } = applied(summaryChange({ machine, rack, shard }), rack, shard));
+  for (const machine of machines) ({ rack, shard } = applied(summaryChange(summaryOfOne(machine, rack, shard)), rack, shard));
   return { rack, shard };
 }
 
@@ -28,8 +28,8 @@ describe('summaryChange', () => {
     expect(shard!.counters).toMatchObject({ machines: 1, 'state|Assigned': 1 });
     expect(shard!.counters).not.toHaveProperty('allocatable');
     expect(shard!.counters).not.toHaveProperty('state|Ready');
-    expect(summaryChange({ machine: v2, rack, shard })).toBeNull();
-    expect(summaryChange({ machine: v1, rack, shard })).toBeNull();
+    expect(summaryChange(summaryOfOne(v2, rack, shard))).toBeNull();
+    expect(summaryChange(summaryOfOne(v1, rack, shard))).toBeNull();
   });
 
   it('counts overrides and quarantine per rack', () => {
@@ -41,10 +41,35 @@ describe('summaryChange', () => {
 
   it('a machine that left the rack is taken out of it, and only then', () => {
     const { rack, shard } = keep([aMachine({ version: 1 })]);
-    expect(summaryRemoval(rack, shard, 'm-1', aMachine({ version: 2 }))).toBeNull();
-    const moved = applied(summaryRemoval(rack, shard, 'm-1', aMachine({ version: 2, rack: 'r2' })), rack, shard);
+    const counted = { machineId: 'm-1', machineType: 'gb200', rack: 'r1' };
+    expect(summaryChange(summaryOfOne(aMachine({ version: 1 }), rack, shard, counted))).toBeNull();
+    const moved = applied(summaryChange(summaryOfOne(aMachine({ version: 2, rack: 'r2' }), rack, shard, counted)), rack, shard);
     expect(moved.rack!.machines).toEqual({});
     expect(moved.shard!.counters).toEqual({});
+  });
+});
+
+describe('summaryChange of a batch', () => {
+  it('writes each touched rack and shard once, with the counters of the changes applied one by one', () => {
+    const machines = ['r1', 'r2', 'r1', 'r3'].map((rack, i) => aMachine({ id: `m-${i}`, rack, version: 1, ...(i === 2 ? { healthOverrides: [aRepairRequest(`m-${i}`)] } : {}) }));
+    const oneByOne = new Map<number, Record<string, number>>();
+    const racks = new Map<string, RackAggregate | null>();
+    for (const machine of machines) {
+      const change = summaryChange(summaryOfOne(machine, racks.get(machine.rack) ?? null, null))!;
+      racks.set(machine.rack, change.fleetSummary!.racks[0]!.after);
+      const shard = change.fleetSummary!.shards[0]!.after;
+      oneByOne.set(shard.shard, applyDelta(oneByOne.get(shard.shard) ?? {}, shard.counters));
+    }
+    const batch = summaryChange({
+      placements: machines.map((m) => ({ machineId: m.id, machineType: m.machineType, rack: m.rack })),
+      machines: new Map(machines.map((m) => [m.id, m])),
+      racks: new Map(),
+      shards: new Map(),
+    })!;
+    expect(batch.fleetSummary!.racks.map((r) => r.after.rack).sort()).toEqual(['r1', 'r2', 'r3']);
+    expect(batch.fleetSummary!.racks.find((r) => r.after.rack === 'r1')!.after.machines).toHaveProperty('m-2');
+    expect(new Set(batch.fleetSummary!.shards.map((s) => s.after.shard)).size).toBe(batch.fleetSummary!.shards.length);
+    expect(new Map(batch.fleetSummary!.shards.map((s) => [s.after.shard, s.after.counters]))).toEqual(oneByOne);
   });
 });
 

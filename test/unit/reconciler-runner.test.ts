@@ -106,6 +106,41 @@ describe('reconciler runner', () => {
     expect(most).toBe(3);
   });
 
+  it('reconciles the ids of a batched kind by group: one load per batch, batches of a group one after another', async () => {
+    const { ctx, events } = harness();
+    let inFlight = 0;
+    let overlapped = false;
+    const batched = defineReconciler({
+      kind: 'agg',
+      watches: {},
+      batch: {
+        size: 3,
+        groupOf: (id: string) => id.split(':')[0]!,
+        load: async (_ctx, ids: string[]) => {
+          events.push(`load ${[...ids].sort().join(',')}`);
+          inFlight += 1;
+          if (inFlight > 1) overlapped = true;
+          await tick();
+          inFlight -= 1;
+          return ids;
+        },
+      },
+      load: async (_ctx, id: string) => [id],
+      decide: (ids: string[]) => ({ change: { history: ids.map(history) } }),
+    });
+    const run = startRun(ctx, { registry: createRegistry([batched]) });
+    const ids = ['x:1', 'x:2', 'y:1', 'x:3', 'x:4', 'y:2'];
+    await Promise.all([run.reconcile(ids.slice(0, 3).map((id) => ref('agg', id))), run.reconcile(ids.slice(3).map((id) => ref('agg', id)))]);
+    expect(events.filter((e) => e.startsWith('load')).sort()).toEqual(['load x:1,x:2,x:3', 'load x:4', 'load y:1,y:2']);
+    expect(events.filter((e) => e.startsWith('commit')).sort()).toEqual(['commit x:1,x:2,x:3', 'commit x:4', 'commit y:1,y:2']);
+    // While the first x batch ran, the second waited; only different groups ran side by side.
+    expect(events.indexOf('commit x:1,x:2,x:3')).toBeLessThan(events.indexOf('load x:4'));
+    expect(overlapped).toBe(true);
+    // Each id once per run: asking again joins nothing new.
+    await run.reconcile([ref('agg', 'x:1')]);
+    expect(events.filter((e) => e.startsWith('load'))).toHaveLength(3);
+  });
+
   it('reports a failure to every caller it concerns, cascades included, and to no other', async () => {
     const { ctx, events, errors } = harness();
     const flaky = fake('flaky', () => ({}), events, async (id) => {

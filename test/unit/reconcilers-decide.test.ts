@@ -181,13 +181,19 @@ describe('registry', () => {
     const refs = registry.concernedByChange({ machines: [{ before, after }, { before, after }], history: [] });
     expect(refs).toEqual(
       expect.arrayContaining([
-        { entity: 'machine', id: 'm-1' },
         { entity: 'meta-instance', id: 'mi-1' },
         { entity: 'wait-queue', id: 'gb200' },
-        { entity: 'fleet-summary', id: 'm-1' },
+        { entity: 'fleet-summary', id: JSON.stringify(['m-1', 'gb200', 'r1']) },
       ]),
     );
-    expect(refs).toHaveLength(4);
+    expect(refs).toHaveLength(3);
+  });
+
+  it('looks at a machine itself only while it is in cleanup: nothing else is the machine reconciler\'s to do', () => {
+    const ready = aMachine();
+    const cleaning = aMachine({ state: 'Cleanup', instanceId: 'i-1', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 } });
+    expect(registry.concernedBy('machine', null, ready, 'm-1').map((r) => r.entity)).not.toContain('machine');
+    expect(registry.concernedBy('machine', ready, cleaning, 'm-1')).toContainEqual({ entity: 'machine', id: 'm-1' });
   });
 
   it('watches machines, instances, meta-instances, roster buckets and stale checks (the stream filters follow)', () => {
