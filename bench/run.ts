@@ -4,9 +4,10 @@
 // what the sweep reads in a 100,000-machine table against a full Scan, and how creates answer when far more of them
 // than machines arrive at once. See bench/README.md.
 // One JSON document on stdout (and in bench/results/latest.json); progress on stderr.
-// Also: each synthesized Lambda bundle's cold start, and a site-scale soak with its invariants.
+// Also: each synthesized Lambda bundle's cold start, a site-scale soak with its invariants, and what each workflow
+// costs in DynamoDB requests and capacity units from its call until the site is quiet.
 // BENCH_ONLY=meta,sweep (or BENCH_SKIP=api,heartbeat) picks the parts: api, heartbeat, meta, placement, sweep,
-// contention, coldstart, scale.
+// contention, coldstart, scale, workflows.
 
 import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -30,6 +31,7 @@ import { defaultPlacementOptions, placementBench } from './placement.ts';
 import { defaultScaleSoakOptions, scaleSoak } from './scale-soak.ts';
 import { perOperation, ratio, round, SETTLE_MS, summarize, type Cost } from './stats.ts';
 import { defaultSweepReadsOptions, sweepReads } from './sweep-reads.ts';
+import { defaultWorkflowCostOptions, workflowCost } from './workflow-cost.ts';
 
 /** An integer from the environment, at least `min` (1 unless told), or the fallback. */
 const envInt = (name: string, fallback: number, min = 1) => {
@@ -38,7 +40,7 @@ const envInt = (name: string, fallback: number, min = 1) => {
   return raw !== undefined && raw.trim() !== '' && Number.isInteger(value) && value >= min ? value : fallback;
 };
 
-const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep', 'contention', 'coldstart', 'scale'] as const;
+const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep', 'contention', 'coldstart', 'scale', 'workflows'] as const;
 type Part = (typeof PARTS)[number];
 const listed = (name: string) =>
   (process.env[name] ?? '')
@@ -98,6 +100,13 @@ const SCALE = {
   sweepIntervalMs: envInt('BENCH_SCALE_SWEEP_INTERVAL_MS', defaultScaleSoakOptions.sweepIntervalMs),
   heartbeatIntervalSeconds: envInt('BENCH_SCALE_HEARTBEAT_INTERVAL_S', defaultScaleSoakOptions.heartbeatIntervalSeconds),
   heartbeatTimeoutSeconds: envInt('BENCH_SCALE_HEARTBEAT_TIMEOUT_S', defaultScaleSoakOptions.heartbeatTimeoutSeconds),
+};
+
+const WORKFLOWS = {
+  trials: envInt('BENCH_WORKFLOW_TRIALS', defaultWorkflowCostOptions.trials),
+  warmup: envInt('BENCH_WORKFLOW_WARMUP', defaultWorkflowCostOptions.warmup, 0),
+  sweepIntervalMs: envInt('BENCH_WORKFLOW_SWEEP_INTERVAL_MS', defaultWorkflowCostOptions.sweepIntervalMs),
+  quietMs: envInt('BENCH_WORKFLOW_QUIET_MS', defaultWorkflowCostOptions.quietMs),
 };
 
 const progress = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -347,6 +356,9 @@ async function main() {
   // ---- issue 11, 10: the site-scale soak ----
   const scale = await timed('scale', () => withDynamo('the scale soak', (endpoint) => scaleSoak(endpoint, id, SCALE, progress)));
 
+  // ---- issue 11, 8: DynamoDB requests and capacity per workflow, call until quiet ----
+  const workflows = await timed('workflows', () => withDynamo('the workflow-cost site', (endpoint) => workflowCost(endpoint, id, WORKFLOWS, progress)));
+
   const javaLeft = ports.some(dynamoLeft);
   const cpuList = cpus();
   const apiSection = apiRun ? apiReport(apiRun.apiCycles, apiRun.floorCycles) : undefined;
@@ -466,6 +478,14 @@ async function main() {
             },
           }
         : {}),
+      ...(workflows
+        ? {
+            workflow_cost: {
+              unit: 'DynamoDB requests per workflow, call until quiet (median of the trials); goal = half of the figure before the reconciler registry; ratio median / goal; capacity units have no baseline',
+              ...workflows.summary,
+            },
+          }
+        : {}),
     },
     ...(apiSection ? { config: apiSection.config, ratios: apiSection.ratios, create: apiSection.create, release: apiSection.release, drift: apiSection.drift } : {}),
     ...(heartbeat ? { heartbeat } : {}),
@@ -475,6 +495,7 @@ async function main() {
     ...(contention ? { create_contention: contention } : {}),
     ...(coldstart ? { coldstart } : {}),
     ...(scale ? { scale_soak: scale } : {}),
+    ...(workflows ? { workflow_cost: workflows } : {}),
     dynamodb_local_left_running: javaLeft,
   };
 

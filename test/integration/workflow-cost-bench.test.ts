@@ -1,0 +1,31 @@
+import { describe, expect, inject, it } from 'vitest';
+import { defaultWorkflowCostOptions, WORKFLOWS, workflowCost } from '../../bench/workflow-cost.ts';
+
+// The workflow-cost bench part with one trial and no warm-up, so that what it measures keeps working between full
+// runs (npm run bench). Only the document's shape and that every figure was counted are checked here: the goals
+// (half of the requests before the reconciler registry) are the bench's to judge, over its trials.
+
+const positive = (value: unknown) => typeof value === 'number' && Number.isFinite(value) && value > 0;
+
+describe('bench/workflow-cost.ts with one trial', () => {
+  it('counts requests and capacity units for create → Ready, release → clean and a member replacement, each with its goal', async () => {
+    const result = await workflowCost(inject('dynamoEndpoint'), `t${Date.now()}`, { ...defaultWorkflowCostOptions, trials: 1, warmup: 0 }, () => {});
+    for (const workflow of WORKFLOWS) {
+      const figures = result.workflows[workflow];
+      expect(figures.trials, workflow).toBe(1);
+      for (const figure of [figures.requests.median, figures.read_units.median, figures.write_units.median, figures.by_source.call.requests.median, figures.by_source.reactions.requests.median]) {
+        expect(positive(figure), `${workflow}: ${JSON.stringify(figures)}`).toBe(true);
+      }
+      // Every request is counted once, by command and by who sent it.
+      const byCommand = Object.entries(figures.requests_by_command).filter(([name]) => name !== 'unit').reduce((sum, [, n]) => sum + Number(n), 0);
+      expect(byCommand, workflow).toBe(figures.requests.median);
+      const bySource = figures.by_source.call.requests.median + figures.by_source.agent.requests.median + figures.by_source.reactions.requests.median;
+      expect(bySource, workflow).toBe(figures.requests.median);
+      expect(figures.stream_batches.median, workflow).toBeGreaterThan(0);
+      expect(figures.goal.goal).toBe(figures.goal.baseline / 2);
+      expect(figures.goal.ratio).toBeCloseTo(figures.goal.value / figures.goal.goal, 2);
+      expect(typeof figures.goal.meets_goal).toBe('boolean');
+      expect(result.summary[workflow]).toMatchObject({ requests_median: figures.requests.median, goal: figures.goal.goal, ratio: figures.goal.ratio });
+    }
+  }, 120_000);
+});
