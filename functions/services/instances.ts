@@ -9,6 +9,7 @@ import { patchInstance as decidePatch, type InstancePatch } from '#domain/machin
 import { safetyRules, type AppContext } from './context.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
 import { committedOnce, retryOnStale } from './retry-on-stale.ts';
+import { siteView, type SiteView } from './site-view.ts';
 
 export interface CreateInstanceRequest {
   machineType?: string | undefined;
@@ -25,6 +26,8 @@ export interface CreateInstanceRequest {
  * many requests contend.
  */
 export const PLACEMENT_TRIES = 4;
+/** The page a try picks from: enough to spread a burst of creates, small enough that each read stays cheap. */
+const CANDIDATE_PAGE = 32;
 
 export async function createInstance(ctx: AppContext, principal: Principal, request: CreateInstanceRequest): Promise<Instance> {
   const id = ctx.ids.next('i');
@@ -40,12 +43,15 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   if (request.machineId !== undefined) return createOnMachine(ctx, principal, request.machineId, spec);
 
   const machineType = request.machineType!;
-  const catalog = await ctx.store.getCatalog();
-  if (!catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
-  const heartbeat = await loadHeartbeatView(ctx);
+  let site = await siteView(ctx);
+  if (!site.catalog.types[machineType] && site.cached) site = await siteView(ctx, { fresh: true });
+  if (!site.catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
   for (let tried = 0; ; tried++) {
     const now = ctx.clock.now();
-    const free = (await ctx.store.allocatableMachines(machineType)).filter((m) => allocatability(m, heartbeat, now).allocatable);
+    const page = await ctx.store.allocatableMachines(machineType, CANDIDATE_PAGE);
+    const freeIn = (view: SiteView) => page.filter((m) => allocatability(m, view.heartbeat, now).allocatable);
+    let free = freeIn(site);
+    if (free.length === 0 && page.length > 0 && site.cached) free = freeIn((site = await siteView(ctx, { fresh: true })));
     if (free.length === 0) throw conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
     if (tried === PLACEMENT_TRIES) {
       // Capacity remains: this request was unlucky, not refused. A 409 like any lost race; retrying is safe.

@@ -1,0 +1,32 @@
+import type { Catalog } from '#domain/catalog.ts';
+import type { HeartbeatView } from '#domain/health.ts';
+import type { AppContext } from './context.ts';
+import { loadHeartbeatView } from './heartbeat-view.ts';
+
+/** What a create needs of the site besides its machines: which types exist, and when the agent's roster was seen. */
+export interface SiteView {
+  catalog: Catalog;
+  heartbeat: HeartbeatView;
+  /** Read by an earlier request: a refusal decided on it must be confirmed on a fresh read. */
+  cached: boolean;
+}
+
+/**
+ * How long one container reuses a site view. A burst of creates then reads the allocatable index only, not two
+ * site records each. Both only grow stale in the safe direction: a type registered since is confirmed afresh before
+ * a 422, and an older roster time only makes machines look staler (a no-capacity answer is confirmed afresh too).
+ */
+export const SITE_VIEW_TTL_MS = 2_000;
+
+// By the site's config: one per container (the store is wrapped anew for every request).
+const views = new WeakMap<AppContext['config'], { readAt: number; view: Promise<Omit<SiteView, 'cached'>> }>();
+
+export async function siteView(ctx: AppContext, { fresh = false } = {}): Promise<SiteView> {
+  const now = ctx.clock.now().getTime();
+  const kept = views.get(ctx.config);
+  if (!fresh && kept && now - kept.readAt < SITE_VIEW_TTL_MS) return { ...(await kept.view), cached: true };
+  const view = Promise.all([ctx.store.getCatalog(), loadHeartbeatView(ctx)]).then(([catalog, heartbeat]) => ({ catalog, heartbeat }));
+  views.set(ctx.config, { readAt: now, view });
+  view.catch(() => views.get(ctx.config)?.view === view && views.delete(ctx.config));
+  return { ...(await view), cached: false };
+}
