@@ -1,4 +1,5 @@
 import type { Requester } from '#domain/audit.ts';
+import type { SafetyRules } from '#domain/safety.ts';
 import type { HealthOverride, Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
 
@@ -75,3 +76,6 @@ export const aRepairRequest = (target = 'm-1'): HealthOverride => ({
   createdBy: 'ops',
   createdAt: AT,
 });
+
+/** A site's default safety rules (the config's defaults), for pure decisions that need them. */
+export const SAFETY_RULES: SafetyRules = { maxQuarantines: 10, maxFraction: 0.1, windowMs: 60 * 60_000, maxRepairs: 2, repairWindowMs: 30 * 86_400_000 };
