@@ -48,11 +48,25 @@ const overrideColumns: Column<HealthOverride>[] = [
   { header: 'classifications', value: (o) => [...new Set(o.alerts.flatMap((a) => a.classifications))] },
   { header: 'issue', value: (o) => (o.issue ? `${o.issue.category}: ${o.issue.summary}` : undefined) },
   { header: 'created', value: (o) => `${age(o.createdAt)} by ${o.createdBy}` },
-  { header: 'message', value: (o) => o.alerts[0]?.message },
+  // The full text of every alert is under "Health alerts": a table cell stays one short line.
+  { header: 'message', value: (o) => oneLine(o.alerts[0]?.message, 60) },
 ];
 
 export const renderOverrides = (overrides: HealthOverride[]): string =>
   overrides.length === 0 ? 'no health overrides' : renderTable(overrides, overrideColumns);
+
+/** An agent message may be long or span lines: one line, cut to `max` characters (none: whole). */
+const oneLine = (text: string | undefined, max = Infinity): string | undefined => {
+  const flat = text?.replace(/\s+/g, ' ').trim();
+  return flat && flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+};
+
+/** The site agent's health alerts on the machine (its hardware-health override), each in full. */
+export function renderHealthAlerts(m: Machine): string | undefined {
+  const alerts = m.healthOverrides.find((o) => o.source === 'hardware-health')?.alerts ?? [];
+  if (alerts.length === 0) return undefined;
+  return alerts.map((a) => `${a.id} [${a.classifications.join(', ')}]${a.message ? `: ${oneLine(a.message)}` : ''}`).join('\n');
+}
 
 export function renderMachine(m: Machine): string {
   const block = renderKeyValues([
@@ -67,7 +81,9 @@ export function renderMachine(m: Machine): string {
     ['labels', formatLabels(m.labels)],
     ['version', m.version],
   ]);
-  return `${block}\n\nHealth overrides:\n${indent(renderOverrides(m.healthOverrides))}`;
+  const alerts = renderHealthAlerts(m);
+  const probes = alerts ? `\n\nHealth alerts (site agent):\n${indent(alerts)}` : '';
+  return `${block}\n\nHealth overrides:\n${indent(renderOverrides(m.healthOverrides))}${probes}`;
 }
 
 export const renderLabels = (labels: Record<string, string>): string =>

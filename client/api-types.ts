@@ -504,7 +504,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * The site agent's heartbeat: every machine it sees, in one roster
+         * The site agent's heartbeat: every machine it sees, in one roster, with the health alerts it reports for them
          * @description Roles: site-agent.
          */
         post: operations["post-heartbeats"];
@@ -3502,6 +3502,11 @@ export interface operations {
                 "application/json": {
                     machines: {
                         id: string;
+                        alerts?: {
+                            id: string;
+                            message: string;
+                            classifications: ("PreventAllocations" | "SuppressExternalAlerting" | "PreventInstanceDeletion")[];
+                        }[];
                     }[];
                 };
             };

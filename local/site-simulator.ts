@@ -6,8 +6,13 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '#domain/model.ts';
+import * as z from 'zod';
+import { toProblem, problemContentType } from '#http/problem.ts';
+import { fieldErrors, validationFailed } from '#http/validation.ts';
 import {
   createInstanceRequest,
+  machineAlerts,
+  type AgentAlertBody,
   type AgentErrorAnswer,
   type CleanupReport,
   type CreateInstanceRequest,
@@ -64,7 +69,12 @@ export interface CreateRequestRecord {
 export interface ControlResponse {
   status: number;
   body?: unknown;
+  /** application/json unless said otherwise (a problem document). */
+  contentType?: string;
 }
+
+/** POST /_sim/machines/{id}/health: what the agent reports for the machine from now on; an empty list clears it. */
+export const simHealthBody = z.strictObject({ alerts: machineAlerts });
 
 export interface SiteSimulator {
   start(): Promise<void>;
@@ -120,7 +130,11 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   // Deleted and not yet reported clean: the agent still answers for them (GET says cleaning, DELETE is a no-op).
   const cleaning = new Map<string, SimInstance>();
   const nameByToken = new Map<string, string>();
-  for (const instance of options.stateFile ? loadInstances(options.stateFile) : []) register(instance);
+  // What the agent's health probes report, by machine: sent with every heartbeat until changed.
+  const health = new Map<string, AgentAlertBody[]>();
+  const saved = options.stateFile ? loadState(options.stateFile) : undefined;
+  for (const [id, alerts] of Object.entries(saved?.health ?? {})) if (machineIds.has(id)) health.set(id, alerts);
+  for (const instance of saved?.instances ?? []) register(instance);
   const requests: CreateRequestRecord[] = [];
   const createFaults: CreateFault[] = [];
   const cleanupFaults: boolean[] = [];
@@ -165,7 +179,11 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   }
 
   async function sendHeartbeat(): Promise<void> {
-    const body: HeartbeatBody = { machines: options.machines.filter((m) => !stoppedHeartbeats.has(m.id)).map((m) => ({ id: m.id })) };
+    const body: HeartbeatBody = {
+      machines: options.machines
+        .filter((m) => !stoppedHeartbeats.has(m.id))
+        .map((m) => (health.has(m.id) ? { id: m.id, alerts: health.get(m.id)! } : { id: m.id })),
+    };
     try {
       const response = await postToController('/site/v1/heartbeats', body);
       await response.body?.cancel();
@@ -270,7 +288,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   /** Written whole and renamed into place, so a runner killed mid-write leaves the previous state, never half of one. */
   function saveState(): void {
     if (!options.stateFile) return;
-    const state: SavedState = { instances: [...instances.values()], cleaning: [...cleaning.values()] };
+    const state: SavedState = { instances: [...instances.values()], cleaning: [...cleaning.values()], health: Object.fromEntries(health) };
     writeFileSync(`${options.stateFile}.tmp`, JSON.stringify(state));
     renameSync(`${options.stateFile}.tmp`, options.stateFile);
   }
@@ -341,8 +359,24 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
       log(`site-sim: heartbeats of ${id} ${body.stopped ? 'stopped' : 'resumed'}`);
       return { status: 200, body: { id, stopped: body.stopped } };
     }
+    const probes = /^\/_sim\/machines\/([^/]+)\/health$/.exec(path);
+    if (probes) return healthControl(method, decodeURIComponent(probes[1] ?? ''), body);
     if (path === '/_sim' || path.startsWith('/_sim/')) return { status: 404, body: { code: 'not_found', message: path } };
     return undefined;
+  }
+
+  function healthControl(method: string, id: string, body: unknown): ControlResponse {
+    if (method !== 'POST' && method !== 'GET') return methodNotAllowed();
+    if (!machineIds.has(id)) return { status: 404, body: { code: 'not_found', message: `no machine ${id}` } };
+    if (method === 'GET') return { status: 200, body: { id, alerts: health.get(id) ?? [] } };
+    const parsed = simHealthBody.safeParse(body);
+    if (!parsed.success) return { status: 422, contentType: problemContentType, body: toProblem(validationFailed(fieldErrors(parsed.error.issues, 'body'))) };
+    const { alerts } = parsed.data;
+    if (alerts.length === 0) health.delete(id);
+    else health.set(id, alerts);
+    saveState();
+    log(`site-sim: health of ${id}: ${alerts.length === 0 ? 'clear' : alerts.map((a) => a.id).join(', ')}`);
+    return { status: 200, body: { id, alerts } };
   }
 
   function queueFaults(body: unknown): ControlResponse {
@@ -372,7 +406,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     if (path !== '/_sim' && !path.startsWith('/_sim/')) return false;
     const body = req.method === 'POST' ? await readJsonBody(req) : undefined;
     const answer = (await control(req.method ?? 'GET', path, body)) ?? { status: 404, body: { code: 'not_found' } };
-    sendJson(res, answer.status, answer.body);
+    sendJson(res, answer.status, answer.body, answer.contentType);
     return true;
   }
 
@@ -452,32 +486,39 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
 interface SavedState {
   instances: SimInstance[];
   cleaning: SimInstance[];
+  /** Absent in a file an older agent wrote. */
+  health?: Record<string, AgentAlertBody[]>;
 }
 
 /**
- * The instances a previous run of the agent left. A real agent is its own process and lives through a crash of the
- * controller: the cleanups it had under way finished meanwhile, and their reports, posted to a controller that was
- * down, were lost. So those instances are simply gone now, and the controller has to ask (GET) to find out.
+ * What a previous run of the agent left: its instances and what its health probes report. A real agent is its own
+ * process and lives through a crash of the controller: the cleanups it had under way finished meanwhile, and their
+ * reports, posted to a controller that was down, were lost. So those instances are simply gone now, and the
+ * controller has to ask (GET) to find out.
  */
-function loadInstances(stateFile: string): SimInstance[] {
+function loadState(stateFile: string): { instances: SimInstance[]; health: Record<string, AgentAlertBody[]> } {
   let text: string;
   try {
     text = readFileSync(stateFile, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { instances: [], health: {} };
     throw error;
   }
-  return (JSON.parse(text) as SavedState).instances.map((instance) => createInstanceRequest.parse(instance));
+  const state = JSON.parse(text) as SavedState;
+  return {
+    instances: state.instances.map((instance) => createInstanceRequest.parse(instance)),
+    health: Object.fromEntries(Object.entries(state.health ?? {}).map(([id, alerts]) => [id, machineAlerts.parse(alerts)])),
+  };
 }
 
-function sendJson(res: ServerResponse, status: number, body?: unknown): void {
+function sendJson(res: ServerResponse, status: number, body?: unknown, contentType = 'application/json'): void {
   if (res.headersSent || res.destroyed) return;
   if (body === undefined || status === 204) {
     res.writeHead(status).end();
     return;
   }
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) }).end(text);
 }
 
 function sendAnswer(res: ServerResponse, status: 201 | 202, instance: SimInstance): void {

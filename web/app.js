@@ -312,7 +312,16 @@ function renderRackMap() {
                 machines.map(([id, m]) =>
                   h('a', {
                     href: `#machine/${encodeURIComponent(id)}`,
-                    class: ['cell', `state-${m.state}`, m.quarantined && 'quarantined', m.overrides.includes(SOURCES.outForRepair) && 'out-for-repair', stuck.has(id) && 'stuck'].filter(Boolean).join(' '),
+                    class: [
+                      'cell',
+                      `state-${m.state}`,
+                      m.quarantined && 'quarantined',
+                      m.overrides.includes(SOURCES.outForRepair) && 'out-for-repair',
+                      m.overrides.includes(SOURCES.hardwareHealth) && 'hardware-health',
+                      stuck.has(id) && 'stuck',
+                    ]
+                      .filter(Boolean)
+                      .join(' '),
                     'data-machine': id,
                     title: `${id} · ${m.state}${m.overrides.length ? ` · ${m.overrides.join(', ')}` : ''}${stuck.has(id) ? ' · stuck repair' : ''}`,
                     'aria-label': id,
@@ -496,8 +505,16 @@ function renderMetas(/** @type {number} */ now) {
   );
 }
 
+// The agent's alerts are named on hover of its override: which probe failed, without opening the machine.
 const overrideList = (/** @type {Machine} */ m) =>
-  m.healthOverrides.length ? m.healthOverrides.map((o, i) => [i > 0 ? ' ' : '', h('code', { class: 'source' }, o.source)]) : h('span', { class: 'muted' }, 'none');
+  m.healthOverrides.length
+    ? m.healthOverrides.map((o, i) => [
+        i > 0 ? ' ' : '',
+        o.source === SOURCES.hardwareHealth
+          ? h('code', { class: 'source hardware-health', title: o.alerts.map((a) => a.id).join(', ') }, o.source)
+          : h('code', { class: 'source' }, o.source),
+      ])
+    : h('span', { class: 'muted' }, 'none');
 const labelList = (/** @type {Record<string, string>} */ labels) =>
   Object.entries(labels ?? {}).map(([k, v], i) => [i > 0 ? ', ' : '', h('code', null, `${k}=${v}`)]);
 
@@ -541,6 +558,19 @@ function showPage(/** @type {Array<string | undefined>} */ tokens) {
 function changeText(changes) {
   const show = (/** @type {unknown} */ v) => (v === undefined ? '∅' : typeof v === 'string' ? v : JSON.stringify(v));
   return Object.entries(changes ?? {}).map(([field, c]) => `${field}: ${show(c?.from)} → ${show(c?.to)}`);
+}
+
+/** The site agent's health alerts on the machine, each on its own row; nothing when it reports none. */
+function agentAlerts(/** @type {Machine} */ m) {
+  const alerts = override(m, SOURCES.hardwareHealth)?.alerts ?? [];
+  if (alerts.length === 0) return '';
+  return table({
+    caption: 'Health alerts (site agent)',
+    columns: ['Alert', 'Classifications', 'Message'],
+    rows: alerts.map((a) => [h('code', null, a.id), a.classifications.join(', '), a.message]),
+    empty: '',
+    testid: 'detail-alerts',
+  });
 }
 
 function renderDetail(/** @type {number} */ now) {
@@ -588,6 +618,7 @@ function renderDetail(/** @type {number} */ now) {
       empty: 'No health overrides.',
       testid: 'detail-overrides',
     }),
+    agentAlerts(m),
     table({
       caption: 'Labels',
       columns: ['Label', 'Value'],

@@ -10,6 +10,8 @@ export const SOURCES = {
   reported: 'tenant-reported-issue',
   repairRequest: 'repair-request',
   outForRepair: 'out-for-repair',
+  /** The site agent's health alerts: it stays while the agent reports them. */
+  hardwareHealth: 'hardware-health',
 };
 
 /** Repair outcomes as the machine history records them (the repair events' outbox entries). */

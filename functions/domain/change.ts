@@ -12,6 +12,9 @@ export interface Versioned<T> {
   after: T;
 }
 
+/** The most items one transaction writes (DynamoDB's TransactWriteItems limit): records and history entries alike. */
+export const MAX_TRANSACTION_ITEMS = 100;
+
 /** Everything one decision changes. The store commits it as ONE conditional transaction, history included. */
 export interface Change {
   machines?: Versioned<Machine>[];

@@ -1,15 +1,20 @@
 import { createHash } from 'node:crypto';
-import type { Change } from './change.ts';
-import type { Machine } from './model.ts';
+import { boundBucketAlerts, type AgentAlert, type BucketAlerts } from './agent-alerts.ts';
+import { MAX_TRANSACTION_ITEMS, type Change } from './change.ts';
+import { hardwareHealthStep } from './hardware-health.ts';
+import type { HistoryEntry, Machine } from './model.ts';
+import type { RepairPolicyInput, SafetyState } from './safety.ts';
 import { ageMs, iso } from './time.ts';
 
 /**
  * Heartbeats without a write per machine per beat, and without work per machine in the beat. The site agent sends
  * its whole roster each beat. The roster is kept in ROSTER_BUCKETS small records (machine ids hashed into buckets),
  * their digests in one small record, and the time the roster was last seen in another (a machine in the roster is
- * live and counts as seen then). A beat writes only the buckets whose ids changed; the roster-bucket reconciler
- * then brings the liveness of that bucket's machines in line, in the background. An idle fleet of any size costs
- * one small write per `timeout / REFRESH_DIVISOR`.
+ * live and counts as seen then). A bucket also keeps the health alerts the agent reports for its machines (only
+ * those that prevent allocation, bounded: agent-alerts.ts). A beat writes only the buckets whose ids or alerts
+ * changed; the roster-bucket reconciler then brings the liveness and the `hardware-health` override of that
+ * bucket's machines in line, in the background. An idle fleet of any size costs one small write per
+ * `timeout / REFRESH_DIVISOR`.
  */
 export interface SiteHeartbeat {
   rosterSeenAt: string;
@@ -51,9 +56,14 @@ export interface RosterBucket {
   /** When the roster before this change was seen: the last time a machine that left it was seen. */
   previousRosterSeenAt?: string;
   leftIds: string[];
+  /** The alerting machines of `ids` and what the agent reports for them (absent: none alerts). */
+  alerts?: BucketAlerts;
   appliedDigest?: string;
   version: number;
 }
+
+/** What the agent reports for the machines of its roster that alert: machine id → its alerts, as sent. */
+export type RosterAlerts = ReadonlyMap<string, readonly AgentAlert[]>;
 
 /** Enough for 100,000 machines at ~1,600 ids (≈30 KB) a bucket, few enough for one transaction to hold all. */
 export const ROSTER_BUCKETS = 64;
@@ -64,9 +74,12 @@ export const REFRESH_DIVISOR = 3;
 /** The applied digest a registration leaves: the bucket is walked again, so new machines in the roster go live. */
 export const RECHECK = 'recheck';
 
-export function rosterDigest(machineIds: string[]): string {
+/** The digest of a bucket's ids and alerts; without alerts, that of its ids alone. */
+export function rosterDigest(machineIds: string[], alerts: BucketAlerts = {}): string {
   const hash = createHash('sha256');
   for (const id of [...new Set(machineIds)].sort()) hash.update(id).update('\n');
+  // Alerts count after a separator no id can hold, so a change of alerts alone changes the digest.
+  for (const id of Object.keys(alerts).sort()) hash.update('\0').update(JSON.stringify([id, alerts[id]]));
   return hash.digest('base64url').slice(0, 16);
 }
 
@@ -86,32 +99,67 @@ export function bucketsOfRoster(machineIds: string[]): Map<string, string[]> {
   return buckets;
 }
 
+/** The reported alerts of the roster's machines, split by bucket and bounded as the buckets keep them. */
+export function alertsByBucket(alerts: RosterAlerts, listed: ReadonlySet<string>): Map<string, BucketAlerts> {
+  const reported = new Map<string, Array<[string, readonly AgentAlert[]]>>();
+  for (const [id, list] of alerts) {
+    if (!listed.has(id) || list.length === 0) continue;
+    const bucket = bucketOf(id);
+    reported.set(bucket, [...(reported.get(bucket) ?? []), [id, list]]);
+  }
+  const byBucket = new Map<string, BucketAlerts>();
+  for (const [bucket, entries] of reported) {
+    const kept = boundBucketAlerts(entries);
+    if (Object.keys(kept).length > 0) byBucket.set(bucket, kept);
+  }
+  return byBucket;
+}
+
 export interface HeartbeatPlan {
   /** Store the roster time: it changed, or a third of the timeout passed since it was stored. */
   refresh: boolean;
-  /** The buckets whose ids differ from the stored digests, with their new ids. */
+  /** The buckets whose ids or alerts differ from the stored digests, with their new ids. */
   changedBuckets: Map<string, string[]>;
+  /** Every bucket's alerts as it keeps them (buckets without any are left out). */
+  alerts: Map<string, BucketAlerts>;
 }
 
-export function planHeartbeat(stored: SiteHeartbeat | null, digests: RosterDigests | null, machineIds: string[], now: Date, timeoutMs: number): HeartbeatPlan {
+export function planHeartbeat(
+  stored: SiteHeartbeat | null,
+  digests: RosterDigests | null,
+  machineIds: string[],
+  now: Date,
+  timeoutMs: number,
+  reported: RosterAlerts = new Map(),
+): HeartbeatPlan {
   const changedBuckets = new Map<string, string[]>();
+  const alerts = reported.size === 0 ? new Map<string, BucketAlerts>() : alertsByBucket(reported, new Set(machineIds));
   for (const [bucket, ids] of bucketsOfRoster(machineIds)) {
-    if (rosterDigest(ids) !== (digests?.buckets[bucket] ?? EMPTY_BUCKET_DIGEST)) changedBuckets.set(bucket, ids);
+    if (rosterDigest(ids, alerts.get(bucket)) !== (digests?.buckets[bucket] ?? EMPTY_BUCKET_DIGEST)) changedBuckets.set(bucket, ids);
   }
   const refresh = !stored || changedBuckets.size > 0 || ageMs(now, stored.rosterSeenAt) >= timeoutMs / REFRESH_DIVISOR;
-  return { refresh, changedBuckets };
+  return { refresh, changedBuckets, alerts };
 }
 
-/** A bucket holding the agent's new ids for it; every machine it held before and no longer does has left. */
-export function bucketWithRoster(stored: RosterBucket | null, bucket: string, ids: string[], previousRosterSeenAt: string | undefined, now: Date): RosterBucket {
+/** A bucket holding the agent's new ids (and alerts) for it; every machine it held before and no longer does has left. */
+export function bucketWithRoster(
+  stored: RosterBucket | null,
+  bucket: string,
+  ids: string[],
+  previousRosterSeenAt: string | undefined,
+  now: Date,
+  alerts: BucketAlerts = {},
+): RosterBucket {
   const listed = new Set(ids);
   const leftIds = [...new Set([...(stored?.ids ?? []), ...(stored?.leftIds ?? [])])].filter((id) => !listed.has(id)).sort();
+  const { alerts: _before, ...kept } = stored ?? {};
   return {
-    ...stored,
+    ...kept,
     id: bucket,
     ids,
     leftIds,
-    digest: rosterDigest(ids),
+    ...(Object.keys(alerts).length > 0 ? { alerts } : {}),
+    digest: rosterDigest(ids, alerts),
     changedAt: iso(now),
     ...(previousRosterSeenAt ? { previousRosterSeenAt } : {}),
     version: stored?.version ?? 0,
@@ -168,29 +216,70 @@ export function livenessChange(
 /** Machines per walk commit: with the bucket itself, within one transaction's 100 items. */
 export const WALK_CHUNK = 90;
 
+/**
+ * Items one walk commit may write besides its machines' own: the bucket and the safety record. A machine whose
+ * liveness alone changes is one item; one whose hardware-health override changes brings its history entries
+ * (WALK_ITEMS_PER_FAULT at most, for a new fault: machine, two overrides added, two events), so a chunk of such
+ * machines is smaller, filled up to MAX_TRANSACTION_ITEMS - WALK_RESERVED_ITEMS.
+ */
+export const WALK_RESERVED_ITEMS = 2;
+export const WALK_ITEMS_PER_FAULT = 5;
+
 export interface BucketWalk {
   change: Change;
   /** Every machine is in line: this change also records the bucket as applied. */
   settles: boolean;
 }
 
+/** What a walk needs to apply the repair policy to the faults it finds (the breaker as read, the site's rules). */
+export type WalkPolicy = RepairPolicyInput;
+
+/** One machine's part of a walk: its liveness and its hardware-health override brought in line with the bucket. */
+function machineStep(bucket: RosterBucket, roster: ReadonlySet<string>, machine: Machine, now: Date, timeoutMs: number, policy: WalkPolicy) {
+  const inRoster = roster.has(machine.id);
+  const live = livenessChange(machine, inRoster, bucket.previousRosterSeenAt, now, timeoutMs);
+  const reported = inRoster ? (bucket.alerts?.[machine.id] ?? []) : undefined;
+  const health = hardwareHealthStep(live ?? machine, reported, policy, iso(now));
+  if (!live && !health) return null;
+  return { after: health?.after ?? live!, history: health?.history ?? [], safety: health?.safety };
+}
+
 /**
- * One step of a bucket's walk: up to WALK_CHUNK machines whose liveness differs from the bucket's roster, and once
- * none is left over, the bucket marked as applied. Null when the bucket is settled. A machine not registered (yet)
- * is skipped: its registration asks for the bucket to be walked again.
+ * One step of a bucket's walk: the machines whose liveness or hardware-health differs from the bucket, as many as fit
+ * one transaction (at most WALK_CHUNK), and once none is left over, the bucket marked as applied. Null when the
+ * bucket is settled. A machine not registered (yet) is skipped: its registration asks for the bucket to be walked
+ * again. The faults found are counted on the safety record in order, and the record is written once per chunk.
  */
-export function walkBucket(bucket: RosterBucket, machines: Array<Machine | null>, now: Date, timeoutMs: number): BucketWalk | null {
+export function walkBucket(bucket: RosterBucket, machines: Array<Machine | null>, now: Date, timeoutMs: number, policy: WalkPolicy): BucketWalk | null {
   if (bucketSettled(bucket)) return null;
   const roster = new Set(bucket.ids);
   const changed: Array<{ before: Machine; after: Machine }> = [];
+  const history: HistoryEntry[] = [];
+  let safety: SafetyState | undefined;
+  let items = WALK_RESERVED_ITEMS;
+  let settles = true;
   for (const machine of machines) {
-    const next = machine && livenessChange(machine, roster.has(machine.id), bucket.previousRosterSeenAt, now, timeoutMs);
-    if (next) changed.push({ before: machine, after: next });
+    if (!machine) continue;
+    const step = machineStep(bucket, roster, machine, now, timeoutMs, { ...policy, safety: safety ?? policy.safety });
+    if (!step) continue;
+    const cost = 1 + step.history.length;
+    if (changed.length === WALK_CHUNK || items + cost > MAX_TRANSACTION_ITEMS) {
+      settles = false;
+      break;
+    }
+    items += cost;
+    changed.push({ before: machine, after: step.after });
+    history.push(...step.history);
+    if (step.safety) safety = step.safety;
   }
-  const settles = changed.length <= WALK_CHUNK;
   const applied: RosterBucket = { ...bucket, leftIds: [], appliedDigest: bucket.digest };
   return {
-    change: { machines: changed.slice(0, WALK_CHUNK), ...(settles ? { rosterBuckets: [{ before: bucket, after: applied }] } : {}), history: [] },
+    change: {
+      machines: changed,
+      ...(settles ? { rosterBuckets: [{ before: bucket, after: applied }] } : {}),
+      ...(safety ? { safety: { before: policy.safety, after: safety } } : {}),
+      history,
+    },
     settles,
   };
 }

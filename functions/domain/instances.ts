@@ -3,7 +3,7 @@ import type { HistoryEntry, Instance, Machine } from './model.ts';
 import { hasOverride, SOURCES } from './overrides.ts';
 import { instanceResponse, viewOf } from './responses.ts';
 import { applyOverrideEdits, releaseOverrideEdits, type ReleaseReport } from './repair.ts';
-import type { RepairLog } from './safety.ts';
+import { logged, type RepairLog } from './safety.ts';
 import { repairEvent } from './events.ts';
 import { startCleanup } from './cleanup.ts';
 import { conflict } from './rejection.ts';
@@ -115,16 +115,11 @@ export function releaseInstance(instance: Instance, machine: Machine, report: Re
   };
 }
 
-/** How many entries of each kind a machine's repair log keeps: enough for any escalation window in practice. */
-const REPAIR_LOG_LIMIT = 20;
-
 /** Tenant reports and completed repairs go into the machine's repair log, which escalation reads. */
 function logRelease(machine: Machine, report: ReleaseReport, edits: { events: string[] }, at: string): RepairLog | undefined {
-  const log: RepairLog = { reports: [...(machine.repairLog?.reports ?? [])], completed: [...(machine.repairLog?.completed ?? [])] };
-  if (!report.isRepairTenant && report.issue) log.reports.push({ at, issue: report.issue });
-  else if (edits.events.includes('RepairCompleted')) log.completed.push(at);
-  else return machine.repairLog;
-  return { reports: log.reports.slice(-REPAIR_LOG_LIMIT), completed: log.completed.slice(-REPAIR_LOG_LIMIT) };
+  if (!report.isRepairTenant && report.issue) return logged(machine.repairLog, { report: { at, issue: report.issue } });
+  if (edits.events.includes('RepairCompleted')) return logged(machine.repairLog, { completedAt: at });
+  return machine.repairLog;
 }
 
 /** How long one create call may take in the worst case, so a crashed caller's claim lapses and the sweep retries. */

@@ -9,6 +9,8 @@ export const SOURCES = {
   repairRequest: 'repair-request',
   onlineRepair: 'request-online-repair',
   outForRepair: 'out-for-repair',
+  /** The site agent's health alerts (domain/agent-alerts.ts): owned by the agent, never added from a template. */
+  hardwareHealth: 'hardware-health',
 } as const;
 
 interface Template {

@@ -42,22 +42,7 @@ export function releaseOverrideEdits(machine: Machine, report: ReleaseReport, at
 
   if (!report.isRepairTenant) {
     if (!report.issue) return { add: [], remove: [], events: [] };
-    const add = [reported(report.issue)];
-    const events: RepairEventType[] = ['MachineQuarantined'];
-    const policy = report.policy;
-    if (policy.kind === 'request') {
-      add.push(buildOverride(machine.id, { template: 'request-repair', issue: report.issue, message: `Automated repair for: ${report.issue.summary}` }, report.actor, at));
-      events.push('RepairRequested');
-    } else if (policy.kind === 'escalate') {
-      const message = `Escalated: repaired ${policy.earlierReports.length > 0 ? 'repeatedly' : 'before'} and reported again; needs people, not another automated repair`;
-      add.push(buildOverride(machine.id, { template: 'out-for-repair', issue: report.issue, message }, report.actor, at));
-      events.push('RepairEscalated');
-      return { add, remove: [], events, eventDetail: { earlierReports: policy.earlierReports } };
-    } else if (policy.kind === 'hold-back') {
-      if (policy.trips) events.push('RepairStormDetected');
-      return { add, remove: [], events, eventDetail: { repairRequestHeldBack: true } };
-    }
-    return { add, remove: [], events };
+    return reportedFaultEdits(machine, reported(report.issue), report.issue, report.policy, report.actor, at);
   }
 
   if (!hasOverride(machine, SOURCES.repairRequest)) {
@@ -74,6 +59,29 @@ export function releaseOverrideEdits(machine: Machine, report: ReleaseReport, at
     remove: [SOURCES.repairRequest],
     events: ['RepairFailed'],
   };
+}
+
+/**
+ * A reported fault (a tenant's issue, the site agent's health alert): the quarantine override it comes with and, by
+ * the repair policy, a repair request, an escalation out for repair, or the request held back by the breaker. One
+ * rule for every kind of report, so a fault the agent finds is handled as one a tenant reports.
+ */
+export function reportedFaultEdits(machine: Machine, quarantine: HealthOverride, issue: Issue, policy: RepairPolicy, actor: string, at: string): OverrideEdits {
+  const add = [quarantine];
+  const events: RepairEventType[] = ['MachineQuarantined'];
+  if (policy.kind === 'request') {
+    add.push(buildOverride(machine.id, { template: 'request-repair', issue, message: `Automated repair for: ${issue.summary}` }, actor, at));
+    events.push('RepairRequested');
+  } else if (policy.kind === 'escalate') {
+    const message = `Escalated: repaired ${policy.earlierReports.length > 0 ? 'repeatedly' : 'before'} and reported again; needs people, not another automated repair`;
+    add.push(buildOverride(machine.id, { template: 'out-for-repair', issue, message }, actor, at));
+    events.push('RepairEscalated');
+    return { add, remove: [], events, eventDetail: { earlierReports: policy.earlierReports } };
+  } else if (policy.kind === 'hold-back') {
+    if (policy.trips) events.push('RepairStormDetected');
+    return { add, remove: [], events, eventDetail: { repairRequestHeldBack: true } };
+  }
+  return { add, remove: [], events };
 }
 
 /** Apply edits; each override added or removed gets its own history entry with actor and message. */
@@ -107,7 +115,9 @@ export function applyOverrideEdits(
   return { overrides, history };
 }
 
-const ADMITTED_FOR_REPAIR = new Set([`health-override:${SOURCES.repairRequest}`, `health-override:${SOURCES.tenantReportedIssue}`]);
+// The quarantines a repair request is about: a tenant's report, or the site agent's health alert (which stays while
+// the agent reports it, so the repair tenant must get past it to repair the machine).
+const ADMITTED_FOR_REPAIR = new Set([SOURCES.repairRequest, SOURCES.tenantReportedIssue, SOURCES.hardwareHealth].map((source) => `health-override:${source}`));
 
 /**
  * Why a repair tenant may not claim this machine (empty: it may). A repair request admits a repair tenant past

@@ -1,3 +1,4 @@
+import { hardwareHealthIssue } from './agent-alerts.ts';
 import type { Change } from './change.ts';
 import { addOverride } from './machine-edits.ts';
 import type { Issue, Machine } from './model.ts';
@@ -73,6 +74,40 @@ export function trimLog(log: RepairLog | undefined, now: Date, rules: SafetyRule
   };
 }
 
+/** What decides a reported fault's repair policy: the site's auto-repair switch, its breaker and its rules. */
+export interface RepairPolicyInput {
+  autoRepair: boolean;
+  /** The safety record as read (null when there is none yet). */
+  safety: SafetyState | null;
+  fleetSize: number;
+  now: Date;
+  rules: SafetyRules;
+}
+
+/**
+ * What a reported fault (a tenant's issue, the site agent's health alert) leads to beyond quarantine: an automated
+ * repair request, unless auto-repair is off, the machine keeps coming back (escalation), or the repair-storm
+ * breaker holds it back. Counting the quarantine changes the safety record (`safety`), which must commit with the
+ * machine's change.
+ */
+export function repairPolicy(machine: Machine, input: RepairPolicyInput): { policy: RepairPolicy; safety?: SafetyState } {
+  if (!input.autoRepair) return { policy: { kind: 'off' } };
+  if (shouldEscalate(machine.repairLog, input.now, input.rules)) {
+    return { policy: { kind: 'escalate', earlierReports: trimLog(machine.repairLog, input.now, input.rules).reports } };
+  }
+  return recordQuarantine(input.safety ?? initialSafety(), input.fleetSize, machine.id, input.now, input.rules);
+}
+
+/** How many entries of each kind a machine's repair log keeps: enough for any escalation window in practice. */
+export const REPAIR_LOG_LIMIT = 20;
+
+/** A report (a tenant's issue, a new hardware-health fault) or a completed repair, added to the machine's repair log. */
+export function logged(log: RepairLog | undefined, entry: { report: RepairLogEntry } | { completedAt: string }): RepairLog {
+  const reports = [...(log?.reports ?? []), ...('report' in entry ? [entry.report] : [])];
+  const completed = [...(log?.completed ?? []), ...('completedAt' in entry ? [entry.completedAt] : [])];
+  return { reports: reports.slice(-REPAIR_LOG_LIMIT), completed: completed.slice(-REPAIR_LOG_LIMIT) };
+}
+
 /** Only a provider closes the breaker; held-back machines are handed back for the caller to repair or not. */
 export function resetStorm(safety: SafetyState): { safety: SafetyState; heldBack: string[] } {
   return { safety: { ...safety, quarantines: [], repairStorm: { state: 'closed', heldBack: [] } }, heldBack: safety.repairStorm.heldBack };
@@ -111,11 +146,11 @@ export function handOverHeldBack(before: SafetyState, machineId: string, machine
   const after: SafetyState = { ...before, repairStorm: { ...storm, heldBack: storm.heldBack.filter((id) => id !== machineId) } };
   const safety = { before, after };
   if (!machine || !stillHeldBack(machine)) return { kind: 'hand-over', machineId, applied: false, change: { safety, history: [] } };
-  const issue = machine.healthOverrides.find((o) => o.source === SOURCES.tenantReportedIssue)?.issue;
+  const issue = machine.healthOverrides.find((o) => o.source === SOURCES.tenantReportedIssue)?.issue ?? hardwareHealthIssue(machine);
   const { change } = addOverride(machine, { template: 'request-repair', issue, message: 'Repair request held back by the repair-storm breaker, applied on reset' }, actor, now);
   return { kind: 'hand-over', machineId, applied: true, change: { ...change, safety } };
 }
 
 const stillHeldBack = (machine: Machine): boolean =>
-  hasOverride(machine, SOURCES.tenantReportedIssue) &&
+  (hasOverride(machine, SOURCES.tenantReportedIssue) || hasOverride(machine, SOURCES.hardwareHealth)) &&
   ![SOURCES.repairRequest, SOURCES.outForRepair, SOURCES.onlineRepair].some((source) => hasOverride(machine, source));

@@ -145,10 +145,6 @@ export const tenantBody = z.strictObject({
   capabilities: z.strictObject({ targetedInstanceCreation: z.boolean() }),
 });
 
-export const heartbeatBody = z.strictObject({
-  machines: z.array(z.strictObject({ id: machineId })).max(100_000),
-});
-
 export const cleanupReportBody = z.strictObject({
   ok: z.boolean(),
   message: z.string().max(4096).optional(),

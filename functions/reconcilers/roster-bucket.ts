@@ -1,10 +1,11 @@
-import { bucketSettled, machinesOfBucket, walkBucket, type RosterBucket } from '#domain/heartbeat.ts';
+import { bucketSettled, machinesOfBucket, walkBucket, type RosterBucket, type WalkPolicy } from '#domain/heartbeat.ts';
 import type { Machine } from '#domain/model.ts';
-import { heartbeatTimeoutMs, type AppContext } from '#services/context.ts';
+import { heartbeatTimeoutMs, safetyRules, type AppContext } from '#services/context.ts';
+import { loadFleetSize } from '#services/safety.ts';
 import { defineReconciler } from './reconciler.ts';
 
-// A roster bucket whose ids changed (a beat) or that a registration asked to recheck: its machines' liveness is
-// brought in line with it, a chunk per commit, then the bucket is marked applied. Level-triggered: a walk cut short
+// A roster bucket whose ids or alerts changed (a beat) or that a registration asked to recheck: its machines' liveness
+// and hardware-health override are brought in line with it, a chunk per commit, then the bucket is marked applied. Level-triggered: a walk cut short
 // leaves the bucket unsettled, and due, so the stream's retry or the sweep walks it again.
 
 export interface RosterBucketSnapshot {
@@ -12,6 +13,7 @@ export interface RosterBucketSnapshot {
   machines: Array<Machine | null>;
   now: Date;
   timeoutMs: number;
+  policy: WalkPolicy;
 }
 
 export const rosterBucketReconciler = defineReconciler({
@@ -28,15 +30,25 @@ export const rosterBucketReconciler = defineReconciler({
     const bucket = (await ctx.store.getRosterBuckets([id])).get(id);
     if (!bucket) return null;
     const ids = bucketSettled(bucket) ? [] : machinesOfBucket(bucket);
-    const found = await ctx.store.getMachines(ids);
-    return { bucket, machines: ids.map((machineId) => found.get(machineId) ?? null), now: ctx.clock.now(), timeoutMs: heartbeatTimeoutMs(ctx.config) };
+    const autoRepair = ctx.config.auto_machine_repair_plugin.enabled;
+    // The breaker matters only to a walk that may find a new fault: a bucket with alerting machines.
+    const faults = autoRepair && !bucketSettled(bucket) && bucket.alerts !== undefined;
+    const [found, safety, fleetSize] = await Promise.all([ctx.store.getMachines(ids), faults ? ctx.store.getSafety() : null, faults ? loadFleetSize(ctx) : 0]);
+    const now = ctx.clock.now();
+    return {
+      bucket,
+      machines: ids.map((machineId) => found.get(machineId) ?? null),
+      now,
+      timeoutMs: heartbeatTimeoutMs(ctx.config),
+      policy: { autoRepair, safety, fleetSize, now, rules: safetyRules(ctx.config) },
+    };
   },
 
-  decide({ bucket, machines, now, timeoutMs }: RosterBucketSnapshot) {
-    const walk = walkBucket(bucket, machines, now, timeoutMs);
+  decide({ bucket, machines, now, timeoutMs, policy }: RosterBucketSnapshot) {
+    const walk = walkBucket(bucket, machines, now, timeoutMs, policy);
     if (!walk) return {};
     const changes = walk.change.machines?.length ?? 0;
     // Again at once: the next chunk, or (after a lost race) the same decision on fresh state.
-    return { change: walk.change, requeueAt: now, summary: `${changes} liveness change(s)${walk.settles ? ', bucket applied' : ''}` };
+    return { change: walk.change, requeueAt: now, summary: `${changes} machine change(s)${walk.settles ? ', bucket applied' : ''}` };
   },
 });

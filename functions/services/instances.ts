@@ -2,12 +2,13 @@ import { allocatability } from '#domain/health.ts';
 import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances.ts';
 import type { Versioned } from '#domain/change.ts';
 import type { Instance, Issue, Machine, Principal } from '#domain/model.ts';
-import { initialSafety, recordQuarantine, shouldEscalate, trimLog, type RepairPolicy, type SafetyState } from '#domain/safety.ts';
+import { repairPolicy, type RepairPolicy, type SafetyState } from '#domain/safety.ts';
 import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.ts';
 import { repairClaimBlockers } from '#domain/repair.ts';
 import { patchInstance as decidePatch, type InstancePatch } from '#domain/machine-edits.ts';
 import { safetyRules, type AppContext } from './context.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
+import { loadFleetSize } from './safety.ts';
 import { committedOnce, retryOnStale } from './retry-on-stale.ts';
 import { siteView, type SiteView } from './site-view.ts';
 
@@ -117,21 +118,14 @@ export async function releaseInstance(ctx: AppContext, principal: Principal, id:
 }
 
 /**
- * What a tenant's issue report leads to beyond quarantine: an automated repair request, unless auto-repair is off,
- * the machine keeps coming back (escalation), or the repair-storm breaker holds it back. Counting the quarantine
+ * What a tenant's issue report leads to beyond quarantine (domain/safety.ts `repairPolicy`). Counting the quarantine
  * changes the site's safety record, which commits with the release.
  */
 async function repairPolicyFor(ctx: AppContext, machine: Machine, request: ReleaseRequest): Promise<{ policy: RepairPolicy; safety?: Versioned<SafetyState> }> {
   if (request.isRepairTenant || !request.issue || !ctx.config.auto_machine_repair_plugin.enabled) return { policy: { kind: 'off' } };
-  const now = ctx.clock.now();
-  const rules = safetyRules(ctx.config);
-  if (shouldEscalate(machine.repairLog, now, rules)) {
-    return { policy: { kind: 'escalate', earlierReports: trimLog(machine.repairLog, now, rules).reports } };
-  }
-  const [stored, catalog] = await Promise.all([ctx.store.getSafety(), ctx.store.getCatalog()]);
-  const fleetSize = Object.values(catalog.types).reduce((sum, t) => sum + t.count, 0);
-  const { safety, policy } = recordQuarantine(stored ?? initialSafety(), fleetSize, machine.id, now, rules);
-  return { policy, safety: { before: stored, after: safety } };
+  const [stored, fleetSize] = await Promise.all([ctx.store.getSafety(), loadFleetSize(ctx)]);
+  const { policy, safety } = repairPolicy(machine, { autoRepair: true, safety: stored, fleetSize, now: ctx.clock.now(), rules: safetyRules(ctx.config) });
+  return { policy, ...(safety ? { safety: { before: stored, after: safety } } : {}) };
 }
 
 export async function requireMachine(ctx: AppContext, id: string): Promise<Machine> {

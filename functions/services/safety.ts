@@ -3,6 +3,12 @@ import { closeStorm, handOverHeldBack, initialSafety, nextHeldBack, type ResetSt
 import type { AppContext } from './context.ts';
 import { retryOnStale } from './retry-on-stale.ts';
 
+/** The machines the site has, as the breaker's fraction counts them. */
+export async function loadFleetSize(ctx: AppContext): Promise<number> {
+  const catalog = await ctx.store.getCatalog();
+  return Object.values(catalog.types).reduce((sum, t) => sum + t.count, 0);
+}
+
 export async function showSafety(ctx: AppContext) {
   const safety = (await ctx.store.getSafety()) ?? initialSafety();
   return { repairStorm: safety.repairStorm, replacementsInFlight: await ctx.store.replacementsInFlight() };

@@ -37,25 +37,20 @@ export type InstanceStatusAnswer = z.infer<typeof instanceStatusAnswer>;
 
 export const alertClassifications = ['PreventAllocations', 'SuppressExternalAlerting', 'PreventInstanceDeletion'] as const;
 
+/** One health alert the agent reports about a machine (its health probes). Only `PreventAllocations` ones quarantine it. */
+export const agentAlert = z.strictObject({
+  id: z.string().min(1).max(128),
+  message: z.string().max(4096),
+  classifications: z.array(z.enum(alertClassifications)).max(alertClassifications.length),
+});
+export type AgentAlertBody = z.infer<typeof agentAlert>;
+
+/** Everything the agent reports about one machine at once. */
+export const machineAlerts = z.array(agentAlert).max(64);
+
 /** POST /site/v1/heartbeats: every machine the agent sees, with what it alerts on. */
 export const heartbeatBody = z.strictObject({
-  machines: z
-    .array(
-      z.strictObject({
-        id: machineId,
-        alerts: z
-          .array(
-            z.strictObject({
-              id: z.string().min(1).max(128),
-              message: z.string().max(4096),
-              classifications: z.array(z.enum(alertClassifications)).max(alertClassifications.length),
-            }),
-          )
-          .max(64)
-          .optional(),
-      }),
-    )
-    .max(100_000),
+  machines: z.array(z.strictObject({ id: machineId, alerts: machineAlerts.optional() })).max(100_000),
 });
 export type HeartbeatBody = z.infer<typeof heartbeatBody>;
 

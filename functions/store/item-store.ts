@@ -1,7 +1,7 @@
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import { emptyCatalog } from '#domain/catalog.ts';
-import type { Change } from '#domain/change.ts';
+import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
@@ -81,7 +81,7 @@ export interface ItemPage {
 export type GuardedPut = { put: Item; expectedVersion: number | null };
 export type ItemWrite = GuardedPut;
 
-export const TRANSACTION_LIMIT = 100;
+export const TRANSACTION_LIMIT = MAX_TRANSACTION_ITEMS;
 
 /** What a page token of this query is bound to: the index, the partition, and whatever else shapes its pages. */
 export const listingOf = (query: ItemQuery): Listing => ({

@@ -319,6 +319,24 @@ describe('dashboard', () => {
     expect(await page.getByRole('heading', { name: 'Audit log' }).isVisible()).toBe(true);
   });
 
+  it("a machine the site agent reports: its alerts in the detail, marked in the table and on the rack map", async () => {
+    const id = 'h100-r3-02';
+    const alerts = [{ id: 'GpuXid79', message: 'GPU 3 fell off the bus', classifications: ['PreventAllocations'] }];
+    expect((await site.call('POST', `/_sim/machines/${id}/health`, { body: { alerts } })).status).toBe(200);
+    await page.goto(`${site.url}/dashboard/#machine/${id}`);
+    const shown = page.getByTestId('detail-alerts');
+    await until(page, `the alerts of ${id}`, async () => (await shown.count()) === 1);
+    expect(await shown.locator('tbody tr td').allTextContents()).toEqual(['GpuXid79', 'PreventAllocations', 'GPU 3 fell off the bus']);
+    expect(await row('machines-table', id).locator('code.hardware-health').getAttribute('title')).toBe('GpuXid79');
+    await page.locator('#rack-type').selectOption('h100');
+    const cell = page.getByTestId('rack-map').locator(`a.cell[data-machine="${id}"]`);
+    await until(page, `${id} marked on the rack map`, async () => ((await cell.getAttribute('class')) ?? '').includes('hardware-health'));
+
+    await site.call('POST', `/_sim/machines/${id}/health`, { body: { alerts: [] } });
+    await until(page, 'the alerts gone from the detail', async () => (await shown.count()) === 0);
+    await page.locator('#rack-type').selectOption('gb200');
+  });
+
   it('had no script errors', () => {
     expect(pageErrors).toEqual([]);
   });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultSiteConfig } from '#config/site-config.ts';
 import { createSiteAgentClient } from '#site/agent-client.ts';
+import { heartbeatBody } from '#site/agent-contract.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
 import { createSiteSimulator, demoFleet, type SiteSimulator } from '#local/site-simulator.ts';
 
@@ -316,6 +317,18 @@ describe('simulated site agent: state kept in a file', () => {
     expect(again).toMatchObject({ ok: true, siteName: 'kept', attempts: 1 });
     expect(calls.filter((c) => c.path.endsWith('/cleanup'))).toEqual([]);
   });
+
+  it('keeps what its health probes report across a restart', async () => {
+    const stateFile = join(mkdtempSync(join(tmpdir(), 'fleetward-agent-')), 'site-agent.json');
+    await agentOn(stateFile);
+    const alerts = [{ id: 'GpuXid79', message: 'GPU 3 fell off the bus', classifications: ['PreventAllocations'] }];
+    expect((await started[0]!.control('POST', '/_sim/machines/gb200-r1-02/health', { alerts }))?.status).toBe(200);
+    await started[0]!.stop();
+
+    const restarted = createSiteSimulator({ machines, controllerUrl: () => controllerUrl, token: async () => 'agent-token', heartbeatIntervalMs: 50, provisionMs: 0, cleanupMs: 0, stateFile });
+    started.push(restarted);
+    expect((await restarted.control('GET', '/_sim/machines/gb200-r1-02/health', undefined))?.body).toEqual({ id: 'gb200-r1-02', alerts });
+  });
 });
 
 describe('simulated site agent: cleanup reports', () => {
@@ -365,6 +378,35 @@ describe('simulated site agent: heartbeats', () => {
 
   it('404s an unknown machine', async () => {
     expect((await call('POST', '/_sim/machines/nope/heartbeat', { stopped: true })).status).toBe(404);
+    expect((await call('POST', '/_sim/machines/nope/health', { alerts: [] })).status).toBe(404);
+  });
+
+  it("carries a machine's health alerts in every beat until they are cleared", async () => {
+    const alerting = machines[2]!.id;
+    const alerts = [{ id: 'GpuXid79', message: 'GPU 3 fell off the bus', classifications: ['PreventAllocations'] }];
+    expect(await call('POST', `/_sim/machines/${alerting}/health`, { alerts })).toEqual({ status: 200, body: { id: alerting, alerts } });
+    calls = [];
+    const reported = await eventually(() => heartbeats()[1]);
+    expect(reported.body.machines.filter((m: { alerts?: unknown }) => m.alerts)).toEqual([{ id: alerting, alerts }]);
+    expect(heartbeatBody.parse(reported.body)).toEqual(reported.body);
+
+    await call('POST', `/_sim/machines/${alerting}/health`, { alerts: [] });
+    calls = [];
+    const cleared = await eventually(() => heartbeats()[1]);
+    expect(cleared.body.machines.every((m: { alerts?: unknown }) => m.alerts === undefined)).toBe(true);
+  });
+
+  it('refuses alerts the agent contract does not allow with a 422 problem document', async () => {
+    const response = await fetch(`${simUrl}/_sim/machines/${machines[0]!.id}/health`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ alerts: [{ id: '', message: 'x', classifications: ['Sometimes'] }] }),
+    });
+    expect(response.status).toBe(422);
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+    const problem = await response.json();
+    expect(problem).toMatchObject({ status: 422, code: 'validation-failed' });
+    expect(problem.errors.map((e: { path: string }) => e.path).sort()).toEqual(['alerts.0.classifications.0', 'alerts.0.id']);
   });
 
   it('stops heartbeating when stopped', async () => {

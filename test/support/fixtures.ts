@@ -1,5 +1,6 @@
 import type { Requester } from '#domain/audit.ts';
 import { rackRef, shardOf, shardRef, type Placement, type RackAggregate, type SummaryShard, type SummarySnapshot } from '#domain/fleet-summary.ts';
+import type { SafetyRules } from '#domain/safety.ts';
 import type { HealthOverride, Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
 
@@ -87,3 +88,5 @@ export function summaryOfOne(machine: Machine | null, rack: RackAggregate | null
     shards: new Map([[shardRef(where.machineType, shardOf(where.rack)), shard]]),
   };
 }
+/** A site's default safety rules (the config's defaults), for pure decisions that need them. */
+export const SAFETY_RULES: SafetyRules = { maxQuarantines: 10, maxFraction: 0.1, windowMs: 60 * 60_000, maxRepairs: 2, repairWindowMs: 30 * 86_400_000 };

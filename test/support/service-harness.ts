@@ -4,6 +4,7 @@ import type { DeleteOutcome } from '#domain/cleanup.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import type { Change } from '#domain/change.ts';
 import type { CreateOutcome } from '#domain/instances.ts';
+import type { AgentAlert } from '#domain/agent-alerts.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { Principal } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
@@ -227,9 +228,9 @@ export async function siteWith(h: Harness, fleet: Record<string, number>): Promi
   await beat(h, registrations.map((r) => r.id));
 }
 
-/** The agent's beat and the stream's reaction to it: the roster buckets it changed are walked. */
-export async function beat(h: Harness, machineIds: string[]): Promise<Awaited<ReturnType<typeof receiveHeartbeat>>> {
-  const result = await receiveHeartbeat(h.ctx, machineIds);
+/** The agent's beat (with the alerts it reports, by machine) and the stream's reaction to it: the roster buckets it changed are walked. */
+export async function beat(h: Harness, machineIds: string[], alerts: Record<string, AgentAlert[]> = {}): Promise<Awaited<ReturnType<typeof receiveHeartbeat>>> {
+  const result = await receiveHeartbeat(h.ctx, machineIds, new Map(Object.entries(alerts)));
   await startRun(h.ctx).reconcile(result.changedBuckets.map((id) => ({ entity: 'roster-bucket', id })));
   return result;
 }

@@ -17,15 +17,18 @@ import {
   type RosterBucket,
   type RosterDigests,
   type SiteHeartbeat,
+  type WalkPolicy,
 } from '#domain/heartbeat.ts';
 import { heartbeatStale } from '#domain/health.ts';
 import type { Machine } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
-import { aMachine, T0 } from '#test/support/fixtures.ts';
+import { aMachine, SAFETY_RULES, T0 } from '#test/support/fixtures.ts';
 
 const TIMEOUT_MS = 30_000;
 
 const machine = (over: Partial<Machine> = {}): Machine => aMachine({ version: 2, ...over });
+/** Auto-repair off: these walks are about liveness only. */
+const walkPolicy = (now: Date): WalkPolicy => ({ autoRepair: false, safety: null, fleetSize: 10, now, rules: SAFETY_RULES });
 
 describe('rosterDigest', () => {
   it('ignores order and duplicates', () => {
@@ -83,7 +86,7 @@ describe('planHeartbeat', () => {
     { name: 'same roster, exactly timeout/3', age: third, refresh: true },
     { name: 'same roster, long past the timeout', age: 10 * TIMEOUT_MS, refresh: true },
   ])('$name → refresh $refresh, no bucket changed', ({ age, refresh }) => {
-    expect(planHeartbeat(stored, digestsOf(roster), roster, addMs(T0, age), TIMEOUT_MS)).toEqual({ refresh, changedBuckets: new Map() });
+    expect(planHeartbeat(stored, digestsOf(roster), roster, addMs(T0, age), TIMEOUT_MS)).toEqual({ refresh, changedBuckets: new Map(), alerts: new Map() });
   });
 
   it('a machine leaving changes its bucket only, and the roster time is stored at once', () => {
@@ -97,7 +100,7 @@ describe('planHeartbeat', () => {
     const plan = planHeartbeat(null, null, roster, T0, TIMEOUT_MS);
     expect(plan.refresh).toBe(true);
     expect([...plan.changedBuckets.keys()].sort()).toEqual([...new Set(roster.map(bucketOf))].sort());
-    expect(planHeartbeat(null, null, [], T0, TIMEOUT_MS)).toEqual({ refresh: true, changedBuckets: new Map() });
+    expect(planHeartbeat(null, null, [], T0, TIMEOUT_MS)).toEqual({ refresh: true, changedBuckets: new Map(), alerts: new Map() });
   });
 });
 
@@ -137,12 +140,13 @@ describe('stale checks', () => {
 
 describe('walkBucket', () => {
   const now = addMs(T0, 90_000);
+  const policy = walkPolicy(now);
   const bucketOfIds = (ids: string[], leftIds: string[]): RosterBucket => ({ ...bucketWithRoster(null, '00', ids, iso(addMs(T0, 80_000)), now), leftIds });
 
   it('makes listed machines live and the ones that left not live, then records the bucket as applied', () => {
     const bucket = bucketOfIds(['m-1', 'm-2'], ['m-3']);
     const machines = [machine({ id: 'm-1', heartbeatLive: false }), machine({ id: 'm-2' }), machine({ id: 'm-3' })];
-    const walk = walkBucket(bucket, machines, now, TIMEOUT_MS)!;
+    const walk = walkBucket(bucket, machines, now, TIMEOUT_MS, policy)!;
     expect(walk.settles).toBe(true);
     expect(walk.change.machines!.map((m) => [m.after.id, m.after.heartbeatLive])).toEqual([
       ['m-1', true],
@@ -155,20 +159,20 @@ describe('walkBucket', () => {
 
   it('a settled bucket needs no walk; a machine not registered is skipped', () => {
     const settled = { ...bucketOfIds(['m-1'], []), appliedDigest: rosterDigest(['m-1']) };
-    expect(walkBucket(settled, [machine({ id: 'm-1', heartbeatLive: false })], now, TIMEOUT_MS)).toBeNull();
-    const walk = walkBucket(bucketOfIds(['m-1'], []), [null], now, TIMEOUT_MS)!;
+    expect(walkBucket(settled, [machine({ id: 'm-1', heartbeatLive: false })], now, TIMEOUT_MS, policy)).toBeNull();
+    const walk = walkBucket(bucketOfIds(['m-1'], []), [null], now, TIMEOUT_MS, policy)!;
     expect(walk).toEqual({ settles: true, change: { machines: [], rosterBuckets: [expect.anything()], history: [] } });
   });
 
   it('more changes than one transaction holds: a chunk at a time, the bucket applied only with the last', () => {
     const ids = Array.from({ length: WALK_CHUNK + 5 }, (_, i) => `m-${i}`);
     const bucket = bucketOfIds(ids, []);
-    const first = walkBucket(bucket, ids.map((id) => machine({ id, heartbeatLive: false })), now, TIMEOUT_MS)!;
+    const first = walkBucket(bucket, ids.map((id) => machine({ id, heartbeatLive: false })), now, TIMEOUT_MS, policy)!;
     expect(first.settles).toBe(false);
     expect(first.change.machines).toHaveLength(WALK_CHUNK);
     expect(first.change.rosterBuckets).toBeUndefined();
     const applied = new Set(first.change.machines!.map((m) => m.after.id));
-    const second = walkBucket(bucket, ids.map((id) => machine({ id, heartbeatLive: applied.has(id) })), now, TIMEOUT_MS)!;
+    const second = walkBucket(bucket, ids.map((id) => machine({ id, heartbeatLive: applied.has(id) })), now, TIMEOUT_MS, policy)!;
     expect(second.settles).toBe(true);
     expect(second.change.machines).toHaveLength(5);
     expect(second.change.rosterBuckets).toHaveLength(1);
@@ -179,7 +183,7 @@ describe('walkBucket', () => {
     const later = addMs(now, 1_000);
     const rechecked = recheck(settled, later);
     expect(rechecked).toMatchObject({ appliedDigest: RECHECK, changedAt: iso(later), ids: ['m-1'] });
-    expect(walkBucket(rechecked, [machine({ id: 'm-1', heartbeatLive: false })], later, TIMEOUT_MS)!.change.machines).toHaveLength(1);
+    expect(walkBucket(rechecked, [machine({ id: 'm-1', heartbeatLive: false })], later, TIMEOUT_MS, policy)!.change.machines).toHaveLength(1);
   });
 });
 

@@ -1,9 +1,10 @@
 import { finishCleanup } from '#domain/cleanup.ts';
 import { heartbeatReceiptResponse, machineResponse } from '#domain/responses.ts';
-import { cleanupReportBody, emptyQuery, heartbeatBody, params } from '#domain/schemas.ts';
+import { cleanupReportBody, emptyQuery, params } from '#domain/schemas.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { requireMachine } from '#services/instances.ts';
 import { showMachine } from '#services/machines.ts';
+import { heartbeatBody } from '#site/agent-contract.ts';
 import { retryOnStale } from '#services/retry-on-stale.ts';
 import { defineRoute, type Route } from '../route.ts';
 
@@ -13,13 +14,14 @@ export const siteAgentRoutes: Route[] = [
     method: 'POST',
     path: '/site/v1/heartbeats',
     roles: ['site-agent'],
-    summary: "The site agent's heartbeat: every machine it sees, in one roster",
+    summary: "The site agent's heartbeat: every machine it sees, in one roster, with the health alerts it reports for them",
     query: emptyQuery,
     body: heartbeatBody,
     bodyRequired: true,
     responses: { 200: heartbeatReceiptResponse },
     handle: async ({ body }, ctx) => {
-      const { stored, changedBuckets } = await receiveHeartbeat(ctx, body.machines.map((m) => m.id));
+      const alerts = new Map(body.machines.flatMap((m) => (m.alerts?.length ? [[m.id, m.alerts] as const] : [])));
+      const { stored, changedBuckets } = await receiveHeartbeat(ctx, body.machines.map((m) => m.id), alerts);
       return { status: 200, body: { received: body.machines.length, stored, rosterBucketsChanged: changedBuckets.length } };
     },
   }),
