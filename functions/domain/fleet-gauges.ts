@@ -1,6 +1,7 @@
-import { allocatability, type HeartbeatView } from './health.ts';
+import { fleetSummary, type SummaryShard } from './fleet-summary.ts';
+import type { HeartbeatView } from './health.ts';
 import type { Machine } from './model.ts';
-import { hasOverride, SOURCES } from './overrides.ts';
+import { SOURCES } from './overrides.ts';
 import { watchRepair, type RepairSla } from './stuck-repairs.ts';
 
 /** The sweep's per-machine-type gauges (names as in services/metric-catalog.ts). */
@@ -28,22 +29,33 @@ const zero = (): TypeGauges => ({
   RepairsStuck: 0,
 });
 
-/** Where each machine stands, counted by machine type. */
-export function fleetGauges(machines: Iterable<Machine>, heartbeat: HeartbeatView, now: Date, sla: RepairSla): Map<string, TypeGauges> {
+/**
+ * Where the fleet stands, by machine type: the counts from the fleet summary's shards (as the summary route reads
+ * them), the repairs from the machines awaiting or in repair (what the repair index holds). Nothing here reads the
+ * fleet itself, so the sweep's cost does not grow with it.
+ */
+export function fleetGauges(shards: SummaryShard[], inRepair: Iterable<Machine>, heartbeat: HeartbeatView, now: Date, sla: RepairSla): Map<string, TypeGauges> {
   const byType = new Map<string, TypeGauges>();
-  for (const machine of machines) {
-    const gauges = byType.get(machine.machineType) ?? byType.set(machine.machineType, zero()).get(machine.machineType)!;
-    const { allocatable, notAllocatableReasons } = allocatability(machine, heartbeat, now);
+  const gaugesOf = (machineType: string) => byType.get(machineType) ?? byType.set(machineType, zero()).get(machineType)!;
+  for (const machineType of new Set(shards.map((s) => s.machineType))) {
+    const summary = fleetSummary(shards.filter((s) => s.machineType === machineType), heartbeat, now);
+    if (summary.machines === 0) continue;
+    Object.assign(gaugesOf(machineType), {
+      Machines: summary.machines,
+      MachinesAllocatable: summary.allocatable,
+      MachinesAssigned: summary.byState.Assigned ?? 0,
+      MachinesQuarantined: summary.byOverride[SOURCES.tenantReportedIssue] ?? 0,
+      MachinesHeartbeatStale: summary.stale,
+      MachinesOutForRepair: summary.byOverride[SOURCES.outForRepair] ?? 0,
+    });
+  }
+  for (const machine of inRepair) {
     const repair = watchRepair(machine, now, sla);
-    gauges.Machines += 1;
-    if (allocatable) gauges.MachinesAllocatable += 1;
-    if (machine.state === 'Assigned') gauges.MachinesAssigned += 1;
-    if (hasOverride(machine, SOURCES.tenantReportedIssue)) gauges.MachinesQuarantined += 1;
-    if (notAllocatableReasons.includes('heartbeat-stale')) gauges.MachinesHeartbeatStale += 1;
-    if (hasOverride(machine, SOURCES.outForRepair)) gauges.MachinesOutForRepair += 1;
-    if (repair?.stage === 'unclaimed') gauges.RepairsUnclaimed += 1;
-    if (repair?.stage === 'in-repair') gauges.RepairsInRepair += 1;
-    if (repair?.stuck) gauges.RepairsStuck += 1;
+    if (!repair) continue;
+    const gauges = gaugesOf(machine.machineType);
+    if (repair.stage === 'unclaimed') gauges.RepairsUnclaimed += 1;
+    if (repair.stage === 'in-repair') gauges.RepairsInRepair += 1;
+    if (repair.stuck) gauges.RepairsStuck += 1;
   }
   return byType;
 }

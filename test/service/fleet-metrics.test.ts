@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createSweepHandler } from '#handlers/sweep.ts';
+import { startRun } from '#reconcilers/runner.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { harness, siteWith, tenant } from '#test/support/service-harness.ts';
 
@@ -14,6 +15,9 @@ describe("the sweep's fleet metrics", () => {
     // The issue trips the breaker: a 4-machine fleet allows no quarantine at once.
     await releaseInstance(h.ctx, alice, released.id, { issue: { category: 'HARDWARE', summary: 'ECC errors' } });
     h.clock.advance(12_000);
+    // What the stream does with those commits: the fleet summary the gauges read follows the machines.
+    const machines = ['gb200-1', 'gb200-2', 'gb200-3', 'h100-1'];
+    await startRun(h.ctx).reconcile(machines.map((id) => ({ entity: 'fleet-summary', id })));
 
     await createSweepHandler(h.ctx, async () => {})(undefined);
 
