@@ -51,7 +51,7 @@ export interface SiteAgentClient {
   /** No internal retries: the caller owns the cleanup lease and tries again later. */
   deleteInstance(siteName: string, options?: CallOptions): Promise<DeleteInstanceResult>;
   /** Where the agent stands with an instance (asked when a cleanup report is overdue). No internal retries. */
-  instanceStatus(siteName: string): Promise<InstanceStatusResult>;
+  instanceStatus(siteName: string, options?: CallOptions): Promise<InstanceStatusResult>;
 }
 
 /** One call to the agent: its answer, or why there was none. */
@@ -138,8 +138,8 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
       return { ok: false, status: response.status, reason: answeredWith(response, 'delete') };
     },
 
-    async instanceStatus(siteName) {
-      const sent = await exchange('GET', agentPaths.instance(siteName));
+    async instanceStatus(siteName, call = {}) {
+      const sent = await exchange('GET', agentPaths.instance(siteName), undefined, call);
       if (sent.kind !== 'answered') return { ok: false, reason: unanswered(sent, 'status query') };
       const { response } = sent;
       if (response.status === 404) {

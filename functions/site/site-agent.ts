@@ -27,8 +27,8 @@ export function httpSiteAgent(baseUrl: string, config: SiteConfig): SiteAgent {
       if (!result.ok) return { kind: 'error', reason: result.reason };
       return result.alreadyGone ? { kind: 'gone' } : { kind: 'accepted' };
     },
-    async status(name) {
-      const result = await client.instanceStatus(name);
+    async status(name, call) {
+      const result = await client.instanceStatus(name, call);
       return result.ok ? { kind: result.state } : { kind: 'error', reason: result.reason };
     },
   };

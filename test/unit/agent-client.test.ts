@@ -71,8 +71,9 @@ describe('site agent client: request ids', () => {
     const { agent } = client();
     expect(await agent.createInstance(request, { requestId: 'req-1' })).toMatchObject({ ok: true, attempts: 2 });
     expect((await agent.deleteInstance('job', { requestId: 'req-2' })).ok).toBe(true);
+    await agent.instanceStatus('job', { requestId: 'req-3' });
     await agent.createInstance(request);
-    expect(requestIds).toEqual(['req-1', 'req-1', 'req-2', undefined]);
+    expect(requestIds).toEqual(['req-1', 'req-1', 'req-2', 'req-3', undefined]);
   });
 });
 
