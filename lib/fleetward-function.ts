@@ -95,7 +95,9 @@ export class FleetwardFunction extends Construct {
       loggingFormat: LoggingFormat.JSON,
       // Powertools Tracer (captureLambdaHandler) adds its segments, and the AWS SDK calls', to the active trace.
       tracing: Tracing.ACTIVE,
-      environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      // No NODE_OPTIONS=--enable-source-maps: it parses the map at every cold start; the bundle maps its stack
+      // traces itself, on the first one (functions/services/lambda-runtime.ts).
+      environment: props.environment,
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
       bundling: {
@@ -114,8 +116,7 @@ export class FleetwardFunction extends Construct {
         externalModules: ['@smithy/core/event-streams'],
         minify: true,
         sourceMap: true,
-        // Stack traces still point at file and line; the sources themselves would triple the map that
-        // --enable-source-maps reads at every cold start.
+        // Stack traces still point at file and line; the sources themselves would triple the map read for them.
         sourcesContent: false,
         esbuildArgs: {
           '--alias': Object.entries(bundleAliases).map(([module, replacement]) => `${module}=${replacement}`),
@@ -123,9 +124,13 @@ export class FleetwardFunction extends Construct {
           // code, instead of at the end of the module every cold start reads and compiles.
           '--legal-comments': 'external',
         },
+        // FLEETWARD_LAMBDA_BUNDLE: the process-wide settings of a deployed function (functions/services/lambda-runtime.ts).
+        define: {
+          'process.env.FLEETWARD_LAMBDA_BUNDLE': '"true"',
+          ...(openApiFile ? { 'process.env.FLEETWARD_BUNDLED_OPENAPI': '"true"' } : {}),
+        },
         ...(openApiFile
           ? {
-              define: { 'process.env.FLEETWARD_BUNDLED_OPENAPI': '"true"' },
               commandHooks: {
                 beforeBundling: () => [],
                 beforeInstall: () => [],

@@ -1,3 +1,5 @@
+// First: a deployed function's process-wide settings hold before the modules below are evaluated.
+import '#services/lambda-runtime.ts';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { DynamoDBRecord, DynamoDBStreamEvent, Context, DynamoDBBatchResponse } from 'aws-lambda';
 import type { AppContext } from '#services/context.ts';

@@ -1,3 +1,5 @@
+// First: a deployed function's process-wide settings hold before the modules below are evaluated.
+import '#services/lambda-runtime.ts';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { Context } from 'aws-lambda';
 import type { SiteConfig } from '#config/site-config.ts';
