@@ -33,8 +33,11 @@ export interface FleetwardFunctionProps {
   openApiDocument?: object;
 }
 
-/** Bundles stay under this, minified (test/cdk/bundles.test.ts builds them for real and checks). */
-export const BUNDLE_LIMIT_BYTES = 600 * 1024;
+/**
+ * Every bundle stays within this, minified: issue 11's "600 KB", read as 600,000 bytes (the stricter of KB and
+ * KiB). test/cdk/bundles.test.ts builds them for real and checks; the coldstart bench reports the ratio.
+ */
+export const BUNDLE_LIMIT_BYTES = 600_000;
 
 /** Modules replaced in the bundles; each replacement says why. */
 const bundleAliases = {

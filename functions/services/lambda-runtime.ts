@@ -43,7 +43,7 @@ function mapStackTracesLazily(bundleUrl: string): void {
     map ??= loadMap();
     const origin = map?.findOrigin(line, column);
     if (!origin || !('fileName' in origin)) return text;
-    // esbuild names sources relative to the asset directory: `../../functions/…`, `../../node_modules/…`.
+    // esbuild names the sources relative to the directory it wrote the bundle to: `../../functions/…` in cdk.out.
     const source = origin.fileName.replace(/^(\.\.\/)+/, '');
     return text.replace(`${file}:${line}:${column}`, `${source}:${origin.lineNumber}:${origin.columnNumber}`);
   };
