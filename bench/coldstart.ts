@@ -71,6 +71,13 @@ export function localEnvironment(bundle: SynthesizedBundle, endpoint: string, na
     AWS_SESSION_TOKEN: 'local',
     AWS_LAMBDA_FUNCTION_NAME: bundle.name,
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1024',
+    // Powertools Tracer traces only where these say Lambda (elsewhere it turns itself off), and the X-Ray SDK
+    // opens the invocation's segment from the trace header: a sampled one, as active tracing gives. Its segments go
+    // over UDP to an address where nothing listens.
+    AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x',
+    LAMBDA_TASK_ROOT: bundle.dir,
+    _X_AMZN_TRACE_ID: 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1',
+    AWS_XRAY_DAEMON_ADDRESS: '127.0.0.1:2000',
   };
 }
 
