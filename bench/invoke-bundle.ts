@@ -1,6 +1,6 @@
 // Child process of the coldstart part (and of the bundle test): imports ONE synthesized bundle in this fresh Node
 // process and invokes its handler once, as Lambda's runtime does after a cold start. The parent gives this process
-// the function's environment (NODE_OPTIONS included). Input: argv[2] the bundle file, argv[3] the event as JSON.
+// the function's environment (NODE_OPTIONS too, when the template sets it). Input: argv[2] the bundle file, argv[3] the event as JSON.
 // Output: one JSON document on file descriptor 3 (wall and CPU timings in ms, what the handler returned); stdout and stderr
 // carry the function's own logs and metrics, as on Lambda.
 

@@ -1,3 +1,5 @@
+// First: a deployed function's process-wide settings hold before the modules below are evaluated.
+import '#services/lambda-runtime.ts';
 import { correlationPaths } from '@aws-lambda-powertools/logger/correlationId';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { createApiHandler, type ApiHandlerDeps } from '#http/api-handler.ts';

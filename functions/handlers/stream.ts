@@ -1,9 +1,12 @@
+// First: a deployed function's process-wide settings hold before the modules below are evaluated.
+import '#services/lambda-runtime.ts';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { DynamoDBRecord, DynamoDBStreamEvent, Context, DynamoDBBatchResponse } from 'aws-lambda';
 import type { AppContext } from '#services/context.ts';
-import { contextFromEnv, lazy, observed } from '#services/lambda-context.ts';
+import { contextFromEnv, lazy, observed, sharedTracer } from '#services/lambda-context.ts';
 import { forRequest, requestIdOf } from '#services/request-scope.ts';
-import { deliverOutboxEvent } from '#services/events.ts';
+import { deliverOutboxEvent, eventBridgePublisher, type EventPublisher } from '#services/events.ts';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { OutboxEntry } from '#domain/events.ts';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
@@ -74,4 +77,13 @@ function reactionDone(ctx: AppContext, changed: ChangedRecord): void {
   ctx.log.info('reaction done', { entity: changed.kind, id: changed.id, lagMs });
 }
 
-export const handler = lazy(() => observed(createStreamHandler(contextFromEnv())));
+// The one function that publishes repair events: the outbox entries the stream carries. Its client is built at the
+// first event, not at a cold start: most batches carry none.
+function repairEvents(busName: string): EventPublisher {
+  let publisher: EventPublisher | undefined;
+  return {
+    publish: (event) => (publisher ??= eventBridgePublisher(busName, sharedTracer.captureAWSv3Client(new EventBridgeClient({})))).publish(event),
+  };
+}
+
+export const handler = lazy(() => observed(createStreamHandler(contextFromEnv(process.env, { events: repairEvents }))));

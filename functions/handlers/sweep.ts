@@ -1,3 +1,5 @@
+// First: a deployed function's process-wide settings hold before the modules below are evaluated.
+import '#services/lambda-runtime.ts';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { Context } from 'aws-lambda';
 import type { SiteConfig } from '#config/site-config.ts';
@@ -22,10 +24,13 @@ export function createSweepHandler(ctx: AppContext, handOff: HandOff) {
   };
 }
 
-export function eventBridgeHandOff(busName: string, client = new EventBridgeClient({})): HandOff {
+export function eventBridgeHandOff(busName: string, client?: EventBridgeClient): HandOff {
+  // The client is built at the first hand-off, not at a cold start: most runs finish in time and never hand off.
+  let events = client;
   return async (position) => {
     const event = followUpEvent(position);
-    const result = await client.send(
+    events ??= new EventBridgeClient({});
+    const result = await events.send(
       new PutEventsCommand({ Entries: [{ EventBusName: busName, Source: event.source, DetailType: event['detail-type'], Detail: JSON.stringify(event.detail) }] }),
     );
     if (result.FailedEntryCount) throw new Error(`EventBridge refused the sweep follow-up: ${result.Entries?.[0]?.ErrorMessage ?? 'unknown error'}`);

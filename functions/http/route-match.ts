@@ -60,7 +60,9 @@ export type RouteMatcher<R> = {
 };
 
 export function createRouteMatcher<R extends MatchableRoute>(routes: readonly R[]): RouteMatcher<R> {
-  const compiled = routes.map(compile).sort((a, b) => a.rank.localeCompare(b.rank));
+  // Ranks are strings of '0', '1' and '2': compared by code unit, which orders them exactly as a collator would,
+  // without localeCompare's first call (it loads ICU's collation data: ~10 ms of the API's cold start).
+  const compiled = routes.map(compile).sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0));
   const byRoute = new Map(compiled.map((c) => [c.route, c]));
   const paramsOf = (c: Compiled<R>, path: string) => {
     const found = c.pattern.exec(normalisePath(path));

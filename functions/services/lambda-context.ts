@@ -5,16 +5,15 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { randomUUID } from 'node:crypto';
-import { parseSiteConfig, siteConfigSchema, type SiteConfig } from '#config/site-config.ts';
+import { siteConfigSchema, type SiteConfig } from '#config/site-config.ts';
 import { systemClock, type IdSource } from '#domain/model.ts';
 import { createDocumentClient, tableNamesFromEnv } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import type { IdempotencyPersistence } from '#handlers/api.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
 import type { AppContext, Metrics } from './context.ts';
-import { eventBridgePublisher } from './events.ts';
+import type { EventPublisher } from './events.ts';
 import { createLogger, powertoolsLog } from './logging.ts';
 import type { Dimensions, MetricName } from './metric-catalog.ts';
 
@@ -44,15 +43,30 @@ export function powertoolsMetrics(metrics: PowertoolsMetrics): Metrics {
   };
 }
 
-/** The site config a deployed function runs with: the stack passes the parsed TOML as JSON. */
+/**
+ * The site config a deployed function runs with: the stack passes the parsed TOML as JSON (docs/deploy.md). Only
+ * JSON: reading TOML here would put a TOML parser in every bundle for a variable the stack never sets.
+ */
 function configFromEnv(env: NodeJS.ProcessEnv): SiteConfig {
   if (env.SITE_CONFIG_JSON) return siteConfigSchema.parse(JSON.parse(env.SITE_CONFIG_JSON));
-  if (env.SITE_CONFIG_TOML) return parseSiteConfig(env.SITE_CONFIG_TOML, 'SITE_CONFIG_TOML');
   throw new Error('SITE_CONFIG_JSON must be set');
 }
 
+/**
+ * Where a function's repair events go. Only the stream handler publishes them (the outbox, services/events.ts), so
+ * only its entry point passes an EventBridge publisher: the other bundles then carry no EventBridge client, and
+ * their roles may not put repair events on the bus anyway.
+ */
+export interface LambdaContextOptions {
+  events?: (busName: string) => EventPublisher;
+}
+
+const noEvents: EventPublisher = {
+  publish: (event) => Promise.reject(new Error(`${event.type}: this function publishes no repair events (the stream handler does)`)),
+};
+
 /** The context of a deployed Lambda, from its environment; built once per cold start. */
-export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext & { idempotency: IdempotencyPersistence } {
+export function contextFromEnv(env: NodeJS.ProcessEnv = process.env, options: LambdaContextOptions = {}): AppContext & { idempotency: IdempotencyPersistence } {
   const config = configFromEnv(env);
   // Two sites in one account must not share the alarms.
   sharedMetrics.setDefaultDimensions({ site: config.site.name });
@@ -67,7 +81,7 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env): AppContext
     clock: systemClock,
     ids: randomIds,
     agent: httpSiteAgent(agentUrl, config),
-    events: eventBridgePublisher(env.EVENT_BUS_NAME, sharedTracer.captureAWSv3Client(new EventBridgeClient({}))),
+    events: options.events ? options.events(env.EVENT_BUS_NAME) : noEvents,
     metrics: powertoolsMetrics(sharedMetrics),
     log: powertoolsLog(sharedLogger),
     // Idempotency records are written through the same client: one connection pool per cold start.
