@@ -206,7 +206,8 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       const machines = await everything((page) => observer.listMachines(page));
       if (machines.length !== options.machines || !machines.every((m) => m.heartbeatLive)) return undefined;
       // The index is written by the roster walk's reactions: creates find nothing until it holds the fleet.
-      const allocatable = await Promise.all(MACHINE_TYPES.map((type) => observer.allocatableMachines(type, options.machines)));
+      // Paged: one Query page stops at 1 MB, about 3,000 machines.
+      const allocatable = await Promise.all(MACHINE_TYPES.map((type) => everything((page) => observer.allocatableMachinesPage(type, page))));
       return allocatable.flat().length === options.machines ? true : undefined;
     }, 120_000 + options.machines * 50, 2_000);
     const owned: Array<{ org: string; id: string }> = [];
