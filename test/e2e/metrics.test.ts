@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSite, type TestSite } from '#test/support/local-site.ts';
-import { actors, instanceStatus, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import type { TestSite } from '#test/support/local-site.ts';
+import { instanceStatus, readySite, type Actors } from '#test/support/repair-steps.ts';
 
 // GET /metrics: the local runner's figures in Prometheus text exposition, checked against a fleet this file made
 // (testConfig's demo fleet: 4 gb200 on 2 racks, 2 h100).
@@ -8,11 +8,7 @@ import { actors, instanceStatus, waitForFleet, type Actors } from '#test/support
 let site: TestSite;
 let who: Actors;
 
-beforeAll(async () => {
-  site = await startTestSite();
-  who = await actors(site);
-  await waitForFleet(site, who.admin, 6);
-});
+beforeAll(async () => void ({ site, who } = await readySite(6)));
 afterAll(async () => site?.stop());
 
 async function scrape(): Promise<{ contentType: string | null; text: string; samples: Map<string, number> }> {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSite, type TestSite } from '#test/support/local-site.ts';
-import { actors, cleanedUp, deliveredOf, instanceStatus, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import type { TestSite } from '#test/support/local-site.ts';
+import { cleanedUp, deliveredOf, instanceStatus, readySite, type Actors } from '#test/support/repair-steps.ts';
 
 // One request id finds the whole story: the API's log line, the stream reaction's, the site agent call and the
 // event (issue 13). The id is API Gateway's request id, which answers come back with (`apigw-requestid`).
@@ -8,11 +8,7 @@ import { actors, cleanedUp, deliveredOf, instanceStatus, waitForFleet, type Acto
 let site: TestSite;
 let who: Actors;
 
-beforeAll(async () => {
-  site = await startTestSite();
-  who = await actors(site);
-  await waitForFleet(site, who.admin, 6);
-});
+beforeAll(async () => void ({ site, who } = await readySite(6)));
 afterAll(async () => site?.stop());
 
 /** The controller's JSON log lines (other components log plain text). */

@@ -1,8 +1,8 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '#store/items.ts';
-import { startTestSite, type TestSite } from '#test/support/local-site.ts';
-import { actors, instanceStatus, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import type { TestSite } from '#test/support/local-site.ts';
+import { instanceStatus, readySite, type Actors } from '#test/support/repair-steps.ts';
 
 // API.md "Objects": an answer shows what its route's response schema lists, nothing else. A field the control
 // plane adds to a record later (here written straight into the table, so the store hands it back with the
@@ -13,11 +13,7 @@ const internalField = 'internalNote';
 let site: TestSite;
 let who: Actors;
 
-beforeAll(async () => {
-  site = await startTestSite();
-  who = await actors(site);
-  await waitForFleet(site, who.admin, 2);
-});
+beforeAll(async () => void ({ site, who } = await readySite(2)));
 afterAll(async () => site?.stop());
 
 const addInternalField = (key: Record<string, string>) =>
