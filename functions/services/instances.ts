@@ -7,7 +7,7 @@ import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.
 import { repairClaimBlockers } from '#domain/repair.ts';
 import { patchInstance as decidePatch, type InstancePatch } from '#domain/machine-edits.ts';
 import { safetyRules, type AppContext } from './context.ts';
-import { loadHeartbeatView } from './heartbeat-view.ts';
+import { heartbeatViewOf, loadHeartbeatView } from './heartbeat-view.ts';
 import { committedOnce, retryOnStale } from './retry-on-stale.ts';
 
 export interface CreateInstanceRequest {
@@ -40,9 +40,10 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   if (request.machineId !== undefined) return createOnMachine(ctx, principal, request.machineId, spec);
 
   const machineType = request.machineType!;
-  const catalog = await ctx.store.getCatalog();
-  if (!catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
-  const heartbeat = await loadHeartbeatView(ctx);
+  // The catalog and the site heartbeat in one read.
+  const read = await ctx.store.getRecords({ catalog: true, siteHeartbeat: true });
+  if (!read.catalog?.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
+  const heartbeat = heartbeatViewOf(ctx, read.siteHeartbeat ?? null);
   for (let tried = 0; ; tried++) {
     const now = ctx.clock.now();
     const free = (await ctx.store.allocatableMachines(machineType)).filter((m) => allocatability(m, heartbeat, now).allocatable);
