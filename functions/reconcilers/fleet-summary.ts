@@ -1,7 +1,7 @@
-import { rackRef, shardOf, shardRef, summaryChange, type Placement, type SummarySnapshot } from '#domain/fleet-summary.ts';
+import { rackRef, shardOf, shardRef, summaryChange, summaryEntry, type Placement, type SummarySnapshot } from '#domain/fleet-summary.ts';
 import type { Machine } from '#domain/model.ts';
 import type { AppContext } from '#services/context.ts';
-import { defineReconciler } from './reconciler.ts';
+import { defineReconciler, fellDue } from './reconciler.ts';
 
 // Keeps the fleet summary's aggregates (domain/fleet-summary.ts) in step with the machine records. An id is a
 // placement: a machine with the type and rack it is counted under (bring its entry there up to date), or was
@@ -20,6 +20,12 @@ function parsePlacement(id: string): Placement | string {
 
 const placementOf = (machine: Machine): Placement => ({ machineId: machine.id, machineType: machine.machineType, rack: machine.rack });
 
+/** What the summary keeps of a machine, but for the version stamp. */
+const entryOf = (machine: Machine): string => {
+  const { version: _version, ...entry } = summaryEntry(machine);
+  return JSON.stringify(entry);
+};
+
 /** Racks plus shards must fit one transaction (100 items): at most one rack and one shard per placement. */
 const BATCH_SIZE = 48;
 
@@ -28,9 +34,13 @@ export const fleetSummaryReconciler = defineReconciler({
   settlesOrFails: true,
   watches: {
     machine: {
+      // A change that leaves the machine's entry as it was but for its version (a cleanup's claim, a label) moves
+      // no counter: not a concern. The entry's version only orders the changes that do move one.
       concerns: (before, after, id) => {
         const placements = [after ?? before, before].filter((m): m is Machine => m !== null).map((m) => placementId(placementOf(m)));
-        return placements.length > 0 ? new Set(placements) : [id];
+        if (placements.length === 0) return [id];
+        if (before && after && !fellDue(before, after) && placements[0] === placements[1] && entryOf(before) === entryOf(after)) return [];
+        return new Set(placements);
       },
     },
   },
@@ -45,25 +55,35 @@ export const fleetSummaryReconciler = defineReconciler({
 
   load: (ctx: AppContext, id: string) => loadPlacements(ctx, [id]),
 
-  /** A lost race (another batch of the same shard) looks again at once: nothing else would bring these back. */
+  /**
+   * A lost race (another batch of the same shard) looks again at once: nothing else would bring these back. A
+   * commit leaves nothing more to do: a machine that changed since it was read is another stream record.
+   */
   decide(snapshot: SummarySnapshot) {
     const change = summaryChange(snapshot);
-    return change ? { change, requeueAt: new Date(0) } : {};
+    return change ? { change, retryIfLost: true } : {};
   },
 });
 
+/**
+ * The placements' machines, racks and shards. Placement ids name their type and rack, so all of it is one batch
+ * read; only bare machine ids (records without images) need their machines read first.
+ */
 async function loadPlacements(ctx: AppContext, ids: string[]): Promise<SummarySnapshot | null> {
   const parsed = ids.map(parsePlacement);
-  const machines = await ctx.store.getMachines([...new Set(parsed.map((p) => (typeof p === 'string' ? p : p.machineId)))]);
+  const bare = [...new Set(parsed.filter((p): p is string => typeof p === 'string'))];
+  const bareMachines = bare.length > 0 ? await ctx.store.getMachines(bare) : new Map<string, Machine>();
   const placements = parsed.flatMap((p) => {
     if (typeof p !== 'string') return [p];
-    const machine = machines.get(p);
+    const machine = bareMachines.get(p);
     return machine ? [placementOf(machine)] : [];
   });
   if (placements.length === 0) return null;
   const racks = new Map(placements.map((p) => [rackRef(p.machineType, p.rack), { machineType: p.machineType, rack: p.rack }]));
   const shards = new Map(placements.map((p) => [shardRef(p.machineType, shardOf(p.rack)), { machineType: p.machineType, shard: shardOf(p.rack) }]));
-  const stored = await ctx.store.getSummaryItems([...racks.values()], [...shards.values()]);
+  const placed = [...new Set(placements.map((p) => p.machineId))].filter((id) => !bareMachines.has(id));
+  const stored = await ctx.store.getSummaryItems([...racks.values()], [...shards.values()], placed);
+  const machines = new Map([...bareMachines, ...stored.machines]);
   const storedRacks = new Map(stored.racks.map((r) => [rackRef(r.machineType, r.rack), r]));
   const storedShards = new Map(stored.shards.map((s) => [shardRef(s.machineType, s.shard), s]));
   return {

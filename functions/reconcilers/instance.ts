@@ -2,7 +2,9 @@ import { claimCreate, claimCreateCheck, completeCreate, createLeaseMs, recordCre
 import type { Instance, Machine } from '#domain/model.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import type { AppContext, SiteAgent } from '#services/context.ts';
-import { defineReconciler } from './reconciler.ts';
+import type { RecordIds } from '#store/port.ts';
+import type { Change } from '#domain/change.ts';
+import { committedById, defineReconciler, fellDue } from './reconciler.ts';
 import { recordCreateOutcome } from '#services/create-metrics.ts';
 
 // A Provisioning instance gets the site agent's create: claimed under a lease (so a duplicated trigger never sends a
@@ -11,7 +13,7 @@ import { recordCreateOutcome } from '#services/create-metrics.ts';
 
 export interface InstanceSnapshot {
   instance: Instance;
-  /** Its machine, read only while a create is in flight: recording the outcome needs it. */
+  /** Its machine: recording a create's outcome needs it (read while a create is in flight, or read along). */
   machine: Machine | null;
   now: Date;
   createLeaseMs: number;
@@ -28,7 +30,14 @@ export const instanceReconciler = defineReconciler({
   kind: 'instance',
   watches: {
     instance: {
-      concerns: (_before, _after, id) => [id],
+      // Only a Provisioning instance has anything to do here: a create to claim (pending), or one whose claim lapsed
+      // (in-flight: only once it fell due). A record without images is looked at to find out.
+      concerns: (before, after, id) =>
+        after === null
+          ? [id]
+          : after.status === 'Provisioning' && (after.creation.phase === 'pending' || (after.creation.phase === 'in-flight' && fellDue(before, after)))
+            ? [{ id, related: { machines: [after.machineId] } }]
+            : [],
       dueAt(instance) {
         if (instance.status !== 'Provisioning') return undefined;
         const { creation } = instance;
@@ -40,14 +49,30 @@ export const instanceReconciler = defineReconciler({
     },
   },
 
-  async load(ctx: AppContext, id: string): Promise<InstanceSnapshot | null> {
-    const instance = await ctx.store.getInstance(id);
+  /** The instance, and its machine while a create is in flight: in one read when `related` names the machine. */
+  async load(ctx: AppContext, id: string, related?: RecordIds): Promise<InstanceSnapshot | null> {
+    const hinted = related?.machines?.length ? await ctx.store.getRecords({ instances: [id], machines: related.machines }) : null;
+    const instance = hinted ? (hinted.instances.get(id) ?? null) : await ctx.store.getInstance(id);
     if (!instance) return null;
-    const machine = instance.creation.phase === 'in-flight' ? await ctx.store.getMachine(instance.machineId) : null;
+    // Needed only while a create is in flight (to record its outcome); kept when read along anyway, so that the
+    // settle after a claim can start from this snapshot.
+    const readAlong = related?.machines?.includes(instance.machineId) ?? false;
+    const machine = readAlong ? (hinted!.machines.get(instance.machineId) ?? null) : instance.creation.phase === 'in-flight' ? await ctx.store.getMachine(instance.machineId) : null;
     const retry = ctx.config.instance_create_retry;
     const leaseMs = createLeaseMs({ maxAttempts: retry.max_attempts, baseDelayMs: retry.base_delay_ms, timeoutMs: retry.timeout_ms });
     return { instance, machine, now: ctx.clock.now(), createLeaseMs: leaseMs };
   },
+
+  relatedOf: ({ instance }: InstanceSnapshot) => ({ machines: [instance.machineId] }),
+
+  // Settling a create writes the instance (and the machine, for a failed create), each guarded by its version.
+  advance: (snapshot: InstanceSnapshot, change: Change, now: Date): InstanceSnapshot | null =>
+    snapshot.machine && {
+      ...snapshot,
+      instance: committedById(change.instances, snapshot.instance.id) ?? snapshot.instance,
+      machine: committedById(change.machines, snapshot.machine.id) ?? snapshot.machine,
+      now,
+    },
 
   decide({ instance, now, createLeaseMs: leaseMs }: InstanceSnapshot) {
     const check = claimCreateCheck(instance, now);

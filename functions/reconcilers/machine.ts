@@ -9,7 +9,9 @@ import {
 import type { Instance, Machine } from '#domain/model.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import { siteCleanupTimings, type AppContext } from '#services/context.ts';
-import { defineReconciler } from './reconciler.ts';
+import type { RecordIds } from '#store/port.ts';
+import type { Change } from '#domain/change.ts';
+import { committedById, defineReconciler, fellDue } from './reconciler.ts';
 
 // A machine in Cleanup gets the site agent's DELETE for its last instance: claimed under a lease, sent, and its
 // answer recorded; the agent's cleanup report (an API call) then returns the machine to the pool. A report that is
@@ -36,26 +38,53 @@ export const machineReconciler = defineReconciler({
   kind: 'machine',
   watches: {
     machine: {
-      // Only a machine in cleanup has anything to do here (a record without images is looked at to find out).
-      concerns: (_before, after, id) => (after === null || after.cleanup ? [id] : []),
+      // Only a machine in cleanup has anything to do here, and only once its DELETE is to be claimed (pending):
+      // a claim or an accepted DELETE waits for its lease, so such a record counts only once it fell due. A record
+      // without images is looked at to find out. The instance in cleanup is read in the same request.
+      concerns: (before, after, id) => {
+        if (after === null) return [id];
+        const cleanup = after.cleanup;
+        if (!cleanup || (cleanup.phase !== 'pending' && !fellDue(before, after))) return [];
+        return [{ id, related: { instances: [cleanup.instanceId] } }];
+      },
       dueAt(machine) {
         const cleanup = machine.cleanup;
         if (machine.state !== 'Cleanup' || !cleanup || cleanup.phase === 'failed') return undefined;
         return cleanup.phase === 'pending' ? machine.updatedAt : cleanup.leaseUntil;
       },
     },
-    // A release that waited for the instance's create call can go ahead once that call is over.
+    // A release that waited for the instance's create call can go ahead once that call is over. A create that
+    // ended Ready was not released meanwhile (a release makes the instance Terminating, and the outcome keeps that).
     instance: {
-      concerns: (before, after) => (before?.creation.phase === 'in-flight' && after && after.creation.phase !== 'in-flight' ? [after.machineId] : []),
+      concerns: (before, after) =>
+        before?.creation.phase === 'in-flight' && after && after.creation.phase !== 'in-flight' && after.status !== 'Ready'
+          ? [{ id: after.machineId, related: { instances: [after.id] } }]
+          : [],
     },
   },
 
-  async load(ctx: AppContext, id: string): Promise<MachineSnapshot | null> {
-    const machine = await ctx.store.getMachine(id);
+  /** The machine and the instance in cleanup: one read when `related` names that instance (the stream image does). */
+  async load(ctx: AppContext, id: string, related?: RecordIds): Promise<MachineSnapshot | null> {
+    const hinted = related?.instances?.length ? await ctx.store.getRecords({ machines: [id], instances: related.instances }) : null;
+    const machine = hinted ? (hinted.machines.get(id) ?? null) : await ctx.store.getMachine(id);
     if (!machine) return null;
-    const instance = machine.cleanup ? await ctx.store.getInstance(machine.cleanup.instanceId) : null;
+    const cleanup = machine.cleanup;
+    const instance = !cleanup
+      ? null
+      : hinted?.instances.get(cleanup.instanceId) ?? (related?.instances?.includes(cleanup.instanceId) ? null : await ctx.store.getInstance(cleanup.instanceId));
     return { machine, instance, now: ctx.clock.now(), timings: siteCleanupTimings(ctx.config) };
   },
+
+  relatedOf: ({ machine }: MachineSnapshot) => (machine.cleanup ? { instances: [machine.cleanup.instanceId] } : {}),
+
+  // Settling a DELETE or a status check writes the machine (and the instance, when it finishes the cleanup), each
+  // guarded by its version.
+  advance: (snapshot: MachineSnapshot, change: Change, now: Date): MachineSnapshot => ({
+    ...snapshot,
+    machine: committedById(change.machines, snapshot.machine.id) ?? snapshot.machine,
+    instance: snapshot.instance && (committedById(change.instances, snapshot.instance.id) ?? snapshot.instance),
+    now,
+  }),
 
   decide({ machine, instance, now, timings }: MachineSnapshot) {
     if (!machine.cleanup) return {};

@@ -1,22 +1,34 @@
 import { preventingSources } from '#domain/health.ts';
 import { homeRack, reconcileMetaInstance, wantsMoreCandidates, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
-import type { Machine, MetaInstance } from '#domain/model.ts';
+import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
+import type { HeartbeatView } from '#domain/health.ts';
 import type { AppContext } from '#services/context.ts';
 import type { Page } from '#store/paging.ts';
 import type { PageRequest } from '#store/port.ts';
-import { loadHeartbeatView } from '#services/heartbeat-view.ts';
-import { defineReconciler } from './reconciler.ts';
+import { heartbeatViewOf, loadHeartbeatView } from '#services/heartbeat-view.ts';
+import { defineReconciler, fellDue } from './reconciler.ts';
 
 // A meta-instance is kept in line with its spec: failed members out and counted, replacements placed, a deleted one
 // emptied. Each pass commits one decision; the next pass decides on the state that decision left.
 
-export async function loadMembers(ctx: AppContext, metaInstanceId: string): Promise<Member[]> {
+/**
+ * The meta-instance's members (the members index: every one not Terminated) with their machines, read in one
+ * batch, and the pinned machines `pinnedIds` in the same batch.
+ */
+export async function loadMembers(ctx: AppContext, metaInstanceId: string, pinnedIds: readonly string[] = []): Promise<{ members: Member[]; pinned: Map<string, Machine | null> }> {
   const instances = await ctx.store.membersOf(metaInstanceId);
-  return Promise.all(instances.map(async (instance) => ({ instance, machine: await ctx.store.getMachine(instance.machineId) })));
+  const ids = [...new Set([...instances.map((i) => i.machineId), ...pinnedIds])];
+  const machines = ids.length > 0 ? await ctx.store.getMachines(ids) : new Map<string, Machine>();
+  return {
+    members: instances.map((instance) => ({ instance, machine: machines.get(instance.machineId) ?? null })),
+    pinned: new Map(pinnedIds.map((id) => [id, machines.get(id) ?? null])),
+  };
 }
 
 export async function loadPinned(ctx: AppContext, ids: string[] = []): Promise<Map<string, Machine | null>> {
-  return new Map(await Promise.all(ids.map(async (id) => [id, await ctx.store.getMachine(id)] as const)));
+  if (ids.length === 0) return new Map();
+  const machines = await ctx.store.getMachines(ids);
+  return new Map(ids.map((id) => [id, machines.get(id) ?? null]));
 }
 
 /** Free machines per read of the allocatable index. */
@@ -59,16 +71,21 @@ export async function loadCandidates(snapshot: MetaSnapshot, read: CandidateRead
   return s.candidates;
 }
 
-/** Everything one decision about the meta-instance reads; `members` is given for a meta-instance not stored yet. */
-export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, members?: Member[]): Promise<MetaSnapshot> {
+/**
+ * Everything one decision about the meta-instance reads; `members` is given for a meta-instance not stored yet,
+ * `heartbeat` when the caller read it already (with the meta-instance, in one request).
+ */
+export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, members?: Member[], heartbeat?: HeartbeatView): Promise<MetaSnapshot> {
   const rules = ctx.config.meta_instance;
   const live = meta.status !== 'Deleting' && meta.status !== 'Deleted';
+  const pinnedIds = live ? (meta.machineIds ?? []) : [];
+  const loaded = members ? { members, pinned: await loadPinned(ctx, pinnedIds) } : await loadMembers(ctx, meta.id, pinnedIds);
   const snapshot: MetaSnapshot = {
     meta,
-    members: members ?? (await loadMembers(ctx, meta.id)),
+    members: loaded.members,
     candidates: [],
-    pinned: await loadPinned(ctx, live ? meta.machineIds : []),
-    heartbeat: await loadHeartbeatView(ctx),
+    pinned: loaded.pinned,
+    heartbeat: heartbeat ?? (await loadHeartbeatView(ctx)),
     now: ctx.clock.now(),
     rules: {
       maxConsecutiveFailures: rules.max_consecutive_failures,
@@ -86,6 +103,13 @@ export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, memb
   return snapshot;
 }
 
+/** Instance statuses a meta-instance decision reads a member in: live ones, and Failed (counted once). */
+const COUNTED: ReadonlySet<Instance['status']> = new Set(['Provisioning', 'Ready', 'Repairing', 'Failed']);
+
+/** What of a bound machine a member's health and placement depend on (memberFailure, homeRack). */
+const memberHealthOf = (machine: Machine): string =>
+  JSON.stringify([preventingSources(machine.healthOverrides), machine.heartbeatLive, machine.lastHeartbeatAt ?? null, machine.heartbeatStaleAt ?? null, machine.rack]);
+
 export const metaInstanceReconciler = defineReconciler({
   kind: 'meta-instance',
   watches: {
@@ -97,13 +121,21 @@ export const metaInstanceReconciler = defineReconciler({
         return undefined;
       },
     },
-    // A member that appears, goes or changes status may fail the meta-instance or free a place in it.
+    // A member that appears, goes or changes status may fail the meta-instance or free a place in it; a member
+    // that was not live and is not live now (Terminating to Terminated) changes nothing a decision reads.
     instance: {
-      concerns: (before, after) => (!before || !after || before.status !== after.status ? [before?.metaInstanceId, after?.metaInstanceId] : []),
+      concerns: (before, after) =>
+        !before || !after || (before.status !== after.status && (COUNTED.has(before.status) || COUNTED.has(after.status))) ? [before?.metaInstanceId, after?.metaInstanceId] : [],
     },
-    // What happens to a member's machine may fail the member.
+    // What happens to a member's machine may fail the member: its health overrides, its heartbeat, its rack, its
+    // binding. Its cleanup's progress does not, nor its unbinding once clean (finishCleanup terminates the member in
+    // the same change, and a Terminated member is no longer read).
     machine: {
-      concerns: (before, after) => [before?.boundMetaInstanceId, after?.boundMetaInstanceId],
+      concerns: (before, after) => {
+        if (!before || !after || fellDue(before, after)) return [before?.boundMetaInstanceId, after?.boundMetaInstanceId];
+        if (!after.boundMetaInstanceId) return [];
+        return before.boundMetaInstanceId !== after.boundMetaInstanceId || memberHealthOf(before) !== memberHealthOf(after) ? [after.boundMetaInstanceId] : [];
+      },
       // The sweep must find a failed member's machine too, not only the stream: at once for a health override, and
       // once the heartbeat counts as stale for a stopped one (which no write announces).
       dueAt(machine) {
@@ -115,9 +147,11 @@ export const metaInstanceReconciler = defineReconciler({
     },
   },
 
+  /** The meta-instance and the site heartbeat in one read, then its members and their machines (loadMetaSnapshot). */
   async load(ctx: AppContext, id: string): Promise<MetaSnapshot | null> {
-    const meta = await ctx.store.getMetaInstance(id);
-    return meta && loadMetaSnapshot(ctx, meta);
+    const read = await ctx.store.getRecords({ metaInstances: [id], siteHeartbeat: true });
+    const meta = read.metaInstances.get(id);
+    return meta ? loadMetaSnapshot(ctx, meta, undefined, heartbeatViewOf(ctx, read.siteHeartbeat ?? null)) : null;
   },
 
   decide(snapshot: MetaSnapshot) {

@@ -2,6 +2,7 @@ import type { Change, Versioned } from '#domain/change.ts';
 import type { RosterBucket, StaleCheck } from '#domain/heartbeat.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import type { AppContext } from '#services/context.ts';
+import type { RecordIds } from '#store/port.ts';
 
 // The shape of a reconciler (Kubernetes controller style): it watches records, which map a change to the entities
 // that must look again; it loads what its decision needs, decides purely, and names what must look again next
@@ -22,16 +23,33 @@ export type RecordKind = keyof RecordTypes;
 export interface Ref {
   entity: string;
   id: string;
+  /** Records its load will probably need besides its own, named by the change that concerned it (see `Concern`). */
+  related?: RecordIds;
 }
+
+/**
+ * An id that must look again, optionally with the ids of records its load will probably read along with it, as
+ * the changed record's image names them (a machine's instance in cleanup): the load can then read them all in one
+ * request instead of one after the other. A hint only: the load checks it against what it read, and reads what the
+ * hint got wrong.
+ */
+export type Concern = string | { id: string; related?: RecordIds } | null | undefined;
+
+/**
+ * Whether a record is delivered because it fell due (the sweep delivers the same image on both sides, the same
+ * object) rather than because it changed. A watch that narrows what it is concerned by keeps these.
+ */
+export const fellDue = <R>(before: R | null, after: R | null): boolean => before !== null && before === after;
 
 /** How a reconciler follows the records of one kind. */
 export interface Watch<R> {
   /**
    * The ids (of the watching reconciler's kind) that must look again after a record of this kind changed, from its
    * images before and after. Either image may be missing (a new record; a stream record carrying keys only); `id` is
-   * the record's own id. A record that fell due is delivered again with the same image on both sides.
+   * the record's own id. A record that fell due is delivered again with the same image on both sides (`fellDue`).
+   * A watch names only the changes its reconciler can act on: every id it names costs that reconciler a load.
    */
-  concerns(before: R | null, after: R | null, id: string): Iterable<string | null | undefined>;
+  concerns(before: R | null, after: R | null, id: string): Iterable<Concern>;
   /**
    * When such a record must be looked at again although nothing writes it (a lease lapses, a heartbeat goes stale),
    * as an ISO time. The store writes the earliest of all watchers' times into the sparse `due` index.
@@ -44,6 +62,11 @@ export type Watches = { [K in RecordKind]?: Watch<RecordTypes[K]> };
 interface Outcome {
   /** Look at this entity again at this time; when it has come, the runner does so at once (another pass). */
   requeueAt?: Date;
+  /**
+   * Look again at once only if the change lost its race (another pass on fresh state): for a change whose
+   * success leaves nothing more to do, and whose loss no other trigger would bring back (a shared aggregate).
+   */
+  retryIfLost?: boolean;
   /** Other entities that must look again, served in this order, each at most once per run. */
   enqueue?: Ref[];
   /** What the change does, for the log. */
@@ -67,8 +90,21 @@ export interface Effects<S, E, R> {
 export interface Reconciler<K extends string = string, S = any, E = any, R = any> {
   kind: K;
   watches: Watches;
-  /** Reads what the decision needs through `ctx.store`; null when the entity is gone. */
-  load(ctx: AppContext, id: string): Promise<S | null>;
+  /**
+   * Reads what the decision needs through `ctx.store`; null when the entity is gone. `related`: ids of records it
+   * will probably need besides the entity's own (a hint from the change that concerned it, or `relatedOf` the
+   * snapshot before), to read in the same request; the load must not trust them beyond that.
+   */
+  load(ctx: AppContext, id: string, related?: RecordIds): Promise<S | null>;
+  /** The related records of a snapshot: what loading the same entity afresh (after an effect, another pass) reads along. */
+  relatedOf?(snapshot: S): RecordIds;
+  /**
+   * Pure: the snapshot as its committed `change` left it (the records it wrote as now stored, `now` the time given),
+   * on which the runner settles an effect first instead of loading afresh. Only for a reconciler whose settle
+   * commits guard every record they decide on: what others wrote meanwhile fails that commit, and the runner then
+   * settles on a fresh load, as it does when this snapshot leads to no change or `advance` gives null.
+   */
+  advance?(snapshot: S, change: Change, now: Date): S | null;
   /** Pure: no I/O, no clock (the snapshot carries `now`). */
   decide(snapshot: S): Decision<E>;
   effects?: Effects<S, E, R>;
@@ -88,6 +124,15 @@ export interface Reconciler<K extends string = string, S = any, E = any, R = any
     groupOf(id: string): string;
     load(ctx: AppContext, ids: string[]): Promise<S | null>;
   };
+}
+
+/** A record as the store holds it once its change committed: the `after` image, one version on. */
+export const committedRecord = <T extends { version: number }>(pair: Versioned<T>): T => ({ ...pair.after, version: (pair.before?.version ?? -1) + 1 });
+
+/** The record of this id a change wrote, as now stored; undefined when the change did not write it. */
+export function committedById<T extends { id: string; version: number }>(pairs: Versioned<T>[] | undefined, id: string): T | undefined {
+  const pair = pairs?.find((p) => p.after.id === id);
+  return pair && committedRecord(pair);
 }
 
 /** Declares a reconciler with its types checked together (its snapshot, effect and effect result). */
@@ -117,7 +162,10 @@ export function createRegistry(reconcilers: readonly Reconciler[]) {
     for (const reconciler of reconcilers) {
       const watch = reconciler.watches[kind] as Watch<RecordTypes[K]> | undefined;
       for (const concerned of watch?.concerns(before, after, id) ?? []) {
-        if (concerned) refs.set(`${reconciler.kind}#${concerned}`, { entity: reconciler.kind, id: concerned });
+        if (!concerned) continue;
+        const ref: Ref = typeof concerned === 'string' ? { entity: reconciler.kind, id: concerned } : { entity: reconciler.kind, ...concerned };
+        const key = `${reconciler.kind}#${ref.id}`;
+        if (!refs.has(key) || ref.related) refs.set(key, ref);
       }
     }
     return refs;

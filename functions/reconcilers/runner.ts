@@ -1,5 +1,6 @@
 import type { Change } from '#domain/change.ts';
 import type { AppContext } from '#services/context.ts';
+import type { RecordIds } from '#store/port.ts';
 import { recordReadyInstances } from '#services/create-metrics.ts';
 import { forRequest } from '#services/request-scope.ts';
 import { committedOnce, retryOnStale } from '#services/retry-on-stale.ts';
@@ -65,13 +66,27 @@ function limiter(max: number) {
   };
 }
 
-/** Perform an effect whose claim committed, then commit what its result changes, decided on fresh state. */
-async function performEffect(ctx: AppContext, reconciler: Reconciler, id: string, effect: unknown): Promise<Change | null> {
+/**
+ * Perform an effect whose claim committed, then commit what its result changes: decided first on the snapshot as
+ * the claim left it (when the reconciler can `advance` it; the settle's version guards catch whatever others wrote
+ * since), else and after a lost race on state loaded afresh.
+ */
+async function performEffect(ctx: AppContext, reconciler: Reconciler, id: string, effect: unknown, related: RecordIds | undefined, claimed: { snapshot: unknown; change: Change }): Promise<Change | null> {
   const effects = reconciler.effects;
   if (!effects) throw new Error(`reconciler ${reconciler.kind} decided an effect it cannot perform`);
   const result = await effects.perform(ctx, effect);
+  let advanced = reconciler.advance?.(claimed.snapshot, claimed.change, ctx.clock.now()) ?? null;
   return retryOnStale(async () => {
-    const fresh = await reconciler.load(ctx, id);
+    if (advanced !== null) {
+      // Only a change is taken from it: its commit is what checks the claim's state still holds.
+      const change = effects.settle(advanced, effect, result);
+      advanced = null;
+      if (change) {
+        await ctx.store.commit(change);
+        return change;
+      }
+    }
+    const fresh = await reconciler.load(ctx, id, related);
     const change = fresh === null ? null : effects.settle(fresh, effect, result);
     if (change) await ctx.store.commit(change);
     return change;
@@ -82,25 +97,35 @@ async function performEffect(ctx: AppContext, reconciler: Reconciler, id: string
  * Load, decide, commit; perform a claimed effect and record its result; again at once while the decision asks to.
  * A lost race ends the pass: the rival's write is another trigger, or the decision asked to look again anyway.
  */
-async function reconcileEntity(ctx: AppContext, registry: Registry, reconciler: Reconciler, id: string, load = () => reconciler.load(ctx, id)): Promise<Followers> {
+async function reconcileEntity(
+  ctx: AppContext,
+  registry: Registry,
+  reconciler: Reconciler,
+  id: string,
+  related?: RecordIds,
+  load = (hint: RecordIds | undefined) => reconciler.load(ctx, id, hint),
+): Promise<Followers> {
   const followers: Followers = { concerned: [], enqueued: [] };
   const committed = (change: Change) => {
     recordReadyInstances(ctx.metrics, change);
     followers.concerned.push(...registry.concernedByChange(change));
   };
   for (let pass = 1; pass <= MAX_PASSES; pass++) {
-    const snapshot = await load();
+    const snapshot = await load(related);
     if (snapshot === null) break;
+    // What this snapshot names is what a fresh load of the same entity (after the effect, next pass) reads along.
+    related = reconciler.relatedOf?.(snapshot) ?? related;
     const decision = reconciler.decide(snapshot);
     followers.enqueued.push(...(decision.enqueue ?? []));
     const lostRace = decision.change !== undefined && !(await committedOnce(() => ctx.store.commit(decision.change!)));
     if (decision.change && !lostRace) {
       committed(decision.change);
       if (decision.summary) ctx.log.info('reconciled', { entity: reconciler.kind, id, outcome: decision.summary });
-      const settled = decision.effect === undefined ? null : await performEffect(ctx, reconciler, id, decision.effect);
+      const settled = decision.effect === undefined ? null : await performEffect(ctx, reconciler, id, decision.effect, related, { snapshot, change: decision.change });
       if (settled) committed(settled);
     }
-    if (!decision.requeueAt || decision.requeueAt.getTime() > ctx.clock.now().getTime()) break;
+    const again = (lostRace && decision.retryIfLost) || (decision.requeueAt !== undefined && decision.requeueAt.getTime() <= ctx.clock.now().getTime());
+    if (!again) break;
     if (lostRace && reconciler.settlesOrFails && pass === MAX_PASSES) throw new Error(`${reconciler.kind} ${id} kept losing races: delivery to be retried`);
     // Rivals on a shared record (an aggregate) would meet again at once: spread the next attempts out.
     if (lostRace) await new Promise((resolve) => setTimeout(resolve, Math.random() * 25 * pass));
@@ -136,7 +161,7 @@ export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, r
     const reconciler = registry.has(ref.entity) ? registry.reconcilerOf(ref.entity) : undefined;
     const entry = reconciler?.batch
       ? join(reconciler, ref.id, scoped)
-      : track(slot(() => reconcileEntity(scoped, registry, reconciler ?? registry.reconcilerOf(ref.entity), ref.id)), scoped, { entity: ref.entity, id: ref.id });
+      : track(slot(() => reconcileEntity(scoped, registry, reconciler ?? registry.reconcilerOf(ref.entity), ref.id, ref.related)), scoped, { entity: ref.entity, id: ref.id });
     entries.set(keyOf(ref), entry);
     return entry;
   };
@@ -152,7 +177,7 @@ export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, r
       const run = turn.then(() =>
         slot(() => {
           if (gathering.get(group)?.ids === ids) gathering.delete(group);
-          return reconcileEntity(scoped, registry, reconciler, `${group} (${ids.length})`, () => batching.load(scoped, ids));
+          return reconcileEntity(scoped, registry, reconciler, `${group} (${ids.length})`, undefined, () => batching.load(scoped, ids));
         }),
       );
       batch = { ids, entry: track(run, scoped, { entity: reconciler.kind, ids }) };

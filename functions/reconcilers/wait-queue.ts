@@ -1,5 +1,5 @@
 import { inAllocatableIndex } from '#domain/health.ts';
-import type { MetaInstance } from '#domain/model.ts';
+import type { Machine, MetaInstance } from '#domain/model.ts';
 import type { AppContext } from '#services/context.ts';
 import { defineReconciler } from './reconciler.ts';
 
@@ -13,11 +13,21 @@ export interface WaitQueueSnapshot {
   waiting: MetaInstance[];
 }
 
+const freedByHeartbeat = (before: Machine, after: Machine): boolean =>
+  before.machineType !== after.machineType ||
+  before.heartbeatLive !== after.heartbeatLive ||
+  before.lastHeartbeatAt !== after.lastHeartbeatAt ||
+  before.heartbeatStaleAt !== after.heartbeatStaleAt ||
+  before === after;
+
 export const waitQueueReconciler = defineReconciler({
   kind: 'wait-queue',
   watches: {
+    // A machine that became free for placement: it entered the allocatable index, or, in it, its heartbeat came
+    // back. A change to a machine that was free before and is still (labels, a cleared override of no effect) frees
+    // nothing.
     machine: {
-      concerns: (_before, after) => (after && inAllocatableIndex(after) ? [after.machineType] : []),
+      concerns: (before, after) => (after && inAllocatableIndex(after) && (!before || !inAllocatableIndex(before) || freedByHeartbeat(before, after)) ? [after.machineType] : []),
     },
     // A replacement that finished provisioning frees a slot under the site's replacement cap.
     instance: {

@@ -1,7 +1,12 @@
 import type { HeartbeatView } from '#domain/health.ts';
+import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { heartbeatTimeoutMs, type AppContext } from './context.ts';
 
 export async function loadHeartbeatView(ctx: AppContext): Promise<HeartbeatView> {
-  const stored = await ctx.store.getSiteHeartbeat();
+  return heartbeatViewOf(ctx, await ctx.store.getSiteHeartbeat());
+}
+
+/** The view of a site heartbeat already read (with other records, through `getRecords`). */
+export function heartbeatViewOf(ctx: AppContext, stored: SiteHeartbeat | null): HeartbeatView {
   return { ...(stored ? { rosterSeenAt: stored.rosterSeenAt } : {}), timeoutMs: heartbeatTimeoutMs(ctx.config) };
 }

@@ -37,23 +37,23 @@ async function loadOwn(ctx: AppContext, principal: Principal, id: string): Promi
 
 export async function showMetaInstance(ctx: AppContext, principal: Principal, id: string) {
   const meta = await loadOwn(ctx, principal, id);
-  return metaInstanceView(meta, await loadMembers(ctx, id));
+  return metaInstanceView(meta, (await loadMembers(ctx, id)).members);
 }
 
 export async function deleteMetaInstance(ctx: AppContext, principal: Principal, id: string) {
   await retryOnStale(async () => {
     const meta = await loadOwn(ctx, principal, id);
-    const decision = decideDelete(meta, await loadMembers(ctx, id), ctx.clock.now());
+    const decision = decideDelete(meta, (await loadMembers(ctx, id)).members, ctx.clock.now());
     if (decision.kind === 'commit') await ctx.store.commit(decision.change);
   });
   ctx.log.info('meta-instance delete requested', { metaInstanceId: id });
   const meta = await ctx.store.getMetaInstance(id);
-  return metaInstanceView(meta!, await loadMembers(ctx, id));
+  return metaInstanceView(meta!, (await loadMembers(ctx, id)).members);
 }
 
 /** A tenant's meta-instances, or (org null) every one on the site for providers. */
 export async function listMetaInstances(ctx: AppContext, org: string | null, page: { limit: number; nextToken?: string | undefined }): Promise<Page<ReturnType<typeof metaInstanceView>>> {
   const result = await ctx.store.listMetaInstances(org, page);
-  const items = await Promise.all(result.items.map(async (meta) => metaInstanceView(meta, await loadMembers(ctx, meta.id))));
+  const items = await Promise.all(result.items.map(async (meta) => metaInstanceView(meta, (await loadMembers(ctx, meta.id)).members)));
   return { items, nextToken: result.nextToken };
 }

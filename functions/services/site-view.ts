@@ -1,7 +1,7 @@
 import type { Catalog } from '#domain/catalog.ts';
 import type { HeartbeatView } from '#domain/health.ts';
 import type { AppContext } from './context.ts';
-import { loadHeartbeatView } from './heartbeat-view.ts';
+import { heartbeatViewOf } from './heartbeat-view.ts';
 
 /** What a create needs of the site besides its machines: which types exist, and when the agent's roster was seen. */
 export interface SiteView {
@@ -25,7 +25,8 @@ export async function siteView(ctx: AppContext, { fresh = false } = {}): Promise
   const now = ctx.clock.now().getTime();
   const kept = views.get(ctx.config);
   if (!fresh && kept && now - kept.readAt < SITE_VIEW_TTL_MS) return { ...(await kept.view), cached: true };
-  const view = Promise.all([ctx.store.getCatalog(), loadHeartbeatView(ctx)]).then(([catalog, heartbeat]) => ({ catalog, heartbeat }));
+  // The catalog and the roster time in one read.
+  const view = ctx.store.getRecords({ catalog: true, siteHeartbeat: true }).then((read) => ({ catalog: read.catalog!, heartbeat: heartbeatViewOf(ctx, read.siteHeartbeat ?? null) }));
   views.set(ctx.config, { readAt: now, view });
   view.catch(() => views.get(ctx.config)?.view === view && views.delete(ctx.config));
   return { ...(await view), cached: false };

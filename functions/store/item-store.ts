@@ -43,7 +43,7 @@ import {
   type EntityRef,
 } from './items.ts';
 import type { Listing, Page } from './paging.ts';
-import { StaleWriteError, type AuditFilter, type FleetStore, type PageRequest } from './port.ts';
+import { StaleWriteError, type AuditFilter, type FleetStore, type PageRequest, type RecordIds, type Records } from './port.ts';
 import { indexes } from './table.ts';
 
 // What both implementations share: which item each record becomes, which index each listing reads and how, and
@@ -120,6 +120,11 @@ export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[
   if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
   return writes;
 }
+
+const catalogOf = (item: Item | undefined): Catalog => (item ? { types: item.types as Catalog['types'], version: item.version as number } : emptyCatalog());
+
+const siteHeartbeatOf = (item: Item | undefined): SiteHeartbeat | null =>
+  item ? { rosterSeenAt: String(item.rosterSeenAt), machineCount: Number(item.machineCount), version: Number(item.version) } : null;
 
 /** The table primitives an implementation provides; everything else is shared. */
 export abstract class ItemStore implements FleetStore {
@@ -205,8 +210,34 @@ export abstract class ItemStore implements FleetStore {
   }
 
   async getCatalog(): Promise<Catalog> {
-    const item = await this.getItem(keys.siteCatalog);
-    return item ? { types: item.types as Catalog['types'], version: item.version as number } : emptyCatalog();
+    return catalogOf(await this.getItem(keys.siteCatalog));
+  }
+
+  async getRecords(ids: RecordIds): Promise<Records> {
+    const keyOf = (key: TableKey) => `${key.pk}|${key.sk}`;
+    const wanted = new Map<string, TableKey>();
+    const want = (key: TableKey) => wanted.set(keyOf(key), key);
+    for (const id of ids.machines ?? []) want(keys.machine(id));
+    for (const id of ids.instances ?? []) want(keys.instance(id));
+    for (const id of ids.metaInstances ?? []) want(keys.metaInstance(id));
+    if (ids.catalog) want(keys.siteCatalog);
+    if (ids.siteHeartbeat) want(keys.siteHeartbeat);
+    const found = new Map((await this.getItems([...wanted.values()])).map((item) => [keyOf({ pk: String(item.pk), sk: String(item.sk) }), item]));
+    const decode = <T>(list: readonly string[] | undefined, key: (id: string) => TableKey, from: (item: Item) => T): Map<string, T> => {
+      const out = new Map<string, T>();
+      for (const id of list ?? []) {
+        const item = found.get(keyOf(key(id)));
+        if (item) out.set(id, from(item));
+      }
+      return out;
+    };
+    return {
+      machines: decode(ids.machines, keys.machine, fromMachineItem),
+      instances: decode(ids.instances, keys.instance, fromInstanceItem),
+      metaInstances: decode(ids.metaInstances, keys.metaInstance, fromMetaInstanceItem),
+      ...(ids.catalog ? { catalog: catalogOf(found.get(keyOf(keys.siteCatalog))) } : {}),
+      ...(ids.siteHeartbeat ? { siteHeartbeat: siteHeartbeatOf(found.get(keyOf(keys.siteHeartbeat))) } : {}),
+    };
   }
 
   async getSafety(): Promise<SafetyState | null> {
@@ -215,9 +246,7 @@ export abstract class ItemStore implements FleetStore {
   }
 
   async getSiteHeartbeat(): Promise<SiteHeartbeat | null> {
-    const item = await this.getItem(keys.siteHeartbeat);
-    if (!item) return null;
-    return { rosterSeenAt: String(item.rosterSeenAt), machineCount: Number(item.machineCount), version: Number(item.version) };
+    return siteHeartbeatOf(await this.getItem(keys.siteHeartbeat));
   }
 
   async membersOf(metaInstanceId: string): Promise<Instance[]> {
@@ -345,11 +374,16 @@ export abstract class ItemStore implements FleetStore {
     return item ? fromSummaryShardItem(item) : null;
   }
 
-  async getSummaryItems(racks: Array<{ machineType: string; rack: string }>, shards: Array<{ machineType: string; shard: number }>) {
-    const items = await this.getItems([...racks.map((r) => keys.summaryRack(r.machineType, r.rack)), ...shards.map((s) => keys.summaryShard(s.machineType, s.shard))]);
+  async getSummaryItems(racks: Array<{ machineType: string; rack: string }>, shards: Array<{ machineType: string; shard: number }>, machineIds: readonly string[] = []) {
+    const items = await this.getItems([
+      ...racks.map((r) => keys.summaryRack(r.machineType, r.rack)),
+      ...shards.map((s) => keys.summaryShard(s.machineType, s.shard)),
+      ...[...new Set(machineIds)].map(keys.machine),
+    ]);
     return {
       racks: items.filter((item) => item.entity === 'summary-rack').map(fromRackAggregateItem),
-      shards: items.filter((item) => item.entity !== 'summary-rack').map(fromSummaryShardItem),
+      shards: items.filter((item) => item.pk === SUMMARY_PARTITION).map(fromSummaryShardItem),
+      machines: new Map(items.filter((item) => item.entity === 'machine').map((item) => [String(item.id), fromMachineItem(item)])),
     };
   }
 

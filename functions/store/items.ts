@@ -85,7 +85,9 @@ export function instanceItem(instance: Instance): Item {
     orgPk: `ORG#${instance.org}#INSTANCE`,
     orgSk: `${instance.createdAt}#${instance.id}`,
     ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
-    ...(instance.metaInstanceId ? { memberOf: `META#${instance.metaInstanceId}`, memberSk: instance.id } : {}),
+    // The members index holds a meta-instance's members until they are Terminated: a finished member is never
+    // looked at again, and the meta-instance reconciler reads this index on every pass.
+    ...(instance.metaInstanceId && instance.status !== 'Terminated' ? { memberOf: `META#${instance.metaInstanceId}`, memberSk: instance.id } : {}),
     ...(instance.replacement && instance.status === 'Provisioning' ? { replacingPk: 'REPLACING', replacingSk: `${instance.createdAt}#${instance.id}` } : {}),
     ...instance,
   };

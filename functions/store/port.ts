@@ -18,6 +18,24 @@ export interface PageRequest {
   nextToken?: string | undefined;
 }
 
+/** What `getRecords` reads: ids by kind, and the site's catalog or heartbeat when asked for. */
+export interface RecordIds {
+  machines?: readonly string[] | undefined;
+  instances?: readonly string[] | undefined;
+  metaInstances?: readonly string[] | undefined;
+  catalog?: boolean | undefined;
+  siteHeartbeat?: boolean | undefined;
+}
+
+/** What `getRecords` found, by id; `catalog` and `siteHeartbeat` are present only when asked for. */
+export interface Records {
+  machines: Map<string, Machine>;
+  instances: Map<string, Instance>;
+  metaInstances: Map<string, MetaInstance>;
+  catalog?: Catalog;
+  siteHeartbeat?: SiteHeartbeat | null;
+}
+
 /** Which audit entries to list; each given filter narrows the listing. `since` is an ISO time (UTC, with ms). */
 export interface AuditFilter {
   actor?: string | undefined;
@@ -34,6 +52,12 @@ export interface FleetStore {
   /** Many machines at once (BatchGetItem): those found, by id. */
   getMachines(ids: string[]): Promise<Map<string, Machine>>;
   getInstance(id: string): Promise<Instance | null>;
+  /**
+   * Records of several kinds at once, in ONE strongly consistent read (BatchGetItem; more than 100 keys take one
+   * per 100): for a load that knows the ids of everything it needs up front. Those not found are left out of the
+   * maps; the catalog (empty when none is stored) and the site heartbeat (null when none) only when asked for.
+   */
+  getRecords(ids: RecordIds): Promise<Records>;
   getMetaInstance(id: string): Promise<MetaInstance | null>;
   getTenant(org: string): Promise<Tenant | null>;
   getCatalog(): Promise<Catalog>;
@@ -44,7 +68,7 @@ export interface FleetStore {
   getRosterDigests(): Promise<RosterDigests | null>;
   getStaleCheck(id: string): Promise<StaleCheck | null>;
 
-  /** Instances bound to a meta-instance (all of them; the binding is the instance's own field). */
+  /** Instances bound to a meta-instance, Terminated ones left out (the members index holds only the others). */
   membersOf(metaInstanceId: string): Promise<Instance[]>;
   /** Newest first; one org's, or the whole site's when `org` is null. */
   listMetaInstances(org: string | null, page: PageRequest): Promise<Page<MetaInstance>>;
@@ -74,8 +98,15 @@ export interface FleetStore {
   listAudit(filter: AuditFilter, page: PageRequest): Promise<Page<AuditEntry>>;
   /** The fleet summary's aggregates (domain/fleet-summary.ts), kept by the stream. */
   getSummaryShard(machineType: string, shard: number): Promise<SummaryShard | null>;
-  /** Several racks and shards in one batch read; those not stored yet are left out. */
-  getSummaryItems(racks: Array<{ machineType: string; rack: string }>, shards: Array<{ machineType: string; shard: number }>): Promise<{ racks: RackAggregate[]; shards: SummaryShard[] }>;
+  /**
+   * Several racks and shards in one batch read, and the machines named by `machineIds` in the same read (strongly
+   * consistent); those not stored yet are left out.
+   */
+  getSummaryItems(
+    racks: Array<{ machineType: string; rack: string }>,
+    shards: Array<{ machineType: string; shard: number }>,
+    machineIds?: readonly string[],
+  ): Promise<{ racks: RackAggregate[]; shards: SummaryShard[]; machines: Map<string, Machine> }>;
   /** Every counter shard: a bounded read (types x shards), whatever the fleet's size. */
   summaryShards(): Promise<SummaryShard[]>;
   /** One type's racks with their machines' entries, grouped by counter shard (or one shard's), by rack name within. */

@@ -464,6 +464,37 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       expect((await fresh.getMachines([])).size).toBe(0);
     });
 
+    it('getRecords reads machines, instances, meta-instances, the catalog and the site heartbeat in one call', async () => {
+      const fresh = await newStore();
+      await fresh.commit({
+        machines: [create(aMachine({ id: 'gr-m1' })), create(aMachine({ id: 'gr-m2' }))],
+        instances: [create(instance('gr-i1'))],
+        metaInstances: [create(aMetaInstance({ id: 'gr-mi1' }))],
+        history: [],
+      });
+      const none = await fresh.getRecords({ machines: ['gr-m1'], catalog: true, siteHeartbeat: true });
+      expect(none.catalog).toEqual({ types: {}, version: expect.any(Number) });
+      expect(none.catalog!.types).toEqual({});
+      expect(none.siteHeartbeat).toBeNull();
+      const heartbeat = await fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(at(0)), machineCount: 2 });
+      const found = await fresh.getRecords({
+        machines: ['gr-m1', 'gr-m2', 'gr-unknown', 'gr-m1'],
+        instances: ['gr-i1', 'gr-m1'],
+        metaInstances: ['gr-mi1', 'gr-i1'],
+        siteHeartbeat: true,
+      });
+      expect([...found.machines.keys()].sort()).toEqual(['gr-m1', 'gr-m2']);
+      expect(found.machines.get('gr-m2')).toEqual({ ...aMachine({ id: 'gr-m2' }), version: 0 });
+      expect([...found.instances.keys()]).toEqual(['gr-i1']);
+      expect(found.instances.get('gr-i1')).toEqual({ ...instance('gr-i1'), version: 0 });
+      expect([...found.metaInstances.keys()]).toEqual(['gr-mi1']);
+      expect(found.metaInstances.get('gr-mi1')).toEqual({ ...aMetaInstance({ id: 'gr-mi1' }), version: 0 });
+      expect(found.siteHeartbeat).toEqual(heartbeat);
+      expect(found.catalog).toBeUndefined();
+      const empty = await fresh.getRecords({});
+      expect([empty.machines.size, empty.instances.size, empty.metaInstances.size]).toEqual([0, 0, 0]);
+    });
+
     it('createMachines writes new machines and their history in batches, indexed as a commit would', async () => {
       const fresh = await newStore();
       const ids = Array.from({ length: 60 }, (_, i) => `cm-${String(i).padStart(2, '0')}`);
@@ -597,15 +628,21 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
           create(instance('mem-a', { metaInstanceId: 'mi-ready', status: 'Ready' })),
           create(instance('mem-b', { metaInstanceId: 'mi-ready', replacement: true })),
           create(instance('mem-c', { metaInstanceId: 'mi-new', replacement: true, status: 'Ready' })),
+          create(instance('mem-gone', { metaInstanceId: 'mi-ready', status: 'Terminated' })),
           create(instance('loner')),
         ],
         history: [],
       });
     });
 
-    it('membersOf holds the instances bound to the meta-instance, whatever their state', async () => {
+    it('membersOf holds the instances bound to the meta-instance until they are Terminated', async () => {
       expect((await fresh.membersOf('mi-ready')).map((i) => i.id).sort()).toEqual(['mem-a', 'mem-b']);
       expect(await fresh.membersOf('mi-nobody')).toEqual([]);
+      const memA = (await fresh.getInstance('mem-a'))!;
+      await fresh.commit({ instances: [{ before: memA, after: { ...memA, status: 'Terminated' } }], history: [] });
+      expect((await fresh.membersOf('mi-ready')).map((i) => i.id)).toEqual(['mem-b']);
+      await fresh.commit({ instances: [{ before: { ...memA, status: 'Terminated', version: memA.version + 1 }, after: memA }], history: [] });
+      expect((await fresh.membersOf('mi-ready')).map((i) => i.id).sort()).toEqual(['mem-a', 'mem-b']);
     });
 
     it('waiting holds Placing and Retrying meta-instances by type, longest waiting first, up to the limit', async () => {
@@ -777,6 +814,15 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       expect(rack).toMatchObject({ machineType: 'sumtype', rack: 'sum-r1', version: 0, machines: { 'sum-r1-m': { version: 3, state: 'Ready', live: true } } });
       const shards = (await store.summaryShards()).filter((s) => s.machineType === 'sumtype');
       expect(shards.reduce((n, s) => n + (s.counters.machines ?? 0), 0)).toBe(3);
+
+      // Machines are read in the same batch when asked for; unknown ones are left out.
+      await store.commit({ machines: [create(machine('sum-read-m', { machineType: 'sumtype', rack: 'sum-r1' }))], history: [] });
+      const together = await store.getSummaryItems([{ machineType: 'sumtype', rack: 'sum-r1' }], [{ machineType: 'sumtype', shard: shardOf('sum-r1') }], ['sum-read-m', 'sum-nobody']);
+      expect(together.racks.map((r) => r.rack)).toEqual(['sum-r1']);
+      expect(together.shards.map((s) => s.shard)).toEqual([shardOf('sum-r1')]);
+      expect([...together.machines.keys()]).toEqual(['sum-read-m']);
+      expect(together.machines.get('sum-read-m')).toMatchObject({ id: 'sum-read-m', machineType: 'sumtype', version: 0 });
+      expect((await store.getSummaryItems([], [])).machines.size).toBe(0);
 
       // A second writer from the same read loses, and the shard is not touched by the lost transaction.
       const stale = summaryChange(summaryOfOne(machine('sum-r1-m', { machineType: 'sumtype', rack: 'sum-r1', version: 4 }), { ...rack, version: -5 }, null))!;

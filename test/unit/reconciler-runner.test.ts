@@ -230,4 +230,50 @@ describe('stream handler', () => {
     expect(result.batchItemFailures).toEqual([{ itemIdentifier: '2' }]);
     expect(reads.sort()).toEqual(['bad', 'good']);
   });
+
+  it('settles an effect first on the snapshot its claim left, and on a fresh load once that settle loses its race', async () => {
+    let commits = 0;
+    const { ctx, events } = harness({
+      commit: async () => {
+        commits += 1;
+        // The first settle (the second commit) meets a rival's write.
+        if (commits === 2) throw new StaleWriteError('rival');
+      },
+    });
+    const loads: Array<{ hint: unknown }> = [];
+    const reconciler = defineReconciler({
+      kind: 'e',
+      watches: {},
+      async load(_ctx: AppContext, id: string, related?: unknown) {
+        loads.push({ hint: related });
+        return { id, state: 'loaded' };
+      },
+      relatedOf: () => ({ machines: ['m-related'] }),
+      advance: (snapshot: { id: string; state: string }) => ({ ...snapshot, state: 'claimed' }),
+      decide: (snapshot: { id: string; state: string }) => ({ change: { history: [history(`claim-${snapshot.state}`)] }, effect: 'call' }),
+      effects: {
+        perform: async () => 'answer',
+        settle: (snapshot: { id: string; state: string }) => ({ history: [history(`settle-${snapshot.state}`)] }),
+      },
+    });
+    await startRun(ctx, { registry: createRegistry([reconciler]) }).reconcile([{ entity: 'e', id: '1', related: { instances: ['i-hint'] } }]);
+    // The first load gets the concern's hint; the reload after the lost settle what the snapshot names.
+    expect(loads).toEqual([{ hint: { instances: ['i-hint'] } }, { hint: { machines: ['m-related'] } }]);
+    expect(events).toEqual(['commit claim-loaded', 'commit settle-loaded']);
+  });
+
+  it('looks again at once after a lost race only when the decision asks to (retryIfLost), not after a commit', async () => {
+    let fail = true;
+    const { ctx, events } = harness({
+      commit: async () => {
+        if (fail) {
+          fail = false;
+          throw new StaleWriteError('rival');
+        }
+      },
+    });
+    const registry = createRegistry([fake('s', () => ({ change: { history: [history('sum')] }, retryIfLost: true }), events)]);
+    await startRun(ctx, { registry }).reconcile([ref('s', '1')]);
+    expect(events).toEqual(['load s:1', 'load s:1', 'commit sum']);
+  });
 });

@@ -8,6 +8,8 @@ import { machineReconciler, type MachineSnapshot } from '#reconcilers/machine.ts
 import { metaInstanceReconciler } from '#reconcilers/meta-instance.ts';
 import { registry } from '#reconcilers/registry.ts';
 import { waitQueueReconciler } from '#reconcilers/wait-queue.ts';
+import { fleetSummaryReconciler } from '#reconcilers/fleet-summary.ts';
+import type { Instance, Machine } from '#domain/model.ts';
 import { AT, NOW, aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';
 
 // Each reconciler's decide and settle are pure: snapshots in, decisions out, no store, no agent, no clock. Their
@@ -49,6 +51,36 @@ describe('instance reconciler', () => {
     const settle = (kind: 'present' | 'absent') => instanceReconciler.effects!.settle(snapshot({ instance: inFlight, machine }), {} as never, { call: 'status', outcome: { kind } });
     expect(settle('present')?.instances?.[0]?.after).toMatchObject({ status: 'Ready', creation: { phase: 'done' } });
     expect(settle('absent')?.instances?.[0]?.after.creation).toEqual({ clientToken: 'tok-1', phase: 'pending' });
+  });
+
+  it('is concerned only by a create to claim, or a claim that fell due, with its machine read along', () => {
+    const concerns = (before: Instance | null, after: Instance | null) => [...instanceReconciler.watches.instance!.concerns(before, after, 'i-1')];
+    const pending = anInstance();
+    const inFlight = anInstance({ creation: { clientToken: 't', phase: 'in-flight', leaseUntil: 'L' } });
+    expect(concerns(null, pending)).toEqual([{ id: 'i-1', related: { machines: ['m-1'] } }]);
+    expect(concerns(null, null)).toEqual(['i-1']);
+    // A claim waits for its lease: only the sweep's delivery of it (same image both sides) concerns the reconciler.
+    expect(concerns(pending, inFlight)).toEqual([]);
+    expect(concerns(inFlight, inFlight)).toEqual([{ id: 'i-1', related: { machines: ['m-1'] } }]);
+    expect(concerns(inFlight, { ...inFlight })).toEqual([]);
+    // Nothing to do for an instance past provisioning.
+    for (const status of ['Ready', 'Repairing', 'Terminating', 'Terminated', 'Failed'] as const) {
+      const after = anInstance({ status, creation: { clientToken: 't', phase: 'done' } });
+      expect(concerns(inFlight, after)).toEqual([]);
+      expect(concerns(after, after)).toEqual([]);
+    }
+  });
+
+  it('settles first on the snapshot its claim left, only with the machine read', () => {
+    const pending = anInstance();
+    const machine = aMachine({ state: 'Assigned', instanceId: 'i-1', version: 4 });
+    const claim = instanceReconciler.decide(snapshot({ instance: pending, machine })).change!;
+    const later = addMs(NOW, 50);
+    const advanced = instanceReconciler.advance!(snapshot({ instance: pending, machine }), claim, later)!;
+    expect(advanced.instance).toEqual({ ...claim.instances![0]!.after, version: pending.version + 1 });
+    expect(advanced.machine).toBe(machine);
+    expect(advanced.now).toBe(later);
+    expect(instanceReconciler.advance!(snapshot({ instance: pending }), claim, later)).toBeNull();
   });
 
   it('is due when its create is pending, or when the claim on it lapses', () => {
@@ -96,12 +128,37 @@ describe('machine (cleanup) reconciler', () => {
     expect(settle('cleaning')).toBeNull();
   });
 
-  it('looks again when the create it may be waiting for is over', () => {
+  it('looks again when the create a release may be waiting for is over, not when it ended Ready', () => {
     const concerns = machineReconciler.watches.instance!.concerns;
-    const inFlight = anInstance({ creation: { clientToken: 't', phase: 'in-flight', leaseUntil: 'L' } });
-    const done = anInstance({ status: 'Ready', creation: { clientToken: 't', phase: 'done' } });
-    expect([...concerns(inFlight, done, 'i-1')]).toEqual(['m-1']);
+    const inFlight = anInstance({ status: 'Terminating', creation: { clientToken: 't', phase: 'in-flight', leaseUntil: 'L' } });
+    const done = anInstance({ status: 'Terminating', creation: { clientToken: 't', phase: 'done' } });
+    expect([...concerns(inFlight, done, 'i-1')]).toEqual([{ id: 'm-1', related: { instances: ['i-1'] } }]);
+    expect([...concerns(inFlight, { ...done, status: 'Failed' }, 'i-1')]).toEqual([{ id: 'm-1', related: { instances: ['i-1'] } }]);
+    // A create that ended Ready was not released meanwhile: no cleanup waits for it.
+    expect([...concerns({ ...inFlight, status: 'Provisioning' }, { ...done, status: 'Ready' }, 'i-1')]).toEqual([]);
     expect([...concerns(anInstance(), inFlight, 'i-1')]).toEqual([]);
+  });
+
+  it('is concerned by a machine whose DELETE is to be claimed, or whose cleanup fell due, with its instance read along', () => {
+    const concerns = (before: Machine | null, after: Machine | null) => [...machineReconciler.watches.machine!.concerns(before, after, 'm-1')];
+    const requested = { ...cleaning, cleanup: { instanceId: 'i-1', phase: 'requested' as const, attempts: 1, leaseUntil: 'L' } };
+    const accepted = { ...requested, cleanup: { ...requested.cleanup, accepted: true } };
+    const failed = { ...cleaning, cleanup: { instanceId: 'i-1', phase: 'failed' as const, attempts: 1 } };
+    expect(concerns(aMachine({ state: 'Assigned' }), cleaning)).toEqual([{ id: 'm-1', related: { instances: ['i-1'] } }]);
+    expect(concerns(null, null)).toEqual(['m-1']);
+    // A claimed or accepted DELETE waits for its lease: only the sweep's delivery (same image both sides) counts.
+    expect(concerns(cleaning, requested)).toEqual([]);
+    expect(concerns(requested, accepted)).toEqual([]);
+    expect(concerns(accepted, accepted)).toEqual([{ id: 'm-1', related: { instances: ['i-1'] } }]);
+    expect(concerns(requested, failed)).toEqual([]);
+    expect(concerns(accepted, aMachine())).toEqual([]);
+  });
+
+  it('settles first on the snapshot its claim left', () => {
+    const claim = machineReconciler.decide(snapshot()).change!;
+    const advanced = machineReconciler.advance!(snapshot(), claim, addMs(NOW, 5))!;
+    expect(advanced.machine).toEqual({ ...claim.machines![0]!.after, version: cleaning.version + 1 });
+    expect(advanced.instance).toBe(released);
   });
 });
 
@@ -130,12 +187,37 @@ describe('meta-instance reconciler', () => {
     expect(metaInstanceReconciler.decide(snapshot({ meta: aMetaInstance({ status: 'Ready', waitingSince: undefined }), members: [member] }))).toEqual({});
   });
 
-  it("watches its members' machines and instances, before and after", () => {
-    const { machine, instance } = metaInstanceReconciler.watches;
-    expect([...machine!.concerns(aMachine({ boundMetaInstanceId: 'mi-1' }), aMachine(), 'm-1')]).toContain('mi-1');
-    expect([...instance!.concerns(anInstance({ metaInstanceId: 'mi-1' }), anInstance({ metaInstanceId: 'mi-1', status: 'Ready' }), 'i-1')]).toContain('mi-1');
-    // A create claim (status unchanged) does not concern the meta-instance.
-    expect([...instance!.concerns(anInstance({ metaInstanceId: 'mi-1' }), anInstance({ metaInstanceId: 'mi-1' }), 'i-1')]).toEqual([]);
+  it("watches its members' instances: a status change a decision reads", () => {
+    const concerns = (before: Instance | null, after: Instance | null) => [...metaInstanceReconciler.watches.instance!.concerns(before, after, 'i-1')].filter(Boolean);
+    const member = (status: Instance['status']) => anInstance({ metaInstanceId: 'mi-1', status });
+    expect(concerns(member('Provisioning'), member('Ready'))).toEqual(['mi-1', 'mi-1']);
+    expect(concerns(member('Ready'), member('Terminating'))).toContain('mi-1');
+    expect(concerns(member('Provisioning'), member('Failed'))).toContain('mi-1');
+    expect(concerns(null, member('Provisioning'))).toEqual(['mi-1']);
+    expect(concerns(member('Terminating'), null)).toEqual(['mi-1']);
+    // A create claim (status unchanged), or a member already out going further (Terminating to Terminated): no.
+    expect(concerns(member('Provisioning'), member('Provisioning'))).toEqual([]);
+    expect(concerns(member('Terminating'), member('Terminated'))).toEqual([]);
+    expect(concerns(member('Failed'), member('Terminated'))).toContain('mi-1');
+  });
+
+  it("watches its members' machines: health, heartbeat, rack and binding, not a cleanup's progress", () => {
+    const concerns = (before: Machine | null, after: Machine | null) => [...metaInstanceReconciler.watches.machine!.concerns(before, after, 'm-1')].filter(Boolean);
+    const bound = aMachine({ state: 'Assigned', instanceId: 'i-1', boundMetaInstanceId: 'mi-1' });
+    const degraded = { ...bound, healthOverrides: [buildOverride('m-1', { template: 'degraded' }, 'ops', AT)] };
+    expect(concerns(bound, degraded)).toEqual(['mi-1']);
+    expect(concerns(bound, { ...bound, heartbeatLive: false, heartbeatStaleAt: 'S' })).toEqual(['mi-1']);
+    expect(concerns(aMachine(), bound)).toEqual(['mi-1']);
+    expect(concerns(null, bound)).toEqual(['mi-1']);
+    expect(concerns(bound, null)).toEqual(['mi-1']);
+    expect(concerns(degraded, degraded)).toEqual(['mi-1', 'mi-1']);
+    // Released for cleanup, the cleanup's claims, labels: nothing a decision reads. Unbound once clean: the member
+    // is Terminated in the same change and no longer read.
+    const cleaning = { ...degraded, state: 'Cleanup' as const, cleanup: { instanceId: 'i-1', phase: 'pending' as const, attempts: 0 } };
+    expect(concerns(degraded, cleaning)).toEqual([]);
+    expect(concerns(cleaning, { ...cleaning, cleanup: { ...cleaning.cleanup, phase: 'requested', leaseUntil: 'L' } })).toEqual([]);
+    expect(concerns(bound, { ...bound, labels: { a: 'b' } })).toEqual([]);
+    expect(concerns(cleaning, { ...aMachine(), healthOverrides: cleaning.healthOverrides })).toEqual([]);
   });
 
   it("is due while a member's machine is failed by an override, or once its heartbeat counts as stale", () => {
@@ -166,6 +248,37 @@ describe('wait-queue reconciler', () => {
     expect([...instance!.concerns(anInstance({ replacement: true }), anInstance({ replacement: true, status: 'Ready' }), 'i-1')]).toEqual(['gb200']);
     expect([...instance!.concerns(anInstance(), anInstance({ status: 'Ready' }), 'i-1')]).toEqual([]);
   });
+
+  it('is not concerned by a machine that was free before and still is, unless its heartbeat or type changed', () => {
+    const { machine } = waitQueueReconciler.watches;
+    const free = aMachine();
+    expect([...machine!.concerns(aMachine({ state: 'Cleanup' }), free, 'm-1')]).toEqual(['gb200']);
+    expect([...machine!.concerns(free, { ...free, labels: { a: 'b' } }, 'm-1')]).toEqual([]);
+    expect([...machine!.concerns({ ...free, heartbeatLive: false }, free, 'm-1')]).toEqual(['gb200']);
+    expect([...machine!.concerns(free, { ...free, lastHeartbeatAt: 'later' }, 'm-1')]).toEqual(['gb200']);
+    expect([...machine!.concerns(free, free, 'm-1')]).toEqual(['gb200']);
+  });
+});
+
+describe('fleet-summary reconciler', () => {
+  it('is concerned by a change that moves the machine\'s entry, not one that only bumps its version', () => {
+    const concerns = (before: Machine | null, after: Machine | null) => [...fleetSummaryReconciler.watches.machine!.concerns(before, after, 'm-1')];
+    const placement = JSON.stringify(['m-1', 'gb200', 'r1']);
+    const cleaning = aMachine({ state: 'Cleanup', instanceId: 'i-1', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 } });
+    expect(concerns(aMachine({ state: 'Assigned', instanceId: 'i-1' }), cleaning)).toEqual([placement]);
+    expect(concerns(cleaning, { ...cleaning, version: 9, cleanup: { instanceId: 'i-1', phase: 'requested', attempts: 1, leaseUntil: 'L' } })).toEqual([]);
+    expect(concerns(cleaning, cleaning)).toEqual([placement]);
+    expect(concerns(aMachine(), aMachine({ rack: 'r2' }))).toEqual([JSON.stringify(['m-1', 'gb200', 'r2']), placement]);
+    expect(concerns(null, null)).toEqual(['m-1']);
+  });
+
+  it('asks to look again only when its commit lost the race', () => {
+    const m = aMachine();
+    const decision = fleetSummaryReconciler.decide({ placements: [{ machineId: 'm-1', machineType: 'gb200', rack: 'r1' }], machines: new Map([['m-1', m]]), racks: new Map(), shards: new Map() });
+    expect(decision.change).toBeDefined();
+    expect(decision).toMatchObject({ retryIfLost: true });
+    expect(decision.requeueAt).toBeUndefined();
+  });
 });
 
 describe('registry', () => {
@@ -177,7 +290,7 @@ describe('registry', () => {
 
   it('maps a committed change to every entity it concerns, once each', () => {
     const before = aMachine({ state: 'Assigned', instanceId: 'i-1', boundMetaInstanceId: 'mi-1' });
-    const after = { ...before, state: 'Ready' as const, instanceId: undefined, boundMetaInstanceId: undefined };
+    const after = { ...before, state: 'Ready' as const, instanceId: undefined, heartbeatLive: false };
     const refs = registry.concernedByChange({ machines: [{ before, after }, { before, after }], history: [] });
     expect(refs).toEqual(
       expect.arrayContaining([
@@ -193,7 +306,7 @@ describe('registry', () => {
     const ready = aMachine();
     const cleaning = aMachine({ state: 'Cleanup', instanceId: 'i-1', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 } });
     expect(registry.concernedBy('machine', null, ready, 'm-1').map((r) => r.entity)).not.toContain('machine');
-    expect(registry.concernedBy('machine', ready, cleaning, 'm-1')).toContainEqual({ entity: 'machine', id: 'm-1' });
+    expect(registry.concernedBy('machine', ready, cleaning, 'm-1')).toContainEqual({ entity: 'machine', id: 'm-1', related: { instances: ['i-1'] } });
   });
 
   it('watches machines, instances, meta-instances, roster buckets and stale checks (the stream filters follow)', () => {

@@ -2,8 +2,9 @@ import { finishCleanup } from '#domain/cleanup.ts';
 import { heartbeatReceiptResponse, machineResponse } from '#domain/responses.ts';
 import { cleanupReportBody, emptyQuery, params } from '#domain/schemas.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
-import { requireMachine } from '#services/instances.ts';
-import { showMachine } from '#services/machines.ts';
+import { machineView } from '#domain/machines.ts';
+import { notFound } from '#domain/rejection.ts';
+import { heartbeatViewOf } from '#services/heartbeat-view.ts';
 import { heartbeatBody } from '#site/agent-contract.ts';
 import { retryOnStale } from '#services/retry-on-stale.ts';
 import { defineRoute, type Route } from '../route.ts';
@@ -38,12 +39,19 @@ export const siteAgentRoutes: Route[] = [
     responses: { 200: machineResponse },
     errors: [[409, 'invalid-state']],
     handle: async ({ principal, params: p, body }, ctx) => {
-      await retryOnStale(async () => {
-        const machine = await requireMachine(ctx, p.id);
-        const instance = machine.cleanup ? await ctx.store.getInstance(machine.cleanup.instanceId) : null;
-        await ctx.store.commit(finishCleanup(machine, instance, body, principal.sub, ctx.clock.now()));
+      // The machine and the site heartbeat (for the answer's view) in one read; the answer is the machine as this
+      // commit wrote it, not read again.
+      const machine = await retryOnStale(async () => {
+        const read = await ctx.store.getRecords({ machines: [p.id], siteHeartbeat: true });
+        const stored = read.machines.get(p.id);
+        if (!stored) throw notFound(`machine ${p.id}`);
+        const instance = stored.cleanup ? await ctx.store.getInstance(stored.cleanup.instanceId) : null;
+        const change = finishCleanup(stored, instance, body, principal.sub, ctx.clock.now());
+        await ctx.store.commit(change);
+        const written = change.machines?.find((pair) => pair.after.id === p.id);
+        return { heartbeat: read.siteHeartbeat ?? null, machine: written ? { ...written.after, version: stored.version + 1 } : stored };
       });
-      return { status: 200, body: await showMachine(ctx, p.id) };
+      return { status: 200, body: machineView(machine.machine, heartbeatViewOf(ctx, machine.heartbeat), ctx.clock.now()) };
     },
   }),
 ];
