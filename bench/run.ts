@@ -311,11 +311,17 @@ async function main() {
   const parts = selectedParts();
   progress(`node ${process.version}, ${cpus().length} cores, load ${loadAtStart.join(' ')}; parts: ${[...parts].join(', ') || 'none'}`);
   const wall: Record<string, number> = {};
+  /** Parts that failed, with why: the others' figures are still written, and the run exits non-zero. */
+  const failed: Record<string, string> = {};
   const timed = async <T>(part: Part, run: () => Promise<T> | T): Promise<T | undefined> => {
     if (!parts.has(part)) return undefined;
     const t = performance.now();
     try {
       return await run();
+    } catch (error) {
+      failed[part] = error instanceof Error ? error.message.split('\n')[0]! : String(error);
+      progress(`${part} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      return undefined;
     } finally {
       wall[part] = round((performance.now() - t) / 1000, 1);
     }
@@ -496,6 +502,7 @@ async function main() {
     ...(coldstart ? { coldstart } : {}),
     ...(scale ? { scale_soak: scale } : {}),
     ...(workflows ? { workflow_cost: workflows } : {}),
+    ...(Object.keys(failed).length > 0 ? { failed_parts: failed } : {}),
     dynamodb_local_left_running: javaLeft,
   };
 
@@ -507,6 +514,7 @@ async function main() {
   writeFileSync(out, `${json}\n`);
   process.stdout.write(`${json}\n`);
   progress(`done in ${report.wall_time.total} s; written to ${out}`);
+  if (Object.keys(failed).length > 0) throw new Error(`parts failed: ${Object.keys(failed).join(', ')} (their figures are left out)`);
   if (javaLeft) throw new Error(`a DynamoDB Local of ours (port ${ports.join(', ')}) is still running`);
   if (scale && !scale.invariants.ok) throw new Error(`scale soak: invariants broken: ${JSON.stringify(scale.invariants)}`);
 }

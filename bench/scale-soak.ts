@@ -225,7 +225,11 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     const metaIds: string[] = [];
     await pooled(Array.from({ length: options.metaInstances }, (_, n) => n), 8, async (n) => {
       const org = orgs[n % ORGS]!;
-      const created = await call(undefined, 'POST', `/v2/org/${org}/nico/meta-instance`, tokens.get(org), { machineType: typeOf(n), minNodes: META_SIZES[n % META_SIZES.length]! }, [201]);
+      // Placed at the same moment as others, a create may lose every race for its machines: 409, safe to retry.
+      const request = () => call(undefined, 'POST', `/v2/org/${org}/nico/meta-instance`, tokens.get(org), { machineType: typeOf(n), minNodes: META_SIZES[n % META_SIZES.length]! }, [201, 409]);
+      let created = await request();
+      for (let tries = 1; created.code === 'concurrent-update' && tries < 10; tries++) created = await request();
+      if (!created.id) throw new Error(`scale: meta-instance create kept failing: ${JSON.stringify(created)}`);
       metaIds.push(String(created.id));
     });
     await pooled(owned, 16, async (o) => void (await until(`instance ${o.id} Ready`, statusIs(o.id, 'Ready'), settleMs, 100)));

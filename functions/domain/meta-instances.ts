@@ -158,6 +158,18 @@ export function isSatisfied(meta: MetaInstance, healthy: Member[]): boolean {
 type Plan = { kind: 'place'; machines: Machine[] } | { kind: 'regroup'; rack: string } | { kind: 'error'; message: string; shortOfCapacity: boolean };
 
 /**
+ * The free machines, starting at a place that depends on the meta-instance: any machines will do, and
+ * meta-instances placed at the same moment would otherwise all reach for the first ones and lose races to each other.
+ */
+function startingAt(pool: Machine[], metaId: string): Machine[] {
+  if (pool.length === 0) return pool;
+  let hash = 0;
+  for (const char of metaId) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+  const start = hash % pool.length;
+  return [...pool.slice(start), ...pool.slice(0, start)];
+}
+
+/**
  * Which machines to add. A failed member is replaced alone when the constraints still hold with the others;
  * otherwise (same rack no longer possible) the group moves to a rack that can hold it whole.
  */
@@ -176,7 +188,7 @@ export function choosePlacement(meta: MetaInstance, healthy: Member[], free: Mac
   const pool = free.filter((m) => !held.has(m.id) && !chosen.some((c) => c.id === m.id));
   if (!meta.placement.sameRack) {
     if (pool.length < needed) return { kind: 'error', message: `needs ${needed} more ${meta.machineType} machine(s); ${pool.length} free`, shortOfCapacity: true };
-    return { kind: 'place', machines: [...chosen, ...pool.slice(0, needed)] };
+    return { kind: 'place', machines: [...chosen, ...startingAt(pool, meta.id).slice(0, needed)] };
   }
   const racks = new Set([...healthy.map((m) => m.machine?.rack ?? ''), ...chosen.map((m) => m.rack)]);
   const byRack = new Map<string, Machine[]>();

@@ -226,6 +226,16 @@ describe('choosePlacement (what the cap counts)', () => {
     expect(plan.kind === 'place' && plan.machines).toHaveLength(2);
   });
 
+  it('meta-instances placed at the same moment reach for different machines, each the same ones every time', () => {
+    const first = (id: string) => {
+      const plan = choosePlacement(meta(1, { id }), [], freeMachines(50), new Map(), isFree);
+      return plan.kind === 'place' ? plan.machines[0]!.id : undefined;
+    };
+    const ids = Array.from({ length: 8 }, (_, i) => `mi-burst-${i}`);
+    expect(new Set(ids.map(first)).size).toBeGreaterThan(4);
+    expect(ids.map(first)).toEqual(ids.map(first));
+  });
+
   it('not enough free machines: an error naming how many are free', () => {
     expect(choosePlacement(meta(3), [], freeMachines(2), new Map(), isFree)).toEqual({ kind: 'error', message: 'needs 3 more gb200 machine(s); 2 free', shortOfCapacity: true });
   });
