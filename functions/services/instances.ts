@@ -27,6 +27,11 @@ export interface CreateInstanceRequest {
  * many requests contend.
  */
 export const PLACEMENT_TRIES = 4;
+/**
+ * How long a create keeps trying after losing a race. On a site so busy that each try takes seconds, it then answers
+ * the retryable 409 well inside the gateway's 29 s, instead of running into the request deadline (a 500).
+ */
+export const PLACEMENT_BUDGET_MS = 10_000;
 /** The page a try picks from: enough to spread a burst of creates, small enough that each read stays cheap. */
 const CANDIDATE_PAGE = 32;
 
@@ -47,6 +52,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   let site = await siteView(ctx);
   if (!site.catalog.types[machineType] && site.cached) site = await siteView(ctx, { fresh: true });
   if (!site.catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
+  const started = ctx.clock.now().getTime();
   for (let tried = 0; ; tried++) {
     const now = ctx.clock.now();
     const page = await ctx.store.allocatableMachines(machineType, CANDIDATE_PAGE);
@@ -54,11 +60,11 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     let free = freeIn(site);
     if (free.length === 0 && page.length > 0 && site.cached) free = freeIn((site = await siteView(ctx, { fresh: true })));
     if (free.length === 0) throw conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
-    if (tried === PLACEMENT_TRIES) {
+    if (tried === PLACEMENT_TRIES || (tried > 0 && now.getTime() - started >= PLACEMENT_BUDGET_MS)) {
       // Capacity remains: this request was unlucky, not refused. A 409 like any lost race; retrying is safe.
       throw conflict(
         'concurrent-update',
-        `concurrent creates took each of the ${PLACEMENT_TRIES} ${machineType} machines this request tried to claim; ${machineType} machines are still free, so retry the request (with the same Idempotency-Key, if it had one)`,
+        `concurrent creates took each of the ${tried} ${machineType} machines this request tried to claim; ${machineType} machines are still free, so retry the request (with the same Idempotency-Key, if it had one)`,
       );
     }
     const { change, instance } = assignInstance(free[Math.floor(Math.random() * free.length)]!, spec, now);
