@@ -28,8 +28,11 @@ export interface ApiHandlerDeps<C = unknown> {
     expiresAfterSeconds?: number;
   };
   logger?: Logger;
-  /** The context the routes of one request are called with (e.g. one that stamps its commits); `ctx` itself by default. */
-  forRequest?: (ctx: C, requestId: string) => C;
+  /**
+   * The context the routes of one request are called with (e.g. one that stamps its commits); `ctx` itself by
+   * default. `deadline`: when the request must have answered (epoch ms), if the invocation says.
+   */
+  forRequest?: (ctx: C, requestId: string, deadline?: number) => C;
 }
 
 /** Callers of public routes that sent no token. */
@@ -252,7 +255,8 @@ export function createApiHandler<C>(routes: readonly Route<any, any, any, any, C
     const valid = validateParts({ params: route.params, query: route.query, body: route.body }, { params, query, body });
     const requester = { actor: principal.sub, requestId: event.requestContext.requestId };
     const request: RouteRequest<unknown, unknown, unknown> = { principal, requester, ...valid, headers: lowerCaseHeaders(event.headers) };
-    const routeCtx = deps.forRequest ? deps.forRequest(ctx, event.requestContext.requestId) : ctx;
+    const deadline = typeof context.getRemainingTimeInMillis === 'function' ? Date.now() + context.getRemainingTimeInMillis() : undefined;
+    const routeCtx = deps.forRequest ? deps.forRequest(ctx, event.requestContext.requestId, deadline) : ctx;
     const execute = async () => toResult(answerThrough(route, await route.handle(request, routeCtx)));
 
     const key = idempotencyKeyOf(event, route.method);

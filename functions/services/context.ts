@@ -47,6 +47,8 @@ export interface AppContext {
   log: Log;
   /** The API request this context works for (see request-scope.ts); absent for the sweep's own work. */
   requestId?: string;
+  /** When that request must have answered (epoch ms, wall clock): work that can stop early stops before it. */
+  deadline?: number;
 }
 
 export const siteCleanupTimings = (config: SiteConfig): CleanupTimings => cleanupTimings(config.site_agent.report_timeout_seconds * 1000);

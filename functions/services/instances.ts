@@ -28,10 +28,11 @@ export interface CreateInstanceRequest {
  */
 export const PLACEMENT_TRIES = 4;
 /**
- * How long a create keeps trying after losing a race. On a site so busy that each try takes seconds, it then answers
- * the retryable 409 well inside the gateway's 29 s, instead of running into the request deadline (a 500).
+ * The time a create keeps for one more try and its answer. With less left before the request's deadline, a create
+ * that lost a race answers the retryable 409 instead of running into the deadline (a 500) on a site so busy that
+ * each try takes seconds.
  */
-export const PLACEMENT_BUDGET_MS = 10_000;
+export const LAST_TRY_RESERVE_MS = 8_000;
 /** The page a try picks from: enough to spread a burst of creates, small enough that each read stays cheap. */
 const CANDIDATE_PAGE = 32;
 
@@ -52,7 +53,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   let site = await siteView(ctx);
   if (!site.catalog.types[machineType] && site.cached) site = await siteView(ctx, { fresh: true });
   if (!site.catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
-  const started = ctx.clock.now().getTime();
+  const outOfTime = () => ctx.deadline !== undefined && ctx.deadline - Date.now() < LAST_TRY_RESERVE_MS;
   for (let tried = 0; ; tried++) {
     const now = ctx.clock.now();
     const page = await ctx.store.allocatableMachines(machineType, CANDIDATE_PAGE);
@@ -60,7 +61,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     let free = freeIn(site);
     if (free.length === 0 && page.length > 0 && site.cached) free = freeIn((site = await siteView(ctx, { fresh: true })));
     if (free.length === 0) throw conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
-    if (tried === PLACEMENT_TRIES || (tried > 0 && now.getTime() - started >= PLACEMENT_BUDGET_MS)) {
+    if (tried === PLACEMENT_TRIES || (tried > 0 && outOfTime())) {
       // Capacity remains: this request was unlucky, not refused. A 409 like any lost race; retrying is safe.
       throw conflict(
         'concurrent-update',

@@ -30,7 +30,8 @@ function stampingStore(store: FleetStore, requestId: string): FleetStore {
  * changed): its log lines carry the id as correlation id, the records and events it commits name it, and the site
  * agent is told it (`x-request-id`). Done here once, so no service or reconciler has to remember to.
  */
-export function forRequest(ctx: AppContext, requestId: string | undefined): AppContext {
+export function forRequest(ctx: AppContext, requestId: string | undefined, deadline?: number): AppContext {
+  if (deadline !== undefined) return { ...forRequest(ctx, requestId), deadline };
   if (!requestId || ctx.requestId === requestId) return ctx;
   const agent = ctx.agent;
   return {

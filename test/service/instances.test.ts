@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Change } from '#domain/change.ts';
-import { createInstance, patchInstance, PLACEMENT_BUDGET_MS, releaseInstance } from '#services/instances.ts';
+import { createInstance, LAST_TRY_RESERVE_MS, patchInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
 import type { FleetStore } from '#store/port.ts';
@@ -66,12 +66,12 @@ describe('createInstance by machine type', () => {
     expect(machines.map((m) => m!.instanceId).sort()).toEqual([instance.id, 'i-rival'].sort());
   });
 
-  it('a create that keeps losing races for longer than its budget answers 409 concurrent-update, even with tries left', async () => {
+  it('a create that lost a race with too little time left before its deadline answers 409 concurrent-update, even with tries left', async () => {
     const h = harness();
     await siteWith(h, { gb200: 4 });
-    // Each lost race takes as long as the whole budget: after the first, the create gives up.
-    h.store.loseCommit('instances', { times: Infinity, rival: async (rival, change) => (await rivalClaims(h)(rival, change), h.clock.advance(PLACEMENT_BUDGET_MS)) });
-    expect(await rejection(createInstance(h.ctx, alice, { machineType: 'gb200' }))).toMatchObject({ status: 409, code: 'concurrent-update' });
+    h.store.loseCommit('instances', { times: Infinity, rival: rivalClaims(h) });
+    const ctx = { ...h.ctx, deadline: Date.now() + LAST_TRY_RESERVE_MS - 1 };
+    expect(await rejection(createInstance(ctx, alice, { machineType: 'gb200' }))).toMatchObject({ status: 409, code: 'concurrent-update' });
     expect(h.store.attempts.get('instances')).toBe(1);
     expect((await h.store.listInstances('acme', { limit: 10 })).items).toEqual([]);
   });
