@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { parseSiteConfig } from '#config/site-config.ts';
-import { startLocalSite, type LocalSite } from '#local/site.ts';
+import type { LocalSite } from '#local/site.ts';
+import { fastSiteToml, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests, snapshot } from './counter.ts';
@@ -17,20 +17,7 @@ export const ORG = 'bench';
  * heartbeat's own cost is measured separately), and the safety-net sweep runs once a minute (it only reads the
  * due index; stream reactions do the work).
  */
-export const apiSiteToml = `
-[site]
-name = "bench"
-[heartbeat]
-timeout_seconds = 3600
-[instance_create_retry]
-base_delay_ms = 10
-timeout_ms = 2000
-[simulator]
-machines = [ { type = "${MACHINE_TYPE}", count = ${API_MACHINES}, racks = 4 } ]
-heartbeat_interval_seconds = 600
-provision_ms = 20
-cleanup_ms = 20
-`;
+export const apiSiteToml = fastSiteToml({ name: 'bench', machineType: MACHINE_TYPE, machines: API_MACHINES, racks: 4, heartbeatIntervalSeconds: 600, heartbeatTimeoutSeconds: 3600 });
 export const API_SWEEP_INTERVAL_MS = 60_000;
 
 /** What one API call cost, two ways. */
@@ -64,18 +51,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function startApiBench(endpoint: string, id: string, progress: (line: string) => void): Promise<ApiBench> {
   const tableName = `bench-${id}`;
-  const siteLog: string[] = [];
-  const site = await startLocalSite({
-    config: parseSiteConfig(apiSiteToml, 'bench site config'),
-    port: 0,
-    dynamoEndpoint: endpoint,
-    tableNames: { table: tableName, idempotencyTable: `${tableName}-idempotency` },
+  const { site, siteLog } = await startBenchSite({
+    endpoint,
+    tableName,
+    toml: apiSiteToml,
     sweepIntervalMs: API_SWEEP_INTERVAL_MS,
-    log: (line) => {
-      siteLog.push(line);
-      if (siteLog.length > 50) siteLog.shift();
-      if (/^\S+\s+(warn|error)\b/.test(line) || /failed|SET ASIDE/.test(line)) progress(`site: ${line}`);
-    },
+    onLine: (line) => (warnsOrFails(line) || /failed|SET ASIDE/.test(line)) && progress(`site: ${line}`),
   });
   try {
     const token = await site.issuer.mint({ sub: 'bench-user', org: ORG, roles: ['tenant'] }, '2h');

@@ -1,6 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { parseSiteConfig } from '#config/site-config.ts';
-import { startLocalSite, type LocalSite } from '#local/site.ts';
+import { fastSiteToml, startBenchSite } from './site.ts';
 import { PLACEMENT_TRIES } from '#services/instances.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
@@ -27,18 +26,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * One machine type, the simulator fast; the agent beats every 5 s (30 s timeout) so that its heartbeats, which walk
  * the whole roster, stay a small part of the load the bursts meet.
  */
-const contentionSiteToml = (machines: number) => `
-[site]
-name = "bench-contention"
-[instance_create_retry]
-base_delay_ms = 10
-timeout_ms = 2000
-[simulator]
-machines = [ { type = "${MACHINE_TYPE}", count = ${machines}, racks = ${Math.max(1, Math.ceil(machines / 20))} } ]
-heartbeat_interval_seconds = 5
-provision_ms = 20
-cleanup_ms = 20
-`;
+const contentionSiteToml = (machines: number) =>
+  fastSiteToml({ name: 'bench-contention', machineType: MACHINE_TYPE, machines, racks: Math.max(1, Math.ceil(machines / 20)), heartbeatIntervalSeconds: 5 });
 
 interface Answer {
   ms: number;
@@ -60,18 +49,7 @@ const difference = (after: Record<string, number>, before: Record<string, number
 const total = (counts: Record<string, number>) => Object.values(counts).reduce((sum, n) => sum + n, 0);
 
 async function burst(endpoint: string, tableName: string, options: ContentionOptions, progress: (line: string) => void): Promise<Burst> {
-  const siteLog: string[] = [];
-  const site: LocalSite = await startLocalSite({
-    config: parseSiteConfig(contentionSiteToml(options.machines), 'bench contention site config'),
-    port: 0,
-    dynamoEndpoint: endpoint,
-    tableNames: { table: tableName, idempotencyTable: `${tableName}-idempotency` },
-    sweepIntervalMs: 60_000,
-    log: (line) => {
-      siteLog.push(line);
-      if (siteLog.length > 40) siteLog.shift();
-    },
-  });
+  const { site, siteLog } = await startBenchSite({ endpoint, tableName, toml: contentionSiteToml(options.machines), sweepIntervalMs: 60_000 });
   try {
     const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
     const deadline = Date.now() + 60_000;

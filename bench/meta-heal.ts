@@ -2,8 +2,8 @@
 // Ready, on the local runner; stream-driven, and on a second site where only the sweep reconciles.
 
 import type { Instance } from '#domain/model.ts';
-import { parseSiteConfig } from '#config/site-config.ts';
-import { startLocalSite, type LocalSite } from '#local/site.ts';
+import type { LocalSite } from '#local/site.ts';
+import { fastSiteToml, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { percentile, ratio, round, summarize } from './stats.ts';
@@ -18,20 +18,14 @@ const HEARTBEAT_TIMEOUT_S = 2;
  * A small site with a fast simulator: 8 gb200 in 2 racks, agent beats every 0.25 s against a 2 s heartbeat timeout,
  * 20 ms to provision or clean a machine (real machines take minutes: the figure is the control plane's own part).
  */
-export const metaSiteToml = `
-[site]
-name = "bench-meta"
-[heartbeat]
-timeout_seconds = ${HEARTBEAT_TIMEOUT_S}
-[instance_create_retry]
-base_delay_ms = 10
-timeout_ms = 2000
-[simulator]
-machines = [ { type = "${META_MACHINE_TYPE}", count = ${META_MACHINES}, racks = 2 } ]
-heartbeat_interval_seconds = 0.25
-provision_ms = 20
-cleanup_ms = 20
-`;
+export const metaSiteToml = fastSiteToml({
+  name: 'bench-meta',
+  machineType: META_MACHINE_TYPE,
+  machines: META_MACHINES,
+  racks: 2,
+  heartbeatIntervalSeconds: 0.25,
+  heartbeatTimeoutSeconds: HEARTBEAT_TIMEOUT_S,
+});
 
 export interface MetaHealOptions {
   /** Override-failure trials on the stream-driven site (the headline figure), after `warmupTrials` not counted. */
@@ -71,19 +65,13 @@ interface MetaSite {
 }
 
 async function startMetaSite(endpoint: string, tableName: string, stream: boolean, sweepIntervalMs: number, pollMs: number, progress: (line: string) => void): Promise<MetaSite> {
-  const siteLog: string[] = [];
-  const site = await startLocalSite({
-    config: parseSiteConfig(metaSiteToml, 'bench meta site config'),
-    port: 0,
-    dynamoEndpoint: endpoint,
-    tableNames: { table: tableName, idempotencyTable: `${tableName}-idempotency` },
+  const { site, siteLog } = await startBenchSite({
+    endpoint,
+    tableName,
+    toml: metaSiteToml,
     sweepIntervalMs,
     streamPoller: stream,
-    log: (line) => {
-      siteLog.push(line);
-      if (siteLog.length > 40) siteLog.shift();
-      if (/^\S+\s+(warn|error)\b/.test(line) || /SET ASIDE/.test(line)) progress(`meta site (${stream ? 'stream' : 'sweep only'}): ${line}`);
-    },
+    onLine: (line) => (warnsOrFails(line) || /SET ASIDE/.test(line)) && progress(`meta site (${stream ? 'stream' : 'sweep only'}): ${line}`),
   });
   try {
     const admin = await site.issuer.mint({ sub: 'bench-admin', org: 'provider', roles: ['provider-admin'] }, '2h');

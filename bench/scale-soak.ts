@@ -5,8 +5,7 @@
 // invariants at the end. Sizes come from the options (BENCH_SCALE_* in run.ts), so a test runs a small version.
 
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
-import { parseSiteConfig } from '#config/site-config.ts';
-import { startLocalSite, type LocalSite } from '#local/site.ts';
+import { startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests } from './counter.ts';
@@ -150,19 +149,13 @@ export function checkInvariants(input: { machines: Machine[]; instances: Instanc
 
 export async function scaleSoak(endpoint: string, id: string, options: ScaleSoakOptions, progress: (line: string) => void) {
   const tableName = `bench-scale-${id}`;
-  const siteLog: string[] = [];
   const setupStarted = performance.now();
-  const site: LocalSite = await startLocalSite({
-    config: parseSiteConfig(scaleSiteToml(options), 'bench scale site config'),
-    port: 0,
-    dynamoEndpoint: endpoint,
-    tableNames: { table: tableName, idempotencyTable: `${tableName}-idempotency` },
+  const { site, siteLog } = await startBenchSite({
+    endpoint,
+    tableName,
+    toml: scaleSiteToml(options),
     sweepIntervalMs: options.sweepIntervalMs,
-    log: (line) => {
-      siteLog.push(line);
-      if (siteLog.length > 40) siteLog.shift();
-      if (/^\S+\s+(warn|error)\b/.test(line)) progress(`scale site: ${line}`);
-    },
+    onLine: (line) => warnsOrFails(line) && progress(`scale site: ${line}`),
   });
   try {
     progress(`scale: site up with ${options.machines} machines in ${round((performance.now() - setupStarted) / 1000, 1)} s`);

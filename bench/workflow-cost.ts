@@ -4,9 +4,9 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { DynamoDBStreamsClient, GetRecordsCommand } from '@aws-sdk/client-dynamodb-streams';
-import { parseSiteConfig } from '#config/site-config.ts';
 import type { Instance } from '#domain/model.ts';
-import { startLocalSite, type LocalSite } from '#local/site.ts';
+import type { LocalSite } from '#local/site.ts';
+import { fastSiteToml, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests, snapshot } from './counter.ts';
@@ -32,20 +32,14 @@ export const GOAL_SHARE = 0.5;
  * again (600 s beat, 3600 s timeout), so no heartbeat falls in a measured window; the heartbeat's cost is the
  * heartbeat part's.
  */
-export const workflowSiteToml = `
-[site]
-name = "bench-workflows"
-[heartbeat]
-timeout_seconds = 3600
-[instance_create_retry]
-base_delay_ms = 10
-timeout_ms = 2000
-[simulator]
-machines = [ { type = "${WORKFLOW_MACHINE_TYPE}", count = ${WORKFLOW_MACHINES}, racks = 2 } ]
-heartbeat_interval_seconds = 600
-provision_ms = 20
-cleanup_ms = 20
-`;
+export const workflowSiteToml = fastSiteToml({
+  name: 'bench-workflows',
+  machineType: WORKFLOW_MACHINE_TYPE,
+  machines: WORKFLOW_MACHINES,
+  racks: 2,
+  heartbeatIntervalSeconds: 600,
+  heartbeatTimeoutSeconds: 3600,
+});
 
 export interface WorkflowCostOptions {
   /** Measured runs of each workflow. */
@@ -119,18 +113,14 @@ interface WorkflowSite {
 
 async function startWorkflowSite(endpoint: string, tableName: string, options: WorkflowCostOptions, progress: (line: string) => void): Promise<WorkflowSite> {
   watchStreamBatches();
-  const siteLog: string[] = [];
   let batchLog: BatchLog | undefined;
-  const site = await startLocalSite({
-    config: parseSiteConfig(workflowSiteToml, 'bench workflow site config'),
-    port: 0,
-    dynamoEndpoint: endpoint,
-    tableNames: { table: tableName, idempotencyTable: `${tableName}-idempotency` },
+  const { site, siteLog } = await startBenchSite({
+    endpoint,
+    tableName,
+    toml: workflowSiteToml,
     sweepIntervalMs: options.sweepIntervalMs,
-    log: (line) => {
-      siteLog.push(line);
-      if (siteLog.length > 50) siteLog.shift();
-      if (/^\S+\s+(warn|error)\b/.test(line) || /"level":"(WARN|ERROR)"|stream-poller: .*failed|SET ASIDE/.test(line)) progress(`workflow site: ${line}`);
+    onLine: (line) => {
+      if (warnsOrFails(line) || /"level":"(WARN|ERROR)"|stream-poller: .*failed|SET ASIDE/.test(line)) progress(`workflow site: ${line}`);
       // The runner logs `reconciled` for each pass that committed a change; only stream and sweep runs do.
       if (batchLog && line.includes('"reconciled"')) {
         try {

@@ -1,0 +1,64 @@
+import { parseSiteConfig } from '#config/site-config.ts';
+import { startLocalSite, type LocalSite } from '#local/site.ts';
+
+// What the bench parts that run a whole local site share: the site file of a fast simulated site, and starting the
+// site on the part's DynamoDB Local with the last lines it logged kept for error messages.
+
+export interface FastSiteOptions {
+  name: string;
+  machineType: string;
+  machines: number;
+  racks: number;
+  /** The agent's beat. */
+  heartbeatIntervalSeconds: number;
+  /** The site's heartbeat timeout; the config's default when absent. */
+  heartbeatTimeoutSeconds?: number;
+}
+
+/** A site whose simulated agent provisions and cleans in 20 ms and whose creates retry after 10 ms. */
+export const fastSiteToml = (o: FastSiteOptions): string => `
+[site]
+name = "${o.name}"
+${o.heartbeatTimeoutSeconds === undefined ? '' : `[heartbeat]\ntimeout_seconds = ${o.heartbeatTimeoutSeconds}\n`}[instance_create_retry]
+base_delay_ms = 10
+timeout_ms = 2000
+[simulator]
+machines = [ { type = "${o.machineType}", count = ${o.machines}, racks = ${o.racks} } ]
+heartbeat_interval_seconds = ${o.heartbeatIntervalSeconds}
+provision_ms = 20
+cleanup_ms = 20
+`;
+
+export interface BenchSiteOptions {
+  endpoint: string;
+  tableName: string;
+  toml: string;
+  sweepIntervalMs: number;
+  streamPoller?: boolean;
+  /** Each line the site logs, for the part to report or count what concerns it. */
+  onLine?: (line: string) => void;
+}
+
+/** Lines of the site's log kept for an error message. */
+const KEPT_LINES = 50;
+
+export async function startBenchSite(o: BenchSiteOptions): Promise<{ site: LocalSite; siteLog: string[] }> {
+  const siteLog: string[] = [];
+  const site = await startLocalSite({
+    config: parseSiteConfig(o.toml, `${o.tableName} site config`),
+    port: 0,
+    dynamoEndpoint: o.endpoint,
+    tableNames: { table: o.tableName, idempotencyTable: `${o.tableName}-idempotency` },
+    sweepIntervalMs: o.sweepIntervalMs,
+    ...(o.streamPoller === undefined ? {} : { streamPoller: o.streamPoller }),
+    log: (line) => {
+      siteLog.push(line);
+      if (siteLog.length > KEPT_LINES) siteLog.shift();
+      o.onLine?.(line);
+    },
+  });
+  return { site, siteLog };
+}
+
+/** A warning or error line of the local runner's own components. */
+export const warnsOrFails = (line: string): boolean => /^\S+\s+(warn|error)\b/.test(line);
