@@ -4,9 +4,10 @@ import { heartbeatTimeoutMs, safetyRules, type AppContext } from '#services/cont
 import { loadFleetSize } from '#services/safety.ts';
 import { defineReconciler } from './reconciler.ts';
 
-// A roster bucket whose ids or alerts changed (a beat) or that a registration asked to recheck: its machines' liveness
-// and hardware-health override are brought in line with it, a chunk per commit, then the bucket is marked applied. Level-triggered: a walk cut short
-// leaves the bucket unsettled, and due, so the stream's retry or the sweep walks it again.
+// A roster bucket whose ids or alerts changed (a beat) or that a registration asked to recheck: its machines'
+// liveness and hardware-health override are brought in line with it, a chunk per commit, then the bucket is marked
+// applied. Level-triggered: a walk cut short leaves the bucket unsettled, and due, so the stream's retry or the sweep
+// walks it again.
 
 export interface RosterBucketSnapshot {
   bucket: RosterBucket;
