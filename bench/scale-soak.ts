@@ -277,16 +277,23 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     const failedMachines = new Set<string>();
     const fail = async (k: number) => {
       // A Ready member of a meta-instance on a machine not failed yet: its replacement is what we time. The
-      // meta-instances are tried in turn from the k-th, as one may be between members right now.
-      let metaId = '';
-      let members: Instance[] = [];
-      let member: Instance | undefined;
-      for (let j = 0; j < metaIds.length && !member; j++) {
-        metaId = metaIds[(k + j) % metaIds.length]!;
-        members = await observer.membersOf(metaId);
-        member = members.find((i) => i.status === 'Ready' && !failedMachines.has(i.machineId));
-      }
-      if (!member) return;
+      // meta-instances are tried in turn from the k-th; when every one is between members right now (replacements
+      // of earlier failures still provisioning), the failure waits for one rather than being left out.
+      const found = await until(
+        `a Ready member to fail (failure ${k + 1})`,
+        async () => {
+          for (let j = 0; j < metaIds.length; j++) {
+            const metaId = metaIds[(k + j) % metaIds.length]!;
+            const members = await observer.membersOf(metaId);
+            const member = members.find((i) => i.status === 'Ready' && !failedMachines.has(i.machineId));
+            if (member) return { metaId, members, member };
+          }
+          return undefined;
+        },
+        settleMs,
+        50,
+      );
+      const { metaId, members, member } = found;
       // A replacement is a member that did not exist yet: the others of a minNodes > 1 meta-instance do not count.
       const before = new Set(members.map((i) => i.id));
       failedMachines.add(member.machineId);
