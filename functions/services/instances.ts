@@ -11,6 +11,7 @@ import { loadHeartbeatView } from './heartbeat-view.ts';
 import { loadFleetSize } from './safety.ts';
 import { committedOnce, retryOnStale } from './retry-on-stale.ts';
 import { siteView, type SiteView } from './site-view.ts';
+import { claimMachine, readCandidates } from './claims-in-flight.ts';
 
 export interface CreateInstanceRequest {
   machineType?: string | undefined;
@@ -23,8 +24,8 @@ export interface CreateInstanceRequest {
 /**
  * Machines a create tries to claim before it gives up. Each try reads a fresh page of the allocatable index (so it
  * never retries a machine it has seen taken) and picks one of it at random (so concurrent creates spread over the
- * free machines instead of all racing for the first). The bound keeps a create's work and latency bounded however
- * many requests contend.
+ * free machines instead of all racing for the first), leaving out those that other creates of the same process are
+ * claiming (claims-in-flight.ts). The bound keeps a create's work and latency bounded however many requests contend.
  */
 export const PLACEMENT_TRIES = 4;
 /**
@@ -54,22 +55,32 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   if (!site.catalog.types[machineType] && site.cached) site = await siteView(ctx, { fresh: true });
   if (!site.catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
   const outOfTime = () => ctx.deadline !== undefined && ctx.deadline - Date.now() < LAST_TRY_RESERVE_MS;
-  for (let tried = 0; ; tried++) {
+  for (let tried = 0; ; ) {
     const now = ctx.clock.now();
-    const page = await ctx.store.allocatableMachines(machineType, CANDIDATE_PAGE);
-    const freeIn = (view: SiteView) => page.filter((m) => allocatability(m, view.heartbeat, now).allocatable);
+    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE);
+    const freeIn = (view: SiteView) => candidates.page.filter((m) => allocatability(m, view.heartbeat, now).allocatable);
     let free = freeIn(site);
-    if (free.length === 0 && page.length > 0 && site.cached) free = freeIn((site = await siteView(ctx, { fresh: true })));
+    if (free.length === 0 && candidates.page.length > 0 && site.cached) free = freeIn((site = await siteView(ctx, { fresh: true })));
     if (free.length === 0) throw conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
-    if (tried === PLACEMENT_TRIES || (tried > 0 && outOfTime())) {
+    const lostEveryTry = tried === PLACEMENT_TRIES || (tried > 0 && outOfTime());
+    if (lostEveryTry) {
       // Capacity remains: this request was unlucky, not refused. A 409 like any lost race; retrying is safe.
       throw conflict(
         'concurrent-update',
         `concurrent creates took each of the ${tried} ${machineType} machines this request tried to claim; ${machineType} machines are still free, so retry the request (with the same Idempotency-Key, if it had one)`,
       );
     }
-    const { change, instance } = assignInstance(free[Math.floor(Math.random() * free.length)]!, spec, now);
-    if (await committedOnce(() => ctx.store.commit(change))) return instance;
+    const open = candidates.open(free);
+    if (open.length === 0) {
+      // Every free machine read is being claimed by another create of this process: what they leave is read next.
+      if (outOfTime()) throw conflict('concurrent-update', `concurrent creates are claiming every free ${machineType} machine; retry the request`);
+      await Promise.allSettled(candidates.busy(free));
+      continue;
+    }
+    const machine = open[Math.floor(Math.random() * open.length)]!;
+    const { change, instance } = assignInstance(machine, spec, now);
+    if (await claimMachine(ctx, machine, () => committedOnce(() => ctx.store.commit(change)))) return instance;
+    tried++;
   }
 }
 

@@ -1,0 +1,96 @@
+import type { Machine } from '#domain/model.ts';
+import type { AppContext } from './context.ts';
+
+/**
+ * What the creates of one process know of each other, per machine type: the machines they are claiming now, the
+ * ones they claimed lately, and the read of the allocatable index under way. Concurrent creates of one process
+ * share that read and never try a machine another of them is claiming, so a burst served by one process (the local
+ * site serves every request in one) does not race itself: a lost race, a whole failed transaction, then only comes
+ * from another process, and the version guard decides it as before. A Lambda container serves one request at a
+ * time, so there each create reads and claims alone, as without this.
+ */
+interface TypeClaims {
+  /** Machine id → its claim's commit, while in flight. */
+  claiming: Map<string, Promise<unknown>>;
+  /** Machine id → the claim count when this process's claim of it committed; a read started earlier still lists it. */
+  claimed: Map<string, { at: number; committedAtMs: number }>;
+  /** Claims committed so far: the clock reads are ordered by. */
+  committed: number;
+  read: { sinceClaims: number; page: Promise<Machine[]> } | null;
+  /** Creates of the type waiting for candidates now. */
+  asking: number;
+}
+
+/** Candidates of one read, as this process's claims leave them. */
+export interface Candidates {
+  /** Every machine the read found (free ones and those of this process's claims alike). */
+  page: Machine[];
+  /** Those no create of this process is claiming or has claimed since the read began. */
+  open(machines: Machine[]): Machine[];
+  /** The claims in flight on machines of the page: once they settle, a new read shows what they left. */
+  busy(machines: Machine[]): Promise<unknown>[];
+}
+
+/** How long a committed claim is remembered: far longer than any read, so every read started before it sees it. */
+const CLAIMED_KEPT_MS = 10_000;
+/** The most machines one shared read asks for. */
+const MAX_SHARED_PAGE = 200;
+
+// By the site's config: one per container (the store is wrapped anew for every request).
+const byConfig = new WeakMap<AppContext['config'], Map<string, TypeClaims>>();
+
+function claimsOf(ctx: AppContext, machineType: string): TypeClaims {
+  let types = byConfig.get(ctx.config);
+  if (!types) byConfig.set(ctx.config, (types = new Map()));
+  let claims = types.get(machineType);
+  if (!claims) types.set(machineType, (claims = { claiming: new Map(), claimed: new Map(), committed: 0, read: null, asking: 0 }));
+  return claims;
+}
+
+/**
+ * A page of the type's allocatable index: the read already under way in this process if there is one, else a new
+ * one, long enough to reach past the machines this process is claiming and to offer every create asking a machine.
+ */
+export async function readCandidates(ctx: AppContext, machineType: string, pageSize: number): Promise<Candidates> {
+  const claims = claimsOf(ctx, machineType);
+  claims.asking++;
+  try {
+    if (!claims.read) {
+      const limit = Math.min(pageSize + claims.claiming.size + claims.asking - 1, MAX_SHARED_PAGE);
+      const read = { sinceClaims: claims.committed, page: ctx.store.allocatableMachines(machineType, limit) };
+      claims.read = read;
+      const done = () => claims.read === read && (claims.read = null);
+      read.page.then(done, done);
+    }
+    const { sinceClaims, page } = claims.read;
+    const machines = await page;
+    forgetOldClaims(claims);
+    const takenHere = (id: string) => claims.claiming.has(id) || (claims.claimed.get(id)?.at ?? -1) >= sinceClaims;
+    return {
+      page: machines,
+      open: (subset) => subset.filter((m) => !takenHere(m.id)),
+      busy: (subset) => subset.flatMap((m) => claims.claiming.get(m.id) ?? []),
+    };
+  } finally {
+    claims.asking--;
+  }
+}
+
+/** Claim a machine with `commit` (true when it committed), known to this process's other creates meanwhile. */
+export async function claimMachine(ctx: AppContext, machine: Machine, commit: () => Promise<boolean>): Promise<boolean> {
+  const claims = claimsOf(ctx, machine.machineType);
+  const claim = commit();
+  claims.claiming.set(machine.id, claim);
+  try {
+    const won = await claim;
+    if (won) claims.claimed.set(machine.id, { at: claims.committed++, committedAtMs: Date.now() });
+    return won;
+  } finally {
+    claims.claiming.delete(machine.id);
+  }
+}
+
+function forgetOldClaims(claims: TypeClaims): void {
+  const before = Date.now() - CLAIMED_KEPT_MS;
+  for (const [id, { committedAtMs }] of claims.claimed) if (committedAtMs < before) claims.claimed.delete(id);
+}
