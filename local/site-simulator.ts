@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '#domain/model.ts';
 import * as z from 'zod';
+import { notFound, Rejection } from '#domain/rejection.ts';
 import { toProblem, problemContentType } from '#http/problem.ts';
 import { fieldErrors, validationFailed } from '#http/validation.ts';
 import {
@@ -75,6 +76,16 @@ export interface ControlResponse {
 
 /** POST /_sim/machines/{id}/health: what the agent reports for the machine from now on; an empty list clears it. */
 export const simHealthBody = z.strictObject({ alerts: machineAlerts });
+const simHeartbeatBody = z.strictObject({ stopped: z.boolean() });
+const createFaultStatuses = new Set([400, 404, 409, 422, 429, 500, 501, 502, 503, 504]);
+const createFault = z.union([z.literal(['network', 'timeout']), z.number().refine((n) => createFaultStatuses.has(n))], {
+  error: `a create outcome is "network", "timeout" or one of ${[...createFaultStatuses].join(', ')}`,
+});
+const simFaultsBody = z.discriminatedUnion('op', [
+  z.strictObject({ op: z.literal('create'), outcomes: z.array(createFault) }),
+  // false = a failed cleanup
+  z.strictObject({ op: z.literal('cleanup'), outcomes: z.array(z.boolean()) }),
+]);
 
 export interface SiteSimulator {
   start(): Promise<void>;
@@ -89,8 +100,6 @@ export interface SiteSimulator {
 }
 
 type SimInstance = CreateInstanceRequest;
-
-const createFaultStatuses = new Set([400, 404, 409, 422, 429, 500, 501, 502, 503, 504]);
 
 /**
  * The demo fleet: ids like `gb200-r1-01` (type, rack, number in the rack). Racks are numbered across all groups so
@@ -350,27 +359,27 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     if (heartbeat) {
       if (method !== 'POST') return methodNotAllowed();
       const id = decodeURIComponent(heartbeat[1] ?? '');
-      if (!machineIds.has(id)) return { status: 404, body: { code: 'not_found', message: `no machine ${id}` } };
-      if (!isObject(body) || typeof body.stopped !== 'boolean') {
-        return { status: 400, body: { code: 'bad_request', message: 'body needs { stopped: boolean }' } };
-      }
-      if (body.stopped) stoppedHeartbeats.add(id);
+      if (!machineIds.has(id)) return problem(notFound(`machine ${id}`));
+      const parsed = simHeartbeatBody.safeParse(body);
+      if (!parsed.success) return invalidBody(parsed.error);
+      const { stopped } = parsed.data;
+      if (stopped) stoppedHeartbeats.add(id);
       else stoppedHeartbeats.delete(id);
-      log(`site-sim: heartbeats of ${id} ${body.stopped ? 'stopped' : 'resumed'}`);
-      return { status: 200, body: { id, stopped: body.stopped } };
+      log(`site-sim: heartbeats of ${id} ${stopped ? 'stopped' : 'resumed'}`);
+      return { status: 200, body: { id, stopped } };
     }
     const probes = /^\/_sim\/machines\/([^/]+)\/health$/.exec(path);
     if (probes) return healthControl(method, decodeURIComponent(probes[1] ?? ''), body);
-    if (path === '/_sim' || path.startsWith('/_sim/')) return { status: 404, body: { code: 'not_found', message: path } };
+    if (path === '/_sim' || path.startsWith('/_sim/')) return problem(notFound(`simulator control ${path}`));
     return undefined;
   }
 
   function healthControl(method: string, id: string, body: unknown): ControlResponse {
     if (method !== 'POST' && method !== 'GET') return methodNotAllowed();
-    if (!machineIds.has(id)) return { status: 404, body: { code: 'not_found', message: `no machine ${id}` } };
+    if (!machineIds.has(id)) return problem(notFound(`machine ${id}`));
     if (method === 'GET') return { status: 200, body: { id, alerts: health.get(id) ?? [] } };
     const parsed = simHealthBody.safeParse(body);
-    if (!parsed.success) return { status: 422, contentType: problemContentType, body: toProblem(validationFailed(fieldErrors(parsed.error.issues, 'body'))) };
+    if (!parsed.success) return invalidBody(parsed.error);
     const { alerts } = parsed.data;
     if (alerts.length === 0) health.delete(id);
     else health.set(id, alerts);
@@ -380,32 +389,19 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   }
 
   function queueFaults(body: unknown): ControlResponse {
-    const bad = (message: string) => ({ status: 400, body: { code: 'bad_request', message } });
-    if (!isObject(body) || !Array.isArray(body.outcomes)) return bad('body needs { op, outcomes: [...] }');
-    const outcomes: unknown[] = body.outcomes;
-    if (body.op === 'create') {
-      const valid = (o: unknown): o is CreateFault =>
-        o === 'network' || o === 'timeout' || (typeof o === 'number' && createFaultStatuses.has(o));
-      const invalid = outcomes.find((o) => !valid(o));
-      if (invalid !== undefined) {
-        return bad(`create outcome ${JSON.stringify(invalid)} is not one of ${[...createFaultStatuses].join(', ')}, "network", "timeout"`);
-      }
-      createFaults.push(...(outcomes as CreateFault[]));
-      return { status: 200, body: { op: 'create', queued: [...createFaults] } };
-    }
-    if (body.op === 'cleanup') {
-      if (!outcomes.every((o) => typeof o === 'boolean')) return bad('cleanup outcomes are booleans (false = failed cleanup)');
-      cleanupFaults.push(...(outcomes as boolean[]));
-      return { status: 200, body: { op: 'cleanup', queued: [...cleanupFaults] } };
-    }
-    return bad('op is "create" or "cleanup"');
+    const parsed = simFaultsBody.safeParse(body);
+    if (!parsed.success) return invalidBody(parsed.error);
+    const request = parsed.data;
+    if (request.op === 'create') createFaults.push(...request.outcomes);
+    else cleanupFaults.push(...request.outcomes);
+    return { status: 200, body: { op: request.op, queued: request.op === 'create' ? [...createFaults] : [...cleanupFaults] } };
   }
 
   async function handleControl(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const path = new URL(req.url ?? '/', 'http://sim').pathname;
     if (path !== '/_sim' && !path.startsWith('/_sim/')) return false;
     const body = req.method === 'POST' ? await readJsonBody(req) : undefined;
-    const answer = (await control(req.method ?? 'GET', path, body)) ?? { status: 404, body: { code: 'not_found' } };
+    const answer = (await control(req.method ?? 'GET', path, body)) ?? problem(notFound(`simulator control ${path}`));
     sendJson(res, answer.status, answer.body, answer.contentType);
     return true;
   }
@@ -530,12 +526,12 @@ function sendError(res: ServerResponse, status: number, body: AgentErrorAnswer):
 }
 
 function methodNotAllowed(): ControlResponse {
-  return { status: 405, body: { code: 'method_not_allowed' } };
+  return problem(new Rejection(405, 'method-not-allowed', 'this simulator control does not take that method'));
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+/** The simulator's controls answer errors as the site's API does: problem+json. */
+const problem = (rejection: Rejection): ControlResponse => ({ status: rejection.status, contentType: problemContentType, body: toProblem(rejection) });
+const invalidBody = (error: z.ZodError): ControlResponse => problem(validationFailed(fieldErrors(error.issues, 'body')));
 
 function errorText(error: unknown): string {
   const cause = (error as { cause?: { code?: unknown } } | undefined)?.cause;

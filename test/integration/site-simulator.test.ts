@@ -158,9 +158,14 @@ describe('simulated site agent: creates', () => {
     expect((await call('DELETE', '/instances/n-t2')).status).toBe(202);
   });
 
-  it('rejects a fault it cannot play', async () => {
-    expect((await call('POST', '/_sim/faults', { op: 'create', outcomes: ['sometimes'] })).status).toBe(400);
-    expect((await call('POST', '/_sim/faults', { op: 'reboot', outcomes: [] })).status).toBe(400);
+  it('rejects a fault it cannot play with a problem+json 422 naming the field, and queues nothing', async () => {
+    const unplayable = await call('POST', '/_sim/faults', { op: 'create', outcomes: [503, 'sometimes'] });
+    expect(unplayable.status).toBe(422);
+    expect(unplayable.body).toMatchObject({ code: 'validation-failed', errors: [{ path: 'outcomes.1', message: expect.stringContaining('"network", "timeout" or one of') }] });
+    expect((await call('POST', '/_sim/faults', { op: 'reboot', outcomes: [] })).status).toBe(422);
+    expect((await call('POST', '/_sim/faults', { op: 'cleanup', outcomes: ['yes'] })).status).toBe(422);
+    expect((await call('GET', '/_sim/faults')).body).toEqual({ create: [], cleanup: [] });
+    expect((await call('POST', '/_sim/machines/gb200-r1-01/heartbeat', { stopped: 'yes' })).status).toBe(422);
   });
 
   it('clears the request log', async () => {
