@@ -157,8 +157,9 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     sweepIntervalMs: options.sweepIntervalMs,
     onLine: (line) => warnsOrFails(line) && progress(`scale site: ${line}`),
   });
+  const siteUpS = round((performance.now() - setupStarted) / 1000, 1);
   try {
-    progress(`scale: site up with ${options.machines} machines in ${round((performance.now() - setupStarted) / 1000, 1)} s`);
+    progress(`scale: site up with ${options.machines} machines in ${siteUpS} s`);
     // The bench's own reads go through a store of their own, outside the site's meter.
     const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
     const meter = countRequests(site.storeClient);
@@ -203,6 +204,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       const allocatable = await Promise.all(MACHINE_TYPES.map((type) => everything((page) => observer.allocatableMachinesPage(type, page))));
       return allocatable.flat().length === options.machines ? true : undefined;
     }, 120_000 + options.machines * 50, 2_000);
+    const fleetAllocatableS = round((performance.now() - setupStarted) / 1000 - siteUpS, 1);
     const owned: Array<{ org: string; id: string }> = [];
     await pooled(Array.from({ length: options.instances }, (_, n) => n), 8, async (n) => {
       const org = orgs[n % ORGS]!;
@@ -357,6 +359,11 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
           'local runner (real handlers behind the API Gateway adapter, stream poller, sweep timer, simulated agent) on DynamoDB Local. Setup: N machines registered and live, the instances and meta-instances created through the API until all are Ready. Churn: `apiWorkers` tenants call one request after another (30% create and wait Ready, 30% release and wait Terminated, 20% list, 20% get) while the failures come at even intervals over the first two thirds of the churn, alternating health override (degraded) and heartbeat stop, each on a Ready member of a meta-instance. Afterwards the site is left to go quiet (stream idle, two sweeps) and every machine, instance and meta-instance is read back.',
       },
       setup_s: setupS,
+      site_start: {
+        unit: 's: the local site started (machines registered, API answering /health), then every machine live and in the allocatable index (polled every 2 s)',
+        site_up_s: siteUpS,
+        fleet_allocatable_after_up_s: fleetAllocatableS,
+      },
       churn_s: round(churnMinutes * 60, 1),
       api: {
         calls: allCalls.length,
