@@ -271,7 +271,7 @@ export async function heartbeatCost(
         liveness_changes: livenessChanges,
         walk: costView(walkCost),
         walk_write_units_per_liveness_change: {
-          unit: "write units per change when few machines change: each walk marks its bucket (~2 KB) applied, and the fleet summary rewrites the changed machine's rack (~1.3 KB) and counter shard (~18 KB at 10,000 machines in racks of 8: the per-rack counters of ~155 racks), each written in a transaction",
+          unit: "write units per change when few machines change: each walk marks its bucket (~2 KB) applied, and the fleet summary rewrites the changed machine's rack (~1.3 KB) and counter item (~2.3 KB at 10,000 machines in racks of 8: the counters of ~20 racks), each written in a transaction",
           value: round(walkCost.writeUnits / Math.max(1, livenessChanges), 3),
         },
       },

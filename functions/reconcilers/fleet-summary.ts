@@ -1,4 +1,4 @@
-import { rackRef, shardOf, shardRef, summaryChange, summaryEntry, type Placement, type SummarySnapshot } from '#domain/fleet-summary.ts';
+import { counterItemOf, rackRef, shardOf, shardRef, summaryChange, summaryEntry, type Placement, type SummarySnapshot } from '#domain/fleet-summary.ts';
 import type { Machine } from '#domain/model.ts';
 import type { AppContext } from '#services/context.ts';
 import { defineReconciler, fellDue } from './reconciler.ts';
@@ -26,7 +26,7 @@ const entryOf = (machine: Machine): string => {
   return JSON.stringify(entry);
 };
 
-/** Racks plus shards must fit one transaction (100 items): at most one rack and one shard per placement. */
+/** Racks plus counter items must fit one transaction (100 items): at most one rack and one counter item per placement. */
 const BATCH_SIZE = 48;
 
 export const fleetSummaryReconciler = defineReconciler({
@@ -66,7 +66,7 @@ export const fleetSummaryReconciler = defineReconciler({
 });
 
 /**
- * The placements' machines, racks and shards. Placement ids name their type and rack, so all of it is one batch
+ * The placements' machines, racks and counter items. Placement ids name their type and rack, so all of it is one batch
  * read; only bare machine ids (records without images) need their machines read first.
  */
 async function loadPlacements(ctx: AppContext, ids: string[]): Promise<SummarySnapshot | null> {
@@ -80,7 +80,7 @@ async function loadPlacements(ctx: AppContext, ids: string[]): Promise<SummarySn
   });
   if (placements.length === 0) return null;
   const racks = new Map(placements.map((p) => [rackRef(p.machineType, p.rack), { machineType: p.machineType, rack: p.rack }]));
-  const shards = new Map(placements.map((p) => [shardRef(p.machineType, shardOf(p.rack)), { machineType: p.machineType, shard: shardOf(p.rack) }]));
+  const shards = new Map(placements.map((p) => [shardRef(p.machineType, counterItemOf(p.rack)), { machineType: p.machineType, shard: counterItemOf(p.rack) }]));
   const placed = [...new Set(placements.map((p) => p.machineId))].filter((id) => !bareMachines.has(id));
   const stored = await ctx.store.getSummaryItems([...racks.values()], [...shards.values()], placed);
   const machines = new Map([...bareMachines, ...stored.machines]);

@@ -1,4 +1,4 @@
-import { applyDelta, countersOf, fleetSummary, SUMMARY_SHARDS, type FleetSummary, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import { applyDelta, counterItemsOfShard, countersByItem, fleetSummary, SUMMARY_SHARDS, type FleetSummary, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 import type { Page } from '#store/paging.ts';
 import type { AppContext } from './context.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
@@ -21,9 +21,10 @@ const REPAIR_PAGES = 4;
 const REPAIR_PAGE_SIZE = 100;
 
 /**
- * The sweep's drift repair: recount one counter shard from its rack items and store the counts if they differ.
- * Each run takes the next shard in turn (by the minute), so every shard is recounted within types x shards runs and
- * a run reads a bounded number of items. A shard whose racks do not fit the budget is left to the stream.
+ * The sweep's drift repair: recount one shard's counter items from its rack items and store those that differ, in
+ * one transaction. Each run takes the next shard in turn (by the minute), so every shard is recounted within types x
+ * shards runs and a run reads a bounded number of items. A shard whose racks do not fit the budget is left to the
+ * stream.
  */
 export async function repairSummaryShard(ctx: AppContext): Promise<{ repaired: boolean }> {
   const shards = await ctx.store.summaryShards();
@@ -32,8 +33,9 @@ export async function repairSummaryShard(ctx: AppContext): Promise<{ repaired: b
   const turn = Math.floor(ctx.clock.now().getTime() / 60_000) % (types.length * SUMMARY_SHARDS);
   const machineType = types[Math.floor(turn / SUMMARY_SHARDS)]!;
   const shard = turn % SUMMARY_SHARDS;
-  // Read before the racks, strongly: a rack write after it moves the shard's version, and the guard below refuses.
-  const stored = await ctx.store.getSummaryShard(machineType, shard);
+  const items = counterItemsOfShard(shard);
+  // Read before the racks, strongly: a rack write after it moves an item's version, and the guard below refuses.
+  const stored = new Map((await ctx.store.getSummaryItems([], items.map((item) => ({ machineType, shard: item })))).shards.map((s) => [s.shard, s]));
   const racks: RackAggregate[] = [];
   let nextToken: string | undefined;
   for (let pages = 0; pages < REPAIR_PAGES; pages++) {
@@ -43,12 +45,16 @@ export async function repairSummaryShard(ctx: AppContext): Promise<{ repaired: b
     if (!nextToken) break;
   }
   if (nextToken) return { repaired: false };
-  const counters = countersOf(racks);
-  if (sameCounters(stored?.counters ?? {}, counters)) return { repaired: false };
-  const after: SummaryShard = { machineType, shard, counters, version: stored?.version ?? 0 };
+  const counted = countersByItem(racks);
+  const drifted = items.flatMap((item) => {
+    const before = stored.get(item) ?? null;
+    const counters = counted.get(item) ?? {};
+    return sameCounters(before?.counters ?? {}, counters) ? [] : [{ before, after: { machineType, shard: item, counters, version: before?.version ?? 0 } satisfies SummaryShard }];
+  });
+  if (drifted.length === 0) return { repaired: false };
   // A stream write in between makes this one lose: the next turn of this shard recounts again.
-  const repaired = await committedOnce(() => ctx.store.commit({ fleetSummary: { racks: [], shards: [{ before: stored, after }] }, history: [] }));
-  if (repaired) ctx.log.warn('fleet summary counters repaired', { machineType, shard });
+  const repaired = await committedOnce(() => ctx.store.commit({ fleetSummary: { racks: [], shards: drifted }, history: [] }));
+  if (repaired) ctx.log.warn('fleet summary counters repaired', { machineType, shard, items: drifted.map((d) => d.after.shard) });
   return { repaired };
 }
 

@@ -9,7 +9,7 @@ import { addHealthOverride } from '#services/machine-actions.ts';
 import { listMachines, registerMachines } from '#services/machines.ts';
 import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
-import { SUMMARY_SHARDS } from '#domain/fleet-summary.ts';
+import { applyDelta, countersByItem, SUMMARY_SHARDS, type SummaryShard } from '#domain/fleet-summary.ts';
 
 const alice = tenant('acme', 'alice');
 
@@ -158,4 +158,40 @@ describe('fleet summary', () => {
     expect(repaired).toBe(1);
     expect(await counters()).toEqual(healthy);
   });
+
+  it("counters kept one item per shard (before counter items) still add up, and the sweep's recount spreads them over the shard's items", async () => {
+    const h = harness();
+    const records = recordStream(h);
+    const fleet = Array.from({ length: 96 }, (_, i) => ({ id: `gb200-${i + 1}`, machineType: 'gb200', rack: `r${(i % 24) + 1}` }));
+    await registerMachines(h.ctx, fleet, ops);
+    await beat(h, fleet.map((m) => m.id));
+    await deliver(h, records.splice(0), 17);
+    const layout = async () => Object.fromEntries((await h.store.summaryShards()).filter((s) => Object.keys(s.counters).length > 0).map((s) => [s.shard, s.counters]));
+    const spread = await layout();
+    expect(Object.keys(spread).length).toBeGreaterThan(SUMMARY_SHARDS);
+
+    // The layout before counter items: all of a shard's counters in the item numbered as the shard.
+    const stored = await h.store.summaryShards();
+    const merged = stored.map((item): { before: SummaryShard; after: SummaryShard } => {
+      const counters = item.shard < SUMMARY_SHARDS ? stored.filter((other) => other.shard % SUMMARY_SHARDS === item.shard).reduce((sum, other) => applyDelta(sum, other.counters), {}) : {};
+      return { before: item, after: { ...item, counters } };
+    });
+    await h.store.commit({ fleetSummary: { racks: [], shards: merged }, history: [] });
+    expect(Object.keys(await layout()).every((item) => Number(item) < SUMMARY_SHARDS)).toBe(true);
+    expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
+
+    // Changes land in the new items (an old item keeps the old count: the sums stay right)...
+    const instance = await createInstance(h.ctx, alice, { machineType: 'gb200' });
+    await deliver(h, records.splice(0), 18);
+    expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
+    // ...and one recount per shard puts every counter where the stream would have.
+    for (let run = 0; run < SUMMARY_SHARDS; run++) {
+      await repairSummaryShard(h.ctx);
+      h.clock.advance(60_000);
+    }
+    const racks = (await h.store.listRackAggregates('gb200', { limit: 100 })).items;
+    expect(await layout()).toEqual(Object.fromEntries(countersByItem(racks)));
+    expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
+  });
 });
+

@@ -1,5 +1,5 @@
 import type { Requester } from '#domain/audit.ts';
-import { rackRef, shardOf, shardRef, type Placement, type RackAggregate, type SummaryShard, type SummarySnapshot } from '#domain/fleet-summary.ts';
+import { counterItemOf, rackRef, shardRef, type Placement, type RackAggregate, type SummaryShard, type SummarySnapshot } from '#domain/fleet-summary.ts';
 import type { SafetyRules } from '#domain/safety.ts';
 import type { HealthOverride, Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
@@ -85,7 +85,7 @@ export function summaryOfOne(machine: Machine | null, rack: RackAggregate | null
     placements: [where],
     machines: new Map([[where.machineId, machine]]),
     racks: new Map([[rackRef(where.machineType, where.rack), rack]]),
-    shards: new Map([[shardRef(where.machineType, shardOf(where.rack)), shard]]),
+    shards: new Map([[shardRef(where.machineType, counterItemOf(where.rack)), shard]]),
   };
 }
 /** A site's default safety rules (the config's defaults), for pure decisions that need them. */

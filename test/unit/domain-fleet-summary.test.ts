@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Change } from '#domain/change.ts';
-import { applyDelta, fleetSummary, summaryChange, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import { applyDelta, COUNTER_ITEMS_PER_SHARD, counterItemOf, counterItemsOfShard, fleetSummary, shardOf, SUMMARY_SHARDS, summaryChange, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 import type { Machine } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { aMachine, aRepairRequest, AT, summaryOfOne, T0 } from '#test/support/fixtures.ts';
@@ -89,3 +90,23 @@ describe('fleetSummary staleness', () => {
     expect(fleetSummary([shard!], fresh, addMs(T0, 10_001)).byType.gb200!.byRack.r1).toEqual({ machines: 1, allocatable: 0, quarantined: 0 });
   });
 });
+
+describe('counter items', () => {
+  it("a rack's counter item is one of its shard's, so recounting a shard covers every item its racks are counted in", () => {
+    fc.assert(
+      fc.property(fc.string(), (rack) => {
+        expect(counterItemsOfShard(shardOf(rack))).toContain(counterItemOf(rack));
+      }),
+    );
+  });
+
+  it('spread the racks of a shard over its items, so one change rewrites the counters of few racks', () => {
+    const racks = Array.from({ length: 1_250 }, (_, i) => `gb200-r${i + 1}`);
+    const perItem = new Map<number, number>();
+    for (const rack of racks) perItem.set(counterItemOf(rack), (perItem.get(counterItemOf(rack)) ?? 0) + 1);
+    expect(perItem.size).toBe(SUMMARY_SHARDS * COUNTER_ITEMS_PER_SHARD);
+    // Racks of 8 at 10,000 machines: no item holds more than twice its even share.
+    expect(Math.max(...perItem.values())).toBeLessThanOrEqual((2 * racks.length) / perItem.size);
+  });
+});
+
