@@ -1,8 +1,9 @@
 import * as z from 'zod';
+import { EVENT_VERSIONS, type EventType } from './event-versions.ts';
 import { issueSchema } from './schemas.ts';
 
 // The events repair automation is told about (EventBridge detail types) and the shape of each one's detail. A
-// detail changes shape only together with its type's `version`. docs/events/ holds the JSON Schemas made from these
+// detail changes shape only together with its type's `version` (event-versions.ts). docs/events/ holds the JSON Schemas made from these
 // (`npm run gen:events`), and the CDK stack registers them in the bus's schema registry.
 
 const timestamp = z.iso.datetime();
@@ -36,37 +37,36 @@ function machineEvent<V extends number, Extra extends z.ZodRawShape>(version: V,
 }
 
 export const eventCatalog = {
-  MachineQuarantined: machineEvent(1, 'A tenant reported an issue with the machine it released: the machine is quarantined.', {
+  MachineQuarantined: machineEvent(EVENT_VERSIONS.MachineQuarantined, 'A tenant reported an issue with the machine it released: the machine is quarantined.', {
     repairRequestHeldBack: repairRequestHeldBack.optional(),
     earlierReports: earlierReports.optional(),
   }),
-  RepairRequested: machineEvent(1, 'The machine asks for automated repair (a request-repair override): a repair tenant may claim it.', {}),
-  RepairCompleted: machineEvent(1, 'A repair tenant released the machine with repair_status Completed: the repair request is cleared.', {}),
-  RepairFailed: machineEvent(1, 'A repair tenant released the machine without a completed repair: it stays quarantined.', {}),
-  RepairEscalated: machineEvent(1, 'The machine was reported again after repeated repairs: it is out for repair by people, not automation.', {
+  RepairRequested: machineEvent(EVENT_VERSIONS.RepairRequested, 'The machine asks for automated repair (a request-repair override): a repair tenant may claim it.', {}),
+  RepairCompleted: machineEvent(EVENT_VERSIONS.RepairCompleted, 'A repair tenant released the machine with repair_status Completed: the repair request is cleared.', {}),
+  RepairFailed: machineEvent(EVENT_VERSIONS.RepairFailed, 'A repair tenant released the machine without a completed repair: it stays quarantined.', {}),
+  RepairEscalated: machineEvent(EVENT_VERSIONS.RepairEscalated, 'The machine was reported again after repeated repairs: it is out for repair by people, not automation.', {
     earlierReports,
   }),
-  RepairStormDetected: machineEvent(1, 'Too many machines were quarantined at once: the breaker trips and holds repair requests back.', {
+  RepairStormDetected: machineEvent(EVENT_VERSIONS.RepairStormDetected, 'Too many machines were quarantined at once: the breaker trips and holds repair requests back.', {
     repairRequestHeldBack,
   }),
-  RepairStuck: machineEvent(1, 'A repair waits past its SLA: unclaimed past claim_minutes, or in repair past repair_eta or repair_hours.', {
+  RepairStuck: machineEvent(EVENT_VERSIONS.RepairStuck, 'A repair waits past its SLA: unclaimed past claim_minutes, or in repair past repair_eta or repair_hours.', {
     stage: z.enum(['unclaimed', 'in-repair']).describe('Waiting for a repair tenant to claim it, or claimed and under repair'),
     since: timestamp.describe('Since when it is in that stage'),
     waitingMinutes: z.number().int().min(0),
   }),
   SiteAgentSilent: {
-    version: 1,
+    version: EVENT_VERSIONS.SiteAgentSilent,
     description: "The site agent sent no roster for longer than the heartbeat timeout: every machine's heartbeat is stale.",
     detail: z.strictObject({
-      ...common(1),
+      ...common(EVENT_VERSIONS.SiteAgentSilent),
       site: z.string().min(1).describe('The site whose agent is silent'),
       lastRosterAt: timestamp.describe('When the last roster arrived'),
       silentForSeconds: z.number().int().min(0),
       timeoutSeconds: z.number().int().min(1).describe("The site's heartbeat timeout"),
     }),
   },
-} as const;
+} as const satisfies { [T in EventType]: { version: (typeof EVENT_VERSIONS)[T]; description: string; detail: z.ZodType } };
 
-export type EventType = keyof typeof eventCatalog;
-export type MachineEventType = Exclude<EventType, 'SiteAgentSilent'>;
+export type { EventType, MachineEventType } from './event-versions.ts';
 export const EVENT_TYPES = Object.keys(eventCatalog) as EventType[];

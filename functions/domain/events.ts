@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { eventCatalog, type MachineEventType } from './event-schemas.ts';
+import { EVENT_VERSIONS, type MachineEventType } from './event-versions.ts';
 import type { HistoryEntry, Issue, Machine } from './model.ts';
 
 /**
@@ -25,7 +25,7 @@ export function repairEvent(
     event: {
       type,
       detail: {
-        version: eventCatalog[type].version,
+        version: EVENT_VERSIONS[type],
         ...(context.requestId ? { requestId: context.requestId } : {}),
         machineId: machine.id,
         machineType: machine.machineType,

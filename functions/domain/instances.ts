@@ -1,7 +1,6 @@
 import type { Change } from './change.ts';
 import type { HistoryEntry, Instance, Machine } from './model.ts';
 import { hasOverride, SOURCES } from './overrides.ts';
-import { instanceResponse, viewOf } from './responses.ts';
 import { applyOverrideEdits, releaseOverrideEdits, type ReleaseReport } from './repair.ts';
 import { logged, type RepairLog } from './safety.ts';
 import { repairEvent } from './events.ts';
@@ -222,6 +221,3 @@ export function completeCreate(instance: Instance, machine: Machine, outcome: Cr
     ],
   };
 }
-
-/** The instance as the API shows it (API.md "Instance"): what the response schema lists, nothing else. */
-export const instanceView = (instance: Instance) => viewOf(instanceResponse, instance);

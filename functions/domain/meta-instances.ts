@@ -3,7 +3,6 @@ import { mergeChanges, type Change } from './change.ts';
 import { allocatability, heartbeatStale, preventingSources, type HeartbeatView } from './health.ts';
 import { assignInstance, releaseInstance, type NewInstanceSpec } from './instances.ts';
 import type { Instance, Machine, MetaInstance } from './model.ts';
-import { metaInstanceResponse, viewOf } from './responses.ts';
 import { Rejection } from './rejection.ts';
 import { addMs, ageMs, iso } from './time.ts';
 
@@ -63,7 +62,8 @@ export function memberFailure(member: Member, heartbeat: HeartbeatView, now: Dat
   return null;
 }
 
-const isLive = (member: Member) => LIVE.has(member.instance.status);
+/** A member still holding (or getting) its machine: what the meta-instance counts as its instances. */
+export const isLive = (member: Member) => LIVE.has(member.instance.status);
 
 const WAITS: ReadonlySet<MetaInstance['status']> = new Set(['Placing', 'Retrying']);
 
@@ -343,7 +343,3 @@ export function deleteMetaInstance(meta: MetaInstance, members: Member[], now: D
   const change = mergeChanges(withMeta(meta, { status: 'Deleting' }, now), ...live.map((m) => releaseMember(m, now)));
   return { kind: 'commit', change, summary: `delete requested; released ${live.length}` };
 }
-
-/** The meta-instance as the API shows it (API.md "MetaInstance"), with the instances it holds now. */
-export const metaInstanceView = (meta: MetaInstance, members: Member[]) =>
-  viewOf(metaInstanceResponse, { ...meta, instanceIds: members.filter(isLive).map((m) => m.instance.id) });

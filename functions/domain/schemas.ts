@@ -1,10 +1,10 @@
 import * as z from 'zod';
+import { machineId } from './machine-id.ts';
 
 // Request shapes of API.md (responses are in responses.ts). The routes validate with them and the OpenAPI
 // document is made from them. `.meta()` documents what the generator cannot derive but the handlers enforce;
 // test/unit/openapi-drift.test.ts fails when the document says less than zod checks.
 
-export const machineId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'letters, digits and . _ : - (at most 128)');
 const org = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits and . _ - (at most 64)');
 const resourceId = z.string().min(1).max(128);
 const machineType = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'lower-case letters, digits and . _ - (at most 64)');

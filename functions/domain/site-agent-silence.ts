@@ -1,4 +1,4 @@
-import { eventCatalog } from './event-schemas.ts';
+import { EVENT_VERSIONS } from './event-versions.ts';
 import type { HistoryEntry } from './model.ts';
 import { ageMs, iso } from './time.ts';
 
@@ -30,7 +30,7 @@ export function siteAgentSilence(site: string, lastRosterAt: string, now: Date, 
       message: type,
       event: {
         type,
-        detail: { version: eventCatalog[type].version, at, site, lastRosterAt, silentForSeconds: Math.floor(silentMs / 1000), timeoutSeconds },
+        detail: { version: EVENT_VERSIONS[type], at, site, lastRosterAt, silentForSeconds: Math.floor(silentMs / 1000), timeoutSeconds },
       },
     },
   };

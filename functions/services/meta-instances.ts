@@ -1,12 +1,12 @@
 import {
   assertSatisfiable,
   deleteMetaInstance as decideDelete,
-  metaInstanceView,
   newMetaInstance,
   reconcileMetaInstance,
   type MetaInstanceRequest,
 } from '#domain/meta-instances.ts';
 import type { MetaInstance, Principal } from '#domain/model.ts';
+import { metaInstanceView } from '#domain/views.ts';
 import { notFound } from '#domain/rejection.ts';
 import type { Page } from '#store/paging.ts';
 import { loadMembers, loadMetaSnapshot, loadPinned } from '#reconcilers/meta-instance.ts';

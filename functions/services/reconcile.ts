@@ -5,6 +5,7 @@ import { registry, type EntityRef } from '#reconcilers/registry.ts';
 import { startRun, type Run } from '#reconcilers/runner.ts';
 import type { AppContext } from './context.ts';
 import { watchStuckRepairs } from './stuck-repairs.ts';
+import type { HeartbeatView } from '#domain/health.ts';
 import { iso } from '#domain/time.ts';
 
 /** Due entries per read of the due index; the run reconciles them at its own concurrency (runner.ts). */
@@ -24,6 +25,8 @@ export interface SweepOptions {
   timeLeftMs?: () => number;
   /** A follow-up run: go on through the due index from here; the run that handed over did everything else. */
   from?: SweepPosition | undefined;
+  /** The site heartbeat, when the caller already read it for this run: the silence check reads it otherwise. */
+  heartbeat?: HeartbeatView | undefined;
 }
 
 export interface SweepResult {
@@ -73,7 +76,7 @@ export async function sweep(ctx: AppContext, options: SweepOptions = {}): Promis
   if (!options.from) {
     // A silent site agent makes every machine stale at once without a single write: check every meta-instance then,
     // and say so (the SiteAgentSilent event, once per silence, and the metric its alarm watches).
-    const heartbeat = await loadHeartbeatView(ctx);
+    const heartbeat = options.heartbeat ?? (await loadHeartbeatView(ctx));
     const silence = heartbeat.rosterSeenAt ? siteAgentSilence(ctx.config.site.name, heartbeat.rosterSeenAt, ctx.clock.now(), ctx.config.heartbeat.timeout_seconds) : null;
     ctx.metrics.gauge(SITE_AGENT_SILENT_METRIC, silence ? 1 : 0);
     if (silence) {

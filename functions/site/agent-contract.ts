@@ -3,7 +3,7 @@
 // and the controller's routes for what the agent posts validate with them.
 
 import * as z from 'zod';
-import { machineId } from '#domain/schemas.ts';
+import { machineId } from '#domain/machine-id.ts';
 
 const name = z.string().min(1).max(256);
 

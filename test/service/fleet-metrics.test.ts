@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createSweepHandler } from '#handlers/sweep.ts';
 import { startRun } from '#reconcilers/runner.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
@@ -32,5 +32,17 @@ describe("the sweep's fleet metrics", () => {
     expect(h.gauges.get('RepairBreakerTripped')).toBe(1);
     expect(h.gauges.get('ReplacementsInFlight')).toBe(0);
     expect(h.gauges.get('SiteAgentRosterAgeSeconds')).toBe(12);
+  });
+
+  it('reads the site heartbeat once per run, for the silence check and the gauges alike', async () => {
+    const h = harness();
+    await siteWith(h, { gb200: 1 });
+    const reads = vi.spyOn(h.ctx.store, 'getSiteHeartbeat');
+
+    await createSweepHandler(h.ctx, async () => {})(undefined);
+
+    expect(reads).toHaveBeenCalledTimes(1);
+    expect(h.gauges.has('SiteAgentSilent')).toBe(true);
+    expect(h.gauges.has('SiteAgentRosterAgeSeconds')).toBe(true);
   });
 });

@@ -5,11 +5,11 @@ import {
   claimCreateCheck,
   completeCreate,
   createLeaseMs,
-  instanceView,
   recordCreateCheck,
   releaseInstance,
   type NewInstanceSpec,
 } from '#domain/instances.ts';
+import { instanceView } from '#domain/views.ts';
 import type { Instance, InstanceStatus, Machine } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import type { ReleaseReport } from '#domain/repair.ts';

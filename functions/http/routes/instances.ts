@@ -1,4 +1,4 @@
-import { instanceView } from '#domain/instances.ts';
+import { instanceView } from '#domain/views.ts';
 import type { Instance } from '#domain/model.ts';
 import { instanceListResponse, instanceResponse } from '#domain/responses.ts';
 import {

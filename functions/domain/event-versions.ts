@@ -1,0 +1,16 @@
+// The version of each event type's detail (event-schemas.ts holds the details' shapes). Apart from the schemas so
+// that the functions emitting events do not build them at every cold start: they need the versions only.
+
+export const EVENT_VERSIONS = {
+  MachineQuarantined: 1,
+  RepairRequested: 1,
+  RepairCompleted: 1,
+  RepairFailed: 1,
+  RepairEscalated: 1,
+  RepairStormDetected: 1,
+  RepairStuck: 1,
+  SiteAgentSilent: 1,
+} as const;
+
+export type EventType = keyof typeof EVENT_VERSIONS;
+export type MachineEventType = Exclude<EventType, 'SiteAgentSilent'>;

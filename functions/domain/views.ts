@@ -1,0 +1,13 @@
+import { isLive, type Member } from './meta-instances.ts';
+import type { Instance, MetaInstance } from './model.ts';
+import { instanceResponse, metaInstanceResponse, viewOf } from './responses.ts';
+
+// Records as the API shows them. Apart from the domain rules, so that only the API's bundle builds the response
+// schemas at its cold start: the stream and the sweep use those rules and never answer a request.
+
+/** The instance as the API shows it (API.md "Instance"): what the response schema lists, nothing else. */
+export const instanceView = (instance: Instance) => viewOf(instanceResponse, instance);
+
+/** The meta-instance as the API shows it (API.md "MetaInstance"), with the instances it holds now. */
+export const metaInstanceView = (meta: MetaInstance, members: Member[]) =>
+  viewOf(metaInstanceResponse, { ...meta, instanceIds: members.filter(isLive).map((m) => m.instance.id) });
