@@ -88,6 +88,7 @@ const CONTENTION = {
   machines: envInt('BENCH_CONTENTION_MACHINES', defaultContentionOptions.machines),
   requests: envInt('BENCH_CONTENTION_REQUESTS', defaultContentionOptions.requests),
   rounds: envInt('BENCH_CONTENTION_BURSTS', defaultContentionOptions.rounds),
+  containerRounds: envInt('BENCH_CONTENTION_CONTAINER_BURSTS', defaultContentionOptions.containerRounds, 0),
 };
 const COLDSTART = { runs: envInt('BENCH_COLDSTART_RUNS', defaultColdstartOptions.runs) };
 const SCALE = {
@@ -453,6 +454,15 @@ async function main() {
               outcomes: contention.outcomes,
               dynamodb_requests_per_create: contention.dynamodb_requests_per_create.value,
               no_machine_twice: contention.no_machine_twice,
+              container_per_request: contention.container_per_request
+                ? {
+                    p50_ms: contention.container_per_request.latency.all.median,
+                    p99_ms: contention.container_per_request.latency.all.p99,
+                    dynamodb_requests_per_create: contention.container_per_request.dynamodb_requests_per_create.value,
+                    no_machine_twice: contention.container_per_request.no_machine_twice,
+                    answered_5xx: contention.container_per_request.answered_5xx,
+                  }
+                : 'not run',
             },
           }
         : {}),

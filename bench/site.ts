@@ -35,6 +35,8 @@ export interface BenchSiteOptions {
   toml: string;
   sweepIntervalMs: number;
   streamPoller?: boolean;
+  /** Every API request served as by a Lambda container of its own (local/site.ts). */
+  containerPerRequest?: boolean;
   /** Each line the site logs, for the part to report or count what concerns it. */
   onLine?: (line: string) => void;
 }
@@ -51,6 +53,7 @@ export async function startBenchSite(o: BenchSiteOptions): Promise<{ site: Local
     tableNames: { table: o.tableName, idempotencyTable: `${o.tableName}-idempotency` },
     sweepIntervalMs: o.sweepIntervalMs,
     ...(o.streamPoller === undefined ? {} : { streamPoller: o.streamPoller }),
+    ...(o.containerPerRequest === undefined ? {} : { containerPerRequest: o.containerPerRequest }),
     log: (line) => {
       siteLog.push(line);
       if (siteLog.length > KEPT_LINES) siteLog.shift();

@@ -54,6 +54,12 @@ export interface LocalSiteOptions {
   streamPoller?: boolean;
   /** How long the poller or the timer may go without progress before /health calls it stalled. Default 30 s. */
   healthStallAfterMs?: number;
+  /**
+   * Serve every API request as a Lambda container of its own would: nothing a process keeps between requests (the
+   * site view, the claims in flight, both kept by the config object) is shared. Default false: one process serves
+   * them all, as the local site does. The bench measures creates under contention both ways.
+   */
+  containerPerRequest?: boolean;
   /** FLEETWARD_STREAM_CHAOS: the poller misdelivers on purpose (see stream-chaos.ts). */
   streamChaos?: StreamChaosConfig;
   log?: (line: string) => void;
@@ -260,11 +266,14 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       ...dashboardRoutes(),
     ];
 
+    // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.
+    const idempotency = { client: createDocumentClient(endpoint), tableName: names.idempotencyTable };
     const server = await createLocalHttpServer({
       port: options.port,
       routes: gatewayRoutesOf(routes),
-      // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.
-      handler: createHttpApi(ctx, { client: createDocumentClient(endpoint), tableName: names.idempotencyTable }, logger),
+      handler: options.containerPerRequest
+        ? (event, context) => createHttpApi({ ...ctx, config: structuredClone(ctx.config) }, idempotency, logger)(event, context)
+        : createHttpApi(ctx, idempotency, logger),
       verifyToken: (token) => issuer.verify(token) as Promise<Record<string, unknown>>,
       extraRoutes,
     });
