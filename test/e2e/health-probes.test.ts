@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, deliveredOf, machine, sources, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { deliveredOf, machine, readySite, sources, type Actors } from '#test/support/repair-steps.ts';
 
 // The simulated agent's health probes on the whole local site: an alert it reports quarantines the machine through
 // the heartbeat and the roster walk alone (the sweep runs once a minute), and clears when the agent stops reporting it.
@@ -27,9 +27,7 @@ let site: TestSite;
 let who: Actors;
 
 beforeAll(async () => {
-  site = await startTestSite({ config: testConfig(config), sweepIntervalMs: SWEEP_INTERVAL_MS });
-  who = await actors(site);
-  await waitForFleet(site, who.admin, 4);
+  ({ site, who } = await readySite(4, { config: testConfig(config), sweepIntervalMs: SWEEP_INTERVAL_MS }));
 });
 afterAll(async () => site?.stop());
 

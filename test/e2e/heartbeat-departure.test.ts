@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { testConfig, type TestSite } from '#test/support/local-site.ts';
+import { readySite, type Actors } from '#test/support/repair-steps.ts';
 
 // The sweep runs once a minute, as in production: a machine that leaves the agent's roster must still cost its
 // meta-instance member within the heartbeat timeout and a beat or two, through the beat's stale check alone. The
@@ -24,9 +24,7 @@ let site: TestSite;
 let who: Actors;
 
 beforeAll(async () => {
-  site = await startTestSite({ config: testConfig(config), sweepIntervalMs: SWEEP_INTERVAL_MS });
-  who = await actors(site);
-  await waitForFleet(site, who.admin, 3);
+  ({ site, who } = await readySite(3, { config: testConfig(config), sweepIntervalMs: SWEEP_INTERVAL_MS }));
 });
 afterAll(async () => site?.stop());
 

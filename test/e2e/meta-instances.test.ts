@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, instanceStatus, machine, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { testConfig, type TestSite } from '#test/support/local-site.ts';
+import { instanceStatus, machine, readySite, type Actors } from '#test/support/repair-steps.ts';
 
 // 6 gb200 in two racks of 3, 2 h100 in one rack; a 1 s heartbeat timeout so a stopped machine goes stale fast.
 const config = `
@@ -22,9 +22,7 @@ let who: Actors;
 const base = '/v2/org/acme/nico/meta-instance';
 
 beforeAll(async () => {
-  site = await startTestSite({ config: testConfig(config) });
-  who = await actors(site);
-  await waitForFleet(site, who.admin, 8);
+  ({ site, who } = await readySite(8, { config: testConfig(config) }));
 });
 afterAll(async () => site?.stop());
 

@@ -4,8 +4,8 @@ import { isSatisfied } from '#domain/meta-instances.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
 import { sweep } from '#services/reconcile.ts';
-import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { testConfig, type TestSite } from '#test/support/local-site.ts';
+import { readySite, type Actors } from '#test/support/repair-steps.ts';
 
 // Races, provoked: concurrent creates and deletes of meta-instances, machines failing and recovering (overrides
 // and stopped heartbeats), duplicated and reordered stream records, overlapping sweeps. Then quiesce and check the
@@ -31,9 +31,7 @@ cleanup_ms = 5
 let site: TestSite;
 let who: Actors;
 beforeAll(async () => {
-  site = await startTestSite({ config: testConfig(config), sweepIntervalMs: 300 });
-  who = await actors(site);
-  await waitForFleet(site, who.admin, 12);
+  ({ site, who } = await readySite(12, { config: testConfig(config), sweepIntervalMs: 300 }));
 });
 afterAll(async () => site?.stop());
 

@@ -1,17 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import {
-  actors,
-  claimForRepair,
-  machine,
-  repairRelease,
-  reportIssue,
-  runInstance,
-  setRepairStatus,
-  sources,
-  waitForFleet,
-  type Actors,
-} from '#test/support/repair-steps.ts';
+import { testConfig, type TestSite } from '#test/support/local-site.ts';
+import { claimForRepair, machine, readySite, repairRelease, reportIssue, runInstance, setRepairStatus, sources, type Actors } from '#test/support/repair-steps.ts';
 
 // The repair-storm breaker is exercised in safety.test.ts; here it is kept closed (see afterEach).
 const fleet = `
@@ -31,9 +20,7 @@ describe('FAQ Q1: auto-repair off', () => {
   let site: TestSite;
   let who: Actors;
   beforeAll(async () => {
-    site = await startTestSite({ config: testConfig(`${fleet}\n[auto_machine_repair_plugin]\nenabled = false\n`) });
-    who = await actors(site);
-    await waitForFleet(site, who.admin, 8);
+    ({ site, who } = await readySite(8, { config: testConfig(`${fleet}\n[auto_machine_repair_plugin]\nenabled = false\n`) }));
   });
   afterAll(async () => site?.stop());
 
@@ -64,9 +51,7 @@ describe('repair workflow with auto-repair on', () => {
   let site: TestSite;
   let who: Actors;
   beforeAll(async () => {
-    site = await startTestSite({ config: testConfig(fleet) });
-    who = await actors(site);
-    await waitForFleet(site, who.admin, 8);
+    ({ site, who } = await readySite(8, { config: testConfig(fleet) }));
   });
   afterAll(async () => site?.stop());
   // This file reports more issues than an 8-machine fleet's breaker allows in an hour.

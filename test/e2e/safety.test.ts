@@ -4,8 +4,8 @@ import type { Clock } from '#domain/model.ts';
 import type { AppContext } from '#services/context.ts';
 import { sweep } from '#services/reconcile.ts';
 import { resetRepairStorm } from '#services/safety.ts';
-import { expectGatewayAnswer, expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, claimForRepair, deliveredOf, machine, repairRelease, reportIssue, setRepairStatus, sources, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { expectGatewayAnswer, expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { claimForRepair, deliveredOf, machine, readySite, repairRelease, reportIssue, setRepairStatus, sources, type Actors } from '#test/support/repair-steps.ts';
 import { ops } from '#test/support/fixtures.ts';
 
 // Fleet safety (issue 7) end to end on a local site: the repair-storm breaker, recurring-fault escalation and
@@ -32,9 +32,7 @@ describe('repair-storm breaker', () => {
 
   beforeAll(async () => {
     // Two quarantines an hour are fine; the third trips. max_fraction = 1 keeps the fleet-size limit out of the way.
-    site = await startTestSite({ config: testConfig(`${simulator('[ { type = "gb200", count = 10, racks = 2 } ]')}\n[repair_storm]\nmax_quarantines = 2\nmax_fraction = 1\n`) });
-    who = await actors(site);
-    await waitForFleet(site, who.admin, 10);
+    ({ site, who } = await readySite(10, { config: testConfig(`${simulator('[ { type = "gb200", count = 10, racks = 2 } ]')}\n[repair_storm]\nmax_quarantines = 2\nmax_fraction = 1\n`) }));
   });
   afterAll(async () => site?.stop());
 
@@ -178,9 +176,7 @@ describe('a reset that applies held-back repairs, cut short by a crash', () => {
 
   beforeAll(async () => {
     // The first report is fine, every later one is held back.
-    site = await startTestSite({ config: testConfig(`${simulator('[ { type = "gb200", count = 5, racks = 1 } ]')}\n[repair_storm]\nmax_quarantines = 1\nmax_fraction = 1\n`) });
-    who = await actors(site);
-    await waitForFleet(site, who.admin, 5);
+    ({ site, who } = await readySite(5, { config: testConfig(`${simulator('[ { type = "gb200", count = 5, racks = 1 } ]')}\n[repair_storm]\nmax_quarantines = 1\nmax_fraction = 1\n`) }));
   });
   afterAll(async () => site?.stop());
 
@@ -241,9 +237,7 @@ max_fraction = 1
 max_repairs = 2
 window_days = 30
 `;
-    site = await startTestSite({ config: testConfig(config) });
-    who = await actors(site);
-    await waitForFleet(site, who.admin, 10);
+    ({ site, who } = await readySite(10, { config: testConfig(config) }));
   });
   afterAll(async () => site?.stop());
 
@@ -332,9 +326,7 @@ max_fraction = 1
 claim_minutes = 60
 repair_hours = 24
 `;
-    site = await startTestSite({ config: testConfig(config), clock });
-    who = await actors(site);
-    await waitForFleet(site, who.admin, 6);
+    ({ site, who } = await readySite(6, { config: testConfig(config), clock }));
   });
   afterAll(async () => site?.stop());
 

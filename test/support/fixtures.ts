@@ -88,5 +88,15 @@ export function summaryOfOne(machine: Machine | null, rack: RackAggregate | null
     shards: new Map([[shardRef(where.machineType, counterItemOf(where.rack)), shard]]),
   };
 }
+/** The summary snapshot of machines counted for the first time: no rack or counter item stored yet. */
+export function summaryOfFresh(machines: Machine[]): SummarySnapshot {
+  return {
+    placements: machines.map((m) => ({ machineId: m.id, machineType: m.machineType, rack: m.rack })),
+    machines: new Map(machines.map((m) => [m.id, m])),
+    racks: new Map(),
+    shards: new Map(),
+  };
+}
+
 /** A site's default safety rules (the config's defaults), for pure decisions that need them. */
 export const SAFETY_RULES: SafetyRules = { maxQuarantines: 10, maxFraction: 0.1, windowMs: 60 * 60_000, maxRepairs: 2, repairWindowMs: 30 * 86_400_000 };

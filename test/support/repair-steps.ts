@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import type { LocalSiteOptions } from '#local/site.ts';
 import { startTestSite, type TestSite } from './local-site.ts';
 
 // The steps of the repair workflow as a tenant, a repair tenant and an operator take them over HTTP.
@@ -20,9 +21,9 @@ export async function waitForFleet(site: TestSite, admin: string, count: number)
   await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length >= count);
 }
 
-/** A test site with its actors, once at least `count` machines are allocatable. */
-export async function readySite(count: number): Promise<{ site: TestSite; who: Actors }> {
-  const site = await startTestSite();
+/** A test site (with `overrides` of its options) and its actors, once at least `count` machines are allocatable. */
+export async function readySite(count: number, overrides: Partial<LocalSiteOptions> = {}): Promise<{ site: TestSite; who: Actors }> {
+  const site = await startTestSite(overrides);
   const who = await actors(site);
   await waitForFleet(site, who.admin, count);
   return { site, who };

@@ -4,7 +4,7 @@ import type { Change } from '#domain/change.ts';
 import { applyDelta, COUNTER_ITEMS_PER_SHARD, counterItemOf, counterItemsOfShard, fleetSummary, shardOf, SUMMARY_SHARDS, summaryChange, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 import type { Machine } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
-import { aMachine, aRepairRequest, AT, summaryOfOne, T0 } from '#test/support/fixtures.ts';
+import { aMachine, aRepairRequest, AT, summaryOfFresh, summaryOfOne, T0 } from '#test/support/fixtures.ts';
 
 const heartbeat = { rosterSeenAt: AT, timeoutMs: 30_000 };
 
@@ -61,12 +61,7 @@ describe('summaryChange of a batch', () => {
       const shard = change.fleetSummary!.shards[0]!.after;
       oneByOne.set(shard.shard, applyDelta(oneByOne.get(shard.shard) ?? {}, shard.counters));
     }
-    const batch = summaryChange({
-      placements: machines.map((m) => ({ machineId: m.id, machineType: m.machineType, rack: m.rack })),
-      machines: new Map(machines.map((m) => [m.id, m])),
-      racks: new Map(),
-      shards: new Map(),
-    })!;
+    const batch = summaryChange(summaryOfFresh(machines))!;
     expect(batch.fleetSummary!.racks.map((r) => r.after.rack).sort()).toEqual(['r1', 'r2', 'r3']);
     expect(batch.fleetSummary!.racks.find((r) => r.after.rack === 'r1')!.after.machines).toHaveProperty('m-2');
     expect(new Set(batch.fleetSummary!.shards.map((s) => s.after.shard)).size).toBe(batch.fleetSummary!.shards.length);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fleetGauges } from '#domain/fleet-gauges.ts';
 import { summaryChange, type SummaryShard } from '#domain/fleet-summary.ts';
 import { SOURCES } from '#domain/overrides.ts';
-import { AT, NOW, aMachine, aRepairRequest } from '#test/support/fixtures.ts';
+import { AT, NOW, aMachine, aRepairRequest, summaryOfFresh } from '#test/support/fixtures.ts';
 import type { HealthOverride, Machine } from '#domain/model.ts';
 
 const heartbeat = { rosterSeenAt: NOW.toISOString(), timeoutMs: 30_000 };
@@ -11,12 +11,7 @@ const override = (source: string): HealthOverride => ({ ...aRepairRequest(), sou
 
 /** The gauges of these machines as the sweep reads them: the summary's shards, and the machines awaiting or in repair. */
 function gaugesOf(machines: Machine[]) {
-  const change = summaryChange({
-    placements: machines.map((m) => ({ machineId: m.id, machineType: m.machineType, rack: m.rack })),
-    machines: new Map(machines.map((m) => [m.id, m])),
-    racks: new Map(),
-    shards: new Map(),
-  })!;
+  const change = summaryChange(summaryOfFresh(machines))!;
   const shards: SummaryShard[] = change.fleetSummary!.shards.map((s) => s.after);
   const inRepair = machines.filter((m) => m.healthOverrides.some((o) => o.source === SOURCES.repairRequest));
   return fleetGauges(shards, inRepair, heartbeat, NOW, sla);
