@@ -1,6 +1,5 @@
 // First: a deployed function's process-wide settings hold before the modules below are evaluated.
 import '#services/lambda-runtime.ts';
-import { correlationPaths } from '@aws-lambda-powertools/logger/correlationId';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { createApiHandler, type ApiHandlerDeps } from '#http/api-handler.ts';
 import { routes } from '#http/routes/index.ts';
@@ -17,5 +16,5 @@ export const createHttpApi = (ctx: AppContext, idempotency: IdempotencyPersisten
 
 export const handler = lazy(() => {
   const ctx = contextFromEnv();
-  return observed(createHttpApi(ctx, ctx.idempotency, sharedLogger), { correlationIdPath: correlationPaths.API_GATEWAY_HTTP });
+  return observed(createHttpApi(ctx, ctx.idempotency, sharedLogger), { correlationIdOf: (event) => event.requestContext.requestId });
 });

@@ -5,8 +5,6 @@ import type { Context } from 'aws-lambda';
 import type { SiteConfig } from '#config/site-config.ts';
 import { createLeaseMs } from '#domain/instances.ts';
 import type { AppContext } from '#services/context.ts';
-import { publishFleetMetrics } from '#services/fleet-metrics.ts';
-import { loadHeartbeatView } from '#services/heartbeat-view.ts';
 import { contextFromEnv, lazy, observed } from '#services/lambda-context.ts';
 import { sweep, type SweepPosition, type SweepResult } from '#services/reconcile.ts';
 import { followUpEvent, sweepStart } from '#services/sweep-follow-up.ts';
@@ -17,14 +15,8 @@ export type HandOff = (position: SweepPosition) => Promise<void>;
 /** The schedule's target (and its follow-ups'): finish whatever is due that no stream reaction finished. */
 export function createSweepHandler(ctx: AppContext, handOff: HandOff) {
   return async (event: unknown, timeLeftMs?: () => number): Promise<SweepResult> => {
-    const from = sweepStart(event);
-    // One read of the site heartbeat per run: the silence check and the gauges judge the same one. A follow-up
-    // checks no silence, so its gauges read it themselves.
-    const heartbeat = from ? undefined : await loadHeartbeatView(ctx);
-    const result = await sweep(ctx, { from, heartbeat, ...(timeLeftMs ? { timeLeftMs } : {}) });
-    // The fleet's gauges once per schedule tick: a follow-up run only finishes the tick's due work.
+    const result = await sweep(ctx, { from: sweepStart(event), ...(timeLeftMs ? { timeLeftMs } : {}) });
     if (result.followUp) await handOff(result.followUp);
-    else await publishFleetMetrics(ctx, heartbeat);
     return result;
   };
 }

@@ -26,9 +26,9 @@ const REPAIR_PAGE_SIZE = 100;
  * shards runs and a run reads a bounded number of items. A shard whose racks do not fit the budget is left to the
  * stream.
  */
-export async function repairSummaryShard(ctx: AppContext): Promise<{ repaired: boolean }> {
-  const shards = await ctx.store.summaryShards();
-  const types = [...new Set(shards.map((s) => s.machineType))].sort();
+export async function repairSummaryShard(ctx: AppContext, shards?: SummaryShard[]): Promise<{ repaired: boolean }> {
+  // The shards only tell which types there are; the shard to recount is read afresh below.
+  const types = [...new Set((shards ?? (await ctx.store.summaryShards())).map((s) => s.machineType))].sort();
   if (types.length === 0) return { repaired: false };
   const turn = Math.floor(ctx.clock.now().getTime() / 60_000) % (types.length * SUMMARY_SHARDS);
   const machineType = types[Math.floor(turn / SUMMARY_SHARDS)]!;

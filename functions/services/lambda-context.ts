@@ -89,14 +89,28 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env, options: La
   };
 }
 
+export interface ObservedOptions<E> {
+  /**
+   * The invocation's correlation id, taken from its event. A function rather than Powertools' JMESPath
+   * `correlationIdPath`: the JMESPath engine would be in every bundle, built at every cold start, for one field.
+   */
+  correlationIdOf?: (event: E) => string | undefined;
+}
+
 /**
  * A Lambda entry point with the Powertools middlewares: an X-Ray segment around it, the invocation's context (and
- * correlation id, when `correlationIdPath` finds one in the event) on every log line, metrics flushed at its end.
+ * correlation id, when `correlationIdOf` finds one) on every log line, metrics flushed at its end.
  */
-export function observed<E, R>(handler: (event: E, context: Context) => Promise<R>, options: { correlationIdPath?: string } = {}) {
-  return middy(handler)
+export function observed<E, R>(handler: (event: E, context: Context) => Promise<R>, { correlationIdOf }: ObservedOptions<E> = {}) {
+  const correlated = (event: E, context: Context): Promise<R> => {
+    const id = correlationIdOf?.(event);
+    // A temporary key: the logger's `resetKeys` clears it when the invocation ends.
+    if (id) sharedLogger.setCorrelationId(id);
+    return handler(event, context);
+  };
+  return middy(correlated)
     .use(captureLambdaHandler(sharedTracer))
-    .use(injectLambdaContext(sharedLogger, { ...options, resetKeys: true }))
+    .use(injectLambdaContext(sharedLogger, { resetKeys: true }))
     .use(logMetrics(sharedMetrics, { captureColdStartMetric: true }));
 }
 

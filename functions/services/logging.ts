@@ -1,5 +1,4 @@
 import { Logger, type LogItem } from '@aws-lambda-powertools/logger';
-import { search } from '@aws-lambda-powertools/logger/correlationId';
 import type { Log } from './context.ts';
 
 /** A Powertools Logger that hands each JSON line to `write` instead of the process's stdout (the local runner, tests). */
@@ -28,11 +27,10 @@ export interface LoggerOptions {
   write?: (line: string) => void;
 }
 
-/** Fleetward's structured JSON logs, the same in Lambda and locally; correlation ids found by JMESPath. */
+/** Fleetward's structured JSON logs, the same in Lambda and locally. */
 export function createLogger({ logLevel, write }: LoggerOptions = {}): Logger {
   const options = {
     serviceName: 'fleetward',
-    correlationIdSearchFn: search,
     ...(logLevel ? { logLevel: logLevel.toUpperCase() as 'INFO' } : {}),
   };
   return write ? new LineLogger(options, write) : new Logger(options);

@@ -5,7 +5,6 @@ import { registry, type EntityRef } from '#reconcilers/registry.ts';
 import { startRun, type Run } from '#reconcilers/runner.ts';
 import type { AppContext } from './context.ts';
 import { watchStuckRepairs } from './stuck-repairs.ts';
-import type { HeartbeatView } from '#domain/health.ts';
 import { iso } from '#domain/time.ts';
 
 /** Due entries per read of the due index; the run reconciles them at its own concurrency (runner.ts). */
@@ -25,8 +24,6 @@ export interface SweepOptions {
   timeLeftMs?: () => number;
   /** A follow-up run: go on through the due index from here; the run that handed over did everything else. */
   from?: SweepPosition | undefined;
-  /** The site heartbeat, when the caller already read it for this run: the silence check reads it otherwise. */
-  heartbeat?: HeartbeatView | undefined;
 }
 
 export interface SweepResult {
@@ -39,7 +36,7 @@ export interface SweepResult {
 import { siteAgentSilence } from '#domain/site-agent-silence.ts';
 import { committedOnce } from './retry-on-stale.ts';
 import { repairSummaryShard } from './fleet-summary.ts';
-import { loadHeartbeatView } from './heartbeat-view.ts';
+import { publishFleetMetrics, readFleet, type FleetReading } from './fleet-metrics.ts';
 
 /** The metric the sweep reports (1 while the site agent is silent), which the SiteAgentSilent alarm watches. */
 export const SITE_AGENT_SILENT_METRIC = 'SiteAgentSilent';
@@ -68,30 +65,49 @@ async function sweepDue(ctx: AppContext, run: Run, { timeLeftMs = () => Number.P
   return { results, followUp: nextToken ? { now: iso(now), nextToken } : undefined };
 }
 
+/**
+ * A silent site agent makes every machine stale at once without a single write: check every meta-instance then,
+ * and say so (the SiteAgentSilent event, once per silence, and the metric its alarm watches). Returns the work it
+ * started: a reconcile per meta-instance, and the event's record.
+ */
+async function checkSiteAgentSilence(ctx: AppContext, run: Run, reading: FleetReading): Promise<{ reconciles: Array<Promise<void>>; record?: Promise<boolean> }> {
+  const { rosterSeenAt } = reading.heartbeat;
+  const silence = rosterSeenAt ? siteAgentSilence(ctx.config.site.name, rosterSeenAt, reading.at, ctx.config.heartbeat.timeout_seconds) : null;
+  ctx.metrics.gauge(SITE_AGENT_SILENT_METRIC, silence ? 1 : 0);
+  if (!silence) return { reconciles: [] };
+  const metas = await ctx.store.listMetaInstances(null, { limit: SILENT_AGENT_LIMIT });
+  return {
+    reconciles: metas.items.map((meta) => run.reconcile([{ entity: 'meta-instance', id: meta.id }])),
+    // Written once per silence: a later sweep of the same silence loses the race to its own earlier entry.
+    record: committedOnce(() => ctx.store.commit({ history: [], siteHistory: [silence] })),
+  };
+}
+
+/**
+ * What a scheduled run does besides the due work, all from one reading of the site taken at its start: the gauges
+ * (once per schedule tick, whether or not the due work needs a follow-up run), the stuck-repair watch, the
+ * summary's drift repair and the silence check.
+ */
+async function tickChecks(ctx: AppContext, run: Run): Promise<{ reconciled: number; results: Array<PromiseSettledResult<unknown>> }> {
+  const reading = await readFleet(ctx);
+  publishFleetMetrics(ctx, reading);
+  const checks: Array<Promise<unknown>> = [watchStuckRepairs(ctx, reading.inRepair), repairSummaryShard(ctx, reading.shards)];
+  const silence = checkSiteAgentSilence(ctx, run, reading);
+  // Its own failure is one result; the work it started, one each.
+  const started = await silence.catch((): { reconciles: Array<Promise<void>>; record?: Promise<boolean> } => ({ reconciles: [] }));
+  const results = await Promise.allSettled([...checks, silence, ...started.reconciles, ...(started.record ? [started.record] : [])]);
+  return { reconciled: started.reconciles.length, results };
+}
+
 /** The schedule's sweep: whatever is due and was not finished by a stream reaction (a crash, a lost lease). */
 export async function sweep(ctx: AppContext, options: SweepOptions = {}): Promise<SweepResult> {
   const run = startRun(ctx);
-  const work: Array<Promise<void>> = [];
-  const checks: Array<Promise<unknown>> = [];
-  if (!options.from) {
-    // A silent site agent makes every machine stale at once without a single write: check every meta-instance then,
-    // and say so (the SiteAgentSilent event, once per silence, and the metric its alarm watches).
-    const heartbeat = options.heartbeat ?? (await loadHeartbeatView(ctx));
-    const silence = heartbeat.rosterSeenAt ? siteAgentSilence(ctx.config.site.name, heartbeat.rosterSeenAt, ctx.clock.now(), ctx.config.heartbeat.timeout_seconds) : null;
-    ctx.metrics.gauge(SITE_AGENT_SILENT_METRIC, silence ? 1 : 0);
-    if (silence) {
-      const metas = await ctx.store.listMetaInstances(null, { limit: SILENT_AGENT_LIMIT });
-      work.push(...metas.items.map((meta) => run.reconcile([{ entity: 'meta-instance', id: meta.id }])));
-      // Written once per silence: a later sweep of the same silence loses the race to its own earlier entry.
-      checks.push(committedOnce(() => ctx.store.commit({ history: [], siteHistory: [silence] })));
-    }
-    checks.push(watchStuckRepairs(ctx), repairSummaryShard(ctx));
-  }
-  // Settled alongside the due pages (and observed at once, so a failure among them is never unhandled).
-  const others = Promise.allSettled([...work, ...checks]);
+  // Side by side with the due pages (and observed at once, so a failure among them is never unhandled).
+  const noChecks = { reconciled: 0, results: [] };
+  const checks = options.from ? Promise.resolve(noChecks) : tickChecks(ctx, run).catch((error: unknown) => ({ ...noChecks, results: [{ status: 'rejected', reason: error } as const] }));
   const due = await sweepDue(ctx, run, options);
-  const results = [...due.results, ...(await others)];
-  const failed = results.filter((r) => r.status === 'rejected');
-  for (const failure of failed) ctx.log.error('sweep reconcile failed', { error: String((failure as PromiseRejectedResult).reason) });
-  return { due: due.results.length + work.length, failed: failed.length, ...(due.followUp ? { followUp: due.followUp } : {}) };
+  const ticked = await checks;
+  const failed = [...due.results, ...ticked.results].filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  for (const failure of failed) ctx.log.error('sweep reconcile failed', { error: String(failure.reason) });
+  return { due: due.results.length + ticked.reconciled, failed: failed.length, ...(due.followUp ? { followUp: due.followUp } : {}) };
 }

@@ -1,4 +1,5 @@
 import { needsStuckAlert, stuckRepairAlert, watchRepair, type RepairSla, type RepairWatch } from '#domain/stuck-repairs.ts';
+import type { Machine } from '#domain/model.ts';
 import { iso } from '#domain/time.ts';
 import type { SiteConfig } from '#config/site-config.ts';
 import type { AppContext } from './context.ts';
@@ -10,10 +11,11 @@ export const repairSla = (config: SiteConfig): RepairSla => ({
 });
 
 /** The sweep's look at repairs: emit RepairStuck once per stuck episode and publish how many are stuck. */
-export async function watchStuckRepairs(ctx: AppContext): Promise<RepairWatch[]> {
+export async function watchStuckRepairs(ctx: AppContext, watched?: Machine[]): Promise<RepairWatch[]> {
   const now = ctx.clock.now();
   const sla = repairSla(ctx.config);
-  const candidates = await ctx.store.repairsToWatch(new Date(now.getTime() - sla.claimMs));
+  // A sweep passes every machine with a repair request (read for its gauges too): those not yet due are not stuck.
+  const candidates = watched ?? (await ctx.store.repairsToWatch(new Date(now.getTime() - sla.claimMs)));
   const stuck: RepairWatch[] = [];
   for (const candidate of candidates) {
     const watch = watchRepair(candidate, now, sla);

@@ -126,6 +126,9 @@ const catalogOf = (item: Item | undefined): Catalog => (item ? { types: item.typ
 const siteHeartbeatOf = (item: Item | undefined): SiteHeartbeat | null =>
   item ? { rosterSeenAt: String(item.rosterSeenAt), machineCount: Number(item.machineCount), version: Number(item.version) } : null;
 
+const safetyOf = (item: Item | undefined): SafetyState | null =>
+  item ? { repairStorm: item.repairStorm as SafetyState['repairStorm'], quarantines: item.quarantines as string[], version: item.version as number } : null;
+
 /** The table primitives an implementation provides; everything else is shared. */
 export abstract class ItemStore implements FleetStore {
   protected abstract getItem(key: TableKey): Promise<Item | undefined>;
@@ -222,6 +225,7 @@ export abstract class ItemStore implements FleetStore {
     for (const id of ids.metaInstances ?? []) want(keys.metaInstance(id));
     if (ids.catalog) want(keys.siteCatalog);
     if (ids.siteHeartbeat) want(keys.siteHeartbeat);
+    if (ids.safety) want(keys.siteSafety);
     const found = new Map((await this.getItems([...wanted.values()])).map((item) => [keyOf({ pk: String(item.pk), sk: String(item.sk) }), item]));
     const decode = <T>(list: readonly string[] | undefined, key: (id: string) => TableKey, from: (item: Item) => T): Map<string, T> => {
       const out = new Map<string, T>();
@@ -237,12 +241,12 @@ export abstract class ItemStore implements FleetStore {
       metaInstances: decode(ids.metaInstances, keys.metaInstance, fromMetaInstanceItem),
       ...(ids.catalog ? { catalog: catalogOf(found.get(keyOf(keys.siteCatalog))) } : {}),
       ...(ids.siteHeartbeat ? { siteHeartbeat: siteHeartbeatOf(found.get(keyOf(keys.siteHeartbeat))) } : {}),
+      ...(ids.safety ? { safety: safetyOf(found.get(keyOf(keys.siteSafety))) } : {}),
     };
   }
 
   async getSafety(): Promise<SafetyState | null> {
-    const item = await this.getItem(keys.siteSafety);
-    return item ? { repairStorm: item.repairStorm as SafetyState['repairStorm'], quarantines: item.quarantines as string[], version: item.version as number } : null;
+    return safetyOf(await this.getItem(keys.siteSafety));
   }
 
   async getSiteHeartbeat(): Promise<SiteHeartbeat | null> {

@@ -18,22 +18,24 @@ export interface PageRequest {
   nextToken?: string | undefined;
 }
 
-/** What `getRecords` reads: ids by kind, and the site's catalog or heartbeat when asked for. */
+/** What `getRecords` reads: ids by kind, and the site's catalog, heartbeat or safety state when asked for. */
 export interface RecordIds {
   machines?: readonly string[] | undefined;
   instances?: readonly string[] | undefined;
   metaInstances?: readonly string[] | undefined;
   catalog?: boolean | undefined;
   siteHeartbeat?: boolean | undefined;
+  safety?: boolean | undefined;
 }
 
-/** What `getRecords` found, by id; `catalog` and `siteHeartbeat` are present only when asked for. */
+/** What `getRecords` found, by id; `catalog`, `siteHeartbeat` and `safety` are present only when asked for. */
 export interface Records {
   machines: Map<string, Machine>;
   instances: Map<string, Instance>;
   metaInstances: Map<string, MetaInstance>;
   catalog?: Catalog;
   siteHeartbeat?: SiteHeartbeat | null;
+  safety?: SafetyState | null;
 }
 
 /** Which audit entries to list; each given filter narrows the listing. `since` is an ISO time (UTC, with ms). */

@@ -34,15 +34,22 @@ describe("the sweep's fleet metrics", () => {
     expect(h.gauges.get('SiteAgentRosterAgeSeconds')).toBe(12);
   });
 
-  it('reads the site heartbeat once per run, for the silence check and the gauges alike', async () => {
+  it('reads what its checks and gauges share once per scheduled run: heartbeat and safety in one batch, the shards and the repair index once each', async () => {
     const h = harness();
     await siteWith(h, { gb200: 1 });
-    const reads = vi.spyOn(h.ctx.store, 'getSiteHeartbeat');
+    const spies = (['getRecords', 'getSiteHeartbeat', 'getSafety', 'summaryShards', 'repairsToWatch'] as const).map((name) => [name, vi.spyOn(h.ctx.store, name)] as const);
 
     await createSweepHandler(h.ctx, async () => {})(undefined);
 
-    expect(reads).toHaveBeenCalledTimes(1);
+    expect(Object.fromEntries(spies.map(([name, spy]) => [name, spy.mock.calls.length]))).toEqual({
+      getRecords: 1,
+      getSiteHeartbeat: 0,
+      getSafety: 0,
+      summaryShards: 1,
+      repairsToWatch: 1,
+    });
     expect(h.gauges.has('SiteAgentSilent')).toBe(true);
     expect(h.gauges.has('SiteAgentRosterAgeSeconds')).toBe(true);
+    expect(h.gauges.has('RepairsStuck')).toBe(true);
   });
 });

@@ -76,7 +76,7 @@ describe('the sweep with a backlog', () => {
     expect(result).toMatchObject({ due: 2 * DUE_PAGE, failed: 0, followUp: expect.any(Object) });
   });
 
-  it('the handler hands unfinished work to a follow-up and takes it up from the follow-up event', async () => {
+  it('the handler hands unfinished work to a follow-up and takes it up from the follow-up event; the gauges go out once per tick', async () => {
     const h = harness();
     await backlog(h);
     const handedOff: SweepPosition[] = [];
@@ -84,8 +84,12 @@ describe('the sweep with a backlog', () => {
 
     expect(await handle({}, () => 0)).toMatchObject({ due: DUE_PAGE, followUp: expect.any(Object) });
     expect(handedOff).toHaveLength(1);
+    // The schedule's run published the tick's gauges though it handed work off; its follow-ups publish none.
+    expect(h.gauges.get('ReplacementsInFlight')).toBe(0);
+    h.gauges.clear();
     await handle(followUpEvent(handedOff[0]!), () => 0);
     await handle(followUpEvent(handedOff[1]!), () => 0);
+    expect(h.gauges.size).toBe(0);
     // The last run left nothing: no further hand-off.
     expect(handedOff).toHaveLength(2);
     expect(new Set(h.agent.deletes).size).toBe(BACKLOG);

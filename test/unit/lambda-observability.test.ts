@@ -1,4 +1,3 @@
-import { correlationPaths } from '@aws-lambda-powertools/logger/correlationId';
 import type { Context } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { observed, powertoolsMetrics, sharedLogger, sharedMetrics } from '#services/lambda-context.ts';
@@ -37,7 +36,7 @@ describe('Lambda entry points with the Powertools middlewares', () => {
         powertoolsMetrics(sharedMetrics).count('CreateFailuresByOutcome', 1, { outcome: 'timeout' });
         return { statusCode: 200 };
       },
-      { correlationIdPath: correlationPaths.API_GATEWAY_HTTP },
+      { correlationIdOf: (event: { requestContext: { requestId: string } }) => event.requestContext.requestId },
     );
     expect(await handler({ requestContext: { requestId: 'api-request-1' } }, context)).toEqual({ statusCode: 200 });
 
