@@ -2453,31 +2453,26 @@ export interface operations {
                     "application/json": {
                         version: string;
                         config: {
-                            /** @default {} */
                             site: {
                                 /** @default local */
                                 name: string;
                                 /** Format: uri */
                                 agent_url?: string;
                             };
-                            /** @default {} */
                             auth: {
                                 /** @default https://fleetward.local/ */
                                 issuer: string;
                                 /** @default fleetward */
                                 audience: string;
                             };
-                            /** @default {} */
                             auto_machine_repair_plugin: {
                                 /** @default true */
                                 enabled: boolean;
                             };
-                            /** @default {} */
                             dashboard: {
                                 /** @default true */
                                 enabled: boolean;
                             };
-                            /** @default {} */
                             instance_create_retry: {
                                 /** @default 3 */
                                 max_attempts: number;
@@ -2486,12 +2481,10 @@ export interface operations {
                                 /** @default 10000 */
                                 timeout_ms: number;
                             };
-                            /** @default {} */
                             heartbeat: {
                                 /** @default 30 */
                                 timeout_seconds: number;
                             };
-                            /** @default {} */
                             meta_instance: {
                                 /** @default 3 */
                                 max_consecutive_failures: number;
@@ -2502,7 +2495,6 @@ export interface operations {
                                 /** @default 600 */
                                 backoff_max_seconds: number;
                             };
-                            /** @default {} */
                             repair_storm: {
                                 /** @default 10 */
                                 max_quarantines: number;
@@ -2511,31 +2503,26 @@ export interface operations {
                                 /** @default 60 */
                                 window_minutes: number;
                             };
-                            /** @default {} */
                             repair_escalation: {
                                 /** @default 2 */
                                 max_repairs: number;
                                 /** @default 30 */
                                 window_days: number;
                             };
-                            /** @default {} */
                             repair_sla: {
                                 /** @default 60 */
                                 claim_minutes: number;
                                 /** @default 24 */
                                 repair_hours: number;
                             };
-                            /** @default {} */
                             sweep: {
                                 /** @default 60 */
                                 interval_seconds: number;
                             };
-                            /** @default {} */
                             site_agent: {
                                 /** @default 60 */
                                 report_timeout_seconds: number;
                             };
-                            /** @default {} */
                             api: {
                                 /** @default 200 */
                                 rate_limit: number;
@@ -2549,7 +2536,6 @@ export interface operations {
                                     };
                                 };
                             };
-                            /** @default {} */
                             lambda: {
                                 /** @default 100 */
                                 tenant_reserved_concurrency: number;
@@ -2558,7 +2544,6 @@ export interface operations {
                                 /** @default 20 */
                                 site_agent_reserved_concurrency: number;
                             };
-                            /** @default {} */
                             simulator: {
                                 /**
                                  * @default [

@@ -1,86 +1,85 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '#config/zod-messages.ts';
 import { parse as parseToml } from 'smol-toml';
 
 // Every section is strict so that a misspelt key stops start-up instead of being silently ignored.
-const section = <T extends z.ZodRawShape>(shape: T) => z.strictObject(shape).prefault({} as never);
+const section = <T extends z.core.$ZodLooseShape>(shape: T) => z.prefault(z.strictObject(shape), {} as never);
 
 const simulatedMachineGroup = z.strictObject({
-  type: z.string().min(1),
-  count: z.number().int().min(1).max(100_000),
-  racks: z.number().int().min(1).default(1),
+  type: z.string().check(z.minLength(1)),
+  count: z.int().check(z.minimum(1), z.maximum(100_000)),
+  racks: z._default(z.int().check(z.minimum(1)), 1),
 });
 
 /** API Gateway's route key: the method and the path template as the route table spells them. */
-const routeKey = z.string().regex(/^(GET|POST|PUT|PATCH|DELETE) \/\S*$/, 'a route key is "<METHOD> <path>", e.g. "POST /v2/org/{org}/nico/instance"');
+const routeKey = z.string().check(z.regex(/^(GET|POST|PUT|PATCH|DELETE) \/\S*$/, 'a route key is "<METHOD> <path>", e.g. "POST /v2/org/{org}/nico/instance"'));
 
 // API Gateway HTTP API throttles: a steady rate (requests/s, a token bucket's refill) and a burst (its size).
 const throttle = {
-  rate_limit: z.number().gt(0),
-  burst_limit: z.number().int().min(0),
+  rate_limit: z.number().check(z.gt(0)),
+  burst_limit: z.int().check(z.minimum(0)),
 };
 
 export const siteConfigSchema = z.strictObject({
   site: section({
-    name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'lower-case letters, digits and dashes').default('local'),
-    agent_url: z.url().optional(),
+    name: z._default(z.string().check(z.regex(/^[a-z0-9][a-z0-9-]*$/, 'lower-case letters, digits and dashes')), 'local'),
+    agent_url: z.optional(z.url()),
   }),
   auth: section({
-    issuer: z.string().min(1).default('https://fleetward.local/'),
-    audience: z.string().min(1).default('fleetward'),
+    issuer: z._default(z.string().check(z.minLength(1)), 'https://fleetward.local/'),
+    audience: z._default(z.string().check(z.minLength(1)), 'fleetward'),
   }),
-  auto_machine_repair_plugin: section({ enabled: z.boolean().default(true) }),
-  dashboard: section({ enabled: z.boolean().default(true) }),
+  auto_machine_repair_plugin: section({ enabled: z._default(z.boolean(), true) }),
+  dashboard: section({ enabled: z._default(z.boolean(), true) }),
   instance_create_retry: section({
-    max_attempts: z.number().int().min(1).max(10).default(3),
-    base_delay_ms: z.number().int().min(0).max(10_000).default(250),
-    timeout_ms: z.number().int().min(100).max(120_000).default(10_000),
+    max_attempts: z._default(z.int().check(z.minimum(1), z.maximum(10)), 3),
+    base_delay_ms: z._default(z.int().check(z.minimum(0), z.maximum(10_000)), 250),
+    timeout_ms: z._default(z.int().check(z.minimum(100), z.maximum(120_000)), 10_000),
   }),
-  heartbeat: section({ timeout_seconds: z.number().int().min(1).max(86_400).default(30) }),
+  heartbeat: section({ timeout_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 30) }),
   meta_instance: section({
-    max_consecutive_failures: z.number().int().min(1).max(100).default(3),
-    max_replacements_in_flight: z.number().int().min(1).max(10_000).default(5),
-    backoff_base_seconds: z.number().min(0).max(3600).default(5),
-    backoff_max_seconds: z.number().min(0).max(86_400).default(600),
+    max_consecutive_failures: z._default(z.int().check(z.minimum(1), z.maximum(100)), 3),
+    max_replacements_in_flight: z._default(z.int().check(z.minimum(1), z.maximum(10_000)), 5),
+    backoff_base_seconds: z._default(z.number().check(z.minimum(0), z.maximum(3600)), 5),
+    backoff_max_seconds: z._default(z.number().check(z.minimum(0), z.maximum(86_400)), 600),
   }),
   repair_storm: section({
-    max_quarantines: z.number().int().min(1).default(10),
-    max_fraction: z.number().gt(0).max(1).default(0.1),
-    window_minutes: z.number().int().min(1).default(60),
+    max_quarantines: z._default(z.int().check(z.minimum(1)), 10),
+    max_fraction: z._default(z.number().check(z.gt(0), z.maximum(1)), 0.1),
+    window_minutes: z._default(z.int().check(z.minimum(1)), 60),
   }),
   repair_escalation: section({
-    max_repairs: z.number().int().min(1).default(2),
-    window_days: z.number().int().min(1).default(30),
+    max_repairs: z._default(z.int().check(z.minimum(1)), 2),
+    window_days: z._default(z.int().check(z.minimum(1)), 30),
   }),
   repair_sla: section({
-    claim_minutes: z.number().int().min(1).default(60),
-    repair_hours: z.number().int().min(1).default(24),
+    claim_minutes: z._default(z.int().check(z.minimum(1)), 60),
+    repair_hours: z._default(z.int().check(z.minimum(1)), 24),
   }),
   sweep: section({
     // EventBridge Scheduler runs the sweep in AWS, in whole minutes only (the stack says so); locally any interval.
-    interval_seconds: z.number().int().min(1).max(86_400).default(60),
+    interval_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 60),
   }),
-  site_agent: section({ report_timeout_seconds: z.number().int().min(1).max(86_400).default(60) }),
+  site_agent: section({ report_timeout_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 60) }),
   api: section({
-    rate_limit: throttle.rate_limit.default(200),
-    burst_limit: throttle.burst_limit.default(400),
+    rate_limit: z._default(throttle.rate_limit, 200),
+    burst_limit: z._default(throttle.burst_limit, 400),
     // Keyed by route key; each must be a route of the API (checkRouteOverrides, at synth and at start-up).
-    routes: z.record(routeKey, z.strictObject({ rate_limit: throttle.rate_limit.optional(), burst_limit: throttle.burst_limit.optional() })).default({}),
+    routes: z._default(z.record(routeKey, z.strictObject({ rate_limit: z.optional(throttle.rate_limit), burst_limit: z.optional(throttle.burst_limit) })), {}),
   }),
   lambda: section({
-    tenant_reserved_concurrency: z.number().int().min(1).max(10_000).default(100),
-    admin_reserved_concurrency: z.number().int().min(1).max(10_000).default(10),
-    site_agent_reserved_concurrency: z.number().int().min(1).max(10_000).default(20),
+    tenant_reserved_concurrency: z._default(z.int().check(z.minimum(1), z.maximum(10_000)), 100),
+    admin_reserved_concurrency: z._default(z.int().check(z.minimum(1), z.maximum(10_000)), 10),
+    site_agent_reserved_concurrency: z._default(z.int().check(z.minimum(1), z.maximum(10_000)), 20),
   }),
   simulator: section({
-    machines: z
-      .array(simulatedMachineGroup)
-      .default([
-        { type: 'gb200', count: 16, racks: 2 },
-        { type: 'h100', count: 16, racks: 2 },
-      ]),
-    heartbeat_interval_seconds: z.number().gt(0).max(3600).default(5),
-    provision_ms: z.number().int().min(0).max(600_000).default(200),
-    cleanup_ms: z.number().int().min(0).max(600_000).default(200),
+    machines: z._default(z.array(simulatedMachineGroup), [
+      { type: 'gb200', count: 16, racks: 2 },
+      { type: 'h100', count: 16, racks: 2 },
+    ]),
+    heartbeat_interval_seconds: z._default(z.number().check(z.gt(0), z.maximum(3600)), 5),
+    provision_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
+    cleanup_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
   }),
 });
 

@@ -1,10 +1,12 @@
 import * as z from 'zod';
-import { machineId } from './machine-id.ts';
+import { alertClassifications } from '#site/agent-contract.ts';
+import { machineIdRule } from './machine-id.ts';
 
 // Request shapes of API.md (responses are in responses.ts). The routes validate with them and the OpenAPI
 // document is made from them. `.meta()` documents what the generator cannot derive but the handlers enforce;
 // test/unit/openapi-drift.test.ts fails when the document says less than zod checks.
 
+const machineId = z.string().regex(machineIdRule.pattern, machineIdRule.message);
 const org = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits and . _ - (at most 64)');
 const resourceId = z.string().min(1).max(128);
 const machineType = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'lower-case letters, digits and . _ - (at most 64)');
@@ -143,6 +145,19 @@ export const rackListQuery = z.strictObject({ ...pageQuery, machineType: machine
 
 export const tenantBody = z.strictObject({
   capabilities: z.strictObject({ targetedInstanceCreation: z.boolean() }),
+});
+
+/**
+ * What the site agent posts, as the agent's contract (agent-contract.ts, zod/mini) has it, in zod for the route's
+ * validation and the OpenAPI document; a unit test holds the two to the same verdicts.
+ */
+const agentAlert = z.strictObject({
+  id: z.string().min(1).max(128),
+  message: z.string().max(4096),
+  classifications: z.array(z.enum(alertClassifications)).max(alertClassifications.length),
+});
+export const heartbeatBody = z.strictObject({
+  machines: z.array(z.strictObject({ id: machineId, alerts: z.array(agentAlert).max(64).optional() })).max(100_000),
 });
 
 export const cleanupReportBody = z.strictObject({

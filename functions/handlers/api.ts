@@ -16,5 +16,5 @@ export const createHttpApi = (ctx: AppContext, idempotency: IdempotencyPersisten
 
 export const handler = lazy(() => {
   const ctx = contextFromEnv();
-  return observed(createHttpApi(ctx, ctx.idempotency, sharedLogger), { correlationIdOf: (event) => event.requestContext.requestId });
+  return observed(createHttpApi(ctx, ctx.idempotency, sharedLogger), { correlationIdOf: (event) => (event as typeof event | null)?.requestContext?.requestId });
 });

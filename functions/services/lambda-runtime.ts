@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 
 // Process-wide settings for a deployed function, imported first by every handler module (handlers/*.ts) so that
 // they hold before any other module is evaluated. esbuild defines FLEETWARD_LAMBDA_BUNDLE in the Lambda bundles

@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '#config/zod-messages.ts';
 import type { SweepPosition } from './reconcile.ts';
 
 /**
@@ -11,7 +12,7 @@ export const SWEEP_FOLLOW_UP = { source: 'fleetward.sweep', detailType: 'SweepFo
 const followUpEventSchema = z.object({
   source: z.literal(SWEEP_FOLLOW_UP.source),
   'detail-type': z.literal(SWEEP_FOLLOW_UP.detailType),
-  detail: z.object({ now: z.string().datetime(), nextToken: z.string().min(1) }),
+  detail: z.object({ now: z.iso.datetime(), nextToken: z.string().check(z.minLength(1)) }),
 });
 
 /** The event a follow-up run is invoked with, as EventBridge delivers it. */

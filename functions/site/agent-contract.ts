@@ -1,11 +1,15 @@
 // The site agent's HTTP contract (API.md "Site agent"), in one place for both sides: the controller's client
-// (agent-client.ts) and the local simulated agent (local/site-simulator.ts) parse and build with these schemas,
-// and the controller's routes for what the agent posts validate with them.
+// (agent-client.ts) and the local simulated agent (local/site-simulator.ts) parse and build with these schemas.
+// In zod/mini, as the client is in every function (config/zod-messages.ts); the controller's routes for what the agent
+// posts validate with the same shapes in zod's classic API (schemas.ts), which the OpenAPI document is made from.
 
-import * as z from 'zod';
-import { machineId } from '#domain/machine-id.ts';
+import * as z from 'zod/mini';
+import '#config/zod-messages.ts';
+import { machineIdRule } from '#domain/machine-id.ts';
 
-const name = z.string().min(1).max(256);
+const text = (min: number, max: number) => z.string().check(z.minLength(min), z.maxLength(max));
+const name = text(1, 256);
+const machineId = z.string().check(z.regex(machineIdRule.pattern, machineIdRule.message));
 
 export const agentPaths = {
   instances: '/instances',
@@ -16,8 +20,8 @@ export const agentPaths = {
 export const createInstanceRequest = z.strictObject({
   name,
   machineId,
-  instanceId: z.string().min(1).max(128),
-  clientToken: z.string().min(1).max(256),
+  instanceId: text(1, 128),
+  clientToken: text(1, 256),
 });
 export type CreateInstanceRequest = z.infer<typeof createInstanceRequest>;
 
@@ -26,7 +30,7 @@ export const instanceAnswer = z.object({ name, machineId });
 export type InstanceAnswer = z.infer<typeof instanceAnswer>;
 
 /** Any 4xx/5xx answer of the agent, e.g. 409 `name_conflict`. */
-export const agentErrorAnswer = z.object({ code: z.string(), message: z.string().optional() });
+export const agentErrorAnswer = z.object({ code: z.string(), message: z.optional(z.string()) });
 export type AgentErrorAnswer = z.infer<typeof agentErrorAnswer>;
 
 export const instanceStates = ['present', 'cleaning'] as const;
@@ -39,24 +43,24 @@ export const alertClassifications = ['PreventAllocations', 'SuppressExternalAler
 
 /** One health alert the agent reports about a machine (its health probes). Only `PreventAllocations` ones quarantine it. */
 export const agentAlert = z.strictObject({
-  id: z.string().min(1).max(128),
-  message: z.string().max(4096),
-  classifications: z.array(z.enum(alertClassifications)).max(alertClassifications.length),
+  id: text(1, 128),
+  message: text(0, 4096),
+  classifications: z.array(z.enum(alertClassifications)).check(z.maxLength(alertClassifications.length)),
 });
 export type AgentAlertBody = z.infer<typeof agentAlert>;
 
 /** Everything the agent reports about one machine at once. */
-export const machineAlerts = z.array(agentAlert).max(64);
+export const machineAlerts = z.array(agentAlert).check(z.maxLength(64));
 
 /** POST /site/v1/heartbeats: every machine the agent sees, with what it alerts on. */
 export const heartbeatBody = z.strictObject({
-  machines: z.array(z.strictObject({ id: machineId, alerts: machineAlerts.optional() })).max(100_000),
+  machines: z.array(z.strictObject({ id: machineId, alerts: z.optional(machineAlerts) })).check(z.maxLength(100_000)),
 });
 export type HeartbeatBody = z.infer<typeof heartbeatBody>;
 
 /** POST /site/v1/machines/{id}/cleanup. */
 export const cleanupReport = z.strictObject({
   ok: z.boolean(),
-  message: z.string().max(4096).optional(),
+  message: z.optional(text(0, 4096)),
 });
 export type CleanupReport = z.infer<typeof cleanupReport>;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { cleanupReportBody, heartbeatBody as heartbeatRouteBody } from '#domain/schemas.ts';
 import { agentPaths, cleanupReport, createInstanceRequest, heartbeatBody, instanceStatusAnswer } from '#site/agent-contract.ts';
 
 describe('site agent contract', () => {
@@ -10,15 +11,22 @@ describe('site agent contract', () => {
       ],
     };
     expect(heartbeatBody.parse(body)).toEqual(body);
+    expect(heartbeatRouteBody.parse(body)).toEqual(body);
   });
 
+  const tooMany = <T>(count: number, item: T) => Array.from({ length: count }, () => item);
   it.each([
     ['an unknown classification', { machines: [{ id: 'm-1', alerts: [{ id: 'a', message: '', classifications: ['Reboot'] }] }] }],
     ['an alert without id', { machines: [{ id: 'm-1', alerts: [{ message: 'x', classifications: [] }] }] }],
     ['a bad machine id', { machines: [{ id: '../m' }] }],
     ['an unknown field', { machines: [{ id: 'm-1', state: 'up' }] }],
-  ])('refuses a heartbeat with %s', (_name, body) => {
+    ['a classification twice over', { machines: [{ id: 'm-1', alerts: [{ id: 'a', message: '', classifications: tooMany(4, 'PreventAllocations') }] }] }],
+    ['65 alerts', { machines: [{ id: 'm-1', alerts: tooMany(65, { id: 'a', message: '', classifications: [] }) }] }],
+    ['a message over 4096 characters', { machines: [{ id: 'm-1', alerts: [{ id: 'a', message: 'x'.repeat(4097), classifications: [] }] }] }],
+    ['an empty alert id', { machines: [{ id: 'm-1', alerts: [{ id: '', message: '', classifications: [] }] }] }],
+  ])('refuses a heartbeat with %s, on the agent\'s side and the route\'s alike', (_name, body) => {
     expect(heartbeatBody.safeParse(body).success).toBe(false);
+    expect(heartbeatRouteBody.safeParse(body).success).toBe(false);
   });
 
   it('knows the two instance states and nothing else', () => {
@@ -30,6 +38,9 @@ describe('site agent contract', () => {
     expect(createInstanceRequest.safeParse({ name: 'job', machineId: 'm-1', instanceId: 'i-1' }).success).toBe(false);
     expect(cleanupReport.parse({ ok: false, message: 'disk wipe failed' })).toEqual({ ok: false, message: 'disk wipe failed' });
     expect(cleanupReport.safeParse({ ok: 'yes' }).success).toBe(false);
+    for (const report of [{ ok: true }, { ok: false, message: 'x'.repeat(4097) }, { ok: true, extra: 1 }]) {
+      expect(cleanupReportBody.safeParse(report).success).toBe(cleanupReport.safeParse(report).success);
+    }
   });
 
   it('escapes the instance name in its path', () => {

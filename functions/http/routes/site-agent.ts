@@ -1,11 +1,10 @@
 import { finishCleanup } from '#domain/cleanup.ts';
 import { heartbeatReceiptResponse, machineResponse } from '#domain/responses.ts';
-import { cleanupReportBody, emptyQuery, params } from '#domain/schemas.ts';
+import { cleanupReportBody, emptyQuery, heartbeatBody, params } from '#domain/schemas.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { machineView } from '#domain/machines.ts';
 import { notFound } from '#domain/rejection.ts';
 import { heartbeatViewOf } from '#services/heartbeat-view.ts';
-import { heartbeatBody } from '#site/agent-contract.ts';
 import { retryOnStale } from '#services/retry-on-stale.ts';
 import { defineRoute, type Route } from '../route.ts';
 
