@@ -303,13 +303,9 @@ export abstract class ItemStore implements FleetStore {
 
   /** Claimed repairs are all read: their deadlines depend on each machine's repair_eta. Costs what is in repair. */
   async repairsToWatch(unclaimedBefore: Date): Promise<Machine[]> {
-    const stages: Array<[string, string]> = [
-      ['unclaimed#', `unclaimed#${unclaimedBefore.toISOString()}`],
-      ['in-repair#', 'in-repair#~'],
-    ];
-    // The two stages are apart in the index: read side by side, kept in stage order.
-    const pages = await Promise.all(stages.map((between) => this.allItems({ index: indexes.repairRequested, partition: REPAIR_PARTITION, sort: { between } })));
-    return pages.flat().map(fromMachineItem);
+    // One range of the index: `in-repair#…` sorts before `unclaimed#…`, and unclaimed ones by request time.
+    const between: [string, string] = ['in-repair#', `unclaimed#${unclaimedBefore.toISOString()}`];
+    return (await this.allItems({ index: indexes.repairRequested, partition: REPAIR_PARTITION, sort: { between } })).map(fromMachineItem);
   }
 
   async machinesAwaitingRepair(page: PageRequest): Promise<Page<Machine>> {

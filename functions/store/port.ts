@@ -86,7 +86,7 @@ export interface FleetStore {
    */
   allocatableMachinesPage(machineType: string, page: PageRequest & { rack?: string | undefined }): Promise<Page<Machine>>;
   listMachines(page: PageRequest): Promise<Page<Machine>>;
-  /** Unclaimed repair requests older than `unclaimedBefore`, and every claimed repair. */
+  /** Every claimed repair, then the unclaimed repair requests older than `unclaimedBefore`, oldest first: one Query. */
   repairsToWatch(unclaimedBefore: Date): Promise<Machine[]>;
   /** Machines with a repair request: claimed (in-repair) ones first, then unclaimed ones, each stage oldest first. */
   machinesAwaitingRepair(page: PageRequest): Promise<Page<Machine>>;

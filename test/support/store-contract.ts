@@ -701,8 +701,8 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       expect((await fresh.machinesAwaitingRepair({ limit: 10 })).items.map((m) => m.id)).toEqual(['lm-claimed', 'lm-early', 'lm-late']);
     });
 
-    it('repairsToWatch: unclaimed requests older than the cut-off, and every claimed repair', async () => {
-      expect((await fresh.repairsToWatch(at(30 * 60_000))).map((m) => m.id)).toEqual(['lm-early', 'lm-claimed']);
+    it('repairsToWatch: every claimed repair, then the unclaimed requests older than the cut-off, oldest first', async () => {
+      expect((await fresh.repairsToWatch(at(30 * 60_000))).map((m) => m.id)).toEqual(['lm-claimed', 'lm-early']);
       expect((await fresh.repairsToWatch(at(0))).map((m) => m.id)).toEqual(['lm-claimed']);
     });
 
