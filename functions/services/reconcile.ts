@@ -70,7 +70,12 @@ async function sweepDue(ctx: AppContext, run: Run, { timeLeftMs = () => Number.P
  * and say so (the SiteAgentSilent event, once per silence, and the metric its alarm watches). Returns the work it
  * started: a reconcile per meta-instance, and the event's record.
  */
-async function checkSiteAgentSilence(ctx: AppContext, run: Run, reading: FleetReading): Promise<{ reconciles: Array<Promise<void>>; record?: Promise<boolean> }> {
+interface SilenceWork {
+  reconciles: Array<Promise<void>>;
+  record?: Promise<boolean>;
+}
+
+async function checkSiteAgentSilence(ctx: AppContext, run: Run, reading: FleetReading): Promise<SilenceWork> {
   const { rosterSeenAt } = reading.heartbeat;
   const silence = rosterSeenAt ? siteAgentSilence(ctx.config.site.name, rosterSeenAt, reading.at, ctx.config.heartbeat.timeout_seconds) : null;
   ctx.metrics.gauge(SITE_AGENT_SILENT_METRIC, silence ? 1 : 0);
@@ -91,12 +96,13 @@ async function checkSiteAgentSilence(ctx: AppContext, run: Run, reading: FleetRe
 async function tickChecks(ctx: AppContext, run: Run): Promise<{ reconciled: number; results: Array<PromiseSettledResult<unknown>> }> {
   const reading = await readFleet(ctx);
   publishFleetMetrics(ctx, reading);
-  const checks: Array<Promise<unknown>> = [watchStuckRepairs(ctx, reading.inRepair), repairSummaryShard(ctx, reading.shards)];
+  // Observed at once: they may fail while the silence check is still reading.
+  const checks = Promise.allSettled([watchStuckRepairs(ctx, reading.inRepair), repairSummaryShard(ctx, reading.shards)]);
   const silence = checkSiteAgentSilence(ctx, run, reading);
   // Its own failure is one result; the work it started, one each.
-  const started = await silence.catch((): { reconciles: Array<Promise<void>>; record?: Promise<boolean> } => ({ reconciles: [] }));
-  const results = await Promise.allSettled([...checks, silence, ...started.reconciles, ...(started.record ? [started.record] : [])]);
-  return { reconciled: started.reconciles.length, results };
+  const started = await silence.catch((): SilenceWork => ({ reconciles: [] }));
+  const silenceResults = await Promise.allSettled([silence, ...started.reconciles, ...(started.record ? [started.record] : [])]);
+  return { reconciled: started.reconciles.length, results: [...(await checks), ...silenceResults] };
 }
 
 /** The schedule's sweep: whatever is due and was not finished by a stream reaction (a crash, a lost lease). */
