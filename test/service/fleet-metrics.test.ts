@@ -52,4 +52,18 @@ describe("the sweep's fleet metrics", () => {
     expect(h.gauges.has('SiteAgentRosterAgeSeconds')).toBe(true);
     expect(h.gauges.has('RepairsStuck')).toBe(true);
   });
+
+  it("counts a check that fails, logs it and still does the rest of the tick", async () => {
+    const h = harness();
+    await siteWith(h, { gb200: 2 });
+    await startRun(h.ctx).reconcile(['gb200-1', 'gb200-2'].map((id) => ({ entity: 'fleet-summary', id })));
+    // The summary's drift repair cannot read its shard (throttled, say).
+    vi.spyOn(h.ctx.store, 'getSummaryItems').mockRejectedValue(new Error('throttled'));
+
+    expect(await createSweepHandler(h.ctx, async () => {})(undefined)).toEqual({ due: 0, failed: 1 });
+
+    expect(h.logged).toContainEqual(expect.objectContaining({ level: 'error', message: 'sweep reconcile failed', fields: { error: 'Error: throttled' } }));
+    expect(h.gauges.get('RepairsStuck')).toBe(0);
+    expect(h.metrics.render()).toContain('fleetward_machines{machine_type="gb200"} 2\n');
+  });
 });
