@@ -74,7 +74,7 @@ export async function startApiBench(endpoint: string, id: string, progress: (lin
       calls.enterWith(presented === token ? currentCall : undefined);
       return verify(presented);
     };
-    const requests = countRequests(site.storeClient, () => calls.getStore());
+    const requests = countRequests(site.storeClient, { tagOf: () => calls.getStore() });
     // Our own reads (waiting for states) go through a separate client, so they never show in the site's figures.
     const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
     const base = `${site.url}/v2/org/${ORG}/nico/instance`;

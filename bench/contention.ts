@@ -70,7 +70,7 @@ async function burst(endpoint: string, tableName: string, options: ContentionOpt
       calls.enterWith(presented === token ? 'create' : undefined);
       return verify(presented);
     };
-    const requests = countRequests(site.storeClient, () => calls.getStore());
+    const requests = countRequests(site.storeClient, { tagOf: () => calls.getStore() });
     const url = `${site.url}/v2/org/${ORG}/nico/instance`;
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     progress(`contention: ${options.requests} creates at once on ${options.machines} free machines${containerPerRequest ? ', each request a container of its own' : ''}`);

@@ -10,7 +10,7 @@ import { settle, type Cost } from './stats.ts';
 
 /**
  * The floor: the DynamoDB requests the create and release paths make, sent straight through the SDK (same
- * document client settings, consistent reads, ReturnConsumedCapacity as the store asks) against a scratch table
+ * document client settings, consistent reads, ReturnConsumedCapacity as the bench meter asks) against a scratch table
  * with the site's table definition, seeded with copies of the API site's own catalog, heartbeat and machine items so
  * every request reads and writes items of the same size.
  *

@@ -150,7 +150,7 @@ async function startWorkflowSite(endpoint: string, tableName: string, options: W
       sources.enterWith(presented === tenant || presented === admin ? 'call' : claimsOf(presented).roles?.includes('site-agent') ? 'agent' : 'call');
       return verify(presented);
     };
-    const requests = countRequests(site.storeClient, () => sources.getStore());
+    const requests = countRequests(site.storeClient, { tagOf: () => sources.getStore() });
     // Which items the stream reactions read, per batch: a second read of one item in one batch is a second look.
     site.storeClient.middlewareStack.add(
       (next, context) => async (args) => {

@@ -1,6 +1,6 @@
 import type { Change } from './change.ts';
 import { allocatability, lastSeenAt, type HeartbeatView } from './health.ts';
-import type { Machine } from './model.ts';
+import type { HistoryEntry, Machine } from './model.ts';
 import { machineResponse, viewOf } from './responses.ts';
 import { iso } from './time.ts';
 
@@ -27,14 +27,12 @@ export function registerMachine(existing: Machine | null, registration: MachineR
       labels: registration.labels ?? {},
       healthOverrides: [],
       heartbeatLive: false,
+      registered: { by: actor, machineType: registration.machineType, rack },
       version: 0,
       createdAt: at,
       updatedAt: at,
     };
-    return {
-      machines: [{ before: null, after: machine }],
-      history: [{ machineId: machine.id, at, actor, action: 'machine-registered', changes: { machineType: { to: machine.machineType }, rack: { to: rack } } }],
-    };
+    return { machines: [{ before: null, after: machine }], history: [] };
   }
   const labels = { ...existing.labels, ...registration.labels };
   const unchanged =
@@ -58,6 +56,29 @@ export function registerMachine(existing: Machine | null, registration: MachineR
       },
     ],
   };
+}
+
+/** A machine's first history entry, read from its record (see Machine.registered). */
+export function registrationEntry(machine: Machine): HistoryEntry | null {
+  const { registered } = machine;
+  if (!registered) return null;
+  return {
+    machineId: machine.id,
+    at: machine.createdAt,
+    actor: registered.by,
+    action: 'machine-registered',
+    changes: { machineType: { to: registered.machineType }, rack: { to: registered.rack } },
+  };
+}
+
+/**
+ * A page of the machine's history, newest first, with its registration entry after the stored ones on the last
+ * page. A page that holds `limit` stored entries always has a next token (the store's, even when nothing follows),
+ * so the entry goes on a page with room for it.
+ */
+export function historyPage(machine: Machine, stored: { items: HistoryEntry[]; nextToken?: string | undefined }) {
+  const registration = stored.nextToken ? null : registrationEntry(machine);
+  return { items: registration ? [...stored.items, registration] : stored.items, nextToken: stored.nextToken };
 }
 
 /** The machine as the API shows it (API.md "Machine"): the record with its allocatability and when it was last seen. */

@@ -1,10 +1,11 @@
 import { auditEntry, auditTargets, type AuditEntry, type Requester } from '#domain/audit.ts';
 import { catalogAfter } from '#domain/catalog.ts';
 import type { Change, Versioned } from '#domain/change.ts';
-import { machineView, registerMachine, type MachineRegistration, type MachineView } from '#domain/machines.ts';
-import type { Machine } from '#domain/model.ts';
+import { historyPage, machineView, registerMachine, type MachineRegistration, type MachineView } from '#domain/machines.ts';
+import type { HistoryEntry, Machine } from '#domain/model.ts';
 import { bucketOf, recheck } from '#domain/heartbeat.ts';
 import type { Page } from '#store/paging.ts';
+import type { PageRequest } from '#store/port.ts';
 import type { AppContext } from './context.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
 import { requireMachine } from './instances.ts';
@@ -30,7 +31,7 @@ export async function registerMachines(ctx: AppContext, registrations: MachineRe
   const byId = new Map(registrations.map((r) => [r.id, r]));
   const decided = await decide([...byId.values()]);
   const created = decided.filter((c) => c.machines![0]!.before === null);
-  await ctx.store.createMachines(created.map((c) => c.machines![0]!.after), created.flatMap((c) => c.history));
+  await ctx.store.createMachines(created.map((c) => c.machines![0]!.after));
 
   const redescribed = decided.filter((c) => c.machines![0]!.before !== null);
   const chunks: Change[][] = [];
@@ -116,6 +117,12 @@ export async function listMachines(ctx: AppContext, page: { limit: number; nextT
   const result =
     filter.healthOverride === 'repair-request' ? await ctx.store.machinesAwaitingRepair(page) : await ctx.store.listMachines(page);
   return { items: result.items.map((m) => machineView(m, heartbeat, now)).filter((v) => matches(v, filter)), nextToken: result.nextToken };
+}
+
+/** The machine's history, newest first; its registration entry comes from the record (see Machine.registered). */
+export async function machineHistory(ctx: AppContext, id: string, page: PageRequest): Promise<Page<HistoryEntry>> {
+  const machine = await requireMachine(ctx, id);
+  return historyPage(machine, await ctx.store.listHistory(id, page));
 }
 
 export async function showMachine(ctx: AppContext, id: string): Promise<MachineView> {

@@ -51,7 +51,6 @@ export class DynamoFleetStore extends ItemStore {
             ':next': version,
             ...(before ? { ':expected': before.version } : {}),
           },
-          ReturnConsumedCapacity: 'TOTAL',
         }),
       ),
     );
@@ -71,11 +70,11 @@ export class DynamoFleetStore extends ItemStore {
         ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
       },
     }));
-    await this.guarded(() => this.client.send(new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' })));
+    await this.guarded(() => this.client.send(new TransactWriteCommand({ TransactItems: items })));
   }
 
   protected async getItem(key: TableKey): Promise<Item | undefined> {
-    const result = await this.client.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }));
+    const result = await this.client.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true }));
     return result.Item;
   }
 
@@ -94,7 +93,7 @@ export class DynamoFleetStore extends ItemStore {
     let pending = items.map((item) => ({ PutRequest: { Item: item } }));
     for (let attempt = 0; pending.length > 0; attempt++) {
       if (attempt > 0) await backOff(attempt);
-      const result = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.table]: pending }, ReturnConsumedCapacity: 'TOTAL' }));
+      const result = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.table]: pending } }));
       pending = (result.UnprocessedItems?.[this.table] ?? []) as typeof pending;
     }
   }
@@ -111,9 +110,7 @@ export class DynamoFleetStore extends ItemStore {
     let pending: Record<string, unknown>[] = keys;
     for (let attempt = 0; pending.length > 0; attempt++) {
       if (attempt > 0) await backOff(attempt);
-      const result = await this.client.send(
-        new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: true } }, ReturnConsumedCapacity: 'TOTAL' }),
-      );
+      const result = await this.client.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: true } } }));
       found.push(...(result.Responses?.[this.table] ?? []));
       pending = result.UnprocessedKeys?.[this.table]?.Keys ?? [];
     }
@@ -127,7 +124,6 @@ export class DynamoFleetStore extends ItemStore {
           ...this.queryInput(query),
           ...(query.limit ? { Limit: query.limit } : {}),
           ...(nextToken ? { ExclusiveStartKey: decodePageToken(listingOf(query), nextToken) } : {}),
-          ReturnConsumedCapacity: 'TOTAL',
         }),
       )
       .catch((error: Error) => {

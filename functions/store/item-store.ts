@@ -149,8 +149,8 @@ export abstract class ItemStore implements FleetStore {
     if (writes.length > 0) await this.writeItems(writes);
   }
 
-  async createMachines(machines: Machine[], history: HistoryEntry[]): Promise<void> {
-    await this.putItems([...machines.map(machineItem), ...history.map((entry) => historyItem(entry, this.historySuffix()))]);
+  async createMachines(machines: Machine[]): Promise<void> {
+    await this.putItems(machines.map(machineItem));
   }
 
   /**

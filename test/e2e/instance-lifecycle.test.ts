@@ -54,9 +54,19 @@ describe('instance lifecycle through the site agent', () => {
     expect(back.instanceId).toBeUndefined();
 
     const history = (await site.call('GET', `/admin/machines/${machineId}/history`, { token: admin })).body;
-    expect(history.items.map((h: { action: string }) => h.action)).toEqual(
-      expect.arrayContaining(['instance-created', 'instance-ready', 'instance-released', 'cleanup-succeeded']),
-    );
+    const actions = history.items.map((h: { action: string }) => h.action);
+    expect(actions).toEqual(expect.arrayContaining(['instance-created', 'instance-ready', 'instance-released', 'cleanup-succeeded']));
+    // The oldest entry is read from the machine's record, after the stored ones, on whichever page has room.
+    expect(actions.at(-1)).toBe('machine-registered');
+    const paged: string[] = [];
+    for (let token: string | undefined, page = 0; page === 0 || token; page++) {
+      const query = token ? `?limit=2&nextToken=${encodeURIComponent(token)}` : '?limit=2';
+      const body = (await site.call('GET', `/admin/machines/${machineId}/history${query}`, { token: admin })).body;
+      expect(body.items.length).toBeLessThanOrEqual(2);
+      paged.push(...body.items.map((h: { action: string }) => h.action));
+      token = body.nextToken;
+    }
+    expect(paged).toEqual(actions);
   });
 
   it('releasing an instance that is already terminating answers 200 and changes nothing', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createInstance } from '#services/instances.ts';
 import { addHealthOverride, patchMachineLabels, removeHealthOverride, tenantPatchMachineLabels, tenantShowMachine } from '#services/machine-actions.ts';
-import { listMachines, registerMachines, showMachine } from '#services/machines.ts';
+import { listMachines, machineHistory, registerMachines, showMachine } from '#services/machines.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
 import { bucketOf, RECHECK } from '#domain/heartbeat.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
@@ -23,7 +23,8 @@ describe('registerMachines', () => {
     expect(await h.store.getCatalog()).toMatchObject({ types: { gb200: { count: 600, racks: { r1: 480, r2: 120 } }, h100: { count: 420 } }, version: 1 });
     const listed = await h.store.listMachines({ limit: 2_000 });
     expect(listed.items).toHaveLength(1_020);
-    expect((await h.store.listHistory('m-0999', { limit: 5 })).items.map((e) => e.action)).toEqual(['machine-registered']);
+    expect((await machineHistory(h.ctx, 'm-0999', { limit: 5 })).items.map((e) => e.action)).toEqual(['machine-registered']);
+    expect((await machineHistory(h.ctx, 'm-0119', { limit: 5 })).items.map((e) => e.action)).toEqual(['machine-updated', 'machine-registered']);
   });
 
   it('new machines have their stored roster buckets walked again; machines already known do not', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Machine } from '#domain/model.ts';
-import { machineView, registerMachine, type MachineRegistration } from '#domain/machines.ts';
+import type { HistoryEntry, Machine } from '#domain/model.ts';
+import { historyPage, machineView, registerMachine, registrationEntry, type MachineRegistration } from '#domain/machines.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { aMachine, aRepairRequest, NOW, T0 } from '#test/support/fixtures.ts';
 
@@ -18,7 +18,7 @@ const existing = (over: Partial<Machine> = {}): Machine =>
   });
 
 describe('registerMachine', () => {
-  it('a new machine: Ready, no overrides, not yet heard from, version 0, with history', () => {
+  it('a new machine: Ready, no overrides, not yet heard from, version 0, who registered it and as what on the record', () => {
     const change = registerMachine(null, { id: 'm-9', machineType: 'h100', rack: 'r3', labels: { pool: 'x' } }, 'ops', NOW);
     const created: Machine = {
       id: 'm-9',
@@ -28,15 +28,18 @@ describe('registerMachine', () => {
       labels: { pool: 'x' },
       healthOverrides: [],
       heartbeatLive: false,
+      registered: { by: 'ops', machineType: 'h100', rack: 'r3' },
       version: 0,
       createdAt: iso(NOW),
       updatedAt: iso(NOW),
     };
-    expect(change).toEqual({
-      machines: [{ before: null, after: created }],
-      history: [
-        { machineId: 'm-9', at: iso(NOW), actor: 'ops', action: 'machine-registered', changes: { machineType: { to: 'h100' }, rack: { to: 'r3' } } },
-      ],
+    expect(change).toEqual({ machines: [{ before: null, after: created }], history: [] });
+    expect(registrationEntry(created)).toEqual({
+      machineId: 'm-9',
+      at: iso(NOW),
+      actor: 'ops',
+      action: 'machine-registered',
+      changes: { machineType: { to: 'h100' }, rack: { to: 'r3' } },
     });
   });
 
@@ -88,6 +91,20 @@ describe('registerMachine', () => {
   });
 });
 
+describe('historyPage', () => {
+  const registered = existing({ registered: { by: 'ops', machineType: 'gb200', rack: 'r1' } });
+  const stored: HistoryEntry[] = [{ machineId: 'm-1', at: iso(NOW), actor: 'alice', action: 'instance-created' }];
+
+  it('the registration entry follows the stored ones on the last page', () => {
+    expect(historyPage(registered, { items: stored, nextToken: undefined })).toEqual({ items: [...stored, registrationEntry(registered)], nextToken: undefined });
+  });
+
+  it('a page with more to come, or a machine registered before the record kept it, has only the stored entries', () => {
+    expect(historyPage(registered, { items: stored, nextToken: 'more' })).toEqual({ items: stored, nextToken: 'more' });
+    expect(historyPage(existing(), { items: stored, nextToken: undefined })).toEqual({ items: stored, nextToken: undefined });
+  });
+});
+
 describe('machineView', () => {
   const view = { rosterSeenAt: iso(T0), timeoutMs: 30_000 };
 
@@ -132,7 +149,7 @@ describe('machineView', () => {
   });
 
   it('never shows internal fields; no lastHeartbeatAt when never seen', () => {
-    const shown = machineView(existing({ heartbeatLive: false, lastHeartbeatAt: undefined }), view, NOW);
-    for (const hidden of ['heartbeatLive', 'createdAt', 'updatedAt', 'lastHeartbeatAt']) expect(shown).not.toHaveProperty(hidden);
+    const shown = machineView(existing({ heartbeatLive: false, lastHeartbeatAt: undefined, registered: { by: 'ops', machineType: 'gb200', rack: 'r1' } }), view, NOW);
+    for (const hidden of ['heartbeatLive', 'createdAt', 'updatedAt', 'lastHeartbeatAt', 'registered']) expect(shown).not.toHaveProperty(hidden);
   });
 });

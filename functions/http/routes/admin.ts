@@ -2,8 +2,7 @@ import * as z from 'zod';
 import { siteConfigSchema, type SiteConfig } from '#config/site-config.ts';
 import { historyListResponse, machineListResponse, machineResponse, registrationResponse, tenantResponse } from '#domain/responses.ts';
 import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
-import { requireMachine } from '#services/instances.ts';
-import { listMachines, registerMachines, showMachine } from '#services/machines.ts';
+import { listMachines, machineHistory, registerMachines, showMachine } from '#services/machines.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
 import { defineRoute, listResult, type Route } from '../route.ts';
 import { version } from '../version.ts';
@@ -65,8 +64,7 @@ export const adminRoutes: Route[] = [
     query: listQuery,
     responses: { 200: historyListResponse },
     handle: async ({ params: p, query }, ctx) => {
-      await requireMachine(ctx, p.id);
-      const page = await ctx.store.listHistory(p.id, query);
+      const page = await machineHistory(ctx, p.id, query);
       return listResult(page.items, page.nextToken);
     },
   }),
