@@ -1,6 +1,7 @@
 import type { ConsumedCapacity } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { zeroCost, type Cost } from './stats.ts';
+import { transactionWriteUnits } from './transaction-units.ts';
 
 const WRITE_COMMANDS = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'TransactWriteItemsCommand', 'BatchWriteItemCommand']);
 
@@ -64,7 +65,9 @@ export function countRequests(client: DynamoDBDocumentClient, { tagOf = () => un
       try {
         const result = await next(args);
         // A write request and its units count once it succeeded.
-        const consumed = units((result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity);
+        const reported = units((result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity);
+        // DynamoDB Local's figure for a transaction is one item's: what DynamoDB would charge is computed instead.
+        const consumed = command === 'TransactWriteItemsCommand' && reported > 0 ? transactionWriteUnits(args.input as TransactWriteCommandInput) : reported;
         for (const into of cost ? [total, cost] : [total]) {
           if (WRITE_COMMANDS.has(command)) {
             into.writes += 1;
