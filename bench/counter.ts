@@ -52,7 +52,11 @@ export function countRequests(client: DynamoDBDocumentClient, { tagOf = () => un
     (next, context) => async (args) => {
       const command = context.commandName ?? 'unknown';
       const metering = capacity();
-      if (metering === 'all' || (metering === 'writes' && WRITE_COMMANDS.has(command))) (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'TOTAL';
+      const metered = metering === 'all' || (metering === 'writes' && WRITE_COMMANDS.has(command));
+      // DynamoDB Local's figure for a transaction is one item's: what DynamoDB would charge is computed instead, so
+      // a transaction never asks for it (which would slow DynamoDB Local down for nothing).
+      const computed = metered && command === 'TransactWriteItemsCommand' ? transactionWriteUnits(args.input as TransactWriteCommandInput) : undefined;
+      if (metered && computed === undefined) (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'TOTAL';
       counts[command] = (counts[command] ?? 0) + 1;
       const tag = tagOf();
       let cost: Cost | undefined;
@@ -65,9 +69,7 @@ export function countRequests(client: DynamoDBDocumentClient, { tagOf = () => un
       try {
         const result = await next(args);
         // A write request and its units count once it succeeded.
-        const reported = units((result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity);
-        // DynamoDB Local's figure for a transaction is one item's: what DynamoDB would charge is computed instead.
-        const consumed = command === 'TransactWriteItemsCommand' && reported > 0 ? transactionWriteUnits(args.input as TransactWriteCommandInput) : reported;
+        const consumed = computed ?? units((result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity);
         for (const into of cost ? [total, cost] : [total]) {
           if (WRITE_COMMANDS.has(command)) {
             into.writes += 1;
