@@ -1,7 +1,7 @@
 import { counterItemOf, rackRef, shardOf, shardRef, summaryChange, summaryEntry, type Placement, type SummarySnapshot } from '#domain/fleet-summary.ts';
 import type { Machine } from '#domain/model.ts';
 import type { AppContext } from '#services/context.ts';
-import { defineReconciler, fellDue } from './reconciler.ts';
+import { defineReconciler, fellDue, type BatchRoom } from './reconciler.ts';
 
 // Keeps the fleet summary's aggregates (domain/fleet-summary.ts) in step with the machine records. An id is a
 // placement: a machine with the type and rack it is counted under (bring its entry there up to date), or was
@@ -26,8 +26,41 @@ const entryOf = (machine: Machine): string => {
   return JSON.stringify(entry);
 };
 
-/** Racks plus counter items must fit one transaction (100 items): at most one rack and one counter item per placement. */
-const BATCH_SIZE = 48;
+/** A transaction's limit: a batch's racks plus counter items. */
+const MAX_ITEMS = 100;
+/** Placements per batch whatever their racks, so that a batch's load stays a few reads. */
+const MAX_PLACEMENTS = 400;
+
+/**
+ * A batch takes placements while the racks and counter items they touch fit one transaction. Placements arrive in
+ * no rack order (a roster walk's chunk spans racks), so a rack's machines spread over batches; the fuller each
+ * batch, the fewer times a rack is rewritten. A bare machine id's rack is unknown until loaded: room for one of each.
+ */
+function summaryBatchRoom(): BatchRoom {
+  const racks = new Set<string>();
+  const counters = new Set<string>();
+  let bare = 0;
+  let placements = 0;
+  const items = () => racks.size + counters.size + 2 * bare;
+  return {
+    admit(id) {
+      if (placements === MAX_PLACEMENTS) return false;
+      const placement = parsePlacement(id);
+      if (typeof placement === 'string') {
+        if (items() + 2 > MAX_ITEMS) return false;
+        bare += 1;
+      } else {
+        const rack = rackRef(placement.machineType, placement.rack);
+        const counter = shardRef(placement.machineType, counterItemOf(placement.rack));
+        if (items() + (racks.has(rack) ? 0 : 1) + (counters.has(counter) ? 0 : 1) > MAX_ITEMS) return false;
+        racks.add(rack);
+        counters.add(counter);
+      }
+      placements += 1;
+      return true;
+    },
+  };
+}
 
 export const fleetSummaryReconciler = defineReconciler({
   kind: 'fleet-summary',
@@ -45,7 +78,7 @@ export const fleetSummaryReconciler = defineReconciler({
     },
   },
   batch: {
-    size: BATCH_SIZE,
+    room: summaryBatchRoom,
     groupOf: (id: string) => {
       const placement = parsePlacement(id);
       return typeof placement === 'string' ? 'unplaced' : shardRef(placement.machineType, shardOf(placement.rack));

@@ -115,16 +115,30 @@ export interface Reconciler<K extends string = string, S = any, E = any, R = any
   settlesOrFails?: boolean;
   /**
    * Entities of this kind that share a group are looked at together: the ids of a group that come up in one run
-   * while it waits for its turn join one load, decision and commit (at most `size` of them). For aggregates that
-   * many records feed: a burst of changes then costs a transaction per group instead of one per id, and the
+   * while it waits for its turn join one load, decision and commit (as many as its `room` admits). For aggregates
+   * that many records feed: a burst of changes then costs a transaction per group instead of one per id, and the
    * group's commits never race each other within a run. `load` is then the batch of one.
    */
   batch?: {
-    size: number;
     groupOf(id: string): string;
+    /** The room of a new batch: what fits one decision's transaction. */
+    room(): BatchRoom;
     load(ctx: AppContext, ids: string[]): Promise<S | null>;
   };
 }
+
+/** How much more one batch takes: `admit` counts the id in and answers true, or false (leaving it out) when full. */
+export interface BatchRoom {
+  admit(id: string): boolean;
+}
+
+/** Room for `size` ids, whatever they are. */
+export const roomFor =
+  (size: number) =>
+  (): BatchRoom => {
+    let taken = 0;
+    return { admit: () => taken < size && ++taken > 0 };
+  };
 
 /** A record as the store holds it once its change committed: the `after` image, one version on. */
 export const committedRecord = <T extends { version: number }>(pair: Versioned<T>): T => ({ ...pair.after, version: (pair.before?.version ?? -1) + 1 });

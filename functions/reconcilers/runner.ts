@@ -4,7 +4,7 @@ import type { RecordIds } from '#store/port.ts';
 import { recordReadyInstances } from '#services/create-metrics.ts';
 import { forRequest } from '#services/request-scope.ts';
 import { committedOnce, retryOnStale } from '#services/retry-on-stale.ts';
-import type { Reconciler, Ref, Registry } from './reconciler.ts';
+import type { BatchRoom, Reconciler, Ref, Registry } from './reconciler.ts';
 import { registry as defaultRegistry } from './registry.ts';
 
 /** Most entities reconciled at once in one run: a stream batch holds up to 100 records, a sweep page 200 due. */
@@ -133,9 +133,10 @@ async function reconcileEntity(
   return followers;
 }
 
-/** A group's ids gathered for one reconcile (see `Reconciler.batch`), open to more until it gets its turn. */
+/** A group's ids gathered for one reconcile (see `Reconciler.batch`), open to more until it gets its turn or is full. */
 interface Batch {
   ids: string[];
+  room: BatchRoom;
   entry: Entry;
 }
 
@@ -170,7 +171,10 @@ export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, r
     const batching = reconciler.batch!;
     const group = `${reconciler.kind}#${batching.groupOf(id)}`;
     let batch = gathering.get(group);
-    if (!batch || batch.ids.length >= batching.size) {
+    if (!batch || !batch.room.admit(id)) {
+      const room = batching.room();
+      // A batch takes its first id whatever it is: one id always fits one decision.
+      room.admit(id);
       const ids: string[] = [];
       // After the group's previous batch, and after a turn of the event loop, so that everything started together joins.
       const turn = (lastOfGroup.get(group) ?? Promise.resolve()).then(() => new Promise((resolve) => setImmediate(resolve)));
@@ -180,7 +184,7 @@ export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, r
           return reconcileEntity(scoped, registry, reconciler, `${group} (${ids.length})`, undefined, () => batching.load(scoped, ids));
         }),
       );
-      batch = { ids, entry: track(run, scoped, { entity: reconciler.kind, ids }) };
+      batch = { ids, room, entry: track(run, scoped, { entity: reconciler.kind, ids }) };
       gathering.set(group, batch);
       lastOfGroup.set(group, batch.entry.done);
     }

@@ -2,7 +2,7 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import type { Change } from '#domain/change.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
-import { createRegistry, defineReconciler, type Reconciler, type Ref } from '#reconcilers/reconciler.ts';
+import { createRegistry, defineReconciler, roomFor, type Reconciler, type Ref } from '#reconcilers/reconciler.ts';
 import { MAX_PASSES, startRun } from '#reconcilers/runner.ts';
 import type { AppContext } from '#services/context.ts';
 import { StaleWriteError } from '#store/port.ts';
@@ -114,7 +114,7 @@ describe('reconciler runner', () => {
       kind: 'agg',
       watches: {},
       batch: {
-        size: 3,
+        room: roomFor(3),
         groupOf: (id: string) => id.split(':')[0]!,
         load: async (_ctx, ids: string[]) => {
           events.push(`load ${[...ids].sort().join(',')}`);

@@ -272,6 +272,24 @@ describe('fleet-summary reconciler', () => {
     expect(concerns(null, null)).toEqual(['m-1']);
   });
 
+  it('fills a batch while its racks and counter items fit one transaction', () => {
+    const room = fleetSummaryReconciler.batch!.room();
+    const placement = (machine: number, rack: number) => JSON.stringify([`m-${machine}`, 'gb200', `r${rack}`]);
+    // Many machines of few racks: a rack and a counter item are counted once.
+    for (let m = 0; m < 40; m++) expect(room.admit(placement(m, m % 4))).toBe(true);
+    let racks = 4;
+    while (room.admit(placement(1_000 + racks, racks))) racks += 1;
+    // Each new rack brings itself and at most one new counter item, until the next one would pass 100 items.
+    expect(racks).toBeGreaterThanOrEqual(50);
+    expect(racks).toBeLessThanOrEqual(97);
+    expect(room.admit(placement(2_000, 0))).toBe(true);
+    expect(room.admit('bare-machine-id')).toBe(false);
+
+    const bare = fleetSummaryReconciler.batch!.room();
+    for (let m = 0; m < 50; m++) expect(bare.admit(`m-${m}`)).toBe(true);
+    expect(bare.admit('m-50')).toBe(false);
+  });
+
   it('asks to look again only when its commit lost the race', () => {
     const m = aMachine();
     const decision = fleetSummaryReconciler.decide({ placements: [{ machineId: 'm-1', machineType: 'gb200', rack: 'r1' }], machines: new Map([['m-1', m]]), racks: new Map(), shards: new Map() });
