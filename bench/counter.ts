@@ -1,7 +1,7 @@
 import type { ConsumedCapacity } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient, PutCommandInput, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { zeroCost, type Cost } from './stats.ts';
-import { transactionWriteUnits } from './transaction-units.ts';
+import { putWriteUnits, transactionWriteUnits } from './write-units.ts';
 
 const WRITE_COMMANDS = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'TransactWriteItemsCommand', 'BatchWriteItemCommand']);
 
@@ -53,9 +53,10 @@ export function countRequests(client: DynamoDBDocumentClient, { tagOf = () => un
       const command = context.commandName ?? 'unknown';
       const metering = capacity();
       const metered = metering === 'all' || (metering === 'writes' && WRITE_COMMANDS.has(command));
-      // DynamoDB Local's figure for a transaction is one item's: what DynamoDB would charge is computed instead, so
-      // a transaction never asks for it (which would slow DynamoDB Local down for nothing).
-      const computed = metered && command === 'TransactWriteItemsCommand' ? transactionWriteUnits(args.input as TransactWriteCommandInput) : undefined;
+      // DynamoDB Local's figure for a transaction is one item's: what DynamoDB would charge is computed instead, for
+      // puts too (one rule for every write the store sends), and those never ask for it (which would slow DynamoDB
+      // Local down for nothing).
+      const computed = metered ? computedUnits(command, args.input) : undefined;
       if (metered && computed === undefined) (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'TOTAL';
       counts[command] = (counts[command] ?? 0) + 1;
       const tag = tagOf();
@@ -100,4 +101,10 @@ export function countRequests(client: DynamoDBDocumentClient, { tagOf = () => un
 /** A snapshot of a client's metered cost and its request counts, to subtract later. */
 export function snapshot(requests: RequestCounter): Cost {
   return { ...requests.total, requests: { ...requests.counts } };
+}
+
+function computedUnits(command: string, input: unknown): number | undefined {
+  if (command === 'TransactWriteItemsCommand') return transactionWriteUnits(input as TransactWriteCommandInput);
+  if (command === 'PutItemCommand') return putWriteUnits(input as PutCommandInput);
+  return undefined;
 }

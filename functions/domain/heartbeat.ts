@@ -217,17 +217,30 @@ export function livenessChange(
 export const WALK_CHUNK = 90;
 
 /**
+ * Machines whose liveness alone changes, per walk step: each is a change of its own, so no transaction bounds them;
+ * enough that a bucket of 10,000 machines' roster (~160) takes one step, and one of 100,000's a few.
+ */
+export const WALK_SEPARATE = 500;
+
+/**
  * Items one walk commit may write besides its machines' own: the bucket and the safety record. A machine whose
- * liveness alone changes is one item; one whose hardware-health override changes brings its history entries
- * (WALK_ITEMS_PER_FAULT at most, for a new fault: machine, two overrides added, two events), so a chunk of such
- * machines is smaller, filled up to MAX_TRANSACTION_ITEMS - WALK_RESERVED_ITEMS.
+ * hardware-health override changes brings its history entries (WALK_ITEMS_PER_FAULT at most, for a new fault:
+ * machine, two overrides added, two events), so a chunk of such machines is smaller, filled up to
+ * MAX_TRANSACTION_ITEMS - WALK_RESERVED_ITEMS.
  */
 export const WALK_RESERVED_ITEMS = 2;
 export const WALK_ITEMS_PER_FAULT = 5;
 
 export interface BucketWalk {
+  /**
+   * Machines whose liveness alone changes: a change of one record each, committed on its own before `change` (one
+   * conditional write of one item, at half a transaction's price). A flip of the whole fleet at once (an agent's
+   * restart, the first roster) costs a write unit per machine, not two.
+   */
+  separate: Change[];
+  /** Machines whose hardware-health override changes, with their history and the safety record; the bucket marked applied once none is left over. */
   change: Change;
-  /** Every machine is in line: this change also records the bucket as applied. */
+  /** Every machine is in line: `change` also records the bucket as applied. */
   settles: boolean;
 }
 
@@ -245,14 +258,16 @@ function machineStep(bucket: RosterBucket, roster: ReadonlySet<string>, machine:
 }
 
 /**
- * One step of a bucket's walk: the machines whose liveness or hardware-health differs from the bucket, as many as fit
- * one transaction (at most WALK_CHUNK), and once none is left over, the bucket marked as applied. Null when the
- * bucket is settled. A machine not registered (yet) is skipped: its registration asks for the bucket to be walked
- * again. The faults found are counted on the safety record in order, and the record is written once per chunk.
+ * One step of a bucket's walk: the machines whose liveness or hardware-health differs from the bucket (those whose
+ * liveness alone changes separately, up to WALK_SEPARATE; the others as many as fit one transaction, at most
+ * WALK_CHUNK), and once none is left over, the bucket marked as applied. Null when the bucket is settled. A machine
+ * not registered (yet) is skipped: its registration asks for the bucket to be walked again. The faults found are
+ * counted on the safety record in order, and the record is written once per chunk.
  */
 export function walkBucket(bucket: RosterBucket, machines: Array<Machine | null>, now: Date, timeoutMs: number, policy: WalkPolicy): BucketWalk | null {
   if (bucketSettled(bucket)) return null;
   const roster = new Set(bucket.ids);
+  const separate: Change[] = [];
   const changed: Array<{ before: Machine; after: Machine }> = [];
   const history: HistoryEntry[] = [];
   let safety: SafetyState | undefined;
@@ -262,6 +277,14 @@ export function walkBucket(bucket: RosterBucket, machines: Array<Machine | null>
     if (!machine) continue;
     const step = machineStep(bucket, roster, machine, now, timeoutMs, { ...policy, safety: safety ?? policy.safety });
     if (!step) continue;
+    if (step.history.length === 0 && !step.safety) {
+      if (separate.length === WALK_SEPARATE) {
+        settles = false;
+        break;
+      }
+      separate.push({ machines: [{ before: machine, after: step.after }], history: [] });
+      continue;
+    }
     const cost = 1 + step.history.length;
     if (changed.length === WALK_CHUNK || items + cost > MAX_TRANSACTION_ITEMS) {
       settles = false;
@@ -274,6 +297,7 @@ export function walkBucket(bucket: RosterBucket, machines: Array<Machine | null>
   }
   const applied: RosterBucket = { ...bucket, leftIds: [], appliedDigest: bucket.digest };
   return {
+    separate,
     change: {
       machines: changed,
       ...(settles ? { rosterBuckets: [{ before: bucket, after: applied }] } : {}),

@@ -28,13 +28,13 @@ const entryOf = (machine: Machine): string => {
 
 /** A transaction's limit: a batch's racks plus counter items. */
 const MAX_ITEMS = 100;
-/** Placements per batch whatever their racks, so that a batch's load stays a few reads. */
-const MAX_PLACEMENTS = 400;
+/** Placements per batch whatever their racks, so that a batch's load stays a few reads: racks of 10 fill one. */
+const MAX_PLACEMENTS = 1_000;
 
 /**
- * A batch takes placements while the racks and counter items they touch fit one transaction. Placements arrive in
- * no rack order (a roster walk's chunk spans racks), so a rack's machines spread over batches; the fuller each
- * batch, the fewer times a rack is rewritten. A bare machine id's rack is unknown until loaded: room for one of each.
+ * A batch takes placements while the racks and counter items they touch fit one transaction; a placement of a rack
+ * it holds always fits, so a rack's machines gather in one batch, whatever order they come in (a roster walk's
+ * chunk spans racks), and the rack is written once. A bare machine id's rack is unknown until loaded: room for one of each.
  */
 function summaryBatchRoom(): BatchRoom {
   const racks = new Set<string>();

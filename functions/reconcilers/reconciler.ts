@@ -71,6 +71,11 @@ interface Outcome {
   enqueue?: Ref[];
   /** What the change does, for the log. */
   summary?: string;
+  /**
+   * Changes of one record each, independent of each other, committed before `change` and each on its own (a
+   * conditional write of one item costs half a transaction); `change` is committed only if every one of them was.
+   */
+  separately?: Change[];
 }
 
 /**
@@ -115,9 +120,10 @@ export interface Reconciler<K extends string = string, S = any, E = any, R = any
   settlesOrFails?: boolean;
   /**
    * Entities of this kind that share a group are looked at together: the ids of a group that come up in one run
-   * while it waits for its turn join one load, decision and commit (as many as its `room` admits). For aggregates
-   * that many records feed: a burst of changes then costs a transaction per group instead of one per id, and the
-   * group's commits never race each other within a run. `load` is then the batch of one.
+   * join one load, decision and commit (as many as its `room` admits), and its batches start one after another once
+   * the run's other work is done. For aggregates that many records feed: a burst of changes then costs a
+   * transaction per group and room instead of one per id, and the group's commits never race each other within a
+   * run. `load` is then the batch of one.
    */
   batch?: {
     groupOf(id: string): string;

@@ -48,8 +48,9 @@ export const rosterBucketReconciler = defineReconciler({
   decide({ bucket, machines, now, timeoutMs, policy }: RosterBucketSnapshot) {
     const walk = walkBucket(bucket, machines, now, timeoutMs, policy);
     if (!walk) return {};
-    const changes = walk.change.machines?.length ?? 0;
+    const changes = walk.separate.length + (walk.change.machines?.length ?? 0);
+    const summary = `${changes} machine change(s)${walk.settles ? ', bucket applied' : ''}`;
     // Again at once: the next chunk, or (after a lost race) the same decision on fresh state.
-    return { change: walk.change, requeueAt: now, summary: `${changes} machine change(s)${walk.settles ? ', bucket applied' : ''}` };
+    return { separately: walk.separate, change: walk.change, requeueAt: now, summary };
   },
 });

@@ -93,6 +93,16 @@ async function performEffect(ctx: AppContext, reconciler: Reconciler, id: string
   });
 }
 
+/** A decision's separate changes in flight at once. */
+const SEPARATE_IN_FLIGHT = 25;
+
+/** Each change on its own, a few at a time: those that committed, and whether any lost its race. */
+async function commitSeparately(ctx: AppContext, changes: Change[]): Promise<{ committed: Change[]; lost: boolean }> {
+  const slot = limiter(SEPARATE_IN_FLIGHT);
+  const outcomes = await Promise.all(changes.map((change) => slot(() => committedOnce(() => ctx.store.commit(change)))));
+  return { committed: changes.filter((_, i) => outcomes[i]), lost: outcomes.includes(false) };
+}
+
 /**
  * Load, decide, commit; perform a claimed effect and record its result; again at once while the decision asks to.
  * A lost race ends the pass: the rival's write is another trigger, or the decision asked to look again anyway.
@@ -117,7 +127,9 @@ async function reconcileEntity(
     related = reconciler.relatedOf?.(snapshot) ?? related;
     const decision = reconciler.decide(snapshot);
     followers.enqueued.push(...(decision.enqueue ?? []));
-    const lostRace = decision.change !== undefined && !(await committedOnce(() => ctx.store.commit(decision.change!)));
+    const separately = await commitSeparately(ctx, decision.separately ?? []);
+    separately.committed.forEach(committed);
+    const lostRace = separately.lost || (decision.change !== undefined && !(await committedOnce(() => ctx.store.commit(decision.change!))));
     if (decision.change && !lostRace) {
       committed(decision.change);
       if (decision.summary) ctx.log.info('reconciled', { entity: reconciler.kind, id, outcome: decision.summary });
@@ -140,12 +152,42 @@ interface Batch {
   entry: Entry;
 }
 
+/**
+ * The entries of a run still going, and a wait for the moment none is: checked again after a turn of the event loop,
+ * so that what an entry's end starts (its cascade, the next of an ordered enqueue) counts before the run looks quiet.
+ */
+function workInFlight() {
+  let going = 0;
+  let waiting: Array<() => void> = [];
+  return {
+    counted(entry: Entry): Entry {
+      going += 1;
+      void entry.done.then(() => {
+        going -= 1;
+        if (going > 0) return;
+        const woken = waiting;
+        waiting = [];
+        for (const wake of woken) wake();
+      });
+      return entry;
+    },
+    async quiet(): Promise<void> {
+      for (;;) {
+        if (going > 0) await new Promise<void>((resolve) => waiting.push(resolve));
+        await new Promise((resolve) => setImmediate(resolve));
+        if (going === 0) return;
+      }
+    },
+  };
+}
+
 export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, registry = defaultRegistry }: RunOptions = {}): Run {
   const entries = new Map<string, Entry>();
   const slot = limiter(concurrency);
-  /** By reconciler kind and group: the batch still gathering ids, and the last one started (the next waits for it). */
-  const gathering = new Map<string, Batch>();
+  /** By reconciler kind and group: the batches still gathering ids, oldest first, and the last one started (the next waits for it). */
+  const gathering = new Map<string, Batch[]>();
   const lastOfGroup = new Map<string, Promise<void>>();
+  const unbatched = workInFlight();
 
   const track = (run: Promise<Followers>, scoped: AppContext, failed: Record<string, unknown>): Entry => {
     const failure = run.then(
@@ -162,30 +204,36 @@ export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, r
     const reconciler = registry.has(ref.entity) ? registry.reconcilerOf(ref.entity) : undefined;
     const entry = reconciler?.batch
       ? join(reconciler, ref.id, scoped)
-      : track(slot(() => reconcileEntity(scoped, registry, reconciler ?? registry.reconcilerOf(ref.entity), ref.id, ref.related)), scoped, { entity: ref.entity, id: ref.id });
+      : unbatched.counted(track(slot(() => reconcileEntity(scoped, registry, reconciler ?? registry.reconcilerOf(ref.entity), ref.id, ref.related)), scoped, { entity: ref.entity, id: ref.id }));
     entries.set(keyOf(ref), entry);
     return entry;
   };
 
+  /**
+   * An id joins the first batch of its group that still has room for it (so a rack's machines, say, gather in the
+   * batch that took the first of them, whatever order they come in), or a new batch. A group's batches start one
+   * after another, each once the run's unbatched work is done: by then a burst (a roster walk's commits) has
+   * gathered whole, in as few batches as their room allows.
+   */
   const join = (reconciler: Reconciler, id: string, scoped: AppContext): Entry => {
     const batching = reconciler.batch!;
     const group = `${reconciler.kind}#${batching.groupOf(id)}`;
-    let batch = gathering.get(group);
-    if (!batch || !batch.room.admit(id)) {
+    const open = gathering.get(group) ?? gathering.set(group, []).get(group)!;
+    let batch = open.find((candidate) => candidate.room.admit(id));
+    if (!batch) {
       const room = batching.room();
       // A batch takes its first id whatever it is: one id always fits one decision.
       room.admit(id);
       const ids: string[] = [];
-      // After the group's previous batch, and after a turn of the event loop, so that everything started together joins.
-      const turn = (lastOfGroup.get(group) ?? Promise.resolve()).then(() => new Promise((resolve) => setImmediate(resolve)));
+      const turn = (lastOfGroup.get(group) ?? Promise.resolve()).then(unbatched.quiet);
       const run = turn.then(() =>
         slot(() => {
-          if (gathering.get(group)?.ids === ids) gathering.delete(group);
+          open.splice(open.indexOf(batch!), 1);
           return reconcileEntity(scoped, registry, reconciler, `${group} (${ids.length})`, undefined, () => batching.load(scoped, ids));
         }),
       );
       batch = { ids, room, entry: track(run, scoped, { entity: reconciler.kind, ids }) };
-      gathering.set(group, batch);
+      open.push(batch);
       lastOfGroup.set(group, batch.entry.done);
     }
     batch.ids.push(id);

@@ -3,28 +3,33 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 /**
  * The single table's shape, shared by the local runner (CreateTable) and the CDK stack, so both always agree.
  * Every GSI is sparse: an item carries an index's key attributes only while it belongs in that index.
+ *
+ * An index that projects ALL is written whenever its items change at all; one that projects KEYS_ONLY only when an
+ * item enters or leaves it. Every machine is in byKind and most are in allocatable, so those two hold keys only:
+ * a machine's liveness flipping (a whole fleet's at once, when its agent restarts) writes no index, and a read of
+ * them fetches the items by key (dynamo-store.ts).
  */
 export const indexes = {
   /** Machines that can take an instance, by machine type (pk `ALLOC#<type>`, sk `<rack>#<machine id>`). */
-  allocatable: { name: 'allocatable', pk: 'allocPk', sk: 'allocSk' },
+  allocatable: { name: 'allocatable', pk: 'allocPk', sk: 'allocSk', projection: 'KEYS_ONLY' },
   /** Everything of one kind (MACHINE, TENANT, META, AUDIT), for provider listings: pk kind, sk id (or time#id). */
-  byKind: { name: 'byKind', pk: 'kind', sk: 'kindSk' },
+  byKind: { name: 'byKind', pk: 'kind', sk: 'kindSk', projection: 'KEYS_ONLY' },
   /** A tenant org's instances, newest first by createdAt. */
-  byOrg: { name: 'byOrg', pk: 'orgPk', sk: 'orgSk' },
+  byOrg: { name: 'byOrg', pk: 'orgPk', sk: 'orgSk', projection: 'ALL' },
   /** The sweep's work queue: items with something due at `dueAt` (pk `DUE`). */
-  due: { name: 'due', pk: 'duePk', sk: 'dueAt' },
+  due: { name: 'due', pk: 'duePk', sk: 'dueAt', projection: 'ALL' },
   /** Machines carrying a `repair-request`, oldest request first: what repair tenants claim, and stuck repairs. */
-  repairRequested: { name: 'repairRequested', pk: 'repairPk', sk: 'repairSince' },
+  repairRequested: { name: 'repairRequested', pk: 'repairPk', sk: 'repairSince', projection: 'ALL' },
   /** A meta-instance's members: instances carrying its id (pk `META#<id>`). The binding lives on the instance. */
-  members: { name: 'members', pk: 'memberOf', sk: 'memberSk' },
+  members: { name: 'members', pk: 'memberOf', sk: 'memberSk', projection: 'ALL' },
   /** Meta-instances waiting for machines, by type (pk `WAIT#<type>`): a machine freed up wakes them. */
-  waiting: { name: 'waiting', pk: 'waitPk', sk: 'waitSk' },
+  waiting: { name: 'waiting', pk: 'waitPk', sk: 'waitSk', projection: 'ALL' },
   /** Meta-instance replacements still provisioning (pk `REPLACING`): what the site-wide cap counts. */
-  replacing: { name: 'replacing', pk: 'replacingPk', sk: 'replacingSk' },
+  replacing: { name: 'replacing', pk: 'replacingPk', sk: 'replacingSk', projection: 'ALL' },
   /** Audit entries by actor (pk `ACTOR#<sub>`, sk `<at>#<unique>`): `GET /admin/audit?actor=` is one Query. */
-  auditByActor: { name: 'auditByActor', pk: 'actorPk', sk: 'actorSk' },
+  auditByActor: { name: 'auditByActor', pk: 'actorPk', sk: 'actorSk', projection: 'ALL' },
   /** History entries carrying an event, by UTC day (pk `EVENTS#<yyyy-mm-dd>`, sk at): repair stats read a day per Query. */
-  eventsByDay: { name: 'eventsByDay', pk: 'eventDayPk', sk: 'eventDaySk' },
+  eventsByDay: { name: 'eventsByDay', pk: 'eventDayPk', sk: 'eventDaySk', projection: 'ALL' },
 } as const;
 
 export function tableDefinition(tableName: string): CreateTableCommandInput {
@@ -47,7 +52,7 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
         { AttributeName: index.pk, KeyType: 'HASH' },
         { AttributeName: index.sk, KeyType: 'RANGE' },
       ],
-      Projection: { ProjectionType: 'ALL' },
+      Projection: { ProjectionType: index.projection },
     })),
     StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
   };

@@ -136,7 +136,10 @@ describe('walkBucket: the hardware-health override', () => {
   it('a machine that left the roster keeps it: the agent said nothing about it being well', () => {
     const [first] = walk(bucketWith(['m-1'], { 'm-1': [gpu()] }), [machine()]).change.machines!;
     const left = { ...bucketWith([]), leftIds: ['m-1'] };
-    const after = walk(left, [first!.after]).change.machines![0]!.after;
+    const step = walk(left, [first!.after]);
+    // Its liveness alone changes: a change of its own, with no history.
+    expect(step.change.machines).toEqual([]);
+    const after = step.separate[0]!.machines![0]!.after;
     expect(after.heartbeatLive).toBe(false);
     expect(sources(after)).toContain('hardware-health');
   });

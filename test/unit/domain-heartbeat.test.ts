@@ -13,7 +13,7 @@ import {
   rosterDigest,
   someoneLeft,
   walkBucket,
-  WALK_CHUNK,
+  WALK_SEPARATE,
   type RosterBucket,
   type RosterDigests,
   type SiteHeartbeat,
@@ -143,38 +143,35 @@ describe('walkBucket', () => {
   const policy = walkPolicy(now);
   const bucketOfIds = (ids: string[], leftIds: string[]): RosterBucket => ({ ...bucketWithRoster(null, '00', ids, iso(addMs(T0, 80_000)), now), leftIds });
 
-  it('makes listed machines live and the ones that left not live, then records the bucket as applied', () => {
+  it('makes listed machines live and the ones that left not live, each a change of its own, and records the bucket as applied after them', () => {
     const bucket = bucketOfIds(['m-1', 'm-2'], ['m-3']);
     const machines = [machine({ id: 'm-1', heartbeatLive: false }), machine({ id: 'm-2' }), machine({ id: 'm-3' })];
     const walk = walkBucket(bucket, machines, now, TIMEOUT_MS, policy)!;
     expect(walk.settles).toBe(true);
-    expect(walk.change.machines!.map((m) => [m.after.id, m.after.heartbeatLive])).toEqual([
-      ['m-1', true],
-      ['m-3', false],
-    ]);
-    expect(walk.change.machines!.map((m) => m.before)).toEqual([machines[0], machines[2]]);
-    expect(walk.change.rosterBuckets).toEqual([{ before: bucket, after: { ...bucket, leftIds: [], appliedDigest: bucket.digest } }]);
-    expect(walk.change.history).toEqual([]);
+    expect(walk.separate.map((c) => c.machines!.map((m) => [m.after.id, m.after.heartbeatLive]))).toEqual([[['m-1', true]], [['m-3', false]]]);
+    expect(walk.separate.map((c) => c.machines![0]!.before)).toEqual([machines[0], machines[2]]);
+    expect(walk.separate.every((c) => c.history.length === 0 && Object.keys(c).length === 2)).toBe(true);
+    expect(walk.change).toEqual({ machines: [], rosterBuckets: [{ before: bucket, after: { ...bucket, leftIds: [], appliedDigest: bucket.digest } }], history: [] });
   });
 
   it('a settled bucket needs no walk; a machine not registered is skipped', () => {
     const settled = { ...bucketOfIds(['m-1'], []), appliedDigest: rosterDigest(['m-1']) };
     expect(walkBucket(settled, [machine({ id: 'm-1', heartbeatLive: false })], now, TIMEOUT_MS, policy)).toBeNull();
     const walk = walkBucket(bucketOfIds(['m-1'], []), [null], now, TIMEOUT_MS, policy)!;
-    expect(walk).toEqual({ settles: true, change: { machines: [], rosterBuckets: [expect.anything()], history: [] } });
+    expect(walk).toEqual({ separate: [], settles: true, change: { machines: [], rosterBuckets: [expect.anything()], history: [] } });
   });
 
-  it('more changes than one transaction holds: a chunk at a time, the bucket applied only with the last', () => {
-    const ids = Array.from({ length: WALK_CHUNK + 5 }, (_, i) => `m-${i}`);
+  it('more liveness changes than one step takes: WALK_SEPARATE at a time, the bucket applied only with the last', () => {
+    const ids = Array.from({ length: WALK_SEPARATE + 5 }, (_, i) => `m-${String(i).padStart(4, '0')}`);
     const bucket = bucketOfIds(ids, []);
     const first = walkBucket(bucket, ids.map((id) => machine({ id, heartbeatLive: false })), now, TIMEOUT_MS, policy)!;
     expect(first.settles).toBe(false);
-    expect(first.change.machines).toHaveLength(WALK_CHUNK);
+    expect(first.separate).toHaveLength(WALK_SEPARATE);
     expect(first.change.rosterBuckets).toBeUndefined();
-    const applied = new Set(first.change.machines!.map((m) => m.after.id));
+    const applied = new Set(first.separate.map((c) => c.machines![0]!.after.id));
     const second = walkBucket(bucket, ids.map((id) => machine({ id, heartbeatLive: applied.has(id) })), now, TIMEOUT_MS, policy)!;
     expect(second.settles).toBe(true);
-    expect(second.change.machines).toHaveLength(5);
+    expect(second.separate).toHaveLength(5);
     expect(second.change.rosterBuckets).toHaveLength(1);
   });
 
@@ -183,7 +180,7 @@ describe('walkBucket', () => {
     const later = addMs(now, 1_000);
     const rechecked = recheck(settled, later);
     expect(rechecked).toMatchObject({ appliedDigest: RECHECK, changedAt: iso(later), ids: ['m-1'] });
-    expect(walkBucket(rechecked, [machine({ id: 'm-1', heartbeatLive: false })], later, TIMEOUT_MS, policy)!.change.machines).toHaveLength(1);
+    expect(walkBucket(rechecked, [machine({ id: 'm-1', heartbeatLive: false })], later, TIMEOUT_MS, policy)!.separate).toHaveLength(1);
   });
 });
 

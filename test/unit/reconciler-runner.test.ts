@@ -141,6 +141,66 @@ describe('reconciler runner', () => {
     expect(events.filter((e) => e.startsWith('load'))).toHaveLength(3);
   });
 
+  it("starts a batched kind's batches once the run's other work is done, each id in the first batch with room for it", async () => {
+    const { ctx, events } = harness();
+    const batched = defineReconciler({
+      kind: 'agg',
+      watches: { machine: { concerns: (_b: unknown, _a: unknown, id: string) => [id] } },
+      batch: {
+        // Room for two racks (the part before the dot) a batch, however many of their ids.
+        room: () => {
+          const racks = new Set<string>();
+          return {
+            admit(id: string) {
+              const rack = id.split('.')[0]!;
+              if (!racks.has(rack) && racks.size === 2) return false;
+              racks.add(rack);
+              return true;
+            },
+          };
+        },
+        groupOf: () => 'all',
+        load: async (_ctx, ids: string[]) => (events.push(`load ${[...ids].sort().join(',')}`), ids),
+      },
+      load: async (_ctx, id: string) => [id],
+      decide: () => ({}),
+    });
+    // Each walker commits machines of racks a, b and c over several passes, some time apart.
+    const walker = fake('walker', (id) => ({ change: { machines: [{ before: null, after: aMachine({ id }) }], history: [] } }), events, async () => void (await tick()));
+    const run = startRun(ctx, { registry: createRegistry([batched, walker]) });
+    await run.reconcile(['a.1', 'b.1', 'c.1', 'a.2', 'c.2', 'b.2'].map((id) => ref('walker', id)));
+    const loads = events.filter((e) => e.startsWith('load'));
+    // Every walker ran before any batch; rack c found the first batch full and opened the second.
+    expect(loads.slice(0, 6).every((e) => e.startsWith('load walker:'))).toBe(true);
+    expect(loads.slice(6)).toEqual(['load a.1,a.2,b.1,b.2', 'load c.1,c.2']);
+  });
+
+  it('commits separate changes each on its own before the change, and the change only if none lost its race', async () => {
+    let lost = false;
+    const { ctx, events } = harness({
+      commit: async (change) => {
+        // m-2's first commit loses its race.
+        if (change.machines?.[0]?.after.id === 'm-2' && !lost) {
+          lost = true;
+          throw new StaleWriteError('lost');
+        }
+      },
+    });
+    const single = (id: string): Change => ({ machines: [{ before: null, after: aMachine({ id }) }], history: [history(id)] });
+    let passes = 0;
+    const walker = fake('walker', () => {
+      passes += 1;
+      return { separately: [single('m-1'), single('m-2')], change: { history: [history('settle')] }, requeueAt: passes === 1 ? NOW : undefined };
+    }, events);
+    const watcher = { ...fake('watcher', () => ({}), events), watches: { machine: { concerns: (_b: unknown, _a: unknown, id: string) => [id] } } } as Reconciler;
+    const run = startRun(ctx, { registry: createRegistry([walker, watcher]) });
+    // m-2 loses: m-1 stays committed (and concerns its watcher), the settle waits for the next pass, which commits all.
+    await run.reconcile([ref('walker', 'w')]);
+    const commits = events.filter((e) => e.startsWith('commit'));
+    expect(commits).toEqual(['commit m-1', 'commit m-1', 'commit m-2', 'commit settle']);
+    expect(events).toContain('load watcher:m-1');
+  });
+
   it('reports a failure to every caller it concerns, cascades included, and to no other', async () => {
     const { ctx, events, errors } = harness();
     const flaky = fake('flaky', () => ({}), events, async (id) => {
