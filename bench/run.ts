@@ -9,6 +9,7 @@
 // BENCH_ONLY=meta,sweep (or BENCH_SKIP=api,heartbeat) picks the parts: api, heartbeat, meta, placement, sweep,
 // contention, coldstart, scale, workflows.
 
+import '#local/xray-manual-mode.ts';
 import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';

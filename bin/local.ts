@@ -1,4 +1,5 @@
 // `npm start`: the whole site on this machine. See README "Run the local site".
+import '#local/xray-manual-mode.ts';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { checkRouteOverrides, parseSiteConfig, SiteConfigError } from '#config/site-config.ts';
