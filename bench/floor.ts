@@ -55,8 +55,11 @@ async function copySiteItems(endpoint: string, from: string, to: DynamoDBDocumen
         ...(start ? { ExclusiveStartKey: start } : {}),
       }),
     );
-    for (const item of page.Items ?? []) {
-      await to.send(new PutCommand({ TableName: toTable, Item: item }));
+    // The index holds keys only: each machine is read from the table.
+    for (const key of page.Items ?? []) {
+      const { Item } = await source.send(new GetCommand({ TableName: from, Key: { pk: key.pk, sk: key.sk }, ConsistentRead: true }));
+      if (!Item) continue;
+      await to.send(new PutCommand({ TableName: toTable, Item }));
       copied++;
     }
     start = page.LastEvaluatedKey;
@@ -101,11 +104,14 @@ export async function startFloor(endpoint: string, id: string, siteTable: string
         ReturnConsumedCapacity: 'TOTAL',
       }),
     );
-    reads += units(catalog.ConsumedCapacity) + units(heartbeat.ConsumedCapacity) + units(candidates.ConsumedCapacity);
-    const items = candidates.Items ?? [];
-    const picked = items[Math.floor(Math.random() * items.length)];
-    if (!picked) throw new Error('bench floor: no allocatable machine');
-    const machine = fromMachineItem(picked);
+    const keysFound = candidates.Items ?? [];
+    const pickedKey = keysFound[Math.floor(Math.random() * keysFound.length)];
+    if (!pickedKey) throw new Error('bench floor: no allocatable machine');
+    // The index holds keys only (store/table.ts): the picked machine is read from the table.
+    const picked = await doc.send(new GetCommand({ TableName: tableName, Key: { pk: pickedKey.pk, sk: pickedKey.sk }, ReturnConsumedCapacity: 'TOTAL' }));
+    reads += units(catalog.ConsumedCapacity) + units(heartbeat.ConsumedCapacity) + units(candidates.ConsumedCapacity) + units(picked.ConsumedCapacity);
+    if (!picked.Item) throw new Error('bench floor: the picked machine is gone');
+    const machine = fromMachineItem(picked.Item);
     const at = new Date().toISOString();
     const instanceId = `i-${randomUUID().replaceAll('-', '').slice(0, 16)}`;
     const instance: Instance = {

@@ -15,7 +15,10 @@ export interface Versioned<T> {
 /** The most items one transaction writes (DynamoDB's TransactWriteItems limit): records and history entries alike. */
 export const MAX_TRANSACTION_ITEMS = 100;
 
-/** Everything one decision changes. The store commits it as ONE conditional transaction, history included. */
+/**
+ * Everything one decision changes. The store commits it as ONE conditional transaction, history included (a change
+ * that writes a single item, as one conditional PutItem: as atomic, at half the price).
+ */
 export interface Change {
   machines?: Versioned<Machine>[];
   instances?: Versioned<Instance>[];

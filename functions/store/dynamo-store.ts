@@ -23,7 +23,7 @@ const BATCH_WRITE_LIMIT = 25;
 /** BatchWriteItem requests in flight at once. */
 const BATCH_WRITES_IN_FLIGHT = 8;
 
-/** The deployed store: one DynamoDB table (table.ts), every decision one conditional transaction. */
+/** The deployed store: one DynamoDB table (table.ts), every decision one conditional write (see writeItems). */
 export class DynamoFleetStore extends ItemStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
@@ -70,7 +70,7 @@ export class DynamoFleetStore extends ItemStore {
     }));
     const [only] = puts;
     await this.guarded(() =>
-      puts.length === 1 ? this.client.send(new PutCommand(only!)) : this.client.send(new TransactWriteCommand({ TransactItems: puts.map((put) => ({ Put: put })) })),
+      only && puts.length === 1 ? this.client.send(new PutCommand(only)) : this.client.send(new TransactWriteCommand({ TransactItems: puts.map((Put) => ({ Put })) })),
     );
   }
 
