@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { fastSiteToml, startBenchSite } from './site.ts';
+import { fastSiteToml, freeMachines, startBenchSite } from './site.ts';
 import { PLACEMENT_TRIES } from '#services/instances.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
@@ -56,7 +56,7 @@ async function burst(endpoint: string, tableName: string, options: ContentionOpt
     const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const free = await observer.allocatableMachines(MACHINE_TYPE, options.machines + 1);
+      const free = await freeMachines(observer, MACHINE_TYPE, options.machines + 1);
       if (free.length === options.machines && free.every((m) => m.heartbeatLive)) break;
       if (Date.now() > deadline) throw new Error(`bench: the contention site's machines were not all live within 60 s; site log:\n${siteLog.join('\n')}`);
       await sleep(100);

@@ -3,7 +3,7 @@
 
 import type { Instance } from '#domain/model.ts';
 import type { LocalSite } from '#local/site.ts';
-import { fastSiteToml, startBenchSite, warnsOrFails } from './site.ts';
+import { fastSiteToml, freeMachines, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { percentile, ratio, round, summarize } from './stats.ts';
@@ -100,7 +100,7 @@ async function startMetaSite(endpoint: string, tableName: string, stream: boolea
     const recoveryMs = 3 * sweepIntervalMs + 15_000;
 
     await until('the fleet live and allocatable', async () => {
-      const free = await observer.allocatableMachines(META_MACHINE_TYPE, 100);
+      const free = await freeMachines(observer, META_MACHINE_TYPE, 100);
       return free.length === META_MACHINES && free.every((m) => m.heartbeatLive) ? true : undefined;
     }, 30_000);
 

@@ -1,5 +1,7 @@
 import { parseSiteConfig } from '#config/site-config.ts';
 import { startLocalSite, type LocalSite } from '#local/site.ts';
+import type { Machine } from '#domain/model.ts';
+import type { FleetStore } from '#store/port.ts';
 
 // What the bench parts that run a whole local site share: the site file of a fast simulated site, and starting the
 // site on the part's DynamoDB Local with the last lines it logged kept for error messages.
@@ -65,3 +67,8 @@ export async function startBenchSite(o: BenchSiteOptions): Promise<{ site: Local
 
 /** A warning or error line of the local runner's own components. */
 export const warnsOrFails = (line: string): boolean => /^\S+\s+(warn|error)\b/.test(line);
+
+/** Every machine of a type's allocatable index (up to `limit`), read from the table: what a bench waits on before it starts. */
+export async function freeMachines(store: FleetStore, machineType: string, limit: number): Promise<Machine[]> {
+  return [...(await store.getMachines(await store.allocatableMachineIds(machineType, limit))).values()];
+}

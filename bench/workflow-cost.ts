@@ -6,7 +6,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { DynamoDBStreamsClient, GetRecordsCommand } from '@aws-sdk/client-dynamodb-streams';
 import type { Instance } from '#domain/model.ts';
 import type { LocalSite } from '#local/site.ts';
-import { fastSiteToml, startBenchSite, warnsOrFails } from './site.ts';
+import { fastSiteToml, freeMachines, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests, snapshot } from './counter.ts';
@@ -209,7 +209,7 @@ async function startWorkflowSite(endpoint: string, tableName: string, options: W
     };
 
     await until('the fleet live and allocatable', async () => {
-      const free = await observer.allocatableMachines(WORKFLOW_MACHINE_TYPE, 100);
+      const free = await freeMachines(observer, WORKFLOW_MACHINE_TYPE, 100);
       return free.length === WORKFLOW_MACHINES && free.every((m) => m.heartbeatLive);
     }, 30_000);
 

@@ -38,6 +38,9 @@ export function lastSeenAt(machine: Machine, heartbeat: HeartbeatView): string |
   return machine.lastHeartbeatAt;
 }
 
+/** No machine can be fresh: the agent's latest roster is older than the timeout (or there is none yet). */
+export const rosterStale = (heartbeat: HeartbeatView, now: Date): boolean => ageMs(now, heartbeat.rosterSeenAt) > heartbeat.timeoutMs;
+
 export function heartbeatStale(machine: Machine, heartbeat: HeartbeatView, now: Date): boolean {
   return ageMs(now, lastSeenAt(machine, heartbeat)) > heartbeat.timeoutMs;
 }

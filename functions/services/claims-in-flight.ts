@@ -1,4 +1,3 @@
-import type { Machine } from '#domain/model.ts';
 import type { AppContext } from './context.ts';
 
 /**
@@ -16,19 +15,19 @@ interface TypeClaims {
   claimed: Map<string, { at: number; committedAtMs: number }>;
   /** Claims committed so far: the clock reads are ordered by. */
   committed: number;
-  read: { sinceClaims: number; page: Promise<Machine[]> } | null;
+  read: { sinceClaims: number; page: Promise<string[]> } | null;
   /** Creates of the type waiting for candidates now. */
   asking: number;
 }
 
-/** Candidates of one read, as this process's claims leave them. */
+/** Candidates of one read (machine ids), as this process's claims leave them. */
 export interface Candidates {
   /** Every machine the read found (free ones and those of this process's claims alike). */
-  page: Machine[];
+  page: string[];
   /** Those no create of this process is claiming or has claimed since the read began. */
-  open(machines: Machine[]): Machine[];
+  open(ids: string[]): string[];
   /** The claims in flight on machines of the page: once they settle, a new read shows what they left. */
-  busy(machines: Machine[]): Promise<unknown>[];
+  busy(ids: string[]): Promise<unknown>[];
 }
 
 /** How long a committed claim is remembered: far longer than any read, so every read started before it sees it. */
@@ -57,36 +56,39 @@ export async function readCandidates(ctx: AppContext, machineType: string, pageS
   try {
     if (!claims.read) {
       const limit = Math.min(pageSize + claims.claiming.size + claims.asking - 1, MAX_SHARED_PAGE);
-      const read = { sinceClaims: claims.committed, page: ctx.store.allocatableMachines(machineType, limit) };
+      const read = { sinceClaims: claims.committed, page: ctx.store.allocatableMachineIds(machineType, limit) };
       claims.read = read;
       const done = () => claims.read === read && (claims.read = null);
       read.page.then(done, done);
     }
     const { sinceClaims, page } = claims.read;
-    const machines = await page;
+    const ids = await page;
     forgetOldClaims(claims);
     const takenHere = (id: string) => claims.claiming.has(id) || (claims.claimed.get(id)?.at ?? -1) >= sinceClaims;
     return {
-      page: machines,
-      open: (subset) => subset.filter((m) => !takenHere(m.id)),
-      busy: (subset) => subset.flatMap((m) => claims.claiming.get(m.id) ?? []),
+      page: ids,
+      open: (subset) => subset.filter((id) => !takenHere(id)),
+      busy: (subset) => subset.flatMap((id) => claims.claiming.get(id) ?? []),
     };
   } finally {
     claims.asking--;
   }
 }
 
-/** Claim a machine with `commit` (true when it committed), known to this process's other creates meanwhile. */
-export async function claimMachine(ctx: AppContext, machine: Machine, commit: () => Promise<boolean>): Promise<boolean> {
-  const claims = claimsOf(ctx, machine.machineType);
-  const claim = commit();
-  claims.claiming.set(machine.id, claim);
+/**
+ * Try to claim a machine (`attempt` reads it and commits; `won` tells from its outcome whether the claim committed),
+ * known to this process's other creates from the moment it is picked, its read included.
+ */
+export async function claimMachine<T>(ctx: AppContext, machineType: string, machineId: string, attempt: () => Promise<T>, won: (outcome: T) => boolean): Promise<T> {
+  const claims = claimsOf(ctx, machineType);
+  const claim = attempt();
+  claims.claiming.set(machineId, claim);
   try {
-    const won = await claim;
-    if (won) claims.claimed.set(machine.id, { at: claims.committed++, committedAtMs: Date.now() });
-    return won;
+    const outcome = await claim;
+    if (won(outcome)) claims.claimed.set(machineId, { at: claims.committed++, committedAtMs: Date.now() });
+    return outcome;
   } finally {
-    claims.claiming.delete(machine.id);
+    claims.claiming.delete(machineId);
   }
 }
 

@@ -1,4 +1,4 @@
-import { allocatability } from '#domain/health.ts';
+import { allocatability, inAllocatableIndex, rosterStale } from '#domain/health.ts';
 import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances.ts';
 import type { Versioned } from '#domain/change.ts';
 import type { Instance, Issue, Machine, Principal } from '#domain/model.ts';
@@ -10,7 +10,7 @@ import { safetyRules, type AppContext } from './context.ts';
 import { loadHeartbeatView } from './heartbeat-view.ts';
 import { loadFleetSize } from './safety.ts';
 import { committedOnce, retryOnStale } from './retry-on-stale.ts';
-import { siteView, type SiteView } from './site-view.ts';
+import { siteView } from './site-view.ts';
 import { claimMachine, readCandidates } from './claims-in-flight.ts';
 
 export interface CreateInstanceRequest {
@@ -25,7 +25,9 @@ export interface CreateInstanceRequest {
  * Machines a create tries to claim before it gives up. Each try reads a fresh page of the allocatable index (so it
  * never retries a machine it has seen taken) and picks one of it at random (so concurrent creates spread over the
  * free machines instead of all racing for the first), leaving out those that other creates of the same process are
- * claiming (claims-in-flight.ts). The bound keeps a create's work and latency bounded however many requests contend.
+ * claiming (claims-in-flight.ts). The index holds ids only: the picked machine alone is read. One that a rival took
+ * since the index was read counts as a try; one whose heartbeat is stale is set aside without counting. The bound
+ * keeps a create's work and latency bounded however many requests contend.
  */
 export const PLACEMENT_TRIES = 4;
 /**
@@ -55,13 +57,16 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   if (!site.catalog.types[machineType] && site.cached) site = await siteView(ctx, { fresh: true });
   if (!site.catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
   const outOfTime = () => ctx.deadline !== undefined && ctx.deadline - Date.now() < LAST_TRY_RESERVE_MS;
+  const noCapacity = () => conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
+  const setAside = new Set<string>();
   for (let tried = 0; ; ) {
     const now = ctx.clock.now();
+    // A silent agent leaves no machine fresh: no read of each candidate to find that out.
+    if (rosterStale(site.heartbeat, now) && site.cached) site = await siteView(ctx, { fresh: true });
+    if (rosterStale(site.heartbeat, now)) throw noCapacity();
     const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE);
-    const freeIn = (view: SiteView) => candidates.page.filter((m) => allocatability(m, view.heartbeat, now).allocatable);
-    let free = freeIn(site);
-    if (free.length === 0 && candidates.page.length > 0 && site.cached) free = freeIn((site = await siteView(ctx, { fresh: true })));
-    if (free.length === 0) throw conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
+    const free = candidates.page.filter((id) => !setAside.has(id));
+    if (free.length === 0) throw noCapacity();
     const lostEveryTry = tried === PLACEMENT_TRIES || (tried > 0 && outOfTime());
     if (lostEveryTry) {
       // Capacity remains: this request was unlucky, not refused. A 409 like any lost race; retrying is safe.
@@ -77,12 +82,29 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
       await Promise.allSettled(candidates.busy(free));
       continue;
     }
-    const machine = open[Math.floor(Math.random() * open.length)]!;
-    const { change, instance } = assignInstance(machine, spec, now);
-    if (await claimMachine(ctx, machine, () => committedOnce(() => ctx.store.commit(change)))) return instance;
-    tried++;
+    const id = open[Math.floor(Math.random() * open.length)]!;
+    const attempt = async (): Promise<ClaimTry> => {
+      const machine = await ctx.store.getMachine(id);
+      let allocatable = machine !== null && allocatability(machine, site.heartbeat, now).allocatable;
+      // The site view may be a little old: a machine that looks stale by it is judged again on a fresh one.
+      if (machine && !allocatable && site.cached) {
+        site = await siteView(ctx, { fresh: true });
+        allocatable = allocatability(machine, site.heartbeat, now).allocatable;
+      }
+      // Gone from the index since it was read: a rival took it, a lost race like a failed commit.
+      if (!machine || !allocatable) return { setAside: true, taken: !machine || !inAllocatableIndex(machine) };
+      const { change, instance } = assignInstance(machine, spec, now);
+      return (await committedOnce(() => ctx.store.commit(change))) ? { instance } : { lost: true };
+    };
+    const result = await claimMachine(ctx, machineType, id, attempt, (outcome) => 'instance' in outcome);
+    if ('instance' in result) return result.instance;
+    if ('setAside' in result) setAside.add(id);
+    if (!('setAside' in result) || result.taken) tried++;
   }
 }
+
+/** One try of a create: the machine claimed, lost to a rival's commit, or found not allocatable when read. */
+type ClaimTry = { instance: Instance } | { lost: true } | { setAside: true; taken: boolean };
 
 /** Targeted creation, for repair tenants: only with the capability, and only on a machine awaiting repair. */
 async function createOnMachine(ctx: AppContext, principal: Principal, machineId: string, spec: NewInstanceSpec): Promise<Instance> {

@@ -134,7 +134,7 @@ export class DynamoFleetStore extends ItemStore {
         throw error;
       });
     const found = result.Items ?? [];
-    const items = query.index?.projection === 'KEYS_ONLY' ? await this.itemsOfKeys(found, query.index.pk, query.partition) : found;
+    const items = query.index?.projection === 'KEYS_ONLY' && !query.entriesOnly ? await this.itemsOfKeys(found, query.index.pk, query.partition) : found;
     return { items, nextToken: encodePageToken(listingOf(query), result.LastEvaluatedKey) };
   }
 

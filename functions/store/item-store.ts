@@ -40,6 +40,7 @@ import {
   SUMMARY_PARTITION,
   summaryShardItem,
   tenantItem,
+  machineIdOfKey,
   type EntityRef,
 } from './items.ts';
 import type { Listing, Page } from './paging.ts';
@@ -70,6 +71,8 @@ export interface ItemQuery {
   where?: { attribute: string; equals: string };
   /** Strongly consistent (the table only; GSIs cannot be). */
   consistent?: boolean;
+  /** The index entries as they are, not the items they name: of a KEYS_ONLY index, keys only, and no read of the table. */
+  entriesOnly?: boolean;
 }
 
 export interface ItemPage {
@@ -275,9 +278,9 @@ export abstract class ItemStore implements FleetStore {
     return this.countItems({ index: indexes.replacing, partition: 'REPLACING' });
   }
 
-  async allocatableMachines(machineType: string, limit = 100): Promise<Machine[]> {
-    const result = await this.queryItems({ index: indexes.allocatable, partition: `ALLOC#${machineType}`, limit });
-    return result.items.map(fromMachineItem);
+  async allocatableMachineIds(machineType: string, limit = 100): Promise<string[]> {
+    const result = await this.queryItems({ index: indexes.allocatable, partition: `ALLOC#${machineType}`, limit, entriesOnly: true });
+    return result.items.map((entry) => machineIdOfKey(String(entry.pk)));
   }
 
   async allocatableMachinesPage(machineType: string, page: PageRequest & { rack?: string | undefined }): Promise<Page<Machine>> {

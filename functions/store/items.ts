@@ -39,6 +39,9 @@ export const keys = {
 
 export const SUMMARY_PARTITION = 'SUMMARY';
 
+/** The machine id of a machine's partition key (`keys.machine`). */
+export const machineIdOfKey = (pk: string): string => pk.slice('MACHINE#'.length);
+
 const shardKey = (shard: number): string => String(shard).padStart(2, '0');
 
 export const DUE_PARTITION = 'DUE';

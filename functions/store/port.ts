@@ -78,8 +78,11 @@ export interface FleetStore {
   waitingMetaInstances(machineType: string, limit: number): Promise<MetaInstance[]>;
   /** Meta-instance replacements still provisioning, site-wide. */
   replacementsInFlight(): Promise<number>;
-  /** Candidates for allocation; the index may lag, so the claiming commit re-checks. */
-  allocatableMachines(machineType: string, limit?: number): Promise<Machine[]>;
+  /**
+   * Candidates for allocation: the first `limit` machines of the type's allocatable index, ids only (one Query, no
+   * machine read). The index may lag, so the claiming commit re-checks.
+   */
+  allocatableMachineIds(machineType: string, limit?: number): Promise<string[]>;
   /**
    * The allocatable index page by page, ordered by rack and then id, so a rack's free machines come together;
    * with `rack`, that rack's free machines only. The index may lag, as above.

@@ -9,8 +9,8 @@ const alice = tenant('acme', 'alice');
 /** Counts the reads of the allocatable index. */
 function countPageReads(h: Harness) {
   const reads = { pages: 0 };
-  const allocatableMachines = h.store.allocatableMachines.bind(h.store);
-  h.store.allocatableMachines = async (type, limit) => (reads.pages++, allocatableMachines(type, limit));
+  const allocatableMachineIds = h.store.allocatableMachineIds.bind(h.store);
+  h.store.allocatableMachineIds = async (type, limit) => (reads.pages++, allocatableMachineIds(type, limit));
   return reads;
 }
 

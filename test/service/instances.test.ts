@@ -25,7 +25,7 @@ describe('createInstance by machine type', () => {
     expect(instance).toMatchObject({ id: 'i-1', org: 'acme', name: 'train', machineId: 'gb200-1', status: 'Provisioning', labels: { team: 'a' }, createdBy: 'alice' });
     expect(await h.store.getInstance('i-1')).toEqual({ ...instance, version: 0 });
     expect(await h.store.getMachine('gb200-1')).toMatchObject({ state: 'Assigned', instanceId: 'i-1' });
-    expect(await h.store.allocatableMachines('gb200')).toEqual([]);
+    expect(await h.store.allocatableMachineIds('gb200')).toEqual([]);
     // The create call is the reconciler's job: the request never talks to the agent.
     expect(h.agent.creates).toEqual([]);
   });

@@ -41,7 +41,7 @@ describe('createMetaInstance', () => {
     await reconcile(h.ctx, { entity: 'machine', id: 'gb200-1' });
     expect(await showMetaInstance(h.ctx, alice, waiting.id)).toMatchObject({ status: 'Placing' });
     await reconcile(h.ctx, { entity: 'machine', id: 'gb200-2' });
-    expect(await h.store.allocatableMachines('gb200')).toEqual([]);
+    expect(await h.store.allocatableMachineIds('gb200')).toEqual([]);
 
     expect(await showMetaInstance(h.ctx, alice, waiting.id)).toMatchObject({ status: 'Ready', instanceIds: [expect.any(String), expect.any(String)] });
     expect(await h.store.waitingMetaInstances('gb200', 10)).toEqual([]);

@@ -137,7 +137,7 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
 
     it('holds a machine exactly while inAllocatableIndex says so', async () => {
       const type = 'alloc-type';
-      const ids = async () => (await store.allocatableMachines(type)).map((m) => m.id);
+      const ids = async () => await store.allocatableMachineIds(type);
       const expectIndexed = async (expected: boolean) => {
         const m = (await store.getMachine('alloc-m'))!;
         expect(inAllocatableIndex(m)).toBe(expected);
@@ -150,8 +150,9 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       await register('alloc-m', type);
       await register('alloc-other', 'other-type');
       await expectIndexed(true);
-      // What the index returns is the machine itself.
-      expect(await store.allocatableMachines(type)).toEqual([await store.getMachine('alloc-m')]);
+      // Its ids alone are one read; a page of it is the machines themselves, read from the table.
+      expect(await store.allocatableMachineIds(type)).toEqual(['alloc-m']);
+      expect((await store.allocatableMachinesPage(type, { limit: 10 })).items).toEqual([await store.getMachine('alloc-m')]);
 
       // Heartbeat freshness is not the index's business.
       await update((m) => ({ machines: [{ before: m, after: { ...m, heartbeatLive: false, lastHeartbeatAt: iso(at(-3_600_000)) } }], history: [] }));
@@ -182,8 +183,8 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       // Type changes move it to the other type's partition.
       await update((m) => registerMachine(m, { id: 'alloc-m', machineType: 'moved-type' }, 'ops', at(5_000))!);
       expect(await ids()).toEqual([]);
-      expect((await store.allocatableMachines('moved-type')).map((m) => m.id)).toEqual(['alloc-m']);
-      expect((await store.allocatableMachines('other-type')).map((m) => m.id)).toEqual(['alloc-other']);
+      expect(await store.allocatableMachineIds('moved-type')).toEqual(['alloc-m']);
+      expect(await store.allocatableMachineIds('other-type')).toEqual(['alloc-other']);
     });
 
     it('a failed cleanup keeps it out', async () => {
@@ -200,7 +201,7 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       const failed = (await store.getMachine('alloc-f'))!;
       expect(failed.cleanup?.phase).toBe('failed');
       expect(inAllocatableIndex(failed)).toBe(false);
-      expect(await store.allocatableMachines(type)).toEqual([]);
+      expect(await store.allocatableMachineIds(type)).toEqual([]);
     });
   });
 
@@ -509,7 +510,7 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       const machines = ids.map((id) => registerMachine(null, { id, machineType: 'gb300', rack: 'r1' }, 'ops', T0)!.machines![0]!.after);
       await fresh.createMachines(machines);
       expect(await fresh.getMachines(ids)).toEqual(new Map(machines.map((m) => [m.id, m])));
-      expect((await fresh.allocatableMachines('gb300', 100)).map((m) => m.id)).toEqual(ids);
+      expect(await fresh.allocatableMachineIds('gb300', 100)).toEqual(ids);
       expect((await fresh.listMachines({ limit: 100 })).items.map((m) => m.id)).toEqual(ids);
     });
 
