@@ -13,7 +13,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { keys } from './items.ts';
-import { ItemStore, listingOf, partitionAttributeOf, sortAttributeOf, type Item, type ItemPage, type ItemQuery, type ItemWrite, type TableKey } from './item-store.ts';
+import { ItemStore, listingOf, tableKeyOf, partitionAttributeOf, sortAttributeOf, type Item, type ItemPage, type ItemQuery, type ItemWrite, type TableKey } from './item-store.ts';
 import { StaleWriteError } from './port.ts';
 import { decodePageToken, encodePageToken, invalidPageToken } from './paging.ts';
 
@@ -68,9 +68,8 @@ export class DynamoFleetStore extends ItemStore {
       ConditionExpression: write.expectedVersion === null ? 'attribute_not_exists(pk)' : 'version = :expected',
       ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
     }));
-    const [only] = puts;
     await this.guarded(() =>
-      only && puts.length === 1 ? this.client.send(new PutCommand(only)) : this.client.send(new TransactWriteCommand({ TransactItems: puts.map((Put) => ({ Put })) })),
+      puts.length === 1 ? this.client.send(new PutCommand(puts[0]!)) : this.client.send(new TransactWriteCommand({ TransactItems: puts.map((Put) => ({ Put })) })),
     );
   }
 
@@ -143,11 +142,10 @@ export class DynamoFleetStore extends ItemStore {
    * since (the index lags the table) are left out, as the index itself will soon leave them out.
    */
   private async itemsOfKeys(entries: Item[], partitionAttribute: string, partition: string): Promise<Item[]> {
-    const keyOf = (item: Item) => `${String(item.pk)}|${String(item.sk)}`;
     const keys = entries.map((entry) => ({ pk: String(entry.pk), sk: String(entry.sk) }));
-    const byKey = new Map((await this.getItems(keys, false)).map((item) => [keyOf(item), item]));
+    const byKey = new Map((await this.getItems(keys, false)).map((item) => [tableKeyOf(item), item]));
     return entries.flatMap((entry) => {
-      const item = byKey.get(keyOf(entry));
+      const item = byKey.get(tableKeyOf(entry));
       return item && item[partitionAttribute] === partition ? [item] : [];
     });
   }

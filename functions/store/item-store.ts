@@ -53,6 +53,9 @@ import { indexes } from './table.ts';
 
 export type Item = Record<string, unknown>;
 export type TableKey = { pk: string; sk: string };
+
+/** An item's table key as one string, to find the items a batch read returned (in no order) by the keys asked for. */
+export const tableKeyOf = (item: Record<string, unknown>): string => `${String(item.pk)}|${String(item.sk)}`;
 export type IndexDefinition = (typeof indexes)[keyof typeof indexes];
 
 /** A DynamoDB key condition on the sort key. */
@@ -220,20 +223,19 @@ export abstract class ItemStore implements FleetStore {
   }
 
   async getRecords(ids: RecordIds): Promise<Records> {
-    const keyOf = (key: TableKey) => `${key.pk}|${key.sk}`;
     const wanted = new Map<string, TableKey>();
-    const want = (key: TableKey) => wanted.set(keyOf(key), key);
+    const want = (key: TableKey) => wanted.set(tableKeyOf(key), key);
     for (const id of ids.machines ?? []) want(keys.machine(id));
     for (const id of ids.instances ?? []) want(keys.instance(id));
     for (const id of ids.metaInstances ?? []) want(keys.metaInstance(id));
     if (ids.catalog) want(keys.siteCatalog);
     if (ids.siteHeartbeat) want(keys.siteHeartbeat);
     if (ids.safety) want(keys.siteSafety);
-    const found = new Map((await this.getItems([...wanted.values()])).map((item) => [keyOf({ pk: String(item.pk), sk: String(item.sk) }), item]));
+    const found = new Map((await this.getItems([...wanted.values()])).map((item) => [tableKeyOf(item), item]));
     const decode = <T>(list: readonly string[] | undefined, key: (id: string) => TableKey, from: (item: Item) => T): Map<string, T> => {
       const out = new Map<string, T>();
       for (const id of list ?? []) {
-        const item = found.get(keyOf(key(id)));
+        const item = found.get(tableKeyOf(key(id)));
         if (item) out.set(id, from(item));
       }
       return out;
@@ -242,9 +244,9 @@ export abstract class ItemStore implements FleetStore {
       machines: decode(ids.machines, keys.machine, fromMachineItem),
       instances: decode(ids.instances, keys.instance, fromInstanceItem),
       metaInstances: decode(ids.metaInstances, keys.metaInstance, fromMetaInstanceItem),
-      ...(ids.catalog ? { catalog: catalogOf(found.get(keyOf(keys.siteCatalog))) } : {}),
-      ...(ids.siteHeartbeat ? { siteHeartbeat: siteHeartbeatOf(found.get(keyOf(keys.siteHeartbeat))) } : {}),
-      ...(ids.safety ? { safety: safetyOf(found.get(keyOf(keys.siteSafety))) } : {}),
+      ...(ids.catalog ? { catalog: catalogOf(found.get(tableKeyOf(keys.siteCatalog))) } : {}),
+      ...(ids.siteHeartbeat ? { siteHeartbeat: siteHeartbeatOf(found.get(tableKeyOf(keys.siteHeartbeat))) } : {}),
+      ...(ids.safety ? { safety: safetyOf(found.get(tableKeyOf(keys.siteSafety))) } : {}),
     };
   }
 
