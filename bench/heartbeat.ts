@@ -178,7 +178,6 @@ export async function heartbeatCost(
     // ---- the first roster after registration: the beat answers, the stream walks every bucket ----
     progress(`heartbeat: first roster of ${ids.length} machines`);
     metering = 'writes';
-    (globalThis as any).__tu = {};
     let before = mark();
     t = performance.now();
     const first = await receiveHeartbeat(ctx, ids);
@@ -192,7 +191,6 @@ export async function heartbeatCost(
     while (firstRosterMs === undefined && !(await bucketsSettled(first.changedBuckets))) await sleep(SETTLED_POLL_MS);
     firstRosterMs ??= performance.now() - t;
     await walking;
-    console.error('FIRSTWALK', JSON.stringify((globalThis as any).__tu));
     const firstRunMs = performance.now() - t;
     const firstWalk = subtractCost(mark(), before);
     metering = 'all';
