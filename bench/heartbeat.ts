@@ -1,5 +1,6 @@
 import { parseSiteConfig } from '#config/site-config.ts';
 import { bucketSettled, REFRESH_DIVISOR } from '#domain/heartbeat.ts';
+import type { Change } from '#domain/change.ts';
 import type { Clock } from '#domain/model.ts';
 import { createTables } from '#local/tables.ts';
 import { demoFleet } from '#local/site-simulator.ts';
@@ -37,11 +38,41 @@ export const defaultHeartbeatOptions: HeartbeatBenchOptions = {
 
 /** Bucket walks in flight at once: DynamoDB Local serialises transactions, so more only wait on its locks. */
 const WALK_CONCURRENCY = 8;
-/** How often the bench looks whether every bucket's walk has settled (its resolution for the first roster). */
-const SETTLED_POLL_MS = 100;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** How many times a failed walk is delivered again before the bench gives up. */
 const WALK_DELIVERIES = 5;
+
+/**
+ * The bench's store, which knows when the first roster's walk is done: the commit that settles the last of its
+ * buckets. Watched in this process, because asking DynamoDB Local would slow the very walk being timed: it serves
+ * one request at a time.
+ */
+class SettleWatchingStore extends DynamoFleetStore {
+  private readonly settledAt = new Map<string, number>();
+  private readonly waiting = new Set<() => void>();
+
+  override async commit(change: Change): Promise<void> {
+    await super.commit(change);
+    const settled = (change.rosterBuckets ?? []).map((bucket) => bucket.after).filter((bucket) => bucketSettled(bucket));
+    if (settled.length === 0) return;
+    for (const bucket of settled) this.settledAt.set(bucket.id, performance.now());
+    for (const wake of this.waiting) wake();
+  }
+
+  /** When the last of `buckets` was committed settled (performance.now()), once all are. */
+  async settled(buckets: string[]): Promise<number> {
+    for (;;) {
+      const times = buckets.map((id) => this.settledAt.get(id));
+      if (times.every((at) => at !== undefined)) return Math.max(...times);
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          this.waiting.delete(wake);
+          resolve();
+        };
+        this.waiting.add(wake);
+      });
+    }
+  }
+}
 
 /** Issue 11's goals for heartbeats and registration at 10,000 machines. */
 export const heartbeatGoals = {
@@ -102,7 +133,7 @@ export async function heartbeatCost(
   let nowMs = Date.parse('2030-01-01T00:00:00.000Z');
   const clock: Clock = { now: () => new Date(nowMs) };
   const client = createDocumentClient(endpoint);
-  const store = new DynamoFleetStore(client, tableName);
+  const store = new SettleWatchingStore(client, tableName);
   // The first roster is judged on its wall time and its write units: while it runs, only writes ask for capacity.
   let metering: CapacityMetering = 'all';
   const requests = countRequests(client, { capacity: () => metering });
@@ -125,8 +156,6 @@ export async function heartbeatCost(
   const registrationClient = createDocumentClient(endpoint);
   const registrationRequests = countRequests(registrationClient, { capacity: () => 'none' });
   const registrationCtx: AppContext = { ...ctx, store: new DynamoFleetStore(registrationClient, tableName) };
-  /** Read on a client of its own, outside the meter. */
-  const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
   // The 10,000-machine steps take a while: say how far they got now and then.
   const ticker = setInterval(() => progress(`heartbeat: ${requests.counts.TransactWriteItemsCommand ?? 0} transactions so far`), 15_000);
   ticker.unref();
@@ -149,14 +178,6 @@ export async function heartbeatCost(
         progress(`heartbeat: walk delivered again after ${String(error)}`);
       }
     }
-  }
-
-  async function bucketsSettled(buckets: string[]): Promise<boolean> {
-    const stored = await observer.getRosterBuckets(buckets);
-    return buckets.every((id) => {
-      const bucket = stored.get(id);
-      return bucket !== undefined && bucketSettled(bucket);
-    });
   }
 
   async function liveCount(ids: string[]): Promise<number> {
@@ -186,10 +207,9 @@ export async function heartbeatCost(
     before = mark();
     // Every machine is allocatable once every bucket's walk has settled; the run goes on while the fleet summary
     // (a cascade of the walk's commits) catches up, which allocation does not wait for.
-    let firstRosterMs: number | undefined;
-    const walking = walk(first.changedBuckets).finally(() => void (firstRosterMs ??= performance.now() - t));
-    while (firstRosterMs === undefined && !(await bucketsSettled(first.changedBuckets))) await sleep(SETTLED_POLL_MS);
-    firstRosterMs ??= performance.now() - t;
+    const walking = walk(first.changedBuckets);
+    // A walk that ends without settling them all is caught by the allocatable count below.
+    const firstRosterMs = (await Promise.race([store.settled(first.changedBuckets), walking.then(() => performance.now())])) - t;
     await walking;
     const firstRunMs = performance.now() - t;
     const firstWalk = subtractCost(mark(), before);

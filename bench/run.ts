@@ -6,7 +6,7 @@
 // One JSON document on stdout (and in bench/results/latest.json); progress on stderr.
 // Also: each synthesized Lambda bundle's cold start, a site-scale soak with its invariants, and what each workflow
 // costs in DynamoDB requests and capacity units from its call until the site is quiet.
-// BENCH_ONLY=meta,sweep (or BENCH_SKIP=api,heartbeat) picks the parts: api, heartbeat, meta, placement, sweep,
+// BENCH_ONLY=meta,sweep (or BENCH_SKIP=api,heartbeat) picks the parts: api, host, heartbeat, meta, placement, sweep,
 // contention, coldstart, scale, workflows.
 
 import '#local/xray-manual-mode.ts';
@@ -27,6 +27,7 @@ import { API_MACHINES, API_SWEEP_INTERVAL_MS, apiSiteToml, MACHINE_TYPE, ORG, st
 import { startFloor, type Floor, type FloorCycle } from './floor.ts';
 import { COLDSTART_GOAL_MS, coldstartBench, defaultColdstartOptions } from './coldstart.ts';
 import { defaultHeartbeatOptions, heartbeatCost, standaloneContext } from './heartbeat.ts';
+import { besideFloors, hostBench } from './host.ts';
 import { metaHeal } from './meta-heal.ts';
 import { defaultPlacementOptions, placementBench } from './placement.ts';
 import { defaultScaleSoakOptions, scaleSoak } from './scale-soak.ts';
@@ -41,7 +42,7 @@ const envInt = (name: string, fallback: number, min = 1) => {
   return raw !== undefined && raw.trim() !== '' && Number.isInteger(value) && value >= min ? value : fallback;
 };
 
-const PARTS = ['api', 'heartbeat', 'meta', 'placement', 'sweep', 'contention', 'coldstart', 'scale', 'workflows'] as const;
+const PARTS = ['api', 'host', 'heartbeat', 'meta', 'placement', 'sweep', 'contention', 'coldstart', 'scale', 'workflows'] as const;
 type Part = (typeof PARTS)[number];
 const listed = (name: string) =>
   (process.env[name] ?? '')
@@ -335,6 +336,9 @@ async function main() {
     return apiPart(id);
   });
 
+  // ---- what this host gives the timed goals: DynamoDB Local's floors for the heartbeat part's fleet, Node's speed ----
+  const host = await timed('host', () => withDynamo('the host\'s floors', (endpoint) => hostBench(endpoint, id, { machines: HEARTBEAT_MACHINES }, progress)));
+
   // ---- heartbeats of an idle 10,000-machine fleet, on a DynamoDB Local of their own: the one the site ran on
   // has become markedly slower to write by then (about twice, measured), and 10,000 registrations and the first
   // roster are long enough as it is ----
@@ -386,7 +390,8 @@ async function main() {
     wall_time: { unit: 's', total: round((performance.now() - started) / 1000, 1), ...wall },
     summary: {
       ...(apiSection ? { api_over_floor: { unit: 'ratio (API latency / floor latency), medians', create: apiSection.ratios.create_median, release: apiSection.ratios.release_median } } : {}),
-      ...(heartbeat ? { heartbeat: heartbeat.goals } : {}),
+      ...(host ? { host: { node_loop_ms: host.node_loop.value, ...host.dynamodb_local_floors } } : {}),
+      ...(heartbeat ? { heartbeat: host?.machines === heartbeat.machines ? besideFloors(heartbeat.goals, host) : heartbeat.goals } : {}),
       ...(meta
         ? {
             meta_replacement: {
@@ -505,6 +510,7 @@ async function main() {
         : {}),
     },
     ...(apiSection ? { config: apiSection.config, ratios: apiSection.ratios, create: apiSection.create, release: apiSection.release, drift: apiSection.drift } : {}),
+    ...(host ? { host } : {}),
     ...(heartbeat ? { heartbeat } : {}),
     ...(meta ? { meta_instance_replacement: meta } : {}),
     ...(placement ? { placement } : {}),

@@ -8,7 +8,7 @@ import { BUNDLED_OPENAPI_FILE } from '#http/openapi-served.ts';
 import { routes } from '#http/routes/index.ts';
 import { createTables } from '#local/tables.ts';
 import { synthesizeBundles, type SynthesizedBundle } from '../../bench/bundles.ts';
-import { httpEvent, invokeInFreshProcess, localEnvironment } from '../../bench/coldstart.ts';
+import { bundleFloor, httpEvent, invokeInFreshProcess, localEnvironment } from '../../bench/coldstart.ts';
 import { BUNDLE_LIMIT_BYTES } from '#lib/fleetward-function.ts';
 
 // The one synthesis WITH bundling (the local esbuild, as `cdk deploy` runs it): what Lambda would receive.
@@ -36,6 +36,13 @@ describe('the deployed bundles', () => {
   it('are each at most 600 KB minified (issue 11, item 9)', () => {
     for (const bundle of bundles) expect(bundle.bytes, bundle.name).toBeLessThanOrEqual(BUNDLE_LIMIT_BYTES);
   });
+
+  it("set beside the bench's cold-start floor, which bundles with the same options and only reads DynamoDB once", async () => {
+    const floor = await bundleFloor(outdir);
+    const invocation = await invokeInFreshProcess(floor, localEnvironment(floor, inject('dynamoEndpoint'), names), {});
+    expect(invocation.result).toEqual({ found: false });
+    for (const bundle of bundles) expect(floor.bytes, bundle.name).toBeLessThan(bundle.bytes);
+  }, 60_000);
 
   it('are one per kind of function, the API functions sharing one asset', () => {
     expect(bundles.map((b) => b.name)).toEqual(['TenantApi', 'AdminApi', 'SiteAgentApi', 'StreamHandler', 'SweepHandler']);

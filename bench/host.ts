@@ -1,0 +1,135 @@
+// `host` part: what this host gives the timed goals, measured in the same run, with no Fleetward code in the way.
+// Registration and the first roster are made of DynamoDB Local's writes, and DynamoDB Local (one JVM, one SQLite
+// database) handles a request at a time: on a slower host it alone can take longer than a goal allows. So this part
+// does, on a DynamoDB Local and a table of their own, just the requests those two figures cannot do without:
+//   registration: read every new machine's key (BatchGetItem, none found), then write every machine (BatchWriteItem);
+//   first roster: write every machine again, one conditional PutItem each (`version = :expected`), as the walk does.
+// Their times are the floors the heartbeat part's figures are set beside (run.ts). Node's speed on a fixed loop of
+// arithmetic says how this host's CPU compares with another's.
+
+import { BatchGetCommand, BatchWriteCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { registerMachine } from '#domain/machines.ts';
+import { createTables } from '#local/tables.ts';
+import { demoFleet } from '#local/site-simulator.ts';
+import { createDocumentClient } from '#store/client.ts';
+import { keys, machineItem } from '#store/items.ts';
+import { ratio, round } from './stats.ts';
+
+export interface HostOptions {
+  /** Machines the floors are measured for: the heartbeat part's fleet size. */
+  machines: number;
+}
+
+/** As the store sends them (dynamo-store.ts): keys per BatchGetItem, items per BatchWriteItem, batch writes in flight. */
+const BATCH_GET_KEYS = 100;
+const BATCH_WRITE_ITEMS = 25;
+const BATCH_WRITES_IN_FLIGHT = 8;
+/** As the roster walk commits its liveness flips (runner.ts): separate puts in flight. */
+const PUTS_IN_FLIGHT = 25;
+const LOOP_RUNS = 3;
+
+function chunked<T>(items: T[], size: number): T[][] {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
+  return chunks;
+}
+
+async function inFlight<T>(work: T[], width: number, run: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(width, work.length) }, async () => {
+    while (next < work.length) await run(work[next++]!);
+  }));
+}
+
+async function timedMs(run: () => Promise<void>): Promise<number> {
+  const started = performance.now();
+  await run();
+  return round(performance.now() - started, 1);
+}
+
+/** ms for 10^8 additions in a loop V8 optimises: CPU speed alone, no memory or I/O. The median of a few runs. */
+export function nodeLoopMs(): number {
+  const runs: number[] = [];
+  for (let run = 0; run < LOOP_RUNS; run++) {
+    const started = performance.now();
+    let sum = 0;
+    for (let i = 0; i < 1e8; i++) sum += i;
+    if (sum !== 4999999950000000) throw new Error(`loop summed to ${sum}`);
+    runs.push(performance.now() - started);
+  }
+  return round(runs.sort((a, b) => a - b)[Math.floor(LOOP_RUNS / 2)]!, 1);
+}
+
+/** The floors, timed on `table` (fresh, on a fresh DynamoDB Local, as the heartbeat part's own is when it registers). */
+export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table: string, machines: number) {
+  const now = new Date();
+  const fleet = demoFleet([{ type: 'gb200', count: machines, racks: Math.ceil(machines / 8) }]);
+  const items = fleet.map((m) => machineItem(registerMachine(null, { id: m.id, machineType: m.machineType, rack: m.rack }, 'bench', now)!.machines![0]!.after));
+  let found = 0;
+  const readMs = await timedMs(() =>
+    inFlight(chunked(items, BATCH_GET_KEYS), Number.POSITIVE_INFINITY, async (chunk) => {
+      const result = await client.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: chunk.map((item) => keys.machine(String(item.id))), ConsistentRead: true } } }));
+      found += result.Responses?.[table]?.length ?? 0;
+      if (result.UnprocessedKeys?.[table]) throw new Error('DynamoDB Local left keys unprocessed');
+    }),
+  );
+  if (found !== 0) throw new Error(`the floor's table was not fresh: ${found} machines found`);
+  const batchWriteMs = await timedMs(() =>
+    inFlight(chunked(items, BATCH_WRITE_ITEMS), BATCH_WRITES_IN_FLIGHT, async (chunk) => {
+      const result = await client.send(new BatchWriteCommand({ RequestItems: { [table]: chunk.map((Item) => ({ PutRequest: { Item } })) } }));
+      if (result.UnprocessedItems?.[table]) throw new Error('DynamoDB Local left items unprocessed');
+    }),
+  );
+  const putMs = await timedMs(() =>
+    inFlight(items, PUTS_IN_FLIGHT, async (item) => {
+      await client.send(
+        new PutCommand({
+          TableName: table,
+          Item: { ...item, heartbeatLive: true, version: Number(item.version) + 1 },
+          ConditionExpression: 'version = :expected',
+          ExpressionAttributeValues: { ':expected': item.version },
+        }),
+      );
+    }),
+  );
+  const perItemUs = (ms: number) => round((ms * 1000) / machines, 1);
+  return {
+    unit: `ms for ${machines} machines, with µs per machine`,
+    batch_get_new_keys: { ms: readMs, us_per_machine: perItemUs(readMs), as_sent: `${BATCH_GET_KEYS} keys per request, all in flight` },
+    batch_write: { ms: batchWriteMs, us_per_machine: perItemUs(batchWriteMs), as_sent: `${BATCH_WRITE_ITEMS} items per request, ${BATCH_WRITES_IN_FLIGHT} in flight` },
+    conditional_put: { ms: putMs, us_per_machine: perItemUs(putMs), as_sent: `one item per request, ${PUTS_IN_FLIGHT} in flight` },
+    registration_floor_ms: round(readMs + batchWriteMs, 1),
+    first_roster_floor_ms: putMs,
+  };
+}
+
+export async function hostBench(endpoint: string, id: string, options: HostOptions, progress: (line: string) => void) {
+  const loopMs = nodeLoopMs();
+  progress(`host: 10^8 additions in ${loopMs} ms; DynamoDB Local floors for ${options.machines} machines`);
+  const names = { table: `host-${id}`, idempotencyTable: `host-${id}-idempotency` };
+  await createTables(endpoint, names);
+  const floors = await dynamoDbLocalFloors(createDocumentClient(endpoint), names.table, options.machines);
+  progress(`host: registration floor ${floors.registration_floor_ms} ms, first roster floor ${floors.first_roster_floor_ms} ms`);
+  return {
+    machines: options.machines,
+    node_loop: { unit: 'ms for 10^8 additions (median of 3): CPU speed; lower is faster', value: loopMs },
+    dynamodb_local_floors: floors,
+    method:
+      'a DynamoDB Local of its own, fresh as the heartbeat part\'s is, with the project\'s table; the heartbeat part\'s fleet shape; the requests registration and the first roster cannot do without, sent as the store sends them, and nothing else',
+  };
+}
+
+type Judged = { value: number };
+
+/**
+ * The heartbeat part's two figures made of DynamoDB Local's writes, each beside its floor on this host: what is left
+ * of the ratio is Fleetward's own cost. Only when both parts ran for the same number of machines.
+ */
+export function besideFloors<G extends { registration_ms: Judged; first_roster_to_allocatable_ms: Judged }>(goals: G, host: Awaited<ReturnType<typeof hostBench>>) {
+  const beside = (figure: Judged, floorMs: number) => ({ ...figure, dynamodb_local_floor_ms: floorMs, ratio_to_floor: ratio(figure.value, floorMs) });
+  return {
+    ...goals,
+    registration_ms: beside(goals.registration_ms, host.dynamodb_local_floors.registration_floor_ms),
+    first_roster_to_allocatable_ms: beside(goals.first_roster_to_allocatable_ms, host.dynamodb_local_floors.first_roster_floor_ms),
+  };
+}

@@ -1,0 +1,29 @@
+import { describe, expect, inject, it } from 'vitest';
+import { createDocumentClient } from '#store/client.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import { besideFloors, hostBench } from '../../bench/host.ts';
+
+// The host part at a small size: its floors are made of the requests they name, on the table it creates.
+
+describe('bench/host.ts at 120 machines', () => {
+  it('reads, batch-writes and then conditionally rewrites every machine, and sets the heartbeat figures beside its floors', async () => {
+    const id = `t${Date.now()}`;
+    const host = await hostBench(inject('dynamoEndpoint'), id, { machines: 120 }, () => {});
+    const floors = host.dynamodb_local_floors;
+    expect(host.machines).toBe(120);
+    expect(host.node_loop.value).toBeGreaterThan(0);
+    expect(floors.registration_floor_ms).toBeCloseTo(floors.batch_get_new_keys.ms + floors.batch_write.ms, 0);
+    expect(floors.first_roster_floor_ms).toBe(floors.conditional_put.ms);
+
+    // Every machine went through both writes: the batch wrote version 0, the conditional put version 1, live.
+    const store = new DynamoFleetStore(createDocumentClient(inject('dynamoEndpoint')), `host-${id}`);
+    const listed = await store.listMachines({ limit: 200 });
+    expect(listed.items).toHaveLength(120);
+    expect(listed.items.every((m) => m.heartbeatLive && m.version === 1)).toBe(true);
+
+    const figure = (value: number) => ({ unit: 'ms', value, goal: 10, ratio: value / 10, meets_goal: false });
+    const beside = besideFloors({ registration_ms: figure(floors.registration_floor_ms * 2), first_roster_to_allocatable_ms: figure(floors.first_roster_floor_ms * 3) }, host);
+    expect(beside.registration_ms).toMatchObject({ dynamodb_local_floor_ms: floors.registration_floor_ms, ratio_to_floor: 2 });
+    expect(beside.first_roster_to_allocatable_ms).toMatchObject({ dynamodb_local_floor_ms: floors.first_roster_floor_ms, ratio_to_floor: 3 });
+  }, 120_000);
+});
