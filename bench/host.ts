@@ -12,6 +12,7 @@ import { registerMachine } from '#domain/machines.ts';
 import { createTables } from '#local/tables.ts';
 import { demoFleet } from '#local/site-simulator.ts';
 import { createDocumentClient } from '#store/client.ts';
+import { chunksOf, inParallel } from '#store/in-parallel.ts';
 import { keys, machineItem } from '#store/items.ts';
 import { ratio, round } from './stats.ts';
 
@@ -27,19 +28,6 @@ const BATCH_WRITES_IN_FLIGHT = 8;
 /** As the roster walk commits its liveness flips (runner.ts): separate puts in flight. */
 const PUTS_IN_FLIGHT = 25;
 const LOOP_RUNS = 3;
-
-function chunked<T>(items: T[], size: number): T[][] {
-  const chunks: T[][] = [];
-  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
-  return chunks;
-}
-
-async function inFlight<T>(work: T[], width: number, run: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(width, work.length) }, async () => {
-    while (next < work.length) await run(work[next++]!);
-  }));
-}
 
 async function timedMs(run: () => Promise<void>): Promise<number> {
   const started = performance.now();
@@ -67,7 +55,7 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   const items = fleet.map((m) => machineItem(registerMachine(null, { id: m.id, machineType: m.machineType, rack: m.rack }, 'bench', now)!.machines![0]!.after));
   let found = 0;
   const readMs = await timedMs(() =>
-    inFlight(chunked(items, BATCH_GET_KEYS), Number.POSITIVE_INFINITY, async (chunk) => {
+    inParallel(chunksOf(items, BATCH_GET_KEYS), Number.POSITIVE_INFINITY, async (chunk) => {
       const result = await client.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: chunk.map((item) => keys.machine(String(item.id))), ConsistentRead: true } } }));
       found += result.Responses?.[table]?.length ?? 0;
       if (result.UnprocessedKeys?.[table]) throw new Error('DynamoDB Local left keys unprocessed');
@@ -75,13 +63,13 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   );
   if (found !== 0) throw new Error(`the floor's table was not fresh: ${found} machines found`);
   const batchWriteMs = await timedMs(() =>
-    inFlight(chunked(items, BATCH_WRITE_ITEMS), BATCH_WRITES_IN_FLIGHT, async (chunk) => {
+    inParallel(chunksOf(items, BATCH_WRITE_ITEMS), BATCH_WRITES_IN_FLIGHT, async (chunk) => {
       const result = await client.send(new BatchWriteCommand({ RequestItems: { [table]: chunk.map((Item) => ({ PutRequest: { Item } })) } }));
       if (result.UnprocessedItems?.[table]) throw new Error('DynamoDB Local left items unprocessed');
     }),
   );
   const putMs = await timedMs(() =>
-    inFlight(items, PUTS_IN_FLIGHT, async (item) => {
+    inParallel(items, PUTS_IN_FLIGHT, async (item) => {
       await client.send(
         new PutCommand({
           TableName: table,

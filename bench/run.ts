@@ -475,9 +475,10 @@ async function main() {
       ...(coldstart
         ? {
             coldstart: {
-              unit: 'ms, import + first invoke in a fresh process (median); goal and ratio median / goal',
+              unit: 'ms, import + first invoke in a fresh process (median); goal and ratio median / goal; ratio_to_floor median / the bare-SDK floor\'s',
               goal_ms: COLDSTART_GOAL_MS,
-              ...Object.fromEntries(Object.entries(coldstart.functions).map(([name, figures]) => [name, { median: figures.import_and_first_invoke.median, ratio: figures.import_and_first_invoke.ratio_to_goal, cpu_median: figures.cpu.import_and_first_invoke.median, bundle_kib: figures.bundle_kib }])),
+              floor_median: coldstart.floor.import_and_first_invoke.median,
+              ...Object.fromEntries(Object.entries(coldstart.functions).map(([name, figures]) => [name, { median: figures.import_and_first_invoke.median, ratio: figures.import_and_first_invoke.ratio_to_goal, ratio_to_floor: figures.ratio_to_floor, cpu_median: figures.cpu.import_and_first_invoke.median, bundle_kib: figures.bundle_kib }])),
             },
           }
         : {}),

@@ -8,6 +8,7 @@ import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import { inParallel } from '#store/in-parallel.ts';
 import { countRequests } from './counter.ts';
 import { ratio, round, summarize } from './stats.ts';
 
@@ -91,14 +92,6 @@ export interface Failure {
   kind: 'override' | 'heartbeat';
   /** ms from the failure call being sent until the meta-instance has a new Ready member; undefined: never. */
   replacedMs?: number;
-}
-
-/** Runs `work` over `items` with at most `limit` at a time. */
-async function pooled<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  }));
 }
 
 /** Every page of a store listing. */
@@ -206,7 +199,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     }, 120_000 + options.machines * 50, 2_000);
     const fleetAllocatableS = round((performance.now() - setupStarted) / 1000 - siteUpS, 1);
     const owned: Array<{ org: string; id: string }> = [];
-    await pooled(Array.from({ length: options.instances }, (_, n) => n), 8, async (n) => {
+    await inParallel(Array.from({ length: options.instances }, (_, n) => n), 8, async (n) => {
       const org = orgs[n % ORGS]!;
       // A loaded host can let a heartbeat go stale for a moment: then the type has no allocatable machine, so try again.
       let created = await call(undefined, 'POST', instancePath(org), tokens.get(org), { machineType: typeOf(n) }, [201, 409]);
@@ -218,7 +211,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       owned.push({ org, id: String(created.id) });
     });
     const metaIds: string[] = [];
-    await pooled(Array.from({ length: options.metaInstances }, (_, n) => n), 8, async (n) => {
+    await inParallel(Array.from({ length: options.metaInstances }, (_, n) => n), 8, async (n) => {
       const org = orgs[n % ORGS]!;
       // Placed at the same moment as others, a create may lose every race for its machines: 409, safe to retry.
       const request = () => call(undefined, 'POST', `/v2/org/${org}/nico/meta-instance`, tokens.get(org), { machineType: typeOf(n), minNodes: META_SIZES[n % META_SIZES.length]! }, [201, 409]);
@@ -227,8 +220,8 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       if (!created.id) throw new Error(`scale: meta-instance create kept failing: ${JSON.stringify(created)}`);
       metaIds.push(String(created.id));
     });
-    await pooled(owned, 16, async (o) => void (await until(`instance ${o.id} Ready`, statusIs(o.id, 'Ready'), settleMs, 100)));
-    await pooled(metaIds, 16, async (metaId) => void (await until(`meta-instance ${metaId} Ready`, async () => ((await observer.getMetaInstance(metaId))?.status === 'Ready' ? true : undefined), settleMs, 100)));
+    await inParallel(owned, 16, async (o) => void (await until(`instance ${o.id} Ready`, statusIs(o.id, 'Ready'), settleMs, 100)));
+    await inParallel(metaIds, 16, async (metaId) => void (await until(`meta-instance ${metaId} Ready`, async () => ((await observer.getMetaInstance(metaId))?.status === 'Ready' ? true : undefined), settleMs, 100)));
     const setupS = round((performance.now() - setupStarted) / 1000, 1);
     progress(`scale: ${options.instances} instances and ${options.metaInstances} meta-instances Ready after ${setupS} s; churning for ${options.churnSeconds} s`);
 

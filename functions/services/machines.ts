@@ -4,6 +4,7 @@ import type { Change, Versioned } from '#domain/change.ts';
 import { historyPage, machineView, registerMachine, type MachineRegistration, type MachineView } from '#domain/machines.ts';
 import type { HistoryEntry, Machine } from '#domain/model.ts';
 import { bucketOf, recheck } from '#domain/heartbeat.ts';
+import { chunksOf, inParallel } from '#store/in-parallel.ts';
 import type { Page } from '#store/paging.ts';
 import type { PageRequest } from '#store/port.ts';
 import type { AppContext } from './context.ts';
@@ -34,8 +35,7 @@ export async function registerMachines(ctx: AppContext, registrations: MachineRe
   await ctx.store.createMachines(created.map((c) => c.machines![0]!.after));
 
   const redescribed = decided.filter((c) => c.machines![0]!.before !== null);
-  const chunks: Change[][] = [];
-  for (let start = 0; start < redescribed.length; start += REGISTRATION_CHUNK) chunks.push(redescribed.slice(start, start + REGISTRATION_CHUNK));
+  const chunks = chunksOf(redescribed, REGISTRATION_CHUNK);
   const committed: Versioned<Machine>[] = created.flatMap((c) => c.machines!);
   await inParallel(chunks, PARALLEL_CHUNKS, async (chunk) => {
     const ids = chunk.map((c) => c.machines![0]!.after.id);
@@ -83,17 +83,6 @@ async function recheckRosterBuckets(ctx: AppContext, newMachineIds: string[]): P
       }),
     ),
   );
-}
-
-/** Run `task` on every item, at most `limit` at once; rejects with the first failure once all have settled. */
-async function inParallel<T>(items: T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await task(items[next++]!);
-  };
-  const results = await Promise.allSettled(Array.from({ length: Math.min(limit, items.length) }, worker));
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
 }
 
 export interface MachineFilter {

@@ -12,6 +12,7 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import { chunksOf, inParallel } from './in-parallel.ts';
 import { keys } from './items.ts';
 import { ItemStore, listingOf, tableKeyOf, partitionAttributeOf, sortAttributeOf, type Item, type ItemPage, type ItemQuery, type ItemWrite, type TableKey } from './item-store.ts';
 import { StaleWriteError } from './port.ts';
@@ -79,13 +80,7 @@ export class DynamoFleetStore extends ItemStore {
   }
 
   protected async putItems(items: Item[]): Promise<void> {
-    const chunks: Item[][] = [];
-    for (let i = 0; i < items.length; i += BATCH_WRITE_LIMIT) chunks.push(items.slice(i, i + BATCH_WRITE_LIMIT));
-    let next = 0;
-    const worker = async () => {
-      while (next < chunks.length) await this.batchWrite(chunks[next++]!);
-    };
-    await Promise.all(Array.from({ length: Math.min(BATCH_WRITES_IN_FLIGHT, chunks.length) }, worker));
+    await inParallel(chunksOf(items, BATCH_WRITE_LIMIT), BATCH_WRITES_IN_FLIGHT, (chunk) => this.batchWrite(chunk));
   }
 
   /** One BatchWriteItem, sent again for whatever DynamoDB left unprocessed (throttling). */
@@ -100,9 +95,7 @@ export class DynamoFleetStore extends ItemStore {
 
   /** Strongly consistent unless told; an index's follow-up read need not be (the index itself lags), at half the price. */
   protected async getItems(keys: TableKey[], consistent = true): Promise<Item[]> {
-    const chunks: TableKey[][] = [];
-    for (let i = 0; i < keys.length; i += BATCH_GET_LIMIT) chunks.push(keys.slice(i, i + BATCH_GET_LIMIT));
-    return (await Promise.all(chunks.map((chunk) => this.batchGet(chunk, consistent)))).flat();
+    return (await Promise.all(chunksOf(keys, BATCH_GET_LIMIT).map((chunk) => this.batchGet(chunk, consistent)))).flat();
   }
 
   /** One BatchGetItem, asked again for whatever DynamoDB left unprocessed (throttling, the 16 MB response cap). */
