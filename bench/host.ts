@@ -11,7 +11,9 @@ import { BatchGetCommand, BatchWriteCommand, PutCommand, type DynamoDBDocumentCl
 import { registerMachine } from '#domain/machines.ts';
 import { createTables } from '#local/tables.ts';
 import { demoFleet } from '#local/site-simulator.ts';
+import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
 import { createDocumentClient } from '#store/client.ts';
+import { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, BATCH_WRITES_IN_FLIGHT } from '#store/dynamo-store.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
 import { keys, machineItem } from '#store/items.ts';
 import { ratio, round } from './stats.ts';
@@ -21,12 +23,6 @@ export interface HostOptions {
   machines: number;
 }
 
-/** As the store sends them (dynamo-store.ts): keys per BatchGetItem, items per BatchWriteItem, batch writes in flight. */
-const BATCH_GET_KEYS = 100;
-const BATCH_WRITE_ITEMS = 25;
-const BATCH_WRITES_IN_FLIGHT = 8;
-/** As the roster walk commits its liveness flips (runner.ts): separate puts in flight. */
-const PUTS_IN_FLIGHT = 25;
 const LOOP_RUNS = 3;
 
 async function timedMs(run: () => Promise<void>): Promise<number> {
@@ -55,7 +51,7 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   const items = fleet.map((m) => machineItem(registerMachine(null, { id: m.id, machineType: m.machineType, rack: m.rack }, 'bench', now)!.machines![0]!.after));
   let found = 0;
   const readMs = await timedMs(() =>
-    inParallel(chunksOf(items, BATCH_GET_KEYS), Number.POSITIVE_INFINITY, async (chunk) => {
+    inParallel(chunksOf(items, BATCH_GET_LIMIT), Number.POSITIVE_INFINITY, async (chunk) => {
       const result = await client.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: chunk.map((item) => keys.machine(String(item.id))), ConsistentRead: true } } }));
       found += result.Responses?.[table]?.length ?? 0;
       if (result.UnprocessedKeys?.[table]) throw new Error('DynamoDB Local left keys unprocessed');
@@ -63,13 +59,13 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   );
   if (found !== 0) throw new Error(`the floor's table was not fresh: ${found} machines found`);
   const batchWriteMs = await timedMs(() =>
-    inParallel(chunksOf(items, BATCH_WRITE_ITEMS), BATCH_WRITES_IN_FLIGHT, async (chunk) => {
+    inParallel(chunksOf(items, BATCH_WRITE_LIMIT), BATCH_WRITES_IN_FLIGHT, async (chunk) => {
       const result = await client.send(new BatchWriteCommand({ RequestItems: { [table]: chunk.map((Item) => ({ PutRequest: { Item } })) } }));
       if (result.UnprocessedItems?.[table]) throw new Error('DynamoDB Local left items unprocessed');
     }),
   );
   const putMs = await timedMs(() =>
-    inParallel(items, PUTS_IN_FLIGHT, async (item) => {
+    inParallel(items, SEPARATE_IN_FLIGHT, async (item) => {
       await client.send(
         new PutCommand({
           TableName: table,
@@ -83,9 +79,9 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   const perItemUs = (ms: number) => round((ms * 1000) / machines, 1);
   return {
     unit: `ms for ${machines} machines, with µs per machine`,
-    batch_get_new_keys: { ms: readMs, us_per_machine: perItemUs(readMs), as_sent: `${BATCH_GET_KEYS} keys per request, all in flight` },
-    batch_write: { ms: batchWriteMs, us_per_machine: perItemUs(batchWriteMs), as_sent: `${BATCH_WRITE_ITEMS} items per request, ${BATCH_WRITES_IN_FLIGHT} in flight` },
-    conditional_put: { ms: putMs, us_per_machine: perItemUs(putMs), as_sent: `one item per request, ${PUTS_IN_FLIGHT} in flight` },
+    batch_get_new_keys: { ms: readMs, us_per_machine: perItemUs(readMs), as_sent: `${BATCH_GET_LIMIT} keys per request, all in flight` },
+    batch_write: { ms: batchWriteMs, us_per_machine: perItemUs(batchWriteMs), as_sent: `${BATCH_WRITE_LIMIT} items per request, ${BATCH_WRITES_IN_FLIGHT} in flight` },
+    conditional_put: { ms: putMs, us_per_machine: perItemUs(putMs), as_sent: `one item per request, ${SEPARATE_IN_FLIGHT} in flight` },
     registration_floor_ms: round(readMs + batchWriteMs, 1),
     first_roster_floor_ms: putMs,
   };

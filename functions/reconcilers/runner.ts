@@ -94,7 +94,7 @@ async function performEffect(ctx: AppContext, reconciler: Reconciler, id: string
 }
 
 /** A decision's separate changes in flight at once. */
-const SEPARATE_IN_FLIGHT = 25;
+export const SEPARATE_IN_FLIGHT = 25;
 
 /** Each change on its own, a few at a time: those that committed, and whether any lost its race. */
 async function commitSeparately(ctx: AppContext, changes: Change[]): Promise<{ committed: Change[]; lost: boolean }> {

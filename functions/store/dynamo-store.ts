@@ -19,10 +19,10 @@ import { StaleWriteError } from './port.ts';
 import { decodePageToken, encodePageToken, invalidPageToken } from './paging.ts';
 
 /** DynamoDB's limits of keys per BatchGetItem and of items per BatchWriteItem. */
-const BATCH_GET_LIMIT = 100;
-const BATCH_WRITE_LIMIT = 25;
+export const BATCH_GET_LIMIT = 100;
+export const BATCH_WRITE_LIMIT = 25;
 /** BatchWriteItem requests in flight at once. */
-const BATCH_WRITES_IN_FLIGHT = 8;
+export const BATCH_WRITES_IN_FLIGHT = 8;
 
 /** The deployed store: one DynamoDB table (table.ts), every decision one conditional write (see writeItems). */
 export class DynamoFleetStore extends ItemStore {
