@@ -240,8 +240,11 @@ export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, r
     return batch.entry;
   };
 
-  /** Only what nobody started yet: waiting on an entry started elsewhere could wait on itself. */
-  const startNew = (refs: Ref[], scoped: AppContext): Entry[] => refs.filter((ref) => !entries.has(keyOf(ref))).map((ref) => start(ref, scoped));
+  /**
+   * Only what nobody started yet: waiting on an entry started elsewhere could wait on itself. Checked ref by ref, as
+   * each starts: one change concerns the same entity many times (a bucket walk's machines, one machine type).
+   */
+  const startNew = (refs: Ref[], scoped: AppContext): Entry[] => refs.flatMap((ref) => (entries.has(keyOf(ref)) ? [] : [start(ref, scoped)]));
 
   /** A decision's `enqueue` is an order (waiting meta-instances, longest-waiting first): each starts after the one before. */
   const serveInOrder = async (refs: Ref[], scoped: AppContext): Promise<Failure | null> => {

@@ -74,6 +74,15 @@ describe('reconciler runner', () => {
     expect(loads.sort()).toEqual(['load child:m-shared', 'load parent:1', 'load parent:2', 'load parent:3']);
   });
 
+  it('reconciles once what one decision\'s changes concern many times (a walk\'s machines all concern their type)', async () => {
+    const { ctx, events } = harness();
+    const machine = (id: string) => ({ machines: [{ before: null, after: aMachine({ id, machineType: 'gb200' }) }], history: [] });
+    const walk = fake('walk', () => ({ separately: [machine('m1'), machine('m2')], change: machine('m3') }), events);
+    const byType = { ...fake('by-type', () => ({}), events), watches: { machine: { concerns: (_b: unknown, after: { machineType: string }) => [after.machineType] } } } as Reconciler;
+    await startRun(ctx, { registry: createRegistry([walk, byType]) }).reconcile([ref('walk', 'w')]);
+    expect(events.filter((e) => e.startsWith('load'))).toEqual(['load walk:w', 'load by-type:gb200']);
+  });
+
   it('works for the request it is asked for: its commits, those of what they lead to, and its log lines name it', async () => {
     const committed: Change[] = [];
     const { ctx, infos } = harness({ commit: async (change) => void committed.push(change) });
