@@ -1,6 +1,7 @@
 import type { Change } from '#domain/change.ts';
 import type { AppContext } from '#services/context.ts';
 import type { RecordIds } from '#store/port.ts';
+import { limiter } from '#store/in-parallel.ts';
 import { recordReadyInstances } from '#services/create-metrics.ts';
 import { forRequest } from '#services/request-scope.ts';
 import { committedOnce, retryOnStale } from '#services/retry-on-stale.ts';
@@ -49,21 +50,6 @@ const keyOf = (ref: Ref) => `${ref.entity}#${ref.id}`;
 
 async function firstFailure(failures: Promise<Failure | null>[]): Promise<Failure | null> {
   return (await Promise.all(failures)).find((failure) => failure !== null) ?? null;
-}
-
-function limiter(max: number) {
-  let active = 0;
-  const waiting: Array<() => void> = [];
-  return async <T>(task: () => Promise<T>): Promise<T> => {
-    while (active >= max) await new Promise<void>((resolve) => waiting.push(resolve));
-    active += 1;
-    try {
-      return await task();
-    } finally {
-      active -= 1;
-      waiting.shift()?.();
-    }
-  };
 }
 
 /**
