@@ -90,6 +90,7 @@ const CONTENTION = {
   machines: envInt('BENCH_CONTENTION_MACHINES', defaultContentionOptions.machines),
   requests: envInt('BENCH_CONTENTION_REQUESTS', defaultContentionOptions.requests),
   rounds: envInt('BENCH_CONTENTION_BURSTS', defaultContentionOptions.rounds),
+  warmupRounds: envInt('BENCH_CONTENTION_WARMUP_BURSTS', defaultContentionOptions.warmupRounds, 0),
   containerRounds: envInt('BENCH_CONTENTION_CONTAINER_BURSTS', defaultContentionOptions.containerRounds, 0),
 };
 const COLDSTART = { runs: envInt('BENCH_COLDSTART_RUNS', defaultColdstartOptions.runs) };
@@ -460,6 +461,9 @@ async function main() {
               outcomes: contention.outcomes,
               dynamodb_requests_per_create: contention.dynamodb_requests_per_create.value,
               no_machine_twice: contention.no_machine_twice,
+              warmup: contention.warmup
+                ? { p50_ms: contention.warmup.latency.all.median, p99_ms: contention.warmup.latency.all.p99, no_machine_twice: contention.warmup.no_machine_twice }
+                : 'not run',
               container_per_request: contention.container_per_request
                 ? {
                     p50_ms: contention.container_per_request.latency.all.median,

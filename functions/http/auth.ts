@@ -17,7 +17,8 @@ export function parseListClaim(value: ClaimValue): string[] {
   if (value === undefined || value === null) return [];
   if (Array.isArray(value)) return value.map(String);
   const text = String(value).trim();
-  if (text.startsWith('[')) {
+  // Only a JSON array of strings is tried as JSON: a failed parse throws, and API Gateway's form comes on every call.
+  if (/^\[\s*["\]]/.test(text)) {
     try {
       const parsed: unknown = JSON.parse(text);
       if (Array.isArray(parsed)) return parsed.map(String);

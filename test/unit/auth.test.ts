@@ -12,6 +12,7 @@ describe('list claims', () => {
     ['API Gateway form, empty', '[]', []],
     ['real array', ['tenant', 'site-agent'], ['tenant', 'site-agent']],
     ['JSON array string', '["tenant","provider-admin"]', ['tenant', 'provider-admin']],
+    ['JSON array string, spaced', '[ "tenant", "site-agent" ]', ['tenant', 'site-agent']],
     ['bare string', 'tenant', ['tenant']],
     ['space separated', 'tenant site-agent', ['tenant', 'site-agent']],
     ['missing', undefined, []],
@@ -70,5 +71,23 @@ describe('local token issuer', () => {
     await expect(issuer.verify(await other.mint({ sub: 's', org: 'o', roles: [] }))).rejects.toThrow();
     const elsewhere = createLocalTokenIssuer({ issuer: 'i', audience: 'b', secret: 'fixed-secret-for-tests' });
     await expect(issuer.verify(await elsewhere.mint({ sub: 's', org: 'o', roles: [] }))).rejects.toThrow();
+  });
+
+  it('remembers a verified token only until it expires, and never one it refused', async () => {
+    let clock = Date.parse('2026-11-26T06:00:00Z');
+    const timed = createLocalTokenIssuer({ issuer: 'i', audience: 'a', secret: 'fixed-secret-for-tests', now: () => clock });
+    const token = await timed.mint({ sub: 's', org: 'o', roles: ['tenant'] }, 60);
+    expect(await timed.verify(token)).toMatchObject({ sub: 's' });
+    clock += 59_000;
+    expect(await timed.verify(token)).toMatchObject({ sub: 's' });
+    clock += 1_000;
+    await expect(timed.verify(token)).rejects.toThrow(/exp/);
+    // A forged signature is refused every time, even after the genuine token was verified.
+    const [header, payload] = token.split('.');
+    const forged = `${header}.${payload}.${'A'.repeat(43)}`;
+    clock -= 30_000;
+    expect(await timed.verify(token)).toMatchObject({ sub: 's' });
+    await expect(timed.verify(forged)).rejects.toThrow();
+    await expect(timed.verify(forged)).rejects.toThrow();
   });
 });
