@@ -9,6 +9,21 @@ export interface Catalog {
 
 export const emptyCatalog = (): Catalog => ({ types: {}, version: 0 });
 
+/**
+ * A rack of the type picked at random, each in proportion to its machines: where a create starts reading free
+ * machines, so that creates in different processes, which cannot see each other's claims, spread over the fleet
+ * instead of all racing for the index's first page.
+ */
+export function randomRackOf(racks: Record<string, number>, random: () => number = Math.random): string | undefined {
+  const entries = Object.entries(racks);
+  let left = random() * entries.reduce((sum, [, count]) => sum + count, 0);
+  for (const [rack, count] of entries) {
+    left -= count;
+    if (left < 0) return rack;
+  }
+  return entries.at(-1)?.[0];
+}
+
 function adjust(catalog: Catalog, machine: Machine, delta: 1 | -1): void {
   const entry = (catalog.types[machine.machineType] ??= { count: 0, racks: {} });
   entry.count += delta;

@@ -48,15 +48,16 @@ function claimsOf(ctx: AppContext, machineType: string): TypeClaims {
 
 /**
  * A page of the type's allocatable index: the read already under way in this process if there is one, else a new
- * one, long enough to reach past the machines this process is claiming and to offer every create asking a machine.
+ * one from `fromRack` on, long enough to reach past the machines this process is claiming and to offer every create
+ * asking a machine.
  */
-export async function readCandidates(ctx: AppContext, machineType: string, pageSize: number): Promise<Candidates> {
+export async function readCandidates(ctx: AppContext, machineType: string, pageSize: number, fromRack?: string): Promise<Candidates> {
   const claims = claimsOf(ctx, machineType);
   claims.asking++;
   try {
     if (!claims.read) {
       const limit = Math.min(pageSize + claims.claiming.size + claims.asking - 1, MAX_SHARED_PAGE);
-      const read = { sinceClaims: claims.committed, page: ctx.store.allocatableMachineIds(machineType, limit) };
+      const read = { sinceClaims: claims.committed, page: ctx.store.allocatableMachineIds(machineType, limit, fromRack) };
       claims.read = read;
       const done = () => claims.read === read && (claims.read = null);
       read.page.then(done, done);

@@ -1,3 +1,4 @@
+import { randomRackOf } from '#domain/catalog.ts';
 import { allocatability, inAllocatableIndex, rosterStale } from '#domain/health.ts';
 import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances.ts';
 import type { Versioned } from '#domain/change.ts';
@@ -23,8 +24,8 @@ export interface CreateInstanceRequest {
 
 /**
  * Machines a create tries to claim before it gives up. Each try reads a fresh page of the allocatable index (so it
- * never retries a machine it has seen taken) and picks one of it at random (so concurrent creates spread over the
- * free machines instead of all racing for the first), leaving out those that other creates of the same process are
+ * never retries a machine it has seen taken), from a rack picked at random, and picks one of it at random (so
+ * concurrent creates spread over the free machines instead of all racing for the first), leaving out those that other creates of the same process are
  * claiming (claims-in-flight.ts). The index holds ids only: the picked machine alone is read. One that a rival took
  * since the index was read counts as a try; one whose heartbeat is stale is set aside without counting. The bound
  * keeps a create's work and latency bounded however many requests contend.
@@ -64,7 +65,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     // A silent agent leaves no machine fresh: no read of each candidate to find that out.
     if (rosterStale(site.heartbeat, now) && site.cached) site = await siteView(ctx, { fresh: true });
     if (rosterStale(site.heartbeat, now)) throw noCapacity();
-    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE);
+    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE, randomRackOf(site.catalog.types[machineType]?.racks ?? {}));
     const free = candidates.page.filter((id) => !setAside.has(id));
     if (free.length === 0) throw noCapacity();
     const lostEveryTry = tried === PLACEMENT_TRIES || (tried > 0 && outOfTime());

@@ -168,6 +168,9 @@ export class DynamoFleetStore extends ItemStore {
       } else if ('atMost' in query.sort) {
         condition += ' AND #sk <= :high';
         values[':high'] = query.sort.atMost;
+      } else if ('atLeast' in query.sort) {
+        condition += ' AND #sk >= :low';
+        values[':low'] = query.sort.atLeast;
       } else {
         condition += ' AND begins_with(#sk, :prefix)';
         values[':prefix'] = query.sort.beginsWith;

@@ -59,7 +59,7 @@ export const tableKeyOf = (item: Record<string, unknown>): string => `${String(i
 export type IndexDefinition = (typeof indexes)[keyof typeof indexes];
 
 /** A DynamoDB key condition on the sort key. */
-export type SortCondition = { between: [string, string] } | { atMost: string } | { beginsWith: string };
+export type SortCondition = { between: [string, string] } | { atMost: string } | { atLeast: string } | { beginsWith: string };
 
 /** One Query, described independently of how it is run. */
 export interface ItemQuery {
@@ -280,9 +280,16 @@ export abstract class ItemStore implements FleetStore {
     return this.countItems({ index: indexes.replacing, partition: 'REPLACING' });
   }
 
-  async allocatableMachineIds(machineType: string, limit = 100): Promise<string[]> {
-    const result = await this.queryItems({ index: indexes.allocatable, partition: `ALLOC#${machineType}`, limit, entriesOnly: true });
-    return result.items.map((entry) => machineIdOfKey(String(entry.pk)));
+  async allocatableMachineIds(machineType: string, limit = 100, fromRack?: string): Promise<string[]> {
+    const ids = async (sort: SortCondition | undefined, count: number) => {
+      const result = await this.queryItems({ index: indexes.allocatable, partition: `ALLOC#${machineType}`, ...(sort ? { sort } : {}), limit: count, entriesOnly: true });
+      return result.items.map((entry) => machineIdOfKey(String(entry.pk)));
+    };
+    if (fromRack === undefined) return ids(undefined, limit);
+    // A rack's keys are `rack#id`, all above `rack#`: the two reads part there.
+    const start = allocatableRackPrefix(fromRack);
+    const onward = await ids({ atLeast: start }, limit);
+    return onward.length < limit ? [...onward, ...(await ids({ atMost: start }, limit - onward.length))] : onward;
   }
 
   async allocatableMachinesPage(machineType: string, page: PageRequest & { rack?: string | undefined }): Promise<Page<Machine>> {

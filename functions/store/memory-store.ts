@@ -132,6 +132,7 @@ function satisfies(value: string, condition: SortCondition | undefined): boolean
   if (!condition) return true;
   if ('between' in condition) return value >= condition.between[0] && value <= condition.between[1];
   if ('atMost' in condition) return value <= condition.atMost;
+  if ('atLeast' in condition) return value >= condition.atLeast;
   return value.startsWith(condition.beginsWith);
 }
 

@@ -79,10 +79,12 @@ export interface FleetStore {
   /** Meta-instance replacements still provisioning, site-wide. */
   replacementsInFlight(): Promise<number>;
   /**
-   * Candidates for allocation: the first `limit` machines of the type's allocatable index, ids only (one Query, no
-   * machine read). The index may lag, so the claiming commit re-checks.
+   * Candidates for allocation: `limit` machines of the type's allocatable index, ids only (no machine read). From
+   * `fromRack` on when given, then from the index's start (a second Query, only when the racks from there on hold too
+   * few), so that creates starting at different racks read different machines. The index may lag, so the claiming
+   * commit re-checks.
    */
-  allocatableMachineIds(machineType: string, limit?: number): Promise<string[]>;
+  allocatableMachineIds(machineType: string, limit?: number, fromRack?: string): Promise<string[]>;
   /**
    * The allocatable index page by page, ordered by rack and then id, so a rack's free machines come together;
    * with `rack`, that rack's free machines only. The index may lag, as above.

@@ -514,6 +514,20 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       expect((await fresh.listMachines({ limit: 100 })).items.map((m) => m.id)).toEqual(ids);
     });
 
+    it('allocatable ids from a rack on, then from the start, each machine once', async () => {
+      const fresh = await newStore();
+      const machines = ['r1', 'r2', 'r3', 'r4'].flatMap((rack) =>
+        [1, 2].map((n) => registerMachine(null, { id: `fr-${rack}-${n}`, machineType: 'gb300', rack }, 'ops', T0)!.machines![0]!.after),
+      );
+      await fresh.createMachines(machines);
+      expect(await fresh.allocatableMachineIds('gb300', 3, 'r3')).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1']);
+      expect(await fresh.allocatableMachineIds('gb300', 6, 'r3')).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2']);
+      expect(await fresh.allocatableMachineIds('gb300', 100, 'r3')).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2', 'fr-r2-1', 'fr-r2-2']);
+      expect(await fresh.allocatableMachineIds('gb300', 100, 'r1')).toEqual(machines.map((m) => m.id));
+      // A rack the index does not hold starts where its keys would sort.
+      expect(await fresh.allocatableMachineIds('gb300', 2, 'r25')).toEqual(['fr-r3-1', 'fr-r3-2']);
+    });
+
     it('buckets and digests are guarded records, written together, and an unsettled bucket is due', async () => {
       const fresh = await newStore();
       expect(await fresh.getRosterDigests()).toBeNull();

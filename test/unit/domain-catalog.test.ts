@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { catalogAfter, emptyCatalog, type Catalog } from '#domain/catalog.ts';
+import { catalogAfter, emptyCatalog, randomRackOf, type Catalog } from '#domain/catalog.ts';
 import type { Versioned } from '#domain/change.ts';
 import type { Machine } from '#domain/model.ts';
 import { aMachine } from '#test/support/fixtures.ts';
@@ -78,5 +78,15 @@ describe('catalogAfter', () => {
     const a = machine('a', 'gb200', 'r1');
     const next = catalogAfter(current(), [moved(a, 'gb200', 'r2'), moved({ ...a, rack: 'r2' }, 'gb200', 'r1')]);
     expect(next).toEqual(current());
+  });
+});
+
+describe('randomRackOf', () => {
+  it('picks each rack in proportion to its machines', () => {
+    const racks = { r1: 1, r2: 3, r3: 0, r4: 4 };
+    // The draw falls in r1's eighth, r2's three eighths or r4's half; an empty rack is never picked.
+    const at = (draw: number) => randomRackOf(racks, () => draw);
+    expect([0, 0.12, 0.125, 0.49, 0.5, 0.99].map(at)).toEqual(['r1', 'r1', 'r2', 'r2', 'r4', 'r4']);
+    expect(randomRackOf({}, () => 0.5)).toBeUndefined();
   });
 });
