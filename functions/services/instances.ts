@@ -25,10 +25,10 @@ export interface CreateInstanceRequest {
 /**
  * Machines a create tries to claim before it gives up. Each try reads a fresh page of the allocatable index (so it
  * never retries a machine it has seen taken), from a rack picked at random, and picks one of it at random (so
- * concurrent creates spread over the free machines instead of all racing for the first), leaving out those that other creates of the same process are
- * claiming (claims-in-flight.ts). The index holds ids only: the picked machine alone is read. One that a rival took
- * since the index was read counts as a try; one whose heartbeat is stale is set aside without counting. The bound
- * keeps a create's work and latency bounded however many requests contend.
+ * concurrent creates spread over the free machines instead of all racing for the first), leaving out those that
+ * other creates of the same process are claiming (claims-in-flight.ts). The index holds ids only: the picked machine
+ * alone is read. One that a rival took since the index was read counts as a try; one whose heartbeat is stale is set
+ * aside without counting. The bound keeps a create's work and latency bounded however many requests contend.
  */
 export const PLACEMENT_TRIES = 4;
 /**
