@@ -57,7 +57,9 @@ export async function readCandidates(ctx: AppContext, machineType: string, pageS
   try {
     if (!claims.read) {
       const limit = Math.min(pageSize + claims.claiming.size + claims.asking - 1, MAX_SHARED_PAGE);
-      const read = { sinceClaims: claims.committed, page: ctx.store.allocatableMachineIds(machineType, limit, fromRack) };
+      // Enough from the rack on: a machine for each create asking, besides those being claimed (still in the index).
+      const from = fromRack === undefined ? undefined : { rack: fromRack, enough: claims.claiming.size + claims.asking };
+      const read = { sinceClaims: claims.committed, page: ctx.store.allocatableMachineIds(machineType, limit, from) };
       claims.read = read;
       const done = () => claims.read === read && (claims.read = null);
       read.page.then(done, done);

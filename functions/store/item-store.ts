@@ -280,16 +280,17 @@ export abstract class ItemStore implements FleetStore {
     return this.countItems({ index: indexes.replacing, partition: 'REPLACING' });
   }
 
-  async allocatableMachineIds(machineType: string, limit = 100, fromRack?: string): Promise<string[]> {
+  async allocatableMachineIds(machineType: string, limit = 100, from?: { rack: string; enough: number }): Promise<string[]> {
     const ids = async (sort: SortCondition | undefined, count: number) => {
       const result = await this.queryItems({ index: indexes.allocatable, partition: `ALLOC#${machineType}`, ...(sort ? { sort } : {}), limit: count, entriesOnly: true });
       return result.items.map((entry) => machineIdOfKey(String(entry.pk)));
     };
-    if (fromRack === undefined) return ids(undefined, limit);
+    if (from === undefined) return ids(undefined, limit);
     // A rack's keys are `rack#id`, all above `rack#`: the two reads part there.
-    const start = allocatableRackPrefix(fromRack);
+    const start = allocatableRackPrefix(from.rack);
     const onward = await ids({ atLeast: start }, limit);
-    return onward.length < limit ? [...onward, ...(await ids({ atMost: start }, limit - onward.length))] : onward;
+    if (onward.length >= Math.min(from.enough, limit)) return onward;
+    return [...onward, ...(await ids({ atMost: start }, limit - onward.length))];
   }
 
   async allocatableMachinesPage(machineType: string, page: PageRequest & { rack?: string | undefined }): Promise<Page<Machine>> {

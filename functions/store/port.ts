@@ -79,12 +79,12 @@ export interface FleetStore {
   /** Meta-instance replacements still provisioning, site-wide. */
   replacementsInFlight(): Promise<number>;
   /**
-   * Candidates for allocation: `limit` machines of the type's allocatable index, ids only (no machine read). From
-   * `fromRack` on when given, then from the index's start (a second Query, only when the racks from there on hold too
-   * few), so that creates starting at different racks read different machines. The index may lag, so the claiming
-   * commit re-checks.
+   * Candidates for allocation: up to `limit` machines of the type's allocatable index, ids only (no machine read).
+   * With `from`, from that rack on, so that creates starting at different racks read different machines, and then
+   * from the index's start: a second Query, only when the racks from there on hold fewer than `from.enough`. The
+   * index may lag, so the claiming commit re-checks.
    */
-  allocatableMachineIds(machineType: string, limit?: number, fromRack?: string): Promise<string[]>;
+  allocatableMachineIds(machineType: string, limit?: number, from?: { rack: string; enough: number }): Promise<string[]>;
   /**
    * The allocatable index page by page, ordered by rack and then id, so a rack's free machines come together;
    * with `rack`, that rack's free machines only. The index may lag, as above.

@@ -10,7 +10,7 @@ const alice = tenant('acme', 'alice');
 function countPageReads(h: Harness) {
   const reads = { pages: 0 };
   const allocatableMachineIds = h.store.allocatableMachineIds.bind(h.store);
-  h.store.allocatableMachineIds = async (type, limit, fromRack) => (reads.pages++, allocatableMachineIds(type, limit, fromRack));
+  h.store.allocatableMachineIds = async (type, limit, from) => (reads.pages++, allocatableMachineIds(type, limit, from));
   return reads;
 }
 

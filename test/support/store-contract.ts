@@ -520,12 +520,16 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
         [1, 2].map((n) => registerMachine(null, { id: `fr-${rack}-${n}`, machineType: 'gb300', rack }, 'ops', T0)!.machines![0]!.after),
       );
       await fresh.createMachines(machines);
-      expect(await fresh.allocatableMachineIds('gb300', 3, 'r3')).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1']);
-      expect(await fresh.allocatableMachineIds('gb300', 6, 'r3')).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2']);
-      expect(await fresh.allocatableMachineIds('gb300', 100, 'r3')).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2', 'fr-r2-1', 'fr-r2-2']);
-      expect(await fresh.allocatableMachineIds('gb300', 100, 'r1')).toEqual(machines.map((m) => m.id));
+      const from = (rack: string, enough = 100) => ({ rack, enough });
+      expect(await fresh.allocatableMachineIds('gb300', 3, from('r3'))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1']);
+      expect(await fresh.allocatableMachineIds('gb300', 6, from('r3'))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2']);
+      expect(await fresh.allocatableMachineIds('gb300', 100, from('r3'))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2', 'fr-r2-1', 'fr-r2-2']);
+      expect(await fresh.allocatableMachineIds('gb300', 100, from('r1'))).toEqual(machines.map((m) => m.id));
+      // Enough from the rack on: no wrapping round to the start.
+      expect(await fresh.allocatableMachineIds('gb300', 100, from('r3', 4))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2']);
+      expect(await fresh.allocatableMachineIds('gb300', 100, from('r4', 3))).toEqual(['fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2', 'fr-r2-1', 'fr-r2-2', 'fr-r3-1', 'fr-r3-2']);
       // A rack the index does not hold starts where its keys would sort.
-      expect(await fresh.allocatableMachineIds('gb300', 2, 'r25')).toEqual(['fr-r3-1', 'fr-r3-2']);
+      expect(await fresh.allocatableMachineIds('gb300', 2, from('r25'))).toEqual(['fr-r3-1', 'fr-r3-2']);
     });
 
     it('buckets and digests are guarded records, written together, and an unsettled bucket is due', async () => {
