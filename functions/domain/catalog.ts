@@ -9,19 +9,36 @@ export interface Catalog {
 
 export const emptyCatalog = (): Catalog => ({ types: {}, version: 0 });
 
+/** Picks one of a type's racks at random; undefined when the type has none. */
+export type RackPicker = () => string | undefined;
+
 /**
- * A rack of the type picked at random, each in proportion to its machines: where a create starts reading free
- * machines, so that creates in different processes, which cannot see each other's claims, spread over the fleet
- * instead of all racing for the index's first page.
+ * Picks racks at random, each in proportion to its machines: where a create starts reading free machines, so that
+ * creates in different processes, which cannot see each other's claims, spread over the fleet instead of all racing
+ * for the index's first page. Built once per catalog read; each pick is a binary search, whatever the fleet's size.
  */
-export function randomRackOf(racks: Record<string, number>, random: () => number = Math.random): string | undefined {
-  const entries = Object.entries(racks);
-  let left = random() * entries.reduce((sum, [, count]) => sum + count, 0);
-  for (const [rack, count] of entries) {
-    left -= count;
-    if (left < 0) return rack;
+export function rackPicker(racks: Record<string, number>, random: () => number = Math.random): RackPicker {
+  const names: string[] = [];
+  const machinesUpTo: number[] = [];
+  let total = 0;
+  for (const [rack, count] of Object.entries(racks)) {
+    if (count <= 0) continue;
+    total += count;
+    names.push(rack);
+    machinesUpTo.push(total);
   }
-  return entries.at(-1)?.[0];
+  return () => {
+    if (names.length === 0) return undefined;
+    const draw = random() * total;
+    let low = 0;
+    let high = names.length - 1;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (machinesUpTo[middle]! > draw) high = middle;
+      else low = middle + 1;
+    }
+    return names[low];
+  };
 }
 
 function adjust(catalog: Catalog, machine: Machine, delta: 1 | -1): void {

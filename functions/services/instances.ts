@@ -1,4 +1,3 @@
-import { randomRackOf } from '#domain/catalog.ts';
 import { allocatability, inAllocatableIndex, rosterStale } from '#domain/health.ts';
 import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances.ts';
 import type { Versioned } from '#domain/change.ts';
@@ -65,7 +64,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     // A silent agent leaves no machine fresh: no read of each candidate to find that out.
     if (rosterStale(site.heartbeat, now) && site.cached) site = await siteView(ctx, { fresh: true });
     if (rosterStale(site.heartbeat, now)) throw noCapacity();
-    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE, randomRackOf(site.catalog.types[machineType]?.racks ?? {}));
+    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE, site.randomRack(machineType));
     const free = candidates.page.filter((id) => !setAside.has(id));
     if (free.length === 0) throw noCapacity();
     const lostEveryTry = tried === PLACEMENT_TRIES || (tried > 0 && outOfTime());

@@ -1,4 +1,4 @@
-import type { Catalog } from '#domain/catalog.ts';
+import { rackPicker, type Catalog, type RackPicker } from '#domain/catalog.ts';
 import type { HeartbeatView } from '#domain/health.ts';
 import type { AppContext } from './context.ts';
 import { heartbeatViewOf } from './heartbeat-view.ts';
@@ -7,6 +7,8 @@ import { heartbeatViewOf } from './heartbeat-view.ts';
 export interface SiteView {
   catalog: Catalog;
   heartbeat: HeartbeatView;
+  /** A rack of the type at random, in proportion to its machines (domain/catalog.ts rackPicker). */
+  randomRack(machineType: string): string | undefined;
   /** Read by an earlier request: a refusal decided on it must be confirmed on a fresh read. */
   cached: boolean;
 }
@@ -26,8 +28,15 @@ export async function siteView(ctx: AppContext, { fresh = false } = {}): Promise
   const kept = views.get(ctx.config);
   if (!fresh && kept && now - kept.readAt < SITE_VIEW_TTL_MS) return { ...(await kept.view), cached: true };
   // The catalog and the roster time in one read.
-  const view = ctx.store.getRecords({ catalog: true, siteHeartbeat: true }).then((read) => ({ catalog: read.catalog!, heartbeat: heartbeatViewOf(ctx, read.siteHeartbeat ?? null) }));
+  const view = ctx.store.getRecords({ catalog: true, siteHeartbeat: true }).then((read) => viewOf(read.catalog!, heartbeatViewOf(ctx, read.siteHeartbeat ?? null)));
   views.set(ctx.config, { readAt: now, view });
   view.catch(() => views.get(ctx.config)?.view === view && views.delete(ctx.config));
   return { ...(await view), cached: false };
+}
+
+/** The view of one read; a type's rack picker is built at its first create, then kept with the view. */
+function viewOf(catalog: Catalog, heartbeat: HeartbeatView): Omit<SiteView, 'cached'> {
+  const pickers = new Map<string, RackPicker>();
+  const pickerOf = (machineType: string) => pickers.get(machineType) ?? pickers.set(machineType, rackPicker(catalog.types[machineType]?.racks ?? {})).get(machineType)!;
+  return { catalog, heartbeat, randomRack: (machineType) => pickerOf(machineType)() };
 }

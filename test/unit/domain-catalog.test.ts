@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { catalogAfter, emptyCatalog, randomRackOf, type Catalog } from '#domain/catalog.ts';
+import { catalogAfter, emptyCatalog, rackPicker, type Catalog } from '#domain/catalog.ts';
 import type { Versioned } from '#domain/change.ts';
 import type { Machine } from '#domain/model.ts';
 import { aMachine } from '#test/support/fixtures.ts';
@@ -81,12 +81,25 @@ describe('catalogAfter', () => {
   });
 });
 
-describe('randomRackOf', () => {
+describe('rackPicker', () => {
   it('picks each rack in proportion to its machines', () => {
     const racks = { r1: 1, r2: 3, r3: 0, r4: 4 };
     // The draw falls in r1's eighth, r2's three eighths or r4's half; an empty rack is never picked.
-    const at = (draw: number) => randomRackOf(racks, () => draw);
+    const at = (draw: number) => rackPicker(racks, () => draw)();
     expect([0, 0.12, 0.125, 0.49, 0.5, 0.99].map(at)).toEqual(['r1', 'r1', 'r2', 'r2', 'r4', 'r4']);
-    expect(randomRackOf({}, () => 0.5)).toBeUndefined();
+    expect(rackPicker({}, () => 0.5)()).toBeUndefined();
+  });
+
+  it('picks among a thousand racks as the counts say', () => {
+    const racks = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`r${i}`, (i % 7) + 1]));
+    const total = Object.values(racks).reduce((sum, n) => sum + n, 0);
+    // A draw within a rack's first machine picks that rack; one within the machine before it, the rack before.
+    const names = Object.keys(racks);
+    let first = 0;
+    for (const [i, [rack, count]] of Object.entries(racks).entries()) {
+      expect(rackPicker(racks, () => (first + 0.5) / total)()).toBe(rack);
+      if (i > 0) expect(rackPicker(racks, () => (first - 0.5) / total)()).toBe(names[i - 1]);
+      first += count;
+    }
   });
 });
