@@ -14,7 +14,8 @@ export interface ContentionOptions {
   rounds: number;
   /**
    * Bursts before those, reported and not judged: a fresh DynamoDB Local's JVM compiles its request paths during its
-   * first thousand or so requests and takes most of both cores to do it, which AWS's DynamoDB never makes a create wait for.
+   * first thousand or so requests and takes most of both cores to do it, which AWS's DynamoDB never makes a create
+   * wait for.
    */
   warmupRounds: number;
   /** Bursts after those with every request served as by a Lambda container of its own (reported, not judged). */
