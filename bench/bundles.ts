@@ -4,7 +4,10 @@
 
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { buildSiteApp } from '#lib/app.ts';
+import { FleetwardFunction } from '#lib/fleetward-function.ts';
 import cdkJson from '../cdk.json' with { type: 'json' };
 
 export interface SynthesizedBundle {
@@ -28,13 +31,35 @@ type AssetManifest = { files: Record<string, { source: { path: string } }> };
 export function synthesizeBundles(outdir: string, site = 'example-aws'): SynthesizedBundle[] {
   const built = buildSiteApp({ site, appProps: { outdir, context: cdkJson.context } });
   built.app.synth();
+  return bundlesOf(outdir, built.stack, [...Object.values(built.stack.apiFunctions), built.stack.streamFunction, built.stack.sweepFunction]);
+}
+
+/**
+ * The cold start floor (bench/coldstart-floor-handler.ts) as the stack bundles a function: a FleetwardFunction of a
+ * stack of its own, synthesized into `outdir`, so that it differs from the stack's bundles by its code alone.
+ */
+export function synthesizeFloorBundle(outdir: string): SynthesizedBundle {
+  const app = new App({ outdir });
+  const stack = new Stack(app, 'ColdstartFloor');
+  const floor = new FleetwardFunction(stack, 'Floor', {
+    entry: join(import.meta.dirname, 'coldstart-floor-handler.ts'),
+    description: 'cold start floor: one GetItem through the bare SDK',
+    environment: {},
+    timeout: Duration.seconds(10),
+    logRetention: RetentionDays.ONE_DAY,
+  });
+  app.synth();
+  return bundlesOf(outdir, stack, [floor])[0]!;
+}
+
+/** Where each function's bundle landed in the assembly at `outdir`, and the environment its template gives it. */
+function bundlesOf(outdir: string, stack: Stack, functions: FleetwardFunction[]): SynthesizedBundle[] {
   const read = (file: string) => JSON.parse(readFileSync(join(outdir, file), 'utf8')) as unknown;
-  const template = read(`${built.stack.artifactId}.template.json`) as { Resources: Record<string, TemplateFunction> };
+  const template = read(`${stack.artifactId}.template.json`) as { Resources: Record<string, TemplateFunction> };
   // The code's S3 key is `<asset hash>.zip`; the asset manifest says which directory of the assembly holds it.
-  const assets = (read(`${built.stack.artifactId}.assets.json`) as AssetManifest).files;
-  const ours = [...Object.values(built.stack.apiFunctions), built.stack.streamFunction, built.stack.sweepFunction];
-  return ours.map((construct) => {
-    const logicalId = built.stack.getLogicalId(construct.function.node.defaultChild as never);
+  const assets = (read(`${stack.artifactId}.assets.json`) as AssetManifest).files;
+  return functions.map((construct) => {
+    const logicalId = stack.getLogicalId(construct.function.node.defaultChild as never);
     const resource = template.Resources[logicalId]!;
     const hash = String(resource.Properties.Code.S3Key).replace(/\.zip$/, '');
     const asset = assets[hash];

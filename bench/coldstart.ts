@@ -3,16 +3,15 @@
 // DynamoDB Local, as Lambda does after a cold start. Judged by import + first invoke against the goal.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, DynamoDBStreamEvent } from 'aws-lambda';
 import { createTables } from '#local/tables.ts';
 import type { TableNames } from '#store/client.ts';
-import { synthesizeBundles, type SynthesizedBundle } from './bundles.ts';
+import { synthesizeBundles, synthesizeFloorBundle, type SynthesizedBundle } from './bundles.ts';
 import { ratio, round, summarize } from './stats.ts';
-import { build } from 'esbuild';
-import { BUNDLE_EXTERNAL_MODULES, BUNDLE_LIMIT_BYTES, bundleAliases, ESM_REQUIRE_BANNER } from '#lib/fleetward-function.ts';
+import { BUNDLE_LIMIT_BYTES } from '#lib/fleetward-function.ts';
 
 export const COLDSTART_GOAL_MS = 120;
 
@@ -131,32 +130,6 @@ function eventFor(bundle: SynthesizedBundle): unknown {
   return httpEvent('GET', path, path.replace('{org}', ORG), { sub: 'bench-tenant', org: ORG, roles: '[tenant]' });
 }
 
-/**
- * The floor (coldstart-floor-handler.ts: one GetItem through the SDK, nothing else) bundled with the options the
- * stack's bundling gives esbuild (lib/fleetward-function.ts): what any function here would cost, as a bundle.
- */
-export async function bundleFloor(outdir: string): Promise<SynthesizedBundle> {
-  const dir = join(outdir, 'floor');
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, 'index.mjs');
-  await build({
-    entryPoints: [join(import.meta.dirname, 'coldstart-floor-handler.ts')],
-    outfile: file,
-    bundle: true,
-    platform: 'node',
-    target: 'node22',
-    format: 'esm',
-    mainFields: ['module', 'main'],
-    minify: true,
-    external: BUNDLE_EXTERNAL_MODULES,
-    alias: bundleAliases,
-    legalComments: 'external',
-    banner: { js: ESM_REQUIRE_BANNER },
-    logLevel: 'silent',
-  });
-  return { name: 'Floor', dir, file, bytes: statSync(file).size, environment: {} };
-}
-
 function figures(bundle: SynthesizedBundle, runs: Invocation[]) {
   const total = summarize(runs.map((r) => r.import_ms + r.invoke_ms));
   return {
@@ -193,7 +166,7 @@ export async function coldstartBench(endpoint: string, id: string, options: Cold
       progress(`coldstart: ${bundle.name} ${Math.round(bundle.bytes / 1024)} KiB, import + first invoke median ${total.median} ms (max ${total.max}), CPU ${measured.cpu.import_and_first_invoke.median} ms`);
       return measured;
     };
-    const floor = await measure(await bundleFloor(outdir));
+    const floor = await measure(synthesizeFloorBundle(join(outdir, 'floor')));
     const functions: Record<string, ReturnType<typeof figures> & { ratio_to_floor: number }> = {};
     for (const bundle of bundles) {
       const measured = await measure(bundle);
@@ -207,7 +180,7 @@ export async function coldstartBench(endpoint: string, id: string, options: Cold
           'cdk synth of sites/example-aws.toml with bundling (local esbuild); each function\'s index.mjs imported in a fresh `node` process with the template\'s environment (table and bus names pointed at DynamoDB Local), then its handler invoked once: api GET /v2/org/{org}/nico/instance as a tenant, stream one machine MODIFY record, sweep the schedule\'s event. Timed inside the process with performance.now(): import, first invoke; whole_process adds Node\'s own start and exit',
       },
       floor: {
-        what: 'coldstart-floor-handler.ts: one GetItem through the AWS SDK v3 and nothing else, bundled with the stack\'s esbuild options: the least a function that reads DynamoDB costs on this host; each function\'s ratio_to_floor is its median over this one\'s',
+        what: 'coldstart-floor-handler.ts: one GetItem through the AWS SDK v3 and nothing else, bundled by the stack\'s own FleetwardFunction: the least a function that reads DynamoDB costs on this host; each function\'s ratio_to_floor is its median over this one\'s',
         ...floor,
       },
       functions,

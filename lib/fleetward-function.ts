@@ -40,19 +40,12 @@ export interface FleetwardFunctionProps {
 export const BUNDLE_LIMIT_BYTES = 600_000;
 
 /** Modules replaced in the bundles; each replacement says why. */
-export const bundleAliases = {
+const bundleAliases = {
   '@aws-sdk/credential-provider-node': join(projectRoot, 'lib', 'lambda-credentials.ts'),
   'node:http': join(projectRoot, 'lib', 'node-http-cjs.ts'),
   http: join(projectRoot, 'lib', 'node-http-cjs.ts'),
   semver: join(projectRoot, 'lib', 'semver-gte.ts'),
 };
-
-/** Left out of the bundles: see the `externalModules` comment below. */
-export const BUNDLE_EXTERNAL_MODULES = ['@smithy/core/event-streams'];
-
-/** Some dependencies are CommonJS and call `require` for Node built-ins; ESM output has no `require`. */
-export const ESM_REQUIRE_BANNER =
-  "import { createRequire as __fleetwardCreateRequire } from 'node:module'; const require = __fleetwardCreateRequire(import.meta.url);";
 
 /** Writes the document where the bundling step copies it from: the cloud assembly's directory (cdk.out). */
 function stageOpenApiDocument(scope: Construct, document: object): string {
@@ -123,7 +116,7 @@ export class FleetwardFunction extends Construct {
         // that stream events (HttpProtocol.loadEventStreamCapability). DynamoDB and EventBridge have none, so the
         // import is never reached and leaving it out saves ≈ 15 KB; were it reached, it would fail loudly (nothing
         // beside the bundle to resolve it from), in the bundle tests and the coldstart bench too.
-        externalModules: BUNDLE_EXTERNAL_MODULES,
+        externalModules: ['@smithy/core/event-streams'],
         minify: true,
         sourceMap: true,
         // Stack traces still point at file and line; the sources themselves would triple the map read for them.
@@ -148,7 +141,9 @@ export class FleetwardFunction extends Construct {
               },
             }
           : {}),
-        banner: ESM_REQUIRE_BANNER,
+        // Some dependencies are CommonJS and call `require` for Node built-ins; ESM output has no `require`.
+        banner:
+          "import { createRequire as __fleetwardCreateRequire } from 'node:module'; const require = __fleetwardCreateRequire(import.meta.url);",
       },
     });
     // Active tracing grants xray:PutTraceSegments and xray:PutTelemetryRecords, which have no resource to name.

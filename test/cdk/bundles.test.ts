@@ -7,8 +7,8 @@ import { openApiDocument } from '#http/openapi.ts';
 import { BUNDLED_OPENAPI_FILE } from '#http/openapi-served.ts';
 import { routes } from '#http/routes/index.ts';
 import { createTables } from '#local/tables.ts';
-import { synthesizeBundles, type SynthesizedBundle } from '../../bench/bundles.ts';
-import { bundleFloor, httpEvent, invokeInFreshProcess, localEnvironment } from '../../bench/coldstart.ts';
+import { synthesizeBundles, synthesizeFloorBundle, type SynthesizedBundle } from '../../bench/bundles.ts';
+import { httpEvent, invokeInFreshProcess, localEnvironment } from '../../bench/coldstart.ts';
 import { BUNDLE_LIMIT_BYTES } from '#lib/fleetward-function.ts';
 
 // The one synthesis WITH bundling (the local esbuild, as `cdk deploy` runs it): what Lambda would receive.
@@ -38,7 +38,7 @@ describe('the deployed bundles', () => {
   });
 
   it("set beside the bench's cold-start floor, which bundles with the same options and only reads DynamoDB once", async () => {
-    const floor = await bundleFloor(outdir);
+    const floor = synthesizeFloorBundle(join(outdir, 'floor'));
     const invocation = await invokeInFreshProcess(floor, localEnvironment(floor, inject('dynamoEndpoint'), names), {});
     expect(invocation.result).toEqual({ found: false });
     for (const bundle of bundles) expect(floor.bytes, bundle.name).toBeLessThan(bundle.bytes);
