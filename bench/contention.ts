@@ -132,7 +132,7 @@ export async function contentionBench(endpoint: string, id: string, options: Con
       tries_per_create: PLACEMENT_TRIES,
       site_toml: contentionSiteToml(options.machines).trim().split('\n'),
       method:
-        'each burst on a fresh local site (new tables on one DynamoDB Local) once every machine is live: all creates sent at once with fetch from a worker thread (the clients off the site\'s event loop, as on other machines), each timed from send until its body is read; the stream reactions provision the winners meanwhile, as they would',
+        'each burst on a fresh local site (new tables on one DynamoDB Local, its stream log indexed) once every machine is live: all creates sent at once with fetch from a worker thread (the clients off the site\'s event loop, as on other machines), each timed from send until its body is read; the stream reactions provision the winners meanwhile, as they would',
     },
     ...judged,
     goal: {

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, statfsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -87,8 +87,16 @@ async function waitUntilListening(endpoint: string, child: ChildProcess, timeout
   throw new Error(`DynamoDB Local did not start within ${timeoutMs} ms`);
 }
 
-/** Where a DynamoDB Local that keeps nothing puts its database: in memory where the host has a tmpfs for it. */
-const memoryBackedTmp = () => (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
+/** A tmpfs smaller than this (a container's default /dev/shm is 64 MiB) could not hold a test run's database. */
+const MIN_TMPFS_FREE_BYTES = 1024 ** 3;
+
+/** Where a DynamoDB Local that keeps nothing puts its database: in memory where the host has a tmpfs with room. */
+function memoryBackedTmp(): string {
+  const tmpfs = '/dev/shm';
+  if (!existsSync(tmpfs)) return tmpdir();
+  const { bavail, bsize } = statfsSync(tmpfs);
+  return bavail * bsize >= MIN_TMPFS_FREE_BYTES ? tmpfs : tmpdir();
+}
 
 /** The one database file `-sharedDb` keeps in `-dbPath`. */
 const SHARED_DB_FILE = 'shared-local-instance.db';
