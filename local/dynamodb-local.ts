@@ -22,8 +22,9 @@ export interface DynamoDbLocalOptions {
   persistDir?: string;
   /**
    * Without `persistDir`: keep the data in a fresh folder on a tmpfs, removed at stop, where the stream log can be
-   * indexed (see `indexStreamLog`), rather than in java's memory. For a DynamoDB Local that serves many sites' tables
-   * over its life (the tests, a bench part with a site per burst); java's memory is about a fifth faster for one.
+   * indexed (see `indexStreamLog` below), rather than in java's memory. For a DynamoDB Local that serves many sites'
+   * tables over its life (the tests, a bench part with a site per burst); java's memory is about a fifth faster for
+   * one. A `persistDir` folder always gets the indexes.
    */
   indexStreamLog?: boolean;
   startTimeoutMs?: number;
