@@ -7,6 +7,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { BUNDLED_OPENAPI_FILE } from '#http/openapi-served.ts';
+import { version } from '#http/version.ts';
 
 /** The repository root: the project NodejsFunction bundles from (package.json, its `imports`, the lock file). */
 export const projectRoot = resolve(import.meta.dirname, '..');
@@ -128,8 +129,10 @@ export class FleetwardFunction extends Construct {
           '--legal-comments': 'external',
         },
         // FLEETWARD_LAMBDA_BUNDLE: the process-wide settings of a deployed function (functions/services/lambda-runtime.ts).
+        // FLEETWARD_VERSION: the version, so that no bundle carries package.json for it (functions/http/version.ts).
         define: {
           'process.env.FLEETWARD_LAMBDA_BUNDLE': '"true"',
+          'process.env.FLEETWARD_VERSION': JSON.stringify(version),
           ...(openApiFile ? { 'process.env.FLEETWARD_BUNDLED_OPENAPI': '"true"' } : {}),
         },
         ...(openApiFile
