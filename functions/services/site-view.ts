@@ -37,6 +37,13 @@ export async function siteView(ctx: AppContext, { fresh = false } = {}): Promise
 /** The view of one read; a type's rack picker is built at its first create, then kept with the view. */
 function viewOf(catalog: Catalog, heartbeat: HeartbeatView): Omit<SiteView, 'cached'> {
   const pickers = new Map<string, RackPicker>();
-  const pickerOf = (machineType: string) => pickers.get(machineType) ?? pickers.set(machineType, rackPicker(catalog.types[machineType]?.racks ?? {})).get(machineType)!;
-  return { catalog, heartbeat, randomRack: (machineType) => pickerOf(machineType)() };
+  const randomRack = (machineType: string) => {
+    let pick = pickers.get(machineType);
+    if (!pick) {
+      pick = rackPicker(catalog.types[machineType]?.racks ?? {});
+      pickers.set(machineType, pick);
+    }
+    return pick();
+  };
+  return { catalog, heartbeat, randomRack };
 }
