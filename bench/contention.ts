@@ -1,10 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Worker } from 'node:worker_threads';
+import type { DynamoDbLocal } from '#local/dynamodb-local.ts';
 import { fastSiteToml, freeMachines, startBenchSite } from './site.ts';
 import { PLACEMENT_TRIES } from '#services/instances.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests } from './counter.ts';
+import { jitCompilerCpuMs } from './jvm-compiler.ts';
 import { ratio, round, summarize } from './stats.ts';
 
 export interface ContentionOptions {
@@ -13,16 +15,17 @@ export interface ContentionOptions {
   /** Bursts, each on a fresh site (new tables) so that every burst starts with every machine free. */
   rounds: number;
   /**
-   * Bursts before those, reported and not judged: a fresh DynamoDB Local's JVM compiles its request paths during its
-   * first thousand or so requests and takes most of both cores to do it, which AWS's DynamoDB never makes a create
-   * wait for.
+   * Bursts before those, reported and not judged: a fresh DynamoDB Local's JIT compilers keep about three quarters
+   * of a core busy for its first half-minute or so (each burst reports how much: `dynamodb_local_jit`), which AWS's
+   * DynamoDB never makes a create wait for. Three bursts cover that here; after one, the judged bursts still
+   * overlapped it and each came out faster than the one before.
    */
   warmupRounds: number;
   /** Bursts after those with every request served as by a Lambda container of its own (reported, not judged). */
   containerRounds: number;
 }
 
-export const defaultContentionOptions: ContentionOptions = { machines: 100, requests: 400, rounds: 3, warmupRounds: 1, containerRounds: 1 };
+export const defaultContentionOptions: ContentionOptions = { machines: 100, requests: 400, rounds: 3, warmupRounds: 3, containerRounds: 1 };
 
 /** Issue 11, part 4: a create answers within this, however many creates contend (p99 of every answer). */
 export const CONTENTION_GOAL_P99_MS = 3_000;
@@ -68,13 +71,25 @@ interface Burst {
   createRequests: Record<string, number>;
   /** Every DynamoDB request of the site's client during the burst, the stream reactions' and heartbeats' too. */
   siteRequests: Record<string, number>;
+  /** From the first send until the last answer. */
+  wallMs: number;
+  /** CPU ms DynamoDB Local's JIT compilers used meanwhile, where /proc tells. */
+  jitCompilerCpuMs: number | undefined;
 }
 
 const difference = (after: Record<string, number>, before: Record<string, number>) =>
   Object.fromEntries(Object.entries(after).map(([command, n]) => [command, n - (before[command] ?? 0)]).filter(([, n]) => n !== 0));
 const total = (counts: Record<string, number>) => Object.values(counts).reduce((sum, n) => sum + n, 0);
 
-async function burst(endpoint: string, tableName: string, options: ContentionOptions, containerPerRequest: boolean, progress: (line: string) => void): Promise<Burst> {
+interface BurstSetting {
+  endpoint: string;
+  /** DynamoDB Local's java, whose compiler threads are watched. */
+  javaPid: number | undefined;
+  options: ContentionOptions;
+  progress: (line: string) => void;
+}
+
+async function burst({ endpoint, javaPid, options, progress }: BurstSetting, tableName: string, containerPerRequest: boolean): Promise<Burst> {
   const { site, siteLog } = await startBenchSite({ endpoint, tableName, toml: contentionSiteToml(options.machines), sweepIntervalMs: 60_000, containerPerRequest });
   try {
     const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
@@ -100,8 +115,18 @@ async function burst(endpoint: string, tableName: string, options: ContentionOpt
     progress(`contention: ${options.requests} creates at once on ${options.machines} free machines${containerPerRequest ? ', each request a container of its own' : ''}`);
     const before = { ...requests.counts };
     const bodies = Array.from({ length: options.requests }, (_, i) => JSON.stringify({ machineType: MACHINE_TYPE, name: `burst-${i}` }));
+    const compiledBefore = jitCompilerCpuMs(javaPid);
+    const sent = performance.now();
     const answers = await sendBurst({ url, headers, bodies });
-    return { answers, createRequests: requests.take('create').requests, siteRequests: difference(requests.counts, before) };
+    const wallMs = performance.now() - sent;
+    const compiledAfter = jitCompilerCpuMs(javaPid);
+    return {
+      answers,
+      createRequests: requests.take('create').requests,
+      siteRequests: difference(requests.counts, before),
+      wallMs,
+      jitCompilerCpuMs: compiledBefore === undefined || compiledAfter === undefined ? undefined : compiledAfter - compiledBefore,
+    };
   } finally {
     await site.stop();
   }
@@ -112,14 +137,15 @@ async function burst(endpoint: string, tableName: string, options: ContentionOpt
  * process serves, as the local site does, are judged; those served as Lambda serves them, each request in a
  * container of its own (no claims in flight shared), are reported beside them.
  */
-export async function contentionBench(endpoint: string, id: string, options: ContentionOptions, progress: (line: string) => void) {
+export async function contentionBench(dynamo: Pick<DynamoDbLocal, 'endpoint' | 'javaPid'>, id: string, options: ContentionOptions, progress: (line: string) => void) {
+  const setting: BurstSetting = { endpoint: dynamo.endpoint, javaPid: dynamo.javaPid, options, progress };
   const warmupBursts: Burst[] = [];
-  for (let round = 0; round < options.warmupRounds; round++) warmupBursts.push(await burst(endpoint, `bench-contention-${id}-w${round}`, options, false, progress));
+  for (let round = 0; round < options.warmupRounds; round++) warmupBursts.push(await burst(setting, `bench-contention-${id}-w${round}`, false));
   const bursts: Burst[] = [];
-  for (let round = 0; round < options.rounds; round++) bursts.push(await burst(endpoint, `bench-contention-${id}-${round}`, options, false, progress));
+  for (let round = 0; round < options.rounds; round++) bursts.push(await burst(setting, `bench-contention-${id}-${round}`, false));
   const containerBursts: Burst[] = [];
   for (let round = 0; round < options.containerRounds; round++) {
-    containerBursts.push(await burst(endpoint, `bench-contention-${id}-c${round}`, options, true, progress));
+    containerBursts.push(await burst(setting, `bench-contention-${id}-c${round}`, true));
   }
   const judged = figuresOf(bursts);
   return {
@@ -174,6 +200,10 @@ function figuresOf(bursts: Burst[]) {
       distinct_machines: new Set(machinesTaken).size,
       p50_ms: summarize(b.answers.map((a) => a.ms)).median,
       p99_ms: summarize(b.answers.map((a) => a.ms)).p99,
+      dynamodb_local_jit:
+        b.jitCompilerCpuMs === undefined
+          ? null
+          : { unit: "CPU ms of DynamoDB Local's JIT compiler threads while the burst was answered, and the cores that is on average", cpu_ms: b.jitCompilerCpuMs, cores: round(b.jitCompilerCpuMs / b.wallMs, 2) },
       dynamodb_requests_of_the_creates: b.createRequests,
       dynamodb_requests_of_the_site: b.siteRequests,
     };

