@@ -6,7 +6,7 @@ import { PLACEMENT_TRIES } from '#services/instances.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests } from './counter.ts';
-import { jitCompilerCpuMs } from './jvm-compiler.ts';
+import { watchJitCompilers, type JitShare } from './jvm-compiler.ts';
 import { ratio, round, summarize } from './stats.ts';
 
 export interface ContentionOptions {
@@ -71,10 +71,8 @@ interface Burst {
   createRequests: Record<string, number>;
   /** Every DynamoDB request of the site's client during the burst, the stream reactions' and heartbeats' too. */
   siteRequests: Record<string, number>;
-  /** From the first send until the last answer. */
-  wallMs: number;
-  /** CPU ms DynamoDB Local's JIT compilers used meanwhile, where /proc tells. */
-  jitCompilerCpuMs: number | undefined;
+  /** What DynamoDB Local's JIT compilers used from the first send until the last answer. */
+  jit: JitShare | null;
 }
 
 const difference = (after: Record<string, number>, before: Record<string, number>) =>
@@ -115,18 +113,9 @@ async function burst({ endpoint, javaPid, options, progress }: BurstSetting, tab
     progress(`contention: ${options.requests} creates at once on ${options.machines} free machines${containerPerRequest ? ', each request a container of its own' : ''}`);
     const before = { ...requests.counts };
     const bodies = Array.from({ length: options.requests }, (_, i) => JSON.stringify({ machineType: MACHINE_TYPE, name: `burst-${i}` }));
-    const compiledBefore = jitCompilerCpuMs(javaPid);
-    const sent = performance.now();
+    const compiling = watchJitCompilers(javaPid);
     const answers = await sendBurst({ url, headers, bodies });
-    const wallMs = performance.now() - sent;
-    const compiledAfter = jitCompilerCpuMs(javaPid);
-    return {
-      answers,
-      createRequests: requests.take('create').requests,
-      siteRequests: difference(requests.counts, before),
-      wallMs,
-      jitCompilerCpuMs: compiledBefore === undefined || compiledAfter === undefined ? undefined : compiledAfter - compiledBefore,
-    };
+    return { answers, createRequests: requests.take('create').requests, siteRequests: difference(requests.counts, before), jit: compiling() };
   } finally {
     await site.stop();
   }
@@ -200,10 +189,7 @@ function figuresOf(bursts: Burst[]) {
       distinct_machines: new Set(machinesTaken).size,
       p50_ms: summarize(b.answers.map((a) => a.ms)).median,
       p99_ms: summarize(b.answers.map((a) => a.ms)).p99,
-      dynamodb_local_jit:
-        b.jitCompilerCpuMs === undefined
-          ? null
-          : { unit: "CPU ms of DynamoDB Local's JIT compiler threads while the burst was answered, and the cores that is on average", cpu_ms: b.jitCompilerCpuMs, cores: round(b.jitCompilerCpuMs / b.wallMs, 2) },
+      dynamodb_local_jit: b.jit,
       dynamodb_requests_of_the_creates: b.createRequests,
       dynamodb_requests_of_the_site: b.siteRequests,
     };

@@ -15,6 +15,7 @@ import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { countRequests, snapshot, type CapacityMetering } from './counter.ts';
+import { watchJitCompilers } from './jvm-compiler.ts';
 import { addCost, ratio, round, subtractCost, summarize, zeroCost, type Cost } from './stats.ts';
 
 export interface HeartbeatBenchOptions {
@@ -127,6 +128,8 @@ export async function heartbeatCost(
   /** A context the local site built, for everything but the store, clock, config and log. */
   base: AppContext,
   progress: (line: string) => void,
+  /** DynamoDB Local's java: how much its JIT compilers overlapped registration and the first roster is reported. */
+  javaPid?: number,
 ) {
   const tableName = `bench-heartbeat-${id}`;
   await createTables(endpoint, { table: tableName, idempotencyTable: `${tableName}-idempotency` });
@@ -191,15 +194,17 @@ export async function heartbeatCost(
     const fleet = demoFleet([{ type: "gb200", count: options.machines, racks: Math.ceil(options.machines / 8) }]);
     const ids = fleet.map((m) => m.id);
     progress(`heartbeat: registering ${ids.length} machines`);
+    let compiling = watchJitCompilers(javaPid);
     let t = performance.now();
     await registerMachines(registrationCtx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), { actor: 'bench', requestId: 'bench-seed' });
     const registrationMs = performance.now() - t;
-    const registration = { wall_ms: round(registrationMs, 1), writes: registrationRequests.total.writes, requests: registrationRequests.counts };
+    const registration = { wall_ms: round(registrationMs, 1), writes: registrationRequests.total.writes, requests: registrationRequests.counts, dynamodb_local_jit: compiling() };
 
     // ---- the first roster after registration: the beat answers, the stream walks every bucket ----
     progress(`heartbeat: first roster of ${ids.length} machines`);
     metering = 'writes';
     let before = mark();
+    compiling = watchJitCompilers(javaPid);
     t = performance.now();
     const first = await receiveHeartbeat(ctx, ids);
     const firstBeatMs = performance.now() - t;
@@ -212,6 +217,7 @@ export async function heartbeatCost(
     const firstRosterMs = (await Promise.race([store.settled(first.changedBuckets), walking.then(() => performance.now())])) - t;
     await walking;
     const firstRunMs = performance.now() - t;
+    const firstRosterJit = compiling();
     const firstWalk = subtractCost(mark(), before);
     metering = 'all';
     const allocatable = await liveCount(ids);
@@ -220,6 +226,7 @@ export async function heartbeatCost(
       beat_ms: round(firstBeatMs, 1),
       buckets_settled_ms: round(firstRosterMs, 1),
       summary_caught_up_ms: round(firstRunMs, 1),
+      dynamodb_local_jit: firstRosterJit,
       buckets_changed: first.changedBuckets.length,
       beat: costView(beatCost),
       walk: costView(firstWalk),

@@ -16,6 +16,7 @@ import { createDocumentClient } from '#store/client.ts';
 import { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, BATCH_WRITES_IN_FLIGHT } from '#store/dynamo-store.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
 import { keys, machineItem } from '#store/items.ts';
+import { watchJitCompilers } from './jvm-compiler.ts';
 import { ratio, round } from './stats.ts';
 
 export interface HostOptions {
@@ -45,11 +46,12 @@ export function nodeLoopMs(): number {
 }
 
 /** The floors, timed on `table` (fresh, on a fresh DynamoDB Local, as the heartbeat part's own is when it registers). */
-export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table: string, machines: number) {
+export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table: string, machines: number, javaPid?: number) {
   const now = new Date();
   const fleet = demoFleet([{ type: 'gb200', count: machines, racks: Math.ceil(machines / 8) }]);
   const items = fleet.map((m) => machineItem(registerMachine(null, { id: m.id, machineType: m.machineType, rack: m.rack }, 'bench', now)!.machines![0]!.after));
   let found = 0;
+  const reading = watchJitCompilers(javaPid);
   const readMs = await timedMs(() =>
     inParallel(chunksOf(items, BATCH_GET_LIMIT), Number.POSITIVE_INFINITY, async (chunk) => {
       const result = await client.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: chunk.map((item) => keys.machine(String(item.id))), ConsistentRead: true } } }));
@@ -58,12 +60,16 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
     }),
   );
   if (found !== 0) throw new Error(`the floor's table was not fresh: ${found} machines found`);
+  const readJit = reading();
+  const writing = watchJitCompilers(javaPid);
   const batchWriteMs = await timedMs(() =>
     inParallel(chunksOf(items, BATCH_WRITE_LIMIT), BATCH_WRITES_IN_FLIGHT, async (chunk) => {
       const result = await client.send(new BatchWriteCommand({ RequestItems: { [table]: chunk.map((Item) => ({ PutRequest: { Item } })) } }));
       if (result.UnprocessedItems?.[table]) throw new Error('DynamoDB Local left items unprocessed');
     }),
   );
+  const batchWriteJit = writing();
+  const putting = watchJitCompilers(javaPid);
   const putMs = await timedMs(() =>
     inParallel(items, SEPARATE_IN_FLIGHT, async (item) => {
       await client.send(
@@ -76,23 +82,24 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
       );
     }),
   );
+  const putJit = putting();
   const perItemUs = (ms: number) => round((ms * 1000) / machines, 1);
   return {
     unit: `ms for ${machines} machines, with µs per machine`,
-    batch_get_new_keys: { ms: readMs, us_per_machine: perItemUs(readMs), as_sent: `${BATCH_GET_LIMIT} keys per request, all in flight` },
-    batch_write: { ms: batchWriteMs, us_per_machine: perItemUs(batchWriteMs), as_sent: `${BATCH_WRITE_LIMIT} items per request, ${BATCH_WRITES_IN_FLIGHT} in flight` },
-    conditional_put: { ms: putMs, us_per_machine: perItemUs(putMs), as_sent: `one item per request, ${SEPARATE_IN_FLIGHT} in flight` },
+    batch_get_new_keys: { ms: readMs, us_per_machine: perItemUs(readMs), as_sent: `${BATCH_GET_LIMIT} keys per request, all in flight`, dynamodb_local_jit: readJit },
+    batch_write: { ms: batchWriteMs, us_per_machine: perItemUs(batchWriteMs), as_sent: `${BATCH_WRITE_LIMIT} items per request, ${BATCH_WRITES_IN_FLIGHT} in flight`, dynamodb_local_jit: batchWriteJit },
+    conditional_put: { ms: putMs, us_per_machine: perItemUs(putMs), as_sent: `one item per request, ${SEPARATE_IN_FLIGHT} in flight`, dynamodb_local_jit: putJit },
     registration_floor_ms: round(readMs + batchWriteMs, 1),
     first_roster_floor_ms: putMs,
   };
 }
 
-export async function hostBench(endpoint: string, id: string, options: HostOptions, progress: (line: string) => void) {
+export async function hostBench(endpoint: string, id: string, options: HostOptions, progress: (line: string) => void, javaPid?: number) {
   const loopMs = nodeLoopMs();
   progress(`host: 10^8 additions in ${loopMs} ms; DynamoDB Local floors for ${options.machines} machines`);
   const names = { table: `host-${id}`, idempotencyTable: `host-${id}-idempotency` };
   await createTables(endpoint, names);
-  const floors = await dynamoDbLocalFloors(createDocumentClient(endpoint), names.table, options.machines);
+  const floors = await dynamoDbLocalFloors(createDocumentClient(endpoint), names.table, options.machines, javaPid);
   progress(`host: registration floor ${floors.registration_floor_ms} ms, first roster floor ${floors.first_roster_floor_ms} ms`);
   return {
     machines: options.machines,

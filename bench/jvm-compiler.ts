@@ -3,6 +3,7 @@
 // stretch still overlapped that.
 
 import { readdirSync, readFileSync } from 'node:fs';
+import { round } from './stats.ts';
 
 /** /proc/<pid>/stat counts CPU time in clock ticks: USER_HZ, which Linux fixes at 100 for user space. */
 const MS_PER_TICK = 10;
@@ -26,4 +27,30 @@ export function jitCompilerCpuMs(javaPid: number | undefined): number | undefine
   } catch {
     return undefined;
   }
+}
+
+export interface JitShare {
+  unit: string;
+  cpu_ms: number;
+  /** cpu_ms over the wall time: how many cores the compilers kept busy on average. */
+  cores: number;
+}
+
+/**
+ * Starts watching DynamoDB Local's compilers over a stretch of a part; the function it returns ends the stretch and
+ * says what they used in it, or null where /proc does not tell.
+ */
+export function watchJitCompilers(javaPid: number | undefined): () => JitShare | null {
+  const startedCpuMs = jitCompilerCpuMs(javaPid);
+  const started = performance.now();
+  return () => {
+    const endedCpuMs = jitCompilerCpuMs(javaPid);
+    if (startedCpuMs === undefined || endedCpuMs === undefined) return null;
+    const cpuMs = endedCpuMs - startedCpuMs;
+    return {
+      unit: "CPU ms of DynamoDB Local's JIT compiler threads meanwhile, and the cores that is on average",
+      cpu_ms: cpuMs,
+      cores: round(cpuMs / (performance.now() - started), 2),
+    };
+  };
 }

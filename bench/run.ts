@@ -342,14 +342,14 @@ async function main() {
   });
 
   // ---- what this host gives the timed goals: DynamoDB Local's floors for the heartbeat part's fleet, Node's speed ----
-  const host = await timed('host', () => withDynamo('the host\'s floors', (endpoint) => hostBench(endpoint, id, { machines: HEARTBEAT_MACHINES }, progress)));
+  const host = await timed('host', () => withDynamo('the host\'s floors', (endpoint) => hostBench(endpoint, id, { machines: HEARTBEAT_MACHINES }, progress, dynamo?.javaPid)));
 
   // ---- heartbeats of an idle 10,000-machine fleet, on a DynamoDB Local of their own: the one the site ran on
   // has become markedly slower to write by then (about twice, measured), and 10,000 registrations and the first
   // roster are long enough as it is ----
   const heartbeat = await timed('heartbeat', () =>
     withDynamo('the heartbeat fleet', (endpoint) =>
-      heartbeatCost(endpoint, id, { ...defaultHeartbeatOptions, machines: HEARTBEAT_MACHINES }, apiRun?.siteContext ?? standaloneContext(), progress),
+      heartbeatCost(endpoint, id, { ...defaultHeartbeatOptions, machines: HEARTBEAT_MACHINES }, apiRun?.siteContext ?? standaloneContext(), progress, dynamo?.javaPid),
     ),
   );
 
