@@ -1,7 +1,7 @@
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { toLambdaRecord } from '#local/stream-poller.ts';
+import { toLambdaRecord } from '#local/lambda-stream-record.ts';
 
 /** Every record a table's stream holds so far, from every shard, exactly as the poller hands them to the handler. */
 export async function streamRecords(endpoint: string, tableName: string): Promise<DynamoDBRecord[]> {
