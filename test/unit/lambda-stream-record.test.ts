@@ -1,3 +1,4 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb-streams';
 import { describe, expect, it } from 'vitest';
 import { toLambdaRecord } from '#local/lambda-stream-record.ts';
 
@@ -46,7 +47,7 @@ describe('toLambdaRecord', () => {
   });
 
   it("reads DynamoDB Local's empty map (`{}` in its stream images) as an empty map", () => {
-    const record = toLambdaRecord({ eventName: 'INSERT', dynamodb: { NewImage: { labels: {} } } }, arn);
+    const record = toLambdaRecord({ eventName: 'INSERT', dynamodb: { NewImage: { labels: {} as AttributeValue } } }, arn);
     expect(record.dynamodb?.NewImage).toEqual({ labels: { M: {} } });
   });
 
