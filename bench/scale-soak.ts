@@ -189,8 +189,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
 
     // ---- the fleet live, then the standing load: instances and meta-instances, all Ready ----
     // Watched as an operator would, through the fleet summary (one bounded read): reading every machine every few
-    // seconds, as the bench did before session 11, took DynamoDB Local several seconds a time, away from the walk
-    // being timed.
+    // seconds takes DynamoDB Local several seconds each time, away from the roster walk being timed.
     await until('the fleet summary counting every machine allocatable', async () => {
       const summary = await call(undefined, 'GET', '/admin/fleet/summary', admin, undefined, [200]);
       return summary.machines === options.machines && summary.allocatable === options.machines ? true : undefined;
