@@ -26,10 +26,12 @@ export interface HostOptions {
 
 const LOOP_RUNS = 3;
 
-async function timedMs(run: () => Promise<void>): Promise<number> {
+/** A step's wall time, and what DynamoDB Local's JIT compilers used meanwhile. */
+async function timedStep(javaPid: number | undefined, run: () => Promise<void>) {
+  const compiling = watchJitCompilers(javaPid);
   const started = performance.now();
   await run();
-  return round(performance.now() - started, 1);
+  return { ms: round(performance.now() - started, 1), jit: compiling() };
 }
 
 /** ms for 10^8 additions in a loop V8 optimises: CPU speed alone, no memory or I/O. The median of a few runs. */
@@ -51,8 +53,7 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   const fleet = demoFleet([{ type: 'gb200', count: machines, racks: Math.ceil(machines / 8) }]);
   const items = fleet.map((m) => machineItem(registerMachine(null, { id: m.id, machineType: m.machineType, rack: m.rack }, 'bench', now)!.machines![0]!.after));
   let found = 0;
-  const reading = watchJitCompilers(javaPid);
-  const readMs = await timedMs(() =>
+  const read = await timedStep(javaPid, () =>
     inParallel(chunksOf(items, BATCH_GET_LIMIT), Number.POSITIVE_INFINITY, async (chunk) => {
       const result = await client.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: chunk.map((item) => keys.machine(String(item.id))), ConsistentRead: true } } }));
       found += result.Responses?.[table]?.length ?? 0;
@@ -60,17 +61,13 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
     }),
   );
   if (found !== 0) throw new Error(`the floor's table was not fresh: ${found} machines found`);
-  const readJit = reading();
-  const writing = watchJitCompilers(javaPid);
-  const batchWriteMs = await timedMs(() =>
+  const batchWrite = await timedStep(javaPid, () =>
     inParallel(chunksOf(items, BATCH_WRITE_LIMIT), BATCH_WRITES_IN_FLIGHT, async (chunk) => {
       const result = await client.send(new BatchWriteCommand({ RequestItems: { [table]: chunk.map((Item) => ({ PutRequest: { Item } })) } }));
       if (result.UnprocessedItems?.[table]) throw new Error('DynamoDB Local left items unprocessed');
     }),
   );
-  const batchWriteJit = writing();
-  const putting = watchJitCompilers(javaPid);
-  const putMs = await timedMs(() =>
+  const put = await timedStep(javaPid, () =>
     inParallel(items, SEPARATE_IN_FLIGHT, async (item) => {
       await client.send(
         new PutCommand({
@@ -82,15 +79,14 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
       );
     }),
   );
-  const putJit = putting();
   const perItemUs = (ms: number) => round((ms * 1000) / machines, 1);
   return {
     unit: `ms for ${machines} machines, with µs per machine`,
-    batch_get_new_keys: { ms: readMs, us_per_machine: perItemUs(readMs), as_sent: `${BATCH_GET_LIMIT} keys per request, all in flight`, dynamodb_local_jit: readJit },
-    batch_write: { ms: batchWriteMs, us_per_machine: perItemUs(batchWriteMs), as_sent: `${BATCH_WRITE_LIMIT} items per request, ${BATCH_WRITES_IN_FLIGHT} in flight`, dynamodb_local_jit: batchWriteJit },
-    conditional_put: { ms: putMs, us_per_machine: perItemUs(putMs), as_sent: `one item per request, ${SEPARATE_IN_FLIGHT} in flight`, dynamodb_local_jit: putJit },
-    registration_floor_ms: round(readMs + batchWriteMs, 1),
-    first_roster_floor_ms: putMs,
+    batch_get_new_keys: { ms: read.ms, us_per_machine: perItemUs(read.ms), as_sent: `${BATCH_GET_LIMIT} keys per request, all in flight`, dynamodb_local_jit: read.jit },
+    batch_write: { ms: batchWrite.ms, us_per_machine: perItemUs(batchWrite.ms), as_sent: `${BATCH_WRITE_LIMIT} items per request, ${BATCH_WRITES_IN_FLIGHT} in flight`, dynamodb_local_jit: batchWrite.jit },
+    conditional_put: { ms: put.ms, us_per_machine: perItemUs(put.ms), as_sent: `one item per request, ${SEPARATE_IN_FLIGHT} in flight`, dynamodb_local_jit: put.jit },
+    registration_floor_ms: round(read.ms + batchWrite.ms, 1),
+    first_roster_floor_ms: put.ms,
   };
 }
 

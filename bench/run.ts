@@ -197,12 +197,12 @@ function slices(apiCycles: ApiCycle[], floorCycles: FloorCycle[]) {
  * those before it (local/dynamodb-local.ts).
  */
 const ports: number[] = [];
-async function withDynamo<T>(what: string, run: (endpoint: string) => Promise<T>, options: { sitesOneAfterAnother?: boolean } = {}): Promise<T> {
+async function withDynamo<T>(what: string, run: (local: DynamoDbLocal) => Promise<T>, options: { sitesOneAfterAnother?: boolean } = {}): Promise<T> {
   dynamo = await startDynamoDbLocal({ indexStreamLog: options.sitesOneAfterAnother ?? false });
   ports.push(dynamo.port);
   progress(`DynamoDB Local for ${what} on ${dynamo.endpoint}`);
   try {
-    return await run(dynamo.endpoint);
+    return await run(dynamo);
   } finally {
     // Whatever still talks to this DynamoDB Local goes first (the API part's site and floor, after a failure).
     await cleanup();
@@ -210,7 +210,7 @@ async function withDynamo<T>(what: string, run: (endpoint: string) => Promise<T>
 }
 
 async function apiPart(id: string) {
-  return withDynamo('the API site and the floor', async (endpoint) => {
+  return withDynamo('the API site and the floor', async ({ endpoint }) => {
     // ---- API site ----
     api = await startApiBench(endpoint, id, progress);
     progress(`site on ${api.site.url} with ${API_MACHINES} ${MACHINE_TYPE} machines; warming up (${API_WARMUP} create/release rounds)`);
@@ -342,19 +342,19 @@ async function main() {
   });
 
   // ---- what this host gives the timed goals: DynamoDB Local's floors for the heartbeat part's fleet, Node's speed ----
-  const host = await timed('host', () => withDynamo('the host\'s floors', (endpoint) => hostBench(endpoint, id, { machines: HEARTBEAT_MACHINES }, progress, dynamo?.javaPid)));
+  const host = await timed('host', () => withDynamo('the host\'s floors', ({ endpoint, javaPid }) => hostBench(endpoint, id, { machines: HEARTBEAT_MACHINES }, progress, javaPid)));
 
   // ---- heartbeats of an idle 10,000-machine fleet, on a DynamoDB Local of their own: the one the site ran on
   // has become markedly slower to write by then (about twice, measured), and 10,000 registrations and the first
   // roster are long enough as it is ----
   const heartbeat = await timed('heartbeat', () =>
-    withDynamo('the heartbeat fleet', (endpoint) =>
-      heartbeatCost(endpoint, id, { ...defaultHeartbeatOptions, machines: HEARTBEAT_MACHINES }, apiRun?.siteContext ?? standaloneContext(), progress, dynamo?.javaPid),
+    withDynamo('the heartbeat fleet', ({ endpoint, javaPid }) =>
+      heartbeatCost(endpoint, id, { ...defaultHeartbeatOptions, machines: HEARTBEAT_MACHINES }, apiRun?.siteContext ?? standaloneContext(), progress, javaPid),
     ),
   );
 
   // ---- issue 4, 7a: failure to replacement Ready, stream vs sweep alone (both sites on one DynamoDB Local) ----
-  const meta = await timed('meta', () => withDynamo('the meta-instance sites', (endpoint) => metaHeal(endpoint, id, META, progress), { sitesOneAfterAnother: true }));
+  const meta = await timed('meta', () => withDynamo('the meta-instance sites', ({ endpoint }) => metaHeal(endpoint, id, META, progress), { sitesOneAfterAnother: true }));
 
   // ---- issue 4, 7b: placement decisions, pure domain ----
   const placement = await timed('placement', () => {
@@ -363,18 +363,18 @@ async function main() {
   });
 
   // ---- issue 7, 5: the sweep's reads in a 100,000-machine table vs a full Scan, on a DynamoDB Local of its own ----
-  const sweep = await timed('sweep', () => withDynamo('the sweep-reads table', (endpoint) => sweepReads(endpoint, id, SWEEP, progress)));
+  const sweep = await timed('sweep', () => withDynamo('the sweep-reads table', ({ endpoint }) => sweepReads(endpoint, id, SWEEP, progress)));
 
   // ---- issue 11, 4: bursts of concurrent creates for one machine type, far more than there are machines ----
-  const contention = await timed('contention', () => withDynamo('the contention sites', (endpoint) => contentionBench({ endpoint, javaPid: dynamo?.javaPid }, id, CONTENTION, progress), { sitesOneAfterAnother: true }));
+  const contention = await timed('contention', () => withDynamo('the contention sites', (local) => contentionBench(local, id, CONTENTION, progress), { sitesOneAfterAnother: true }));
   // ---- issue 11, 9: every synthesized bundle imported and invoked once in a fresh process ----
-  const coldstart = await timed('coldstart', () => withDynamo('the cold starts', (endpoint) => coldstartBench(endpoint, id, COLDSTART, progress)));
+  const coldstart = await timed('coldstart', () => withDynamo('the cold starts', ({ endpoint }) => coldstartBench(endpoint, id, COLDSTART, progress)));
 
   // ---- issue 11, 10: the site-scale soak ----
-  const scale = await timed('scale', () => withDynamo('the scale soak', (endpoint) => scaleSoak(endpoint, id, SCALE, progress)));
+  const scale = await timed('scale', () => withDynamo('the scale soak', ({ endpoint }) => scaleSoak(endpoint, id, SCALE, progress)));
 
   // ---- issue 11, 8: DynamoDB requests and capacity per workflow, call until quiet ----
-  const workflows = await timed('workflows', () => withDynamo('the workflow-cost site', (endpoint) => workflowCost(endpoint, id, WORKFLOWS, progress)));
+  const workflows = await timed('workflows', () => withDynamo('the workflow-cost site', ({ endpoint }) => workflowCost(endpoint, id, WORKFLOWS, progress)));
 
   const javaLeft = ports.some(dynamoLeft);
   const cpuList = cpus();
