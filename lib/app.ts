@@ -1,5 +1,6 @@
 import { App, Validations, type AppProps } from 'aws-cdk-lib';
 import nag from 'cdk-nag';
+import { AwsLimitsChecks } from './aws-limits.ts';
 import { loadSite, type LoadSiteOptions } from './site.ts';
 import { SiteStack, stackNameOf } from './site-stack.ts';
 
@@ -27,6 +28,10 @@ export function buildSiteApp(options: SiteAppOptions = {}) {
   });
   // cdk-nag 3 is a policy validation plugin: a violation stops synthesis with a report; acknowledgments are
   // `Validations.of(construct).acknowledge(...)` next to the resource, each with its reason.
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
+  // AWS's own limits that no other check knows (stream filters, concurrency, API timeouts): lib/aws-limits.ts.
+  Validations.of(app).addPlugins(
+    new AwsSolutionsChecks(app, { verbose: true }),
+    new AwsLimitsChecks({ accountConcurrency: site.config.lambda.account_concurrency }),
+  );
   return { app, stack, site };
 }

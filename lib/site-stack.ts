@@ -19,17 +19,19 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { SiteConfigError } from '#config/site-config.ts';
 import { eventCatalog, EVENT_TYPES } from '#domain/event-schemas.ts';
-import { createLeaseMs } from '#domain/instances.ts';
 import { EVENT_SOURCE } from '#services/events.ts';
 import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
 import { SITE_AGENT_SILENT_METRIC } from '#services/reconcile.ts';
 import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
 import { apiOpenApiDocument, apiRouteSpecs, ROUTE_GROUPS, routeKeyOf, type RouteGroup } from './api-routes.ts';
+import { AWS_LIMITS, concurrencyMessage } from './aws-limits.ts';
 import { SiteDashboard } from './dashboard.ts';
 import { eventJsonSchema } from './event-schemas.ts';
 import { applyRouteThrottles, reservedConcurrency, stageThrottle } from './edge-limits.ts';
 import { FleetwardFunction, FUNCTION_RUNTIME, handlerEntry } from './fleetward-function.ts';
+import { API_FUNCTION_TIMEOUT_SECONDS, reconcilerTimeoutSeconds } from './function-timeouts.ts';
 import { FleetDashboard, FleetMetrics } from './observability.ts';
 import type { LoadedSite } from './site.ts';
 import { streamFilters } from './stream-filters.ts';
@@ -184,11 +186,7 @@ export class SiteStack extends Stack {
 
     // -- functions ---------------------------------------------------------------------------------------------
     const environment = this.functionEnvironment(site);
-    const retry = config.instance_create_retry;
-    const createLeaseSeconds =
-      createLeaseMs({ maxAttempts: retry.max_attempts, baseDelayMs: retry.base_delay_ms, timeoutMs: retry.timeout_ms }) / 1000;
-    // Reconcilers may wait on the site agent for a whole create lease; give them that plus a minute of work.
-    const reconcilerTimeout = Duration.seconds(Math.min(900, Math.max(60, Math.ceil(createLeaseSeconds + 60))));
+    const reconcilerTimeout = Duration.seconds(reconcilerTimeoutSeconds(config));
 
     const describe: Record<RouteGroup, string> = {
       tenant: 'tenant routes (instances, machines, meta-instances)',
@@ -202,6 +200,10 @@ export class SiteStack extends Stack {
     // (Lambda has no per-function ceiling without a reservation.) The stage throttle below turns most of a flood
     // away before it gets here; the ceilings bound whatever passes it.
     const concurrency = reservedConcurrency(config.lambda);
+    const reserved = Object.values(concurrency).reduce((sum, count) => sum + count, 0);
+    if (reserved + AWS_LIMITS.unreservedConcurrency > config.lambda.account_concurrency) {
+      throw new SiteConfigError(`${site.file}: ${concurrencyMessage(reserved, config.lambda.account_concurrency)}`);
+    }
     const openApiDocument = apiOpenApiDocument();
     this.apiFunctions = Object.fromEntries(
       ROUTE_GROUPS.map((group) => [
@@ -211,7 +213,7 @@ export class SiteStack extends Stack {
           description: `Fleetward ${site.name}: HTTP API, ${describe[group]}`,
           environment,
           memorySize: 1024,
-          timeout: Duration.seconds(10),
+          timeout: Duration.seconds(API_FUNCTION_TIMEOUT_SECONDS),
           logRetention,
           reservedConcurrentExecutions: concurrency[group],
           openApiDocument,

@@ -1,40 +1,39 @@
-import { FilterCriteria, FilterRule } from 'aws-cdk-lib/aws-lambda';
 import { keys } from '#store/items.ts';
 import { recordSources } from '#reconcilers/records.ts';
 import { registry } from '#reconcilers/registry.ts';
 
 /**
  * Lambda event filters for the table's stream, matching exactly the records functions/handlers/stream.ts acts
- * on, so the function is not invoked (nor billed) for the rest (heartbeat roster, tenants, catalog, deletes):
- * - entityOfRecord: INSERT or MODIFY of a record some reconciler watches (the registry's `watchedRecordKinds`:
- *   `<KIND>#<id>` / `#<KIND>`);
- * - eventOfRecord: INSERT of a machine or site history entry carrying an `event` (the outbox of events). The
- *   `event` attribute is a map `{ type, detail }` (functions/domain/events.ts); filter "exists" only works on
- *   leaves, so the filter asks for its `type` string.
- * The key prefixes come from the store's own key functions, so they cannot drift from the items written.
+ * on, so the function is not invoked (nor billed) for the rest (heartbeat roster, tenants, catalog, deletes).
+ * Lambda takes at most 5 filters per mapping (10 on request), so each kind of interest is one filter whose rules
+ * list every key it covers:
+ * - entities: INSERT or MODIFY of a record some reconciler watches (the registry's `watchedRecordKinds`:
+ *   `<KIND>#<id>` / `#<KIND>`). The pk prefixes and sk values are listed side by side, so a key pairing one kind's
+ *   pk with another's sk would pass too; no such item exists, and the local poller counts any record the filters
+ *   pass that the handler then ignores (test/support/local-site.ts fails a test on one).
+ * - events: INSERT of a machine or site history entry carrying an `event` (the outbox of events). The `event`
+ *   attribute is a map `{ type, detail }` (functions/domain/events.ts); "exists" only works on leaves, so the filter
+ *   asks for its `type` string.
+ * The key prefixes come from the store's own key functions, so they cannot drift from the items written. The
+ * patterns are plain JSON (what CDK's FilterCriteria.filter would stringify), so the local runner applies the same
+ * ones without loading CDK.
  */
-function entityFilter(key: { pk: string; sk: string }) {
-  return FilterCriteria.filter({
-    eventName: FilterRule.or('INSERT', 'MODIFY'),
-    dynamodb: { Keys: { pk: { S: FilterRule.beginsWith(key.pk) }, sk: { S: FilterRule.isEqual(key.sk) } } },
-  });
-}
-
-function outboxFilter(pk: ReturnType<typeof FilterRule.beginsWith>) {
-  return FilterCriteria.filter({
-    eventName: FilterRule.isEqual('INSERT'),
+export function streamFilterPatterns(): Array<Record<string, unknown>> {
+  const watched = registry.watchedRecordKinds.map((kind) => recordSources[kind].key);
+  const entities = {
+    eventName: ['INSERT', 'MODIFY'],
+    dynamodb: { Keys: { pk: { S: watched.map((key) => ({ prefix: key.pk })) }, sk: { S: watched.map((key) => key.sk) } } },
+  };
+  const events = {
+    eventName: ['INSERT'],
     dynamodb: {
-      Keys: { pk: { S: pk }, sk: { S: FilterRule.beginsWith(keys.historyPrefix) } },
-      NewImage: { event: { M: { type: { S: FilterRule.exists() } } } },
+      // Site-level events (SiteAgentSilent) live in the site's history.
+      Keys: { pk: { S: [{ prefix: keys.machine('').pk }, keys.siteHistory('').pk] }, sk: { S: [{ prefix: keys.historyPrefix }] } },
+      NewImage: { event: { M: { type: { S: [{ exists: true }] } } } },
     },
-  });
+  };
+  return [entities, events];
 }
 
-export function streamFilters(): Array<{ [key: string]: unknown }> {
-  return [
-    ...registry.watchedRecordKinds.map((kind) => entityFilter(recordSources[kind].key)),
-    outboxFilter(FilterRule.beginsWith(keys.machine('').pk)),
-    // Site-level events (SiteAgentSilent) live in the site's history.
-    outboxFilter(FilterRule.isEqual(keys.siteHistory('').pk)),
-  ];
-}
+/** The mapping's `filters`, as CDK takes them. */
+export const streamFilters = () => streamFilterPatterns().map((pattern) => ({ pattern: JSON.stringify(pattern) }));

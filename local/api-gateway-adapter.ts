@@ -36,8 +36,11 @@ export interface LocalHttpServerOptions {
   verifyToken: (token: string) => Promise<Record<string, unknown>>;
   extraRoutes?: ExtraRoute[];
   maxBodyBytes?: number;
-  /** API Gateway HTTP APIs give up on an integration after 30 s; the handler's context reports the same budget. */
-  timeoutMs?: number;
+  /**
+   * The function's timeout (lib/function-timeouts.ts): the handler's context reports it, and a handler still running
+   * then gets API Gateway's answer for a failed function, as Lambda stops it.
+   */
+  timeoutMs: number;
 }
 
 export interface LocalHttpServer {
@@ -154,6 +157,24 @@ function buildContext(requestId: string, timeoutMs: number): Context {
   };
 }
 
+const timedOut = Symbol('timed out');
+
+/** The handler's result, or `timedOut` once the function's timeout passes first (the work left running is lost). */
+async function withinTimeout<T>(invocation: Promise<T>, timeoutMs: number): Promise<T | typeof timedOut> {
+  let timer: NodeJS.Timeout | undefined;
+  const expiry = new Promise<typeof timedOut>((resolve) => (timer = setTimeout(() => resolve(timedOut), timeoutMs)));
+  try {
+    return await Promise.race([invocation, expiry]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** What API Gateway answers when the function fails or times out: a bare 500, the details in the function's logs. */
+function sendFunctionFailed(res: ServerResponse): void {
+  res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'Internal Server Error' }));
+}
+
 /** Lambda's v2 rules: a result without `statusCode` is a 200 JSON body. */
 function writeResult(res: ServerResponse, result: unknown): void {
   if (typeof result === 'object' && result !== null && 'statusCode' in result) {
@@ -176,7 +197,7 @@ function writeResult(res: ServerResponse, result: unknown): void {
  * back as HTTP.
  */
 export async function createLocalHttpServer(options: LocalHttpServerOptions): Promise<LocalHttpServer> {
-  const { handler, verifyToken, extraRoutes = [], maxBodyBytes = defaultMaxBodyBytes, timeoutMs = 30_000 } = options;
+  const { handler, verifyToken, extraRoutes = [], maxBodyBytes = defaultMaxBodyBytes, timeoutMs } = options;
   const router = createRouteMatcher(options.routes);
 
   const serve = async (req: IncomingMessage, res: ServerResponse) => {
@@ -211,9 +232,14 @@ export async function createLocalHttpServer(options: LocalHttpServerOptions): Pr
 
     const event = buildEvent(req, url, body, requestId, `${matched.route.method} ${matched.route.path}`, matched.params);
     if (claims) Object.assign(event.requestContext, { authorizer: { jwt: { claims, scopes: null } } });
-    const result = await handler(event as APIGatewayProxyEventV2WithJWTAuthorizer, buildContext(requestId, timeoutMs));
+    const invocation = handler(event as APIGatewayProxyEventV2WithJWTAuthorizer, buildContext(requestId, timeoutMs));
+    const result = await withinTimeout(invocation, timeoutMs);
     // API Gateway (HTTP API) names every request's id in this response header: the key to its logs.
     res.setHeader('apigw-requestid', requestId);
+    if (result === timedOut) {
+      console.error(`local api gateway: ${event.routeKey} (${requestId}) ran past the function's ${timeoutMs} ms timeout`);
+      return sendFunctionFailed(res);
+    }
     writeResult(res, result);
   };
 

@@ -29,6 +29,9 @@ import { readJsonBody, RequestBodyError } from './request-body.ts';
 import { createScheduleTimer } from './schedule-timer.ts';
 import { createSiteSimulator, demoFleet, type SiteSimulator } from './site-simulator.ts';
 import type { StreamChaosConfig } from './stream-chaos.ts';
+import { API_FUNCTION_TIMEOUT_SECONDS } from '#lib/function-timeouts.ts';
+import { HTTP_API_PAYLOAD_BYTES } from '#lib/aws-limits.ts';
+import { auditedStreamFilter, type FilterDisagreement } from './stream-filter-audit.ts';
 import { createStreamPoller } from './stream-poller.ts';
 import { createTables } from './tables.ts';
 
@@ -78,6 +81,8 @@ export interface LocalSite {
   tableNames: TableNames;
   /** The client the site's store sends through (idempotency records have their own): tests scan with it, the bench meters it. */
   storeClient: DynamoDBDocumentClient;
+  /** Records on which the stack's stream filters and the stream handler disagreed (tests expect none). */
+  streamFilterDisagreements(): FilterDisagreement[];
   /** Resolves when what was written so far has been through the stream handler (tests). */
   streamIdle(timeoutMs?: number): Promise<void>;
   health(): Promise<Health>;
@@ -172,6 +177,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       log,
     };
 
+    const streamFilter = auditedStreamFilter();
     const poller =
       options.streamPoller === false
         ? null
@@ -179,6 +185,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
             endpoint,
             tableName: names.table,
             handler: createStreamHandler(ctx),
+            filter: streamFilter.filter,
             ...(options.streamChaos ? { chaos: options.streamChaos } : {}),
             log: (line) => write(`stream     ${line}`),
           });
@@ -276,6 +283,9 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
         : createHttpApi(ctx, idempotency, logger),
       verifyToken: (token) => issuer.verify(token) as Promise<Record<string, unknown>>,
       extraRoutes,
+      timeoutMs: API_FUNCTION_TIMEOUT_SECONDS * 1000,
+      // API Gateway's own payload limit; each route's cap (functions/http/route.ts) is the function's to apply.
+      maxBodyBytes: HTTP_API_PAYLOAD_BYTES,
     });
     stops.push(() => server.close());
     apiUrl = server.url;
@@ -304,6 +314,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       simulator,
       tableNames: names,
       storeClient,
+      streamFilterDisagreements: streamFilter.disagreements,
       streamIdle: (timeoutMs) => poller?.whenIdle(timeoutMs) ?? Promise.resolve(),
       health,
       stop: stopAll,

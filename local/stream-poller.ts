@@ -40,6 +40,11 @@ export interface StreamPollerOptions {
   awsRegion?: string;
   /** How many set-aside records to keep in memory (the count in stats is never capped). Default 1000. */
   keepSetAside?: number;
+  /**
+   * The mapping's event filters: a record it refuses is dropped before batching, as Lambda drops it (counted in
+   * `filteredOut`). Every record reaches the handler when absent.
+   */
+  filter?: (record: DynamoDBRecord) => boolean;
   /** Misdeliver on purpose (FLEETWARD_STREAM_CHAOS, see stream-chaos.ts). Off when absent. */
   chaos?: StreamChaosConfig;
   log?: (line: string) => void;
@@ -58,6 +63,8 @@ export interface SetAsideRecord {
 export interface StreamPollerStats {
   /** Records the handler acknowledged. */
   delivered: number;
+  /** Records the filters kept from the handler. */
+  filteredOut: number;
   setAside: number;
   /** Handler calls that redelivered records after a failure (including bisecting a failed batch). */
   retries: number;
@@ -118,7 +125,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   };
 
-  const counters: StreamPollerStats = { delivered: 0, setAside: 0, retries: 0, invocations: 0 };
+  const counters: StreamPollerStats = { delivered: 0, filteredOut: 0, setAside: 0, retries: 0, invocations: 0 };
   const setAsideList: SetAsideRecord[] = [];
   let shards = new Map<string, ShardState>();
   let streamArn: string | undefined;
@@ -249,7 +256,9 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       shard.iterator = undefined;
       throw error;
     }
-    const fetched = (out.Records ?? []).map((record) => toLambdaRecord(record, streamArn!, options.awsRegion));
+    const read = (out.Records ?? []).map((record) => toLambdaRecord(record, streamArn!, options.awsRegion));
+    const fetched = options.filter ? read.filter(options.filter) : read;
+    counters.filteredOut += read.length - fetched.length;
     shard.lane = enqueue(shard.lane, chaos ? chaos.arrange(fetched, now()) : fetched);
     shard.lastFetched = out.Records?.findLast((r) => r.dynamodb?.SequenceNumber)?.dynamodb?.SequenceNumber ?? shard.lastFetched;
     shard.iterator = out.NextShardIterator;

@@ -71,6 +71,9 @@ export const siteConfigSchema = z.strictObject({
     tenant_reserved_concurrency: z._default(z.int().check(z.minimum(1), z.maximum(10_000)), 100),
     admin_reserved_concurrency: z._default(z.int().check(z.minimum(1), z.maximum(10_000)), 10),
     site_agent_reserved_concurrency: z._default(z.int().check(z.minimum(1), z.maximum(10_000)), 20),
+    // The account's concurrent executions quota in the site's region: the reservations above must leave Lambda its
+    // unreserved 100 of it, or the deploy fails (checked at synth).
+    account_concurrency: z._default(z.int().check(z.minimum(100), z.maximum(1_000_000)), 1000),
   }),
   simulator: section({
     machines: z._default(z.array(simulatedMachineGroup), [

@@ -7,12 +7,15 @@ export class Rejection extends Error {
   readonly status: number;
   readonly code: string;
   readonly errors: Array<{ path: string; message: string }> | undefined;
+  /** The bound a refusal for size names (a 413's bytes). */
+  readonly limit: number | undefined;
 
-  constructor(status: number, code: string, detail: string, errors?: Array<{ path: string; message: string }>) {
+  constructor(status: number, code: string, detail: string, errors?: Array<{ path: string; message: string }>, limit?: number) {
     super(detail);
     this.status = status;
     this.code = code;
     this.errors = errors;
+    this.limit = limit;
   }
 }
 

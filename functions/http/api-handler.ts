@@ -11,7 +11,7 @@ import { principalFromEvent } from '#http/auth.ts';
 import { classifyError } from '#http/classify-error.ts';
 import { createRouteMatcher, normalisePath } from '#http/route-match.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
-import type { Answer, HttpMethod, Route, RouteRequest } from '#http/route.ts';
+import { DEFAULT_MAX_BODY_BYTES, type Answer, type HttpMethod, type Route, type RouteRequest } from '#http/route.ts';
 import { validateParts, validationFailed } from '#http/validation.ts';
 import { CORRELATION_KEY } from '#services/request-scope.ts';
 
@@ -108,6 +108,11 @@ const parseJsonBody: MiddlewareObj<ApiEvent, ApiResult, Error, ApiContext> = {
     const { route } = context.api;
     if (!route.body) return;
     const raw = event.body === undefined ? '' : event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+    const limit = route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    const size = Buffer.byteLength(raw);
+    if (size > limit) {
+      throw new ProblemError(413, 'payload-too-large', `The request body is ${size} bytes; ${route.method} ${route.path} takes at most ${limit}`, undefined, limit);
+    }
     if (raw.trim() === '') {
       if (route.bodyRequired) throw validationFailed([{ path: '', message: 'A JSON request body is required' }]);
       context.api.body = {};

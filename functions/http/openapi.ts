@@ -26,6 +26,7 @@ export const problemSchema = z
     detail: z.string(),
     code: z.string(),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    limit: z.number().int().optional().openapi({ description: 'With 413: the most bytes the route takes in one body' }),
   })
   .openapi('Problem');
 // Compile-time guard: the schema and problem.ts's `Problem` must describe the same object.

@@ -14,6 +14,8 @@ export interface Problem {
   detail: string;
   code: string;
   errors?: FieldError[];
+  /** With 413: the most bytes the route takes in one body. */
+  limit?: number;
 }
 
 const titles: Record<number, string> = {
@@ -43,6 +45,7 @@ export function toProblem(error: Rejection): Problem {
     detail: error.message,
     code: error.code,
     ...(error.errors ? { errors: error.errors } : {}),
+    ...(error.limit !== undefined ? { limit: error.limit } : {}),
   };
 }
 

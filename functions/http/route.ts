@@ -53,6 +53,11 @@ export interface Route<P = any, Q = any, B = any, R extends Responses = any, C =
   /** When set, a missing body is parsed as `{}` unless `bodyRequired`. */
   body?: z.ZodType<B>;
   bodyRequired?: boolean;
+  /**
+   * The most bytes one request body may have (DEFAULT_MAX_BODY_BYTES when absent); more is a 413 naming the limit.
+   * Every route's worst case is held to Lambda's and DynamoDB's limits by test/unit/size-budgets.test.ts.
+   */
+  maxBodyBytes?: number;
   responses: R;
   /** Problem codes this route can answer with, for the OpenAPI document: `[status, code]`. */
   errors?: Array<[number, string]>;
@@ -64,6 +69,11 @@ export interface Route<P = any, Q = any, B = any, R extends Responses = any, C =
  * returns it for the table. The return type is the table's on purpose: a generic one would let the table's type
  * flow back into inference and widen the handler's `status` literals.
  */
+/** Enough for any body but the roster's and the registration's: 64 labels of 1 KB and an issue's text. */
+export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
+/** Registration's batch: under Lambda's 6 MB request with room for the event around it. */
+export const REGISTRATION_MAX_BODY_BYTES = 5 * 1024 * 1024;
+
 export const defineRoute = <P, Q, B, R extends Responses, C = AppContext>(route: Route<P, Q, B, R, C>): Route<any, any, any, any, C> => route;
 
 /** A list answer (API.md "Lists"): `{ items, nextToken? }`. */

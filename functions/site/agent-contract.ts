@@ -52,6 +52,13 @@ export type AgentAlertBody = z.infer<typeof agentAlert>;
 /** Everything the agent reports about one machine at once. */
 export const machineAlerts = z.array(agentAlert).check(z.maxLength(64));
 
+/**
+ * The most bytes one heartbeat's body may have: what the controller stores of a beat (the ids, the bounded
+ * alerts) is never larger than the body, so a beat this size commits its changed roster buckets in one DynamoDB
+ * transaction (4 MB). 100,000 machines with ids of 25 characters fit; docs/api.md says what a site beyond it does.
+ */
+export const HEARTBEAT_MAX_BODY_BYTES = 3.5 * 1024 * 1024;
+
 /** POST /site/v1/heartbeats: every machine the agent sees, with what it alerts on. */
 export const heartbeatBody = z.strictObject({
   machines: z.array(z.strictObject({ id: machineId, alerts: z.optional(machineAlerts) })).check(z.maxLength(100_000)),

@@ -10,6 +10,7 @@ import { defineRoute, type Route } from '#http/route.ts';
 import { createLocalTokenIssuer } from '#http/tokens.ts';
 import { listQuerySchema } from '#http/validation.ts';
 import { expectGatewayAnswer } from '#test/support/local-site.ts';
+import { API_FUNCTION_TIMEOUT_SECONDS } from '#lib/function-timeouts.ts';
 import { createLocalHttpServer, gatewayRoutesOf, type LocalHttpServer } from '#local/api-gateway-adapter.ts';
 import { freshTables } from '#test/support/tables.ts';
 
@@ -189,6 +190,7 @@ beforeAll(async () => {
     handler,
     verifyToken: (token) => issuer.verify(token),
     extraRoutes: [{ method: 'GET', path: '/health', handle: (_req, res) => void res.writeHead(200).end('ok') }],
+    timeoutMs: API_FUNCTION_TIMEOUT_SECONDS * 1000,
   });
   const mint = (sub: string, org: string, roles: Role[], ttl?: number) => issuer.mint({ sub, org, roles }, ttl);
   tokens.alice = await mint('alice', 'acme', ['tenant']);
@@ -484,6 +486,34 @@ describe('behind API Gateway (routeKey chosen, claims from the authorizer)', () 
       expect(item.in_progress_expiration).toEqual(expect.any(Number));
       // API.md: a replay within 24 h.
       expect(item.expiration - Date.now() / 1000).toBeGreaterThan(24 * 3600 - 120);
+    }
+  });
+});
+
+describe('the function timeout', () => {
+  it('is what the handler is told, and a handler still running at it gets API Gateway\'s 500 for a failed function', async () => {
+    const timeoutMs = 300;
+    const remaining: number[] = [];
+    const slow = await createLocalHttpServer({
+      port: 0,
+      routes: [{ method: 'GET', path: '/slow', public: true }],
+      handler: async (_event, context) => {
+        remaining.push(context.getRemainingTimeInMillis());
+        return new Promise(() => {});
+      },
+      verifyToken: async () => ({}),
+      timeoutMs,
+    });
+    try {
+      const started = Date.now();
+      const response = await fetch(`${slow.url}/slow`);
+      expect(response.status).toBe(500);
+      expect(await response.json()).toEqual({ message: 'Internal Server Error' });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(timeoutMs);
+      expect(remaining[0]).toBeGreaterThan(timeoutMs - 100);
+      expect(remaining[0]).toBeLessThanOrEqual(timeoutMs);
+    } finally {
+      await slow.close();
     }
   });
 });

@@ -80,6 +80,12 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
   };
   return {
     ...site,
+    // Every record a test produced has met the stack's stream filters: the filters must pass exactly those the
+    // stream handler acts on, or a reaction would be lost in AWS (or a function invoked for nothing).
+    stop: async () => {
+      await site.stop();
+      expect(site.streamFilterDisagreements(), 'records on which the stack stream filters and the stream handler disagree').toEqual([]);
+    },
     logLines: lines,
     token: (org, roles, sub = `${org}-user`) => site.issuer.mint({ sub, org, roles }),
     call,

@@ -4,7 +4,7 @@ import { historyListResponse, machineListResponse, machineResponse, registration
 import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
 import { listMachines, machineHistory, registerMachines, showMachine } from '#services/machines.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
-import { defineRoute, listResult, type Route } from '../route.ts';
+import { defineRoute, listResult, REGISTRATION_MAX_BODY_BYTES, type Route } from '../route.ts';
 import { version } from '../version.ts';
 
 /**
@@ -26,6 +26,8 @@ export const adminRoutes: Route[] = [
     query: emptyQuery,
     body: registerMachinesBody,
     bodyRequired: true,
+    // A thousand machines with every label: written in batches of single items, never one transaction.
+    maxBodyBytes: REGISTRATION_MAX_BODY_BYTES,
     responses: { 200: registrationResponse },
     handle: async ({ requester, body }, ctx) => ({ status: 200, body: await registerMachines(ctx, body.machines, requester) }),
   }),

@@ -6,6 +6,7 @@ import { machineView } from '#domain/machines.ts';
 import { notFound } from '#domain/rejection.ts';
 import { heartbeatViewOf } from '#services/heartbeat-view.ts';
 import { retryOnStale } from '#services/retry-on-stale.ts';
+import { HEARTBEAT_MAX_BODY_BYTES } from '#site/agent-contract.ts';
 import { defineRoute, type Route } from '../route.ts';
 
 export const siteAgentRoutes: Route[] = [
@@ -18,6 +19,8 @@ export const siteAgentRoutes: Route[] = [
     query: emptyQuery,
     body: heartbeatBody,
     bodyRequired: true,
+    maxBodyBytes: HEARTBEAT_MAX_BODY_BYTES,
+    errors: [[413, 'payload-too-large']],
     responses: { 200: heartbeatReceiptResponse },
     handle: async ({ body }, ctx) => {
       const alerts = new Map(body.machines.flatMap((m) => (m.alerts?.length ? [[m.id, m.alerts] as const] : [])));
