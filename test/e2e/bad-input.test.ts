@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_MAX_BODY_BYTES } from '#http/route.ts';
+import { HEARTBEAT_MAX_BODY_BYTES } from '#site/agent-contract.ts';
 import type { Role } from '#domain/model.ts';
 import type { Route } from '#http/route.ts';
 import { routes } from '#http/routes/index.ts';
@@ -140,8 +142,8 @@ const specific: Record<string, Spec[]> = {
     ['an invalid label key', () => ({ machineType: 'gb200', labels: { 'bad key!': 'v' } }), ['labels']],
     ['65 labels', () => ({ machineType: 'gb200', labels: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v'])) }), ['labels']],
     ['an unknown field next to valid ones', () => ({ machineType: 'gb200', gpus: 8 }), ['gpus']],
-    // The size limit is the gateway's, before any route is chosen: one route stands for all.
-    ['a body over 1 MiB', () => ({ machineType: 'gb200', name: 'too-big', labels: { blob: long(1.1 * 1024 * 1024) } }), [], { status: 413, code: 'payload-too-large' }],
+    // Over the routes' default cap (functions/http/route.ts).
+    ['a body over 256 KiB', () => ({ machineType: 'gb200', name: 'too-big', labels: { blob: long(DEFAULT_MAX_BODY_BYTES) } }), [], { status: 413, code: 'payload-too-large' }],
     ['an Idempotency-Key over 255 chars on a valid body', () => ({ machineType: 'gb200' }), ['headers.idempotency-key'], { headers: { 'idempotency-key': long(256, 'k') } }],
   ],
   'delete-instance': [
@@ -226,6 +228,7 @@ const specific: Record<string, Spec[]> = {
     ['bare ids instead of objects', (v) => ({ machines: [v.machineId] }), ['machines.0']],
     ['an id of the wrong type', () => ({ machines: [{ id: 5 }] }), ['machines.0.id']],
     ['an unknown machine field', (v) => ({ machines: [{ id: v.machineId, load: 1 }] }), ['machines.0.load']],
+    ['a roster over its byte cap', () => ({ machines: [{ id: long(HEARTBEAT_MAX_BODY_BYTES, 'm') }] }), [], { status: 413, code: 'payload-too-large' }],
   ],
   'report-cleanup': [
     ['no ok', () => ({}), ['ok']],
@@ -347,6 +350,7 @@ describe.each(routeTable.map((route) => [routeKey(route), route] as const))('%s'
     const before = current;
     const response = await send(route, c.request(values));
     expectProblem(response, c.status, c.code);
+    if (c.status === 413) expect(response.body.limit, 'a 413 names the limit').toBe(route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
     if (c.code === 'validation-failed' || c.code === 'invalid-page-token') {
       const errors: Array<{ path: unknown; message: unknown }> = response.body.errors;
       expect(Array.isArray(errors) && errors.length > 0, JSON.stringify(response.body)).toBe(true);
