@@ -34,6 +34,12 @@ import { defaultScaleSoakOptions, scaleSoak } from './scale-soak.ts';
 import { perOperation, ratio, round, SETTLE_MS, summarize, type Cost } from './stats.ts';
 import { defaultSweepReadsOptions, sweepReads } from './sweep-reads.ts';
 import { defaultWorkflowCostOptions, workflowCost } from './workflow-cost.ts';
+import { costEstimate } from './cost-model.ts';
+
+const unitsOf = (workflow: { read_units_median: number; write_units_median: number }) => ({
+  readUnits: workflow.read_units_median,
+  writeUnits: workflow.write_units_median,
+});
 
 /** An integer from the environment, at least `min` (1 unless told), or the fallback. */
 const envInt = (name: string, fallback: number, min = 1) => {
@@ -507,6 +513,17 @@ async function main() {
               failures_replaced: `${scale.failures.replaced}/${scale.failures.injected}`,
               invariants_hold: scale.invariants.ok,
             },
+          }
+        : {}),
+      ...(workflows && heartbeat && sweep
+        ? {
+            monthly_cost: costEstimate({
+              createToReady: unitsOf(workflows.summary.create_to_ready),
+              releaseToClean: unitsOf(workflows.summary.release_to_clean),
+              memberReplacement: unitsOf(workflows.summary.member_replacement),
+              idleWritesPerSecond: heartbeat.goals.idle_writes_per_second.value,
+              sweepReadUnits: sweep.sweep.read_units,
+            }),
           }
         : {}),
       ...(workflows

@@ -5,6 +5,7 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { bucketInPart, bucketOf } from '#domain/heartbeat.ts';
 import { systemClock, type Clock } from '#domain/model.ts';
 import * as z from 'zod';
 import { notFound, Rejection } from '#domain/rejection.ts';
@@ -37,6 +38,8 @@ export interface SiteSimulatorOptions {
   /** Bearer token with role `site-agent`. */
   token: () => Promise<string>;
   heartbeatIntervalMs: number;
+  /** Send the roster in this many parts a beat, as an agent whose roster outgrows one beat does. Default 1. */
+  heartbeatParts?: number;
   provisionMs: number;
   cleanupMs: number;
   log?: (line: string) => void;
@@ -188,11 +191,18 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   }
 
   async function sendHeartbeat(): Promise<void> {
-    const body: HeartbeatBody = {
-      machines: options.machines
-        .filter((m) => !stoppedHeartbeats.has(m.id))
-        .map((m) => (health.has(m.id) ? { id: m.id, alerts: health.get(m.id)! } : { id: m.id })),
-    };
+    const machines = options.machines
+      .filter((m) => !stoppedHeartbeats.has(m.id))
+      .map((m) => (health.has(m.id) ? { id: m.id, alerts: health.get(m.id)! } : { id: m.id }));
+    const count = options.heartbeatParts ?? 1;
+    if (count === 1) return sendBeat({ machines });
+    for (let index = 0; index < count; index++) {
+      const part = { index, count };
+      await sendBeat({ machines: machines.filter((m) => bucketInPart(bucketOf(m.id), part)), part: part as HeartbeatBody['part'] });
+    }
+  }
+
+  async function sendBeat(body: HeartbeatBody): Promise<void> {
     try {
       const response = await postToController('/site/v1/heartbeats', body);
       await response.body?.cancel();
@@ -202,7 +212,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     }
   }
 
-  // Sequential on purpose: the controller treats each heartbeat as the whole roster, so two must never race.
+  // Sequential on purpose: the controller treats each heartbeat as the whole roster (or part), so two must never race.
   async function runHeartbeats(): Promise<void> {
     do {
       await sendHeartbeat();

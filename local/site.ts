@@ -152,6 +152,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       controllerUrl: () => apiUrl,
       token: () => issuer.mint({ sub: 'site-agent', org: 'site', roles: ['site-agent'] }),
       heartbeatIntervalMs: config.simulator.heartbeat_interval_seconds * 1000,
+      heartbeatParts: config.simulator.heartbeat_parts,
       provisionMs: config.simulator.provision_ms,
       cleanupMs: config.simulator.cleanup_ms,
       ...(options.persistDir ? { stateFile: join(options.persistDir, 'site-agent.json') } : {}),

@@ -1,6 +1,7 @@
 import * as z from 'zod/mini';
 import '#config/zod-messages.ts';
 import { parse as parseToml } from 'smol-toml';
+import { ROSTER_PART_COUNTS } from '#domain/roster-parts.ts';
 
 // Every section is strict so that a misspelt key stops start-up instead of being silently ignored.
 const section = <T extends z.core.$ZodLooseShape>(shape: T) => z.prefault(z.strictObject(shape), {} as never);
@@ -81,6 +82,8 @@ export const siteConfigSchema = z.strictObject({
       { type: 'h100', count: 16, racks: 2 },
     ]),
     heartbeat_interval_seconds: z._default(z.number().check(z.gt(0), z.maximum(3600)), 5),
+    // The roster in this many parts a beat (1, 2, 4 ... 64), as an agent whose roster outgrows one beat sends it.
+    heartbeat_parts: z._default(z.union(ROSTER_PART_COUNTS.map((n) => z.literal(n))), 1),
     provision_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
     cleanup_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
   }),

@@ -17,10 +17,32 @@ import { ageMs, iso } from './time.ts';
  * `timeout / REFRESH_DIVISOR`.
  */
 export interface SiteHeartbeat {
+  /** When the whole roster was last seen: with parts, when the part seen longest ago was. */
   rosterSeenAt: string;
   machineCount: number;
+  /** A roster sent in parts: when each part was last seen, and its machines. */
+  parts?: RosterParts;
   version: number;
 }
+
+/**
+ * A roster too large for one beat goes in parts: part `index` of `count` holds the machines of the buckets whose
+ * number is `index` modulo `count` (a machine's bucket: bucketOf). Each part refreshes its own time, and the roster
+ * counts as seen when its oldest part was, so a part the agent stops sending makes the whole roster stale, never a
+ * machine look fresher than it is.
+ */
+export interface RosterPart {
+  index: number;
+  count: number;
+}
+export interface RosterParts {
+  count: number;
+  /** Per part; '' for one not seen since the roster was split this way. */
+  seenAt: string[];
+  machineCounts: number[];
+}
+
+export const WHOLE_ROSTER: RosterPart = { index: 0, count: 1 };
 
 /** Each bucket's digest, as the last beat that changed the roster stored it. */
 export interface RosterDigests {
@@ -90,6 +112,33 @@ export function bucketOf(machineId: string): string {
   return String(bucket).padStart(2, '0');
 }
 
+export const bucketInPart = (bucket: string, part: RosterPart): boolean => Number(bucket) % part.count === part.index;
+
+/** The machines a beat of `part` lists that belong to another part. */
+export const machinesOutsidePart = (machineIds: string[], part: RosterPart): string[] =>
+  part.count === 1 ? [] : machineIds.filter((id) => !bucketInPart(bucketOf(id), part));
+
+/** When `part` was last seen: its own time once the roster is split that way, else the roster's. */
+export function partSeenAt(stored: SiteHeartbeat | null, part: RosterPart): string | undefined {
+  if (!stored) return undefined;
+  if (part.count === 1 || stored.parts?.count !== part.count) return stored.rosterSeenAt;
+  return stored.parts.seenAt[part.index] || undefined;
+}
+
+/** The site heartbeat once `part` is seen now with `machineCount` machines. */
+export function heartbeatWithPart(stored: SiteHeartbeat | null, part: RosterPart, machineCount: number, now: Date): Omit<SiteHeartbeat, 'version'> {
+  if (part.count === 1) return { rosterSeenAt: iso(now), machineCount };
+  // Split anew (or differently): every other part counts as seen when the roster last was, no later.
+  const kept =
+    stored?.parts?.count === part.count
+      ? stored.parts
+      : { count: part.count, seenAt: Array<string>(part.count).fill(stored?.rosterSeenAt ?? ''), machineCounts: Array<number>(part.count).fill(0) };
+  const seenAt = kept.seenAt.map((at, i) => (i === part.index ? iso(now) : at));
+  const machineCounts = kept.machineCounts.map((n, i) => (i === part.index ? machineCount : n));
+  const seen = seenAt.filter(Boolean).sort();
+  return { rosterSeenAt: seen[0]!, machineCount: machineCounts.reduce((a, b) => a + b, 0), parts: { count: part.count, seenAt, machineCounts } };
+}
+
 /** The roster split into buckets: every bucket, empty ones included, its ids sorted and unique. */
 export function bucketsOfRoster(machineIds: string[]): Map<string, string[]> {
   const buckets = new Map<string, string[]>();
@@ -131,13 +180,17 @@ export function planHeartbeat(
   now: Date,
   timeoutMs: number,
   reported: RosterAlerts = new Map(),
+  part: RosterPart = WHOLE_ROSTER,
 ): HeartbeatPlan {
   const changedBuckets = new Map<string, string[]>();
   const alerts = reported.size === 0 ? new Map<string, BucketAlerts>() : alertsByBucket(reported, new Set(machineIds));
   for (const [bucket, ids] of bucketsOfRoster(machineIds)) {
+    if (!bucketInPart(bucket, part)) continue;
     if (rosterDigest(ids, alerts.get(bucket)) !== (digests?.buckets[bucket] ?? EMPTY_BUCKET_DIGEST)) changedBuckets.set(bucket, ids);
   }
-  const refresh = !stored || changedBuckets.size > 0 || ageMs(now, stored.rosterSeenAt) >= timeoutMs / REFRESH_DIVISOR;
+  const seenAt = partSeenAt(stored, part);
+  const splitChanged = (stored?.parts?.count ?? 1) !== part.count;
+  const refresh = !seenAt || splitChanged || changedBuckets.size > 0 || ageMs(now, seenAt) >= timeoutMs / REFRESH_DIVISOR;
   return { refresh, changedBuckets, alerts };
 }
 

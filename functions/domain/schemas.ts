@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { alertClassifications } from '#site/agent-contract.ts';
+import { ROSTER_PART_COUNTS } from './roster-parts.ts';
 import { machineIdRule } from './machine-id.ts';
 
 // Request shapes of API.md (responses are in responses.ts). The routes validate with them and the OpenAPI
@@ -159,6 +160,11 @@ const agentAlert = z.strictObject({
 });
 export const heartbeatBody = z.strictObject({
   machines: z.array(z.strictObject({ id: machineId, alerts: z.array(agentAlert).max(64).optional() })).max(100_000),
+  part: z
+    .strictObject({ index: z.number().int().min(0), count: z.union(ROSTER_PART_COUNTS.map((n) => z.literal(n))) })
+    .refine((p) => p.index < p.count, { message: 'index must be below count', path: ['index'] })
+    .optional()
+    .describe("One part of a roster too large for one beat: the machines whose bucket (SHA-256 of the id, first 4 bytes big-endian, modulo 64) modulo `count` is `index`"),
 });
 
 export const cleanupReportBody = z.strictObject({

@@ -1,41 +1,69 @@
-import { bucketWithRoster, nextStaleCheck, planHeartbeat, SITE_STALE_CHECK, someoneLeft, type RosterAlerts, type RosterDigests } from '#domain/heartbeat.ts';
+import {
+  bucketWithRoster,
+  heartbeatWithPart,
+  machinesOutsidePart,
+  nextStaleCheck,
+  partSeenAt,
+  planHeartbeat,
+  SITE_STALE_CHECK,
+  someoneLeft,
+  WHOLE_ROSTER,
+  type RosterAlerts,
+  type RosterDigests,
+  type RosterPart,
+  type SiteHeartbeat,
+} from '#domain/heartbeat.ts';
+import { unprocessable } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
 import { heartbeatTimeoutMs, type AppContext } from './context.ts';
 import { committedOnce } from './retry-on-stale.ts';
 
+/** Tries of a part's roster time against concurrent beats of other parts (each writes the same record). */
+const PART_TIME_TRIES = 5;
+
 /**
- * The site agent's beat with its whole roster (and the alerts it reports for some of its machines): two small reads, the roster time every timeout/3, and when the
- * roster changed (or a machine that left it went stale), one transaction with the buckets whose ids changed, their
- * digests and the stale check. Never a read or write per machine: the roster-bucket reconciler applies a changed
- * bucket to its machines, and the stale-check reconciler looks at stale members, both from the stream.
+ * The site agent's beat with its roster, or one part of it (and the alerts it reports for some of its machines): two
+ * small reads, the roster time every timeout/3, and when the roster changed (or a machine that left it went
+ * stale), one transaction with the buckets whose ids changed, their digests and the stale check. Never a read or
+ * write per machine: the roster-bucket reconciler applies a changed bucket to its machines, and the stale-check
+ * reconciler looks at stale members, both from the stream.
  */
 export async function receiveHeartbeat(
   ctx: AppContext,
   machineIds: string[],
   alerts: RosterAlerts = new Map(),
+  part: RosterPart = WHOLE_ROSTER,
 ): Promise<{ stored: boolean; changedBuckets: string[] }> {
+  const outside = machinesOutsidePart(machineIds, part);
+  if (outside.length > 0) {
+    throw unprocessable(
+      'roster-part-mismatch',
+      `part ${part.index} of ${part.count} holds the machines whose bucket modulo ${part.count} is ${part.index}; ${outside.length} listed are not, e.g. ${outside.slice(0, 5).join(', ')}`,
+    );
+  }
   const now = ctx.clock.now();
   const timeoutMs = heartbeatTimeoutMs(ctx.config);
-  const [stored, digests] = await Promise.all([ctx.store.getSiteHeartbeat(), ctx.store.getRosterDigests()]);
-  const plan = planHeartbeat(stored, digests, machineIds, now, timeoutMs, alerts);
+  const [initial, digests] = await Promise.all([ctx.store.getSiteHeartbeat(), ctx.store.getRosterDigests()]);
+  const plan = planHeartbeat(initial, digests, machineIds, now, timeoutMs, alerts, part);
   const staleCheckDue = nextStaleCheck(digests, false, undefined, now, timeoutMs).due;
   if (!plan.refresh && !staleCheckDue) return { stored: false, changedBuckets: [] };
-  // The roster time first: a beat that loses it to a concurrent beat leaves the roster to that one, and a machine
-  // that left keeps as last seen the roster time before this one (read above).
-  const refreshed =
-    !plan.refresh || (await committedOnce(() => ctx.store.putSiteHeartbeat(stored, { rosterSeenAt: iso(now), machineCount: new Set(machineIds).size })));
-  if (!refreshed || (plan.changedBuckets.size === 0 && !staleCheckDue)) return { stored: refreshed && plan.refresh, changedBuckets: [] };
+  // The roster time first: a beat that loses it to a concurrent beat of the same roster leaves the roster to that one,
+  // and a machine that left keeps as last seen the time before this one (read above).
+  const stored = plan.refresh ? await refreshRosterTime(ctx, initial, part, new Set(machineIds).size, now) : initial;
+  if (stored === undefined) return { stored: false, changedBuckets: [] };
+  if (plan.changedBuckets.size === 0 && !staleCheckDue) return { stored: plan.refresh, changedBuckets: [] };
 
+  const seenBefore = partSeenAt(stored, part);
   const [buckets, staleCheck] = await Promise.all([
     ctx.store.getRosterBuckets([...plan.changedBuckets.keys()]),
     staleCheckDue ? ctx.store.getStaleCheck(SITE_STALE_CHECK) : null,
   ]);
   const rosterBuckets = [...plan.changedBuckets].map(([bucket, ids]) => {
     const before = buckets.get(bucket) ?? null;
-    return { before, after: bucketWithRoster(before, bucket, ids, stored?.rosterSeenAt, now, plan.alerts.get(bucket)) };
+    return { before, after: bucketWithRoster(before, bucket, ids, seenBefore, now, plan.alerts.get(bucket)) };
   });
   const left = [...plan.changedBuckets].some(([bucket, ids]) => someoneLeft(buckets.get(bucket) ?? null, ids));
-  const { nextStaleAt } = nextStaleCheck(digests, left, stored?.rosterSeenAt, now, timeoutMs);
+  const { nextStaleAt } = nextStaleCheck(digests, left, seenBefore, now, timeoutMs);
   const nextDigests: RosterDigests = {
     buckets: { ...digests?.buckets, ...Object.fromEntries(rosterBuckets.map(({ after }) => [after.id, after.digest])) },
     ...(nextStaleAt ? { nextStaleAt } : {}),
@@ -45,4 +73,19 @@ export async function receiveHeartbeat(
   // Lost to a concurrent beat or registration: the next beat compares against what won and writes what still differs.
   const written = await committedOnce(() => ctx.store.commit({ rosterBuckets, rosterDigests: { before: digests, after: nextDigests }, staleChecks, history: [] }));
   return { stored: true, changedBuckets: written ? rosterBuckets.map((b) => b.after.id) : [] };
+}
+
+/**
+ * Stores the time `part` was seen; returns the record as it was before this beat's write, or undefined when a
+ * concurrent beat of the whole roster won (it carries the same news). Parts of a split roster are different news, so
+ * a part that loses to another part's write reads the record again and tries once more.
+ */
+async function refreshRosterTime(ctx: AppContext, initial: SiteHeartbeat | null, part: RosterPart, machineCount: number, now: Date) {
+  let stored = initial;
+  for (let tries = 1; ; tries++) {
+    const before = stored;
+    if (await committedOnce(() => ctx.store.putSiteHeartbeat(before, heartbeatWithPart(before, part, machineCount, now)))) return before;
+    if (part.count === 1 || tries === PART_TIME_TRIES) return undefined;
+    stored = await ctx.store.getSiteHeartbeat();
+  }
 }

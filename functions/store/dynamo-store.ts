@@ -43,12 +43,13 @@ export class DynamoFleetStore extends ItemStore {
         new UpdateCommand({
           TableName: this.table,
           Key: keys.siteHeartbeat,
-          UpdateExpression: 'SET rosterSeenAt = :at, machineCount = :count, version = :next',
+          UpdateExpression: `SET rosterSeenAt = :at, machineCount = :count, version = :next${after.parts ? ', parts = :parts' : ' REMOVE parts'}`,
           ConditionExpression: before ? 'version = :expected' : 'attribute_not_exists(version)',
           ExpressionAttributeValues: {
             ':at': after.rosterSeenAt,
             ':count': after.machineCount,
             ':next': version,
+            ...(after.parts ? { ':parts': after.parts } : {}),
             ...(before ? { ':expected': before.version } : {}),
           },
         }),

@@ -4,7 +4,7 @@ import { emptyCatalog } from '#domain/catalog.ts';
 import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { itemSizeBytes } from './item-size.ts';
-import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
+import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { SafetyState } from '#domain/safety.ts';
@@ -155,7 +155,14 @@ export function checkTransactionSize(items: Item[]): void {
 const catalogOf = (item: Item | undefined): Catalog => (item ? { types: item.types as Catalog['types'], version: item.version as number } : emptyCatalog());
 
 const siteHeartbeatOf = (item: Item | undefined): SiteHeartbeat | null =>
-  item ? { rosterSeenAt: String(item.rosterSeenAt), machineCount: Number(item.machineCount), version: Number(item.version) } : null;
+  item
+    ? {
+        rosterSeenAt: String(item.rosterSeenAt),
+        machineCount: Number(item.machineCount),
+        ...(item.parts ? { parts: item.parts as RosterParts } : {}),
+        version: Number(item.version),
+      }
+    : null;
 
 const safetyOf = (item: Item | undefined): SafetyState | null =>
   item ? { repairStorm: item.repairStorm as SafetyState['repairStorm'], quarantines: item.quarantines as string[], version: item.version as number } : null;

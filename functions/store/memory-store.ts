@@ -32,7 +32,8 @@ export class MemoryFleetStore extends ItemStore {
     const guardHolds = before ? stored?.version === before.version : stored?.version === undefined;
     if (!guardHolds) throw new StaleWriteError('a record changed since it was read');
     const version = (before?.version ?? 0) + 1;
-    this.put({ ...stored, ...keys.siteHeartbeat, ...after, version });
+    const { parts: _replaced, ...kept } = stored ?? {};
+    this.put({ ...kept, ...keys.siteHeartbeat, ...structuredClone(after), version });
     return { ...after, version };
   }
 

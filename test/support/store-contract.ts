@@ -456,6 +456,16 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
       expect(await rejectionOf(fresh.putSiteHeartbeat(read, { rosterSeenAt: iso(at(20_000)), machineCount: 1 }))).toBeInstanceOf(StaleWriteError);
       expect((await fresh.getSiteHeartbeat())!.machineCount).toBe(stored.machineCount);
     });
+
+    it('keeps a split roster\'s parts, and drops them when the roster is whole again', async () => {
+      const fresh = await newStore();
+      const parts = { count: 2, seenAt: [iso(at(0)), iso(at(5))], machineCounts: [3, 4] };
+      await fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(at(0)), machineCount: 7, parts });
+      const split = (await fresh.getSiteHeartbeat())!;
+      expect(split).toEqual({ rosterSeenAt: iso(at(0)), machineCount: 7, parts, version: 1 });
+      await fresh.putSiteHeartbeat(split, { rosterSeenAt: iso(at(9)), machineCount: 7 });
+      expect(await fresh.getSiteHeartbeat()).toEqual({ rosterSeenAt: iso(at(9)), machineCount: 7, version: 2 });
+    });
   });
 
   describe('roster buckets and batch reads', () => {

@@ -20,11 +20,14 @@ export const siteAgentRoutes: Route[] = [
     body: heartbeatBody,
     bodyRequired: true,
     maxBodyBytes: HEARTBEAT_MAX_BODY_BYTES,
-    errors: [[413, 'payload-too-large']],
+    errors: [
+      [413, 'payload-too-large'],
+      [422, 'roster-part-mismatch'],
+    ],
     responses: { 200: heartbeatReceiptResponse },
     handle: async ({ body }, ctx) => {
       const alerts = new Map(body.machines.flatMap((m) => (m.alerts?.length ? [[m.id, m.alerts] as const] : [])));
-      const { stored, changedBuckets } = await receiveHeartbeat(ctx, body.machines.map((m) => m.id), alerts);
+      const { stored, changedBuckets } = await receiveHeartbeat(ctx, body.machines.map((m) => m.id), alerts, body.part);
       return { status: 200, body: { received: body.machines.length, stored, rosterBucketsChanged: changedBuckets.length } };
     },
   }),
