@@ -586,6 +586,8 @@ export interface components {
                 path: string;
                 message: string;
             }[];
+            /** @description With 413: the most bytes the route takes in one body */
+            limit?: number;
         };
         RepairCandidate: {
             id: string;
@@ -962,6 +964,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `unknown-machine-type` */
             422: {
                 headers: {
@@ -1143,6 +1154,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
             422: {
                 headers: {
@@ -1245,6 +1265,15 @@ export interface operations {
             };
             /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `invalid-state`, `full-repair-active` */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1355,6 +1384,15 @@ export interface operations {
             };
             /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `online-repair-active` */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1601,6 +1639,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
             422: {
                 headers: {
@@ -1777,6 +1824,15 @@ export interface operations {
             };
             /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update` */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2179,6 +2235,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
             422: {
                 headers: {
@@ -2415,6 +2480,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
             422: {
                 headers: {
@@ -2543,6 +2617,8 @@ export interface operations {
                                 admin_reserved_concurrency: number;
                                 /** @default 20 */
                                 site_agent_reserved_concurrency: number;
+                                /** @default 1000 */
+                                account_concurrency: number;
                             };
                             simulator: {
                                 /**
@@ -2567,6 +2643,8 @@ export interface operations {
                                 }[];
                                 /** @default 5 */
                                 heartbeat_interval_seconds: number;
+                                /** @default 1 */
+                                heartbeat_parts: 1 | 2 | 4 | 8 | 16 | 32 | 64;
                                 /** @default 200 */
                                 provision_ms: number;
                                 /** @default 200 */
@@ -2974,6 +3052,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `unknown-template` */
             422: {
                 headers: {
@@ -3148,6 +3235,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
             422: {
                 headers: {
@@ -3299,6 +3395,15 @@ export interface operations {
             };
             /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update` */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3493,6 +3598,11 @@ export interface operations {
                             classifications: ("PreventAllocations" | "SuppressExternalAlerting" | "PreventInstanceDeletion")[];
                         }[];
                     }[];
+                    /** @description One part of a roster too large for one beat: the machines whose bucket (SHA-256 of the id, first 4 bytes big-endian, modulo 64) modulo `count` is `index` */
+                    part?: {
+                        index: number;
+                        count: 1 | 2 | 4 | 8 | 16 | 32 | 64;
+                    };
                 };
             };
         };
@@ -3555,7 +3665,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `roster-part-mismatch` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3643,6 +3762,15 @@ export interface operations {
             };
             /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `invalid-state` */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

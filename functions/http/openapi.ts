@@ -57,6 +57,7 @@ const statusTitles: Record<number, string> = {
   403: 'The token lacks the role or capability',
   404: "Not found (another org's resources are reported as not found)",
   409: 'Conflict',
+  413: 'The body is over the route\'s cap, or would make a record or change over DynamoDB\'s size limits; `limit` names the bytes',
   422: 'Unprocessable content',
   500: 'Internal error',
 };
@@ -67,7 +68,7 @@ function commonErrors(route: Route): Array<[number, string]> {
   if (route.roles !== 'public') {
     errors.push([401, 'unauthenticated'], [403, 'forbidden'], [404, 'not-found']);
   }
-  if (route.body) errors.push([400, 'invalid-json']);
+  if (route.body) errors.push([400, 'invalid-json'], [413, 'payload-too-large']);
   errors.push([422, 'validation-failed']);
   if (mutating.has(route.method) && route.roles !== 'public') {
     errors.push([422, 'idempotency-key-reused'], [409, 'idempotency-in-progress'], [409, 'concurrent-update']);

@@ -20,10 +20,7 @@ export const siteAgentRoutes: Route[] = [
     body: heartbeatBody,
     bodyRequired: true,
     maxBodyBytes: HEARTBEAT_MAX_BODY_BYTES,
-    errors: [
-      [413, 'payload-too-large'],
-      [422, 'roster-part-mismatch'],
-    ],
+    errors: [[422, 'roster-part-mismatch']],
     responses: { 200: heartbeatReceiptResponse },
     handle: async ({ body }, ctx) => {
       const alerts = new Map(body.machines.flatMap((m) => (m.alerts?.length ? [[m.id, m.alerts] as const] : [])));
