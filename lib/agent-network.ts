@@ -47,14 +47,16 @@ export class AgentNetwork extends Construct implements FunctionNetwork {
     Validations.of(this.vpc).acknowledge({
       id: '@aws-cdk/aws-ec2:vpcAttributeIsListTokenavailabilityZones',
       reason:
-        'The functions and the interface endpoints are given their subnets one by one, by id; nothing selects subnets of this imported VPC by zone or type, which is what a zone list unknown at synth would break.',
+        'The functions and the interface endpoints are given their subnets one by one, by id; nothing selects subnets of this ' +
+        'imported VPC by zone or type, which is what a zone list unknown at synth would break.',
     });
     this.subnets = vpc.subnet_ids.map((subnetId) => {
       const subnet = Subnet.fromSubnetId(this, subnetId, subnetId);
       Validations.of(subnet).acknowledge({
         id: '@aws-cdk/aws-ec2:noSubnetRouteTableId',
         reason:
-          "Nothing reads this subnet's route table: the only construct that needs route tables, the DynamoDB gateway endpoint, takes them from [site_agent] vpc route_table_ids.",
+          "Nothing reads this subnet's route table: the only construct that needs route tables, the DynamoDB gateway endpoint, " +
+          'takes them from [site_agent] vpc route_table_ids.',
       });
       return subnet;
     });

@@ -183,11 +183,14 @@ export class FleetwardFunction extends Construct {
     });
     // Active tracing grants xray:PutTraceSegments and xray:PutTelemetryRecords, which have no resource to name.
     const xrayReason =
-      'X-Ray accepts trace segments and telemetry only on Resource "*" (its actions have no resource-level permissions); active tracing grants exactly those two actions.';
+      'X-Ray accepts trace segments and telemetry only on Resource "*" (its actions have no resource-level permissions); ' +
+      'active tracing grants exactly those two actions.';
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: props.network
-        ? `${xrayReason} In a VPC, the network interface actions Lambda performs with the role are on "*" too, as AWS's own AWSLambdaVPCAccessExecutionRole has them: the interfaces do not exist before Lambda makes them, and ec2:Describe* has no resource-level permissions.`
+        ? `${xrayReason} In a VPC, the network interface actions Lambda performs with the role are on "*" too, as AWS's own ` +
+          'AWSLambdaVPCAccessExecutionRole has them: the interfaces do not exist before Lambda makes them, and ec2:Describe* ' +
+          'has no resource-level permissions.'
         : xrayReason,
     });
     // The function's role is only ever used after the log policy exists, so the first cold start can log.

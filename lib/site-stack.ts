@@ -608,7 +608,8 @@ export class SiteStack extends Stack {
 function checkedEnvironment(site: LoadedSite, environment: Record<string, string>): Record<string, string> {
   const size = Object.entries(environment).reduce((sum, [k, v]) => sum + k.length + (v.startsWith('${Token') ? 128 : Buffer.byteLength(v)), 0);
   if (size > LAMBDA_ENV_LIMIT_BYTES) {
-    throw new Error(`site ${site.name}: the functions' environment would be about ${size} bytes, over Lambda's ${LAMBDA_ENV_LIMIT_BYTES}; shorten the site config`);
+    const limit = LAMBDA_ENV_LIMIT_BYTES;
+    throw new Error(`site ${site.name}: the functions' environment would be about ${size} bytes, over Lambda's ${limit}; shorten the site config`);
   }
   return environment;
 }

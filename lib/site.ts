@@ -88,7 +88,8 @@ export function loadSite(name: string | undefined, options: LoadSiteOptions = {}
     }
     if (!config.site_agent.signing_secret_arn) {
       throw new SiteConfigError(
-        `${shown}: site_agent.signing_secret_arn is required for a deployed site (the Secrets Manager secret of the keys its calls to the agent are signed with; see docs/deploy.md)`,
+        `${shown}: site_agent.signing_secret_arn is required for a deployed site ` +
+          '(the Secrets Manager secret of the keys its calls to the agent are signed with; see docs/deploy.md)',
       );
     }
   }

@@ -20,7 +20,8 @@ const throttle = {
   burst_limit: z.int().check(z.minimum(0)),
 };
 
-const awsId = (prefix: string, what: string) => z.string().check(z.regex(new RegExp(`^${prefix}-([0-9a-f]{8}|[0-9a-f]{17})$`), `a ${what} id, ${prefix}-<8 or 17 hex digits>`));
+const awsId = (prefix: string, what: string) =>
+  z.string().check(z.regex(new RegExp(`^${prefix}-([0-9a-f]{8}|[0-9a-f]{17})$`), `a ${what} id, ${prefix}-<8 or 17 hex digits>`));
 
 /**
  * Where the functions that call the site agent run when it is reachable only inside a VPC (over a VPN or PrivateLink).

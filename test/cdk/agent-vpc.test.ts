@@ -48,7 +48,9 @@ const synthesize = (name: string, toml: string): Synthesized => {
   return {
     stack: built.stack,
     template: Template.fromJSON(JSON.parse(readFileSync(join(outdir, `${built.stack.artifactId}.template.json`), 'utf8'))),
-    violations: report.pluginReports.flatMap((plugin) => plugin.violations.map((v) => `${v.ruleName} at ${v.violatingConstructs.map((c) => c.constructPath).join(', ')}`)),
+    violations: report.pluginReports.flatMap((plugin) =>
+      plugin.violations.map((v) => `${v.ruleName} at ${v.violatingConstructs.map((c) => c.constructPath).join(', ')}`),
+    ),
     acknowledgments: built.app.node.findAll().flatMap((construct) =>
       construct.node.metadata
         .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
@@ -72,8 +74,10 @@ afterAll(() => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
-const resourcesOf = (synthesized: Synthesized, type: string) => Object.entries(synthesized.template.findResources(type)) as Array<[string, { Properties: any; DependsOn?: string[] }]>;
-const logicalIdOf = (synthesized: Synthesized, construct: { node: { defaultChild?: unknown } }) => synthesized.stack.getLogicalId(construct.node.defaultChild as never);
+type Resource = { Properties: any; DependsOn?: string[] };
+const resourcesOf = (synthesized: Synthesized, type: string) => Object.entries(synthesized.template.findResources(type)) as Array<[string, Resource]>;
+const logicalIdOf = (synthesized: Synthesized, construct: { node: { defaultChild?: unknown } }) =>
+  synthesized.stack.getLogicalId(construct.node.defaultChild as never);
 /** Every function of the stack by logical id, with whether it calls the site agent. */
 const functionsOf = (synthesized: Synthesized) => {
   const callers = new Set(synthesized.stack.agentCallers.map((fn) => logicalIdOf(synthesized, fn.function)));
@@ -124,9 +128,14 @@ describe('[site_agent] vpc', () => {
     for (const fn of stack.agentCallers) {
       const [statement, ...others] = eniStatements(fn.role);
       expect(others).toEqual([]);
-      expect([statement!.Action].flat().sort()).toEqual(
-        ['ec2:AssignPrivateIpAddresses', 'ec2:CreateNetworkInterface', 'ec2:DeleteNetworkInterface', 'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets', 'ec2:UnassignPrivateIpAddresses'].sort(),
-      );
+      expect([statement!.Action].flat().sort()).toEqual([
+        'ec2:AssignPrivateIpAddresses',
+        'ec2:CreateNetworkInterface',
+        'ec2:DeleteNetworkInterface',
+        'ec2:DescribeNetworkInterfaces',
+        'ec2:DescribeSubnets',
+        'ec2:UnassignPrivateIpAddresses',
+      ]);
     }
     for (const fn of Object.values(stack.apiFunctions)) expect(eniStatements(fn.role)).toEqual([]);
     // Their roles' acknowledgment of Resource "*" says why it now covers the network interface actions too.
@@ -170,7 +179,10 @@ describe('[site_agent] vpc', () => {
     expect(ingress.every((rule) => rule.CidrIp === undefined && rule.CidrIpv6 === undefined)).toBe(true);
     // Nothing leaves through it (CDK's placeholder rule that matches no traffic), and the operator's groups are left alone.
     expect(group.Properties.SecurityGroupEgress.map((rule: { CidrIp: string }) => rule.CidrIp)).toEqual(['255.255.255.255/32']);
-    expect(resourcesOf(withEndpoints, 'AWS::EC2::SecurityGroupIngress').filter(([, rule]) => vpc.securityGroupIds.includes(rule.Properties.GroupId))).toEqual([]);
+    const intoOperatorGroups = resourcesOf(withEndpoints, 'AWS::EC2::SecurityGroupIngress').filter(([, rule]) =>
+      vpc.securityGroupIds.includes(rule.Properties.GroupId),
+    );
+    expect(intoOperatorGroups).toEqual([]);
     expect(resourcesOf(withEndpoints, 'AWS::EC2::SecurityGroupEgress')).toEqual([]);
   });
 

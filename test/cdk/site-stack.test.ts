@@ -545,9 +545,13 @@ describe('IAM', () => {
     const arn = stack.site.config.site_agent.signing_secret_arn;
     const secretReads = (role: { node: { defaultChild?: unknown } }) =>
       statementsOf(role).filter((statement) => [statement.Action].flat().some((action) => action.startsWith('secretsmanager:')));
-    for (const fn of stack.agentCallers) expect(secretReads(fn.role)).toEqual([expect.objectContaining({ Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: arn })]);
+    for (const fn of stack.agentCallers) {
+      expect(secretReads(fn.role)).toEqual([expect.objectContaining({ Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: arn })]);
+    }
     for (const fn of Object.values(stack.apiFunctions)) expect(secretReads(fn.role)).toEqual([]);
-    const everywhere = resourcesOf('AWS::IAM::Policy').flatMap(([, policy]) => policy.Properties.PolicyDocument.Statement as Array<{ Action: string | string[] }>);
+    const everywhere = resourcesOf('AWS::IAM::Policy').flatMap(
+      ([, policy]) => policy.Properties.PolicyDocument.Statement as Array<{ Action: string | string[] }>,
+    );
     expect(everywhere.filter((statement) => JSON.stringify(statement.Action).includes('secretsmanager:'))).toHaveLength(stack.agentCallers.length);
   });
 

@@ -57,7 +57,8 @@ describe('loading a site for the stack', () => {
     return { sitesDir: scratch };
   };
   const real = (name: string, extra = '') =>
-    `[site]\nname = "${name}"\nagent_url = "https://agent.example.net"\n[auth]\nissuer = "https://idp.example.net/"\naudience = "fw"\n[site_agent]\nsigning_secret_arn = "${SECRET_ARN}"\n${extra}`;
+    `[site]\nname = "${name}"\nagent_url = "https://agent.example.net"\n[auth]\nissuer = "https://idp.example.net/"\naudience = "fw"\n` +
+    `[site_agent]\nsigning_secret_arn = "${SECRET_ARN}"\n${extra}`;
   const failure = (fn: () => unknown) => {
     try {
       fn();

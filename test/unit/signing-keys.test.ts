@@ -91,7 +91,8 @@ describe('keys from Secrets Manager', () => {
       let text = '';
       for await (const chunk of req) text += chunk;
       asked.push({ target: req.headers['x-amz-target'] as string | undefined, body: JSON.parse(text) });
-      res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify({ ARN: arn, Name: 'fleetward/agent-signing', SecretString: secretString }));
+      const answer = { ARN: arn, Name: 'fleetward/agent-signing', SecretString: secretString };
+      res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify(answer));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
