@@ -1,10 +1,9 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SigningKeySet } from '#site/request-signing.ts';
 import { secretsManagerKeys } from '#site/secrets-manager-keys.ts';
 import { keysReadOnDemand, parseSigningKeys } from '#site/signing-keys.ts';
+import { startSecretsManagerStandIn, type SecretsManagerStandIn } from '#test/support/secrets-manager-stand-in.ts';
 
 const key = (id: string) => ({ id, secret: `${id}-secret-of-at-least-32-characters` });
 const setOf = (current: string, ...ids: string[]): SigningKeySet => ({ keys: ids.map(key), current });
@@ -79,31 +78,16 @@ describe('keys read on demand', () => {
 });
 
 describe('keys from Secrets Manager', () => {
-  // A stand-in for the Secrets Manager endpoint (its JSON protocol), so the real SDK client makes the real request.
   const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:fleetward/agent-signing-AbCdEf';
-  let server: Server;
-  let endpoint: string;
-  let secretString: string | undefined = JSON.stringify(setOf('k1', 'k1'));
-  const asked: Array<{ target: string | undefined; body: unknown }> = [];
+  let secrets: SecretsManagerStandIn;
 
   beforeAll(async () => {
-    server = createServer(async (req, res) => {
-      let text = '';
-      for await (const chunk of req) text += chunk;
-      asked.push({ target: req.headers['x-amz-target'] as string | undefined, body: JSON.parse(text) });
-      const answer = { ARN: arn, Name: 'fleetward/agent-signing', SecretString: secretString };
-      res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify(answer));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    secrets = await startSecretsManagerStandIn(JSON.stringify(setOf('k1', 'k1')));
   });
 
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+  afterAll(() => secrets.close());
 
-  const client = () => new SecretsManagerClient({ endpoint, region: 'eu-west-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+  const client = () => new SecretsManagerClient({ endpoint: secrets.url, region: 'eu-west-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
 
   it('are one GetSecretValue of the configured ARN, made at the first call, and another after a refusal', async () => {
     let made = 0;
@@ -111,9 +95,9 @@ describe('keys from Secrets Manager', () => {
     expect(made).toBe(0);
     const first = await keys.current();
     expect(first).toEqual(setOf('k1', 'k1'));
-    secretString = JSON.stringify(setOf('k2', 'k1', 'k2'));
+    secrets.secretString = JSON.stringify(setOf('k2', 'k1', 'k2'));
     expect((await keys.reload(first)).current).toBe('k2');
-    expect(asked).toEqual([
+    expect(secrets.asked).toEqual([
       { target: 'secretsmanager.GetSecretValue', body: { SecretId: arn } },
       { target: 'secretsmanager.GetSecretValue', body: { SecretId: arn } },
     ]);
@@ -121,9 +105,9 @@ describe('keys from Secrets Manager', () => {
   });
 
   it('name the secret when it is not the expected document', async () => {
-    secretString = '{"keys":[]}';
+    secrets.secretString = '{"keys":[]}';
     await expect(secretsManagerKeys(arn, client).current()).rejects.toThrow(`signing secret ${arn}: not { "keys"`);
-    secretString = undefined;
+    secrets.secretString = undefined;
     await expect(secretsManagerKeys(arn, client).current()).rejects.toThrow('no SecretString');
   });
 });
