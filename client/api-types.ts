@@ -2596,6 +2596,16 @@ export interface operations {
                             site_agent: {
                                 /** @default 60 */
                                 report_timeout_seconds: number;
+                                signing_secret_arn?: string;
+                                vpc?: {
+                                    vpc_id: string;
+                                    subnet_ids: string[];
+                                    security_group_ids: string[];
+                                    /** @default true */
+                                    create_endpoints: boolean;
+                                    /** @default [] */
+                                    route_table_ids: string[];
+                                };
                             };
                             api: {
                                 /** @default 200 */

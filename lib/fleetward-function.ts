@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Duration, RemovalPolicy, Stage, Validations } from 'aws-cdk-lib';
+import type { ISecurityGroup, ISubnet, IVpc } from 'aws-cdk-lib/aws-ec2';
 import { Effect, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -18,6 +19,13 @@ export const handlerEntry = (name: 'api' | 'stream' | 'sweep') => join(projectRo
 /** The Lambda runtime DESIGN.md pins: the code, its dependencies and the tests are verified on Node 22. */
 export const FUNCTION_RUNTIME = Runtime.NODEJS_22_X;
 
+/** Where a function runs inside a VPC: its subnets and security groups (lib/agent-network.ts). */
+export interface FunctionNetwork {
+  vpc: IVpc;
+  subnets: ISubnet[];
+  securityGroups: ISecurityGroup[];
+}
+
 export interface FleetwardFunctionProps {
   entry: string;
   description: string;
@@ -32,6 +40,8 @@ export interface FleetwardFunctionProps {
    * `openapi.json` and served from there, so the generator stays out of the bundle (http/openapi-served.ts).
    */
   openApiDocument?: object;
+  /** Run inside a VPC (the functions that call a site agent reachable only there); outside any VPC when absent. */
+  network?: FunctionNetwork;
 }
 
 /**
@@ -84,6 +94,25 @@ export class FleetwardFunction extends Construct {
         resources: [this.logGroup.logGroupArn],
       }),
     );
+    if (props.network) {
+      // What AWS's managed AWSLambdaVPCAccessExecutionRole grants, inline (no managed policy on these roles): Lambda
+      // creates, describes and deletes the function's network interfaces in its subnets with the function's role.
+      this.role.addToPrincipalPolicy(
+        new PolicyStatement({
+          sid: 'VpcNetworkInterfaces',
+          effect: Effect.ALLOW,
+          actions: [
+            'ec2:CreateNetworkInterface',
+            'ec2:DescribeNetworkInterfaces',
+            'ec2:DescribeSubnets',
+            'ec2:DeleteNetworkInterface',
+            'ec2:AssignPrivateIpAddresses',
+            'ec2:UnassignPrivateIpAddresses',
+          ],
+          resources: ['*'],
+        }),
+      );
+    }
     const openApiFile = props.openApiDocument ? stageOpenApiDocument(this, props.openApiDocument) : undefined;
     this.function = new NodejsFunction(this, 'Function', {
       entry: props.entry,
@@ -96,6 +125,9 @@ export class FleetwardFunction extends Construct {
       ...(props.reservedConcurrentExecutions !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrentExecutions } : {}),
       role: this.role,
       logGroup: this.logGroup,
+      ...(props.network
+        ? { vpc: props.network.vpc, vpcSubnets: { subnets: props.network.subnets }, securityGroups: props.network.securityGroups }
+        : {}),
       loggingFormat: LoggingFormat.JSON,
       // Powertools Tracer (captureLambdaHandler) adds its segments, and the AWS SDK calls', to the active trace.
       tracing: Tracing.ACTIVE,
@@ -150,9 +182,16 @@ export class FleetwardFunction extends Construct {
       },
     });
     // Active tracing grants xray:PutTraceSegments and xray:PutTelemetryRecords, which have no resource to name.
+    const xrayReason =
+      'X-Ray accepts trace segments and telemetry only on Resource "*" (its actions have no resource-level permissions); ' +
+      'active tracing grants exactly those two actions.';
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'X-Ray accepts trace segments and telemetry only on Resource "*" (its actions have no resource-level permissions); active tracing grants exactly those two actions.',
+      reason: props.network
+        ? `${xrayReason} In a VPC, the network interface actions Lambda performs with the role are on "*" too, as AWS's own ` +
+          'AWSLambdaVPCAccessExecutionRole has them: the interfaces do not exist before Lambda makes them, and ec2:Describe* ' +
+          'has no resource-level permissions.'
+        : xrayReason,
     });
     // The function's role is only ever used after the log policy exists, so the first cold start can log.
     this.function.node.addDependency(this.role);

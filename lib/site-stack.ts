@@ -25,6 +25,7 @@ import { EVENT_SOURCE } from '#services/events.ts';
 import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
 import { SITE_AGENT_SILENT_METRIC } from '#services/reconcile.ts';
 import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
+import { AgentNetwork } from './agent-network.ts';
 import { apiOpenApiDocument, apiRouteSpecs, ROUTE_GROUPS, routeKeyOf, type RouteGroup } from './api-routes.ts';
 import { AWS_LIMITS, concurrencyMessage } from './aws-limits.ts';
 import { SiteDashboard } from './dashboard.ts';
@@ -117,6 +118,10 @@ export class SiteStack extends Stack {
   readonly apiFunctions: Record<RouteGroup, FleetwardFunction>;
   readonly streamFunction: FleetwardFunction;
   readonly sweepFunction: FleetwardFunction;
+  /** The functions that call the site agent (its reconcilers' creates, deletes and status checks): stream and sweep. */
+  readonly agentCallers: FleetwardFunction[];
+  /** The VPC those functions run in, with its endpoints; undefined without `[site_agent] vpc`. */
+  readonly agentNetwork: AgentNetwork | undefined;
   readonly streamFailures: Queue;
   readonly alarmTopic: Topic;
   /** The CloudWatch dashboard of the fleet's metrics (functions/services/metric-catalog.ts). */
@@ -186,6 +191,10 @@ export class SiteStack extends Stack {
 
     // -- functions ---------------------------------------------------------------------------------------------
     const environment = this.functionEnvironment(site);
+    const agentEnvironment = this.agentCallerEnvironment(site, environment);
+    const agentVpc = config.site_agent.vpc;
+    this.agentNetwork = agentVpc ? new AgentNetwork(this, 'AgentNetwork', { siteName: site.name, vpc: agentVpc }) : undefined;
+    const network = this.agentNetwork ? { network: this.agentNetwork } : {};
     const reconcilerTimeout = Duration.seconds(reconcilerTimeoutSeconds(config));
 
     const describe: Record<RouteGroup, string> = {
@@ -223,7 +232,8 @@ export class SiteStack extends Stack {
     this.streamFunction = new FleetwardFunction(this, 'StreamHandler', {
       entry: handlerEntry('stream'),
       description: `Fleetward ${site.name}: reacts to table changes (reconcilers, repair events)`,
-      environment,
+      environment: agentEnvironment,
+      ...network,
       memorySize: 512,
       timeout: reconcilerTimeout,
       logRetention,
@@ -231,7 +241,8 @@ export class SiteStack extends Stack {
     this.sweepFunction = new FleetwardFunction(this, 'SweepHandler', {
       entry: handlerEntry('sweep'),
       description: `Fleetward ${site.name}: scheduled sweep of what is due`,
-      environment,
+      environment: agentEnvironment,
+      ...network,
       memorySize: 512,
       timeout: reconcilerTimeout,
       logRetention,
@@ -261,6 +272,21 @@ export class SiteStack extends Stack {
     );
     this.bus.grantPutEventsTo(this.streamFunction.role);
     this.grantTableData(this.sweepFunction.role);
+    this.agentCallers = [this.streamFunction, this.sweepFunction];
+    for (const caller of this.agentCallers) {
+      if (site.signingSecretArn) {
+        caller.role.addToPrincipalPolicy(
+          new PolicyStatement({
+            sid: 'ReadAgentSigningKeys',
+            effect: Effect.ALLOW,
+            actions: ['secretsmanager:GetSecretValue'],
+            resources: [site.signingSecretArn],
+          }),
+        );
+      }
+      // Their first calls go through the endpoints.
+      if (this.agentNetwork) caller.function.node.addDependency(this.agentNetwork);
+    }
 
     // -- stream reactions ---------------------------------------------------------------------------------------
     this.streamFailures = new Queue(this, 'StreamFailures', {
@@ -547,14 +573,19 @@ export class SiteStack extends Stack {
 
   /** What contextFromEnv (functions/services/lambda-context.ts) reads; all of it from the site config. */
   private functionEnvironment(site: LoadedSite): Record<string, string> {
-    const environment: Record<string, string> = {
+    return checkedEnvironment(site, {
       TABLE_NAME: this.table.tableName,
       IDEMPOTENCY_TABLE_NAME: this.idempotencyTable.tableName,
       EVENT_BUS_NAME: this.bus.eventBusName,
       SITE_CONFIG_JSON: JSON.stringify(site.config),
       POWERTOOLS_SERVICE_NAME: POWERTOOLS_SERVICE,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-    };
+    });
+  }
+
+  /** The environment of the functions that call the site agent: also where it is and where its signing keys are. */
+  private agentCallerEnvironment(site: LoadedSite, common: Record<string, string>): Record<string, string> {
+    const environment = { ...common };
     if (site.agentUrl) {
       environment.SITE_AGENT_URL = site.agentUrl;
     } else {
@@ -563,13 +594,26 @@ export class SiteStack extends Stack {
         `site ${site.name} has no [site] agent_url: the functions cannot start until one is given (set it in ${site.name}.toml or pass -c agentUrl=<url>)`,
       );
     }
-    // Tokens (table names) resolve to short strings; the config JSON is what can grow.
-    const size = Object.entries(environment).reduce((sum, [k, v]) => sum + k.length + (v.startsWith('${Token') ? 128 : Buffer.byteLength(v)), 0);
-    if (size > LAMBDA_ENV_LIMIT_BYTES) {
-      throw new Error(`site ${site.name}: the functions' environment would be about ${size} bytes, over Lambda's ${LAMBDA_ENV_LIMIT_BYTES}; shorten the site config`);
+    if (site.signingSecretArn) {
+      environment.SITE_AGENT_SIGNING_SECRET_ARN = site.signingSecretArn;
+    } else {
+      Annotations.of(this).addWarningV2(
+        'fleetward:no-signing-secret',
+        `site ${site.name} has no [site_agent] signing_secret_arn: the stream and sweep functions cannot call the site agent until one is given`,
+      );
     }
-    return environment;
+    return checkedEnvironment(site, environment);
   }
+}
+
+/** Lambda refuses an environment over 4 KB; tokens (table names) resolve to short strings, the config JSON can grow. */
+function checkedEnvironment(site: LoadedSite, environment: Record<string, string>): Record<string, string> {
+  const size = Object.entries(environment).reduce((sum, [k, v]) => sum + k.length + (v.startsWith('${Token') ? 128 : Buffer.byteLength(v)), 0);
+  if (size > LAMBDA_ENV_LIMIT_BYTES) {
+    const limit = LAMBDA_ENV_LIMIT_BYTES;
+    throw new Error(`site ${site.name}: the functions' environment would be about ${size} bytes, over Lambda's ${limit}; shorten the site config`);
+  }
+  return environment;
 }
 
 const pascal = (name: string) =>

@@ -24,6 +24,8 @@ export interface LoadedSite {
   isLocalSample: boolean;
   /** The site agent URL the functions call, or undefined only for the local sample without one. */
   agentUrl: string | undefined;
+  /** The Secrets Manager secret of the keys the agent calls are signed with; undefined only for the local sample. */
+  signingSecretArn: string | undefined;
 }
 
 export interface LoadSiteOptions {
@@ -84,6 +86,12 @@ export function loadSite(name: string | undefined, options: LoadSiteOptions = {}
     if (!config.auth.issuer.startsWith('https://')) {
       throw new SiteConfigError(`${shown}: auth.issuer must be an https:// URL (API Gateway's JWT authorizer fetches its OpenID configuration)`);
     }
+    if (!config.site_agent.signing_secret_arn) {
+      throw new SiteConfigError(
+        `${shown}: site_agent.signing_secret_arn is required for a deployed site ` +
+          '(the Secrets Manager secret of the keys its calls to the agent are signed with; see docs/deploy.md)',
+      );
+    }
   }
-  return { name, file, config, isLocalSample, agentUrl };
+  return { name, file, config, isLocalSample, agentUrl, signingSecretArn: config.site_agent.signing_secret_arn };
 }

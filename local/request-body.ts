@@ -19,7 +19,12 @@ export class RequestBodyError extends Error {
 const tooLarge = (limit: number) => new RequestBodyError(413, 'payload-too-large', `The request body exceeds ${limit} bytes`);
 
 /** The body as text; rejects with a 413 RequestBodyError past `limit` bytes, before buffering them. */
-export function readBody(req: IncomingMessage, limit = defaultMaxBodyBytes): Promise<string> {
+export async function readBody(req: IncomingMessage, limit = defaultMaxBodyBytes): Promise<string> {
+  return (await readBodyBytes(req, limit)).toString('utf8');
+}
+
+/** The body's bytes as they came (what a signature covers); the same cap as `readBody`. */
+export function readBodyBytes(req: IncomingMessage, limit = defaultMaxBodyBytes): Promise<Buffer> {
   if (Number(req.headers['content-length'] ?? 0) > limit) {
     // Drained so the client still reads our 413 instead of a reset.
     req.resume();
@@ -39,14 +44,18 @@ export function readBody(req: IncomingMessage, limit = defaultMaxBodyBytes): Pro
       chunks.push(chunk);
     };
     req.on('data', onData);
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
 
 /** The body parsed as JSON, or undefined when there is none; a 400 RequestBodyError when it is not JSON. */
 export async function readJsonBody(req: IncomingMessage, limit = defaultMaxBodyBytes): Promise<unknown> {
-  const text = await readBody(req, limit);
+  return parseJsonBody(await readBody(req, limit));
+}
+
+/** Text already read, parsed as `readJsonBody` does. */
+export function parseJsonBody(text: string): unknown {
   if (text.trim() === '') return undefined;
   try {
     return JSON.parse(text);

@@ -1,6 +1,7 @@
 // A simulated site agent for the local runner: it creates and sanitizes "machines" on timers, sends the
 // controller heartbeats and cleanup reports, and can be told to misbehave through /_sim/* so the create-retry rule
-// and the heartbeat timeout can be exercised end to end.
+// and the heartbeat timeout can be exercised end to end. Like a real agent it serves only signed calls
+// (docs/api.md "Signing"); its /_sim/* controls are test controls and take none.
 
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -22,8 +23,10 @@ import {
   type InstanceAnswer,
   type InstanceStatusAnswer,
 } from '#site/agent-contract.ts';
-import { readJsonBody, RequestBodyError } from './request-body.ts';
 import { REQUEST_ID_HEADER } from '#site/agent-client.ts';
+import { verifyRequest, type SigningKey } from '#site/request-signing.ts';
+import { signingKeyId, signingSecret } from '#site/signing-keys.ts';
+import { parseJsonBody, readBodyBytes, readJsonBody, RequestBodyError } from './request-body.ts';
 
 export interface SimulatedMachine {
   id: string;
@@ -37,6 +40,8 @@ export interface SiteSimulatorOptions {
   controllerUrl: () => string;
   /** Bearer token with role `site-agent`. */
   token: () => Promise<string>;
+  /** The keys it accepts a call signed with (a rotation holds two); `/_sim/keys` adds and removes them later. */
+  signingKeys: readonly SigningKey[];
   heartbeatIntervalMs: number;
   /** Send the roster in this many parts a beat, as an agent whose roster outgrows one beat does. Default 1. */
   heartbeatParts?: number;
@@ -80,6 +85,8 @@ export interface ControlResponse {
 /** POST /_sim/machines/{id}/health: what the agent reports for the machine from now on; an empty list clears it. */
 export const simHealthBody = z.strictObject({ alerts: machineAlerts });
 const simHeartbeatBody = z.strictObject({ stopped: z.boolean() });
+/** POST /_sim/keys: a key the agent accepts from now on. */
+const simKeyBody = z.strictObject({ id: signingKeyId, secret: signingSecret });
 const createFaultStatuses = new Set([400, 404, 409, 422, 429, 500, 501, 502, 503, 504]);
 const createFault = z.union([z.literal(['network', 'timeout']), z.number().refine((n) => createFaultStatuses.has(n))], {
   error: `a create outcome is "network", "timeout" or one of ${[...createFaultStatuses].join(', ')}`,
@@ -151,6 +158,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   const createFaults: CreateFault[] = [];
   const cleanupFaults: boolean[] = [];
   const stoppedHeartbeats = new Set<string>();
+  const acceptedKeys = new Map(options.signingKeys.map((key) => [key.id, key]));
 
   const timers = new Set<NodeJS.Timeout>();
   const heldOpen = new Set<ServerResponse>();
@@ -249,8 +257,8 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     }
   }
 
-  async function handleCreate(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const parsed = createInstanceRequest.safeParse(await readJsonBody(req));
+  async function handleCreate(req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<void> {
+    const parsed = createInstanceRequest.safeParse(parseJsonBody(body.toString('utf8')));
     if (!parsed.success) {
       const message = parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
       return sendError(res, 400, { code: 'bad_request', message });
@@ -380,6 +388,9 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     }
     const probes = /^\/_sim\/machines\/([^/]+)\/health$/.exec(path);
     if (probes) return healthControl(method, decodeURIComponent(probes[1] ?? ''), body);
+    if (path === '/_sim/keys') return keysControl(method, body);
+    const oneKey = /^\/_sim\/keys\/([^/]+)$/.exec(path);
+    if (oneKey) return removeKeyControl(method, decodeURIComponent(oneKey[1] ?? ''));
     if (path === '/_sim' || path.startsWith('/_sim/')) return problem(notFound(`simulator control ${path}`));
     return undefined;
   }
@@ -396,6 +407,26 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     saveState();
     log(`site-sim: health of ${id}: ${alerts.length === 0 ? 'clear' : alerts.map((a) => a.id).join(', ')}`);
     return { status: 200, body: { id, alerts } };
+  }
+
+  const keyIds = () => ({ keys: [...acceptedKeys.keys()].map((id) => ({ id })) });
+
+  /** GET lists the ids of the keys it accepts (never their secrets); POST adds one, or replaces the key of that id. */
+  function keysControl(method: string, body: unknown): ControlResponse {
+    if (method === 'GET') return { status: 200, body: keyIds() };
+    if (method !== 'POST') return methodNotAllowed();
+    const parsed = simKeyBody.safeParse(body);
+    if (!parsed.success) return invalidBody(parsed.error);
+    acceptedKeys.set(parsed.data.id, parsed.data);
+    log(`site-sim: accepts signing key ${parsed.data.id}`);
+    return { status: 200, body: keyIds() };
+  }
+
+  function removeKeyControl(method: string, id: string): ControlResponse {
+    if (method !== 'DELETE') return methodNotAllowed();
+    if (!acceptedKeys.delete(id)) return problem(notFound(`signing key ${id}`));
+    log(`site-sim: no longer accepts signing key ${id}`);
+    return { status: 200, body: keyIds() };
   }
 
   function queueFaults(body: unknown): ControlResponse {
@@ -417,11 +448,21 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   }
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://sim').pathname;
+    if (await handleControl(req, res)) return;
+    // Every agent route, and any other path, answers only a signed call: an unsigned caller learns nothing, not even
+    // which paths exist. The target is checked as it came in the request line, the body as the bytes that came.
+    const target = req.url ?? '/';
+    const body = await readBodyBytes(req);
+    const verdict = verifyRequest([...acceptedKeys.values()], { method: req.method ?? 'GET', target, body, headers: req.headers }, clock.now());
+    if (!verdict.ok) {
+      log(`site-sim: refused ${req.method} ${target}: ${verdict.reason}`);
+      return sendJson(res, 401, { error: 'unauthorized' });
+    }
+    const path = new URL(target, 'http://sim').pathname;
     const requestId = req.headers[REQUEST_ID_HEADER];
     if (typeof requestId === 'string') log(`site-sim: ${req.method} ${path} for request ${requestId}`);
     if (path === '/instances') {
-      if (req.method === 'POST') return handleCreate(req, res);
+      if (req.method === 'POST') return handleCreate(req, body, res);
       return sendJson(res, 405, { code: 'method_not_allowed' });
     }
     const named = /^\/instances\/([^/]+)$/.exec(path);
@@ -431,7 +472,6 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
       if (req.method === 'GET') return handleStatus(name, res);
       return sendJson(res, 405, { code: 'method_not_allowed' });
     }
-    if (await handleControl(req, res)) return;
     sendJson(res, 404, { code: 'not_found', message: path });
   }
 

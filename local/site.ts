@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { SiteConfig } from '#config/site-config.ts';
@@ -20,7 +21,9 @@ import { inProcessBus } from '#services/events.ts';
 import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient, type TableNames } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import type { SigningKey } from '#site/request-signing.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
+import { staticKeys } from '#site/signing-keys.ts';
 import { createLocalHttpServer, gatewayRoutesOf, type ExtraRoute } from './api-gateway-adapter.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import { freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
@@ -146,11 +149,14 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     let apiUrl = '';
     // Fixing the agent's port up front lets the controller know its URL before either side starts.
     const agentPort = await freePort();
+    // The key of this run, held by both sides as a deployed site's controller and agent hold theirs.
+    const signingKey: SigningKey = { id: `local-${randomBytes(4).toString('hex')}`, secret: randomBytes(32).toString('hex') };
     const simulator = createSiteSimulator({
       port: agentPort,
       machines: demoFleet(config.simulator.machines),
       controllerUrl: () => apiUrl,
       token: () => issuer.mint({ sub: 'site-agent', org: 'site', roles: ['site-agent'] }),
+      signingKeys: [signingKey],
       heartbeatIntervalMs: config.simulator.heartbeat_interval_seconds * 1000,
       heartbeatParts: config.simulator.heartbeat_parts,
       provisionMs: config.simulator.provision_ms,
@@ -172,7 +178,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       config,
       clock: options.clock ?? systemClock,
       ids: options.ids ?? randomIds,
-      agent: httpSiteAgent(`http://127.0.0.1:${agentPort}`, config),
+      agent: httpSiteAgent(`http://127.0.0.1:${agentPort}`, config, staticKeys({ keys: [signingKey], current: signingKey.id })),
       events,
       metrics,
       log,

@@ -21,6 +21,41 @@ const throttle = {
   burst_limit: z.int().check(z.minimum(0)),
 };
 
+const awsId = (prefix: string, what: string) =>
+  z.string().check(z.regex(new RegExp(`^${prefix}-([0-9a-f]{8}|[0-9a-f]{17})$`), `a ${what} id, ${prefix}-<8 or 17 hex digits>`));
+
+/**
+ * Where the functions that call the site agent run when it is reachable only inside a VPC (over a VPN or PrivateLink).
+ * Imported by id: synth makes no AWS lookups. Lambda takes at most 16 subnets and 5 security groups.
+ */
+const agentVpc = z
+  .strictObject({
+    vpc_id: awsId('vpc', 'VPC'),
+    subnet_ids: z.array(awsId('subnet', 'subnet')).check(z.minLength(1), z.maxLength(16)),
+    security_group_ids: z.array(awsId('sg', 'security group')).check(z.minLength(1), z.maxLength(5)),
+    // The VPC endpoints the functions then need (DynamoDB, EventBridge, Secrets Manager): made by the stack unless the
+    // VPC has them already (two endpoints of one service with private DNS cannot share a VPC).
+    create_endpoints: z._default(z.boolean(), true),
+    // The DynamoDB gateway endpoint's routes go into these: the route tables of the subnets above.
+    route_table_ids: z._default(z.array(awsId('rtb', 'route table')).check(z.maxLength(16)), []),
+  })
+  .check(
+    z.refine((vpc) => !vpc.create_endpoints || vpc.route_table_ids.length > 0, {
+      message: "the DynamoDB gateway endpoint needs the subnets' route tables (or set create_endpoints = false when the VPC has its endpoints)",
+      path: ['route_table_ids'],
+    }),
+  );
+
+/** A secret's full ARN, with the 6 characters Secrets Manager appends to its name: IAM grants on exactly that ARN. */
+const secretArn = z
+  .string()
+  .check(
+    z.regex(
+      /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/,
+      'the full ARN of a Secrets Manager secret, ending in the 6 characters Secrets Manager added to its name',
+    ),
+  );
+
 export const siteConfigSchema = z.strictObject({
   site: section({
     name: z._default(z.string().check(z.regex(/^[a-z0-9][a-z0-9-]*$/, 'lower-case letters, digits and dashes')), 'local'),
@@ -61,7 +96,12 @@ export const siteConfigSchema = z.strictObject({
     // EventBridge Scheduler runs the sweep in AWS, in whole minutes only (the stack says so); locally any interval.
     interval_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 60),
   }),
-  site_agent: section({ report_timeout_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 60) }),
+  site_agent: section({
+    report_timeout_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 60),
+    // The keys the controller signs its calls to the agent with (docs/deploy.md); required for a deployed site.
+    signing_secret_arn: z.optional(secretArn),
+    vpc: z.optional(agentVpc),
+  }),
   api: section({
     rate_limit: z._default(throttle.rate_limit, 200),
     burst_limit: z._default(throttle.burst_limit, 400),

@@ -4,6 +4,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { DynamoDBRecord, DynamoDBStreamEvent, Context, DynamoDBBatchResponse } from 'aws-lambda';
 import type { AppContext } from '#services/context.ts';
 import { contextFromEnv, lazy, observed, sharedTracer } from '#services/lambda-context.ts';
+import { signedSiteAgent } from '#services/lambda-site-agent.ts';
 import { forRequest, requestIdOf } from '#services/request-scope.ts';
 import { deliverOutboxEvent, eventBridgePublisher, type EventPublisher } from '#services/events.ts';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -86,4 +87,4 @@ function repairEvents(busName: string): EventPublisher {
   };
 }
 
-export const handler = lazy(() => observed(createStreamHandler(contextFromEnv(process.env, { events: repairEvents }))));
+export const handler = lazy(() => observed(createStreamHandler(contextFromEnv(process.env, { events: repairEvents, agent: signedSiteAgent }))));

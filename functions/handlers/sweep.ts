@@ -6,6 +6,7 @@ import type { SiteConfig } from '#config/site-config.ts';
 import { createLeaseMs } from '#domain/instances.ts';
 import type { AppContext } from '#services/context.ts';
 import { contextFromEnv, lazy, observed } from '#services/lambda-context.ts';
+import { signedSiteAgent } from '#services/lambda-site-agent.ts';
 import { sweep, type SweepPosition, type SweepResult } from '#services/reconcile.ts';
 import { followUpEvent, sweepStart } from '#services/sweep-follow-up.ts';
 
@@ -44,7 +45,7 @@ export function sweepMarginMs(config: SiteConfig): number {
 }
 
 export const handler = lazy(() => {
-  const ctx = contextFromEnv();
+  const ctx = contextFromEnv(process.env, { agent: signedSiteAgent });
   const sweepOnce = createSweepHandler(ctx, eventBridgeHandOff(process.env.EVENT_BUS_NAME!));
   const marginMs = sweepMarginMs(ctx.config);
   return observed((event: unknown, context: Context) => sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs));

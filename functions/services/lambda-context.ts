@@ -11,8 +11,7 @@ import { systemClock, type IdSource } from '#domain/model.ts';
 import { createDocumentClient, tableNamesFromEnv } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import type { IdempotencyPersistence } from '#handlers/api.ts';
-import { httpSiteAgent } from '#site/site-agent.ts';
-import type { AppContext, Metrics } from './context.ts';
+import type { AppContext, Metrics, SiteAgent } from './context.ts';
 import type { EventPublisher } from './events.ts';
 import { createLogger, powertoolsLog } from './logging.ts';
 import type { Dimensions, MetricName } from './metric-catalog.ts';
@@ -61,11 +60,20 @@ function configFromEnv(env: NodeJS.ProcessEnv): SiteConfig {
  */
 export interface LambdaContextOptions {
   events?: (busName: string) => EventPublisher;
+  /**
+   * The site agent, for the functions that call it (the stream and the sweep run the reconcilers' agent calls): only
+   * their bundles then carry the agent client and the Secrets Manager client its signing keys come from, and only
+   * their roles may read those keys. The API never calls the agent.
+   */
+  agent?: (env: NodeJS.ProcessEnv, config: SiteConfig) => SiteAgent;
 }
 
 const noEvents: EventPublisher = {
   publish: (event) => Promise.reject(new Error(`${event.type}: this function publishes no repair events (the stream handler does)`)),
 };
+
+const notHere = (call: string) => Promise.reject(new Error(`site agent ${call}: this function does not call the site agent (the stream and sweep do)`));
+const noAgent: SiteAgent = { create: () => notHere('create'), delete: () => notHere('delete'), status: () => notHere('status') };
 
 /** The context of a deployed Lambda, from its environment; built once per cold start. */
 export function contextFromEnv(env: NodeJS.ProcessEnv = process.env, options: LambdaContextOptions = {}): AppContext & { idempotency: IdempotencyPersistence } {
@@ -74,15 +82,13 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env, options: La
   sharedMetrics.setDefaultDimensions({ site: config.site.name });
   const names = tableNamesFromEnv(env);
   const client = sharedTracer.captureAWSv3Client(createDocumentClient(env.AWS_ENDPOINT_URL_DYNAMODB));
-  const agentUrl = env.SITE_AGENT_URL ?? config.site.agent_url;
-  if (!agentUrl) throw new Error('SITE_AGENT_URL (or [site] agent_url) must be set');
   if (!env.EVENT_BUS_NAME) throw new Error('EVENT_BUS_NAME must be set');
   return {
     store: new DynamoFleetStore(client, names.table),
     config,
     clock: systemClock,
     ids: randomIds,
-    agent: httpSiteAgent(agentUrl, config),
+    agent: options.agent ? options.agent(env, config) : noAgent,
     events: options.events ? options.events(env.EVENT_BUS_NAME) : noEvents,
     metrics: powertoolsMetrics(sharedMetrics),
     log: powertoolsLog(sharedLogger),

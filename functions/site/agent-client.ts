@@ -1,5 +1,5 @@
-// HTTP client of the site agent. The retry decisions live in create-retry.ts and the wire shapes in
-// agent-contract.ts; this file only performs calls.
+// HTTP client of the site agent. The retry decisions live in create-retry.ts, the wire shapes in agent-contract.ts and
+// the signature in request-signing.ts; this file only performs (signed) calls.
 
 import { STATUS_CODES } from 'node:http';
 import {
@@ -16,6 +16,8 @@ import {
   type CreateOutcome,
   type CreateRetryPolicy,
 } from '#site/create-retry.ts';
+import { signRequest, type SigningKeySet } from '#site/request-signing.ts';
+import type { SigningKeySource } from '#site/signing-keys.ts';
 
 export interface SiteAgentClientOptions {
   baseUrl: string;
@@ -23,6 +25,8 @@ export interface SiteAgentClientOptions {
   baseDelayMs: number;
   /** Per attempt; an attempt that exceeds it is not retried (the instance may still be provisioning). */
   timeoutMs: number;
+  /** The keys every call is signed with (docs/api.md "Signing"); read again once when the agent answers 401. */
+  keys: SigningKeySource;
   /** Injected so tests can assert the backoff without waiting for it. */
   sleep?: (ms: number) => Promise<void>;
   fetch?: typeof fetch;
@@ -58,9 +62,28 @@ export interface SiteAgentClient {
 type Exchange =
   | { kind: 'answered'; response: Response }
   | { kind: 'timeout' }
-  | { kind: 'network'; message: string };
+  | { kind: 'network'; message: string }
+  /** Nothing was sent: the signing keys could not be read. */
+  | { kind: 'unsigned'; message: string };
 
 export const REQUEST_ID_HEADER = 'x-request-id';
+
+interface OutgoingRequest {
+  method: string;
+  url: URL;
+  body: string | undefined;
+  call: CallOptions;
+  signal: AbortSignal;
+}
+
+/** The keys, or why the call cannot be signed (and so is not sent). */
+async function readKeys(read: () => Promise<SigningKeySet>): Promise<SigningKeySet | { unsigned: Exchange }> {
+  try {
+    return await read();
+  } catch (error) {
+    return { unsigned: { kind: 'unsigned', message: `the signing keys could not be read: ${error instanceof Error ? error.message : String(error)}` } };
+  }
+}
 
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const statusText = (response: Response) => response.statusText || STATUS_CODES[response.status] || '';
@@ -71,17 +94,20 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
   const sleep = options.sleep ?? realSleep;
   const policy: CreateRetryPolicy = { maxAttempts: options.maxAttempts, baseDelayMs: options.baseDelayMs };
 
-  async function exchange(method: string, path: string, body?: unknown, call: CallOptions = {}): Promise<Exchange> {
-    const signal = AbortSignal.timeout(options.timeoutMs);
+  /** One request, signed with `keys` as it is sent: the URL's path and query as they go in the request line. */
+  async function send(request: OutgoingRequest, keys: SigningKeySet): Promise<Exchange> {
+    const { method, url, body, call, signal } = request;
+    const signature = signRequest(keys, { method, target: `${url.pathname}${url.search}`, body: body ?? '' }, new Date());
     try {
-      const response = await doFetch(`${baseUrl}${path}`, {
+      const response = await doFetch(url, {
         method,
         headers: {
           accept: 'application/json',
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           ...(call.requestId ? { [REQUEST_ID_HEADER]: call.requestId } : {}),
+          ...signature,
         },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(body === undefined ? {} : { body }),
         signal,
       });
       return { kind: 'answered', response };
@@ -92,17 +118,42 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
     }
   }
 
+  /**
+   * One call. A 401 means the agent holds other keys than these (they rotated): the keys are read again and the
+   * call is sent once more, within the same timeout. The agent did nothing with a refused call, so sending it again
+   * is safe even for a create; a second 401 is the call's answer.
+   */
+  async function exchange(method: string, path: string, body?: unknown, call: CallOptions = {}): Promise<Exchange> {
+    const request: OutgoingRequest = {
+      method,
+      url: new URL(`${baseUrl}${path}`),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      call,
+      signal: AbortSignal.timeout(options.timeoutMs),
+    };
+    const keys = await readKeys(() => options.keys.current());
+    if ('unsigned' in keys) return keys.unsigned;
+    const first = await send(request, keys);
+    if (first.kind !== 'answered' || first.response.status !== 401) return first;
+    await first.response.body?.cancel().catch(() => undefined);
+    const newer = await readKeys(() => options.keys.reload(keys));
+    if ('unsigned' in newer) return newer.unsigned;
+    return send(request, newer);
+  }
+
   /** Why a call without a usable answer failed, worded for a failureReason. */
   function unanswered(exchange: Exclude<Exchange, { kind: 'answered' }>, what: string): string {
-    return exchange.kind === 'timeout'
-      ? `site agent did not answer the ${what} within ${options.timeoutMs} ms`
-      : `site agent unreachable for the ${what}: ${exchange.message}`;
+    if (exchange.kind === 'timeout') return `site agent did not answer the ${what} within ${options.timeoutMs} ms`;
+    if (exchange.kind === 'unsigned') return `site agent ${what} not sent: ${exchange.message}`;
+    return `site agent unreachable for the ${what}: ${exchange.message}`;
   }
 
   async function attemptCreate(body: CreateInstanceRequest, call: CallOptions): Promise<CreateOutcome> {
     const sent = await exchange('POST', agentPaths.instances, body, call);
     if (sent.kind === 'timeout') return { kind: 'timeout', timeoutMs: options.timeoutMs };
     if (sent.kind === 'network') return sent;
+    // Nothing reached the agent, as with a refused connection: the create-retry rule may safely send it again.
+    if (sent.kind === 'unsigned') return { kind: 'network', message: `not sent, ${sent.message}` };
     const { response } = sent;
     // The status decides; a body lost after the headers arrived changes nothing about what the agent did.
     const payload = await response.json().catch(() => undefined);

@@ -38,6 +38,8 @@ export function classifyCreateOutcome(outcome: CreateOutcome): OutcomeClass {
       if (status === 500 || status === 503) return { kind: 'retryable' };
       if (status === 502 || status === 504) return { kind: 'final', why: 'the create may have committed' };
       if (status === 409) return { kind: 'final', why: 'the name is already in use at the site' };
+      // The client has already read its signing keys again and sent the create once more (agent-client.ts).
+      if (status === 401) return { kind: 'final', why: 'the agent refused the signature, also with the signing keys read again' };
       if (status >= 400 && status < 500) return { kind: 'final', why: 'the agent rejected the request' };
       // Any other status is not known to mean "nothing was created", so a retry could double-create.
       return { kind: 'final', why: 'only 500 and 503 prove the create did not happen' };

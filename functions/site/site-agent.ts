@@ -2,15 +2,20 @@ import type { SiteConfig } from '#config/site-config.ts';
 import type { SiteAgent } from '#services/context.ts';
 import { createSiteAgentClient } from './agent-client.ts';
 import type { CreateOutcome as AttemptOutcome } from './create-retry.ts';
+import type { SigningKeySource } from './signing-keys.ts';
 
 /** A low-cardinality name for how an attempt ended (a metric dimension). */
 const outcomeLabel = (outcome: AttemptOutcome): string => (outcome.kind === 'http-error' ? `http-${outcome.status}` : outcome.kind);
 
-/** The reconcilers' view of the site agent, over HTTP with the create-retry rule of `[instance_create_retry]`. */
-export function httpSiteAgent(baseUrl: string, config: SiteConfig): SiteAgent {
+/**
+ * The reconcilers' view of the site agent, over HTTP with the create-retry rule of `[instance_create_retry]`, every
+ * call signed with `keys`.
+ */
+export function httpSiteAgent(baseUrl: string, config: SiteConfig, keys: SigningKeySource): SiteAgent {
   const retry = config.instance_create_retry;
   const client = createSiteAgentClient({
     baseUrl,
+    keys,
     maxAttempts: retry.max_attempts,
     baseDelayMs: retry.base_delay_ms,
     timeoutMs: retry.timeout_ms,

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +11,15 @@ import { createTables } from '#local/tables.ts';
 import { synthesizeBundles, synthesizeFloorBundle, type SynthesizedBundle } from '../../bench/bundles.ts';
 import { httpEvent, invokeInFreshProcess, localEnvironment } from '../../bench/coldstart.ts';
 import { BUNDLE_LIMIT_BYTES } from '#lib/fleetward-function.ts';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBStreamEvent } from 'aws-lambda';
+import { keys } from '#store/items.ts';
+import { createSiteSimulator, demoFleet } from '#local/site-simulator.ts';
+import { createDocumentClient } from '#store/client.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import { aMachine, anInstance } from '#test/support/fixtures.ts';
+import { startSecretsManagerStandIn } from '#test/support/secrets-manager-stand-in.ts';
 
 // The one synthesis WITH bundling (the local esbuild, as `cdk deploy` runs it): what Lambda would receive.
 // Every other CDK test skips bundling. The cold-start figures are the bench's (`BENCH_ONLY=coldstart`).
@@ -65,6 +75,79 @@ describe('the deployed bundles', () => {
       expect(sourcesOf(bundle).filter((source) => schemaModules.test(source)), bundle.name).toEqual([]);
     }
   });
+
+  it('carry the site agent client and the Secrets Manager client of its signing keys in the stream and sweep bundles only', () => {
+    const sourcesOf = (bundle: SynthesizedBundle) => (JSON.parse(readFileSync(`${bundle.file}.map`, 'utf8')) as { sources: string[] }).sources;
+    const agentModules = (bundle: SynthesizedBundle) =>
+      [
+        sourcesOf(bundle).some((source) => source.endsWith('functions/site/agent-client.ts')) && 'agent client',
+        sourcesOf(bundle).some((source) => source.endsWith('functions/site/request-signing.ts')) && 'request signing',
+        sourcesOf(bundle).some((source) => source.includes('/@aws-sdk/client-secrets-manager/')) && 'Secrets Manager client',
+      ].filter(Boolean);
+    // The API never calls the agent (contextFromEnv gets no `agent` there): it stays under the size bound with room.
+    expect(agentModules(api()), 'TenantApi').toEqual([]);
+    for (const bundle of bundles.filter((b) => !b.name.endsWith('Api'))) {
+      expect(agentModules(bundle), bundle.name).toEqual(['agent client', 'request signing', 'Secrets Manager client']);
+    }
+  });
+
+  it('call the site agent from the stream bundle, signed with the keys its Secrets Manager secret holds', async () => {
+    // A Provisioning instance whose create is still to be sent, as the API leaves it; the bundled stream function gets
+    // its record, claims the create and sends it to a simulated agent that takes only calls signed with its key.
+    const tables = { table: `bundles-agent-${process.pid}`, idempotencyTable: `bundles-agent-${process.pid}-idempotency` };
+    await createTables(inject('dynamoEndpoint'), tables);
+    const documents = createDocumentClient(inject('dynamoEndpoint'));
+    const store = new DynamoFleetStore(documents, tables.table);
+    const [machine] = demoFleet([{ type: 'gb200', count: 1, racks: 1 }]);
+    const instance = anInstance({ id: 'i-signed', name: 'signed', machineId: machine!.id, creation: { clientToken: 'tok-signed', phase: 'pending' } });
+    await store.commit({
+      machines: [{ before: null, after: aMachine({ id: machine!.id, rack: machine!.rack, state: 'Assigned', instanceId: instance.id }) }],
+      instances: [{ before: null, after: instance }],
+      history: [],
+    });
+    const key = { id: 'bundle-key', secret: randomBytes(32).toString('hex') };
+    const agent = createSiteSimulator({
+      machines: [machine!],
+      controllerUrl: () => 'http://127.0.0.1:9',
+      token: async () => 'unused',
+      signingKeys: [key],
+      heartbeatIntervalMs: 3_600_000,
+      provisionMs: 0,
+      cleanupMs: 0,
+    });
+    await agent.start();
+    const secrets = await startSecretsManagerStandIn(JSON.stringify({ keys: [key], current: key.id }));
+    try {
+      const { Item } = await documents.send(new GetCommand({ TableName: tables.table, Key: keys.instance(instance.id), ConsistentRead: true }));
+      const image = (item: Record<string, unknown>) => marshall(item, { removeUndefinedValues: true }) as NonNullable<DynamoDBStreamEvent['Records'][0]['dynamodb']>['NewImage'];
+      const event: DynamoDBStreamEvent = {
+        Records: [
+          {
+            eventID: '1',
+            eventName: 'INSERT',
+            eventSource: 'aws:dynamodb',
+            awsRegion: 'us-east-1',
+            dynamodb: { Keys: image(keys.instance(instance.id)), NewImage: image(Item!), StreamViewType: 'NEW_AND_OLD_IMAGES' },
+          },
+        ],
+      };
+      const stream = bundles.find((b) => b.name === 'StreamHandler')!;
+      const environment = {
+        ...localEnvironment(stream, inject('dynamoEndpoint'), tables),
+        SITE_AGENT_URL: agent.url,
+        AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.url,
+      };
+      const invocation = await invokeInFreshProcess(stream, environment, event);
+      expect(invocation.result).toEqual({ batchItemFailures: [] });
+      expect(secrets.asked).toEqual([{ target: 'secretsmanager.GetSecretValue', body: { SecretId: stream.environment.SITE_AGENT_SIGNING_SECRET_ARN } }]);
+      const seen = (await agent.control('GET', '/_sim/requests', undefined))!.body as { items: Array<{ instanceId: string; outcome: unknown }> };
+      expect(seen.items.map((request) => [request.instanceId, request.outcome])).toEqual([[instance.id, 201]]);
+      expect(await store.getInstance(instance.id)).toMatchObject({ status: 'Ready', createAttempts: 1, siteName: 'signed' });
+    } finally {
+      await secrets.close();
+      await agent.stop();
+    }
+  }, 60_000);
 
   it('map their stack traces to the TypeScript sources, without NODE_OPTIONS=--enable-source-maps', () => {
     expect(api().environment.NODE_OPTIONS).toBeUndefined();

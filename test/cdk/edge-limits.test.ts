@@ -23,6 +23,8 @@ issuer = "https://idp.example.net/"
 audience = "fw"
 [dashboard]
 enabled = false
+[site_agent]
+signing_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:fleetward/edge-AbCdEf"
 ${extra}`;
 const limits = `
 [sweep]

@@ -230,9 +230,25 @@ describe('functions', () => {
       expect(env.TABLE_NAME, id).toEqual({ Ref: logicalIdOf(stack.table) });
       expect(env.IDEMPOTENCY_TABLE_NAME, id).toEqual({ Ref: logicalIdOf(stack.idempotencyTable) });
       expect(env.EVENT_BUS_NAME, id).toEqual({ Ref: logicalIdOf(stack.bus) });
-      expect(env.SITE_AGENT_URL, id).toBe(config.site.agent_url);
       expect(JSON.parse(env.SITE_CONFIG_JSON), id).toEqual(config);
     }
+  });
+
+  it('tell only the functions that call the site agent where it is and where their signing keys are', () => {
+    const callers = new Set(stack.agentCallers.map((fn) => logicalIdOf(fn.function)));
+    expect(callers).toEqual(new Set([logicalIdOf(stack.streamFunction.function), logicalIdOf(stack.sweepFunction.function)]));
+    for (const [id, fn] of functions()) {
+      const env = fn.Properties.Environment.Variables;
+      expect(env.SITE_AGENT_URL, id).toBe(callers.has(id) ? stack.site.config.site.agent_url : undefined);
+      expect(env.SITE_AGENT_SIGNING_SECRET_ARN, id).toBe(callers.has(id) ? stack.site.config.site_agent.signing_secret_arn : undefined);
+    }
+  });
+
+  it('run outside any VPC when the site file has no [site_agent] vpc', () => {
+    expect(stack.site.config.site_agent.vpc).toBeUndefined();
+    for (const [id, fn] of functions()) expect(fn.Properties.VpcConfig, id).toBeUndefined();
+    expect(resourcesOf('AWS::EC2::VPCEndpoint')).toEqual([]);
+    expect(resourcesOf('AWS::EC2::SecurityGroup')).toEqual([]);
   });
 
   it('are traced actively with X-Ray, and may only send traces beyond their own grants', () => {
@@ -513,6 +529,20 @@ describe('IAM', () => {
     expect(actionsOf(sweep).has('dynamodb:GetRecords')).toBe(false);
     expect(JSON.stringify(sweep)).not.toContain(logicalIdOf(stack.idempotencyTable));
     expect(actionsOf(sweep).has('dynamodb:Scan')).toBe(false);
+  });
+
+  it("lets exactly the functions that call the site agent read its signing keys, from that one secret", () => {
+    const arn = stack.site.config.site_agent.signing_secret_arn;
+    const secretReads = (role: { node: { defaultChild?: unknown } }) =>
+      statementsOf(role).filter((statement) => [statement.Action].flat().some((action) => action.startsWith('secretsmanager:')));
+    for (const fn of stack.agentCallers) {
+      expect(secretReads(fn.role)).toEqual([expect.objectContaining({ Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: arn })]);
+    }
+    for (const fn of Object.values(stack.apiFunctions)) expect(secretReads(fn.role)).toEqual([]);
+    const everywhere = resourcesOf('AWS::IAM::Policy').flatMap(
+      ([, policy]) => policy.Properties.PolicyDocument.Statement as Array<{ Action: string | string[] }>,
+    );
+    expect(everywhere.filter((statement) => JSON.stringify(statement.Action).includes('secretsmanager:'))).toHaveLength(stack.agentCallers.length);
   });
 
   it('attaches no AWS managed policy to the function roles', () => {

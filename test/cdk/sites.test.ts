@@ -9,6 +9,7 @@ import { loadSite, siteNames } from '#lib/site.ts';
 import cdkJson from '../../cdk.json' with { type: 'json' };
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
+const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:fleetward/agent-signing-AbCdEf';
 let scratch: string;
 
 beforeAll(() => {
@@ -39,9 +40,13 @@ describe('every sites/*.toml', () => {
     const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8'));
     const findings = report.pluginReports.flatMap((p: { violations: Array<{ ruleName: string; severity: string }> }) => p.violations);
     expect(findings.filter((f: { severity: string }) => f.severity !== 'warning')).toEqual([]);
-    // The one warning there may be: the local sample has no site agent URL (its functions say so at start).
+    // The warnings there may be: the local sample has no site agent URL and no signing secret (its functions say so).
     const warnings = findings.filter((f: { severity: string }) => f.severity === 'warning').map((f: { ruleName: string }) => f.ruleName);
-    expect(warnings).toEqual(loadSite(name).agentUrl ? [] : ['Annotation::fleetward:no-agent-url']);
+    const site = loadSite(name);
+    expect(warnings).toEqual([
+      ...(site.agentUrl ? [] : ['Annotation::fleetward:no-agent-url']),
+      ...(site.signingSecretArn ? [] : ['Annotation::fleetward:no-signing-secret']),
+    ]);
     expect(assembly.getStackByName(stack.stackName).template.Resources).toBeDefined();
   }, 60_000);
 });
@@ -52,7 +57,8 @@ describe('loading a site for the stack', () => {
     return { sitesDir: scratch };
   };
   const real = (name: string, extra = '') =>
-    `[site]\nname = "${name}"\nagent_url = "https://agent.example.net"\n[auth]\nissuer = "https://idp.example.net/"\naudience = "fw"\n${extra}`;
+    `[site]\nname = "${name}"\nagent_url = "https://agent.example.net"\n[auth]\nissuer = "https://idp.example.net/"\naudience = "fw"\n` +
+    `[site_agent]\nsigning_secret_arn = "${SECRET_ARN}"\n${extra}`;
   const failure = (fn: () => unknown) => {
     try {
       fn();
@@ -65,7 +71,7 @@ describe('loading a site for the stack', () => {
 
   it('loads a valid real site', () => {
     const site = loadSite('prod-1', write('prod-1', real('prod-1')));
-    expect(site).toMatchObject({ name: 'prod-1', isLocalSample: false, agentUrl: 'https://agent.example.net' });
+    expect(site).toMatchObject({ name: 'prod-1', isLocalSample: false, agentUrl: 'https://agent.example.net', signingSecretArn: SECRET_ARN });
     expect(site.config.auth).toEqual({ issuer: 'https://idp.example.net/', audience: 'fw' });
   });
 
@@ -96,10 +102,17 @@ describe('loading a site for the stack', () => {
   });
 
   it('requires agent_url for a real site, unless given on the command line', () => {
-    const toml = '[site]\nname = "noagent"\n[auth]\nissuer = "https://idp.example.net/"\n';
+    const toml = `[site]\nname = "noagent"\n[auth]\nissuer = "https://idp.example.net/"\n[site_agent]\nsigning_secret_arn = "${SECRET_ARN}"\n`;
     const options = write('noagent', toml);
     expect(failure(() => loadSite('noagent', options))).toMatch(/site\.agent_url is required/);
     expect(loadSite('noagent', { ...options, agentUrl: 'https://agent.example.org' }).agentUrl).toBe('https://agent.example.org');
+  });
+
+  it('requires the signing secret of a real site, by its full ARN', () => {
+    const toml = '[site]\nname = "nokeys"\nagent_url = "https://agent.example.net"\n[auth]\nissuer = "https://idp.example.net/"\n';
+    expect(failure(() => loadSite('nokeys', write('nokeys', toml)))).toMatch(/nokeys\.toml: site_agent\.signing_secret_arn is required for a deployed site/);
+    const partial = `${toml}[site_agent]\nsigning_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:fleetward/agent"\n`;
+    expect(failure(() => loadSite('nokeys', write('nokeys', partial)))).toMatch(/site_agent\.signing_secret_arn: the full ARN of a Secrets Manager secret/);
   });
 
   it('requires a real issuer for a real site', () => {

@@ -31,6 +31,14 @@ async function machine(id: string) {
 }
 
 describe('instance lifecycle through the site agent', () => {
+  it("runs with a signing key of its own: the agent takes the controller's signed calls and refuses unsigned ones", async () => {
+    const { body } = await site.call('GET', '/_sim/keys');
+    expect(body).toEqual({ keys: [{ id: expect.stringMatching(/^local-[0-9a-f]{8}$/) }] });
+    const unsigned = await fetch(`${site.simulator.url}/instances/anything`);
+    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toEqual({ error: 'unauthorized' });
+  });
+
   it('creates on an allocatable machine, becomes Ready, and on release goes back to the pool through cleanup', async () => {
     const created = await site.call('POST', instancePath(), { token: tenant, body: { machineType: 'gb200', name: 'life-1' } });
     expect(created.status).toBe(201);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +9,8 @@ import { defaultSiteConfig } from '#config/site-config.ts';
 import { createSiteAgentClient } from '#site/agent-client.ts';
 import { heartbeatBody } from '#site/agent-contract.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
+import { MAX_CLOCK_SKEW_SECONDS, signRequest, type SigningKey, type SigningKeySet } from '#site/request-signing.ts';
+import { keysReadOnDemand, staticKeys } from '#site/signing-keys.ts';
 import { createSiteSimulator, demoFleet, type SiteSimulator } from '#local/site-simulator.ts';
 
 // The controller is not under test here: a stub records what the simulated agent sends it.
@@ -25,6 +28,10 @@ let controllerDown = false;
 let refused = 0;
 
 const machines = demoFleet([{ type: 'gb200', count: 4, racks: 2 }]);
+const newKey = (id: string): SigningKey => ({ id, secret: randomBytes(32).toString('hex') });
+// The key the agent of each test starts with, as the local runner makes one per run.
+const k1 = newKey('k1');
+const onlyK1: SigningKeySet = { keys: [k1], current: k1.id };
 let sim: SiteSimulator;
 let simUrl: string;
 
@@ -55,6 +62,7 @@ beforeEach(async () => {
     machines,
     controllerUrl: () => controllerUrl,
     token: async () => 'agent-token',
+    signingKeys: [k1],
     heartbeatIntervalMs: 50,
     provisionMs: 20,
     cleanupMs: 20,
@@ -68,15 +76,31 @@ afterEach(async () => {
   await sim.stop();
 });
 
-async function call(method: string, path: string, body?: unknown) {
+interface Sent {
+  body?: string;
+  /** Signed with these keys' current one (null: not signed at all). */
+  keys?: SigningKeySet | null;
+  /** When it was signed. */
+  at?: Date;
+  /** Sent over the signature's own headers: a test's forgery. */
+  headers?: Record<string, string>;
+}
+
+/** A request to the agent as the controller sends one: signed by default, over exactly the bytes that go. */
+async function send(method: string, path: string, sent: Sent = {}) {
+  const body = sent.body ?? '';
+  const keys = sent.keys === undefined ? onlyK1 : sent.keys;
+  const signature = keys ? signRequest(keys, { method, target: path, body }, sent.at ?? new Date()) : {};
   const response = await fetch(`${simUrl}${path}`, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...signature, ...sent.headers },
+    ...(body ? { body } : {}),
   });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
 }
+
+const call = (method: string, path: string, body?: unknown) => send(method, path, body === undefined ? {} : { body: JSON.stringify(body) });
 
 const create = (name: string, clientToken: string, machineId = 'gb200-r1-01') =>
   call('POST', '/instances', { name, machineId, instanceId: `i-${name}`, clientToken });
@@ -94,13 +118,14 @@ async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>
 const heartbeats = () => calls.filter((c) => c.path === '/site/v1/heartbeats');
 const rosterIds = (call: ControllerCall) => call.body.machines.map((m: { id: string }) => m.id);
 
-function agentClient(timeoutMs = 2_000) {
+function agentClient(timeoutMs = 2_000, keys = staticKeys(onlyK1)) {
   const sleeps: number[] = [];
   const client = createSiteAgentClient({
     baseUrl: simUrl,
     maxAttempts: 3,
     baseDelayMs: 250,
     timeoutMs,
+    keys,
     sleep: async (ms) => void sleeps.push(ms),
   });
   return { client, sleeps };
@@ -172,6 +197,97 @@ describe('simulated site agent: creates', () => {
     await create('job', 'tok-a');
     expect((await call('DELETE', '/_sim/requests')).status).toBe(204);
     expect((await call('GET', '/_sim/requests')).body).toEqual({ items: [] });
+  });
+});
+
+describe('simulated site agent: signed calls only', () => {
+  const unauthorized = { status: 401, body: { error: 'unauthorized' } };
+  const createBody = JSON.stringify({ name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-job', clientToken: 'tok-a' });
+  const requestsSeen = async () => (await call('GET', '/_sim/requests')).body.items;
+
+  it('accepts a correctly signed call', async () => {
+    expect(await send('POST', '/instances', { body: createBody })).toEqual({ status: 201, body: { name: 'job', machineId: 'gb200-r1-01' } });
+    expect(await send('GET', '/instances/job')).toEqual({ status: 200, body: { state: 'present' } });
+  });
+
+  it('refuses an unsigned call on every agent route, and on paths it does not serve, without acting on it', async () => {
+    expect(await send('POST', '/instances', { body: createBody, keys: null })).toEqual(unauthorized);
+    expect(await requestsSeen()).toEqual([]);
+    await send('POST', '/instances', { body: createBody });
+    expect(await send('GET', '/instances/job', { keys: null })).toEqual(unauthorized);
+    expect(await send('DELETE', '/instances/job', { keys: null })).toEqual(unauthorized);
+    expect(await send('GET', '/instances/job')).toEqual({ status: 200, body: { state: 'present' } });
+    expect(await send('GET', '/no-such-route', { keys: null })).toEqual(unauthorized);
+  });
+
+  it('refuses a wrong signature: another body, path or method than signed, or another secret under its key id', async () => {
+    const signedFor = (method: string, target: string, body: string) => signRequest(onlyK1, { method, target, body }, new Date());
+    const otherBody = JSON.stringify({ name: 'job2', machineId: 'gb200-r1-01', instanceId: 'i-job', clientToken: 'tok-a' });
+    expect(await send('POST', '/instances', { body: createBody, headers: signedFor('POST', '/instances', otherBody) })).toEqual(unauthorized);
+    expect(await send('DELETE', '/instances/job', { headers: signedFor('DELETE', '/instances/other', '') })).toEqual(unauthorized);
+    expect(await send('DELETE', '/instances/job', { headers: signedFor('GET', '/instances/job', '') })).toEqual(unauthorized);
+    const forged = { keys: [{ id: k1.id, secret: newKey('x').secret }], current: k1.id };
+    expect(await send('POST', '/instances', { body: createBody, keys: forged })).toEqual(unauthorized);
+    expect(await requestsSeen()).toEqual([]);
+  });
+
+  it('refuses an unknown key id', async () => {
+    expect(await send('POST', '/instances', { body: createBody, keys: { keys: [newKey('k9')], current: 'k9' } })).toEqual(unauthorized);
+    expect(await requestsSeen()).toEqual([]);
+  });
+
+  it(`refuses a timestamp more than ${MAX_CLOCK_SKEW_SECONDS} s away from its clock, either way`, async () => {
+    const secondsAgo = (seconds: number) => new Date(Date.now() - seconds * 1000);
+    expect(await send('POST', '/instances', { body: createBody, at: secondsAgo(MAX_CLOCK_SKEW_SECONDS + 1) })).toEqual(unauthorized);
+    expect(await send('POST', '/instances', { body: createBody, at: secondsAgo(-MAX_CLOCK_SKEW_SECONDS - 2) })).toEqual(unauthorized);
+    expect(await requestsSeen()).toEqual([]);
+    expect((await send('POST', '/instances', { body: createBody, at: secondsAgo(MAX_CLOCK_SKEW_SECONDS - 5) })).status).toBe(201);
+  });
+
+  it('accepts either of two keys during a rotation, and only the new one once the old is removed', async () => {
+    const k2 = newKey('k2');
+    const signedByK2: SigningKeySet = { keys: [k1, k2], current: k2.id };
+    expect(await send('GET', '/instances/job', { keys: signedByK2 })).toEqual(unauthorized);
+    expect(await call('POST', '/_sim/keys', k2)).toEqual({ status: 200, body: { keys: [{ id: 'k1' }, { id: 'k2' }] } });
+    expect((await send('GET', '/instances/job', { keys: onlyK1 })).status).toBe(404);
+    expect((await send('GET', '/instances/job', { keys: signedByK2 })).status).toBe(404);
+    expect(await call('DELETE', '/_sim/keys/k1')).toEqual({ status: 200, body: { keys: [{ id: 'k2' }] } });
+    expect(await send('GET', '/instances/job', { keys: onlyK1 })).toEqual(unauthorized);
+    expect((await send('GET', '/instances/job', { keys: signedByK2 })).status).toBe(404);
+  });
+
+  it('takes its /_sim controls unsigned, lists key ids but never secrets, and refuses a key it could not check', async () => {
+    const keys = await fetch(`${simUrl}/_sim/keys`);
+    expect(keys.status).toBe(200);
+    const listed = await keys.text();
+    expect(JSON.parse(listed)).toEqual({ keys: [{ id: 'k1' }] });
+    expect(listed).not.toContain(k1.secret);
+    const short = await call('POST', '/_sim/keys', { id: 'k2', secret: 'short' });
+    expect(short.status).toBe(422);
+    expect(short.body.errors).toEqual([{ path: 'secret', message: 'a secret is at least 32 characters' }]);
+    expect((await call('POST', '/_sim/keys', { id: 'k 2', secret: newKey('k2').secret })).status).toBe(422);
+    expect((await call('DELETE', '/_sim/keys/k7')).status).toBe(404);
+    expect((await call('PUT', '/_sim/keys')).status).toBe(405);
+  });
+
+  it('serves a client through a key rotation: the client reads its keys again after the 401 and goes on with the new key', async () => {
+    const k2 = newKey('k2');
+    let secret = onlyK1;
+    let reads = 0;
+    const { client } = agentClient(2_000, keysReadOnDemand(async () => (reads++, secret)));
+    const request = { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 'tok-1' };
+    expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'absent' });
+    // 1. the agent accepts the new key beside the old; 2. the secret names it current; 3. the agent drops the old.
+    await call('POST', '/_sim/keys', k2);
+    secret = { keys: [k1, k2], current: k2.id };
+    expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'absent' });
+    await call('DELETE', `/_sim/keys/${k1.id}`);
+    expect(reads).toBe(1);
+    expect(await client.createInstance(request)).toEqual({ ok: true, siteName: 'job', attempts: 1 });
+    expect(reads).toBe(2);
+    expect((await requestsSeen()).map((r: { name: string; outcome: unknown }) => [r.name, r.outcome])).toEqual([['job', 201]]);
+    expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'present' });
+    expect(reads).toBe(2);
   });
 });
 
@@ -261,14 +377,14 @@ describe('simulated site agent: instance status', () => {
   });
 
   it("is what the reconcilers' agent (httpSiteAgent) reports: present, cleaning, absent, or an error", async () => {
-    const agent = httpSiteAgent(simUrl, defaultSiteConfig());
+    const agent = httpSiteAgent(simUrl, defaultSiteConfig(), staticKeys(onlyK1));
     await create('job', 'tok-a');
     expect(await agent.status('job')).toEqual({ kind: 'present' });
     controllerDown = true;
     await agent.delete('job');
     expect(await agent.status('job')).toEqual({ kind: 'cleaning' });
     expect(await agent.status('never-made')).toEqual({ kind: 'absent' });
-    const unreachable = httpSiteAgent('http://127.0.0.1:9', defaultSiteConfig());
+    const unreachable = httpSiteAgent('http://127.0.0.1:9', defaultSiteConfig(), staticKeys(onlyK1));
     expect(await unreachable.status('job')).toEqual({ kind: 'error', reason: expect.stringContaining('status query') });
   });
 
@@ -279,9 +395,9 @@ describe('simulated site agent: instance status', () => {
   });
 
   it('answers 400 to a body that is not JSON', async () => {
-    const response = await fetch(`${simUrl}/instances`, { method: 'POST', body: '{"name":' });
-    expect(response.status).toBe(400);
-    expect(await response.json()).toMatchObject({ code: 'invalid-json' });
+    const answer = await send('POST', '/instances', { body: '{"name":' });
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({ code: 'invalid-json' });
   });
 });
 
@@ -296,6 +412,7 @@ describe('simulated site agent: state kept in a file', () => {
       machines,
       controllerUrl: () => controllerUrl,
       token: async () => 'agent-token',
+      signingKeys: [k1],
       heartbeatIntervalMs: 50,
       provisionMs: 0,
       cleanupMs: 60_000,
@@ -303,7 +420,7 @@ describe('simulated site agent: state kept in a file', () => {
     });
     started.push(agent);
     await agent.start();
-    return createSiteAgentClient({ baseUrl: agent.url, maxAttempts: 1, baseDelayMs: 0, timeoutMs: 2_000 });
+    return createSiteAgentClient({ baseUrl: agent.url, maxAttempts: 1, baseDelayMs: 0, timeoutMs: 2_000, keys: staticKeys(onlyK1) });
   }
 
   it('outlives a restart: instances stay present, a cleanup under way finished meanwhile without a report, a client token still dedupes', async () => {
@@ -330,7 +447,16 @@ describe('simulated site agent: state kept in a file', () => {
     expect((await started[0]!.control('POST', '/_sim/machines/gb200-r1-02/health', { alerts }))?.status).toBe(200);
     await started[0]!.stop();
 
-    const restarted = createSiteSimulator({ machines, controllerUrl: () => controllerUrl, token: async () => 'agent-token', heartbeatIntervalMs: 50, provisionMs: 0, cleanupMs: 0, stateFile });
+    const restarted = createSiteSimulator({
+      machines,
+      controllerUrl: () => controllerUrl,
+      token: async () => 'agent-token',
+      signingKeys: [k1],
+      heartbeatIntervalMs: 50,
+      provisionMs: 0,
+      cleanupMs: 0,
+      stateFile,
+    });
     started.push(restarted);
     expect((await restarted.control('GET', '/_sim/machines/gb200-r1-02/health', undefined))?.body).toEqual({ id: 'gb200-r1-02', alerts });
   });

@@ -2,8 +2,11 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSiteAgentClient, type SiteAgentClientOptions } from '#site/agent-client.ts';
+import { signingHeaders, verifyRequest, type SigningKey, type SigningKeySet } from '#site/request-signing.ts';
+import { keysReadOnDemand, staticKeys } from '#site/signing-keys.ts';
 
-// A scripted agent on 127.0.0.1: each call takes the next scripted answer; only the backoff sleep is faked.
+// A scripted agent on 127.0.0.1: it checks each call's signature as an agent does (401 when refused), then each
+// signed call takes the next scripted answer; only the backoff sleep is faked.
 type Answer = number | 'network' | 'timeout' | { status: number; body: string };
 
 interface Received {
@@ -12,6 +15,14 @@ interface Received {
   body: Record<string, string> | undefined;
 }
 let requestIds: Array<string | undefined> = [];
+/** The key id each call came signed with, and whether the agent took the signature. */
+let signatures: Array<{ keyId: string | undefined; accepted: boolean }> = [];
+
+const k1: SigningKey = { id: 'k1', secret: 'k1-secret-of-at-least-32-characters' };
+const k2: SigningKey = { id: 'k2', secret: 'k2-secret-of-at-least-32-characters' };
+const onlyK1: SigningKeySet = { keys: [k1], current: 'k1' };
+/** The keys the scripted agent accepts. */
+let accepted: SigningKey[] = [k1];
 
 let server: Server;
 let baseUrl: string;
@@ -23,6 +34,9 @@ beforeAll(async () => {
   server = createServer(async (req, res) => {
     let text = '';
     for await (const chunk of req) text += chunk;
+    const verdict = verifyRequest(accepted, { method: req.method ?? '', target: req.url ?? '', body: text, headers: req.headers }, new Date());
+    signatures.push({ keyId: req.headers[signingHeaders.keyId] as string | undefined, accepted: verdict.ok });
+    if (!verdict.ok) return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
     received.push({ method: req.method ?? '', path: req.url ?? '', body: text ? JSON.parse(text) : undefined });
     requestIds.push(req.headers['x-request-id'] as string | undefined);
     const answer = script.shift() ?? { POST: 201, DELETE: 202 }[req.method ?? ''] ?? { status: 200, body: '{"state":"present"}' };
@@ -42,6 +56,8 @@ afterEach(() => {
   script = [];
   received = [];
   requestIds = [];
+  signatures = [];
+  accepted = [k1];
 });
 
 afterAll(async () => {
@@ -56,6 +72,7 @@ function client(overrides: Partial<SiteAgentClientOptions> = {}) {
     maxAttempts: 3,
     baseDelayMs: 250,
     timeoutMs: 2_000,
+    keys: staticKeys(onlyK1),
     sleep: async (ms) => void sleeps.push(ms),
     ...overrides,
   });
@@ -74,6 +91,88 @@ describe('site agent client: request ids', () => {
     await agent.instanceStatus('job', { requestId: 'req-3' });
     await agent.createInstance(request);
     expect(requestIds).toEqual(['req-1', 'req-1', 'req-2', 'req-3', undefined]);
+  });
+});
+
+describe('site agent client: signing', () => {
+  it('signs every call with the current key, the time in unix seconds and the v1 signature the agent checks', async () => {
+    const { agent } = client();
+    await agent.createInstance(request);
+    await agent.deleteInstance('job r2');
+    await agent.instanceStatus('job');
+    expect(signatures).toEqual([
+      { keyId: 'k1', accepted: true },
+      { keyId: 'k1', accepted: true },
+      { keyId: 'k1', accepted: true },
+    ]);
+  });
+
+  it('signs the path as sent: the base URL\'s own path, the percent-encoded name', async () => {
+    const { agent } = client({ baseUrl: `${baseUrl}/agent/v1/` });
+    expect(await agent.instanceStatus('job r2')).toEqual({ ok: true, state: 'present' });
+    expect(received).toEqual([{ method: 'GET', path: '/agent/v1/instances/job%20r2', body: undefined }]);
+    expect(signatures).toEqual([{ keyId: 'k1', accepted: true }]);
+  });
+
+  /** An in-memory secret that rotates, read through the same on-demand source the functions use. */
+  function rotatingSecret(initial: SigningKeySet) {
+    let secret = initial;
+    let reads = 0;
+    const keys = keysReadOnDemand(async () => (reads++, secret));
+    return { keys, reads: () => reads, rotate: (next: SigningKeySet) => void (secret = next) };
+  }
+
+  it('after a 401 reads its keys again, sends the call once more with the new key, and keeps that key', async () => {
+    const secret = rotatingSecret(onlyK1);
+    const { agent, sleeps } = client({ keys: secret.keys });
+    expect(await agent.instanceStatus('job')).toEqual({ ok: true, state: 'present' });
+    // The key rotated: the secret's current key is k2, and the agent no longer takes k1.
+    secret.rotate({ keys: [k1, k2], current: 'k2' });
+    accepted = [k2];
+    expect(await agent.createInstance(request)).toEqual({ ok: true, siteName: 'job', attempts: 1 });
+    expect(signatures.map((s) => `${s.keyId}:${s.accepted}`)).toEqual(['k1:true', 'k1:false', 'k2:true']);
+    expect(received.map((r) => r.body?.name)).toEqual([undefined, 'job']);
+    expect(secret.reads()).toBe(2);
+    expect(sleeps).toEqual([]);
+    // From now on straight with k2, without reading the secret again.
+    expect((await agent.deleteInstance('job')).ok).toBe(true);
+    expect(signatures.at(-1)).toEqual({ keyId: 'k2', accepted: true });
+    expect(secret.reads()).toBe(2);
+  });
+
+  it('does not loop on a 401 that persists: one read, one more send, and the 401 is the answer', async () => {
+    const secret = rotatingSecret(onlyK1);
+    accepted = [k2];
+    const { agent, sleeps } = client({ keys: secret.keys });
+    expect(await agent.createInstance(request)).toMatchObject({
+      ok: false,
+      attempts: 1,
+      reason: 'site agent answered 401 Unauthorized on attempt 1 (not retried: the agent refused the signature, also with the signing keys read again)',
+      lastOutcome: { kind: 'http-error', status: 401 },
+    });
+    expect(await agent.deleteInstance('job')).toEqual({ ok: false, status: 401, reason: 'site agent answered 401 Unauthorized to the delete' });
+    expect(await agent.instanceStatus('job')).toEqual({ ok: false, status: 401, reason: 'site agent answered 401 Unauthorized to the status query' });
+    // Two sends per call, each refused; one read at the first call, one more after each refusal.
+    expect(signatures).toHaveLength(6);
+    expect(signatures.every((s) => !s.accepted)).toBe(true);
+    expect(received).toEqual([]);
+    expect(secret.reads()).toBe(4);
+    expect(sleeps).toEqual([]);
+  });
+
+  it('sends nothing when its keys cannot be read, and says why', async () => {
+    const keys = keysReadOnDemand(() => Promise.reject(new Error('AccessDeniedException: not authorized to perform secretsmanager:GetSecretValue')));
+    const { agent, sleeps } = client({ keys });
+    const created = await agent.createInstance(request);
+    // Nothing reached the agent, so the create-retry rule may try again, as after a refused connection.
+    expect(created).toMatchObject({ ok: false, attempts: 3, lastOutcome: { kind: 'network' } });
+    expect(created.ok || created.reason).toMatch(/^site agent unreachable on attempt 3: not sent, the signing keys could not be read: AccessDenied/);
+    expect(sleeps).toEqual([250, 500]);
+    expect(await agent.deleteInstance('job')).toEqual({
+      ok: false,
+      reason: 'site agent delete not sent: the signing keys could not be read: AccessDeniedException: not authorized to perform secretsmanager:GetSecretValue',
+    });
+    expect(signatures).toEqual([]);
   });
 });
 
