@@ -88,7 +88,8 @@ describe('cdk synth', () => {
   it('stops with one clear line when the reservations do not fit the account quota', () => {
     const sitesDir = mkdtempSync(join(tmpdir(), 'fleetward-sites-'));
     const site = '[site]\nname = "tight"\nagent_url = "https://agent.example.net"\n[auth]\nissuer = "https://idp.example.net/"\naudience = "fw"\n';
-    writeFileSync(join(sitesDir, 'tight.toml'), `${site}[lambda]\naccount_concurrency = 200\n`);
+    const secret = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:fleetward/tight/agent-signing-Ab12Cd';
+    writeFileSync(join(sitesDir, 'tight.toml'), `${site}[site_agent]\nsigning_secret_arn = "${secret}"\n[lambda]\naccount_concurrency = 200\n`);
     expect(() => buildSiteApp({ site: 'tight', sitesDir })).toThrow(SiteConfigError);
     expect(() => buildSiteApp({ site: 'tight', sitesDir })).toThrow(/reserved concurrency 130 plus the 100 Lambda keeps unreserved is 230, over the account's quota of 200/);
   });
