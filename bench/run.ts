@@ -23,7 +23,7 @@ import { inProcessBus } from '#services/events.ts';
 import { randomIds } from '#services/lambda-context.ts';
 import { prometheusMetrics } from '#services/prometheus-metrics.ts';
 import { contentionBench, defaultContentionOptions } from './contention.ts';
-import { API_MACHINES, API_SWEEP_INTERVAL_MS, apiSiteToml, MACHINE_TYPE, ORG, startApiBench, type ApiBench, type ApiCycle, type OperationCost } from './api.ts';
+import { API_MACHINES, API_SWEEP_INTERVAL_MS, apiSiteToml, MACHINE_TYPE, ORG, TENANT, startApiBench, type ApiBench, type ApiCycle, type OperationCost } from './api.ts';
 import { startFloor, type Floor, type FloorCycle } from './floor.ts';
 import { COLDSTART_GOAL_MS, coldstartBench, defaultColdstartOptions } from './coldstart.ts';
 import { defaultHeartbeatOptions, heartbeatCost, standaloneContext } from './heartbeat.ts';
@@ -31,7 +31,7 @@ import { besideFloors, hostBench } from './host.ts';
 import { metaHeal } from './meta-heal.ts';
 import { defaultPlacementOptions, placementBench } from './placement.ts';
 import { defaultScaleSoakOptions, scaleSoak } from './scale-soak.ts';
-import { perOperation, ratio, round, SETTLE_MS, summarize, type Cost } from './stats.ts';
+import { perOperation, ratio, round, summarize, type Cost } from './stats.ts';
 import { defaultSweepReadsOptions, sweepReads } from './sweep-reads.ts';
 import { defaultWorkflowCostOptions, workflowCost } from './workflow-cost.ts';
 import { costEstimate } from './cost-model.ts';
@@ -67,6 +67,8 @@ function selectedParts(): Set<Part> {
 const SAMPLES = envInt('BENCH_SAMPLES', 200);
 const API_WARMUP = envInt('BENCH_API_WARMUP', 20);
 const FLOOR_WARMUP = envInt('BENCH_FLOOR_WARMUP', 60);
+/** Idle pause before every timed call, API and floor alike (stats.ts settle). */
+const SETTLE_MS = envInt('BENCH_SETTLE_MS', 10, 0);
 const HEARTBEAT_MACHINES = envInt('BENCH_HEARTBEAT_MACHINES', defaultHeartbeatOptions.machines);
 /** Medians per consecutive slice of the run, to show drift. */
 const SLICES = 4;
@@ -218,12 +220,12 @@ async function withDynamo<T>(what: string, run: (local: DynamoDbLocal) => Promis
 async function apiPart(id: string) {
   return withDynamo('the API site and the floor', async ({ endpoint }) => {
     // ---- API site ----
-    api = await startApiBench(endpoint, id, progress);
+    api = await startApiBench(endpoint, id, SETTLE_MS, progress);
     progress(`site on ${api.site.url} with ${API_MACHINES} ${MACHINE_TYPE} machines; warming up (${API_WARMUP} create/release rounds)`);
     for (let i = 0; i < API_WARMUP; i++) await api.cycle();
 
     // ---- floor, seeded from the warmed-up site's own items ----
-    floor = await startFloor(endpoint, id, api.tableName, MACHINE_TYPE, ORG);
+    floor = await startFloor({ endpoint, id, siteTable: api.tableName, machineType: MACHINE_TYPE, org: ORG, actor: TENANT, settleMs: SETTLE_MS });
     progress(`floor table ${floor.tableName} seeded with ${floor.seeded.machines} machines; warming up (${FLOOR_WARMUP} rounds)`);
     for (let i = 0; i < FLOOR_WARMUP; i++) await floor.cycle();
 
@@ -262,7 +264,7 @@ function apiReport(apiCycles: ApiCycle[], floorCycles: FloorCycle[]) {
   const apiRelease = summarize(apiCycles.map((c) => c.releaseMs));
   const floorCreate = summarize(floorCycles.map((c) => c.createMs));
   const floorRelease = summarize(floorCycles.map((c) => c.releaseMs));
-  const ratioUnit = 'ratio (API latency / floor latency)';
+  const ratioUnit = 'ratio (API latency / contract floor latency)';
   const ratios = {
     unit: ratioUnit,
     create_median: ratio(apiCreate.median, floorCreate.median),
@@ -291,10 +293,12 @@ function apiReport(apiCycles: ApiCycle[], floorCycles: FloorCycle[]) {
           'DynamoDB requests are attributed to an API call through its async context (tagged when the local server verifies the bench token), with the capacity DynamoDB reports per response; meter_window shows the brief\'s meter deltas over the same calls for comparison',
       },
       floor: {
-        table: "scratch table from tableDefinition(), seeded with copies of the site's catalog, heartbeat and machine items",
-        create: 'GetItem catalog + GetItem site heartbeat + Query allocatable (Limit 100) + TransactWriteItems [conditional machine Put, instance Put, history Put]',
-        release: 'GetItem instance + GetItem machine + TransactWriteItems [conditional instance Put, conditional machine Put, history Put]',
-        untimed: 'between the timed calls the floor puts the instance Ready and, after the release, the machine back to Ready, as the site\'s reactions would',
+        what: 'the contract floor: the least DynamoDB work each operation can do by what it promises (bench/floor.ts)',
+        table: "scratch table from tableDefinition(), seeded with the site's catalog and heartbeat items and its free machines",
+        create: 'Query allocatable (Limit 1) + TransactWriteItems [machine Put guarded by version, instance Put, history Put]',
+        release: 'GetItem instance (consistent) + TransactWriteItems [instance Put guarded by version, machine Put guarded by version, history Put]',
+        items: "the domain's own decisions (assignInstance, releaseInstance) written by the store's writesOf: the bytes and conditions the service writes",
+        untimed: "between the timed calls the store commits what the site's reactions would: the create claimed and Ready, after the release the cleanup finished",
       },
     },
     ratios,
@@ -400,7 +404,7 @@ async function main() {
     parts: { ran: [...parts], skipped: PARTS.filter((p) => !parts.has(p)), choose_with: 'BENCH_ONLY=meta,sweep or BENCH_SKIP=api,heartbeat' },
     wall_time: { unit: 's', total: round((performance.now() - started) / 1000, 1), ...wall },
     summary: {
-      ...(apiSection ? { api_over_floor: { unit: 'ratio (API latency / floor latency), medians', create: apiSection.ratios.create_median, release: apiSection.ratios.release_median } } : {}),
+      ...(apiSection ? { api_over_floor: { unit: 'ratio (API latency / contract floor latency), medians', create: apiSection.ratios.create_median, release: apiSection.ratios.release_median } } : {}),
       ...(host ? { host: { node_loop_ms: host.node_loop.value, ...host.dynamodb_local_floors } } : {}),
       ...(heartbeat ? { heartbeat: host?.machines === heartbeat.machines ? besideFloors(heartbeat.goals, host) : heartbeat.goals } : {}),
       ...(meta
