@@ -7,7 +7,7 @@
 //   first roster: every machine's liveness flips, each flip its own write guarded by the machine's version
 //     (conditional PutItem), the item as the domain's livenessChange and the store's writesOf make it.
 // The first roster's floor does not read the machines it rewrites (it wrote them): that read is the walk's cost, not
-// the contract's. Their times are the floors the heartbeat part's figures are set beside (`summary.heartbeat`).
+// the contract's. Their times are the floors the heartbeat part's figures are set beside (parts/heartbeat.ts).
 // Node's speed on a fixed loop of arithmetic says how this host's CPU compares with another's.
 
 import { BatchGetCommand, BatchWriteCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
