@@ -7,8 +7,8 @@ import { round } from './stats.ts';
 
 export const loadAverage = () => loadavg().map((x) => round(x, 2));
 
-/** Which code was measured: the commit, and how many files differ from it (stored results aside: they are output). */
-function gitState(): { commit: string; changed_files: number } | null {
+/** Which code is measured: the commit, and how many files differ from it (stored results aside: they are output). */
+export function gitState(): { commit: string; changed_files: number } | null {
   try {
     const git = (...args: string[]) => execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
     const changed = git('status', '--porcelain', '--', '.', ':(exclude)bench/results').split('\n').filter((line) => line.trim() !== '');
@@ -19,9 +19,10 @@ function gitState(): { commit: string; changed_files: number } | null {
 }
 
 export interface RunRecord {
-  /** performance.now() when the run started, and the load average then. */
+  /** performance.now() when the run started, the load average then, and the code it loaded (gitState). */
   startedAt: number;
   loadAtStart: number[];
+  code: ReturnType<typeof gitState>;
   known: readonly AnyPart[];
   selected: readonly AnyPart[];
   results: PartResults;
@@ -48,7 +49,7 @@ export function buildReport(run: RunRecord) {
       memory_gib: round(totalmem() / 2 ** 30, 1),
       load_average_1_5_15min: { unit: 'runnable processes; other work on the host skews latency', at_start: run.loadAtStart, at_end: loadAverage() },
     },
-    code: gitState(),
+    code: run.code,
     parts: {
       ran: run.selected.map((part) => part.name),
       skipped: run.known.filter((part) => !run.selected.includes(part)).map((part) => part.name),

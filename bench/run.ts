@@ -8,7 +8,7 @@ import { cpus } from 'node:os';
 import { PartDynamos } from './part-dynamo.ts';
 import { PartResults, type AnyPart, type BenchContext } from './part.ts';
 import { parts } from './parts/index.ts';
-import { buildReport, loadAverage, type RunRecord } from './report.ts';
+import { buildReport, gitState, loadAverage, type RunRecord } from './report.ts';
 import { storeReport } from './results.ts';
 import { selectParts } from './select.ts';
 import { round } from './stats.ts';
@@ -35,6 +35,7 @@ async function main(): Promise<void> {
   const run: RunRecord = {
     startedAt: performance.now(),
     loadAtStart: loadAverage(),
+    code: gitState(),
     known: parts,
     selected,
     results: new PartResults(),
