@@ -77,9 +77,13 @@ export function apiReport(apiCycles: ApiCycle[], floorCycles: FloorCycle[], sett
         sweep_interval_ms: API_SWEEP_INTERVAL_MS,
         toml: apiSiteToml.trim().split('\n'),
         method:
-          'sequential rounds: POST create (timed until the response body is read), wait until the instance is Ready and the site is quiet, DELETE (timed), wait until the machine is Ready again and the site is quiet; fetch with keep-alive to the local HTTP server in the same process; API and floor rounds alternate in pairs, in random order within a pair; every timed call, API or floor, follows the same idle pause (settle_ms)',
+          'sequential rounds: POST create (timed until the response body is read), wait until the instance is Ready and the site is quiet, ' +
+          'DELETE (timed), wait until the machine is Ready again and the site is quiet; fetch with keep-alive to the local HTTP server in ' +
+          'the same process; API and floor rounds alternate in pairs, in random order within a pair; every timed call, API or floor, ' +
+          'follows the same idle pause (settle_ms)',
         cost_attribution:
-          "DynamoDB requests are attributed to an API call through its async context (tagged when the local server verifies the bench token), with the capacity DynamoDB reports per response; meter_window shows the store client's meter deltas over the same calls for comparison",
+          'DynamoDB requests are attributed to an API call through its async context (tagged when the local server verifies the bench ' +
+          "token), with the capacity DynamoDB reports per response; meter_window shows the store client's meter deltas over the same calls",
       },
       floor: {
         what: 'the contract floor: the least DynamoDB work each operation can do by what it promises (bench/floor.ts)',
@@ -87,7 +91,7 @@ export function apiReport(apiCycles: ApiCycle[], floorCycles: FloorCycle[], sett
         create: 'Query allocatable (Limit 1) + TransactWriteItems [machine Put guarded by version, instance Put, history Put]',
         release: 'GetItem instance (consistent) + TransactWriteItems [instance Put guarded by version, machine Put guarded by version, history Put]',
         items: "the domain's own decisions (assignInstance, releaseInstance) written by the store's writesOf: the bytes and conditions the service writes",
-        untimed: 'between the timed calls the store commits what the site\'s reactions would: the create claimed and Ready, after the release the cleanup finished',
+        untimed: "between the timed calls the store commits what the site's reactions would: the instance Ready, after the release the cleanup done",
       },
     },
     ratios,

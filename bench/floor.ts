@@ -98,7 +98,8 @@ function transactionOf(tableName: string, change: Change): TransactWriteCommand 
 }
 
 /** The records a committed change left, versions as the store numbers them. */
-const committedMachines = (change: Change): Machine[] => (change.machines ?? []).map(({ before, after }) => ({ ...after, version: (before?.version ?? -1) + 1 }));
+const committedMachines = (change: Change): Machine[] =>
+  (change.machines ?? []).map(({ before, after }) => ({ ...after, version: (before?.version ?? -1) + 1 }));
 const committedInstance = (change: Change): Instance => {
   const { before, after } = change.instances![0]!;
   return { ...after, version: (before?.version ?? -1) + 1 };
@@ -168,7 +169,8 @@ export async function startFloor(setting: FloorSetting): Promise<Floor> {
   const provision = async (instance: Instance): Promise<void> => {
     const claim = claimCreate(instance, new Date(), 60_000)!;
     await reactions.commit(claim);
-    const ready = completeCreate(committedInstance(claim), machines.get(instance.machineId)!, { ok: true, siteName: instance.siteName, attempts: 1 }, new Date())!;
+    const answer = { ok: true as const, siteName: instance.siteName, attempts: 1 };
+    const ready = completeCreate(committedInstance(claim), machines.get(instance.machineId)!, answer, new Date())!;
     await reactions.commit(ready);
   };
 

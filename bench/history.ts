@@ -17,6 +17,7 @@ for (const { report } of reports) {
   if (!row) continue;
   found++;
   const judged = Object.entries(row.judged).map(([key, value]) => `${key} ${show(value)}`);
-  process.stdout.write(`${row.date.slice(0, 16).replace('T', ' ')}Z  ${row.commit}  ${show(row.value)}${judged.length > 0 ? `  (${judged.join(', ')})` : ''}\n`);
+  const when = `${row.date.slice(0, 16).replace('T', ' ')}Z`;
+  process.stdout.write(`${when}  ${row.commit}  ${show(row.value)}${judged.length > 0 ? `  (${judged.join(', ')})` : ''}\n`);
 }
 process.stderr.write(`${path}: in ${found} of ${reports.length} stored runs\n`);

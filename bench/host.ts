@@ -59,7 +59,10 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   const registered = fleet.map((m) => registerMachine(null, { id: m.id, machineType: m.machineType, rack: m.rack }, 'bench', now)!.machines![0]!.after);
   const items = registered.map(machineItem);
   // Each machine's first roster as the walk commits it: a change of one machine, one guarded put.
-  const live = registered.map((machine) => writesOf({ machines: [{ before: machine, after: livenessChange(machine, true, undefined, now)! }], history: [] }, () => '')[0]!);
+  const live = registered.map((machine) => {
+    const flipped = livenessChange(machine, true, undefined, now)!;
+    return writesOf({ machines: [{ before: machine, after: flipped }], history: [] }, () => '')[0]!;
+  });
   let found = 0;
   const read = await timedStep(javaPid, () =>
     inParallel(chunksOf(items, BATCH_GET_LIMIT), Number.POSITIVE_INFINITY, async (chunk) => {
@@ -77,7 +80,8 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   );
   const put = await timedStep(javaPid, () =>
     inParallel(live, SEPARATE_IN_FLIGHT, async (write) => {
-      await client.send(new PutCommand({ TableName: table, Item: write.put, ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': write.expectedVersion } }));
+      const guard = { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': write.expectedVersion } };
+      await client.send(new PutCommand({ TableName: table, Item: write.put, ...guard }));
     }),
   );
   const perItemUs = (ms: number) => round((ms * 1000) / machines, 1);
@@ -103,7 +107,8 @@ export async function hostBench(endpoint: string, id: string, options: HostOptio
     node_loop: { unit: 'ms for 10^8 additions (median of 3): CPU speed; lower is faster', value: loopMs },
     dynamodb_local_floors: floors,
     method:
-      "a DynamoDB Local of its own, fresh as the heartbeat part's is, with the project's table; the heartbeat part's fleet shape; the least registration and the first roster can do by their contract, sent as the store sends them, items as the store writes them, and nothing else",
+      "a DynamoDB Local of its own, fresh as the heartbeat part's is, with the project's table; the heartbeat part's fleet shape; " +
+      'the least registration and the first roster can do by their contract, sent as the store sends them, items as the store writes them',
   };
 }
 

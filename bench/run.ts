@@ -68,7 +68,8 @@ async function main(): Promise<void> {
   const report = buildReport(run);
   const stored = storeReport(report, selected.flatMap((part) => part.section ?? []));
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  progress(`done in ${report.wall_time.total} s; written to ${stored.file}${stored.whole ? '' : ' (summary and configs: the whole report is over the size kept)'}`);
+  const kept = stored.whole ? '' : ' (summary and configs: the whole report is over the size kept)';
+  progress(`done in ${report.wall_time.total} s; written to ${stored.file}${kept}`);
 
   const broken = selected.flatMap((part) => (run.results.has(part.name) ? (part.failure?.(run.results.get(part)) ?? []) : []));
   if (Object.keys(run.failed).length > 0) throw new Error(`parts failed: ${Object.keys(run.failed).join(', ')} (their figures are left out)`);

@@ -30,7 +30,8 @@ export const apiPart = definePart({
       progress(`site on ${api.site.url} with ${API_MACHINES} ${MACHINE_TYPE} machines; warming up (${options.apiWarmup} create/release rounds)`);
       for (let i = 0; i < options.apiWarmup; i++) await api.cycle();
       // Seeded from the warmed-up site's own items, so both sides read and write items of the same size.
-      const floor = await startFloor({ endpoint, id, siteTable: api.tableName, machineType: MACHINE_TYPE, org: ORG, actor: TENANT, settleMs: options.settleMs });
+      const { settleMs } = options;
+      const floor = await startFloor({ endpoint, id, siteTable: api.tableName, machineType: MACHINE_TYPE, org: ORG, actor: TENANT, settleMs });
       try {
         progress(`floor table ${floor.tableName} seeded with ${floor.seeded.machines} machines; warming up (${options.floorWarmup} rounds)`);
         for (let i = 0; i < options.floorWarmup; i++) await floor.cycle();
@@ -58,15 +59,22 @@ export const apiPart = definePart({
   },
 
   summaryKey: 'api_over_floor',
-  summarize: (result) => ({ unit: 'ratio (API latency / contract floor latency), medians', create: result.ratios.create_median, release: result.ratios.release_median }),
+  summarize: (result) => ({
+    unit: 'ratio (API latency / contract floor latency), medians',
+    create: result.ratios.create_median,
+    release: result.ratios.release_median,
+  }),
 });
 
+type Cycle = ApiCycle | FloorCycle;
+
 function roundsLine(done: number, samples: number, apiCycles: ApiCycle[], floorCycles: FloorCycle[]): string {
-  const median = (cycles: Array<ApiCycle | FloorCycle>, pick: (c: ApiCycle | FloorCycle) => number) => summarize(cycles.slice(-PROGRESS_EVERY).map(pick)).median;
-  const create = (c: ApiCycle | FloorCycle) => c.createMs;
-  const release = (c: ApiCycle | FloorCycle) => c.releaseMs;
+  const median = (cycles: Cycle[], pick: (c: Cycle) => number) => summarize(cycles.slice(-PROGRESS_EVERY).map(pick)).median;
+  const create = (c: Cycle) => c.createMs;
+  const release = (c: Cycle) => c.releaseMs;
   return (
-    `${done}/${samples} rounds; last ${Math.min(done, PROGRESS_EVERY)} medians: create ${median(apiCycles, create)} ms (floor ${median(floorCycles, create)}), ` +
+    `${done}/${samples} rounds; last ${Math.min(done, PROGRESS_EVERY)} medians: ` +
+    `create ${median(apiCycles, create)} ms (floor ${median(floorCycles, create)}), ` +
     `release ${median(apiCycles, release)} ms (floor ${median(floorCycles, release)})`
   );
 }

@@ -35,7 +35,11 @@ export const metaPart = definePart({
             : sweepOnly.median,
       ratio_override: meta.ratios.override ?? meta.ratios.override_lower_bound,
       ...('heartbeat' in meta.stream && meta.stream.heartbeat && 'heartbeat' in meta.sweep_only && meta.sweep_only.heartbeat
-        ? { stream_heartbeat_median: meta.stream.heartbeat.median, sweep_only_heartbeat_median: meta.sweep_only.heartbeat.median, ratio_heartbeat: meta.ratios.heartbeat }
+        ? {
+            stream_heartbeat_median: meta.stream.heartbeat.median,
+            sweep_only_heartbeat_median: meta.sweep_only.heartbeat.median,
+            ratio_heartbeat: meta.ratios.heartbeat,
+          }
         : {}),
       sweep_interval_s: meta.config.sweep_interval.local,
     };

@@ -18,7 +18,9 @@ export const workflowsPart = definePart({
   run: (context, options) => workflowCost(dynamoOf(context).endpoint, context.id, options, context.progress),
   summaryKey: 'workflow_cost',
   summarize: (workflows) => ({
-    unit: 'DynamoDB requests per workflow, call until quiet (median of the trials); goal = half of the figure before the reconciler registry; ratio median / goal; capacity units have no baseline',
+    unit:
+      'DynamoDB requests per workflow, call until quiet (median of the trials); goal = half of the figure before the reconciler registry; ' +
+      'ratio median / goal; capacity units have no baseline',
     ...workflows.summary,
   }),
 });
