@@ -63,7 +63,8 @@ async function main(): Promise<void> {
       run.wall[part.name] = round((performance.now() - started) / 1000, 1);
     }
   }
-  run.dynamodbLocalLeftRunning = dynamos.leftRunning().length > 0;
+  const leftRunning = dynamos.leftRunning();
+  run.dynamodbLocalLeftRunning = leftRunning.length > 0;
 
   const report = buildReport(run);
   const stored = storeReport(report, selected.flatMap((part) => part.section ?? []));
@@ -73,7 +74,7 @@ async function main(): Promise<void> {
 
   const broken = selected.flatMap((part) => (run.results.has(part.name) ? (part.failure?.(run.results.get(part)) ?? []) : []));
   if (Object.keys(run.failed).length > 0) throw new Error(`parts failed: ${Object.keys(run.failed).join(', ')} (their figures are left out)`);
-  if (run.dynamodbLocalLeftRunning) throw new Error(`a DynamoDB Local of ours (port ${dynamos.leftRunning().join(', ')}) is still running`);
+  if (leftRunning.length > 0) throw new Error(`a DynamoDB Local of ours (port ${leftRunning.join(', ')}) is still running`);
   if (broken.length > 0) throw new Error(broken.join('; '));
 }
 
