@@ -14,27 +14,26 @@ import { indexes, tableDefinition } from '#store/table.ts';
 import { countRequests, snapshot } from './counter.ts';
 import { settle, subtractCost, type Cost } from './stats.ts';
 
-/**
- * The contract floor of create and release: the least DynamoDB work each operation can do by what it promises,
- * sent straight through the SDK (the store's client settings) on a scratch table of the site's definition, seeded
- * with copies of the API site's catalog, heartbeat and machine items.
- *
- * create:  one Query of the allocatable index (a free machine of the type; the index holds keys only), then one
- *          TransactWriteItems claiming it: the machine Assigned (guarded by its version), the instance (new) and the
- *          history entry (new).
- * release: one strongly consistent GetItem of the instance (whose it is, and on which machine), then one
- *          TransactWriteItems: the instance Terminating and the machine to Cleanup (each guarded by its version),
- *          and the history entry (new).
- *
- * The items are what the service would write: the domain's own decisions (assignInstance, releaseInstance) turned
- * into writes by the store's own writesOf, so each transaction writes the same bytes under the same conditions. The
- * floor is its table's only writer and keeps the machines it seeded, so it never reads a machine to rewrite it:
- * that read is the service's cost (its index holds keys only), not the contract's.
- *
- * Outside the timed calls the floor does what the site's reactions do between a tenant's calls, through the store
- * and the same domain decisions: the instance claimed and Ready before its release, and after it the machine clean
- * and back in the pool, the instance Terminated.
- */
+// The contract floor of create and release: the least DynamoDB work each operation can do by what it promises,
+// sent straight through the SDK (the store's client settings) on a scratch table of the site's definition, seeded
+// with copies of the API site's catalog, heartbeat and machine items.
+//
+// create:  one Query of the allocatable index (a free machine of the type; the index holds keys only), then one
+//          TransactWriteItems claiming it: the machine Assigned (guarded by its version), the instance (new) and the
+//          history entry (new).
+// release: one strongly consistent GetItem of the instance (whose it is, and on which machine), then one
+//          TransactWriteItems: the instance Terminating and the machine to Cleanup (each guarded by its version),
+//          and the history entry (new).
+//
+// The items are what the service would write: the domain's own decisions (assignInstance, releaseInstance) turned
+// into writes by the store's own writesOf, so each transaction writes the same bytes under the same conditions. The
+// floor is its table's only writer and keeps the machines it seeded, so it never reads a machine to rewrite it:
+// that read is the service's cost (its index holds keys only), not the contract's.
+//
+// Outside the timed calls the floor does what the site's reactions do between a tenant's calls, through the store
+// and the same domain decisions: the instance claimed and Ready before its release, and after it the machine clean
+// and back in the pool, the instance Terminated.
+
 export interface FloorCycle {
   createMs: number;
   releaseMs: number;
