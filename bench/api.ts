@@ -9,6 +9,8 @@ import { settle, subtractCost, type Cost } from './stats.ts';
 export const API_MACHINES = 64;
 export const MACHINE_TYPE = 'gb200';
 export const ORG = 'bench';
+/** The tenant who creates and releases. */
+export const TENANT = 'bench-user';
 
 /**
  * A test-like site (fast simulator, retry delays as in the tests) with 64 gb200 machines. Two departures from the
@@ -49,7 +51,7 @@ const QUIET_LOOK_MS = 3;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function startApiBench(endpoint: string, id: string, progress: (line: string) => void): Promise<ApiBench> {
+export async function startApiBench(endpoint: string, id: string, settleMs: number, progress: (line: string) => void): Promise<ApiBench> {
   const tableName = `bench-${id}`;
   const { site, siteLog } = await startBenchSite({
     endpoint,
@@ -59,7 +61,7 @@ export async function startApiBench(endpoint: string, id: string, progress: (lin
     onLine: (line) => (warnsOrFails(line) || /failed|SET ASIDE/.test(line)) && progress(`site: ${line}`),
   });
   try {
-    const token = await site.issuer.mint({ sub: 'bench-user', org: ORG, roles: ['tenant'] }, '2h');
+    const token = await site.issuer.mint({ sub: TENANT, org: ORG, roles: ['tenant'] }, '2h');
 
     // Which DynamoDB requests belong to which API call. The local server verifies each request's token before it
     // runs the handler, in that request's async context; tagging the context there marks everything the call does,
@@ -117,7 +119,7 @@ export async function startApiBench(endpoint: string, id: string, progress: (lin
     const call = async (method: string, url: string, body: string | undefined, expect: number) => {
       const tag = `${method}#${++callsMade}`;
       currentCall = tag;
-      await settle();
+      await settle(settleMs);
       const before = snapshot(requests);
       const t0 = performance.now();
       const response = await fetch(url, { method, headers: body === undefined ? { authorization: headers.authorization } : headers, ...(body === undefined ? {} : { body }) });

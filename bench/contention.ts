@@ -27,7 +27,7 @@ export interface ContentionOptions {
 
 export const defaultContentionOptions: ContentionOptions = { machines: 100, requests: 400, rounds: 3, warmupRounds: 3, containerRounds: 1 };
 
-/** Issue 11, part 4: a create answers within this, however many creates contend (p99 of every answer). */
+/** The goal: a create answers within this, however many creates contend (p99 of every answer). */
 export const CONTENTION_GOAL_P99_MS = 3_000;
 
 const MACHINE_TYPE = 'gb200';

@@ -1,26 +1,39 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { HistoryEntry, Instance, Machine } from '#domain/model.ts';
+import type { Change } from '#domain/change.ts';
+import { finishCleanup } from '#domain/cleanup.ts';
+import { assignInstance, claimCreate, completeCreate, releaseInstance } from '#domain/instances.ts';
+import type { Instance, Machine } from '#domain/model.ts';
+import { randomIds } from '#services/lambda-context.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { fromInstanceItem, fromMachineItem, historyItem, instanceItem, keys, machineItem } from '#store/items.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import { writesOf } from '#store/item-store.ts';
+import { fromInstanceItem, keys, machineIdOfKey, machineItem } from '#store/items.ts';
 import { indexes, tableDefinition } from '#store/table.ts';
-import { countRequests, units } from './counter.ts';
-import { settle, type Cost } from './stats.ts';
+import { countRequests, snapshot } from './counter.ts';
+import { settle, subtractCost, type Cost } from './stats.ts';
 
-/**
- * The floor: the DynamoDB requests the create and release paths make, sent straight through the SDK (same
- * document client settings, consistent reads, ReturnConsumedCapacity as the bench meter asks) against a scratch table
- * with the site's table definition, seeded with copies of the API site's own catalog, heartbeat and machine items so
- * every request reads and writes items of the same size.
- *
- * create:  GetItem catalog, GetItem site heartbeat, Query allocatable index, TransactWriteItems [conditional
- *          machine Put, instance Put, history Put]
- * release: GetItem instance, GetItem machine, TransactWriteItems [conditional instance Put, conditional machine
- *          Put, history Put]
- * Outside the timed parts the floor does what the site's reactions do between a tenant's calls: the instance
- * becomes Ready before it is released, and after the release the machine goes back to the pool.
- */
+// The contract floor of create and release: the least DynamoDB work each operation can do by what it promises,
+// sent straight through the SDK (the store's client settings) on a scratch table of the site's definition, seeded
+// with copies of the API site's catalog, heartbeat and machine items.
+//
+// create:  one Query of the allocatable index (a free machine of the type; the index holds keys only), then one
+//          TransactWriteItems claiming it: the machine Assigned (guarded by its version), the instance (new) and the
+//          history entry (new).
+// release: one strongly consistent GetItem of the instance (whose it is, and on which machine), then one
+//          TransactWriteItems: the instance Terminating and the machine to Cleanup (each guarded by its version),
+//          and the history entry (new).
+//
+// The items are what the service would write: the domain's own decisions (assignInstance, releaseInstance) turned
+// into writes by the store's own writesOf, so each transaction writes the same bytes under the same conditions. The
+// floor is its table's only writer and keeps the machines it seeded, so it never reads a machine to rewrite it:
+// that read is the service's cost (its index holds keys only), not the contract's.
+//
+// Outside the timed calls the floor does what the site's reactions do between a tenant's calls, through the store
+// and the same domain decisions: the instance claimed and Ready before its release, and after it the machine clean
+// and back in the pool, the instance Terminated.
+
 export interface FloorCycle {
   createMs: number;
   releaseMs: number;
@@ -35,187 +48,149 @@ export interface Floor {
   stop(): Promise<void>;
 }
 
-async function copySiteItems(endpoint: string, from: string, to: DynamoDBDocumentClient, toTable: string, machineType: string): Promise<number> {
-  const source = createDocumentClient(endpoint);
+export interface FloorSetting {
+  endpoint: string;
+  id: string;
+  /** The API site's table, whose items are copied. */
+  siteTable: string;
+  machineType: string;
+  /** Who creates and releases: the API side's tenant. */
+  org: string;
+  actor: string;
+  /** Idle pause before each timed call (stats.ts settle). */
+  settleMs: number;
+}
+
+/** The site's catalog and heartbeat copied as they are, and its free machines of the type written as the store writes them. */
+async function copySiteItems(setting: FloorSetting, to: DynamoDBDocumentClient, toTable: string): Promise<Machine[]> {
+  const sourceClient = createDocumentClient(setting.endpoint);
   for (const key of [keys.siteCatalog, keys.siteHeartbeat]) {
-    const { Item } = await source.send(new GetCommand({ TableName: from, Key: key, ConsistentRead: true }));
+    const { Item } = await sourceClient.send(new GetCommand({ TableName: setting.siteTable, Key: key, ConsistentRead: true }));
     if (!Item) throw new Error(`bench floor: the site table has no ${key.pk}/${key.sk} item to copy`);
     await to.send(new PutCommand({ TableName: toTable, Item }));
   }
-  let copied = 0;
-  let start: Record<string, unknown> | undefined;
+  const source = new DynamoFleetStore(sourceClient, setting.siteTable);
+  const machines: Machine[] = [];
+  let nextToken: string | undefined;
   do {
-    const page = await source.send(
-      new QueryCommand({
-        TableName: from,
-        IndexName: indexes.allocatable.name,
-        KeyConditionExpression: '#pk = :pk',
-        ExpressionAttributeNames: { '#pk': indexes.allocatable.pk },
-        ExpressionAttributeValues: { ':pk': `ALLOC#${machineType}` },
-        ...(start ? { ExclusiveStartKey: start } : {}),
-      }),
-    );
-    // The index holds keys only: each machine is read from the table.
-    for (const key of page.Items ?? []) {
-      const { Item } = await source.send(new GetCommand({ TableName: from, Key: { pk: key.pk, sk: key.sk }, ConsistentRead: true }));
-      if (!Item) continue;
-      await to.send(new PutCommand({ TableName: toTable, Item }));
-      copied++;
-    }
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return copied;
+    const page = await source.allocatableMachinesPage(setting.machineType, { limit: 100, nextToken });
+    machines.push(...page.items);
+    nextToken = page.nextToken;
+  } while (nextToken);
+  for (const machine of machines) await to.send(new PutCommand({ TableName: toTable, Item: machineItem(machine) }));
+  return machines;
 }
 
-export async function startFloor(endpoint: string, id: string, siteTable: string, machineType: string, org: string): Promise<Floor> {
-  const tableName = `bench-floor-${id}`;
-  const admin = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+/** A decision's writes as one transaction, as dynamo-store.ts writeItems sends a change of several items. */
+function transactionOf(tableName: string, change: Change): TransactWriteCommand {
+  const writes = writesOf(change, () => randomUUID().slice(0, 8));
+  return new TransactWriteCommand({
+    TransactItems: writes.map((write) => ({
+      Put: {
+        TableName: tableName,
+        Item: write.put,
+        ConditionExpression: write.expectedVersion === null ? 'attribute_not_exists(pk)' : 'version = :expected',
+        ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
+      },
+    })),
+  });
+}
+
+/** The records a committed change left, versions as the store numbers them. */
+const committedMachines = (change: Change): Machine[] =>
+  (change.machines ?? []).map(({ before, after }) => ({ ...after, version: (before?.version ?? -1) + 1 }));
+const committedInstance = (change: Change): Instance => {
+  const { before, after } = change.instances![0]!;
+  return { ...after, version: (before?.version ?? -1) + 1 };
+};
+
+export async function startFloor(setting: FloorSetting): Promise<Floor> {
+  const tableName = `bench-floor-${setting.id}`;
+  const admin = new DynamoDBClient({ endpoint: setting.endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
   await admin.send(new CreateTableCommand(tableDefinition(tableName)));
   await waitUntilTableExists({ client: admin, maxWaitTime: 30 }, { TableName: tableName });
 
-  const doc = createDocumentClient(endpoint);
-  const machines = await copySiteItems(endpoint, siteTable, doc, tableName, machineType);
-  if (machines === 0) throw new Error('bench floor: no allocatable machines to copy from the site table');
-  // Counted only after seeding, so the counts are the timed requests alone.
-  const requests = countRequests(doc).counts;
+  // The timed requests go through a client of their own, metered as the API side's site client is (counter.ts).
+  const timed = createDocumentClient(setting.endpoint);
+  const seeded = await copySiteItems(setting, timed, tableName);
+  if (seeded.length === 0) throw new Error('bench floor: no allocatable machines to copy from the site table');
+  const requests = countRequests(timed);
+  // What the site's reactions do between a tenant's calls goes through the store, on a client outside the meter.
+  const reactions = new DynamoFleetStore(createDocumentClient(setting.endpoint), tableName);
+  const machines = new Map(seeded.map((machine) => [machine.id, machine]));
+  const remember = (change: Change) => committedMachines(change).forEach((machine) => machines.set(machine.id, machine));
 
-  const cost = (writes: number, writeUnits: number, readUnits: number, before: Record<string, number>): Cost => {
-    const delta: Record<string, number> = {};
-    for (const [name, n] of Object.entries(requests)) if (n - (before[name] ?? 0) !== 0) delta[name] = n - (before[name] ?? 0);
-    return { writes, writeUnits, readUnits, requests: delta };
+  const timedCall = async <T>(call: () => Promise<T>) => {
+    await settle(setting.settleMs);
+    const before = snapshot(requests);
+    const started = performance.now();
+    const value = await call();
+    return { value, ms: performance.now() - started, cost: subtractCost(snapshot(requests), before) };
+  };
+
+  const create = () =>
+    timedCall(async () => {
+      const { Items } = await timed.send(
+        new QueryCommand({
+          TableName: tableName,
+          IndexName: indexes.allocatable.name,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': indexes.allocatable.pk },
+          ExpressionAttributeValues: { ':pk': `ALLOC#${setting.machineType}` },
+          Limit: 1,
+        }),
+      );
+      const entry = Items?.[0];
+      const machine = entry && machines.get(machineIdOfKey(String(entry.pk)));
+      if (!machine) throw new Error('bench floor: no allocatable machine');
+      const id = randomIds.next('i');
+      const spec = { id, org: setting.org, name: id, labels: {}, clientToken: randomIds.next('ct'), createdBy: setting.actor };
+      const { change } = assignInstance(machine, spec, new Date());
+      await timed.send(transactionOf(tableName, change));
+      remember(change);
+      return committedInstance(change);
+    });
+
+  const release = (instanceId: string) =>
+    timedCall(async () => {
+      const { Item } = await timed.send(new GetCommand({ TableName: tableName, Key: keys.instance(instanceId), ConsistentRead: true }));
+      if (!Item) throw new Error(`bench floor: instance ${instanceId} is missing`);
+      const instance = fromInstanceItem(Item);
+      const report = { actor: setting.actor, isRepairTenant: false, policy: { kind: 'off' as const } };
+      const decision = releaseInstance(instance, machines.get(instance.machineId)!, report, new Date());
+      if (decision.kind !== 'release') throw new Error(`bench floor: instance ${instanceId} was not released`);
+      await timed.send(transactionOf(tableName, decision.change));
+      remember(decision.change);
+      return committedInstance(decision.change);
+    });
+
+  /** The site's reaction to a new instance: its create claimed, the agent's answer recorded, the instance Ready. */
+  const provision = async (instance: Instance): Promise<void> => {
+    const claim = claimCreate(instance, new Date(), 60_000)!;
+    await reactions.commit(claim);
+    const answer = { ok: true as const, siteName: instance.siteName, attempts: 1 };
+    const ready = completeCreate(committedInstance(claim), machines.get(instance.machineId)!, answer, new Date())!;
+    await reactions.commit(ready);
+  };
+
+  /** The site's reaction to a release: the agent's cleanup done, the machine back in the pool, the instance Terminated. */
+  const clean = async (instance: Instance): Promise<void> => {
+    const done = finishCleanup(machines.get(instance.machineId)!, instance, { ok: true }, 'site-agent', new Date());
+    await reactions.commit(done);
+    remember(done);
   };
 
   const cycle = async (): Promise<FloorCycle> => {
-    // ---- create ----
-    let before = { ...requests };
-    let reads = 0;
-    await settle();
-    const t0 = performance.now();
-    const catalog = await doc.send(new GetCommand({ TableName: tableName, Key: keys.siteCatalog, ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }));
-    const heartbeat = await doc.send(new GetCommand({ TableName: tableName, Key: keys.siteHeartbeat, ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }));
-    const candidates = await doc.send(
-      new QueryCommand({
-        TableName: tableName,
-        IndexName: indexes.allocatable.name,
-        KeyConditionExpression: '#pk = :pk',
-        ExpressionAttributeNames: { '#pk': indexes.allocatable.pk },
-        ExpressionAttributeValues: { ':pk': `ALLOC#${machineType}` },
-        Limit: 100,
-        ReturnConsumedCapacity: 'TOTAL',
-      }),
-    );
-    const keysFound = candidates.Items ?? [];
-    const pickedKey = keysFound[Math.floor(Math.random() * keysFound.length)];
-    if (!pickedKey) throw new Error('bench floor: no allocatable machine');
-    // The index holds keys only (store/table.ts): the picked machine is read from the table.
-    const picked = await doc.send(new GetCommand({ TableName: tableName, Key: { pk: pickedKey.pk, sk: pickedKey.sk }, ReturnConsumedCapacity: 'TOTAL' }));
-    reads += units(catalog.ConsumedCapacity) + units(heartbeat.ConsumedCapacity) + units(candidates.ConsumedCapacity) + units(picked.ConsumedCapacity);
-    if (!picked.Item) throw new Error('bench floor: the picked machine is gone');
-    const machine = fromMachineItem(picked.Item);
-    const at = new Date().toISOString();
-    const instanceId = `i-${randomUUID().replaceAll('-', '').slice(0, 16)}`;
-    const instance: Instance = {
-      id: instanceId,
-      org,
-      name: instanceId,
-      machineId: machine.id,
-      machineType: machine.machineType,
-      status: 'Provisioning',
-      labels: {},
-      createAttempts: 0,
-      siteName: instanceId,
-      creation: { clientToken: `ct-${randomUUID().replaceAll('-', '').slice(0, 16)}`, phase: 'pending' },
-      createdBy: 'bench-user',
-      createdAt: at,
-      updatedAt: at,
-      version: 0,
-    };
-    const assigned: Machine = { ...machine, state: 'Assigned', instanceId, updatedAt: at, version: machine.version + 1 };
-    const created: HistoryEntry = {
-      machineId: machine.id,
-      at,
-      actor: 'bench-user',
-      action: 'instance-created',
-      instanceId,
-      changes: { state: { from: machine.state, to: 'Assigned' }, instanceId: { to: instanceId } },
-    };
-    const createWrite = await doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Put: { TableName: tableName, Item: machineItem(assigned), ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': machine.version } } },
-          { Put: { TableName: tableName, Item: instanceItem(instance), ConditionExpression: 'attribute_not_exists(pk)' } },
-          { Put: { TableName: tableName, Item: historyItem(created, randomUUID().slice(0, 8)), ConditionExpression: 'attribute_not_exists(pk)' } },
-        ],
-        ReturnConsumedCapacity: 'TOTAL',
-      }),
-    );
-    const createMs = performance.now() - t0;
-    const createCost = cost(1, units(createWrite.ConsumedCapacity), reads, before);
-
-    // ---- what the site's reaction does before a tenant releases (untimed): the create claimed, then Ready ----
-    const readyAt = new Date().toISOString();
-    const ready: Instance = {
-      ...instance,
-      status: 'Ready',
-      createAttempts: 1,
-      creation: { clientToken: instance.creation.clientToken, phase: 'done' },
-      updatedAt: readyAt,
-      version: instance.version + 2,
-    };
-    await doc.send(new PutCommand({ TableName: tableName, Item: instanceItem(ready) }));
-
-    // ---- release ----
-    before = { ...requests };
-    await settle();
-    const t1 = performance.now();
-    const instanceRead = await doc.send(new GetCommand({ TableName: tableName, Key: keys.instance(instanceId), ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }));
-    const machineRead = await doc.send(new GetCommand({ TableName: tableName, Key: keys.machine(machine.id), ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }));
-    reads = units(instanceRead.ConsumedCapacity) + units(machineRead.ConsumedCapacity);
-    if (!instanceRead.Item || !machineRead.Item) throw new Error('bench floor: the instance or machine just written is missing');
-    const current = fromInstanceItem(instanceRead.Item);
-    const held = fromMachineItem(machineRead.Item);
-    const releasedAt = new Date().toISOString();
-    const terminating: Instance = { ...current, status: 'Terminating', updatedAt: releasedAt, version: current.version + 1 };
-    const cleaning: Machine = {
-      ...held,
-      state: 'Cleanup',
-      cleanup: { instanceId, phase: 'pending', attempts: 0 },
-      updatedAt: releasedAt,
-      version: held.version + 1,
-    };
-    const released: HistoryEntry = {
-      machineId: held.id,
-      at: releasedAt,
-      actor: 'bench-user',
-      action: 'instance-released',
-      instanceId,
-      labels: current.labels,
-      changes: { status: { from: current.status, to: 'Terminating' }, state: { from: held.state, to: 'Cleanup' } },
-    };
-    const releaseWrite = await doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Put: { TableName: tableName, Item: instanceItem(terminating), ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': current.version } } },
-          { Put: { TableName: tableName, Item: machineItem(cleaning), ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': held.version } } },
-          { Put: { TableName: tableName, Item: historyItem(released, randomUUID().slice(0, 8)), ConditionExpression: 'attribute_not_exists(pk)' } },
-        ],
-        ReturnConsumedCapacity: 'TOTAL',
-      }),
-    );
-    const releaseMs = performance.now() - t1;
-    const releaseCost = cost(1, units(releaseWrite.ConsumedCapacity), reads, before);
-
-    // ---- what the site's cleanup does (untimed): the machine back in the pool, the instance Terminated ----
-    const doneAt = new Date().toISOString();
-    const { instanceId: _gone, cleanup: _done, ...rest } = cleaning;
-    await doc.send(new PutCommand({ TableName: tableName, Item: machineItem({ ...rest, state: 'Ready', updatedAt: doneAt, version: cleaning.version + 2 }) }));
-    await doc.send(new PutCommand({ TableName: tableName, Item: instanceItem({ ...terminating, status: 'Terminated', updatedAt: doneAt, version: terminating.version + 1 }) }));
-    return { createMs, releaseMs, createCost, releaseCost };
+    const created = await create();
+    await provision(created.value);
+    const released = await release(created.value.id);
+    await clean(released.value);
+    return { createMs: created.ms, releaseMs: released.ms, createCost: created.cost, releaseCost: released.cost };
   };
 
   return {
     tableName,
-    seeded: { machines },
+    seeded: { machines: seeded.length },
     cycle,
     async stop() {
       await admin.send(new DeleteTableCommand({ TableName: tableName })).catch(() => {});

@@ -7,6 +7,7 @@ import { demoFleet } from '#local/site-simulator.ts';
 import type { AppContext, Log } from '#services/context.ts';
 import { inProcessBus } from '#services/events.ts';
 import { randomIds } from '#services/lambda-context.ts';
+import { prometheusMetrics } from '#services/prometheus-metrics.ts';
 import { allocatability } from '#domain/health.ts';
 import { startRun } from '#reconcilers/runner.ts';
 import { loadHeartbeatView } from '#services/heartbeat-view.ts';
@@ -75,7 +76,7 @@ class SettleWatchingStore extends DynamoFleetStore {
   }
 }
 
-/** Issue 11's goals for heartbeats and registration at 10,000 machines. */
+/** The goals for heartbeats and registration at 10,000 machines. */
 export const heartbeatGoals = {
   beatP99Ms: 2_000,
   firstRosterToAllocatableMs: 20_000,
@@ -99,34 +100,16 @@ const costView = (cost: Cost) => ({
   requests: cost.requests,
 });
 
-/** What the heartbeat part needs from a site's context when no API site ran: ids, events, metrics; never the agent. */
-export function standaloneContext(): AppContext {
-  const quiet = { info: () => {}, warn: () => {}, error: () => {} };
-  const noAgent = () => Promise.reject(new Error('bench: the heartbeat part never calls the site agent'));
-  return {
-    store: undefined as never,
-    config: parseSiteConfig('[site]\nname = "bench"\n', 'bench config'),
-    clock: { now: () => new Date() },
-    ids: randomIds,
-    agent: { create: noAgent, delete: noAgent, status: noAgent },
-    events: inProcessBus(quiet),
-    metrics: { gauge: () => {}, count: () => {}, timing: () => {} },
-    log: quiet,
-  };
-}
-
 /**
- * Heartbeats and registration at fleet scale (issue 11), each headline figure against its goal. A context of its own on the same DynamoDB Local (a store on its own
- * table, a fake clock, the default 30 s timeout; the rest as the local site wired it); the service functions are
- * called directly, as the heartbeat route does, so simulated minutes take seconds; what the stream does with the
- * buckets a beat changed (walk them) is run right after the beat, as a stream reaction would.
+ * Heartbeats and registration at fleet scale, each headline figure against its goal. A context of its own (a store on
+ * its own table, a fake clock, the default 30 s timeout; events and metrics as the local site wires them); the
+ * service functions are called directly, as the heartbeat route does, so simulated minutes take seconds; what the
+ * stream does with the buckets a beat changed (walk them) is run right after the beat, as a stream reaction would.
  */
 export async function heartbeatCost(
   endpoint: string,
   id: string,
   options: HeartbeatBenchOptions,
-  /** A context the local site built, for everything but the store, clock, config and log. */
-  base: AppContext,
   progress: (line: string) => void,
   /** DynamoDB Local's java: how much its JIT compilers overlapped registration and the first roster is reported. */
   javaPid?: number,
@@ -145,12 +128,16 @@ export async function heartbeatCost(
     warn: (m, f) => progress(`heartbeat ctx warn ${m} ${JSON.stringify(f ?? {})}`),
     error: (m, f) => progress(`heartbeat ctx error ${m} ${JSON.stringify(f ?? {})}`),
   };
-  // The rest (agent, events, metrics, ...) as the local site wires them; heartbeats never call the agent.
+  const noAgent = () => Promise.reject(new Error('bench: the heartbeat part never calls the site agent'));
   const ctx: AppContext = {
-    ...base,
     store,
     config: parseSiteConfig(`[site]\nname = "bench-heartbeat"\n[heartbeat]\ntimeout_seconds = ${options.timeoutSeconds}\n`, 'heartbeat bench config'),
     clock,
+    ids: randomIds,
+    agent: { create: noAgent, delete: noAgent, status: noAgent },
+    // As the local site wires them (local/site.ts).
+    events: inProcessBus(log),
+    metrics: prometheusMetrics(),
     log,
   };
   const mark = () => snapshot(requests);

@@ -1,13 +1,17 @@
 // `host` part: what this host gives the timed goals, measured in the same run, with no Fleetward code in the way.
 // Registration and the first roster are made of DynamoDB Local's writes, and DynamoDB Local (one JVM, one SQLite
 // database) handles a request at a time: on a slower host it alone can take longer than a goal allows. So this part
-// does, on a DynamoDB Local and a table of their own, just the requests those two figures cannot do without:
-//   registration: read every new machine's key (BatchGetItem, none found), then write every machine (BatchWriteItem);
-//   first roster: write every machine again, one conditional PutItem each (`version = :expected`), as the walk does.
-// Their times are the floors the heartbeat part's figures are set beside (run.ts). Node's speed on a fixed loop of
-// arithmetic says how this host's CPU compares with another's.
+// does, on a DynamoDB Local and a table of their own, the least each of those two operations can do by its contract:
+//   registration: it must not overwrite a machine already registered, so it reads every machine's key (BatchGetItem,
+//     none found) and writes every new machine (BatchWriteItem), each item as the store writes it;
+//   first roster: every machine's liveness flips, each flip its own write guarded by the machine's version
+//     (conditional PutItem), the item as the domain's livenessChange and the store's writesOf make it.
+// The first roster's floor does not read the machines it rewrites (it wrote them): that read is the walk's cost, not
+// the contract's. Their times are the floors the heartbeat part's figures are set beside (parts/heartbeat.ts).
+// Node's speed on a fixed loop of arithmetic says how this host's CPU compares with another's.
 
 import { BatchGetCommand, BatchWriteCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { livenessChange } from '#domain/heartbeat.ts';
 import { registerMachine } from '#domain/machines.ts';
 import { createTables } from '#local/tables.ts';
 import { demoFleet } from '#local/site-simulator.ts';
@@ -15,6 +19,7 @@ import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, BATCH_WRITES_IN_FLIGHT } from '#store/dynamo-store.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
+import { writesOf } from '#store/item-store.ts';
 import { keys, machineItem } from '#store/items.ts';
 import { watchJitCompilers } from './jvm-compiler.ts';
 import { ratio, round } from './stats.ts';
@@ -51,7 +56,13 @@ export function nodeLoopMs(): number {
 export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table: string, machines: number, javaPid?: number) {
   const now = new Date();
   const fleet = demoFleet([{ type: 'gb200', count: machines, racks: Math.ceil(machines / 8) }]);
-  const items = fleet.map((m) => machineItem(registerMachine(null, { id: m.id, machineType: m.machineType, rack: m.rack }, 'bench', now)!.machines![0]!.after));
+  const registered = fleet.map((m) => registerMachine(null, { id: m.id, machineType: m.machineType, rack: m.rack }, 'bench', now)!.machines![0]!.after);
+  const items = registered.map(machineItem);
+  // Each machine's first roster as the walk commits it: a change of one machine, one guarded put.
+  const live = registered.map((machine) => {
+    const flipped = livenessChange(machine, true, undefined, now)!;
+    return writesOf({ machines: [{ before: machine, after: flipped }], history: [] }, () => '')[0]!;
+  });
   let found = 0;
   const read = await timedStep(javaPid, () =>
     inParallel(chunksOf(items, BATCH_GET_LIMIT), Number.POSITIVE_INFINITY, async (chunk) => {
@@ -68,15 +79,9 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
     }),
   );
   const put = await timedStep(javaPid, () =>
-    inParallel(items, SEPARATE_IN_FLIGHT, async (item) => {
-      await client.send(
-        new PutCommand({
-          TableName: table,
-          Item: { ...item, heartbeatLive: true, version: Number(item.version) + 1 },
-          ConditionExpression: 'version = :expected',
-          ExpressionAttributeValues: { ':expected': item.version },
-        }),
-      );
+    inParallel(live, SEPARATE_IN_FLIGHT, async (write) => {
+      const guard = { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': write.expectedVersion } };
+      await client.send(new PutCommand({ TableName: table, Item: write.put, ...guard }));
     }),
   );
   const perItemUs = (ms: number) => round((ms * 1000) / machines, 1);
@@ -102,7 +107,8 @@ export async function hostBench(endpoint: string, id: string, options: HostOptio
     node_loop: { unit: 'ms for 10^8 additions (median of 3): CPU speed; lower is faster', value: loopMs },
     dynamodb_local_floors: floors,
     method:
-      'a DynamoDB Local of its own, fresh as the heartbeat part\'s is, with the project\'s table; the heartbeat part\'s fleet shape; the requests registration and the first roster cannot do without, sent as the store sends them, and nothing else',
+      "a DynamoDB Local of its own, fresh as the heartbeat part's is, with the project's table; the heartbeat part's fleet shape; " +
+      'the least registration and the first roster can do by their contract, sent as the store sends them, items as the store writes them',
   };
 }
 

@@ -1,5 +1,5 @@
-// Issue 4, item 7a: how long from a backing machine's failure until its meta-instance has a replacement that is
-// Ready, on the local runner; stream-driven, and on a second site where only the sweep reconciles.
+// How long from a backing machine's failure until its meta-instance has a replacement that is Ready, on the local
+// runner; stream-driven, and on a second site where only the sweep reconciles.
 
 import type { Instance } from '#domain/model.ts';
 import type { LocalSite } from '#local/site.ts';

@@ -1,5 +1,5 @@
-// Issue 4, item 7b and issue 11, item 5: how long deciding placements for 1,000 meta-instances on a 10,000-machine
-// fleet with part-used racks takes, and whether any decision reports a placement error while the fleet has room.
+// How long deciding placements for 1,000 meta-instances on a 10,000-machine fleet with part-used racks takes, and
+// whether any decision reports a placement error while the fleet has room.
 // No DynamoDB: each decision reads its candidates through the service's own loader (loadCandidates) from an
 // in-memory allocatable index ordered as the store orders it (rack, then id), and is checked against a decision
 // that sees every free machine of the type.
@@ -152,7 +152,7 @@ function readerOf(pool: Machine[], counted: { reads: number }): CandidateReader 
 export const variants: Record<'as_the_service_loads_them' | 'first_page_only' | 'whole_type', LoadVariant> = {
   /** reconcilers/meta-instance.ts loadCandidates: what it needs, rack by rack. */
   as_the_service_loads_them: (snapshot, pool, counted) => loadCandidates(snapshot, readerOf(pool, counted)),
-  /** What the service read before: the first 500 free machines of the type, whatever the decision needs. */
+  /** One fixed page: the first 500 free machines of the type, whatever the decision needs (the baseline for false errors). */
   first_page_only: async (_snapshot, pool, counted) => {
     counted.reads++;
     return pool.slice(0, CANDIDATE_PAGE);
@@ -315,7 +315,7 @@ export async function placementBench(options: PlacementOptions = defaultPlacemen
       all_decisions_ms: { figure: allDecisionsMs, goal: GOAL_ALL_DECISIONS_MS, ratio: ratio(allDecisionsMs, GOAL_ALL_DECISIONS_MS), meets_goal: allDecisionsMs < GOAL_ALL_DECISIONS_MS },
     },
     candidates_as_the_service_loads_them: loaded,
-    candidates_first_page_only: { note: `the first ${CANDIDATE_PAGE} free machines of the type, as the service read them before`, ...firstPage },
+    candidates_first_page_only: { note: `the first ${CANDIDATE_PAGE} free machines of the type alone, whatever the decision needs`, ...firstPage },
     candidates_whole_type: whole,
   };
 }

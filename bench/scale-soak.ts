@@ -1,8 +1,8 @@
-// `scale` part (issue 11, item 10): a site-scale soak on the local runner. A fleet of N machines carries a set of
+// `scale` part: a site-scale soak on the local runner. A fleet of N machines carries a set of
 // instances and meta-instances; then for a bounded time tenants churn through the API (create, release, read)
 // while 1% of the machines fail (heartbeat stop or health override), each one backing a meta-instance member. It
 // reports API latency, reconcile lag (commit → reaction done), DynamoDB units per minute, and checks the
-// invariants at the end. Sizes come from the options (BENCH_SCALE_* in run.ts), so a test runs a small version.
+// invariants at the end. Sizes come from the options (BENCH_SCALE_*, parts/scale.ts), so a test runs a small version.
 
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { startBenchSite, warnsOrFails } from './site.ts';

@@ -103,6 +103,4 @@ export function perOperation(costs: readonly Cost[]) {
  * two sides would otherwise differ in that (the API side waits for the site to go quiet, the floor does untimed
  * writes), skewing the ratios one way for create and the other for release.
  */
-export const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 10);
-
-export const settle = () => new Promise<void>((resolve) => setTimeout(resolve, SETTLE_MS));
+export const settle = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

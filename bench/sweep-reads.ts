@@ -1,4 +1,4 @@
-// Issue 7, item 5: what the sweep reads to find its work in a 100,000-machine table with 1% of the machines due,
+// What the sweep reads to find its work in a 100,000-machine table with 1% of the machines due,
 // against what one full Scan of the same table consumes.
 
 import { ScanCommand, BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';

@@ -1,4 +1,4 @@
-// Issue 11, item 8: what one workflow costs in DynamoDB requests and capacity units, from the request that starts
+// What one workflow costs in DynamoDB requests and capacity units, from the request that starts
 // it until the site is quiet (the API call, the site agent's reports, every stream reaction and cascade), and
 // whether one stream batch reconciles an entity more than once.
 

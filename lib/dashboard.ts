@@ -33,7 +33,7 @@ export interface SiteDashboardProps {
 }
 
 /**
- * The dashboard of one site (issue 6): `web/` in a private bucket, served by a CloudFront distribution that
+ * The dashboard of one site: `web/` in a private bucket, served by a CloudFront distribution that
  * alone may read it (Origin Access Control), over HTTPS only. Built in two steps because the HTTP API needs the
  * distribution's origin for its CORS configuration before the files can name the API's URL:
  * `new SiteDashboard(...)`, then the API with `origin` allowed, then `deployFiles(apiUrl)`.

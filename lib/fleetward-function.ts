@@ -45,7 +45,7 @@ export interface FleetwardFunctionProps {
 }
 
 /**
- * Every bundle stays within this, minified: issue 11's "600 KB", read as 600,000 bytes (the stricter of KB and
+ * Every bundle stays within this, minified: the goal's "600 KB", read as 600,000 bytes (the stricter of KB and
  * KiB). test/cdk/bundles.test.ts builds them for real and checks; the coldstart bench reports the ratio.
  */
 export const BUNDLE_LIMIT_BYTES = 600_000;

@@ -43,7 +43,7 @@ const invokeApi = (path: string, claims?: Record<string, string>) =>
 
 describe('the deployed bundles', () => {
   // A byte count, not a timing: it holds on any host. The cold-start figures are the bench's.
-  it('are each at most 600 KB minified (issue 11, item 9)', () => {
+  it('are each at most 600 KB minified', () => {
     for (const bundle of bundles) expect(bundle.bytes, bundle.name).toBeLessThanOrEqual(BUNDLE_LIMIT_BYTES);
   });
 

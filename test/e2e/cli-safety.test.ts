@@ -17,7 +17,7 @@ import {
   type Actors,
 } from '#test/support/repair-steps.ts';
 
-// `fleetward safety show|reset` and `fleetward repairs list|escalated` (issue 7, item 6) against a local site. One
+// `fleetward safety show|reset` and `fleetward repairs list|escalated` against a local site. One
 // site, and the tests build on each other in order: an escalation (one completed repair, then a report), a
 // repair-storm that trips and is reset, then the clock moves on until the applied repair requests are stuck.
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
 
-// Bounded contention (issue 11, 4): far more creates than machines, all at once. Each create tries a few machines
+// Bounded contention: far more creates than machines, all at once. Each create tries a few machines
 // and then answers; whatever it answers, no machine is given twice and nothing fails with a 5xx. Once as the local
 // site serves a burst (one process: its creates never race each other), once as Lambda does (every request a
 // container of its own: they race, and the version guard decides).

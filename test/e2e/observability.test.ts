@@ -3,7 +3,7 @@ import type { TestSite } from '#test/support/local-site.ts';
 import { cleanedUp, deliveredOf, instanceStatus, readySite, type Actors } from '#test/support/repair-steps.ts';
 
 // One request id finds the whole story: the API's log line, the stream reaction's, the site agent call and the
-// event (issue 13). The id is API Gateway's request id, which answers come back with (`apigw-requestid`).
+// event. The id is API Gateway's request id, which answers come back with (`apigw-requestid`).
 
 let site: TestSite;
 let who: Actors;

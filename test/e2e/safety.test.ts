@@ -8,7 +8,7 @@ import { expectGatewayAnswer, expectProblem, testConfig, type TestSite } from '#
 import { claimForRepair, deliveredOf, machine, readySite, repairRelease, reportIssue, setRepairStatus, sources, type Actors } from '#test/support/repair-steps.ts';
 import { ops } from '#test/support/fixtures.ts';
 
-// Fleet safety (issue 7) end to end on a local site: the repair-storm breaker, recurring-fault escalation and
+// Fleet safety end to end on a local site: the repair-storm breaker, recurring-fault escalation and
 // stuck repairs, through the HTTP API, the stream (events) and the sweep.
 
 const simulator = (machines: string) => `

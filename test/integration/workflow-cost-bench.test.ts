@@ -1,19 +1,23 @@
-import { describe, expect, inject, it } from 'vitest';
-import { defaultWorkflowCostOptions, WORKFLOWS, workflowCost } from '../../bench/workflow-cost.ts';
+import { describe, expect, it } from 'vitest';
+import { PartResults } from '../../bench/part.ts';
+import { workflowsPart } from '../../bench/parts/workflows.ts';
+import { WORKFLOWS } from '../../bench/workflow-cost.ts';
+import { benchContext } from '../support/bench-context.ts';
 
-// The workflow-cost bench part with one trial and no warm-up, so that what it measures keeps working between full
-// runs (npm run bench). Only the document's shape and that every figure was counted are checked here: the goals
-// (half of the requests before the reconciler registry) are the bench's to judge, over its trials.
+// The workflows bench part with one trial and no warm-up, so that what it measures keeps working between full runs
+// (npm run bench). Only the document's shape and that every figure was counted are checked here: the goals (half
+// of the requests before the reconciler registry) are the bench's to judge, over its trials.
 
 const positive = (value: unknown) => typeof value === 'number' && Number.isFinite(value) && value > 0;
 
-describe('bench/workflow-cost.ts with one trial', () => {
+describe('bench workflows part with one trial', () => {
   it('counts requests and capacity units for create → Ready, release → clean and a member replacement, each with its goal', async () => {
-    const result = await workflowCost(inject('dynamoEndpoint'), `t${Date.now()}`, { ...defaultWorkflowCostOptions, trials: 1, warmup: 0 }, () => {});
+    const result = await workflowsPart.run(benchContext(), workflowsPart.options({ BENCH_WORKFLOW_TRIALS: '1', BENCH_WORKFLOW_WARMUP: '0' }));
     for (const workflow of WORKFLOWS) {
       const figures = result.workflows[workflow];
       expect(figures.trials, workflow).toBe(1);
-      for (const figure of [figures.requests.median, figures.read_units.median, figures.write_units.median, figures.by_source.call.requests.median, figures.by_source.reactions.requests.median]) {
+      const counted = [figures.requests.median, figures.read_units.median, figures.write_units.median];
+      for (const figure of [...counted, figures.by_source.call.requests.median, figures.by_source.reactions.requests.median]) {
         expect(positive(figure), `${workflow}: ${JSON.stringify(figures)}`).toBe(true);
       }
       // Every request is counted once, by command and by who sent it.
@@ -27,5 +31,6 @@ describe('bench/workflow-cost.ts with one trial', () => {
       expect(typeof figures.goal.meets_goal).toBe('boolean');
       expect(result.summary[workflow]).toMatchObject({ requests_median: figures.requests.median, goal: figures.goal.goal, ratio: figures.goal.ratio });
     }
+    expect(workflowsPart.summarize(result, new PartResults())).toMatchObject(result.summary);
   }, 120_000);
 });

@@ -5,7 +5,7 @@ import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { buildOverride } from '#domain/overrides.ts';
 import { aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';
 
-// Meta-instance retry backoff and the site-wide cap on replacements in flight (issue 7, rule 4). Pure, injected dates.
+// Meta-instance retry backoff and the site-wide cap on replacements in flight. Pure, injected dates.
 
 const now = new Date('2026-11-22T10:00:00.000Z');
 const at = now.toISOString();

@@ -17,7 +17,7 @@ import {
 } from '#domain/safety.ts';
 import { aMachine, aRepairRequest } from '#test/support/fixtures.ts';
 
-// The repair-storm breaker and recurring-fault escalation (issue 7, rules 1 and 2): pure, with injected dates.
+// The repair-storm breaker and recurring-fault escalation: pure, with injected dates.
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;

@@ -4,7 +4,7 @@ import { buildOverride } from '#domain/overrides.ts';
 import { needsStuckAlert, repairStage, watchRepair, type RepairSla } from '#domain/stuck-repairs.ts';
 import { aMachine } from '#test/support/fixtures.ts';
 
-// Stuck repairs (issue 7, rule 3): a repair request nobody claims within claim_minutes, or a claimed repair past
+// Stuck repairs: a repair request nobody claims within claim_minutes, or a claimed repair past
 // its repair_eta label or repair_hours. Pure, with injected dates.
 
 const MINUTE = 60_000;
