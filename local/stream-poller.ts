@@ -42,6 +42,8 @@ export interface StreamPollerOptions {
   keepSetAside?: number;
   /** Misdeliver on purpose (FLEETWARD_STREAM_CHAOS, see stream-chaos.ts). Off when absent. */
   chaos?: StreamChaosConfig;
+  /** Called with each DynamoDB Streams client the poller makes, before its first call (the AWS call recorder). */
+  onStreamsClient?: (client: DynamoDBStreamsClient) => void;
   log?: (line: string) => void;
   now?: () => number;
 }
@@ -412,6 +414,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       chaos = options.chaos ? createStreamChaos(options.chaos) : undefined;
       dynamo = new DynamoDBClient(clientConfig);
       streams = new DynamoDBStreamsClient(clientConfig);
+      options.onStreamsClient?.(streams);
       try {
         await refreshShards(true);
         // Take iterators now: with LATEST, "latest" must mean the moment start() resolved.
