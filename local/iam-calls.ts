@@ -5,7 +5,8 @@ export interface IamCall {
   action: string;
   /** A logical resource (lib/logical-resources.ts), or `unknown:…` for one outside the site's own. */
   resource: string;
-  context?: Record<string, string>;
+  /** Condition keys of the request; multivalued keys (ArrayOfString in the reference) as arrays. */
+  context?: Record<string, string | string[]>;
 }
 
 /** The physical names of the site's resources in this process, so that calls can be named logically. */
@@ -25,7 +26,7 @@ const transactWriteActions: Record<string, string> = { Put: 'PutItem', Update: '
  * Reference for DynamoDB and EventBridge): a transaction is authorized item by item as the underlying PutItem,
  * UpdateItem, DeleteItem, ConditionCheckItem or GetItem on that item's table (there is no Transact* IAM action); a
  * batch as its own action on each table it names; a Query or Scan with IndexName on the index's ARN; ListStreams
- * only on `*`; PutEvents once per entry, on its bus, with the entry's source and detail type as condition keys.
+ * only on `*`; PutEvents once per bus its entries name, with their sources and detail types as condition keys.
  */
 export function iamCallsOf(service: AwsService, operation: string, input: Input, names: LocalResourceNames): IamCall[] {
   if (service === 'eventbridge') return eventBridgeCalls(operation, input, names);
@@ -52,12 +53,19 @@ export function iamCallsOf(service: AwsService, operation: string, input: Input,
   }
 }
 
+/** PutEvents is authorized once per bus it names; `events:source` and `events:detail-type` are multivalued keys. */
 function eventBridgeCalls(operation: string, input: Input, names: LocalResourceNames): IamCall[] {
   if (operation !== 'PutEvents') return [{ action: `events:${operation}`, resource: busOf(input.EventBusName ?? input.Name, names) }];
-  return (input.Entries ?? []).map((entry: Input) => ({
+  const byBus = new Map<string, Input[]>();
+  for (const entry of input.Entries ?? []) {
+    const bus = busOf(entry.EventBusName, names);
+    byBus.set(bus, [...(byBus.get(bus) ?? []), entry]);
+  }
+  const distinct = (values: unknown[]) => [...new Set(values.map(String))].sort();
+  return [...byBus].map(([resource, entries]) => ({
     action: 'events:PutEvents',
-    resource: busOf(entry.EventBusName, names),
-    context: { 'events:source': String(entry.Source), 'events:detail-type': String(entry.DetailType) },
+    resource,
+    context: { 'events:source': distinct(entries.map((e) => e.Source)), 'events:detail-type': distinct(entries.map((e) => e.DetailType)) },
   }));
 }
 
