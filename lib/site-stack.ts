@@ -119,6 +119,8 @@ export class SiteStack extends Stack {
   readonly apiFunctions: Record<RouteGroup, FleetwardFunction>;
   readonly streamFunction: FleetwardFunction;
   readonly sweepFunction: FleetwardFunction;
+  /** All five functions by name (lib/lambda-functions.ts), each with its own role. */
+  readonly functions: Record<FunctionName, FleetwardFunction>;
   readonly streamFailures: Queue;
   readonly alarmTopic: Topic;
   /** The CloudWatch dashboard of the fleet's metrics (functions/services/metric-catalog.ts). */
@@ -240,11 +242,11 @@ export class SiteStack extends Stack {
     });
 
     // -- least privilege: each role gets only what its function calls (function-permissions.ts, proven by test/iam)
-    const functions: Record<FunctionName, FleetwardFunction> = {
+    const functions: Record<FunctionName, FleetwardFunction> = (this.functions = {
       ...(Object.fromEntries(ROUTE_GROUPS.map((group) => [API_FUNCTION_OF[group], this.apiFunctions[group]])) as Record<FunctionName, FleetwardFunction>),
       StreamHandler: this.streamFunction,
       SweepHandler: this.sweepFunction,
-    };
+    });
     for (const name of FUNCTION_NAMES) {
       const grants = FUNCTION_GRANTS[name];
       for (const grant of grants) functions[name].role.addToPrincipalPolicy(grantStatement(grant, (resource) => this.arnOf(resource)));

@@ -4,9 +4,7 @@ import type { TestProject } from 'vitest/node';
 import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import { startDynamoDbLocal } from '#local/dynamodb-local.ts';
 import { parseStreamChaos, type StreamChaosConfig } from '#local/stream-chaos.ts';
-
-/** Where a run records its sites' AWS calls when the caller names no directory; the IAM test reads the same. */
-export const DEFAULT_AWS_CALL_LOG = '.test-output/aws-calls';
+import { DEFAULT_AWS_CALL_LOG } from '#test/support/iam/recorded-calls.ts';
 
 // One DynamoDB Local for the whole test run; each test file makes its own uniquely named tables on it.
 export default async function setup(project: TestProject) {

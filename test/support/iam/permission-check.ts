@@ -9,6 +9,8 @@ export interface CallToCheck {
   /** A concrete ARN, or `*` for actions without resource-level permissions. */
   resource: string;
   context?: Record<string, string | string[]>;
+  /** How the call was recorded (its logical resource), to name it in a finding. */
+  recordedAs?: string;
 }
 
 export interface PermissionCheckInput {
@@ -27,7 +29,8 @@ export interface PermissionFindings {
 }
 
 const listOf = (value: string | string[]) => [value].flat();
-const described = (call: CallToCheck) => `${call.action} on ${call.resource}${call.context ? ` with ${JSON.stringify(call.context)}` : ''}`;
+const described = (call: CallToCheck) =>
+  `${call.action} on ${call.recordedAs ? `${call.recordedAs} (${call.resource})` : call.resource}${call.context ? ` with ${JSON.stringify(call.context)}` : ''}`;
 
 async function allows(fn: string, statements: PolicyStatement[], call: CallToCheck): Promise<{ allowed: boolean; why: string }> {
   const simulation: Simulation = {
@@ -68,8 +71,14 @@ export async function checkPermissions(input: PermissionCheckInput): Promise<Per
     const calls = input.calls.filter((call) => call.function === fn);
     for (const statement of statements.filter((s) => s.Effect === 'Allow')) {
       for (const action of listOf(statement.Action)) {
-        if (input.awsOnlyActions[action] !== undefined) continue;
         for (const resource of listOf(statement.Resource)) {
+          if (input.awsOnlyActions[action] !== undefined) {
+            // Not called locally, but it must still be able to allow something: the simulator refuses a request of an
+            // action on a resource type it does not take (ListStreams on a stream's ARN, say).
+            const { allowed, why } = await allows(fn, [statement], { function: fn, action, resource });
+            if (!allowed && why.startsWith('the simulator refused')) unused.push(`${fn}: ${action} on ${resource} can allow nothing: ${why}`);
+            continue;
+          }
           // The grant alone, with its statement's conditions: does any call of the function fall under it?
           const grant: PolicyStatement = { Effect: 'Allow', Action: action, Resource: resource, ...(statement.Condition ? { Condition: statement.Condition } : {}) };
           let used = false;

@@ -2,6 +2,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RecordedCall } from '#local/aws-call-recorder.ts';
 
+/** Where a test run records its sites' AWS calls when FLEETWARD_AWS_CALL_LOG names no directory. */
+export const DEFAULT_AWS_CALL_LOG = '.test-output/aws-calls';
+
 /** Thrown when there is nothing to check: the recordings come from the e2e suite, which must run first. */
 export class NoRecordedCallsError extends Error {
   override name = 'NoRecordedCallsError';
