@@ -23,7 +23,11 @@ type IndexName = (typeof indexes)[keyof typeof indexes]['name'];
 
 /** Queries of exactly these GSIs: a grant names each index, never `index/*`. */
 const queries = (...names: IndexName[]): Grant => ({ sid: 'TableIndexes', actions: ['dynamodb:Query'], resources: names.map(logicalResource.index) });
-const tableItems = (...actions: string[]): Grant => ({ sid: 'TableItems', actions: actions.map((a) => `dynamodb:${a}`), resources: [logicalResource.table('main')] });
+const tableItems = (...actions: string[]): Grant => ({
+  sid: 'TableItems',
+  actions: actions.map((action) => `dynamodb:${action}`),
+  resources: [logicalResource.table('main')],
+});
 
 /**
  * Powertools' Idempotency-Key records: a first request puts one (PutItem, conditional, which also returns the record

@@ -254,7 +254,8 @@ export class SiteStack extends Stack {
         Validations.of(functions[name].role).acknowledge({
           id: 'AwsSolutions-IAM5[Resource::*]',
           reason:
-            "dynamodb:ListStreams takes no resource but `*` (no resource-level permissions); Lambda's event source mapping needs it on the stream function's role, and it only lists stream ARNs, reading none.",
+            "dynamodb:ListStreams takes no resource but `*` (no resource-level permissions); Lambda's event source mapping " +
+            "needs it on the stream function's role, and it only lists stream ARNs, reading none.",
         });
       }
     }

@@ -38,7 +38,10 @@ export function iamCallsOf(service: AwsService, operation: string, input: Input,
   switch (operation) {
     case 'TransactWriteItems':
       return (input.TransactItems ?? []).flatMap((item: Input) =>
-        Object.entries(item).map(([kind, part]: [string, Input]) => ({ action: dynamodb(transactWriteActions[kind] ?? `unknown:${kind}`), resource: table(part.TableName) })),
+        Object.entries(item).map(([kind, part]: [string, Input]) => ({
+          action: dynamodb(transactWriteActions[kind] ?? `unknown:${kind}`),
+          resource: table(part.TableName),
+        })),
       );
     case 'TransactGetItems':
       return (input.TransactItems ?? []).map((item: Input) => ({ action: dynamodb('GetItem'), resource: table(item.Get?.TableName) }));

@@ -525,7 +525,8 @@ describe('IAM', () => {
     // Registration (BatchWriteItem) is the admin's alone; nothing deletes items or checks conditions in transactions.
     expect(actionsOf(statementsOf(stack.apiFunctions.tenant.role)).has('dynamodb:BatchWriteItem')).toBe(false);
     for (const fn of [...Object.values(stack.apiFunctions), stack.streamFunction, stack.sweepFunction]) {
-      const onTable = statementsOf(fn.role).filter((statement) => JSON.stringify(statement.Resource) === JSON.stringify({ 'Fn::GetAtt': [logicalIdOf(stack.table), 'Arn'] }));
+      const tableArn = JSON.stringify({ 'Fn::GetAtt': [logicalIdOf(stack.table), 'Arn'] });
+      const onTable = statementsOf(fn.role).filter((statement) => JSON.stringify(statement.Resource) === tableArn);
       expect(actionsOf(onTable).has('dynamodb:DeleteItem')).toBe(false);
       expect(actionsOf(onTable).has('dynamodb:ConditionCheckItem')).toBe(false);
     }

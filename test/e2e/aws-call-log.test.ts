@@ -47,7 +47,14 @@ describe('the AWS call log', () => {
     sites.push(site);
     const at = iso(new Date());
     const backlog: Machine[] = Array.from({ length: DUE_PAGE + 50 }, (_, i) =>
-      aMachine({ id: `backlog-${i}`, state: 'Cleanup', instanceId: `i-${i}`, cleanup: { instanceId: `i-${i}`, phase: 'pending', attempts: 0 }, createdAt: at, updatedAt: at }),
+      aMachine({
+        id: `backlog-${i}`,
+        state: 'Cleanup',
+        instanceId: `i-${i}`,
+        cleanup: { instanceId: `i-${i}`, phase: 'pending', attempts: 0 },
+        createdAt: at,
+        updatedAt: at,
+      }),
     );
     for (let start = 0; start < backlog.length; start += 50) {
       await site.ctx.store.commit({ machines: backlog.slice(start, start + 50).map((after) => ({ before: null, after })), history: [] });

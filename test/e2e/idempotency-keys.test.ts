@@ -37,7 +37,12 @@ const cases: Case[] = [
     group: 'admin',
     token: 'admin',
     remembered: { method: 'PUT', path: '/admin/tenants/idem-org', body: { capabilities: { targetedInstanceCreation: true } }, status: 200 },
-    forgotten: { method: 'POST', path: '/admin/machines/no-such-machine/health-overrides', body: { template: 'degraded', message: 'idempotency' }, status: 404 },
+    forgotten: {
+      method: 'POST',
+      path: '/admin/machines/no-such-machine/health-overrides',
+      body: { template: 'degraded', message: 'idempotency' },
+      status: 404,
+    },
   },
   {
     group: 'site-agent',
@@ -49,7 +54,8 @@ const cases: Case[] = [
 
 describe.each(cases)('an Idempotency-Key on a $group route', ({ group, token, remembered, forgotten }) => {
   it('replays a 2xx answer', async () => {
-    const send = () => site.call(remembered.method, remembered.path, { token: tokens[token], body: remembered.body, headers: { 'idempotency-key': `idem-${group}-ok` } });
+    const send = () =>
+      site.call(remembered.method, remembered.path, { token: tokens[token], body: remembered.body, headers: { 'idempotency-key': `idem-${group}-ok` } });
     const first = await send();
     expect(first.status, JSON.stringify(first.body)).toBe(remembered.status);
     expect(first.headers.get('idempotent-replayed')).toBeNull();

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import { buildSiteApp } from '#lib/app.ts';
 import { AWS_ONLY_ACTIONS } from '#lib/function-permissions.ts';
-import { FUNCTION_NAMES } from '#lib/lambda-functions.ts';
+import { FUNCTION_NAMES, type FunctionName } from '#lib/lambda-functions.ts';
 import { parseLogicalResource } from '#lib/logical-resources.ts';
 import type { SiteStack } from '#lib/site-stack.ts';
 import { cfnResolver, type CfnTemplate } from '#test/support/iam/cfn-intrinsics.ts';
@@ -62,9 +62,8 @@ describe("each function's role", () => {
   it('allows every AWS call its function made in the e2e suite, and grants nothing those calls did not use', async () => {
     const recorded = readRecordedCalls(callLog);
     const resolveIntrinsics = cfnResolver(template);
-    const policies = Object.fromEntries(
-      FUNCTION_NAMES.map((name) => [name, rolePolicyStatements(template, stack.getLogicalId(stack.functions[name].role.node.defaultChild as never), resolveIntrinsics)]),
-    );
+    const roleIdOf = (name: FunctionName) => stack.getLogicalId(stack.functions[name].role.node.defaultChild as never);
+    const policies = Object.fromEntries(FUNCTION_NAMES.map((name) => [name, rolePolicyStatements(template, roleIdOf(name), resolveIntrinsics)]));
     const calls: CallToCheck[] = recorded.map((call) => ({ ...call, resource: arnIn(call.resource, resolveIntrinsics), recordedAs: call.resource }));
     // Every function is in the recordings: a role checked against no calls would prove nothing.
     expect(new Set(recorded.map((call) => call.function))).toEqual(new Set(FUNCTION_NAMES));

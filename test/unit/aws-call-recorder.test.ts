@@ -16,7 +16,8 @@ function offlineClient() {
   return client;
 }
 
-const linesIn = (dir: string) => readdirSync(dir).flatMap((file) => readFileSync(join(dir, file), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line)));
+const linesIn = (dir: string) =>
+  readdirSync(dir).flatMap((file) => readFileSync(join(dir, file), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line)));
 
 describe('the AWS call recorder', () => {
   it('records what a function sends, once per distinct call, already written when the call is sent', async () => {
@@ -31,7 +32,8 @@ describe('the AWS call recorder', () => {
       await client.send(new GetCommand({ TableName: 'things', Key: { pk: 'b' } })).catch(() => {});
       await client.send(new QueryCommand({ TableName: 'things', IndexName: 'byOrg', KeyConditionExpression: 'x = :x' })).catch(() => {});
     });
-    await runAsFunction('SweepHandler', () => client.send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName: 'things', Item: { pk: 'c' } } }] })).catch(() => {}));
+    const transaction = new TransactWriteCommand({ TransactItems: [{ Put: { TableName: 'things', Item: { pk: 'c' } } }] });
+    await runAsFunction('SweepHandler', () => client.send(transaction).catch(() => {}));
     expect(linesIn(dir)).toEqual([
       { function: 'TenantApi', action: 'dynamodb:GetItem', resource: 'table/main' },
       { function: 'TenantApi', action: 'dynamodb:Query', resource: 'table/main/index/byOrg' },

@@ -11,7 +11,13 @@ const bus = 'arn:aws:events:eu-west-1:111122223333:event-bus/things';
 const role: PolicyStatement[] = [
   { Sid: 'Items', Effect: 'Allow', Action: ['dynamodb:GetItem', 'dynamodb:PutItem'], Resource: table },
   { Sid: 'Index', Effect: 'Allow', Action: 'dynamodb:Query', Resource: `${table}/index/byOwner` },
-  { Sid: 'Events', Effect: 'Allow', Action: 'events:PutEvents', Resource: bus, Condition: { 'ForAllValues:StringEquals': { 'events:source': ['things'] }, Null: { 'events:source': 'false' } } },
+  {
+    Sid: 'Events',
+    Effect: 'Allow',
+    Action: 'events:PutEvents',
+    Resource: bus,
+    Condition: { 'ForAllValues:StringEquals': { 'events:source': ['things'] }, Null: { 'events:source': 'false' } },
+  },
   { Sid: 'Logs', Effect: 'Allow', Action: 'logs:PutLogEvents', Resource: 'arn:aws:logs:eu-west-1:111122223333:log-group:things:*' },
 ];
 const awsOnlyActions = { 'logs:PutLogEvents': 'Lambda writes the logs', 'dynamodb:ListStreams': 'the event source mapping lists streams' };
@@ -62,7 +68,8 @@ describe('the permission check', () => {
   });
 
   it('takes a grant used only by a call its condition allows: an event of another source uses no grant', async () => {
-    const others = used.map((call) => (call.action === 'events:PutEvents' ? { ...call, context: { 'events:source': ['other'], 'events:detail-type': ['X'] } } : call));
+    const otherSource = { 'events:source': ['other'], 'events:detail-type': ['X'] };
+    const others = used.map((call) => (call.action === 'events:PutEvents' ? { ...call, context: otherSource } : call));
     expect((await check(others)).unused).toEqual([expect.stringMatching(/^Fn: events:PutEvents on .* is granted but nothing recorded used it/)]);
   });
 

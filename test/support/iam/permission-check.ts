@@ -29,8 +29,10 @@ export interface PermissionFindings {
 }
 
 const listOf = (value: string | string[]) => [value].flat();
-const described = (call: CallToCheck) =>
-  `${call.action} on ${call.recordedAs ? `${call.recordedAs} (${call.resource})` : call.resource}${call.context ? ` with ${JSON.stringify(call.context)}` : ''}`;
+const described = (call: CallToCheck) => {
+  const resource = call.recordedAs ? `${call.recordedAs} (${call.resource})` : call.resource;
+  return `${call.action} on ${resource}${call.context ? ` with ${JSON.stringify(call.context)}` : ''}`;
+};
 
 async function allows(fn: string, statements: PolicyStatement[], call: CallToCheck): Promise<{ allowed: boolean; why: string }> {
   const simulation: Simulation = {
@@ -80,7 +82,8 @@ export async function checkPermissions(input: PermissionCheckInput): Promise<Per
             continue;
           }
           // The grant alone, with its statement's conditions: does any call of the function fall under it?
-          const grant: PolicyStatement = { Effect: 'Allow', Action: action, Resource: resource, ...(statement.Condition ? { Condition: statement.Condition } : {}) };
+          const grant: PolicyStatement = { Effect: 'Allow', Action: action, Resource: resource };
+          if (statement.Condition) grant.Condition = statement.Condition;
           let used = false;
           for (const call of calls) {
             if ((await allows(fn, [grant], call)).allowed) {
@@ -88,7 +91,8 @@ export async function checkPermissions(input: PermissionCheckInput): Promise<Per
               break;
             }
           }
-          if (!used) unused.push(`${fn}: ${action} on ${resource}${statement.Sid ? ` (statement ${statement.Sid})` : ''} is granted but nothing recorded used it`);
+          const statementId = statement.Sid ? ` (statement ${statement.Sid})` : '';
+          if (!used) unused.push(`${fn}: ${action} on ${resource}${statementId} is granted but nothing recorded used it`);
         }
       }
     }

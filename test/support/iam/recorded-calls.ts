@@ -16,7 +16,8 @@ export function readRecordedCalls(dir: string): RecordedCall[] {
   const lines = new Set(files.flatMap((name) => readFileSync(join(dir, name), 'utf8').split('\n').filter((line) => line.trim() !== '')));
   if (lines.size === 0) {
     throw new NoRecordedCallsError(
-      `no AWS calls are recorded in ${dir}: run the e2e suite first (npm test does, in order; or FLEETWARD_AWS_CALL_LOG=${dir} npx vitest run test/e2e), then the IAM check`,
+      `no AWS calls are recorded in ${dir}: run the e2e suite first (npm test does, in order; ` +
+        `or FLEETWARD_AWS_CALL_LOG=${dir} npx vitest run test/e2e), then the IAM check`,
     );
   }
   return [...lines].map((line) => JSON.parse(line) as RecordedCall);
