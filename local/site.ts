@@ -25,10 +25,10 @@ import { createLocalHttpServer, gatewayRoutesOf, type ExtraRoute } from './api-g
 import { createAwsCallRecorder } from './aws-call-recorder.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import { freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
-import { assessHealth, type Health } from './health.ts';
-import { readJsonBody, RequestBodyError } from './request-body.ts';
 import { runAsFunction } from './function-scope.ts';
+import { assessHealth, type Health } from './health.ts';
 import { localEventBridge } from './local-event-bridge.ts';
+import { readJsonBody, RequestBodyError } from './request-body.ts';
 import { createScheduleTimer } from './schedule-timer.ts';
 import { createSiteSimulator, demoFleet, type SiteSimulator } from './site-simulator.ts';
 import type { StreamChaosConfig } from './stream-chaos.ts';
