@@ -16,7 +16,8 @@ export default defineConfig({
         test: {
           name: 'dynamodb',
           include: ['test/**/*.test.ts'],
-          exclude: withoutJava,
+          // test/iam reads what this tier records: it runs after it, with vitest.iam.config.ts.
+          exclude: [...withoutJava, 'test/iam/**'],
           // One DynamoDB Local for the tier, started only when a file of it runs.
           globalSetup: ['test/support/global-setup.ts'],
         },

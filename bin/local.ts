@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { checkRouteOverrides, parseSiteConfig, SiteConfigError } from '#config/site-config.ts';
 import { apiRouteSpecs, routeKeyOf } from '#lib/api-routes.ts';
+import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import { JavaMissingError } from '#local/dynamodb-local.ts';
 import { startLocalSite } from '#local/site.ts';
 import { parseStreamChaos, StreamChaosConfigError } from '#local/stream-chaos.ts';
@@ -11,6 +12,7 @@ import { parseStreamChaos, StreamChaosConfigError } from '#local/stream-chaos.ts
 const configPath = process.env.FLEETWARD_SITE_CONFIG ?? 'sites/local.toml';
 const port = Number(process.env.PORT ?? 8080);
 const persistDir = process.env.FLEETWARD_DATA_DIR;
+const awsCallLogDir = process.env[AWS_CALL_LOG_ENV];
 
 /** `npm start -- --log-level debug`; LOG_LEVEL otherwise (Powertools' levels: debug, info, warn, error...). */
 function logLevelOf(args: string[]): string | undefined {
@@ -33,6 +35,7 @@ try {
     ...(persistDir ? { persistDir } : {}),
     ...(streamChaos ? { streamChaos } : {}),
     ...(logLevel ? { logLevel } : {}),
+    ...(awsCallLogDir ? { awsCallLogDir } : {}),
   });
   console.log(`
 Fleetward local site "${config.site.name}" is up.

@@ -1,5 +1,5 @@
 import { openApiDocument, type OpenApiDocument } from '#http/openapi.ts';
-import type { HttpMethod } from '#http/route.ts';
+import type { HttpMethod, Route } from '#http/route.ts';
 import { routes } from '#http/routes/index.ts';
 import type { Role } from '#domain/model.ts';
 
@@ -30,18 +30,20 @@ export const apiOpenApiDocument = (): OpenApiDocument => openApiDocument(routes)
 
 /** Each route's method, path, group and access: what the stack wires into the HTTP API; static data, read as it is. */
 export function apiRouteSpecs(): ApiRouteSpec[] {
-  return routes.map((route) => {
-    const isPublic = route.roles === 'public';
-    // A route open to several roles goes with the first one listed: the caller it is mainly for.
-    const firstRole: Role | undefined = isPublic ? undefined : (route.roles as Role[])[0];
-    return {
-      operationId: route.operationId,
-      method: route.method,
-      path: route.path,
-      group: firstRole ? groupOfRole[firstRole] : 'tenant',
-      public: isPublic,
-    };
-  });
+  return routes.map((route) => ({
+    operationId: route.operationId,
+    method: route.method,
+    path: route.path,
+    group: routeGroupOf(route),
+    public: route.roles === 'public',
+  }));
+}
+
+/** The group (and so the function) serving a route: public routes go with the tenant group. */
+export function routeGroupOf(route: Pick<Route, 'roles'>): RouteGroup {
+  // A route open to several roles goes with the first one listed: the caller it is mainly for.
+  const firstRole: Role | undefined = route.roles === 'public' ? undefined : (route.roles as Role[])[0];
+  return firstRole ? groupOfRole[firstRole] : 'tenant';
 }
 
 /** API Gateway's name for a route, `<METHOD> <path>`: what stage route settings and `[api.routes]` are keyed by. */

@@ -9,7 +9,7 @@ import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table, type
 import { EventBus, Rule } from 'aws-cdk-lib/aws-events';
 import { CfnRegistry, CfnSchema } from 'aws-cdk-lib/aws-eventschemas';
 import { LambdaFunction, SqsQueue } from 'aws-cdk-lib/aws-events-targets';
-import { Effect, PolicyStatement, Role, ServicePrincipal, type IRole } from 'aws-cdk-lib/aws-iam';
+import { Effect, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { StartingPosition, type CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -24,7 +24,7 @@ import { eventCatalog, EVENT_TYPES } from '#domain/event-schemas.ts';
 import { EVENT_SOURCE } from '#services/events.ts';
 import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
 import { SITE_AGENT_SILENT_METRIC } from '#services/reconcile.ts';
-import { idempotencyTableDefinition, indexes, tableDefinition } from '#store/table.ts';
+import { idempotencyTableDefinition, tableDefinition } from '#store/table.ts';
 import { AgentNetwork } from './agent-network.ts';
 import { apiOpenApiDocument, apiRouteSpecs, ROUTE_GROUPS, routeKeyOf, type RouteGroup } from './api-routes.ts';
 import { AWS_LIMITS, concurrencyMessage } from './aws-limits.ts';
@@ -33,6 +33,10 @@ import { eventJsonSchema } from './event-schemas.ts';
 import { applyRouteThrottles, reservedConcurrency, stageThrottle } from './edge-limits.ts';
 import { FleetwardFunction, FUNCTION_RUNTIME, handlerEntry } from './fleetward-function.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS, reconcilerTimeoutSeconds } from './function-timeouts.ts';
+import { FUNCTION_GRANTS } from './function-permissions.ts';
+import { grantStatement } from './grant-statements.ts';
+import { API_FUNCTION_OF, FUNCTION_NAMES, type FunctionName } from './lambda-functions.ts';
+import { parseLogicalResource } from './logical-resources.ts';
 import { FleetDashboard, FleetMetrics } from './observability.ts';
 import type { LoadedSite } from './site.ts';
 import { streamFilters } from './stream-filters.ts';
@@ -122,6 +126,8 @@ export class SiteStack extends Stack {
   readonly agentCallers: FleetwardFunction[];
   /** The VPC those functions run in, with its endpoints; undefined without `[site_agent] vpc`. */
   readonly agentNetwork: AgentNetwork | undefined;
+  /** All five functions by name (lib/lambda-functions.ts), each with its own role. */
+  readonly functions: Record<FunctionName, FleetwardFunction>;
   readonly streamFailures: Queue;
   readonly alarmTopic: Topic;
   /** The CloudWatch dashboard of the fleet's metrics (functions/services/metric-catalog.ts). */
@@ -217,7 +223,7 @@ export class SiteStack extends Stack {
     this.apiFunctions = Object.fromEntries(
       ROUTE_GROUPS.map((group) => [
         group,
-        new FleetwardFunction(this, `${pascal(group)}Api`, {
+        new FleetwardFunction(this, API_FUNCTION_OF[group], {
           entry: handlerEntry('api'),
           description: `Fleetward ${site.name}: HTTP API, ${describe[group]}`,
           environment,
@@ -248,30 +254,24 @@ export class SiteStack extends Stack {
       logRetention,
     });
 
-    // -- least privilege: each role gets only what its function calls ------------------------------------------
-    for (const fn of Object.values(this.apiFunctions)) {
-      this.grantTableData(fn.role);
-      fn.role.addToPrincipalPolicy(
-        new PolicyStatement({
-          sid: 'IdempotencyRecords',
-          effect: Effect.ALLOW,
-          actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
-          resources: [this.idempotencyTable.tableArn],
-        }),
-      );
+    // -- least privilege: each role gets only what its function calls (function-permissions.ts, proven by test/iam)
+    const functions: Record<FunctionName, FleetwardFunction> = (this.functions = {
+      ...(Object.fromEntries(ROUTE_GROUPS.map((group) => [API_FUNCTION_OF[group], this.apiFunctions[group]])) as Record<FunctionName, FleetwardFunction>),
+      StreamHandler: this.streamFunction,
+      SweepHandler: this.sweepFunction,
+    });
+    for (const name of FUNCTION_NAMES) {
+      const grants = FUNCTION_GRANTS[name];
+      for (const grant of grants) functions[name].role.addToPrincipalPolicy(grantStatement(grant, (resource) => this.arnOf(resource)));
+      if (grants.some((grant) => grant.actions.includes('dynamodb:ListStreams'))) {
+        Validations.of(functions[name].role).acknowledge({
+          id: 'AwsSolutions-IAM5[Resource::*]',
+          reason:
+            "dynamodb:ListStreams takes no resource but `*` (no resource-level permissions); Lambda's event source mapping " +
+            "needs it on the stream function's role, and it only lists stream ARNs, reading none.",
+        });
+      }
     }
-    this.grantTableData(this.streamFunction.role);
-    this.streamFunction.role.addToPrincipalPolicy(
-      new PolicyStatement({
-        sid: 'ReadTableStream',
-        effect: Effect.ALLOW,
-        // ListStreams scoped to this table's stream, as TableV2 does; never "*".
-        actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'],
-        resources: [this.table.tableStreamArn!],
-      }),
-    );
-    this.bus.grantPutEventsTo(this.streamFunction.role);
-    this.grantTableData(this.sweepFunction.role);
     this.agentCallers = [this.streamFunction, this.sweepFunction];
     for (const caller of this.agentCallers) {
       if (site.signingSecretArn) {
@@ -334,18 +334,9 @@ export class SiteStack extends Stack {
       reason:
         'The wildcard is the qualifier of one function ARN (the sweep function\'s versions and aliases, as LambdaInvoke grants it); the role can invoke no other function.',
     });
-    // A run that runs out of time puts a follow-up event on the bus; this rule starts the next run at once. A lost
-    // follow-up costs only time: the schedule's next run reads the due index from its start.
-    this.sweepFunction.role.addToPrincipalPolicy(
-      new PolicyStatement({
-        sid: 'PutSweepFollowUp',
-        effect: Effect.ALLOW,
-        actions: ['events:PutEvents'],
-        resources: [this.bus.eventBusArn],
-        // Its follow-ups only: the sweep never publishes repair events itself (the stream delivers its outbox).
-        conditions: { StringEquals: { 'events:source': SWEEP_FOLLOW_UP.source } },
-      }),
-    );
+    // A run that runs out of time puts a follow-up event on the bus (its role may put exactly those, see
+    // function-permissions.ts); this rule starts the next run at once. A lost follow-up costs only time: the
+    // schedule's next run reads the due index from its start.
     new Rule(this, 'SweepFollowUp', {
       eventBus: this.bus,
       description: `Fleetward ${site.name}: run the sweep again at once when a run left due work`,
@@ -466,13 +457,8 @@ export class SiteStack extends Stack {
       repairDeadLetters.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
       1,
     );
-    const allFunctions: Array<[string, FleetwardFunction]> = [
-      ...ROUTE_GROUPS.map((group) => [`${pascal(group)}Api`, this.apiFunctions[group]] as [string, FleetwardFunction]),
-      ['StreamHandler', this.streamFunction],
-      ['SweepHandler', this.sweepFunction],
-    ];
-    for (const [name, fn] of allFunctions) {
-      alarm(`${name}ErrorsAlarm`, `${name} function errors`, fn.function.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }), 1);
+    for (const name of FUNCTION_NAMES) {
+      alarm(`${name}ErrorsAlarm`, `${name} function errors`, functions[name].function.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }), 1);
     }
     alarm(
       'StreamIteratorAgeAlarm',
@@ -542,33 +528,23 @@ export class SiteStack extends Stack {
     }
   }
 
-  /** Item access to the single table and exactly its GSIs (no `index/*`, no Scan: no scans on hot paths). */
-  private grantTableData(role: IRole) {
-    role.addToPrincipalPolicy(
-      new PolicyStatement({
-        sid: 'TableItems',
-        effect: Effect.ALLOW,
-        actions: [
-          'dynamodb:GetItem',
-          'dynamodb:BatchGetItem',
-          'dynamodb:Query',
-          'dynamodb:ConditionCheckItem',
-          'dynamodb:PutItem',
-          'dynamodb:UpdateItem',
-          'dynamodb:DeleteItem',
-          'dynamodb:BatchWriteItem',
-        ],
-        resources: [this.table.tableArn],
-      }),
-    );
-    role.addToPrincipalPolicy(
-      new PolicyStatement({
-        sid: 'TableIndexes',
-        effect: Effect.ALLOW,
-        actions: ['dynamodb:Query'],
-        resources: Object.values(indexes).map((index) => `${this.table.tableArn}/index/${index.name}`),
-      }),
-    );
+  /** The ARN of a logical resource (lib/logical-resources.ts) in this stack. */
+  private arnOf(resource: string): string {
+    const parsed = parseLogicalResource(resource);
+    switch (parsed?.kind) {
+      case 'table':
+        return (parsed.table === 'main' ? this.table : this.idempotencyTable).tableArn;
+      case 'index':
+        return `${this.table.tableArn}/index/${parsed.indexName}`;
+      case 'stream':
+        return this.table.tableStreamArn!;
+      case 'event-bus':
+        return this.bus.eventBusArn;
+      case 'any':
+        return '*';
+      default:
+        throw new Error(`function-permissions.ts: ${resource} is no resource of the stack`);
+    }
   }
 
   /** What contextFromEnv (functions/services/lambda-context.ts) reads; all of it from the site config. */

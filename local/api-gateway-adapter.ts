@@ -5,6 +5,9 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyEventV2WithJWTAuthorizer, C
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import { createRouteMatcher, type MatchableRoute } from '#http/route-match.ts';
 import type { Route } from '#http/route.ts';
+import { routeGroupOf, type RouteGroup } from '#lib/api-routes.ts';
+import { API_FUNCTION_OF } from '#lib/lambda-functions.ts';
+import { runAsFunction } from './function-scope.ts';
 import { defaultMaxBodyBytes, readBody, RequestBodyError } from './request-body.ts';
 
 /** Served before the Lambda handler, for what only the local runner has (`/_local/token`, `/health`, `/_sim/*`). */
@@ -19,11 +22,13 @@ export interface ExtraRoute {
 /** A route as API Gateway holds it: public ones have no authorizer, every other one the JWT authorizer. */
 export interface GatewayRoute extends MatchableRoute {
   public: boolean;
+  /** Whose function the route is integrated with. */
+  group: RouteGroup;
 }
 
 /** The routes as API Gateway is given them (lib/api-routes.ts): each with the JWT authorizer unless public. */
 export const gatewayRoutesOf = (routes: readonly Pick<Route<any, any, any, any, any>, 'method' | 'path' | 'roles'>[]): GatewayRoute[] =>
-  routes.map((route) => ({ method: route.method, path: route.path, public: route.roles === 'public' }));
+  routes.map((route) => ({ method: route.method, path: route.path, public: route.roles === 'public', group: routeGroupOf(route) }));
 
 export interface LocalHttpServerOptions {
   /** 0 picks a free port (tests). */
@@ -232,7 +237,10 @@ export async function createLocalHttpServer(options: LocalHttpServerOptions): Pr
 
     const event = buildEvent(req, url, body, requestId, `${matched.route.method} ${matched.route.path}`, matched.params);
     if (claims) Object.assign(event.requestContext, { authorizer: { jwt: { claims, scopes: null } } });
-    const invocation = handler(event as APIGatewayProxyEventV2WithJWTAuthorizer, buildContext(requestId, timeoutMs));
+    // As the group's own function: its AWS calls are that function's role's (function-scope.ts).
+    const invocation = runAsFunction(API_FUNCTION_OF[matched.route.group], () =>
+      handler(event as APIGatewayProxyEventV2WithJWTAuthorizer, buildContext(requestId, timeoutMs)),
+    );
     const result = await withinTimeout(invocation, timeoutMs);
     // API Gateway (HTTP API) names every request's id in this response header: the key to its logs.
     res.setHeader('apigw-requestid', requestId);

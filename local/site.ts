@@ -7,8 +7,8 @@ import type { SiteConfig } from '#config/site-config.ts';
 import { systemClock, type Clock, type IdSource } from '#domain/model.ts';
 import { createHttpApi } from '#handlers/api.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
-import { createSweepHandler } from '#handlers/sweep.ts';
-import { followUpEvent } from '#services/sweep-follow-up.ts';
+import { createSweepHandler, eventBridgeHandOff } from '#handlers/sweep.ts';
+import { followUpEvent, SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
 import type { SweepPosition } from '#services/reconcile.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import { routes } from '#http/routes/index.ts';
@@ -17,7 +17,7 @@ import type { AppContext } from '#services/context.ts';
 import { createLogger, powertoolsLog } from '#services/logging.ts';
 import { PROMETHEUS_CONTENT_TYPE, prometheusMetrics } from '#services/prometheus-metrics.ts';
 import { randomIds } from '#services/lambda-context.ts';
-import { inProcessBus } from '#services/events.ts';
+import { eventBridgePublisher, EVENT_SOURCE, inProcessBus } from '#services/events.ts';
 import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient, type TableNames } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
@@ -25,9 +25,12 @@ import type { SigningKey } from '#site/request-signing.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
 import { staticKeys } from '#site/signing-keys.ts';
 import { createLocalHttpServer, gatewayRoutesOf, type ExtraRoute } from './api-gateway-adapter.ts';
+import { createAwsCallRecorder } from './aws-call-recorder.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import { freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
+import { runAsFunction } from './function-scope.ts';
 import { assessHealth, type Health } from './health.ts';
+import { localEventBridge } from './local-event-bridge.ts';
 import { readJsonBody, RequestBodyError } from './request-body.ts';
 import { createScheduleTimer } from './schedule-timer.ts';
 import { createSiteSimulator, demoFleet, type SiteSimulator } from './site-simulator.ts';
@@ -71,6 +74,11 @@ export interface LocalSiteOptions {
   log?: (line: string) => void;
   /** The controller's JSON log lines from this level up (debug, info, warn, error); LOG_LEVEL or info by default. */
   logLevel?: string;
+  /**
+   * Record every AWS call the site's functions make into this directory (FLEETWARD_AWS_CALL_LOG), for the IAM test
+   * (local/aws-call-recorder.ts). Nothing is recorded, and no recording middleware installed, without it.
+   */
+  awsCallLogDir?: string;
 }
 
 export interface LocalSite {
@@ -165,12 +173,28 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       log: (line) => write(`simulator  ${line}`),
     });
 
+    const busName = `fleetward-${config.site.name}`;
+    const recorder = options.awsCallLogDir
+      ? createAwsCallRecorder(options.awsCallLogDir, { tables: { [names.table]: 'main', [names.idempotencyTable]: 'idempotency' }, eventBusName: busName })
+      : undefined;
     const storeClient = createDocumentClient(endpoint);
+    recorder?.instrument(storeClient, 'dynamodb');
     const store = new DynamoFleetStore(storeClient, names.table);
     // The same Powertools JSON lines as in Lambda, one per line on the runner's output.
     const logger = createLogger({ logLevel: options.logLevel ?? process.env.LOG_LEVEL, write });
     const log = powertoolsLog(logger);
     const events = inProcessBus(log);
+    // The site's bus with the stack's two rules: repair events to repair automation (here the in-process bus), and a
+    // sweep's follow-up to the next sweep run, which the timer starts at once.
+    let followUp: SweepPosition | undefined;
+    const eventBridge = localEventBridge(busName, [
+      { matches: (entry) => entry.Source === EVENT_SOURCE, deliver: (entry) => events.publish({ type: entry.DetailType!, detail: JSON.parse(entry.Detail!) }) },
+      {
+        matches: (entry) => entry.Source === SWEEP_FOLLOW_UP.source && entry.DetailType === SWEEP_FOLLOW_UP.detailType,
+        deliver: (entry) => void (followUp = JSON.parse(entry.Detail!) as SweepPosition),
+      },
+    ]);
+    recorder?.instrument(eventBridge, 'eventbridge');
     // What CloudWatch would get in AWS: scraped on GET /metrics, the site-wide gauges also shown on /health.
     const metrics = prometheusMetrics();
     const ctx: AppContext = {
@@ -179,7 +203,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       clock: options.clock ?? systemClock,
       ids: options.ids ?? randomIds,
       agent: httpSiteAgent(`http://127.0.0.1:${agentPort}`, config, staticKeys({ keys: [signingKey], current: signingKey.id })),
-      events,
+      events: eventBridgePublisher(busName, eventBridge),
       metrics,
       log,
     };
@@ -194,20 +218,21 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
             handler: createStreamHandler(ctx),
             filter: streamFilter.filter,
             ...(options.streamChaos ? { chaos: options.streamChaos } : {}),
+            ...(recorder ? { onStreamsClient: (client) => recorder.instrument(client, 'dynamodb-streams') } : {}),
             log: (line) => write(`stream     ${line}`),
           });
-    // A sweep that runs out of its interval hands the rest to a follow-up, which the timer runs at once.
-    let followUp: SweepPosition | undefined;
-    const sweep = createSweepHandler(ctx, async (position) => void (followUp = position));
+    // A sweep that runs out of its interval hands the rest to a follow-up through the bus, which the timer runs at once.
+    const sweep = createSweepHandler(ctx, eventBridgeHandOff(busName, eventBridge));
     const sweepIntervalMs = options.sweepIntervalMs ?? config.sweep.interval_seconds * 1000;
     const timer = createScheduleTimer({
       intervalMs: sweepIntervalMs,
-      tick: () => {
-        const startedAt = Date.now();
-        const event = followUp ? followUpEvent(followUp) : {};
-        followUp = undefined;
-        return sweep(event, () => sweepIntervalMs - (Date.now() - startedAt));
-      },
+      tick: () =>
+        runAsFunction('SweepHandler', () => {
+          const startedAt = Date.now();
+          const event = followUp ? followUpEvent(followUp) : {};
+          followUp = undefined;
+          return sweep(event, () => sweepIntervalMs - (Date.now() - startedAt));
+        }),
       runAgainAtOnce: () => followUp !== undefined,
       name: 'sweep',
       log: (line) => write(`schedule   ${line}`),
@@ -282,6 +307,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.
     const idempotency = { client: createDocumentClient(endpoint), tableName: names.idempotencyTable };
+    recorder?.instrument(idempotency.client, 'dynamodb');
     const server = await createLocalHttpServer({
       port: options.port,
       routes: gatewayRoutesOf(routes),
@@ -302,7 +328,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       await registerMachines(ctx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), { actor: 'local-runner', requestId: 'local-runner-seed' });
     }
     if (poller) {
-      await poller.start();
+      // The poller stands in for the stream function's event source mapping, which reads the stream with its role.
+      await runAsFunction('StreamHandler', () => poller.start());
       stops.push(() => poller.stop());
     }
     timer.start();

@@ -47,6 +47,8 @@ export interface StreamPollerOptions {
   filter?: (record: DynamoDBRecord) => boolean;
   /** Misdeliver on purpose (FLEETWARD_STREAM_CHAOS, see stream-chaos.ts). Off when absent. */
   chaos?: StreamChaosConfig;
+  /** Called with each DynamoDB Streams client the poller makes, before its first call (the AWS call recorder). */
+  onStreamsClient?: (client: DynamoDBStreamsClient) => void;
   log?: (line: string) => void;
   now?: () => number;
 }
@@ -421,6 +423,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       chaos = options.chaos ? createStreamChaos(options.chaos) : undefined;
       dynamo = new DynamoDBClient(clientConfig);
       streams = new DynamoDBStreamsClient(clientConfig);
+      options.onStreamsClient?.(streams);
       try {
         await refreshShards(true);
         // Take iterators now: with LATEST, "latest" must mean the moment start() resolved.

@@ -14,6 +14,7 @@ import { dashboardVendorFiles } from '#lib/dashboard-vendor.ts';
 import type { SiteStack } from '#lib/site-stack.ts';
 import { parseFilterPattern, passesAnyFilter } from '#lib/lambda-event-filter.ts';
 import { streamFilters } from '#lib/stream-filters.ts';
+import { EVENT_SOURCE } from '#services/events.ts';
 import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
 import { SITE_AGENT_SILENT_METRIC } from '#services/reconcile.ts';
 import cdkJson from '../../cdk.json' with { type: 'json' };
@@ -96,9 +97,16 @@ describe('the site stack', () => {
     expect(at('AwsSolutions-SQS3')).toEqual(['StreamFailures']);
     const functionRoles = [...Object.values(stack.apiFunctions), stack.streamFunction, stack.sweepFunction].map((fn) => fn.role.node.path.replace(`${stack.node.path}/`, ''));
     expect(new Set(at('AwsSolutions-IAM5'))).toEqual(new Set(['SweepScheduleRole', 'Dashboard/DeployRole', ...functionRoles]));
-    // Each function role's IAM5 acknowledgment covers exactly X-Ray's `*` (active tracing), nothing else.
-    const tracingIam5 = acknowledgments.filter((ack) => ruleOf(ack.id) === 'AwsSolutions-IAM5' && functionRoles.some((path) => ack.path.endsWith(`/${path}`)));
-    expect(tracingIam5.map((ack) => ack.id)).toEqual(functionRoles.map(() => 'Annotation::AwsSolutions-IAM5[Resource::*]'));
+    // Each function role's IAM5 acknowledgments cover exactly `*`: X-Ray's (active tracing) on every role, and on the
+    // stream function's role ListStreams', each with its own reason.
+    const wildcardAcknowledgments = (role: string) =>
+      acknowledgments.filter((ack) => ruleOf(ack.id) === 'AwsSolutions-IAM5' && ack.path.endsWith(`/${role}`));
+    const streamRole = stack.streamFunction.role.node.path.replace(`${stack.node.path}/`, '');
+    for (const role of functionRoles) {
+      const reasons = wildcardAcknowledgments(role);
+      expect(reasons.map((ack) => ack.id), role).toEqual((role === streamRole ? [1, 2] : [1]).map(() => 'Annotation::AwsSolutions-IAM5[Resource::*]'));
+      expect(reasons.map((ack) => ack.reason.match(/X-Ray|ListStreams/)?.[0]), role).toEqual(role === streamRole ? ['X-Ray', 'ListStreams'] : ['X-Ray']);
+    }
     for (const rule of ['AwsSolutions-CFR1', 'AwsSolutions-CFR2', 'AwsSolutions-CFR4']) expect(at(rule), rule).toEqual(['Dashboard/Distribution']);
     // The sweep role's IAM5 acknowledgment covers exactly one finding: the sweep function's own `<arn>:*`.
     const iam5 = acknowledgments.filter((ack) => ruleOf(ack.id) === 'AwsSolutions-IAM5' && ack.path.endsWith('/SweepScheduleRole'));
@@ -495,11 +503,15 @@ describe('IAM', () => {
   };
   const actionsOf = (statements: Array<{ Action: string | string[] }>) => new Set(statements.flatMap((s) => [s.Action].flat()));
 
-  it('grants no dynamodb: action on a wildcard resource', () => {
+  it('grants no dynamodb: action on a wildcard resource but ListStreams, which takes no other, alone in its statement', () => {
     for (const [id, policy] of resourcesOf('AWS::IAM::Policy')) {
       for (const statement of policy.Properties.PolicyDocument.Statement) {
         const actions = [statement.Action].flat() as string[];
         if (!actions.some((a) => a.startsWith('dynamodb:'))) continue;
+        if (actions.includes('dynamodb:ListStreams')) {
+          expect({ actions, resource: statement.Resource }, id).toEqual({ actions: ['dynamodb:ListStreams'], resource: '*' });
+          continue;
+        }
         expect(actions.filter((a) => a.includes('*')), id).toEqual([]);
         const text = JSON.stringify(statement.Resource);
         expect(statement.Resource, id).not.toBe('*');
@@ -516,16 +528,28 @@ describe('IAM', () => {
       expect(actions.has('events:PutEvents')).toBe(false);
       expect(actions.has('dynamodb:GetRecords')).toBe(false);
     }
+    // Registration (BatchWriteItem) is the admin's alone; nothing deletes items or checks conditions in transactions.
+    expect(actionsOf(statementsOf(stack.apiFunctions.tenant.role)).has('dynamodb:BatchWriteItem')).toBe(false);
+    for (const fn of [...Object.values(stack.apiFunctions), stack.streamFunction, stack.sweepFunction]) {
+      const tableArn = JSON.stringify({ 'Fn::GetAtt': [logicalIdOf(stack.table), 'Arn'] });
+      const onTable = statementsOf(fn.role).filter((statement) => JSON.stringify(statement.Resource) === tableArn);
+      expect(actionsOf(onTable).has('dynamodb:DeleteItem')).toBe(false);
+      expect(actionsOf(onTable).has('dynamodb:ConditionCheckItem')).toBe(false);
+    }
     const stream = statementsOf(stack.streamFunction.role);
     expect(actionsOf(stream).has('events:PutEvents')).toBe(true);
     expect(actionsOf(stream).has('dynamodb:GetRecords')).toBe(true);
     expect(JSON.stringify(stream)).not.toContain(logicalIdOf(stack.idempotencyTable));
     const sweep = statementsOf(stack.sweepFunction.role);
-    // The sweep puts only its own follow-ups on the bus, never a repair event.
-    const sweepPuts = sweep.filter((statement) => [statement.Action].flat().includes('events:PutEvents'));
-    expect(sweepPuts).toEqual([
-      expect.objectContaining({ Resource: { 'Fn::GetAtt': [logicalIdOf(stack.bus), 'Arn'] }, Condition: { StringEquals: { 'events:source': SWEEP_FOLLOW_UP.source } } }),
-    ]);
+    // The sweep puts only its own follow-ups on the bus, never a repair event; the stream only repair events.
+    const putsOf = (statements: typeof sweep) => statements.filter((statement) => [statement.Action].flat().includes('events:PutEvents'));
+    const onlyFrom = (source: string) =>
+      expect.objectContaining({
+        Resource: { 'Fn::GetAtt': [logicalIdOf(stack.bus), 'Arn'] },
+        Condition: { 'ForAllValues:StringEquals': { 'events:source': [source] }, Null: { 'events:source': 'false' } },
+      });
+    expect(putsOf(sweep)).toEqual([onlyFrom(SWEEP_FOLLOW_UP.source)]);
+    expect(putsOf(stream)).toEqual([onlyFrom(EVENT_SOURCE)]);
     expect(actionsOf(sweep).has('dynamodb:GetRecords')).toBe(false);
     expect(JSON.stringify(sweep)).not.toContain(logicalIdOf(stack.idempotencyTable));
     expect(actionsOf(sweep).has('dynamodb:Scan')).toBe(false);

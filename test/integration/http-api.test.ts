@@ -496,7 +496,7 @@ describe('the function timeout', () => {
     const remaining: number[] = [];
     const slow = await createLocalHttpServer({
       port: 0,
-      routes: [{ method: 'GET', path: '/slow', public: true }],
+      routes: [{ method: 'GET', path: '/slow', public: true, group: 'tenant' }],
       handler: async (_event, context) => {
         remaining.push(context.getRemainingTimeInMillis());
         return new Promise(() => {});

@@ -1,6 +1,10 @@
+import { rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import { startDynamoDbLocal } from '#local/dynamodb-local.ts';
 import { parseStreamChaos, type StreamChaosConfig } from '#local/stream-chaos.ts';
+import { DEFAULT_AWS_CALL_LOG } from '#test/support/iam/recorded-calls.ts';
 
 // One DynamoDB Local for the whole test run; each test file makes its own uniquely named tables on it.
 export default async function setup(project: TestProject) {
@@ -10,6 +14,7 @@ export default async function setup(project: TestProject) {
     console.log(`stream chaos ${streamChaos.modes.join(',')}: FLEETWARD_STREAM_CHAOS_SEED=${streamChaos.seed} replays this run`);
   }
   project.provide('streamChaos', streamChaos);
+  project.provide('awsCallLogDir', awsCallLogDir());
   // Every test file's tables have streams: with the stream log indexed, a file's writes do not get slower with the
   // stream records of every file before it.
   const dynamo = await startDynamoDbLocal({ indexStreamLog: true });
@@ -17,9 +22,24 @@ export default async function setup(project: TestProject) {
   return async () => dynamo.stop();
 }
 
+/**
+ * Every site of the run, in-process or a runner child, records its functions' AWS calls for the IAM test
+ * (test/iam). A directory the caller names is theirs: `npm test` clears it once and both its runs (plain and chaos)
+ * add to it. Otherwise each run starts the default one afresh, so that it never mixes in calls of older code.
+ */
+function awsCallLogDir(): string {
+  const named = process.env[AWS_CALL_LOG_ENV];
+  if (named) return resolve(named);
+  const dir = resolve(DEFAULT_AWS_CALL_LOG);
+  rmSync(dir, { recursive: true, force: true });
+  return dir;
+}
+
 declare module 'vitest' {
   export interface ProvidedContext {
     dynamoEndpoint: string;
     streamChaos: StreamChaosConfig | null;
+    /** The directory the run's sites record their AWS calls in (local/aws-call-recorder.ts). */
+    awsCallLogDir: string;
   }
 }

@@ -44,6 +44,7 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
     tableNames: { table: `e2e-${id}`, idempotencyTable: `e2e-${id}-idempotency` },
     sweepIntervalMs: 500,
     ...(streamChaos ? { streamChaos } : {}),
+    awsCallLogDir: inject('awsCallLogDir'),
     log: (line) => {
       lines.push(line);
       if (process.env.FLEETWARD_TEST_LOG) console.log(line);

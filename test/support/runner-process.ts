@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { inject } from 'vitest';
 import type { Instance, Machine, MetaInstance, Role } from '#domain/model.ts';
+import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import { createDocumentClient } from '#store/client.ts';
 
 // The local runner as `npm start` runs it, in a child process that leads its own process group, so that a test can
@@ -41,7 +43,7 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerProcess
   const configFile = join(options.dataDir, 'site.toml');
   writeFileSync(configFile, options.config);
   const child = spawn(process.execPath, ['bin/local.ts'], {
-    env: { ...process.env, PORT: '0', FLEETWARD_DATA_DIR: options.dataDir, FLEETWARD_SITE_CONFIG: configFile },
+    env: { ...process.env, PORT: '0', FLEETWARD_DATA_DIR: options.dataDir, FLEETWARD_SITE_CONFIG: configFile, [AWS_CALL_LOG_ENV]: inject('awsCallLogDir') },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
