@@ -49,7 +49,8 @@ export const issueOf = (/** @type {Machine} */ machine) => override(machine, SOU
  * outForRepair: taken out by a provider or escalated after repeated repairs.
  */
 export function pipeline(/** @type {Machine[]} */ machines) {
-  const byAge = (/** @type {string} */ source) => (/** @type {Machine} */ a, /** @type {Machine} */ b) => (override(a, source)?.createdAt ?? '').localeCompare(override(b, source)?.createdAt ?? '');
+  const byAge = (/** @type {string} */ source) => (/** @type {Machine} */ a, /** @type {Machine} */ b) =>
+    (override(a, source)?.createdAt ?? '').localeCompare(override(b, source)?.createdAt ?? '');
   const quarantined = machines.filter((m) => has(m, SOURCES.reported) && !has(m, SOURCES.repairRequest) && !has(m, SOURCES.outForRepair));
   // Out for repair keeps repair tenants away too: such a machine is listed there, not as waiting.
   const waiting = machines.filter((m) => has(m, SOURCES.repairRequest) && !m.instanceId && !has(m, SOURCES.outForRepair));
