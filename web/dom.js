@@ -84,7 +84,7 @@ export function morph(live, fresh) {
 }
 
 /**
- * Makes `nodes` the children of `parent`, in order, moving or removing only those out of place.
+ * Makes `wanted` the children of `parent`, in order, moving or removing only those out of place.
  * @param {Element} parent
  * @param {readonly Node[]} wanted
  */

@@ -104,9 +104,6 @@ export function duration(ms) {
 /** @param {string | undefined} iso @param {number} now */
 export const since = (iso, now) => (iso ? duration(now - Date.parse(iso)) : '');
 
-/** "HARDWARE: ECC errors" @param {{ category: string, summary: string } | undefined} issue */
-export const issueText = (issue) => (issue ? `${issue.category}: ${issue.summary}` : '');
-
 /**
  * A meta-instance's status as people read it. Failures up to the limit are retried at once (still Placing);
  * past it the reconciler backs off (Retrying).

@@ -28,6 +28,7 @@ export function createFleetSummary({ api, store }) {
     testid: 'by-type',
   });
   const body = byId('fleet-body');
+  const layout = [stats, h('div', { class: 'columns' }, byState.el, byOverride.el, byType.el)];
 
   return {
     /** @param {import('../poll.js').Attempt} attempt */
@@ -49,7 +50,7 @@ export function createFleetSummary({ api, store }) {
       byState.show(Object.entries(counts.byState), { caption: 'By state' });
       byOverride.show(Object.entries(counts.byOverride).sort(byName), { caption: 'By health override', empty: 'No machine has a health override.' });
       byType.show(Object.entries(counts.byType).sort(byName), { caption: 'By machine type' });
-      if (!body.firstChild) place(body, [stats, h('div', { class: 'columns' }, byState.el, byOverride.el, byType.el)]);
+      place(body, layout);
     },
   };
 }
