@@ -28,13 +28,12 @@ export function createHeader({ api, store }, every) {
     showRound(/** @type {import('../poll.js').Round} */ round) {
       refreshes += 1;
       status.dataset.refreshes = String(refreshes);
-      const tried = round.startedAt.toLocaleTimeString();
       if (round.errors.length === 0) {
         lastOk = new Date();
         assign(status, { className: 'status', textContent: `Last refreshed ${lastOk.toLocaleTimeString()} (${period})` });
       } else {
         const shown = lastOk ? `; showing data from ${lastOk.toLocaleTimeString()}` : '';
-        assign(status, { className: 'status stale', textContent: `Refresh failed at ${tried}${shown} (${period})` });
+        assign(status, { className: 'status stale', textContent: `Refresh failed at ${round.startedAt.toLocaleTimeString()}${shown} (${period})` });
       }
       assign(errors, { hidden: round.errors.length === 0 });
       showErrors(round.errors);
