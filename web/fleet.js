@@ -49,7 +49,8 @@ export const issueOf = (/** @type {Machine} */ machine) => override(machine, SOU
  * outForRepair: taken out by a provider or escalated after repeated repairs.
  */
 export function pipeline(/** @type {Machine[]} */ machines) {
-  const byAge = (/** @type {string} */ source) => (/** @type {Machine} */ a, /** @type {Machine} */ b) => (override(a, source)?.createdAt ?? '').localeCompare(override(b, source)?.createdAt ?? '');
+  const byAge = (/** @type {string} */ source) => (/** @type {Machine} */ a, /** @type {Machine} */ b) =>
+    (override(a, source)?.createdAt ?? '').localeCompare(override(b, source)?.createdAt ?? '');
   const quarantined = machines.filter((m) => has(m, SOURCES.reported) && !has(m, SOURCES.repairRequest) && !has(m, SOURCES.outForRepair));
   // Out for repair keeps repair tenants away too: such a machine is listed there, not as waiting.
   const waiting = machines.filter((m) => has(m, SOURCES.repairRequest) && !m.instanceId && !has(m, SOURCES.outForRepair));
@@ -102,9 +103,6 @@ export function duration(ms) {
 
 /** @param {string | undefined} iso @param {number} now */
 export const since = (iso, now) => (iso ? duration(now - Date.parse(iso)) : '');
-
-/** "HARDWARE: ECC errors" @param {{ category: string, summary: string } | undefined} issue */
-export const issueText = (issue) => (issue ? `${issue.category}: ${issue.summary}` : '');
 
 /**
  * A meta-instance's status as people read it. Failures up to the limit are retried at once (still Placing);

@@ -5,7 +5,17 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureChromium, installTimeoutMs, launchBrowser, until, type TestBrowser } from '#test/support/browser.ts';
 import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, claimForRepair, repairRelease, reportIssue, setRepairStatus, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import {
+  actors,
+  claimForRepair,
+  cleanedUp,
+  repairRelease,
+  reportIssue,
+  runInstance,
+  setRepairStatus,
+  waitForFleet,
+  type Actors,
+} from '#test/support/repair-steps.ts';
 
 // The dashboard in Debian's Chromium, asserting what a person sees.
 
@@ -64,6 +74,80 @@ describe('dashboard', () => {
     // Every machine is listed, each a link to its detail.
     expect(await page.getByTestId('machines-table').locator('tbody tr a.machine').count()).toBe(6);
     expect(await count('stale-count')).toBe('0');
+  });
+
+  // Every mutation under <main> (the panels) is recorded as where it happened: the panel, the table, and the machine
+  // of the row or rack-map square. The header's status line changes every poll by design and is not watched.
+  const watchMutations = () =>
+    page.evaluate(() => {
+      const seen: string[] = [];
+      Object.assign(window, { mutationsSeen: seen });
+      const where = (node: Node) => {
+        const el = node instanceof Element ? node : node.parentElement;
+        const machine = el?.closest('tbody tr')?.querySelector('[data-machine]') ?? el?.closest('a.cell');
+        const places = [el?.closest('section')?.dataset.testid, el?.closest('table')?.dataset.testid, machine?.getAttribute('data-machine')];
+        return places.filter(Boolean).join(' ');
+      };
+      const observer = new MutationObserver((records) => seen.push(...records.map((r) => where(r.target))));
+      observer.observe(document.getElementById('main')!, { subtree: true, childList: true, attributes: true, characterData: true });
+    });
+  /** Where the page changed since the last call. */
+  const mutationsSeen = async () => {
+    const seen = await page.evaluate(() => (window as unknown as { mutationsSeen: string[] }).mutationsSeen.splice(0));
+    return [...new Set(seen)].sort();
+  };
+  const polls = async (n: number) => {
+    const refreshes = async () => Number(await page.getByTestId('refresh-status').getAttribute('data-refreshes'));
+    const from = await refreshes();
+    await until(page, `${n} more refreshes`, async () => (await refreshes()) >= from + n);
+  };
+
+  it('writes to the page only what changed: nothing on a quiet poll, one row or square for a changed machine; focus and scroll stay', async () => {
+    const machines = page.getByTestId('machines-table');
+    const ids = await machines.locator('tbody tr a.machine').evaluateAll((links) => links.map((a) => a.getAttribute('data-machine')!));
+    const [focused, labelled] = ids;
+    await machines.scrollIntoViewIfNeeded();
+    await machines.locator(`a.machine[data-machine="${focused}"]`).focus();
+    const scrolled = await page.evaluate(() => window.scrollY);
+    // The rows on the page now, marked on the element (not in an attribute, which a changed row loses): a row drawn
+    // again would be a new element, unmarked.
+    const rows = machines.locator('tbody tr');
+    await rows.evaluateAll((all) => all.forEach((r) => Object.assign(r, { wasHere: true })));
+    const kept = async () => {
+      expect(await rows.evaluateAll((all) => all.filter((r) => !('wasHere' in r)).length)).toBe(0);
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('data-machine'))).toBe(focused);
+      expect(await page.evaluate(() => window.scrollY)).toBe(scrolled);
+    };
+    await watchMutations();
+
+    await polls(2);
+    expect(await mutationsSeen()).toEqual([]);
+    await kept();
+
+    // A label on one machine: its row changes, and the audit log records the change; nothing else.
+    await site.call('PATCH', `/admin/machines/${labelled}/labels`, { token: who.admin, body: { labels: { note: 'rendered' } } });
+    const row = machines.locator(`tbody tr:has(a.machine[data-machine="${labelled}"])`);
+    await until(page, 'the new label', async () => (await row.textContent())?.includes('note=rendered'));
+    await polls(1);
+    expect((await mutationsSeen()).filter((at) => !at.startsWith('audit '))).toEqual([`machines machines-table ${labelled}`]);
+    await kept();
+
+    // A tenant's instance on one machine: on the rack map, its square changes and no other.
+    const instance = await runInstance(site, who);
+    const assigned = instance.machineId as string;
+    const cell = page.getByTestId('rack-map').locator(`a.cell[data-machine="${assigned}"]`);
+    await until(page, `${assigned} assigned on the rack map`, async () => (await cell.getAttribute('class')) === 'cell state-Assigned');
+    await polls(1);
+    const changed = await mutationsSeen();
+    expect(changed.filter((at) => at.startsWith('rack-map'))).toEqual([`rack-map ${assigned}`]);
+    expect(changed.filter((at) => at.startsWith('machines '))).toEqual([`machines machines-table ${assigned}`]);
+    await kept();
+
+    expect((await site.call('DELETE', `/v2/org/acme/nico/instance/${instance.id}`, { token: who.tenant })).status).toBe(202);
+    await cleanedUp(site, who.admin, assigned);
+    await site.call('PATCH', `/admin/machines/${labelled}/labels`, { token: who.admin, body: { labels: { note: null } } });
+    await until(page, 'the machine ready again', async () => (await cell.getAttribute('class')) === 'cell state-Ready');
+    await until(page, 'the label gone', async () => !(await row.textContent())?.includes('note='));
   });
 
   it('the machine table is filtered by the server', async () => {

@@ -658,7 +658,8 @@ describe('dashboard', () => {
     expect(props.SourceObjectKeys).toHaveLength(2 + Object.keys(dashboardVendorFiles).length);
     // Source 0: web/ as it is, minus the local runner's config.json and the type declarations.
     const files = readdirSync(sourceDir(0)).sort();
-    expect(files).toEqual(expect.arrayContaining(['index.html', 'app.js', 'api.js', 'dom.js', 'fleet.js', 'style.css', 'repair-stats.js']));
+    expect(files).toEqual(expect.arrayContaining(['index.html', 'app.js', 'api.js', 'dom.js', 'fleet.js', 'poll.js', 'store.js', 'style.css', 'panels']));
+    expect(readdirSync(join(sourceDir(0), 'panels'))).toEqual(expect.arrayContaining(['pipeline.js', 'rack-map.js', 'repair-stats.js']));
     expect(files).not.toContain('config.json');
     expect(existsSync(join(sourceDir(0), 'vendor', 'uplot.esm.d.ts'))).toBe(false);
     // Then the browser files from node_modules, under vendor/, byte for byte.

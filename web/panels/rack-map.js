@@ -1,0 +1,82 @@
+// The rack map: one machine type at a time, a row per rack and a small square per machine, coloured by state and
+// marked by overrides and stuck repairs (GET /admin/fleet/racks, the per-rack aggregates). Each rack is compared
+// with what it last showed, so a change to one machine touches that machine's square only, however big the fleet.
+import { byId, h, keyedList, place } from '../dom.js';
+import { SOURCES } from '../fleet.js';
+
+/** @import { Item } from '../../client/api.ts' */
+/** @typedef {{ id: string, className: string, title: string }} Cell */
+
+const numeric = (/** @type {string} */ a, /** @type {string} */ b) => a.localeCompare(b, undefined, { numeric: true });
+
+/** A rack as the map shows it: only what a square shows, so heartbeats and versions do not redraw it. */
+function rackView(/** @type {Item<'/admin/fleet/racks'>} */ rack, /** @type {Set<string>} */ stuck) {
+  const cells = Object.entries(rack.machines)
+    .sort(([a], [b]) => numeric(a, b))
+    .map(([id, m]) => ({
+      id,
+      className: [
+        'cell',
+        `state-${m.state}`,
+        m.quarantined && 'quarantined',
+        m.overrides.includes(SOURCES.outForRepair) && 'out-for-repair',
+        m.overrides.includes(SOURCES.hardwareHealth) && 'hardware-health',
+        stuck.has(id) && 'stuck',
+      ]
+        .filter(Boolean)
+        .join(' '),
+      title: `${id} · ${m.state}${m.overrides.length ? ` · ${m.overrides.join(', ')}` : ''}${stuck.has(id) ? ' · stuck repair' : ''}`,
+    }));
+  return { rack: rack.rack, cells };
+}
+
+const cellLink = (/** @type {Cell} */ c) =>
+  h('a', { href: `#machine/${encodeURIComponent(c.id)}`, class: c.className, 'data-machine': c.id, title: c.title, 'aria-label': c.id });
+
+/** @param {import('../poll.js').PanelContext} context */
+export function createRackMap({ api, store, refresh }) {
+  const select = /** @type {HTMLSelectElement} */ (byId('rack-type'));
+  const body = byId('racks-body');
+  const map = h('div', { class: 'rack-map' });
+  const none = h('p', { class: 'muted' }, 'No racks recorded for this type yet.');
+  // Squares are matched by position within a rack (its machines sorted by id): a changed rack is morphed, so only
+  // the squares whose class or title changed are written.
+  const showRacks = keyedList(map, {
+    key: (/** @type {ReturnType<typeof rackView>} */ r) => r.rack,
+    render: (r) =>
+      h(
+        'div',
+        { class: 'rack', 'data-testid': 'rack', 'data-rack': r.rack },
+        h('span', { class: 'rack-name' }, r.rack),
+        h('span', { class: 'cells' }, r.cells.map(cellLink)),
+      ),
+  });
+  /** @type {{ machineType: string, racks: Item<'/admin/fleet/racks'>[] } | undefined} */
+  let loaded;
+  select.addEventListener('change', refresh);
+
+  const types = () => Object.keys(store.get('summary')?.byType ?? {}).sort();
+
+  return {
+    /** The racks of the chosen type (the first type until one is chosen); a later stage than the fleet summary. */
+    async load() {
+      const all = types();
+      const machineType = all.includes(select.value) ? select.value : all[0];
+      if (!machineType) return;
+      loaded = { machineType, racks: await api.list('/admin/fleet/racks', { params: { query: { machineType } } }, { limit: 100 }) };
+    },
+
+    render() {
+      const all = types();
+      if ([...select.options].map((o) => o.value).join() !== all.join()) {
+        select.replaceChildren(...all.map((t) => h('option', { value: t }, t)));
+        if (loaded) select.value = loaded.machineType;
+      }
+      if (!loaded) return;
+      const stuck = new Set((store.get('stuck') ?? []).map((s) => s.machineId));
+      const racks = [...loaded.racks].sort((a, b) => numeric(a.rack, b.rack)).map((rack) => rackView(rack, stuck));
+      showRacks(racks);
+      place(body, [racks.length === 0 ? none : map]);
+    },
+  };
+}
