@@ -168,7 +168,7 @@ export async function contentionBench(dynamo: Pick<DynamoDbLocal, 'endpoint' | '
       containerBursts.length === 0
         ? null
         : {
-            unit: 'the same bursts with every request served as by a Lambda container of its own (local/site.ts containerPerRequest): creates race each other and the version guard decides; not judged',
+            unit: 'the same bursts with every request served as by a Lambda container of its own (local/runner.ts containerPerRequest): creates race each other and the version guard decides; not judged',
             ...figuresOf(containerBursts),
           },
   };

@@ -3,7 +3,7 @@ import { bucketSettled, REFRESH_DIVISOR } from '#domain/heartbeat.ts';
 import type { Change } from '#domain/change.ts';
 import type { Clock } from '#domain/model.ts';
 import { createTables } from '#local/tables.ts';
-import { demoFleet } from '#local/site-simulator.ts';
+import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import type { AppContext, Log } from '#services/context.ts';
 import { inProcessBus } from '#services/events.ts';
 import { randomIds } from '#services/lambda-context.ts';
@@ -135,7 +135,7 @@ export async function heartbeatCost(
     clock,
     ids: randomIds,
     agent: { create: noAgent, delete: noAgent, status: noAgent },
-    // As the local site wires them (local/site.ts).
+    // As the local site wires them (local/runner.ts).
     events: inProcessBus(log),
     metrics: prometheusMetrics(),
     log,

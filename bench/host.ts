@@ -14,7 +14,7 @@ import { BatchGetCommand, BatchWriteCommand, PutCommand, type DynamoDBDocumentCl
 import { livenessChange } from '#domain/heartbeat.ts';
 import { registerMachine } from '#domain/machines.ts';
 import { createTables } from '#local/tables.ts';
-import { demoFleet } from '#local/site-simulator.ts';
+import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, BATCH_WRITES_IN_FLIGHT } from '#store/dynamo-store.ts';

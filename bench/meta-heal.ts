@@ -2,7 +2,7 @@
 // runner; stream-driven, and on a second site where only the sweep reconciles.
 
 import type { Instance } from '#domain/model.ts';
-import type { LocalSite } from '#local/site.ts';
+import type { LocalSite } from '#local/runner.ts';
 import { fastSiteToml, freeMachines, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';

@@ -1,5 +1,5 @@
 import { parseSiteConfig } from '#config/site-config.ts';
-import { startLocalSite, type LocalSite } from '#local/site.ts';
+import { startLocalSite, type LocalSite } from '#local/runner.ts';
 import type { Machine } from '#domain/model.ts';
 import type { FleetStore } from '#store/port.ts';
 
@@ -37,7 +37,7 @@ export interface BenchSiteOptions {
   toml: string;
   sweepIntervalMs: number;
   streamPoller?: boolean;
-  /** Every API request served as by a Lambda container of its own (local/site.ts). */
+  /** Every API request served as by a Lambda container of its own (local/runner.ts). */
   containerPerRequest?: boolean;
   /** Each line the site logs, for the part to report or count what concerns it. */
   onLine?: (line: string) => void;

@@ -6,7 +6,7 @@ import { checkRouteOverrides, parseSiteConfig, SiteConfigError } from '#config/s
 import { apiRouteSpecs, routeKeyOf } from '#lib/api-routes.ts';
 import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import { JavaMissingError } from '#local/dynamodb-local.ts';
-import { startLocalSite } from '#local/site.ts';
+import { startLocalSite } from '#local/runner.ts';
 import { parseStreamChaos, StreamChaosConfigError } from '#local/stream-chaos.ts';
 
 const configPath = process.env.FLEETWARD_SITE_CONFIG ?? 'sites/local.toml';

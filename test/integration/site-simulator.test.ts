@@ -11,7 +11,8 @@ import { heartbeatBody } from '#site/agent-contract.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
 import { MAX_CLOCK_SKEW_SECONDS, signRequest, type SigningKey, type SigningKeySet } from '#site/request-signing.ts';
 import { keysReadOnDemand, staticKeys } from '#site/signing-keys.ts';
-import { createSiteSimulator, demoFleet, type SiteSimulator } from '#local/site-simulator.ts';
+import { demoFleet } from '#local/site-agent/demo-fleet.ts';
+import { createSiteSimulator, type SiteSimulator } from '#local/site-agent/simulator.ts';
 
 // The controller is not under test here: a stub records what the simulated agent sends it.
 interface ControllerCall {

@@ -4,7 +4,7 @@ import { expect, inject } from 'vitest';
 import { parseSiteConfig, type SiteConfig } from '#config/site-config.ts';
 import type { Role } from '#domain/model.ts';
 import type { Route } from '#http/route.ts';
-import { startLocalSite, type LocalSite, type LocalSiteOptions } from '#local/site.ts';
+import { startLocalSite, type LocalSite, type LocalSiteOptions } from '#local/runner.ts';
 
 /** A site config for tests: the demo fleet made small and the simulator fast. */
 export function testConfig(toml = ''): SiteConfig {

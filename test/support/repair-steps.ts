@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { LocalSiteOptions } from '#local/site.ts';
+import type { LocalSiteOptions } from '#local/runner.ts';
 import { startTestSite, type TestSite } from './local-site.ts';
 
 // The steps of the repair workflow as a tenant, a repair tenant and an operator take them over HTTP.

@@ -1,0 +1,178 @@
+// What the simulated agent does by itself, on timers: its heartbeats, the machines it sanitizes and the cleanup
+// reports it posts, and the provisioning delay of a create. stop() cancels every timer and outbound call.
+
+import { bucketInPart, bucketOf } from '#domain/heartbeat.ts';
+import type { CleanupReport, HeartbeatBody } from '#site/agent-contract.ts';
+import type { AgentInstance } from './agent-state.ts';
+import { errorText } from './wire.ts';
+
+export interface AgentLoopsOptions {
+  /** The roster as of now: each machine the agent sees, with what its probes report. */
+  roster: () => HeartbeatBody['machines'];
+  /** A function because the controller's port may only be known after the agent starts. */
+  controllerUrl: () => string;
+  /** Bearer token with role `site-agent`. */
+  token: () => Promise<string>;
+  heartbeatIntervalMs: number;
+  /** Send the roster in this many parts a beat, as an agent whose roster outgrows one beat does. Default 1. */
+  heartbeatParts?: number;
+  cleanupMs: number;
+  /** Delays between attempts at a cleanup report the controller did not take. */
+  reportRetryDelaysMs: number[];
+  log: (line: string) => void;
+}
+
+export interface AgentLoopCounters {
+  /** Heartbeats (or parts of one) the controller answered, whatever it answered. */
+  heartbeatsSent: number;
+  /** Cleanup reports the controller took. */
+  cleanupReportsSent: number;
+  /** Timers that will still fire: provisioning, cleanup, the next beat, a report's retry. */
+  timersPending: number;
+  /** Calls to the controller not yet answered. */
+  callsInFlight: number;
+}
+
+export interface AgentLoops {
+  start(): void;
+  /** Cancels every timer and call in flight and waits for the heartbeat loop to end. */
+  stop(): Promise<void>;
+  running(): boolean;
+  /** A delay that stop() cancels: resolves false when cancelled. */
+  wait(ms: number): Promise<boolean>;
+  /** Sanitizes the machine for `cleanupMs`, then reports `report` and calls `done`; nothing when stopped before it is clean. */
+  cleanUp(instance: AgentInstance, report: CleanupReport, done: () => void): void;
+  counters(): AgentLoopCounters;
+}
+
+export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
+  const { log } = options;
+  const timers = new Set<NodeJS.Timeout>();
+  let outbound = new AbortController();
+  let isRunning = false;
+  let heartbeatLoop: Promise<void> | undefined;
+  const counters = { heartbeatsSent: 0, cleanupReportsSent: 0, callsInFlight: 0 };
+
+  function wait(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      if (!isRunning) return resolve(false);
+      const signal = outbound.signal;
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        signal.removeEventListener('abort', onAbort);
+        resolve(true);
+      }, ms);
+      const onAbort = () => {
+        clearTimeout(timer);
+        timers.delete(timer);
+        resolve(false);
+      };
+      timers.add(timer);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  async function postToController(path: string, body: unknown): Promise<Response> {
+    counters.callsInFlight++;
+    try {
+      const token = await options.token();
+      const response = await fetch(`${options.controllerUrl().replace(/\/+$/, '')}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+        signal: AbortSignal.any([outbound.signal, AbortSignal.timeout(10_000)]),
+      });
+      await response.body?.cancel();
+      return response;
+    } finally {
+      counters.callsInFlight--;
+    }
+  }
+
+  async function sendHeartbeat(): Promise<void> {
+    const machines = options.roster();
+    const count = options.heartbeatParts ?? 1;
+    if (count === 1) return sendBeat({ machines });
+    for (let index = 0; index < count; index++) {
+      const part = { index, count };
+      await sendBeat({ machines: machines.filter((m) => bucketInPart(bucketOf(m.id), part)), part: part as HeartbeatBody['part'] });
+    }
+  }
+
+  async function sendBeat(body: HeartbeatBody): Promise<void> {
+    try {
+      const response = await postToController('/site/v1/heartbeats', body);
+      counters.heartbeatsSent++;
+      if (!response.ok) log(`site-sim: heartbeat answered ${response.status}`);
+    } catch (error) {
+      if (isRunning) log(`site-sim: heartbeat failed: ${errorText(error)}`);
+    }
+  }
+
+  // Sequential on purpose: the controller treats each heartbeat as the whole roster (or part), so two must never race.
+  async function runHeartbeats(): Promise<void> {
+    do {
+      await sendHeartbeat();
+    } while (await wait(options.heartbeatIntervalMs));
+  }
+
+  async function reportCleanup(instance: AgentInstance, report: CleanupReport): Promise<void> {
+    const path = `/site/v1/machines/${encodeURIComponent(instance.machineId)}/cleanup`;
+    for (let attempt = 0; ; attempt++) {
+      if (!isRunning) return;
+      try {
+        const response = await postToController(path, report);
+        if (response.ok) {
+          counters.cleanupReportsSent++;
+          log(`site-sim: reported cleanup of ${instance.machineId} (${instance.name}): ok=${report.ok}`);
+          return;
+        }
+        // A 4xx will not heal by asking again; only an unwell controller is worth retrying.
+        if (response.status < 500) {
+          log(`site-sim: controller refused the cleanup report for ${instance.machineId}: ${response.status}`);
+          return;
+        }
+        log(`site-sim: cleanup report for ${instance.machineId} answered ${response.status}`);
+      } catch (error) {
+        if (!isRunning) return;
+        log(`site-sim: cleanup report for ${instance.machineId} failed: ${errorText(error)}`);
+      }
+      const delay = options.reportRetryDelaysMs[attempt];
+      if (delay === undefined) {
+        log(`site-sim: giving up on the cleanup report for ${instance.machineId}`);
+        return;
+      }
+      if (!(await wait(delay))) return;
+    }
+  }
+
+  return {
+    wait,
+    running: () => isRunning,
+    counters: () => ({ ...counters, timersPending: timers.size }),
+
+    cleanUp(instance, report, done) {
+      void (async () => {
+        if (!(await wait(options.cleanupMs))) return;
+        await reportCleanup(instance, report);
+        done();
+      })();
+    },
+
+    start() {
+      if (isRunning) return;
+      outbound = new AbortController();
+      isRunning = true;
+      heartbeatLoop = runHeartbeats();
+    },
+
+    async stop() {
+      isRunning = false;
+      outbound.abort();
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      await heartbeatLoop;
+      heartbeatLoop = undefined;
+    },
+  };
+}
