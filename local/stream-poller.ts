@@ -1,23 +1,15 @@
-import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import {
-  DescribeStreamCommand,
-  DynamoDBStreamsClient,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-  type Shard,
-} from '@aws-sdk/client-dynamodb-streams';
+import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { emptyLane, enqueue, maxBackoffMs, mayDeliver, nextBatch, settle, type DeliveryPolicy, type Invocation, type Lane } from './lambda-delivery.ts';
-import { toLambdaRecord } from './lambda-stream-record.ts';
 import { createStreamChaos, type StreamChaos, type StreamChaosConfig } from './stream-chaos.ts';
+import { createStreamShards, type ShardState, type StartPosition, type StreamShards } from './stream-shards.ts';
 
 /**
  * The local stand-in for Lambda's DynamoDB stream event source mapping: reads the table's real stream on DynamoDB
  * Local and hands the stream handler batches in exactly the shape Lambda would. How a batch is delivered, retried,
- * bisected or set aside is decided by lambda-delivery.ts; this file reads shards and performs the calls.
+ * bisected or set aside is decided by lambda-delivery.ts, and how shards are read by stream-shards.ts; this file
+ * runs the passes over the shards and performs the handler calls.
  */
-
-export type StartPosition = 'TRIM_HORIZON' | 'LATEST';
 
 export interface StreamPollerOptions {
   /** DynamoDB Local endpoint. */
@@ -91,18 +83,6 @@ export interface StreamPoller {
   whenIdle(timeoutMs?: number): Promise<void>;
 }
 
-interface ShardState {
-  id: string;
-  parentId?: string;
-  initial: StartPosition;
-  iterator?: string;
-  /** GetRecords returned no next iterator: the shard is closed and fully read. */
-  ended: boolean;
-  /** Last sequence number pulled into the lane, to resume after an iterator is lost. */
-  lastFetched?: string;
-  lane: Lane;
-}
-
 interface IdleWaiter {
   afterPass: number;
   resolve: () => void;
@@ -116,25 +96,25 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     retryDelayMs: bounded('retryDelayMs', options.retryDelayMs ?? 200, 0, maxBackoffMs),
   };
   const pollIntervalMs = bounded('pollIntervalMs', options.pollIntervalMs ?? 100, 1, 60_000);
-  const shardRefreshMs = bounded('shardRefreshMs', options.shardRefreshMs ?? 5000, 1, 3_600_000);
   const keepSetAside = bounded('keepSetAside', options.keepSetAside ?? 1000, 0, 1_000_000);
   const startAt = options.startAt ?? 'TRIM_HORIZON';
   const log = options.log ?? ((line: string) => console.log(line));
   const now = options.now ?? Date.now;
-  const clientConfig = {
+  const shards: StreamShards = createStreamShards({
     endpoint: options.endpoint,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  };
+    tableName: options.tableName,
+    startAt,
+    batchSize: policy.batchSize,
+    shardRefreshMs: bounded('shardRefreshMs', options.shardRefreshMs ?? 5000, 1, 3_600_000),
+    ...(options.awsRegion ? { awsRegion: options.awsRegion } : {}),
+    emptyLane: () => emptyLane(policy),
+    ...(options.onStreamsClient ? { onStreamsClient: options.onStreamsClient } : {}),
+    log,
+    now,
+  });
 
   const counters: StreamPollerStats = { delivered: 0, filteredOut: 0, setAside: 0, retries: 0, invocations: 0 };
   const setAsideList: SetAsideRecord[] = [];
-  let shards = new Map<string, ShardState>();
-  let streamArn: string | undefined;
-  let nextRefreshAt = 0;
-  let dynamo: DynamoDBClient | undefined;
-  let streams: DynamoDBStreamsClient | undefined;
-  let abort = new AbortController();
   let stopping = false;
   let loop: Promise<void> | undefined;
   let alive = false;
@@ -163,112 +143,12 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     });
   }
 
-  async function describeStreamArn(): Promise<string> {
-    const { Table } = await dynamo!.send(new DescribeTableCommand({ TableName: options.tableName }), {
-      abortSignal: abort.signal,
-    });
-    if (!Table?.LatestStreamArn || !Table.StreamSpecification?.StreamEnabled) {
-      throw new Error(`table ${options.tableName} has no stream enabled`);
-    }
-    return Table.LatestStreamArn;
-  }
-
-  async function listShards(arn: string): Promise<Shard[]> {
-    const all: Shard[] = [];
-    let exclusiveStartShardId: string | undefined;
-    do {
-      const { StreamDescription } = await streams!.send(
-        new DescribeStreamCommand({ StreamArn: arn, ExclusiveStartShardId: exclusiveStartShardId }),
-        { abortSignal: abort.signal },
-      );
-      all.push(...(StreamDescription?.Shards ?? []));
-      exclusiveStartShardId = StreamDescription?.LastEvaluatedShardId;
-    } while (exclusiveStartShardId);
-    return all;
-  }
-
-  async function refreshShards(initial: boolean): Promise<void> {
-    const arn = await describeStreamArn();
-    if (streamArn && arn !== streamArn) {
-      // The stream was disabled and enabled again: a new stream whose records all postdate our start.
-      log(`stream-poller: ${options.tableName} has a new stream ${arn}, following it`);
-      shards = new Map();
-    }
-    streamArn = arn;
-    const listed = await listShards(arn);
-    const listedIds = new Set<string>();
-    for (const shard of listed) {
-      const id = shard.ShardId;
-      if (!id) continue;
-      listedIds.add(id);
-      if (shards.has(id)) continue;
-      const initialPosition: StartPosition = initial ? startAt : 'TRIM_HORIZON';
-      const closed = shard.SequenceNumberRange?.EndingSequenceNumber !== undefined;
-      shards.set(id, {
-        id,
-        parentId: shard.ParentShardId,
-        initial: initialPosition,
-        // LATEST on a closed shard can never yield anything.
-        ended: closed && initialPosition === 'LATEST',
-        lane: emptyLane(policy),
-      });
-    }
-    for (const [id, shard] of shards) {
-      // Trimmed away by the stream's retention; forget it once we are done with it.
-      if (!listedIds.has(id) && shard.ended && shard.lane.pending.length === 0) shards.delete(id);
-    }
-    nextRefreshAt = now() + shardRefreshMs;
-  }
-
-  async function acquireIterator(shard: ShardState): Promise<string | undefined> {
-    const resume = shard.lastFetched;
-    const input = resume
-      ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER' as const, SequenceNumber: resume }
-      : { ShardIteratorType: shard.initial };
-    try {
-      const out = await streams!.send(
-        new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: shard.id, ...input }),
-        { abortSignal: abort.signal },
-      );
-      return out.ShardIterator;
-    } catch (error) {
-      if ((error as Error).name !== 'TrimmedDataAccessException' || !resume) throw error;
-      log(`stream-poller: records after ${resume} in ${shard.id} were trimmed before we read them; resuming at TRIM_HORIZON`);
-      const out = await streams!.send(
-        new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: shard.id, ShardIteratorType: 'TRIM_HORIZON' }),
-        { abortSignal: abort.signal },
-      );
-      return out.ShardIterator;
-    }
-  }
-
+  /** Reads the shard's next records into its lane, less what the filters drop, arranged by the chaos if on. */
   async function fetch(shard: ShardState): Promise<void> {
-    shard.iterator ??= await acquireIterator(shard);
-    if (!shard.iterator) {
-      shard.ended = true;
-      return;
-    }
-    let out;
-    try {
-      out = await streams!.send(new GetRecordsCommand({ ShardIterator: shard.iterator, Limit: policy.batchSize }), {
-        abortSignal: abort.signal,
-      });
-    } catch (error) {
-      // Expired or otherwise unusable: the next pass gets a fresh one from lastFetched.
-      shard.iterator = undefined;
-      throw error;
-    }
-    const read = (out.Records ?? []).map((record) => toLambdaRecord(record, streamArn!, options.awsRegion));
+    const read = await shards.read(shard);
     const fetched = options.filter ? read.filter(options.filter) : read;
     counters.filteredOut += read.length - fetched.length;
     shard.lane = enqueue(shard.lane, chaos ? chaos.arrange(fetched, now()) : fetched);
-    shard.lastFetched = out.Records?.findLast((r) => r.dynamodb?.SequenceNumber)?.dynamodb?.SequenceNumber ?? shard.lastFetched;
-    shard.iterator = out.NextShardIterator;
-    if (!out.NextShardIterator) {
-      shard.ended = true;
-      // A closed shard means children exist (or soon will): look now rather than at the next refresh.
-      nextRefreshAt = 0;
-    }
   }
 
   function setAside(record: DynamoDBRecord, shardId: string, attempts: number, error: string): void {
@@ -343,10 +223,10 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
 
   async function pass(): Promise<boolean> {
     passesStarted++;
-    if (now() >= nextRefreshAt) await refreshShards(false);
+    await shards.refreshIfDue();
     let worked = false;
     let readFailed = false;
-    for (const shard of [...shards.values()]) {
+    for (const shard of shards.all()) {
       if (stopping) break;
       if (!ready(shard)) continue;
       try {
@@ -365,7 +245,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
 
   function settleIdleWaiters(passNumber: number): void {
     const drained =
-      [...shards.values()].every((s) => s.lane.pending.length === 0 && (s.ended || s.lane.notBefore <= now())) &&
+      shards.all().every((s) => s.lane.pending.length === 0 && (s.ended || s.lane.notBefore <= now())) &&
       sharedLane.pending.length === 0 &&
       (chaos?.holding() ?? 0) === 0;
     if (!drained) return;
@@ -379,7 +259,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
 
   function idleDelay(): number {
     let delay = pollIntervalMs;
-    const waits = [...shards.values()].filter((shard) => !isDone(shard)).map((shard) => shard.lane.notBefore);
+    const waits = shards.all().filter((shard) => !isDone(shard)).map((shard) => shard.lane.notBefore);
     if (sharedLane.pending.length > 0) waits.push(sharedLane.notBefore);
     const release = chaos?.nextReleaseAt();
     if (release !== undefined) waits.push(release);
@@ -416,26 +296,10 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     async start() {
       if (loop) return;
       stopping = false;
-      abort = new AbortController();
-      shards = new Map();
-      streamArn = undefined;
       sharedLane = emptyLane(policy);
       chaos = options.chaos ? createStreamChaos(options.chaos) : undefined;
-      dynamo = new DynamoDBClient(clientConfig);
-      streams = new DynamoDBStreamsClient(clientConfig);
-      options.onStreamsClient?.(streams);
-      try {
-        await refreshShards(true);
-        // Take iterators now: with LATEST, "latest" must mean the moment start() resolved.
-        for (const shard of shards.values()) {
-          if (!shard.ended) shard.iterator = await acquireIterator(shard);
-        }
-      } catch (error) {
-        dynamo.destroy();
-        streams.destroy();
-        throw error;
-      }
-      log(`stream-poller: polling ${options.tableName} (${shards.size} shard(s), from ${startAt})`);
+      await shards.open();
+      log(`stream-poller: polling ${options.tableName} (${shards.all().length} shard(s), from ${startAt})`);
       if (chaos) {
         const { modes, seed } = chaos.config;
         log(`stream-poller: CHAOS ${modes.join(',')} with seed ${seed} (FLEETWARD_STREAM_CHAOS_SEED=${seed} replays it)`);
@@ -446,12 +310,11 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     async stop() {
       if (!loop) return;
       stopping = true;
-      abort.abort();
+      shards.abortCalls();
       wake?.();
       await loop;
       loop = undefined;
-      dynamo?.destroy();
-      streams?.destroy();
+      shards.close();
       for (const waiter of idleWaiters) waiter.reject(new Error('stream poller stopped'));
       idleWaiters = [];
     },
