@@ -1,8 +1,6 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { z } from 'zod';
 import type { SiteConfig } from '#config/site-config.ts';
 import { systemClock, type Clock, type IdSource } from '#domain/model.ts';
 import { createHttpApi } from '#handlers/api.ts';
@@ -10,12 +8,11 @@ import { createStreamHandler } from '#handlers/stream.ts';
 import { createSweepHandler, eventBridgeHandOff } from '#handlers/sweep.ts';
 import { followUpEvent, SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
 import type { SweepPosition } from '#services/reconcile.ts';
-import { ProblemError, problemResponse } from '#http/problem.ts';
 import { routes } from '#http/routes/index.ts';
 import { createLocalTokenIssuer, type LocalTokenIssuer } from '#http/tokens.ts';
 import type { AppContext } from '#services/context.ts';
 import { createLogger, powertoolsLog } from '#services/logging.ts';
-import { PROMETHEUS_CONTENT_TYPE, prometheusMetrics } from '#services/prometheus-metrics.ts';
+import { prometheusMetrics } from '#services/prometheus-metrics.ts';
 import { randomIds } from '#services/lambda-context.ts';
 import { eventBridgePublisher, EVENT_SOURCE, inProcessBus } from '#services/events.ts';
 import { registerMachines } from '#services/machines.ts';
@@ -24,14 +21,14 @@ import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import type { SigningKey } from '#site/request-signing.ts';
 import { httpSiteAgent } from '#site/site-agent.ts';
 import { staticKeys } from '#site/signing-keys.ts';
-import { createLocalHttpServer, gatewayRoutesOf, type ExtraRoute } from './api-gateway-adapter.ts';
+import { createLocalHttpServer, gatewayRoutesOf } from './api-gateway-adapter.ts';
 import { createAwsCallRecorder } from './aws-call-recorder.ts';
-import { dashboardRoutes } from './dashboard.ts';
 import { freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
 import { runAsFunction } from './function-scope.ts';
 import { assessHealth, type Health } from './health.ts';
 import { localEventBridge } from './local-event-bridge.ts';
-import { readJsonBody, RequestBodyError } from './request-body.ts';
+import { countersOf, type RunnerCounters } from './runner-counters.ts';
+import { runnerRoutes } from './runner-routes.ts';
 import { createScheduleTimer } from './schedule-timer.ts';
 import { demoFleet } from './site-agent/demo-fleet.ts';
 import { createSiteSimulator, type SiteSimulator } from './site-agent/simulator.ts';
@@ -97,15 +94,11 @@ export interface LocalSite {
   streamFilterDisagreements(): FilterDisagreement[];
   /** Resolves when what was written so far has been through the stream handler (tests). */
   streamIdle(timeoutMs?: number): Promise<void>;
+  /** What the site has done so far: sweeps, stream batches, API requests, the agent's calls (also on GET /health). */
+  counters(): RunnerCounters;
   health(): Promise<Health>;
   stop(): Promise<void>;
 }
-
-const tokenRequest = z.strictObject({
-  sub: z.string().min(1).max(128),
-  org: z.string().min(1).max(64),
-  roles: z.array(z.enum(['tenant', 'provider-admin', 'site-agent'])).min(1),
-});
 
 /** False when the read fails or takes longer than `ms`: a hung DynamoDB Local must not hang /health too. */
 function answersWithin(read: Promise<unknown>, ms: number): Promise<boolean> {
@@ -114,21 +107,15 @@ function answersWithin(read: Promise<unknown>, ms: number): Promise<boolean> {
   return Promise.race([read.then(() => true, () => false), timeout]).finally(() => clearTimeout(timer));
 }
 
-function send(res: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
-  res.writeHead(status, { 'content-type': contentType });
-  res.end(JSON.stringify(body));
-}
-
-function sendError(res: ServerResponse, error: unknown): void {
-  const problem =
-    error instanceof ProblemError
-      ? error
-      : error instanceof RequestBodyError
-        ? new ProblemError(error.status, error.code, error.message)
-        : new ProblemError(500, 'internal-error', 'the local runner failed');
-  const response = problemResponse(problem);
-  res.writeHead(response.statusCode, response.headers);
-  res.end(response.body);
+/** The API function, counting the invocations that answered by route key. */
+function countingRequests<E extends { routeKey: string }, C, R>(counts: Map<string, number>, handler: (event: E, context: C) => Promise<R>) {
+  return async (event: E, context: C): Promise<R> => {
+    try {
+      return await handler(event, context);
+    } finally {
+      counts.set(event.routeKey, (counts.get(event.routeKey) ?? 0) + 1);
+    }
+  };
 }
 
 /**
@@ -255,56 +242,9 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       );
     };
 
-    const extraRoutes: ExtraRoute[] = [
-      {
-        method: 'POST',
-        path: '/_local/token',
-        handle: async (req, res) => {
-          try {
-            const parsed = tokenRequest.safeParse(await readJsonBody(req));
-            if (!parsed.success) {
-              throw new ProblemError(422, 'validation-failed', 'a token needs sub, org and roles', parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
-            }
-            send(res, 200, { token: await issuer.mint(parsed.data) });
-          } catch (error) {
-            sendError(res, error);
-          }
-        },
-      },
-      {
-        method: 'GET',
-        path: '/health',
-        handle: async (_req, res) => {
-          const result = await health();
-          send(res, result.ok ? 200 : 503, {
-            status: result.ok ? 'ok' : 'degraded',
-            checks: result.checks,
-            down: result.down,
-            metrics: metrics.siteGauges(),
-          });
-        },
-      },
-      {
-        method: 'GET',
-        path: '/metrics',
-        handle: async (_req, res) => {
-          res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
-          res.end(metrics.render());
-        },
-      },
-      {
-        method: '*',
-        path: '/_sim/*',
-        handle: async (req, res) => {
-          try {
-            if (!(await simulator.handleControl(req, res))) sendError(res, new ProblemError(404, 'route-not-found', `no simulator route ${req.url}`));
-          } catch (error) {
-            sendError(res, error);
-          }
-        },
-      },
-      ...dashboardRoutes(),
-    ];
+    const apiRequests = new Map<string, number>();
+    const counters = () => countersOf({ timer, poller, simulator, apiRequests });
+    const extraRoutes = runnerRoutes({ issuer, health, counters, metrics, simulator });
 
     // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.
     const idempotency = { client: createDocumentClient(endpoint), tableName: names.idempotencyTable };
@@ -312,9 +252,12 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     const server = await createLocalHttpServer({
       port: options.port,
       routes: gatewayRoutesOf(routes),
-      handler: options.containerPerRequest
-        ? (event, context) => createHttpApi({ ...ctx, config: structuredClone(ctx.config) }, idempotency, logger)(event, context)
-        : createHttpApi(ctx, idempotency, logger),
+      handler: countingRequests(
+        apiRequests,
+        options.containerPerRequest
+          ? (event, context) => createHttpApi({ ...ctx, config: structuredClone(ctx.config) }, idempotency, logger)(event, context)
+          : createHttpApi(ctx, idempotency, logger),
+      ),
       verifyToken: (token) => issuer.verify(token) as Promise<Record<string, unknown>>,
       extraRoutes,
       timeoutMs: API_FUNCTION_TIMEOUT_SECONDS * 1000,
@@ -351,6 +294,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       storeClient,
       streamFilterDisagreements: streamFilter.disagreements,
       streamIdle: (timeoutMs) => poller?.whenIdle(timeoutMs) ?? Promise.resolve(),
+      counters,
       health,
       stop: stopAll,
     };

@@ -18,6 +18,8 @@ export interface ScheduleTimerOptions {
 }
 
 export interface ScheduleTimerStats {
+  /** Ticks that began. They never overlap: once `ticks` reaches a tick's number, that tick is over. */
+  started: number;
   /** Ticks that finished, failed or not. */
   ticks: number;
   failures: number;
@@ -44,7 +46,7 @@ export function createScheduleTimer(options: ScheduleTimerOptions): ScheduleTime
   const name = options.name ?? 'schedule';
   const log = options.log ?? ((line: string) => console.log(line));
   const now = options.now ?? Date.now;
-  const counters: ScheduleTimerStats = { ticks: 0, failures: 0, skipped: 0 };
+  const counters: ScheduleTimerStats = { started: 0, ticks: 0, failures: 0, skipped: 0 };
   let interval: ReturnType<typeof setInterval> | undefined;
   let inFlight: Promise<void> | undefined;
 
@@ -54,6 +56,7 @@ export function createScheduleTimer(options: ScheduleTimerOptions): ScheduleTime
       return;
     }
     const startedAt = now();
+    counters.started++;
     counters.lastTickAt = startedAt;
     inFlight = (async () => {
       try {

@@ -62,7 +62,10 @@ export interface StreamPollerStats {
   setAside: number;
   /** Handler calls that redelivered records after a failure (including bisecting a failed batch). */
   retries: number;
+  /** Handler calls begun, one batch each. */
   invocations: number;
+  /** Handler calls that ended, returned or threw: a batch whose reaction is over, whatever came of it. */
+  handled: number;
   lastError?: string;
   /** Epoch ms when the last pass over the shards finished without a read error: how /health tells a stall. */
   lastPollAt?: number;
@@ -113,7 +116,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     now,
   });
 
-  const counters: StreamPollerStats = { delivered: 0, filteredOut: 0, setAside: 0, retries: 0, invocations: 0 };
+  const counters: StreamPollerStats = { delivered: 0, filteredOut: 0, setAside: 0, retries: 0, invocations: 0, handled: 0 };
   const setAsideList: SetAsideRecord[] = [];
   let stopping = false;
   let loop: Promise<void> | undefined;
@@ -171,6 +174,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     } catch (caught) {
       invocation = { kind: 'threw', error: note(caught) };
     }
+    counters.handled++;
     const { lane: next, acknowledged, outcome } = settle(policy, lane, records.length, invocation, now());
     counters.delivered += acknowledged;
     switch (outcome.kind) {

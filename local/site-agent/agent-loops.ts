@@ -6,6 +6,9 @@ import type { CleanupReport, HeartbeatBody } from '#site/agent-contract.ts';
 import type { AgentInstance } from './agent-state.ts';
 import { errorText } from './wire.ts';
 
+/** How long the agent waits for the controller to answer a heartbeat or a cleanup report. */
+export const CONTROLLER_CALL_TIMEOUT_MS = 10_000;
+
 export interface AgentLoopsOptions {
   /** The roster as of now: each machine the agent sees, with what its probes report. */
   roster: () => HeartbeatBody['machines'];
@@ -80,7 +83,7 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
         body: JSON.stringify(body),
-        signal: AbortSignal.any([outbound.signal, AbortSignal.timeout(10_000)]),
+        signal: AbortSignal.any([outbound.signal, AbortSignal.timeout(CONTROLLER_CALL_TIMEOUT_MS)]),
       });
       await response.body?.cancel();
       return response;

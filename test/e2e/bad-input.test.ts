@@ -10,9 +10,12 @@ import {
   routeKey,
   routePath,
   startTestSite,
+  TEST_SWEEP_INTERVAL_MS,
+  testConfig,
   type PathValues,
   type TestSite,
 } from '#test/support/local-site.ts';
+import { afterNextSweepWithinMs } from '#test/support/bounds.ts';
 import { difference, snapshot, unchanged, type Snapshot } from '#test/support/table-snapshot.ts';
 
 // API.md "Conventions": bad input is always a 4xx problem (422 `validation-failed` with `errors[].path`, 400
@@ -277,6 +280,8 @@ function specificCases(route: Route): Case[] {
 
 // ---- the site and the table dump ------------------------------------------------------------------------------
 
+const config = testConfig();
+const QUIET_WITHIN_MS = afterNextSweepWithinMs(config, TEST_SWEEP_INTERVAL_MS);
 let site: TestSite;
 let values: Values;
 const tokens = {} as Record<Role, string>;
@@ -292,7 +297,7 @@ async function waitForInstance(id: string, status: string) {
 }
 
 beforeAll(async () => {
-  site = await startTestSite();
+  site = await startTestSite({ config });
   for (const role of ['tenant', 'provider-admin', 'site-agent'] as Role[]) tokens[role] = await site.token(homeOrg[role], [role]);
   await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: tokens['provider-admin'] })).body.items.length === 6);
   // A Ready instance of acme (so a release or a patch that slipped through would show) and acme may target machines.
@@ -325,13 +330,12 @@ async function send(route: Route, request: BadRequest) {
 }
 
 describe('the site is quiet without requests', () => {
-  it('a dump taken a second later is identical, so any difference below comes from the request', async () => {
+  it('a dump taken after a whole sweep and the stream reactions to it is identical, so any difference below comes from the request', { timeout: QUIET_WITHIN_MS }, async () => {
     // The dump really holds the fleet: 6 machines, the instance, the tenant, the catalog and history entries.
     expect(baseline.table.has(`INSTANCE#${values.instanceId} | #INSTANCE`)).toBe(true);
     expect(baseline.table.has(`MACHINE#${values.machineId} | #MACHINE`)).toBe(true);
     expect(baseline.table.size).toBeGreaterThan(10);
-    await new Promise((r) => setTimeout(r, 1_000));
-    await site.streamIdle();
+    await site.afterNextSweep();
     current = await snapshot(site);
     expect(difference(baseline.table, current.table)).toEqual(unchanged);
     expect(difference(baseline.idempotency, current.idempotency)).toEqual(unchanged);
@@ -378,8 +382,8 @@ describe('doubled slashes', () => {
 });
 
 describe('after all of it', () => {
-  it('the tables are exactly as they were before the first bad request, once the stream has caught up', async () => {
-    await site.streamIdle();
+  it('the tables are exactly as they were before the first bad request, after a whole sweep and the stream reactions to it', { timeout: QUIET_WITHIN_MS }, async () => {
+    await site.afterNextSweep();
     const now = await snapshot(site);
     expect(difference(baseline.table, now.table)).toEqual(unchanged);
     expect(difference(baseline.idempotency, now.idempotency)).toEqual(unchanged);

@@ -1,11 +1,19 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
+import { API_FUNCTION_TIMEOUT_SECONDS } from '#lib/function-timeouts.ts';
 import { cliFor, shown, type CliRunner } from '#test/support/cli.ts';
 import { startTestSite, type TestSite } from '#test/support/local-site.ts';
 
 // Habits operators bring from kubectl and carbide-admin-cli: `-f/--format json|yaml|table` (with `-o` kept),
 // shell completion, and `machine watch` following a machine's history live.
+
+const WATCH_INTERVAL_S = 0.2;
+const HISTORY_ROUTE = 'GET /admin/machines/{id}/history';
+/** One poll of the watch: its interval, then a request the API function answers within its timeout. */
+const POLL_WITHIN_MS = WATCH_INTERVAL_S * 1000 + API_FUNCTION_TIMEOUT_SECONDS * 1000;
+/** The watch's start (the CLI's own start, bounded by `eventually`'s default), then the seven polls it waits for. */
+const WATCH_TEST_WITHIN_MS = 10_000 + 7 * POLL_WITHIN_MS;
 
 describe('fleetward CLI habits', () => {
   let site: TestSite;
@@ -96,8 +104,8 @@ describe('fleetward CLI habits', () => {
     expect((await admin(['completion', 'fish'])).code).toBe(2);
   });
 
-  it('machine watch prints the latest entries, then each new one once, oldest first, until Ctrl-C (exit 0)', async () => {
-    const watch = admin.start(['machine', 'watch', machineId, '--interval', '0.2', '-f', 'json']);
+  it('machine watch prints the latest entries, then each new one once, oldest first, until Ctrl-C (exit 0)', { timeout: WATCH_TEST_WITHIN_MS }, async () => {
+    const watch = admin.start(['machine', 'watch', machineId, '--interval', String(WATCH_INTERVAL_S), '-f', 'json']);
     let stdout = '';
     let stderr = '';
     watch.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -110,11 +118,15 @@ describe('fleetward CLI habits', () => {
       const before = entries().length;
 
       await ok(['machine', 'health-override', 'add', machineId, '--template', 'degraded', '--message', 'fan noise']);
-      await site.eventually(async () => entries().some((e) => e.action === 'health-override-added'));
+      // The poll in flight may predate the change; the next one sees it.
+      await site.eventually(async () => entries().some((e) => e.action === 'health-override-added'), 2 * POLL_WITHIN_MS);
       await ok(['machine', 'health-override', 'remove', machineId, 'degraded']);
-      await site.eventually(async () => entries().some((e) => e.action === 'health-override-removed'));
-      // A few more polls with nothing new print nothing.
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      await site.eventually(async () => entries().some((e) => e.action === 'health-override-removed'), 2 * POLL_WITHIN_MS);
+      // A few more polls with nothing new print nothing. A quiet poll is one request, and the watch sends the next
+      // only after printing what the last one found: once three more are served, the two before the last printed.
+      const polled = () => site.counters().apiRequests[HISTORY_ROUTE] ?? 0;
+      const further = polled() + 3;
+      await site.eventually(async () => polled() >= further, 3 * POLL_WITHIN_MS);
 
       const seen = entries();
       // Nothing else writes this machine's history (liveness changes write none): exactly the two, each once.

@@ -2,7 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseSiteConfig } from '#config/site-config.ts';
 import type { Role } from '#domain/model.ts';
+import { statusCheckDelayMs } from '#domain/status-checks.ts';
+import { createCallMs, sweepWithinMs } from '#test/support/bounds.ts';
 import { startRunner, type RunnerProcess } from '#test/support/runner-process.ts';
 
 // Crash recovery of the local runner (`npm start`): it is killed with SIGKILL, its whole process tree, while each
@@ -18,14 +21,12 @@ import { startRunner, type RunnerProcess } from '#test/support/runner-process.ts
 // step when it lands.
 
 const SETTLE_MS = 2_000;
-/** How long after a restart a workflow may take to finish (seconds in practice: the report timeout is 1 s here). */
-const RECOVERY_MS = 120_000;
 const PROVISION_MS = 1_000;
 /** Long enough that a cleanup, and a create the agent holds open, are still under way when the kill lands. */
 const CLEANUP_MS = 30_000;
 const CREATE_TIMEOUT_MS = 20_000;
-/** How long the test waits to see a step it set off (the stream reacts within a second on an idle machine). */
-const STEP_MS = 30_000;
+const REPORT_TIMEOUT_S = 1;
+const SWEEP_INTERVAL_S = 1;
 const FLEET_SIZE = 12;
 const META_NODES = 2;
 
@@ -37,9 +38,9 @@ name = "${SITE}"
 max_attempts = 1
 timeout_ms = ${CREATE_TIMEOUT_MS}
 [site_agent]
-report_timeout_seconds = 1
+report_timeout_seconds = ${REPORT_TIMEOUT_S}
 [sweep]
-interval_seconds = 1
+interval_seconds = ${SWEEP_INTERVAL_S}
 [repair_storm]
 max_quarantines = 1
 max_fraction = 1
@@ -50,9 +51,33 @@ provision_ms = ${PROVISION_MS}
 cleanup_ms = ${CLEANUP_MS}
 `;
 
+// The bounds, from the config above.
+const siteConfig = parseSiteConfig(config);
+const SWEEP_INTERVAL_MS = SWEEP_INTERVAL_S * 1000;
+/** A step the test set off: one stream reaction, or the next sweep should the reaction fail. */
+const STEP_MS = sweepWithinMs(siteConfig, SWEEP_INTERVAL_MS);
+/**
+ * A cleanup whose report the crash lost is due again at most the report timeout after the agent accepted its DELETE,
+ * or the first status check's back-off after a check made before the crash (the crash comes before a second one
+ * could be due: checked below). The sweep after that (within two intervals) asks the agent, one call within the
+ * agent timeout, and ends the cleanup.
+ */
+const CLEANUP_DUE_MS = REPORT_TIMEOUT_S * 1000 + SWEEP_INTERVAL_MS + statusCheckDelayMs(1);
+const CLEANUP_RECOVERY_MS = CLEANUP_DUE_MS + 2 * SWEEP_INTERVAL_MS + CREATE_TIMEOUT_MS;
+/**
+ * Any workflow after the restart: the lease it held lapses (a create's, or a cleanup's as above), then the sweep
+ * asks the agent and acts on the answer, a create sent again taking the agent's provisioning time.
+ */
+const RECOVERY_MS = Math.max(createCallMs(siteConfig), CLEANUP_DUE_MS) + 2 * SWEEP_INTERVAL_MS + CREATE_TIMEOUT_MS + createCallMs(siteConfig);
+/** How long java and the runner may take to come up: their own time, not the site's. */
+const RUNNER_UP_MS = 60_000;
+/** A start of the runner: it comes up, then the fleet's first beat is a step. */
+const START_MS = RUNNER_UP_MS + STEP_MS;
+
 const dataDir = mkdtempSync(join(tmpdir(), 'fleetward-crash-'));
 let runner: RunnerProcess | undefined;
 let restartedAt = 0;
+let crashedAt = 0;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -61,7 +86,7 @@ function site(): RunnerProcess {
   return runner;
 }
 
-async function eventually<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = RECOVERY_MS): Promise<T> {
+async function eventually<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = STEP_MS): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -75,13 +100,14 @@ async function eventually<T>(what: string, check: () => Promise<T | undefined | 
 const as = (org: string, roles: Role[], sub?: string) => site().token(org, roles, sub);
 
 async function start(): Promise<void> {
-  runner = await startRunner({ dataDir, config, siteName: SITE });
+  runner = await startRunner({ dataDir, config, siteName: SITE, startTimeoutMs: RUNNER_UP_MS });
   restartedAt = Date.now();
   const admin = await as('provider', ['provider-admin']);
   await eventually('the fleet is allocatable', async () => (await site().call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length > 0);
 }
 
 async function crashAndRestart(): Promise<void> {
+  crashedAt = Date.now();
   await site().kill();
   runner = undefined;
   await start();
@@ -95,12 +121,12 @@ async function createInstance(): Promise<{ id: string; machineId: string; siteNa
   return created.body;
 }
 
-async function instanceIn(id: string, status: string) {
+async function instanceIn(id: string, status: string, withinMs = STEP_MS) {
   const token = await as('acme', ['tenant']);
   return eventually(`instance ${id} ${status}`, async () => {
     const { body } = await site().call('GET', instancePath(id), { token });
     return body.status === status ? body : undefined;
-  });
+  }, withinMs);
 }
 
 async function release(id: string, body?: unknown): Promise<void> {
@@ -160,7 +186,7 @@ async function expectInvariants(): Promise<void> {
 
 beforeAll(async () => {
   await start();
-}, RECOVERY_MS);
+}, START_MS);
 
 afterAll(async () => {
   await runner?.kill();
@@ -185,7 +211,7 @@ async function placeMetaAndTripBreaker(): Promise<{ metaId: string; metaMachines
   return { metaId: meta.body.id, metaMachines: members.map((m) => m.machineId), heldBack };
 }
 
-describe('a crash with every workflow at some step', { timeout: RECOVERY_MS }, () => {
+describe('a crash with every workflow at some step', { timeout: RECOVERY_MS + STEP_MS }, () => {
   let created: Placed;
   let inFlight: Placed;
   let inFlightToken: string;
@@ -194,6 +220,7 @@ describe('a crash with every workflow at some step', { timeout: RECOVERY_MS }, (
   let metaId: string;
   let failedMachine: string;
   let heldBack: string[];
+  let cleaningReleasedAt: number;
 
   beforeAll(async () => {
     const admin = await as('provider', ['provider-admin']);
@@ -202,47 +229,53 @@ describe('a crash with every workflow at some step', { timeout: RECOVERY_MS }, (
     ({ metaId, metaMachines, heldBack } = await placeMetaAndTripBreaker());
     [released, cleaning, created] = await placing;
     await release(released.id);
+    cleaningReleasedAt = Date.now();
     await release(cleaning.id);
     // The agent accepted the DELETE and is sanitizing: its report would come after CLEANUP_MS, too late.
-    await eventually('the agent is cleaning', async () => (await atAgent(cleaning.siteName)) === 'cleaning', STEP_MS);
+    await eventually('the agent is cleaning', async () => (await atAgent(cleaning.siteName)) === 'cleaning');
 
     // Two creates the agent will hold open: a tenant's, and a meta-instance's replacement for a failed member.
     await holdNextCreates(2);
     inFlight = await createInstance();
-    inFlightToken = (await eventually('the create call is at the agent', async () => (await createsSentFor(inFlight.id))[0], STEP_MS)).clientToken;
+    inFlightToken = (await eventually('the create call is at the agent', async () => (await createsSentFor(inFlight.id))[0])).clientToken;
     failedMachine = metaMachines[0]!;
     expect((await site().call('POST', `/admin/machines/${failedMachine}/health-overrides`, { token: admin, body: { template: 'out-for-repair' } })).status).toBe(201);
     const replacement = await eventually('a replacement is placed', async () => (await site().records()).instances.find((i) => i.metaInstanceId === metaId && i.replacement));
-    await eventually("the replacement's create call is at the agent", async () => (await createsSentFor(replacement.id)).length > 0, STEP_MS);
+    await eventually("the replacement's create call is at the agent", async () => (await createsSentFor(replacement.id)).length > 0);
     await sleep(SETTLE_MS);
     // The reset is cut short by the kill wherever it is: a provider finishes it by asking again.
     void site().call('POST', '/admin/safety/repair-storm/reset', { token: admin, body: { applyHeldBack: true } }).catch(() => undefined);
     await sleep(50);
     await crashAndRestart();
-  }, 3 * RECOVERY_MS);
+    // Eight steps in a row at most (the meta-instance's and the tenants' creates wait side by side), then the restart.
+  }, 8 * STEP_MS + SETTLE_MS + START_MS);
 
   it('after create: the instance stays Ready, held by the agent, and is not created again', async () => {
     await instanceIn(created.id, 'Ready');
     expect(await atAgent(created.siteName)).toBe('present');
+    // A whole sweep after the restart, which would have sent it again if anything had.
+    await site().afterNextSweep(STEP_MS);
     expect(await createsSentFor(created.id)).toEqual([]);
   });
 
   it('with the create call in flight: the agent, asked, has no such instance, so the create is sent again with the same client token', async () => {
-    await instanceIn(inFlight.id, 'Ready');
+    await instanceIn(inFlight.id, 'Ready', RECOVERY_MS);
     expect(await createsSentFor(inFlight.id)).toEqual([expect.objectContaining({ clientToken: inFlightToken, outcome: 201 })]);
   });
 
   it('after release: the instance ends and its machine returns to the pool', async () => {
-    await instanceIn(released.id, 'Terminated');
-    await eventually('the released machine is Ready', async () => (await machine(released.machineId)).state === 'Ready');
+    await instanceIn(released.id, 'Terminated', RECOVERY_MS);
+    await eventually('the released machine is Ready', async () => (await machine(released.machineId)).state === 'Ready', RECOVERY_MS);
   });
 
-  it('during cleanup, its report lost: the machine leaves Cleanup within 2 minutes of the restart, because the controller asked the agent', async () => {
+  it(`during cleanup, its report lost: the machine leaves Cleanup within ${CLEANUP_RECOVERY_MS / 1000} s of the restart, because the controller asked the agent`, async () => {
+    // The bound holds while no second status check could be due before the crash.
+    expect(crashedAt - cleaningReleasedAt).toBeLessThan(REPORT_TIMEOUT_S * 1000 + statusCheckDelayMs(1));
     const back = await eventually('the machine leaves Cleanup', async () => {
       const m = await machine(cleaning.machineId);
       return m.state !== 'Cleanup' ? m : undefined;
-    });
-    expect(Date.now() - restartedAt).toBeLessThan(120_000);
+    }, CLEANUP_RECOVERY_MS);
+    expect(Date.now() - restartedAt).toBeLessThan(CLEANUP_RECOVERY_MS);
     expect(back).toMatchObject({ state: 'Ready' });
     expect(back.instanceId).toBeUndefined();
     expect(await history(cleaning.machineId)).toContainEqual(expect.objectContaining({ action: 'cleanup-succeeded', message: expect.stringMatching(/report was lost/) }));
@@ -256,7 +289,7 @@ describe('a crash with every workflow at some step', { timeout: RECOVERY_MS }, (
       if (body.status !== 'Ready' || body.instanceIds.length !== META_NODES) return undefined;
       const members = await Promise.all(body.instanceIds.map(async (id: string) => (await site().call('GET', instancePath(id), { token: tenant })).body));
       return members.every((m) => m.status === 'Ready') ? members : undefined;
-    });
+    }, RECOVERY_MS);
     expect(whole.map((m: { machineId: string }) => m.machineId)).not.toContain(failedMachine);
   });
 

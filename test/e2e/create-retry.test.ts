@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { reconcilerRunMs, sweepWithinMs } from '#test/support/bounds.ts';
+import { startTestSite, TEST_SWEEP_INTERVAL_MS, testConfig, type TestSite } from '#test/support/local-site.ts';
 
 // The create-retry rule (functions/site/create-retry.ts, API.md "Site agent") end to end: the simulated agent is
 // told what to answer through /_sim/faults, and each case checks what the agent received (/_sim/requests) and what
@@ -9,13 +10,7 @@ import { startTestSite, testConfig, type TestSite } from '#test/support/local-si
 const BASE_DELAY_MS = 100;
 const TIMEOUT_MS = 1000;
 
-let site: TestSite;
-let tenant: string;
-let admin: string;
-
-beforeAll(async () => {
-  site = await startTestSite({
-    config: testConfig(`
+const config = testConfig(`
 [instance_create_retry]
 max_attempts = 3
 base_delay_ms = ${BASE_DELAY_MS}
@@ -25,11 +20,24 @@ machines = [ { type = "gb200", count = 4, racks = 2 } ]
 heartbeat_interval_seconds = 0.2
 provision_ms = 20
 cleanup_ms = 20
-`),
-  });
+`);
+// The create call, retries and all, is one stream reaction.
+const CREATED_WITHIN_MS = reconcilerRunMs(config);
+// The DELETE goes out in a stream reaction; the agent reports within the report timeout, or a sweep after it asks.
+const CLEANED_WITHIN_MS = reconcilerRunMs(config) + config.site_agent.report_timeout_seconds * 1000 + sweepWithinMs(config, TEST_SWEEP_INTERVAL_MS);
+// Allocatable once the agent's first beat has been through the stream.
+const FLEET_READY_WITHIN_MS = config.simulator.heartbeat_interval_seconds * 1000 + reconcilerRunMs(config);
+const CASE_WITHIN_MS = CREATED_WITHIN_MS + CLEANED_WITHIN_MS + sweepWithinMs(config, TEST_SWEEP_INTERVAL_MS) + reconcilerRunMs(config);
+
+let site: TestSite;
+let tenant: string;
+let admin: string;
+
+beforeAll(async () => {
+  site = await startTestSite({ config });
   tenant = await site.token('acme', ['tenant']);
   admin = await site.token('provider', ['provider-admin']);
-  await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length === 4);
+  await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length === 4, FLEET_READY_WITHIN_MS);
 });
 afterAll(async () => site?.stop());
 
@@ -51,7 +59,7 @@ async function createThrough(faults: Fault[], name: string) {
   const instance = await site.eventually(async () => {
     const { body } = await site.call('GET', `/v2/org/acme/nico/instance/${created.body.id}`, { token: tenant });
     return body.status === 'Ready' || body.status === 'Failed' ? body : undefined;
-  }, 15_000);
+  }, CREATED_WITHIN_MS);
   const received = ((await site.call('GET', '/_sim/requests')).body.items as Received[]).filter((r) => r.instanceId === instance.id);
   return { instance, received };
 }
@@ -62,7 +70,7 @@ async function giveBack(instance: { id: string; status: string; machineId: strin
   await site.eventually(async () => {
     const { body } = await site.call('GET', `/admin/machines/${instance.machineId}`, { token: admin });
     return body.state === 'Ready' && body.instanceId === undefined;
-  }, 15_000);
+  }, CLEANED_WITHIN_MS);
 }
 
 async function history(machineId: string) {
@@ -154,7 +162,7 @@ const cases: Record<string, Case> = {
 };
 
 describe.each(Object.entries(cases))('agent answers %s', (label, expected) => {
-  it(`ends ${expected.status} with the attempts, names and reason the rule gives`, { timeout: 60_000 }, async () => {
+  it(`ends ${expected.status} with the attempts, names and reason the rule gives`, { timeout: CASE_WITHIN_MS }, async () => {
     const name = `cr-${Object.keys(cases).indexOf(label)}`;
     const { instance, received } = await createThrough(expected.faults, name);
 
@@ -181,7 +189,7 @@ describe.each(Object.entries(cases))('agent answers %s', (label, expected) => {
 });
 
 describe('after an agent timeout', () => {
-  it('the instance stays Failed, its machine is cleaned up and offered again, and nothing retries the create later', { timeout: 60_000 }, async () => {
+  it('the instance stays Failed, its machine is cleaned up and offered again, and nothing retries the create later', { timeout: CASE_WITHIN_MS }, async () => {
     const { instance, received } = await createThrough(['timeout'], 'cr-after-timeout');
     expect(instance).toMatchObject({ status: 'Failed', createAttempts: 1, siteName: 'cr-after-timeout' });
     await giveBack(instance);
@@ -190,8 +198,8 @@ describe('after an agent timeout', () => {
     expect((await history(instance.machineId)).filter((h) => h.instanceId === instance.id).map((h) => h.action)).toEqual(
       expect.arrayContaining(['instance-created', 'instance-create-failed', 'cleanup-succeeded']),
     );
-    // Sweeps come and go; the failed create is never sent again.
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // A whole sweep after the create failed, with the stream reactions to what it wrote: the create is not sent again.
+    await site.afterNextSweep();
     const later = ((await site.call('GET', '/_sim/requests')).body.items as Received[]).filter((r) => r.instanceId === instance.id);
     expect(later).toEqual(received);
     const { body } = await site.call('GET', `/v2/org/acme/nico/instance/${instance.id}`, { token: tenant });

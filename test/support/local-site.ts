@@ -5,6 +5,7 @@ import { parseSiteConfig, type SiteConfig } from '#config/site-config.ts';
 import type { Role } from '#domain/model.ts';
 import type { Route } from '#http/route.ts';
 import { startLocalSite, type LocalSite, type LocalSiteOptions } from '#local/runner.ts';
+import { reconcilerRunMs, sweepWithinMs } from './bounds.ts';
 
 /** A site config for tests: the demo fleet made small and the simulator fast. */
 export function testConfig(toml = ''): SiteConfig {
@@ -23,9 +24,21 @@ cleanup_ms = 20
   );
 }
 
+/** How often a test site sweeps unless told otherwise. */
+export const TEST_SWEEP_INTERVAL_MS = 500;
+
 export interface TestSite extends LocalSite {
   /** Every line the site logged so far (the controller's are Powertools JSON). */
   logLines: string[];
+  /** The site's config and the interval of its sweeps: what a test derives its bounds from (bounds.ts). */
+  config: SiteConfig;
+  sweepIntervalMs: number;
+  /**
+   * Resolves once a sweep that began after this call has finished and the stream has handled what it wrote: whatever
+   * the site would still do about the state the call found, it has done. A test that shows that an action changed
+   * nothing waits for this after the action.
+   */
+  afterNextSweep(): Promise<void>;
   token(org: string, roles: Role[], sub?: string): Promise<string>;
   call(method: string, path: string, options?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
   /** Polls until `check` returns a truthy value (or throws after `timeoutMs`). */
@@ -37,12 +50,14 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
   const id = randomUUID().slice(0, 8);
   const lines: string[] = [];
   const streamChaos = inject('streamChaos');
+  const config = overrides.config ?? testConfig();
+  const sweepIntervalMs = overrides.sweepIntervalMs ?? TEST_SWEEP_INTERVAL_MS;
   const site = await startLocalSite({
-    config: testConfig(),
+    config,
     port: 0,
     dynamoEndpoint: inject('dynamoEndpoint'),
     tableNames: { table: `e2e-${id}`, idempotencyTable: `e2e-${id}-idempotency` },
-    sweepIntervalMs: 500,
+    sweepIntervalMs,
     ...(streamChaos ? { streamChaos } : {}),
     awsCallLogDir: inject('awsCallLogDir'),
     log: (line) => {
@@ -88,6 +103,14 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
       expect(site.streamFilterDisagreements(), 'records on which the stack stream filters and the stream handler disagree').toEqual([]);
     },
     logLines: lines,
+    config,
+    sweepIntervalMs,
+    async afterNextSweep() {
+      // Runs never overlap: the run numbered one past those begun so far begins after this call.
+      const next = site.counters().sweeps.started + 1;
+      await eventually(async () => site.counters().sweeps.completed >= next, sweepWithinMs(config, sweepIntervalMs));
+      await site.streamIdle(reconcilerRunMs(config));
+    },
     token: (org, roles, sub = `${org}-user`) => site.issuer.mint({ sub, org, roles }),
     call,
     eventually,

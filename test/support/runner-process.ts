@@ -5,6 +5,7 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import type { Instance, Machine, MetaInstance, Role } from '#domain/model.ts';
 import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
+import type { RunnerCounters } from '#local/runner-counters.ts';
 import { createDocumentClient } from '#store/client.ts';
 
 // The local runner as `npm start` runs it, in a child process that leads its own process group, so that a test can
@@ -30,6 +31,10 @@ export interface RunnerProcess {
   agent: string;
   call(method: string, path: string, options?: { token?: string; body?: unknown }): Promise<Answer>;
   token(org: string, roles: Role[], sub?: string): Promise<string>;
+  /** What the runner has done since it started, as GET /health shows it. */
+  counters(): Promise<RunnerCounters>;
+  /** Resolves once a sweep that began after this call has finished; rejects after `withinMs`. */
+  afterNextSweep(withinMs: number): Promise<void>;
   /** Every stored machine, instance and meta-instance, read from the runner's DynamoDB Local (a Scan: tests only). */
   records(): Promise<{ machines: Machine[]; instances: Instance[]; metaInstances: MetaInstance[] }>;
   /** SIGKILL to the whole process tree, as a crash; resolves once it is gone and its DynamoDB Local answers no more. */
@@ -76,10 +81,22 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerProcess
     return { status: response.status, body: text ? JSON.parse(text) : undefined };
   };
 
+  const counters = async () => (await call('GET', '/health')).body.counters as RunnerCounters;
+
   return {
     api,
     agent,
     call,
+    counters,
+    async afterNextSweep(withinMs) {
+      // Runs never overlap: the run numbered one past those begun so far begins after this call.
+      const next = (await counters()).sweeps.started + 1;
+      const deadline = Date.now() + withinMs;
+      while ((await counters()).sweeps.completed < next) {
+        if (Date.now() > deadline) throw new Error(`no sweep began and finished within ${withinMs} ms`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
     async token(org, roles, sub = `${org}-user`) {
       return (await call('POST', '/_local/token', { body: { sub, org, roles } })).body.token;
     },

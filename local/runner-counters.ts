@@ -1,0 +1,40 @@
+import type { ScheduleTimer } from './schedule-timer.ts';
+import type { SiteSimulator } from './site-agent/simulator.ts';
+import type { StreamPoller } from './stream-poller.ts';
+
+/**
+ * What the local site has done since it started, counted where it happens. A test that must show that an action
+ * changed nothing waits for work it can count (a sweep that began after the action, and finished) instead of
+ * sleeping; GET /health shows the same figures.
+ */
+export interface RunnerCounters {
+  /** Runs of the sweep, scheduled or follow-up. Runs never overlap: once `completed` reaches a run's number, it is over. */
+  sweeps: { started: number; completed: number; failed: number };
+  /** Stream handler calls, one batch each; `handled` counts those that ended, whatever came of them. */
+  streamBatches: { started: number; handled: number };
+  streamRecords: { delivered: number; filteredOut: number; setAside: number };
+  /** API function invocations that answered, by route key (`GET /admin/machines/{id}/history`). */
+  apiRequests: Record<string, number>;
+  siteAgent: { heartbeatsSent: number; cleanupReportsSent: number; createsReceived: number };
+}
+
+export interface CountedParts {
+  timer: ScheduleTimer;
+  /** Null when the site runs without one. */
+  poller: StreamPoller | null;
+  simulator: SiteSimulator;
+  apiRequests: ReadonlyMap<string, number>;
+}
+
+export function countersOf({ timer, poller, simulator, apiRequests }: CountedParts): RunnerCounters {
+  const sweeps = timer.stats();
+  const stream = poller?.stats();
+  const agent = simulator.counters();
+  return {
+    sweeps: { started: sweeps.started, completed: sweeps.ticks, failed: sweeps.failures },
+    streamBatches: { started: stream?.invocations ?? 0, handled: stream?.handled ?? 0 },
+    streamRecords: { delivered: stream?.delivered ?? 0, filteredOut: stream?.filteredOut ?? 0, setAside: stream?.setAside ?? 0 },
+    apiRequests: Object.fromEntries(apiRequests),
+    siteAgent: { heartbeatsSent: agent.heartbeatsSent, cleanupReportsSent: agent.cleanupReportsSent, createsReceived: agent.createsReceived },
+  };
+}
