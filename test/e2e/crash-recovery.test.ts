@@ -144,8 +144,10 @@ async function history(machineId: string): Promise<Array<{ action: string; messa
 
 /** What the simulated agent says of an instance: present, cleaning, or absent. */
 async function atAgent(siteName: string): Promise<string> {
-  const response = await fetch(`${site().agent}/instances/${encodeURIComponent(siteName)}`);
-  return response.status === 404 ? 'absent' : ((await response.json()) as { state: string }).state;
+  const answer = await site().callAgent('GET', `/instances/${encodeURIComponent(siteName)}`);
+  if (answer.status === 404) return 'absent';
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return (answer.body as { state: string }).state;
 }
 
 /** The creates the agent received for an instance since the runner started. */

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
@@ -6,6 +7,7 @@ import { inject } from 'vitest';
 import type { Instance, Machine, MetaInstance, Role } from '#domain/model.ts';
 import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import type { RunnerCounters } from '#local/runner-counters.ts';
+import { signRequest, type SigningKeySet } from '#site/request-signing.ts';
 import { createDocumentClient } from '#store/client.ts';
 
 // The local runner as `npm start` runs it, in a child process that leads its own process group, so that a test can
@@ -29,6 +31,8 @@ export interface RunnerProcess {
   api: string;
   /** The simulated site agent's own API (GET {agent}/instances/{name}). */
   agent: string;
+  /** A call to the agent's own API, signed with a key of the test's that the agent was told to accept. */
+  callAgent(method: string, path: string): Promise<Answer>;
   call(method: string, path: string, options?: { token?: string; body?: unknown }): Promise<Answer>;
   token(org: string, roles: Role[], sub?: string): Promise<string>;
   /** What the runner has done since it started, as GET /health shows it. */
@@ -81,12 +85,23 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerProcess
     return { status: response.status, body: text ? JSON.parse(text) : undefined };
   };
 
+  // The agent serves signed calls only, with keys the runner made for its controller: the test adds one of its own.
+  const testKey = { id: 'runner-process-test', secret: randomBytes(32).toString('hex') };
+  const testKeys: SigningKeySet = { keys: [testKey], current: testKey.id };
+  const added = await call('POST', '/_sim/keys', { body: testKey });
+  if (added.status !== 200) throw new Error(`the agent refused the test's signing key: ${added.status} ${JSON.stringify(added.body)}`);
+
   const counters = async () => (await call('GET', '/health')).body.counters as RunnerCounters;
 
   return {
     api,
     agent,
     call,
+    async callAgent(method, path) {
+      const response = await fetch(`${agent}${path}`, { method, headers: signRequest(testKeys, { method, target: path, body: '' }, new Date()) });
+      const text = await response.text();
+      return { status: response.status, body: text ? JSON.parse(text) : undefined };
+    },
     counters,
     async afterNextSweep(withinMs) {
       // Runs never overlap: the run numbered one past those begun so far begins after this call.
