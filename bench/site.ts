@@ -1,4 +1,5 @@
 import { parseSiteConfig } from '#config/site-config.ts';
+import { textLines } from '#local/log-sink.ts';
 import { startLocalSite, type LocalSite } from '#local/runner.ts';
 import type { Machine } from '#domain/model.ts';
 import type { FleetStore } from '#store/port.ts';
@@ -56,11 +57,11 @@ export async function startBenchSite(o: BenchSiteOptions): Promise<{ site: Local
     sweepIntervalMs: o.sweepIntervalMs,
     ...(o.streamPoller === undefined ? {} : { streamPoller: o.streamPoller }),
     ...(o.containerPerRequest === undefined ? {} : { containerPerRequest: o.containerPerRequest }),
-    log: (line) => {
+    log: textLines((line) => {
       siteLog.push(line);
       if (siteLog.length > KEPT_LINES) siteLog.shift();
       o.onLine?.(line);
-    },
+    }),
   });
   return { site, siteLog };
 }

@@ -6,6 +6,7 @@ import { checkRouteOverrides, parseSiteConfig, SiteConfigError } from '#config/s
 import { apiRouteSpecs, routeKeyOf } from '#lib/api-routes.ts';
 import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import { JavaMissingError } from '#local/dynamodb-local.ts';
+import { jsonLines, LOG_FORMATS, logFormatFor, prettyLines, type LogFormat, type LogSink } from '#local/log-sink.ts';
 import { startLocalSite } from '#local/runner.ts';
 import { parseStreamChaos, StreamChaosConfigError } from '#local/stream-chaos.ts';
 
@@ -13,17 +14,51 @@ const configPath = process.env.FLEETWARD_SITE_CONFIG ?? 'sites/local.toml';
 const port = Number(process.env.PORT ?? 8080);
 const persistDir = process.env.FLEETWARD_DATA_DIR;
 const awsCallLogDir = process.env[AWS_CALL_LOG_ENV];
+const usage = 'options: --log-level <debug|info|warn|error>, --log-format <pretty|json>';
 
-/** `npm start -- --log-level debug`; LOG_LEVEL otherwise (Powertools' levels: debug, info, warn, error...). */
-function logLevelOf(args: string[]): string | undefined {
+/** `npm start -- --log-level debug --log-format json`; LOG_LEVEL otherwise (Powertools' levels: debug, info, warn, error...). */
+function optionsOf(args: string[]): { logLevel: string | undefined; logFormat: LogFormat | undefined } {
   try {
-    return parseArgs({ args, options: { 'log-level': { type: 'string' } } }).values['log-level'] ?? process.env.LOG_LEVEL;
+    const { values } = parseArgs({ args, options: { 'log-level': { type: 'string' }, 'log-format': { type: 'string' } } });
+    const logFormat = values['log-format'];
+    if (logFormat !== undefined && !LOG_FORMATS.includes(logFormat as LogFormat)) throw new Error(`unknown --log-format ${logFormat}`);
+    return { logLevel: values['log-level'] ?? process.env.LOG_LEVEL, logFormat: logFormat as LogFormat | undefined };
   } catch (error) {
-    console.error(`${(error as Error).message}; the only option is --log-level <debug|info|warn|error>`);
+    console.error(`${(error as Error).message}; ${usage}`);
     process.exit(1);
   }
 }
-const logLevel = logLevelOf(process.argv.slice(2));
+const { logLevel, logFormat } = optionsOf(process.argv.slice(2));
+
+/** Short readable lines on a terminal, JSON for a pipe or a file, unless --log-format says which. */
+function logSink(): LogSink {
+  const write = (line: string) => console.log(line);
+  const format = logFormatFor(logFormat, process.stdout.isTTY === true);
+  return format === 'pretty' ? prettyLines(write, { colour: process.stdout.isTTY === true && !process.env.NO_COLOR }) : jsonLines(write);
+}
+
+/**
+ * Stops the site on SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed), and when the npm process that started
+ * it is gone, since nothing would forward a signal to it any more. A second signal ends the process at once; java
+ * still goes with it, as DynamoDB Local's wrapper ends java when our end of its pipe closes (local/dynamodb-local.ts).
+ */
+function stopOnSignals(stop: () => Promise<void>): void {
+  let stopping = false;
+  const shutdown = async (why: string) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    console.log(`\n${why}: stopping…`);
+    await stop();
+    process.exit(0);
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
+  // A pipe whose reader went away (`npm start | head`) ends the run rather than the process mid-write.
+  process.stdout.on('error', () => void shutdown('output closed'));
+  if (process.env.npm_lifecycle_event !== undefined) {
+    const parent = process.ppid;
+    setInterval(() => process.ppid !== parent && void shutdown('npm is gone'), 1_000).unref();
+  }
+}
 
 try {
   const config = parseSiteConfig(readFileSync(configPath, 'utf8'), configPath);
@@ -32,29 +67,22 @@ try {
   const site = await startLocalSite({
     config,
     port,
+    log: logSink(),
     ...(persistDir ? { persistDir } : {}),
     ...(streamChaos ? { streamChaos } : {}),
     ...(logLevel ? { logLevel } : {}),
     ...(awsCallLogDir ? { awsCallLogDir } : {}),
   });
+  stopOnSignals(site.stop);
   console.log(`
 Fleetward local site "${config.site.name}" is up.
   API            ${site.url}
+  dashboard      ${site.url}/dashboard/
   health         ${site.url}/health
   metrics        ${site.url}/metrics (Prometheus text)
   site agent     simulated, ${site.simulator.url} (controls under ${site.url}/_sim/)
   dev token      curl -s -X POST ${site.url}/_local/token -d '{"sub":"me","org":"acme","roles":["tenant"]}'
 Press Ctrl-C to stop.`);
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    console.log(`\n${signal}: stopping…`);
-    await site.stop();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
 } catch (error) {
   if (error instanceof JavaMissingError || error instanceof SiteConfigError || error instanceof StreamChaosConfigError) {
     console.error(error.message);

@@ -37,6 +37,7 @@ import { API_FUNCTION_TIMEOUT_SECONDS } from '#lib/function-timeouts.ts';
 import { HTTP_API_PAYLOAD_BYTES } from '#lib/aws-limits.ts';
 import { auditedStreamFilter, type FilterDisagreement } from './stream-filter-audit.ts';
 import { createStreamPoller } from './stream-poller.ts';
+import { textLines, type LogSink } from './log-sink.ts';
 import { createTables } from './tables.ts';
 
 export interface LocalSiteOptions {
@@ -69,7 +70,8 @@ export interface LocalSiteOptions {
   containerPerRequest?: boolean;
   /** FLEETWARD_STREAM_CHAOS: the poller misdelivers on purpose (see stream-chaos.ts). */
   streamChaos?: StreamChaosConfig;
-  log?: (line: string) => void;
+  /** Where the log goes; every line as text on stdout when absent (log-sink.ts). */
+  log?: LogSink;
   /** The controller's JSON log lines from this level up (debug, info, warn, error); LOG_LEVEL or info by default. */
   logLevel?: string;
   /**
@@ -123,11 +125,11 @@ function countingRequests<E extends { routeKey: string }, C, R>(counts: Map<stri
  * stream poller, the schedule timer and the simulated site agent with its demo fleet.
  */
 export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSite> {
-  const write = options.log ?? ((line: string) => console.log(line));
+  const sink = options.log ?? textLines((line) => console.log(line));
   const { config } = options;
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop().catch((error) => write(`error while stopping: ${String(error)}`));
+    for (const stop of stops.reverse()) await stop().catch((error) => sink.part('runner', `error while stopping: ${String(error)}`));
     stops.length = 0;
   };
   try {
@@ -135,7 +137,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     if (!options.dynamoEndpoint) {
       dynamo = await startDynamoDbLocal(options.persistDir ? { persistDir: options.persistDir } : {});
       stops.push(() => dynamo!.stop());
-      write(`dynamodb   DynamoDB Local on ${dynamo.endpoint} (${options.persistDir ? `data in ${options.persistDir}` : 'in memory'})`);
+      sink.part('dynamodb', `DynamoDB Local on ${dynamo.endpoint} (${options.persistDir ? `data in ${options.persistDir}` : 'in memory'})`);
     }
     const endpoint = options.dynamoEndpoint ?? dynamo!.endpoint;
     const names = options.tableNames ?? { table: `fleetward-${config.site.name}`, idempotencyTable: `fleetward-${config.site.name}-idempotency` };
@@ -158,7 +160,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       provisionMs: config.simulator.provision_ms,
       cleanupMs: config.simulator.cleanup_ms,
       ...(options.persistDir ? { stateFile: join(options.persistDir, 'site-agent.json') } : {}),
-      log: (line) => write(`simulator  ${line}`),
+      log: (line) => sink.part('simulator', line),
     });
 
     const busName = `fleetward-${config.site.name}`;
@@ -168,8 +170,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     const storeClient = createDocumentClient(endpoint);
     recorder?.instrument(storeClient, 'dynamodb');
     const store = new DynamoFleetStore(storeClient, names.table);
-    // The same Powertools JSON lines as in Lambda, one per line on the runner's output.
-    const logger = createLogger({ logLevel: options.logLevel ?? process.env.LOG_LEVEL, write });
+    // The same Powertools JSON lines as in Lambda, handed to the sink, which shows them as it is told.
+    const logger = createLogger({ logLevel: options.logLevel ?? process.env.LOG_LEVEL, write: sink.controller });
     const log = powertoolsLog(logger);
     const events = inProcessBus(log);
     // The site's bus with the stack's two rules: repair events to repair automation (here the in-process bus), and a
@@ -207,7 +209,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
             filter: streamFilter.filter,
             ...(options.streamChaos ? { chaos: options.streamChaos } : {}),
             ...(recorder ? { onStreamsClient: (client) => recorder.instrument(client, 'dynamodb-streams') } : {}),
-            log: (line) => write(`stream     ${line}`),
+            log: (line) => sink.part('stream', line),
           });
     // A sweep that runs out of its interval hands the rest to a follow-up through the bus, which the timer runs at once.
     const sweep = createSweepHandler(ctx, eventBridgeHandOff(busName, eventBridge));
@@ -223,7 +225,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
         }),
       runAgainAtOnce: () => followUp !== undefined,
       name: 'sweep',
-      log: (line) => write(`schedule   ${line}`),
+      log: (line) => sink.part('schedule', line),
     });
 
     // Until the poller and the timer have had a first go, they count from when the site came up.
@@ -281,8 +283,6 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     stops.push(() => timer.stop());
     await simulator.start();
     stops.push(() => simulator.stop());
-    write(`simulator  site agent on ${simulator.url} with ${demoFleet(config.simulator.machines).length} machines`);
-
 
     return {
       url: apiUrl,

@@ -4,6 +4,7 @@ import { expect, inject } from 'vitest';
 import { parseSiteConfig, type SiteConfig } from '#config/site-config.ts';
 import type { Role } from '#domain/model.ts';
 import type { Route } from '#http/route.ts';
+import { textLines } from '#local/log-sink.ts';
 import { startLocalSite, type LocalSite, type LocalSiteOptions } from '#local/runner.ts';
 import { reconcilerRunMs, sweepWithinMs } from './bounds.ts';
 
@@ -60,10 +61,10 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
     sweepIntervalMs,
     ...(streamChaos ? { streamChaos } : {}),
     awsCallLogDir: inject('awsCallLogDir'),
-    log: (line) => {
+    log: textLines((line) => {
       lines.push(line);
       if (process.env.FLEETWARD_TEST_LOG) console.log(line);
-    },
+    }),
     ...overrides,
   });
   const call: TestSite['call'] = async (method, path, options = {}) => {
