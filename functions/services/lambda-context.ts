@@ -1,9 +1,9 @@
 import { Metrics as PowertoolsMetrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import { METRICS_KEY } from '@aws-lambda-powertools/commons';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import middy from '@middy/core';
+import middy, { type MiddlewareObj } from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
 import type { SiteConfig } from '#config/site-config.ts';
@@ -19,7 +19,7 @@ import type { Dimensions, MetricName } from './metric-catalog.ts';
 export const randomIds: IdSource = { next: (prefix) => `${prefix}-${randomUUID().replaceAll('-', '').slice(0, 16)}` };
 
 // One of each per cold start, shared by the handler's Powertools middlewares (handlers/*.ts) and its context.
-/** Flushed after every invocation by the handlers' `logMetrics` middleware. */
+/** Flushed after every invocation by the handlers' `flushMetrics` middleware. */
 export const sharedMetrics = new PowertoolsMetrics({ namespace: 'Fleetward', serviceName: 'fleetward' });
 export const sharedLogger = createLogger({ logLevel: process.env.LOG_LEVEL });
 export const sharedTracer = new Tracer({ serviceName: 'fleetward' });
@@ -119,7 +119,30 @@ export function observed<E, R>(handler: (event: E, context: Context) => Promise<
   return middy(correlated)
     .use(captureLambdaHandler(sharedTracer))
     .use(injectLambdaContext(sharedLogger, { resetKeys: true }))
-    .use(logMetrics(sharedMetrics, { captureColdStartMetric: true }));
+    .use(flushMetrics(sharedMetrics));
+}
+
+/**
+ * Powertools' `logMetrics` middleware with the cold start metric, less its warning for an invocation that recorded
+ * no metric ("No application metrics to publish", which `publishStoredMetrics` prints whenever its buffer is empty):
+ * most API requests record none, and a warning per request would bury the ones that mean something. Only what was
+ * recorded is flushed; what the invocation added to its dimensions and metadata is cleared either way.
+ */
+function flushMetrics(metrics: PowertoolsMetrics): MiddlewareObj {
+  const flush = () => {
+    if (metrics.hasStoredMetrics()) return void metrics.publishStoredMetrics();
+    metrics.clearDimensions();
+    metrics.clearMetadata();
+  };
+  return {
+    before: (request) => {
+      metrics.captureColdStartMetric(request.context.functionName);
+      // Where Powertools' own middlewares find it, so a middleware that returns early still flushes.
+      request.internal = { ...request.internal, [METRICS_KEY]: flush };
+    },
+    after: flush,
+    onError: flush,
+  };
 }
 
 /** Build a handler on first use, so importing a handler module has no side effects (tests, local runner). */

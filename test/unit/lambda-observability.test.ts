@@ -24,6 +24,15 @@ function captureStdout(): () => Array<Record<string, any>> {
       .map((line) => JSON.parse(line) as Record<string, any>);
 }
 
+/** Everything written to stdout and stderr, line by line (what CloudWatch Logs would get). */
+function captureOutput(): () => string[] {
+  const written: string[] = [];
+  const keep = (chunk: string | Uint8Array) => (written.push(String(chunk)), true);
+  vi.spyOn(process.stdout, 'write').mockImplementation(keep);
+  vi.spyOn(process.stderr, 'write').mockImplementation(keep);
+  return () => written.join('').split('\n').filter(Boolean);
+}
+
 afterEach(() => vi.restoreAllMocks());
 
 describe('Lambda entry points with the Powertools middlewares', () => {
@@ -49,6 +58,27 @@ describe('Lambda entry points with the Powertools middlewares', () => {
     // The figure with a dimension of its own went out at once; the invocation's own figures when it ended.
     expect(emf.find((line) => metricNames(line).includes('CreateFailuresByOutcome'))).toMatchObject({ outcome: 'timeout', CreateFailuresByOutcome: 1 });
     expect(emf.find((line) => metricNames(line).includes('CreateAttempts'))).toMatchObject({ CreateAttempts: 2 });
+  });
+
+  it('print nothing for an invocation that records no metric and logs nothing, cold start or not', async () => {
+    const handler = observed(async () => ({ statusCode: 204 }));
+    for (const invocation of [1, 2]) {
+      const output = captureOutput();
+      expect(await handler({}, context)).toEqual({ statusCode: 204 });
+      // The cold start metric is the one line an invocation may print without recording anything: a metric, no warning.
+      const printed = output().filter((line) => !(line.startsWith('{') && 'ColdStart' in JSON.parse(line)));
+      expect(printed, `invocation ${invocation}`).toEqual([]);
+      vi.restoreAllMocks();
+    }
+  });
+
+  it('clear what an invocation that recorded no metric added to its dimensions, so the next one does not carry it', async () => {
+    const lines = captureStdout();
+    await observed(async () => void sharedMetrics.addDimension('machineType', 'gb200'))({}, context);
+    await observed(async () => void powertoolsMetrics(sharedMetrics).count('CreateAttempts', 1))({}, context);
+    const emf = lines().find((line) => line._aws?.CloudWatchMetrics[0].Metrics.some((m: { Name: string }) => m.Name === 'CreateAttempts'));
+    expect(emf).toMatchObject({ CreateAttempts: 1 });
+    expect(emf!.machineType).toBeUndefined();
   });
 
   it('reset the correlation id between invocations', async () => {
