@@ -87,7 +87,8 @@ function fieldText(value: unknown): string {
 }
 
 function isErrorLike(value: unknown): value is { name: string; message: string } {
-  return typeof value === 'object' && value !== null && typeof (value as { name?: unknown }).name === 'string' && typeof (value as { message?: unknown }).message === 'string';
+  const error = value as { name?: unknown; message?: unknown } | null;
+  return typeof error === 'object' && error !== null && typeof error.name === 'string' && typeof error.message === 'string';
 }
 
 /** `--log-format` when given; otherwise pretty on a terminal and JSON for a pipe or a file. */

@@ -37,7 +37,8 @@ export function runnerRoutes({ issuer, health, counters, metrics, simulator }: R
         try {
           const parsed = tokenRequest.safeParse(await readJsonBody(req));
           if (!parsed.success) {
-            throw new ProblemError(422, 'validation-failed', 'a token needs sub, org and roles', parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
+            const errors = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+            throw new ProblemError(422, 'validation-failed', 'a token needs sub, org and roles', errors);
           }
           send(res, 200, { token: await issuer.mint(parsed.data) });
         } catch (error) {

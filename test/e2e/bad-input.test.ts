@@ -330,7 +330,8 @@ async function send(route: Route, request: BadRequest) {
 }
 
 describe('the site is quiet without requests', () => {
-  it('a dump taken after a whole sweep and the stream reactions to it is identical, so any difference below comes from the request', { timeout: QUIET_WITHIN_MS }, async () => {
+  const quietly = 'a dump taken after a whole sweep and the stream reactions to it is identical, so any difference below comes from the request';
+  it(quietly, { timeout: QUIET_WITHIN_MS }, async () => {
     // The dump really holds the fleet: 6 machines, the instance, the tenant, the catalog and history entries.
     expect(baseline.table.has(`INSTANCE#${values.instanceId} | #INSTANCE`)).toBe(true);
     expect(baseline.table.has(`MACHINE#${values.machineId} | #MACHINE`)).toBe(true);
@@ -382,7 +383,8 @@ describe('doubled slashes', () => {
 });
 
 describe('after all of it', () => {
-  it('the tables are exactly as they were before the first bad request, after a whole sweep and the stream reactions to it', { timeout: QUIET_WITHIN_MS }, async () => {
+  const unchangedAfterAll = 'the tables are exactly as they were before the first bad request, after a whole sweep and the stream reactions to it';
+  it(unchangedAfterAll, { timeout: QUIET_WITHIN_MS }, async () => {
     await site.afterNextSweep();
     const now = await snapshot(site);
     expect(difference(baseline.table, now.table)).toEqual(unchanged);

@@ -270,7 +270,8 @@ describe('a crash with every workflow at some step', { timeout: RECOVERY_MS + ST
     await eventually('the released machine is Ready', async () => (await machine(released.machineId)).state === 'Ready', RECOVERY_MS);
   });
 
-  it(`during cleanup, its report lost: the machine leaves Cleanup within ${CLEANUP_RECOVERY_MS / 1000} s of the restart, because the controller asked the agent`, async () => {
+  const within = `${CLEANUP_RECOVERY_MS / 1000} s`;
+  it(`during cleanup, its report lost: the machine leaves Cleanup within ${within} of the restart, because the controller asked the agent`, async () => {
     // The bound holds while no second status check could be due before the crash.
     expect(crashedAt - cleaningReleasedAt).toBeLessThan(REPORT_TIMEOUT_S * 1000 + statusCheckDelayMs(1));
     const back = await eventually('the machine leaves Cleanup', async () => {

@@ -37,7 +37,8 @@ beforeAll(async () => {
   site = await startTestSite({ config });
   tenant = await site.token('acme', ['tenant']);
   admin = await site.token('provider', ['provider-admin']);
-  await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length === 4, FLEET_READY_WITHIN_MS);
+  const allocatable = async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length;
+  await site.eventually(async () => (await allocatable()) === 4, FLEET_READY_WITHIN_MS);
 });
 afterAll(async () => site?.stop());
 

@@ -107,7 +107,8 @@ describe('the local runner', () => {
       if (health !== 200) await new Promise((r) => setTimeout(r, 200));
     }
     expect(health).toBe(200);
-    const java = descendants(child.pid!).find((pid) => commandOf(pid) === 'java' && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`-port\0${dynamoPort}`));
+    const servesPort = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`-port\0${dynamoPort}`);
+    const java = descendants(child.pid!).find((pid) => commandOf(pid) === 'java' && servesPort(pid));
     expect(java, 'java serving the DynamoDB Local port the runner named').toBeDefined();
 
     child.kill('SIGINT');
