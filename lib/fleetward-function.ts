@@ -42,6 +42,11 @@ export interface FleetwardFunctionProps {
   openApiDocument?: object;
   /** Run inside a VPC (the functions that call a site agent reachable only there); outside any VPC when absent. */
   network?: FunctionNetwork;
+  /**
+   * Why the role's other grants on Resource "*" (besides X-Ray's and the VPC's, which this construct knows) take no
+   * narrower resource: all go into the role's one acknowledgment of cdk-nag's IAM5 finding.
+   */
+  wildcardReasons?: string[];
 }
 
 /**
@@ -185,13 +190,14 @@ export class FleetwardFunction extends Construct {
     const xrayReason =
       'X-Ray accepts trace segments and telemetry only on Resource "*" (its actions have no resource-level permissions); ' +
       'active tracing grants exactly those two actions.';
+    const networkReason = props.network
+      ? 'In a VPC, the network interface actions Lambda performs with the role are on "*" too, as AWS\'s own ' +
+        'AWSLambdaVPCAccessExecutionRole has them: the interfaces do not exist before Lambda makes them, and ec2:Describe* ' +
+        'has no resource-level permissions.'
+      : undefined;
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: props.network
-        ? `${xrayReason} In a VPC, the network interface actions Lambda performs with the role are on "*" too, as AWS's own ` +
-          'AWSLambdaVPCAccessExecutionRole has them: the interfaces do not exist before Lambda makes them, and ec2:Describe* ' +
-          'has no resource-level permissions.'
-        : xrayReason,
+      reason: [xrayReason, networkReason, ...(props.wildcardReasons ?? [])].filter(Boolean).join(' '),
     });
     // The function's role is only ever used after the log policy exists, so the first cold start can log.
     this.function.node.addDependency(this.role);

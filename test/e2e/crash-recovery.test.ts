@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { signRequest } from '#site/request-signing.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -116,9 +118,16 @@ async function history(machineId: string): Promise<Array<{ action: string; messa
   return (await site().call('GET', `/admin/machines/${machineId}/history?limit=500`, { token: await as('provider', ['provider-admin']) })).body.items;
 }
 
+/** The test's own key, which the agent is told to accept (it signs like the controller; the runner's key stays its own). */
+const testKey = { id: 'crash-test', secret: randomBytes(32).toString('hex') };
+
 /** What the simulated agent says of an instance: present, cleaning, or absent. */
 async function atAgent(siteName: string): Promise<string> {
-  const response = await fetch(`${site().agent}/instances/${encodeURIComponent(siteName)}`);
+  // Each time: a restarted runner's agent knows only the runner's key.
+  expect((await site().call('POST', '/_sim/keys', { body: testKey })).status).toBe(200);
+  const target = `/instances/${encodeURIComponent(siteName)}`;
+  const headers = signRequest({ keys: [testKey], current: testKey.id }, { method: 'GET', target, body: '' }, new Date());
+  const response = await fetch(`${site().agent}${target}`, { headers });
   return response.status === 404 ? 'absent' : ((await response.json()) as { state: string }).state;
 }
 
