@@ -2,6 +2,7 @@
 // runner; stream-driven, and on a second site where only the sweep reconciles.
 
 import type { Instance } from '#domain/model.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
 import type { LocalSite } from '#local/site.ts';
 import { fastSiteToml, freeMachines, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
@@ -77,7 +78,7 @@ async function startMetaSite(endpoint: string, tableName: string, stream: boolea
     const admin = await site.issuer.mint({ sub: 'bench-admin', org: 'provider', roles: ['provider-admin'] }, '2h');
     const tenant = await site.issuer.mint({ sub: 'bench-tenant', org: ORG, roles: ['tenant'] }, '2h');
     // Our own reads go through a client of their own, outside the site's meter.
-    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
+    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName, dueTimes);
     const call = async (method: string, path: string, token: string | undefined, body: unknown, expect: number[]) => {
       const response = await fetch(`${site.url}${path}`, {
         method,

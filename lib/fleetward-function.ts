@@ -137,7 +137,7 @@ export class FleetwardFunction extends Construct {
       // Powertools Tracer (captureLambdaHandler) adds its segments, and the AWS SDK calls', to the active trace.
       tracing: Tracing.ACTIVE,
       // No NODE_OPTIONS=--enable-source-maps: it parses the map at every cold start; the bundle maps its stack
-      // traces itself, on the first one (functions/services/lambda-runtime.ts).
+      // traces itself, on the first one (functions/handlers/lambda-runtime.ts).
       environment: props.environment,
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
@@ -165,7 +165,7 @@ export class FleetwardFunction extends Construct {
           // code, instead of at the end of the module every cold start reads and compiles.
           '--legal-comments': 'external',
         },
-        // FLEETWARD_LAMBDA_BUNDLE: the process-wide settings of a deployed function (functions/services/lambda-runtime.ts).
+        // FLEETWARD_LAMBDA_BUNDLE: the process-wide settings of a deployed function (functions/handlers/lambda-runtime.ts).
         // FLEETWARD_VERSION: the version, so that no bundle carries package.json for it (functions/http/version.ts).
         define: {
           'process.env.FLEETWARD_LAMBDA_BUNDLE': '"true"',

@@ -21,9 +21,9 @@ import type { Construct } from 'constructs';
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { SiteConfigError } from '#config/site-config.ts';
 import { eventCatalog, EVENT_TYPES } from '#domain/event-schemas.ts';
-import { EVENT_SOURCE } from '#services/events.ts';
-import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
-import { SITE_AGENT_SILENT_METRIC } from '#services/reconcile.ts';
+import { EVENT_SOURCE } from '#runtime/events.ts';
+import { SWEEP_FOLLOW_UP } from '#reconcilers/sweep-follow-up.ts';
+import { SITE_AGENT_SILENT_METRIC } from '#reconcilers/sweep.ts';
 import { idempotencyTableDefinition, tableDefinition } from '#store/table.ts';
 import { AgentNetwork } from './agent-network.ts';
 import { apiOpenApiDocument, apiRouteSpecs, ROUTE_GROUPS, routeKeyOf, type RouteGroup } from './api-routes.ts';
@@ -135,7 +135,7 @@ export class SiteStack extends Stack {
   readonly functions: Record<FunctionName, FleetwardFunction>;
   readonly streamFailures: Queue;
   readonly alarmTopic: Topic;
-  /** The CloudWatch dashboard of the fleet's metrics (functions/services/metric-catalog.ts). */
+  /** The CloudWatch dashboard of the fleet's metrics (functions/runtime/metric-catalog.ts). */
   readonly fleetDashboard: FleetDashboard;
   /** The dashboard (`web/`) behind CloudFront; undefined when `[dashboard] enabled = false`. */
   readonly dashboard: SiteDashboard | undefined;
@@ -545,7 +545,7 @@ export class SiteStack extends Stack {
     }
   }
 
-  /** What contextFromEnv (functions/services/lambda-context.ts) reads; all of it from the site config. */
+  /** What contextFromEnv (functions/handlers/lambda-context.ts) reads; all of it from the site config. */
   private functionEnvironment(site: LoadedSite): Record<string, string> {
     return checkedEnvironment(site, {
       TABLE_NAME: this.table.tableName,

@@ -1,10 +1,10 @@
-import type { Catalog } from './catalog.ts';
-import { mergeChanges, type Change } from './change.ts';
-import { allocatability, heartbeatStale, preventingSources, type HeartbeatView } from './health.ts';
-import { assignInstance, releaseInstance, type NewInstanceSpec } from './instances.ts';
-import type { Instance, Machine, MetaInstance } from './model.ts';
-import { Rejection } from './rejection.ts';
-import { addMs, ageMs, iso } from './time.ts';
+import type { Catalog } from '#domain/catalog.ts';
+import { mergeChanges, type Change } from '#domain/change.ts';
+import { allocatability, heartbeatStale, preventingSources, type HeartbeatView } from '#domain/health.ts';
+import { assignInstance, releaseInstance, type NewInstanceSpec } from '#domain/instances.ts';
+import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
+import { Rejection } from '#domain/rejection.ts';
+import { addMs, ageMs, iso } from '#domain/time.ts';
 
 // Meta-instances: "keep N machines of this type for me". A pure reconciler looks at a snapshot (the meta-instance,
 // its members — instances carrying its id, with their machines — and the free machines of its type) and returns at

@@ -1,5 +1,5 @@
-import type { MachineState, InstanceStatus, MetaInstanceStatus } from './model.ts';
-import { instanceStatuses, issueCategories } from './schemas.ts';
+import type { MachineState, InstanceStatus, MetaInstanceStatus } from '#domain/model.ts';
+import { instanceStatuses, issueCategories } from '#domain/schemas.ts';
 import * as z from 'zod';
 
 // What the API answers with (API.md "Objects"). Each schema lists exactly what is exposed: a view is built by

@@ -5,8 +5,8 @@
 
 import * as z from 'zod/mini';
 import '#config/zod-messages.ts';
-import { ROSTER_PART_COUNTS } from '#domain/roster-parts.ts';
-import { machineIdRule } from '#domain/machine-id.ts';
+import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
+import { machineIdRule } from '#site/machine-id.ts';
 
 const text = (min: number, max: number) => z.string().check(z.minLength(min), z.maxLength(max));
 const name = text(1, 256);

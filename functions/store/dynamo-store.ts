@@ -12,11 +12,11 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
-import { chunksOf, inParallel } from './in-parallel.ts';
-import { keys } from './items.ts';
-import { ItemStore, listingOf, tableKeyOf, partitionAttributeOf, sortAttributeOf, type Item, type ItemPage, type ItemQuery, type ItemWrite, type TableKey } from './item-store.ts';
-import { StaleWriteError } from './port.ts';
-import { decodePageToken, encodePageToken, invalidPageToken } from './paging.ts';
+import { chunksOf, inParallel } from '#store/in-parallel.ts';
+import { keys } from '#store/items.ts';
+import { ItemStore, listingOf, tableKeyOf, partitionAttributeOf, sortAttributeOf, type Item, type ItemPage, type ItemQuery, type ItemWrite, type TableKey } from '#store/item-store.ts';
+import { StaleWriteError, type DueTimes } from '#store/port.ts';
+import { decodePageToken, encodePageToken, invalidPageToken } from '#store/paging.ts';
 
 /** DynamoDB's limits of keys per BatchGetItem and of items per BatchWriteItem. */
 export const BATCH_GET_LIMIT = 100;
@@ -29,8 +29,8 @@ export class DynamoFleetStore extends ItemStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
 
-  constructor(client: DynamoDBDocumentClient, table: string) {
-    super();
+  constructor(client: DynamoDBDocumentClient, table: string, due: DueTimes) {
+    super(due);
     this.client = client;
     this.table = table;
   }

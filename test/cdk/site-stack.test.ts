@@ -14,9 +14,9 @@ import { dashboardVendorFiles } from '#lib/dashboard-vendor.ts';
 import type { SiteStack } from '#lib/site-stack.ts';
 import { parseFilterPattern, passesAnyFilter } from '#lib/lambda-event-filter.ts';
 import { streamFilters } from '#lib/stream-filters.ts';
-import { EVENT_SOURCE } from '#services/events.ts';
-import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
-import { SITE_AGENT_SILENT_METRIC } from '#services/reconcile.ts';
+import { EVENT_SOURCE } from '#runtime/events.ts';
+import { SWEEP_FOLLOW_UP } from '#reconcilers/sweep-follow-up.ts';
+import { SITE_AGENT_SILENT_METRIC } from '#reconcilers/sweep.ts';
 import cdkJson from '../../cdk.json' with { type: 'json' };
 
 // One synthesis for the whole file (of the sample real site), bundling skipped: the assertions read its template,
@@ -443,7 +443,7 @@ describe('schedule, events and alarms', () => {
       TreatMissingData: 'notBreaching',
       Dimensions: expect.arrayContaining([{ Name: 'site', Value: SITE }]),
     });
-    // The sweep reports 1 while the site agent is silent (services/reconcile.ts).
+    // The sweep reports 1 while the site agent is silent (reconcilers/sweep.ts).
     expect(alarms.find((a) => a.MetricName === SITE_AGENT_SILENT_METRIC)).toMatchObject({
       Namespace: 'Fleetward',
       Threshold: 1,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isSatisfied } from '#domain/meta-instances.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
-import { sweep } from '#services/reconcile.ts';
+import { sweep } from '#reconcilers/sweep.ts';
 import { testConfig, type TestSite } from '#test/support/local-site.ts';
 import { readySite, type Actors } from '#test/support/repair-steps.ts';
 

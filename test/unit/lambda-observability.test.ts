@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { observed, powertoolsMetrics, sharedLogger, sharedMetrics } from '#services/lambda-context.ts';
+import { withTracingLogsAndMetrics, powertoolsMetrics, sharedLogger, sharedMetrics } from '#handlers/lambda-context.ts';
 
 // What a deployed entry point writes to stdout (CloudWatch Logs) through the Powertools middlewares.
 
@@ -29,7 +29,7 @@ afterEach(() => vi.restoreAllMocks());
 describe('Lambda entry points with the Powertools middlewares', () => {
   it('log with the invocation context and the API request id as correlation id, and flush metrics at the end', async () => {
     const lines = captureStdout();
-    const handler = observed(
+    const handler = withTracingLogsAndMetrics(
       async () => {
         sharedLogger.info('inside');
         powertoolsMetrics(sharedMetrics).count('CreateAttempts', 2);
@@ -53,7 +53,7 @@ describe('Lambda entry points with the Powertools middlewares', () => {
 
   it('reset the correlation id between invocations', async () => {
     const lines = captureStdout();
-    const handler = observed(async () => void sharedLogger.info('no request'));
+    const handler = withTracingLogsAndMetrics(async () => void sharedLogger.info('no request'));
     await handler({}, context);
     expect(lines().find((line) => line.message === 'no request')?.correlation_id).toBeUndefined();
   });

@@ -4,8 +4,8 @@ import { historyListResponse, machineListResponse, machineResponse, registration
 import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
 import { listMachines, machineHistory, registerMachines, showMachine } from '#services/machines.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
-import { defineRoute, listResult, REGISTRATION_MAX_BODY_BYTES, type Route } from '../route.ts';
-import { version } from '../version.ts';
+import { defineRoute, listResult, REGISTRATION_MAX_BODY_BYTES, type Route } from '#http/route.ts';
+import { version } from '#http/version.ts';
 
 /**
  * The site config as the OpenAPI document shows it: its schema is zod/mini (config/zod-messages.ts), which the
