@@ -242,7 +242,7 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
       machine_type: META_MACHINE_TYPE,
       meta_instance: { minNodes: 1, sameRack: false },
       warmup_trials: { unit: 'override trials on the stream site before the measured ones, not counted', value: options.warmupTrials },
-      sweep_interval: { unit: 's', local: interval / 1000, production: 60, note: 'EventBridge Scheduler rate(1 minute) in lib/site-stack.ts; both local sites use the same interval, scaled down 60/' + interval / 1000 + 'x' },
+      sweep_interval: { unit: 's', local: interval / 1000, production: 60, note: 'EventBridge Scheduler rate(1 minute) in lib/sweep.ts; both local sites use the same interval, scaled down 60/' + interval / 1000 + 'x' },
       heartbeat_timeout: { unit: 's', value: HEARTBEAT_TIMEOUT_S },
       toml: metaSiteToml.trim().split('\n'),
       poll: { unit: 'ms between the bench\'s looks at the members (its resolution)', value: options.pollMs },
