@@ -1,4 +1,4 @@
-// `npm start`: the whole site on this machine. See README "Run the local site".
+// `npm start`: the whole site on this machine. See README "The two commands".
 import '#local/xray-manual-mode.ts';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';

@@ -27,7 +27,7 @@ export interface ChangedRecord<K extends RecordKind = RecordKind> {
   after: RecordTypes[K] | null;
 }
 
-/** Which watched record a stream record carries: machine, instance and meta-instance records; history and site items need none. */
+/** Which watched record a stream record carries (a kind some reconciler watches); history, site items and deletes carry none. */
 export function entityOfRecord(record: DynamoDBRecord): ChangedRecord | null {
   if (record.eventName === 'REMOVE') return null;
   const found = recordOfKey(record.dynamodb?.Keys?.pk?.S ?? '', record.dynamodb?.Keys?.sk?.S ?? '');

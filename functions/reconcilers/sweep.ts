@@ -6,6 +6,10 @@ import { startRun, type Run } from '#reconcilers/runner.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { watchStuckRepairs } from '#reconcilers/stuck-repairs.ts';
 import { iso } from '#domain/time.ts';
+import { siteAgentSilence } from '#domain/site-agent-silence.ts';
+import { committedOnce } from '#runtime/retry-on-stale.ts';
+import { repairSummaryShard } from '#reconcilers/summary-repair.ts';
+import { publishFleetMetrics, readFleet, type FleetReading } from '#reconcilers/fleet-metrics.ts';
 
 /** Due entries per read of the due index; the run reconciles them at its own concurrency (runner.ts). */
 export const DUE_PAGE = 200;
@@ -33,10 +37,6 @@ export interface SweepResult {
   /** Due work is left: a follow-up run should start at once from here. */
   followUp?: SweepPosition;
 }
-import { siteAgentSilence } from '#domain/site-agent-silence.ts';
-import { committedOnce } from '#runtime/retry-on-stale.ts';
-import { repairSummaryShard } from '#reconcilers/summary-repair.ts';
-import { publishFleetMetrics, readFleet, type FleetReading } from '#reconcilers/fleet-metrics.ts';
 
 /** The metric the sweep reports (1 while the site agent is silent), which the SiteAgentSilent alarm watches. */
 export const SITE_AGENT_SILENT_METRIC = 'SiteAgentSilent';

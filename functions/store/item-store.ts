@@ -2,8 +2,7 @@ import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import { emptyCatalog } from '#domain/catalog.ts';
 import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
-import { Rejection } from '#domain/rejection.ts';
-import { itemSizeBytes } from '#store/item-size.ts';
+import { checkTransactionSize } from '#store/item-size.ts';
 import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
@@ -127,28 +126,6 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
   checkTransactionSize(writes.map((write) => write.put));
   return writes;
-}
-
-/** DynamoDB's size limits: one item, and one transaction's items together. */
-export const ITEM_LIMIT_BYTES = 400 * 1024;
-export const TRANSACTION_LIMIT_BYTES = 4 * 1024 * 1024;
-
-/**
- * A change DynamoDB would refuse for its size is refused here first, the same in both stores, as the 413 of the
- * request that made it so large (a roster of very long ids), instead of an opaque ValidationException.
- */
-export function checkTransactionSize(items: Item[]): void {
-  let total = 0;
-  for (const item of items) {
-    const size = itemSizeBytes(item);
-    if (size > ITEM_LIMIT_BYTES) {
-      throw new Rejection(413, 'payload-too-large', `the record ${String(item.pk)} would be ${size} bytes, over DynamoDB's ${ITEM_LIMIT_BYTES} per item`, undefined, ITEM_LIMIT_BYTES);
-    }
-    total += size;
-  }
-  if (total > TRANSACTION_LIMIT_BYTES) {
-    throw new Rejection(413, 'payload-too-large', `the change would be ${total} bytes, over DynamoDB's ${TRANSACTION_LIMIT_BYTES} per transaction`, undefined, TRANSACTION_LIMIT_BYTES);
-  }
 }
 
 const catalogOf = (item: Item | undefined): Catalog => (item ? { types: item.types as Catalog['types'], version: item.version as number } : emptyCatalog());

@@ -1,6 +1,6 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { isSatisfied } from '#domain/meta-instances.ts';
+import { isSatisfied } from '#domain/placement.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
 import { sweep } from '#reconcilers/sweep.ts';
