@@ -24,6 +24,14 @@ export interface DueTimes {
   rosterBucket(bucket: RosterBucket): string | undefined;
 }
 
+/**
+ * DynamoDB throttled a call and kept throttling it for the store's whole retry budget (store/throttle.ts): nothing
+ * of it was written (a batch: some of it may have been; its caller resumes). The API answers 503 `throttled`.
+ */
+export class ThrottledError extends Error {
+  override name = 'ThrottledError';
+}
+
 /** Someone else changed a record between our read and our write: reload, decide again. */
 export class StaleWriteError extends Error {
   override name = 'StaleWriteError';
