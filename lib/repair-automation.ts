@@ -31,7 +31,7 @@ export class RepairAutomation extends SitePart {
       deadLetterQueue: { queue: this.deadLetters, maxReceiveCount: 5 },
     });
     // In the stack's scope, not this part's: the target names its statement in the dead-letter queue's policy after the
-    // rule's unique id, which would include this part, and the policy keeps the statement ids it has.
+    // rule's unique id, which a part in the rule's path would change (and with it the policy).
     new Rule(Stack.of(this), 'RepairRequestedRule', {
       eventBus: bus,
       description: 'Example repair automation: RepairRequested events wait in a queue for a repair tenant to claim the machine',

@@ -14,7 +14,7 @@ import type { LoadedSite } from './site.ts';
 import { SitePart } from './site-part.ts';
 
 /** Instance creates that may finally fail within 15 minutes before the create-failures alarm goes off. */
-export const CREATE_FAILURES_PER_15_MINUTES = 5;
+const CREATE_FAILURES_PER_15_MINUTES = 5;
 
 export interface SiteMonitoringProps {
   site: LoadedSite;
