@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LocalSite } from '#local/runner.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { fastSiteToml, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
@@ -78,7 +79,7 @@ export async function startApiBench(endpoint: string, id: string, settleMs: numb
     };
     const requests = countRequests(site.storeClient, { tagOf: () => calls.getStore() });
     // Our own reads (waiting for states) go through a separate client, so they never show in the site's figures.
-    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
+    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName, dueTimes);
     const base = `${site.url}/v2/org/${ORG}/nico/instance`;
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const createBody = JSON.stringify({ machineType: MACHINE_TYPE });

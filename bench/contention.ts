@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Worker } from 'node:worker_threads';
+import { dueTimes } from '#reconcilers/registry.ts';
 import type { DynamoDbLocal } from '#local/dynamodb-local.ts';
 import { fastSiteToml, freeMachines, startBenchSite } from './site.ts';
 import { PLACEMENT_TRIES } from '#services/instances.ts';
@@ -90,7 +91,7 @@ interface BurstSetting {
 async function burst({ endpoint, javaPid, options, progress }: BurstSetting, tableName: string, containerPerRequest: boolean): Promise<Burst> {
   const { site, siteLog } = await startBenchSite({ endpoint, tableName, toml: contentionSiteToml(options.machines), sweepIntervalMs: 60_000, containerPerRequest });
   try {
-    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
+    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName, dueTimes);
     const deadline = Date.now() + 60_000;
     for (;;) {
       const free = await freeMachines(observer, MACHINE_TYPE, options.machines + 1);

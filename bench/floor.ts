@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Change } from '#domain/change.ts';
 import { finishCleanup } from '#domain/cleanup.ts';
 import { assignInstance, claimCreate, completeCreate, releaseInstance } from '#domain/instances.ts';
 import type { Instance, Machine } from '#domain/model.ts';
-import { randomIds } from '#services/lambda-context.ts';
+import { randomIds } from '#handlers/lambda-context.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { writesOf } from '#store/item-store.ts';
@@ -69,7 +70,7 @@ async function copySiteItems(setting: FloorSetting, to: DynamoDBDocumentClient, 
     if (!Item) throw new Error(`bench floor: the site table has no ${key.pk}/${key.sk} item to copy`);
     await to.send(new PutCommand({ TableName: toTable, Item }));
   }
-  const source = new DynamoFleetStore(sourceClient, setting.siteTable);
+  const source = new DynamoFleetStore(sourceClient, setting.siteTable, dueTimes);
   const machines: Machine[] = [];
   let nextToken: string | undefined;
   do {
@@ -77,13 +78,13 @@ async function copySiteItems(setting: FloorSetting, to: DynamoDBDocumentClient, 
     machines.push(...page.items);
     nextToken = page.nextToken;
   } while (nextToken);
-  for (const machine of machines) await to.send(new PutCommand({ TableName: toTable, Item: machineItem(machine) }));
+  for (const machine of machines) await to.send(new PutCommand({ TableName: toTable, Item: machineItem(machine, dueTimes.machine(machine)) }));
   return machines;
 }
 
 /** A decision's writes as one transaction, as dynamo-store.ts writeItems sends a change of several items. */
 function transactionOf(tableName: string, change: Change): TransactWriteCommand {
-  const writes = writesOf(change, () => randomUUID().slice(0, 8));
+  const writes = writesOf(change, () => randomUUID().slice(0, 8), dueTimes);
   return new TransactWriteCommand({
     TransactItems: writes.map((write) => ({
       Put: {
@@ -116,7 +117,7 @@ export async function startFloor(setting: FloorSetting): Promise<Floor> {
   if (seeded.length === 0) throw new Error('bench floor: no allocatable machines to copy from the site table');
   const requests = countRequests(timed);
   // What the site's reactions do between a tenant's calls goes through the store, on a client outside the meter.
-  const reactions = new DynamoFleetStore(createDocumentClient(setting.endpoint), tableName);
+  const reactions = new DynamoFleetStore(createDocumentClient(setting.endpoint), tableName, dueTimes);
   const machines = new Map(seeded.map((machine) => [machine.id, machine]));
   const remember = (change: Change) => committedMachines(change).forEach((machine) => machines.set(machine.id, machine));
 

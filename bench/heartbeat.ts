@@ -1,16 +1,17 @@
 import { parseSiteConfig } from '#config/site-config.ts';
 import { bucketSettled, REFRESH_DIVISOR } from '#domain/heartbeat.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
 import type { Change } from '#domain/change.ts';
 import type { Clock } from '#domain/model.ts';
 import { createTables } from '#local/tables.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
-import type { AppContext, Log } from '#services/context.ts';
-import { inProcessBus } from '#services/events.ts';
-import { randomIds } from '#services/lambda-context.ts';
-import { prometheusMetrics } from '#services/prometheus-metrics.ts';
+import type { AppContext, Log } from '#runtime/context.ts';
+import { inProcessBus } from '#runtime/events.ts';
+import { randomIds } from '#handlers/lambda-context.ts';
+import { prometheusMetrics } from '#runtime/prometheus-metrics.ts';
 import { allocatability } from '#domain/health.ts';
 import { startRun } from '#reconcilers/runner.ts';
-import { loadHeartbeatView } from '#services/heartbeat-view.ts';
+import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient } from '#store/client.ts';
@@ -119,7 +120,7 @@ export async function heartbeatCost(
   let nowMs = Date.parse('2030-01-01T00:00:00.000Z');
   const clock: Clock = { now: () => new Date(nowMs) };
   const client = createDocumentClient(endpoint);
-  const store = new SettleWatchingStore(client, tableName);
+  const store = new SettleWatchingStore(client, tableName, dueTimes);
   // The first roster is judged on its wall time and its write units: while it runs, only writes ask for capacity.
   let metering: CapacityMetering = 'all';
   const requests = countRequests(client, { capacity: () => metering });
@@ -145,7 +146,7 @@ export async function heartbeatCost(
   // ask DynamoDB Local for capacity (see CounterOptions.capacity).
   const registrationClient = createDocumentClient(endpoint);
   const registrationRequests = countRequests(registrationClient, { capacity: () => 'none' });
-  const registrationCtx: AppContext = { ...ctx, store: new DynamoFleetStore(registrationClient, tableName) };
+  const registrationCtx: AppContext = { ...ctx, store: new DynamoFleetStore(registrationClient, tableName, dueTimes) };
   // The 10,000-machine steps take a while: say how far they got now and then.
   const ticker = setInterval(() => progress(`heartbeat: ${requests.counts.TransactWriteItemsCommand ?? 0} transactions so far`), 15_000);
   ticker.unref();

@@ -11,6 +11,7 @@
 // Node's speed on a fixed loop of arithmetic says how this host's CPU compares with another's.
 
 import { BatchGetCommand, BatchWriteCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { livenessChange } from '#domain/heartbeat.ts';
 import { registerMachine } from '#domain/machines.ts';
 import { createTables } from '#local/tables.ts';
@@ -57,11 +58,11 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   const now = new Date();
   const fleet = demoFleet([{ type: 'gb200', count: machines, racks: Math.ceil(machines / 8) }]);
   const registered = fleet.map((m) => registerMachine(null, { id: m.id, machineType: m.machineType, rack: m.rack }, 'bench', now)!.machines![0]!.after);
-  const items = registered.map(machineItem);
+  const items = registered.map((machine) => machineItem(machine, dueTimes.machine(machine)));
   // Each machine's first roster as the walk commits it: a change of one machine, one guarded put.
   const live = registered.map((machine) => {
     const flipped = livenessChange(machine, true, undefined, now)!;
-    return writesOf({ machines: [{ before: machine, after: flipped }], history: [] }, () => '')[0]!;
+    return writesOf({ machines: [{ before: machine, after: flipped }], history: [] }, () => '', dueTimes)[0]!;
   });
   let found = 0;
   const read = await timedStep(javaPid, () =>

@@ -2,6 +2,7 @@
 // runner; stream-driven, and on a second site where only the sweep reconciles.
 
 import type { Instance } from '#domain/model.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
 import type { LocalSite } from '#local/runner.ts';
 import { fastSiteToml, freeMachines, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
@@ -77,7 +78,7 @@ async function startMetaSite(endpoint: string, tableName: string, stream: boolea
     const admin = await site.issuer.mint({ sub: 'bench-admin', org: 'provider', roles: ['provider-admin'] }, '2h');
     const tenant = await site.issuer.mint({ sub: 'bench-tenant', org: ORG, roles: ['tenant'] }, '2h');
     // Our own reads go through a client of their own, outside the site's meter.
-    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
+    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName, dueTimes);
     const call = async (method: string, path: string, token: string | undefined, body: unknown, expect: number[]) => {
       const response = await fetch(`${site.url}${path}`, {
         method,
@@ -241,7 +242,7 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
       machine_type: META_MACHINE_TYPE,
       meta_instance: { minNodes: 1, sameRack: false },
       warmup_trials: { unit: 'override trials on the stream site before the measured ones, not counted', value: options.warmupTrials },
-      sweep_interval: { unit: 's', local: interval / 1000, production: 60, note: 'EventBridge Scheduler rate(1 minute) in lib/site-stack.ts; both local sites use the same interval, scaled down 60/' + interval / 1000 + 'x' },
+      sweep_interval: { unit: 's', local: interval / 1000, production: 60, note: 'EventBridge Scheduler rate(1 minute) in lib/sweep.ts; both local sites use the same interval, scaled down 60/' + interval / 1000 + 'x' },
       heartbeat_timeout: { unit: 's', value: HEARTBEAT_TIMEOUT_S },
       toml: metaSiteToml.trim().split('\n'),
       poll: { unit: 'ms between the bench\'s looks at the members (its resolution)', value: options.pollMs },

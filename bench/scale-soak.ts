@@ -5,6 +5,7 @@
 // invariants at the end. Sizes come from the options (BENCH_SCALE_*, parts/scale.ts), so a test runs a small version.
 
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
@@ -154,7 +155,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
   try {
     progress(`scale: site up with ${options.machines} machines in ${siteUpS} s`);
     // The bench's own reads go through a store of their own, outside the site's meter.
-    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
+    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName, dueTimes);
     const orgs = Array.from({ length: ORGS }, (_, i) => `scale-org-${i}`);
     const tokens = new Map(await Promise.all(orgs.map(async (org) => [org, await site.issuer.mint({ sub: `${org}-tenant`, org, roles: ['tenant'] }, '6h')] as const)));
     const admin = await site.issuer.mint({ sub: 'scale-admin', org: 'provider', roles: ['provider-admin'] }, '6h');

@@ -2,16 +2,17 @@
 // against what one full Scan of the same table consumes.
 
 import { ScanCommand, BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { dueTimes } from '#reconcilers/registry.ts';
 import type { HealthOverride, Machine } from '#domain/model.ts';
 import { createTables } from '#local/tables.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { machineItem } from '#store/items.ts';
-import { DUE_PAGE, sweep, type SweepPosition } from '#services/reconcile.ts';
+import { DUE_PAGE, sweep, type SweepPosition } from '#reconcilers/sweep.ts';
 import { parseSiteConfig } from '#config/site-config.ts';
-import type { AppContext } from '#services/context.ts';
-import { inProcessBus } from '#services/events.ts';
-import { randomIds } from '#services/lambda-context.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { inProcessBus } from '#runtime/events.ts';
+import { randomIds } from '#handlers/lambda-context.ts';
 import { countRequests, units } from './counter.ts';
 import { ratio, round } from './stats.ts';
 
@@ -188,7 +189,7 @@ async function load(client: DynamoDBDocumentClient, table: string, options: Swee
         for (let i = start; i < next; i++) {
           const { machine, role } = machineOf(i, n, now, options);
           roles[role] = (roles[role] ?? 0) + 1;
-          const item = machineItem(machine);
+          const item = machineItem(machine, dueTimes.machine(machine));
           bytes += JSON.stringify(item).length;
           items.push(item);
         }
@@ -215,7 +216,7 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
   const loadS = (performance.now() - t) / 1000;
   progress(`sweep reads: loaded in ${round(loadS, 1)} s`);
 
-  const store = new DynamoFleetStore(client, table);
+  const store = new DynamoFleetStore(client, table, dueTimes);
   const requests = countRequests(client);
   // The roster is fresh, so the sweep does not take its "silent site agent" branch (listing every meta-instance).
   await store.putSiteHeartbeat(null, { rosterSeenAt: new Date().toISOString(), machineCount: options.machines });
@@ -229,7 +230,7 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
     return { value, readUnits: round(requests.total.readUnits - before.ru), ms: round(ms, 1), requests: byCommand };
   };
 
-  // ---- what one sweep run reads before it reconciles anything (services/reconcile.ts sweep) ----
+  // ---- what one sweep run reads before it reconciles anything (reconcilers/sweep.ts) ----
   const sweepNow = new Date();
   const due = await read(async () => (await store.dueEntities(sweepNow, { limit: DUE_PAGE })).items);
   const heartbeat = await read(() => store.getSiteHeartbeat());

@@ -3,6 +3,7 @@
 // whether one stream batch reconciles an entity more than once.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { DynamoDBStreamsClient, GetRecordsCommand } from '@aws-sdk/client-dynamodb-streams';
 import type { Instance } from '#domain/model.ts';
 import type { LocalSite } from '#local/runner.ts';
@@ -167,7 +168,7 @@ async function startWorkflowSite(endpoint: string, tableName: string, options: W
       { step: 'initialize', name: 'fleetward-bench-batch-reads' },
     );
     // Our own reads go through a client of their own, outside the site's meter.
-    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName);
+    const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName, dueTimes);
 
     const call = async (method: string, path: string, token: string, body: unknown, expect: number[]) => {
       const response = await fetch(`${site.url}${path}`, {

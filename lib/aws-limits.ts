@@ -99,7 +99,7 @@ function concurrencyViolations(resources: Array<[string, TemplateResource]>, { a
   ];
 }
 
-/** Also what the stack says when `[lambda]` asks for more than the account has (lib/site-stack.ts). */
+/** Also what the stack says when `[lambda]` asks for more than the account has (lib/site-api.ts). */
 export function concurrencyMessage(reserved: number, accountConcurrency: number): string {
   return (
     `reserved concurrency ${reserved} plus the ${AWS_LIMITS.unreservedConcurrency} Lambda keeps unreserved is ${reserved + AWS_LIMITS.unreservedConcurrency}, ` +

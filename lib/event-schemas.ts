@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { eventCatalog, EVENT_TYPES, type EventType } from '#domain/event-schemas.ts';
-import { EVENT_SOURCE } from '#services/events.ts';
+import { EVENT_SOURCE } from '#runtime/events.ts';
 
 // The published contract of the events: one JSON Schema per event type (what docs/events/ holds and the CDK stack
 // registers), and docs/events/README.md. `npm run gen:events` writes them; a unit test fails when they drift.

@@ -42,6 +42,11 @@ export interface FleetwardFunctionProps {
   openApiDocument?: object;
   /** Run inside a VPC (the functions that call a site agent reachable only there); outside any VPC when absent. */
   network?: FunctionNetwork;
+  /**
+   * Why the role's other grants on Resource "*" (besides X-Ray's and the VPC's, which this construct knows) take no
+   * narrower resource: all go into the role's one acknowledgment of cdk-nag's IAM5 finding.
+   */
+  wildcardReasons?: string[];
 }
 
 /**
@@ -132,7 +137,7 @@ export class FleetwardFunction extends Construct {
       // Powertools Tracer (captureLambdaHandler) adds its segments, and the AWS SDK calls', to the active trace.
       tracing: Tracing.ACTIVE,
       // No NODE_OPTIONS=--enable-source-maps: it parses the map at every cold start; the bundle maps its stack
-      // traces itself, on the first one (functions/services/lambda-runtime.ts).
+      // traces itself, on the first one (functions/handlers/lambda-runtime.ts).
       environment: props.environment,
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
@@ -160,7 +165,7 @@ export class FleetwardFunction extends Construct {
           // code, instead of at the end of the module every cold start reads and compiles.
           '--legal-comments': 'external',
         },
-        // FLEETWARD_LAMBDA_BUNDLE: the process-wide settings of a deployed function (functions/services/lambda-runtime.ts).
+        // FLEETWARD_LAMBDA_BUNDLE: the process-wide settings of a deployed function (functions/handlers/lambda-runtime.ts).
         // FLEETWARD_VERSION: the version, so that no bundle carries package.json for it (functions/http/version.ts).
         define: {
           'process.env.FLEETWARD_LAMBDA_BUNDLE': '"true"',
@@ -185,13 +190,14 @@ export class FleetwardFunction extends Construct {
     const xrayReason =
       'X-Ray accepts trace segments and telemetry only on Resource "*" (its actions have no resource-level permissions); ' +
       'active tracing grants exactly those two actions.';
+    const networkReason = props.network
+      ? 'In a VPC, the network interface actions Lambda performs with the role are on "*" too, as AWS\'s own ' +
+        'AWSLambdaVPCAccessExecutionRole has them: the interfaces do not exist before Lambda makes them, and ec2:Describe* ' +
+        'has no resource-level permissions.'
+      : undefined;
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: props.network
-        ? `${xrayReason} In a VPC, the network interface actions Lambda performs with the role are on "*" too, as AWS's own ` +
-          'AWSLambdaVPCAccessExecutionRole has them: the interfaces do not exist before Lambda makes them, and ec2:Describe* ' +
-          'has no resource-level permissions.'
-        : xrayReason,
+      reason: [xrayReason, networkReason, ...(props.wildcardReasons ?? [])].filter(Boolean).join(' '),
     });
     // The function's role is only ever used after the log policy exists, so the first cold start can log.
     this.function.node.addDependency(this.role);

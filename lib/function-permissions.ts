@@ -1,5 +1,5 @@
-import { EVENT_SOURCE } from '#services/events.ts';
-import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
+import { EVENT_SOURCE } from '#runtime/events.ts';
+import { SWEEP_FOLLOW_UP } from '#reconcilers/sweep-follow-up.ts';
 import type { indexes } from '#store/table.ts';
 import type { FunctionName } from './lambda-functions.ts';
 import { logicalResource } from './logical-resources.ts';

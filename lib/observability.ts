@@ -10,9 +10,9 @@ import {
   type IMetric,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
-import { metricCatalog, type MetricName } from '#services/metric-catalog.ts';
+import { metricCatalog, type MetricName } from '#runtime/metric-catalog.ts';
 
-// Fleetward's own figures (functions/services/metric-catalog.ts) as CloudWatch sees them: Powertools EMF in one
+// Fleetward's own figures (functions/runtime/metric-catalog.ts) as CloudWatch sees them: Powertools EMF in one
 // namespace, every series dimensioned by `service` and `site`, some by one more (machineType, outcome, entity).
 
 export interface FleetMetricsProps {

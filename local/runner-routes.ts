@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import type { LocalTokenIssuer } from '#http/tokens.ts';
-import { PROMETHEUS_CONTENT_TYPE, type PrometheusMetrics } from '#services/prometheus-metrics.ts';
+import { PROMETHEUS_CONTENT_TYPE, type PrometheusMetrics } from '#runtime/prometheus-metrics.ts';
 import type { ExtraRoute } from './api-gateway-adapter.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import type { Health } from './health.ts';

@@ -1,5 +1,5 @@
-import type { Classification, HealthOverride, Issue, Machine } from './model.ts';
-import { SOURCES } from './overrides.ts';
+import type { Classification, HealthOverride, Issue, Machine } from '#domain/model.ts';
+import { SOURCES } from '#domain/overrides.ts';
 
 // The site agent's health alerts about a machine (its health probes), as a heartbeat carries them and as the roster
 // bucket keeps them. Only alerts that prevent allocation become a `hardware-health` override; the others are the

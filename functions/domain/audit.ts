@@ -1,4 +1,4 @@
-import { iso } from './time.ts';
+import { iso } from '#domain/time.ts';
 
 /** Who asked for a provider action: the token's subject and the API request that carried it. */
 export interface Requester {

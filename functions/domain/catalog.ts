@@ -1,5 +1,5 @@
-import type { Versioned } from './change.ts';
-import type { Machine } from './model.ts';
+import type { Versioned } from '#domain/change.ts';
+import type { Machine } from '#domain/model.ts';
 
 /** How many machines the site has of each type, per rack: what any placement could ever get. */
 export interface Catalog {

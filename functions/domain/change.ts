@@ -1,10 +1,10 @@
-import type { AuditEntry } from './audit.ts';
-import type { Catalog } from './catalog.ts';
-import type { RackAggregate, SummaryShard } from './fleet-summary.ts';
-import type { SafetyState } from './safety.ts';
-import type { RosterBucket, RosterDigests, StaleCheck } from './heartbeat.ts';
-import type { SiteHistoryEntry } from './site-agent-silence.ts';
-import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from './model.ts';
+import type { AuditEntry } from '#domain/audit.ts';
+import type { Catalog } from '#domain/catalog.ts';
+import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
+import type { SafetyState } from '#domain/safety.ts';
+import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
+import type { SiteHistoryEntry } from '#domain/site-agent-silence.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 
 /** A record as it was read (null when new) and as the decision wants it; the store guards on `before.version`. */
 export interface Versioned<T> {

@@ -1,8 +1,8 @@
-import type { Change, Versioned } from './change.ts';
-import type { Instance, Machine } from './model.ts';
-import { conflict } from './rejection.ts';
-import { statusCheckDelayMs, type InstanceStatusOutcome } from './status-checks.ts';
-import { addMs, ageMs, iso } from './time.ts';
+import type { Change, Versioned } from '#domain/change.ts';
+import type { Instance, Machine } from '#domain/model.ts';
+import { conflict } from '#domain/rejection.ts';
+import { statusCheckDelayMs, type InstanceStatusOutcome } from '#domain/status-checks.ts';
+import { addMs, ageMs, iso } from '#domain/time.ts';
 
 /** The machine's part of ending an instance: into Cleanup, with the agent's DELETE still to be sent. */
 export function startCleanup(machine: Machine, instanceId: string, at: string): Versioned<Machine>[] {

@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { EVENT_VERSIONS, type EventType } from './event-versions.ts';
-import { issueSchema } from './schemas.ts';
+import { EVENT_VERSIONS, type EventType } from '#domain/event-versions.ts';
+import { issueSchema } from '#domain/schemas.ts';
 
 // The events repair automation is told about (EventBridge detail types) and the shape of each one's detail. A
 // detail changes shape only together with its type's `version` (event-versions.ts). docs/events/ holds the JSON Schemas made from these
@@ -68,5 +68,5 @@ export const eventCatalog = {
   },
 } as const satisfies { [T in EventType]: { version: (typeof EVENT_VERSIONS)[T]; description: string; detail: z.ZodType } };
 
-export type { EventType, MachineEventType } from './event-versions.ts';
+export type { EventType, MachineEventType } from '#domain/event-versions.ts';
 export const EVENT_TYPES = Object.keys(eventCatalog) as EventType[];

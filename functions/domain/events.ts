@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { EVENT_VERSIONS, type MachineEventType } from './event-versions.ts';
-import type { HistoryEntry, Issue, Machine } from './model.ts';
+import { EVENT_VERSIONS, type MachineEventType } from '#domain/event-versions.ts';
+import type { HistoryEntry, Issue, Machine } from '#domain/model.ts';
 
 /**
  * An event for repair automation, carried by a history entry so that it is committed in the same transaction as

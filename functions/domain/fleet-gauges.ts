@@ -1,10 +1,10 @@
-import { fleetSummary, type SummaryShard } from './fleet-summary.ts';
-import type { HeartbeatView } from './health.ts';
-import type { Machine } from './model.ts';
-import { SOURCES } from './overrides.ts';
-import { watchRepair, type RepairSla } from './stuck-repairs.ts';
+import { fleetSummary, type SummaryShard } from '#domain/fleet-summary.ts';
+import type { HeartbeatView } from '#domain/health.ts';
+import type { Machine } from '#domain/model.ts';
+import { SOURCES } from '#domain/overrides.ts';
+import { watchRepair, type RepairSla } from '#domain/stuck-repairs.ts';
 
-/** The sweep's per-machine-type gauges (names as in services/metric-catalog.ts). */
+/** The sweep's per-machine-type gauges (names as in runtime/metric-catalog.ts). */
 export interface TypeGauges {
   Machines: number;
   MachinesAllocatable: number;

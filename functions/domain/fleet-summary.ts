@@ -1,6 +1,6 @@
-import type { Change } from './change.ts';
-import { heartbeatStale, inAllocatableIndex, preventingSources, type HeartbeatView } from './health.ts';
-import type { Machine, MachineState } from './model.ts';
+import type { Change } from '#domain/change.ts';
+import { heartbeatStale, inAllocatableIndex, preventingSources, type HeartbeatView } from '#domain/health.ts';
+import type { Machine, MachineState } from '#domain/model.ts';
 
 // Fleet counts without reading the fleet. The stream keeps, per (type, rack), one small item mapping each machine
 // to a compact entry stamped with the machine's version, and per type a few shard items of counters. A machine's

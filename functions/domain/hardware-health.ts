@@ -1,9 +1,9 @@
-import { alertsIssue, hardwareHealthOverride, sameAlerts, type AgentAlert } from './agent-alerts.ts';
-import { repairEvent } from './events.ts';
-import type { HistoryEntry, Machine } from './model.ts';
-import { hasOverride, SOURCES } from './overrides.ts';
-import { applyOverrideEdits, reportedFaultEdits, type OverrideEdits } from './repair.ts';
-import { logged, repairPolicy, type RepairPolicyInput, type SafetyState } from './safety.ts';
+import { alertsIssue, hardwareHealthOverride, sameAlerts, type AgentAlert } from '#domain/agent-alerts.ts';
+import { repairEvent } from '#domain/events.ts';
+import type { HistoryEntry, Machine } from '#domain/model.ts';
+import { hasOverride, SOURCES } from '#domain/overrides.ts';
+import { applyOverrideEdits, reportedFaultEdits, type OverrideEdits } from '#domain/repair.ts';
+import { logged, repairPolicy, type RepairPolicyInput, type SafetyState } from '#domain/safety.ts';
 
 // A machine's `hardware-health` override kept in line with what the site agent reports about it. The agent owns it:
 // it comes when the agent reports an alert that prevents allocation, follows the alerts while they change, and goes

@@ -1,5 +1,5 @@
-import type { Classification, HealthOverride, Machine } from './model.ts';
-import { ageMs } from './time.ts';
+import type { Classification, HealthOverride, Machine } from '#domain/model.ts';
+import { ageMs } from '#domain/time.ts';
 
 /** The overrides that count: a `replace` override, if any, is the whole aggregate; otherwise all merges. */
 export function effectiveOverrides(overrides: HealthOverride[]): HealthOverride[] {

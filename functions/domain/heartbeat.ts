@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { boundBucketAlerts, type AgentAlert, type BucketAlerts } from './agent-alerts.ts';
-import { MAX_TRANSACTION_ITEMS, type Change } from './change.ts';
-import { hardwareHealthStep } from './hardware-health.ts';
-import type { HistoryEntry, Machine } from './model.ts';
-import type { RepairPolicyInput, SafetyState } from './safety.ts';
-import { ageMs, iso } from './time.ts';
+import { boundBucketAlerts, type AgentAlert, type BucketAlerts } from '#domain/agent-alerts.ts';
+import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
+import { hardwareHealthStep } from '#domain/hardware-health.ts';
+import type { HistoryEntry, Machine } from '#domain/model.ts';
+import type { RepairPolicyInput, SafetyState } from '#domain/safety.ts';
+import { ageMs, iso } from '#domain/time.ts';
 
 /**
  * Heartbeats without a write per machine per beat, and without work per machine in the beat. The site agent sends

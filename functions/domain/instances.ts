@@ -1,13 +1,13 @@
-import type { Change } from './change.ts';
-import type { HistoryEntry, Instance, Machine } from './model.ts';
-import { hasOverride, SOURCES } from './overrides.ts';
-import { applyOverrideEdits, releaseOverrideEdits, type ReleaseReport } from './repair.ts';
-import { logged, type RepairLog } from './safety.ts';
-import { repairEvent } from './events.ts';
-import { startCleanup } from './cleanup.ts';
-import { conflict } from './rejection.ts';
-import { statusCheckDelayMs, type InstanceStatusOutcome } from './status-checks.ts';
-import { addMs, ageMs, iso } from './time.ts';
+import type { Change } from '#domain/change.ts';
+import type { HistoryEntry, Instance, Machine } from '#domain/model.ts';
+import { hasOverride, SOURCES } from '#domain/overrides.ts';
+import { applyOverrideEdits, releaseOverrideEdits, type ReleaseReport } from '#domain/repair.ts';
+import { logged, type RepairLog } from '#domain/safety.ts';
+import { repairEvent } from '#domain/events.ts';
+import { startCleanup } from '#domain/cleanup.ts';
+import { conflict } from '#domain/rejection.ts';
+import { statusCheckDelayMs, type InstanceStatusOutcome } from '#domain/status-checks.ts';
+import { addMs, ageMs, iso } from '#domain/time.ts';
 
 export interface NewInstanceSpec {
   id: string;

@@ -1,10 +1,10 @@
-import type { Change } from './change.ts';
-import { repairEvent } from './events.ts';
-import type { Instance, Issue, Machine } from './model.ts';
-import { buildOverride, hasOverride, SOURCES, type OverrideRequest } from './overrides.ts';
-import { conflict, notFound } from './rejection.ts';
-import { applyOverrideEdits } from './repair.ts';
-import { iso } from './time.ts';
+import type { Change } from '#domain/change.ts';
+import { repairEvent } from '#domain/events.ts';
+import type { Instance, Issue, Machine } from '#domain/model.ts';
+import { buildOverride, hasOverride, SOURCES, type OverrideRequest } from '#domain/overrides.ts';
+import { conflict, notFound } from '#domain/rejection.ts';
+import { applyOverrideEdits } from '#domain/repair.ts';
+import { iso } from '#domain/time.ts';
 
 export type LabelPatch = Record<string, string | null>;
 

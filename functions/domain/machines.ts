@@ -1,8 +1,8 @@
-import type { Change } from './change.ts';
-import { allocatability, lastSeenAt, type HeartbeatView } from './health.ts';
-import type { HistoryEntry, Machine } from './model.ts';
-import { machineResponse, viewOf } from './responses.ts';
-import { iso } from './time.ts';
+import type { Change } from '#domain/change.ts';
+import { allocatability, lastSeenAt, type HeartbeatView } from '#domain/health.ts';
+import type { HistoryEntry, Machine } from '#domain/model.ts';
+import { machineResponse, viewOf } from '#domain/responses.ts';
+import { iso } from '#domain/time.ts';
 
 export interface MachineRegistration {
   id: string;

@@ -1,5 +1,5 @@
-import type { HealthAlert, HealthOverride, Issue } from './responses.ts';
-import type { RepairLog } from './safety.ts';
+import type { HealthAlert, HealthOverride, Issue } from '#domain/responses.ts';
+import type { RepairLog } from '#domain/safety.ts';
 
 // The records Fleetward keeps. Pure data: the store maps them to DynamoDB items, the API to JSON.
 
@@ -14,7 +14,7 @@ export interface Principal {
 export type MachineState = 'Ready' | 'Assigned' | 'Cleanup';
 
 // The API's shapes that records hold as they are: one definition, the response schema's.
-export type { HealthAlert, HealthOverride, HistoryEntry, Issue } from './responses.ts';
+export type { HealthAlert, HealthOverride, HistoryEntry, Issue } from '#domain/responses.ts';
 export type Classification = HealthAlert['classifications'][number];
 export type IssueCategory = Issue['category'];
 

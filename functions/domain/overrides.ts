@@ -1,5 +1,5 @@
-import type { Classification, HealthOverride, Issue, Machine } from './model.ts';
-import { unprocessable } from './rejection.ts';
+import type { Classification, HealthOverride, Issue, Machine } from '#domain/model.ts';
+import { unprocessable } from '#domain/rejection.ts';
 
 // Health override templates (API.md "Templates"). Each writes its own source, so adding one never silently
 // replaces another; adding a template whose source is present replaces just that entry.

@@ -1,4 +1,4 @@
-import type { HistoryEntry } from './model.ts';
+import type { HistoryEntry } from '#domain/model.ts';
 
 /** One UTC day's repair-automation events. */
 export interface RepairDay {

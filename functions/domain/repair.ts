@@ -1,7 +1,7 @@
-import { allocatability, type HeartbeatView } from './health.ts';
-import type { HealthOverride, HistoryEntry, Issue, Machine } from './model.ts';
-import { buildOverride, hasOverride, SOURCES, withOverride, withoutOverride } from './overrides.ts';
-import type { RepairPolicy } from './safety.ts';
+import { allocatability, type HeartbeatView } from '#domain/health.ts';
+import type { HealthOverride, HistoryEntry, Issue, Machine } from '#domain/model.ts';
+import { buildOverride, hasOverride, SOURCES, withOverride, withoutOverride } from '#domain/overrides.ts';
+import type { RepairPolicy } from '#domain/safety.ts';
 
 // What a release does to a machine's health overrides (API.md; seeds 000 FAQ Q1–Q5 and 001 "Completion outcomes").
 

@@ -1,4 +1,4 @@
-import type { Change, Versioned } from './change.ts';
+import type { Change, Versioned } from '#domain/change.ts';
 
 /** A record that remembers the API request that last changed it, so a stream reaction can log under that id. */
 interface Traceable {

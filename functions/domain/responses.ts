@@ -1,5 +1,6 @@
-import type { MachineState, InstanceStatus, MetaInstanceStatus } from './model.ts';
-import { instanceStatuses, issueCategories } from './schemas.ts';
+import { alertClassifications } from '#site/agent-contract.ts';
+import type { MachineState, InstanceStatus, MetaInstanceStatus } from '#domain/model.ts';
+import { instanceStatuses, issueCategories } from '#domain/schemas.ts';
 import * as z from 'zod';
 
 // What the API answers with (API.md "Objects"). Each schema lists exactly what is exposed: a view is built by
@@ -10,7 +11,6 @@ import * as z from 'zod';
 const labels = z.record(z.string(), z.string());
 const machineStates = ['Ready', 'Assigned', 'Cleanup'] as const satisfies readonly MachineState[];
 const metaInstanceStatuses = ['Placing', 'Ready', 'Retrying', 'Deleting', 'Deleted'] as const satisfies readonly MetaInstanceStatus[];
-const classifications = ['PreventAllocations', 'SuppressExternalAlerting', 'PreventInstanceDeletion'] as const;
 
 export const issueResponse = z.object({ category: z.enum(issueCategories), summary: z.string(), details: z.string().optional() });
 
@@ -19,7 +19,7 @@ export const healthAlertResponse = z.object({
   target: z.string(),
   message: z.string(),
   tenantMessage: z.string().optional(),
-  classifications: z.array(z.enum(classifications)),
+  classifications: z.array(z.enum(alertClassifications)),
 });
 
 export const healthOverrideResponse = z

@@ -1,10 +1,10 @@
-import { hardwareHealthIssue } from './agent-alerts.ts';
-import type { Change } from './change.ts';
-import { addOverride } from './machine-edits.ts';
-import type { Issue, Machine } from './model.ts';
-import { hasOverride, SOURCES } from './overrides.ts';
-import type { RepairStorm } from './responses.ts';
-import { ageMs } from './time.ts';
+import { hardwareHealthIssue } from '#domain/agent-alerts.ts';
+import type { Change } from '#domain/change.ts';
+import { addOverride } from '#domain/machine-edits.ts';
+import type { Issue, Machine } from '#domain/model.ts';
+import { hasOverride, SOURCES } from '#domain/overrides.ts';
+import type { RepairStorm } from '#domain/responses.ts';
+import { ageMs } from '#domain/time.ts';
 
 // Fleet safety that the anchor systems leave to operators: a repair-storm breaker and recurring-fault escalation.
 

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { alertClassifications } from '#site/agent-contract.ts';
-import { ROSTER_PART_COUNTS } from './roster-parts.ts';
-import { machineIdRule } from './machine-id.ts';
+import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
+import { machineIdRule } from '#site/machine-id.ts';
 
 // Request shapes of API.md (responses are in responses.ts). The routes validate with them and the OpenAPI
 // document is made from them. `.meta()` documents what the generator cannot derive but the handlers enforce;

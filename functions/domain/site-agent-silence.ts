@@ -1,6 +1,6 @@
-import { EVENT_VERSIONS } from './event-versions.ts';
-import type { HistoryEntry } from './model.ts';
-import { ageMs, iso } from './time.ts';
+import { EVENT_VERSIONS } from '#domain/event-versions.ts';
+import type { HistoryEntry } from '#domain/model.ts';
+import { ageMs, iso } from '#domain/time.ts';
 
 /** Whom a site-level history entry is about (no machine): its key puts it under the site, not a machine. */
 export const SITE_SUBJECT = '#site';

@@ -1,8 +1,8 @@
-import type { Change } from './change.ts';
-import { repairEvent } from './events.ts';
-import type { Machine } from './model.ts';
-import { SOURCES } from './overrides.ts';
-import { ageMs } from './time.ts';
+import type { Change } from '#domain/change.ts';
+import { repairEvent } from '#domain/events.ts';
+import type { Machine } from '#domain/model.ts';
+import { SOURCES } from '#domain/overrides.ts';
+import { ageMs } from '#domain/time.ts';
 
 // Repairs nobody finishes: a repair request no repair tenant claims within the claim SLA, or a claimed machine
 // whose repair runs past its `repair_eta` label or the repair SLA. Each episode is alerted once.

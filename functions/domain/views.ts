@@ -1,6 +1,6 @@
-import { isLive, type Member } from './meta-instances.ts';
-import type { Instance, MetaInstance } from './model.ts';
-import { instanceResponse, metaInstanceResponse, viewOf } from './responses.ts';
+import { isLive, type Member } from '#domain/meta-instances.ts';
+import type { Instance, MetaInstance } from '#domain/model.ts';
+import { instanceResponse, metaInstanceResponse, viewOf } from '#domain/responses.ts';
 
 // Records as the API shows them. Apart from the domain rules, so that only the API's bundle builds the response
 // schemas at its cold start: the stream and the sweep use those rules and never answer a request.

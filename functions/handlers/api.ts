@@ -1,11 +1,11 @@
 // First: a deployed function's process-wide settings hold before the modules below are evaluated.
-import '#services/lambda-runtime.ts';
+import '#handlers/lambda-runtime.ts';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { createApiHandler, type ApiHandlerDeps } from '#http/api-handler.ts';
 import { routes } from '#http/routes/index.ts';
-import type { AppContext } from '#services/context.ts';
-import { contextFromEnv, lazy, observed, sharedLogger } from '#services/lambda-context.ts';
-import { forRequest } from '#services/request-scope.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { contextFromEnv, buildOnFirstCall, withTracingLogsAndMetrics, sharedLogger } from '#handlers/lambda-context.ts';
+import { forRequest } from '#runtime/request-scope.ts';
 
 /** Where Powertools keeps Idempotency-Key records: a DynamoDB table of their own, whatever the store is. */
 export type IdempotencyPersistence = NonNullable<ApiHandlerDeps['idempotency']>;
@@ -14,7 +14,7 @@ export type IdempotencyPersistence = NonNullable<ApiHandlerDeps['idempotency']>;
 export const createHttpApi = (ctx: AppContext, idempotency: IdempotencyPersistence, logger?: Logger) =>
   createApiHandler(routes, ctx, { idempotency, forRequest, ...(logger ? { logger } : {}) });
 
-export const handler = lazy(() => {
+export const handler = buildOnFirstCall(() => {
   const ctx = contextFromEnv();
-  return observed(createHttpApi(ctx, ctx.idempotency, sharedLogger), { correlationIdOf: (event) => (event as typeof event | null)?.requestContext?.requestId });
+  return withTracingLogsAndMetrics(createHttpApi(ctx, ctx.idempotency, sharedLogger), { correlationIdOf: (event) => (event as typeof event | null)?.requestContext?.requestId });
 });

@@ -1,12 +1,12 @@
 // First: a deployed function's process-wide settings hold before the modules below are evaluated.
-import '#services/lambda-runtime.ts';
+import '#handlers/lambda-runtime.ts';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { DynamoDBRecord, DynamoDBStreamEvent, Context, DynamoDBBatchResponse } from 'aws-lambda';
-import type { AppContext } from '#services/context.ts';
-import { contextFromEnv, lazy, observed, sharedTracer } from '#services/lambda-context.ts';
-import { signedSiteAgent } from '#services/lambda-site-agent.ts';
-import { forRequest, requestIdOf } from '#services/request-scope.ts';
-import { deliverOutboxEvent, eventBridgePublisher, type EventPublisher } from '#services/events.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { contextFromEnv, buildOnFirstCall, withTracingLogsAndMetrics, sharedTracer } from '#handlers/lambda-context.ts';
+import { signedSiteAgent } from '#handlers/lambda-site-agent.ts';
+import { forRequest, requestIdOf } from '#runtime/request-scope.ts';
+import { deliverOutboxEvent, eventBridgePublisher, type EventPublisher } from '#runtime/events.ts';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { OutboxEntry } from '#domain/events.ts';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -27,7 +27,7 @@ export interface ChangedRecord<K extends RecordKind = RecordKind> {
   after: RecordTypes[K] | null;
 }
 
-/** Which watched record a stream record carries: machine, instance and meta-instance records; history and site items need none. */
+/** Which watched record a stream record carries (a kind some reconciler watches); history, site items and deletes carry none. */
 export function entityOfRecord(record: DynamoDBRecord): ChangedRecord | null {
   if (record.eventName === 'REMOVE') return null;
   const found = recordOfKey(record.dynamodb?.Keys?.pk?.S ?? '', record.dynamodb?.Keys?.sk?.S ?? '');
@@ -87,4 +87,4 @@ function repairEvents(busName: string): EventPublisher {
   };
 }
 
-export const handler = lazy(() => observed(createStreamHandler(contextFromEnv(process.env, { events: repairEvents, agent: signedSiteAgent }))));
+export const handler = buildOnFirstCall(() => withTracingLogsAndMetrics(createStreamHandler(contextFromEnv(process.env, { events: repairEvents, agent: signedSiteAgent }))));

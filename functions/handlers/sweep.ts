@@ -1,14 +1,14 @@
 // First: a deployed function's process-wide settings hold before the modules below are evaluated.
-import '#services/lambda-runtime.ts';
+import '#handlers/lambda-runtime.ts';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { Context } from 'aws-lambda';
 import type { SiteConfig } from '#config/site-config.ts';
 import { createLeaseMs } from '#domain/instances.ts';
-import type { AppContext } from '#services/context.ts';
-import { contextFromEnv, lazy, observed } from '#services/lambda-context.ts';
-import { signedSiteAgent } from '#services/lambda-site-agent.ts';
-import { sweep, type SweepPosition, type SweepResult } from '#services/reconcile.ts';
-import { followUpEvent, sweepStart } from '#services/sweep-follow-up.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { contextFromEnv, buildOnFirstCall, withTracingLogsAndMetrics } from '#handlers/lambda-context.ts';
+import { signedSiteAgent } from '#handlers/lambda-site-agent.ts';
+import { sweep, type SweepPosition, type SweepResult } from '#reconcilers/sweep.ts';
+import { followUpEvent, sweepStart } from '#reconcilers/sweep-follow-up.ts';
 
 /** Starts a follow-up run from where this one stopped. */
 export type HandOff = (position: SweepPosition) => Promise<void>;
@@ -44,9 +44,9 @@ export function sweepMarginMs(config: SiteConfig): number {
   return createLeaseMs({ maxAttempts: retry.max_attempts, baseDelayMs: retry.base_delay_ms, timeoutMs: retry.timeout_ms }) + 10_000;
 }
 
-export const handler = lazy(() => {
+export const handler = buildOnFirstCall(() => {
   const ctx = contextFromEnv(process.env, { agent: signedSiteAgent });
   const sweepOnce = createSweepHandler(ctx, eventBridgeHandOff(process.env.EVENT_BUS_NAME!));
   const marginMs = sweepMarginMs(ctx.config);
-  return observed((event: unknown, context: Context) => sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs));
+  return withTracingLogsAndMetrics((event: unknown, context: Context) => sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs));
 });

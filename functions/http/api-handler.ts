@@ -13,7 +13,7 @@ import { createRouteMatcher, normalisePath } from '#http/route-match.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import { DEFAULT_MAX_BODY_BYTES, type Answer, type HttpMethod, type Route, type RouteRequest } from '#http/route.ts';
 import { validateParts, validationFailed } from '#http/validation.ts';
-import { CORRELATION_KEY } from '#services/request-scope.ts';
+import { CORRELATION_KEY } from '#runtime/request-scope.ts';
 
 export type ApiEvent = APIGatewayProxyEventV2WithJWTAuthorizer;
 export type ApiResult = APIGatewayProxyStructuredResultV2;

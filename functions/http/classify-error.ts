@@ -1,4 +1,5 @@
 import { ProblemError } from '#http/problem.ts';
+import { ThrottledError } from '#store/port.ts';
 
 /**
  * What the API answers for an error a handler did not turn into a problem itself. Refusals pass as they are; the
@@ -10,9 +11,10 @@ export function classifyError(error: unknown): ProblemError | undefined {
   if (!(error instanceof Error)) return undefined;
   // Raised by the document client before anything was sent (see #store/client.ts), so no `$metadata`.
   if (error.name === 'UnmarshallableInputError') return invalidValues();
+  if (error instanceof ThrottledError) return throttled();
   if (!isServiceError(error)) return undefined;
   if (clientInputErrors.has(error.name)) return invalidValues();
-  if (throttlingErrors.has(error.name)) return new ProblemError(503, 'throttled', 'The site is busy; retry shortly');
+  if (throttlingErrors.has(error.name)) return throttled();
   return undefined;
 }
 
@@ -22,5 +24,7 @@ const throttlingErrors = new Set(['ThrottlingException', 'ProvisionedThroughputE
 
 /** An answer from AWS: the SDK's service exceptions carry the request's `$metadata` and who was at `$fault`. */
 const isServiceError = (error: Error) => '$metadata' in error && '$fault' in error;
+
+const throttled = () => new ProblemError(503, 'throttled', 'The site is busy; retry after the time Retry-After gives');
 
 const invalidValues = () => new ProblemError(422, 'invalid-request', 'The request holds values the site cannot store or look up');

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import type { OpenApiDocument } from './openapi.ts';
-import type { Route } from './route.ts';
+import type { OpenApiDocument } from '#http/openapi.ts';
+import type { Route } from '#http/route.ts';
 
 /** The file a deployed API bundle ships next to its code, holding the document generated at synth. */
 export const BUNDLED_OPENAPI_FILE = 'openapi.json';
@@ -17,7 +17,7 @@ export async function servedOpenApiDocument(table: () => readonly Route[]): Prom
   if (process.env.FLEETWARD_BUNDLED_OPENAPI) {
     return JSON.parse(await readFile(new URL(`./${BUNDLED_OPENAPI_FILE}`, import.meta.url), 'utf8')) as OpenApiDocument;
   } else {
-    const { openApiDocument } = await import('./openapi.ts');
+    const { openApiDocument } = await import('#http/openapi.ts');
     return openApiDocument(table());
   }
 }

@@ -152,6 +152,9 @@ export function openApiDocument(routes: readonly Route[]): OpenApiDocument {
   for (const route of routes) registry.registerPath(operation(route));
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
+    // Relative to where the document is served: a deployed stack and the local runner both serve it at their API's
+    // root (`GET /openapi.json`, the `$default` stage having no path of its own), so `/` is that API wherever it runs.
+    servers: [{ url: '/', description: 'The API that serves this document' }],
     info: {
       title: 'Fleetward',
       version,

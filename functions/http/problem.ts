@@ -51,9 +51,12 @@ export function toProblem(error: Rejection): Problem {
 
 export const problemContentType = 'application/problem+json';
 
+/** How long a client waits before it tries a 503 again: the site's throttles pass within a second or so. */
+export const RETRY_AFTER_SECONDS = 1;
+
 /** The HTTP answer for a problem, in the shape both the Lambda result and the local server write out. */
 export const problemResponse = (error: Rejection, headers: Record<string, string> = {}) => ({
   statusCode: error.status,
-  headers: { 'content-type': problemContentType, ...headers },
+  headers: { 'content-type': problemContentType, ...(error.status === 503 ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {}), ...headers },
   body: JSON.stringify(toProblem(error)),
 });

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { Requester } from '#domain/audit.ts';
 import type { Principal, Role } from '#domain/model.ts';
-import type { AppContext } from '#services/context.ts';
+import type { AppContext } from '#runtime/context.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 

@@ -1,7 +1,7 @@
 import { counterItemOf, rackRef, shardOf, shardRef, summaryChange, summaryEntry, type Placement, type SummarySnapshot } from '#domain/fleet-summary.ts';
 import type { Machine } from '#domain/model.ts';
-import type { AppContext } from '#services/context.ts';
-import { defineReconciler, fellDue, type BatchRoom } from './reconciler.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { defineReconciler, fellDue, type BatchRoom } from '#reconcilers/reconciler.ts';
 
 // Keeps the fleet summary's aggregates (domain/fleet-summary.ts) in step with the machine records. An id is a
 // placement: a machine with the type and rack it is counted under (bring its entry there up to date), or was

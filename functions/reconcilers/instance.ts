@@ -1,11 +1,11 @@
 import { claimCreate, claimCreateCheck, completeCreate, createLeaseMs, recordCreateCheck, type CreateOutcome } from '#domain/instances.ts';
 import type { Instance, Machine } from '#domain/model.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
-import type { AppContext, SiteAgent } from '#services/context.ts';
+import type { AppContext, SiteAgent } from '#runtime/context.ts';
 import type { RecordIds } from '#store/port.ts';
 import type { Change } from '#domain/change.ts';
-import { committedById, defineReconciler, fellDue } from './reconciler.ts';
-import { recordCreateOutcome } from '#services/create-metrics.ts';
+import { committedById, defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
+import { recordCreateOutcome } from '#runtime/create-metrics.ts';
 
 // A Provisioning instance gets the site agent's create: claimed under a lease (so a duplicated trigger never sends a
 // second one), sent, and its outcome recorded: Ready, or Failed with its machine sent through cleanup. A claim that

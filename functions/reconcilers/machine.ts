@@ -8,10 +8,10 @@ import {
 } from '#domain/cleanup.ts';
 import type { Instance, Machine } from '#domain/model.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
-import { siteCleanupTimings, type AppContext } from '#services/context.ts';
+import { siteCleanupTimings, type AppContext } from '#runtime/context.ts';
 import type { RecordIds } from '#store/port.ts';
 import type { Change } from '#domain/change.ts';
-import { committedById, defineReconciler, fellDue } from './reconciler.ts';
+import { committedById, defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
 
 // A machine in Cleanup gets the site agent's DELETE for its last instance: claimed under a lease, sent, and its
 // answer recorded; the agent's cleanup report (an API call) then returns the machine to the pool. A report that is

@@ -2,11 +2,11 @@ import { preventingSources } from '#domain/health.ts';
 import { homeRack, reconcileMetaInstance, wantsMoreCandidates, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import type { HeartbeatView } from '#domain/health.ts';
-import type { AppContext } from '#services/context.ts';
+import type { AppContext } from '#runtime/context.ts';
 import type { Page } from '#store/paging.ts';
 import type { PageRequest } from '#store/port.ts';
-import { heartbeatViewOf, loadHeartbeatView } from '#services/heartbeat-view.ts';
-import { defineReconciler, fellDue } from './reconciler.ts';
+import { heartbeatViewOf, loadHeartbeatView } from '#runtime/heartbeat-view.ts';
+import { defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
 
 // A meta-instance is kept in line with its spec: failed members out and counted, replacements placed, a deleted one
 // emptied. Each pass commits one decision; the next pass decides on the state that decision left.

@@ -1,7 +1,7 @@
 import type { Change, Versioned } from '#domain/change.ts';
 import type { RosterBucket, StaleCheck } from '#domain/heartbeat.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
-import type { AppContext } from '#services/context.ts';
+import type { AppContext } from '#runtime/context.ts';
 import type { RecordIds } from '#store/port.ts';
 
 // The shape of a reconciler (Kubernetes controller style): it watches records, which map a change to the entities

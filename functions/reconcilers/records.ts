@@ -1,6 +1,6 @@
-import type { AppContext } from '#services/context.ts';
+import type { AppContext } from '#runtime/context.ts';
 import { fromInstanceItem, fromMachineItem, fromMetaInstanceItem, fromRosterBucketItem, fromStaleCheckItem, keys } from '#store/items.ts';
-import type { RecordKind, RecordTypes } from './reconciler.ts';
+import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
 
 // Where the watched records live in the table: their keys (what the stream filters match), how an item or a stream
 // image becomes the record, and how to read one.

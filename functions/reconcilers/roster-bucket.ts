@@ -1,8 +1,8 @@
 import { bucketSettled, machinesOfBucket, walkBucket, type RosterBucket, type WalkPolicy } from '#domain/heartbeat.ts';
 import type { Machine } from '#domain/model.ts';
-import { heartbeatTimeoutMs, safetyRules, type AppContext } from '#services/context.ts';
-import { loadFleetSize } from '#services/safety.ts';
-import { defineReconciler } from './reconciler.ts';
+import { heartbeatTimeoutMs, safetyRules, type AppContext } from '#runtime/context.ts';
+import { loadFleetSize } from '#runtime/fleet-size.ts';
+import { defineReconciler } from '#reconcilers/reconciler.ts';
 
 // A roster bucket whose ids or alerts changed (a beat) or that a registration asked to recheck: its machines'
 // liveness and hardware-health override are brought in line with it, a chunk per commit, then the bucket is marked

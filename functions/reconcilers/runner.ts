@@ -1,12 +1,12 @@
 import type { Change } from '#domain/change.ts';
-import type { AppContext } from '#services/context.ts';
+import type { AppContext } from '#runtime/context.ts';
 import type { RecordIds } from '#store/port.ts';
 import { limiter } from '#store/in-parallel.ts';
-import { recordReadyInstances } from '#services/create-metrics.ts';
-import { forRequest } from '#services/request-scope.ts';
-import { committedOnce, retryOnStale } from '#services/retry-on-stale.ts';
-import type { BatchRoom, Reconciler, Ref, Registry } from './reconciler.ts';
-import { registry as defaultRegistry } from './registry.ts';
+import { recordReadyInstances } from '#runtime/create-metrics.ts';
+import { forRequest } from '#runtime/request-scope.ts';
+import { committedOnce, retryOnStale } from '#runtime/retry-on-stale.ts';
+import type { BatchRoom, Reconciler, Ref, Registry } from '#reconcilers/reconciler.ts';
+import { registry as defaultRegistry } from '#reconcilers/registry.ts';
 
 /** Most entities reconciled at once in one run: a stream batch holds up to 100 records, a sweep page 200 due. */
 export const DEFAULT_CONCURRENCY = 32;

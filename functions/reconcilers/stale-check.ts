@@ -1,6 +1,6 @@
-import type { Ref } from './reconciler.ts';
-import { defineReconciler } from './reconciler.ts';
-import type { AppContext } from '#services/context.ts';
+import type { Ref } from '#reconcilers/reconciler.ts';
+import { defineReconciler } from '#reconcilers/reconciler.ts';
+import type { AppContext } from '#runtime/context.ts';
 
 // A beat found that a machine which left the roster has gone stale (heartbeat.ts nextStaleCheck): the meta-instances
 // bound to the machines now due look again at once, instead of at the next sweep. One page of the due index: what

@@ -1,7 +1,7 @@
 import { inAllocatableIndex } from '#domain/health.ts';
 import type { Machine, MetaInstance } from '#domain/model.ts';
-import type { AppContext } from '#services/context.ts';
-import { defineReconciler } from './reconciler.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { defineReconciler } from '#reconcilers/reconciler.ts';
 
 // The queue of meta-instances waiting for machines of one type (the entity's id is the machine type). A machine of
 // that type freed up, or a replacement slot opened, wakes the longest-waiting few, in the order they started waiting.

@@ -1,4 +1,4 @@
-import type { AppContext } from './context.ts';
+import type { AppContext } from '#runtime/context.ts';
 
 /**
  * What the creates of one process know of each other, per machine type: the machines they are claiming now, the

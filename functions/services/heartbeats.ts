@@ -15,8 +15,8 @@ import {
 } from '#domain/heartbeat.ts';
 import { unprocessable } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
-import { heartbeatTimeoutMs, type AppContext } from './context.ts';
-import { committedOnce } from './retry-on-stale.ts';
+import { heartbeatTimeoutMs, type AppContext } from '#runtime/context.ts';
+import { committedOnce } from '#runtime/retry-on-stale.ts';
 
 /** Tries of a part's roster time against concurrent beats of other parts (each writes the same record). */
 const PART_TIME_TRIES = 5;

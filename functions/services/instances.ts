@@ -6,12 +6,12 @@ import { repairPolicy, type RepairPolicy, type SafetyState } from '#domain/safet
 import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.ts';
 import { repairClaimBlockers } from '#domain/repair.ts';
 import { patchInstance as decidePatch, type InstancePatch } from '#domain/machine-edits.ts';
-import { safetyRules, type AppContext } from './context.ts';
-import { loadHeartbeatView } from './heartbeat-view.ts';
-import { loadFleetSize } from './safety.ts';
-import { committedOnce, retryOnStale } from './retry-on-stale.ts';
-import { siteView } from './site-view.ts';
-import { claimMachine, readCandidates } from './claims-in-flight.ts';
+import { safetyRules, type AppContext } from '#runtime/context.ts';
+import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
+import { loadFleetSize } from '#runtime/fleet-size.ts';
+import { committedOnce, retryOnStale } from '#runtime/retry-on-stale.ts';
+import { siteView } from '#services/site-view.ts';
+import { claimMachine, readCandidates } from '#services/claims-in-flight.ts';
 
 export interface CreateInstanceRequest {
   machineType?: string | undefined;

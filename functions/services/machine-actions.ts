@@ -3,10 +3,10 @@ import { addOverride, editMachineLabels, removeOverride, type LabelPatch } from 
 import type { HealthOverride, Machine, Principal } from '#domain/model.ts';
 import type { OverrideRequest } from '#domain/overrides.ts';
 import { forbidden, notFound } from '#domain/rejection.ts';
-import type { AppContext } from './context.ts';
-import { hasCapability, requireMachine } from './instances.ts';
-import { showMachine } from './machines.ts';
-import { retryOnStale } from './retry-on-stale.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { hasCapability, requireMachine } from '#services/instances.ts';
+import { showMachine } from '#services/machines.ts';
+import { retryOnStale } from '#runtime/retry-on-stale.ts';
 
 // What providers and repair tenants do to a machine: each a load, a pure decision and one guarded commit; a
 // provider's commit carries its audit entry.

@@ -7,10 +7,10 @@ import { bucketOf, recheck } from '#domain/heartbeat.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
 import type { Page } from '#store/paging.ts';
 import type { PageRequest } from '#store/port.ts';
-import type { AppContext } from './context.ts';
-import { loadHeartbeatView } from './heartbeat-view.ts';
-import { requireMachine } from './instances.ts';
-import { retryOnStale } from './retry-on-stale.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
+import { requireMachine } from '#services/instances.ts';
+import { retryOnStale } from '#runtime/retry-on-stale.ts';
 
 /** Re-described machines per transaction: each is its record and a history entry, within 100 items. */
 const REGISTRATION_CHUNK = 50;

@@ -10,8 +10,8 @@ import { metaInstanceView } from '#domain/views.ts';
 import { notFound } from '#domain/rejection.ts';
 import type { Page } from '#store/paging.ts';
 import { loadMembers, loadMetaSnapshot, loadPinned } from '#reconcilers/meta-instance.ts';
-import type { AppContext } from './context.ts';
-import { retryOnStale } from './retry-on-stale.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { retryOnStale } from '#runtime/retry-on-stale.ts';
 
 export async function createMetaInstance(ctx: AppContext, principal: Principal, request: MetaInstanceRequest) {
   assertSatisfiable(request, await ctx.store.getCatalog(), await loadPinned(ctx, request.machineIds));

@@ -1,5 +1,5 @@
 import { lastDays, repairStats, type RepairStats } from '#domain/repair-stats.ts';
-import type { AppContext } from './context.ts';
+import type { AppContext } from '#runtime/context.ts';
 
 /** One Query of the eventsByDay index per day (at most 90): costs the window's events, not the fleet. */
 export async function readRepairStats(ctx: AppContext, dayCount: number): Promise<RepairStats> {

@@ -1,13 +1,8 @@
 import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
 import { closeStorm, handOverHeldBack, initialSafety, nextHeldBack, type ResetStep } from '#domain/safety.ts';
-import type { AppContext } from './context.ts';
-import { retryOnStale } from './retry-on-stale.ts';
-
-/** The machines the site has, as the breaker's fraction counts them. */
-export async function loadFleetSize(ctx: AppContext): Promise<number> {
-  const catalog = await ctx.store.getCatalog();
-  return Object.values(catalog.types).reduce((sum, t) => sum + t.count, 0);
-}
+import type { AppContext } from '#runtime/context.ts';
+import { loadFleetSize } from '#runtime/fleet-size.ts';
+import { retryOnStale } from '#runtime/retry-on-stale.ts';
 
 export async function showSafety(ctx: AppContext) {
   const safety = (await ctx.store.getSafety()) ?? initialSafety();

@@ -1,7 +1,7 @@
 import { rackPicker, type Catalog, type RackPicker } from '#domain/catalog.ts';
 import type { HeartbeatView } from '#domain/health.ts';
-import type { AppContext } from './context.ts';
-import { heartbeatViewOf } from './heartbeat-view.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { heartbeatViewOf } from '#runtime/heartbeat-view.ts';
 
 /** What a create needs of the site besides its machines: which types exist, and when the agent's roster was seen. */
 export interface SiteView {

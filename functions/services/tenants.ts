@@ -1,8 +1,8 @@
 import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
 import type { Tenant } from '#domain/model.ts';
 import { iso } from '#domain/time.ts';
-import type { AppContext } from './context.ts';
-import { retryOnStale } from './retry-on-stale.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { retryOnStale } from '#runtime/retry-on-stale.ts';
 
 export async function setTenantCapabilities(ctx: AppContext, org: string, capabilities: Tenant['capabilities'], by: Requester): Promise<Tenant> {
   return retryOnStale(async () => {

@@ -1,12 +1,12 @@
 // The site agent's HTTP contract (API.md "Site agent"), in one place for both sides: the controller's client
-// (agent-client.ts) and the local simulated agent (local/site-simulator.ts) parse and build with these schemas.
+// (agent-client.ts) and the local simulated agent (local/site-agent/) parse and build with these schemas.
 // In zod/mini, as the client is in every function (config/zod-messages.ts); the controller's routes for what the agent
 // posts validate with the same shapes in zod's classic API (schemas.ts), which the OpenAPI document is made from.
 
 import * as z from 'zod/mini';
 import '#config/zod-messages.ts';
-import { ROSTER_PART_COUNTS } from '#domain/roster-parts.ts';
-import { machineIdRule } from '#domain/machine-id.ts';
+import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
+import { machineIdRule } from '#site/machine-id.ts';
 
 const text = (min: number, max: number) => z.string().check(z.minLength(min), z.maxLength(max));
 const name = text(1, 256);

@@ -1,5 +1,5 @@
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { keysReadOnDemand, parseSigningKeys, type SigningKeySource } from './signing-keys.ts';
+import { keysReadOnDemand, parseSigningKeys, type SigningKeySource } from '#site/signing-keys.ts';
 
 /**
  * The signing keys kept in the Secrets Manager secret `secretArn` (`[site_agent] signing_secret_arn`), read with

@@ -4,7 +4,7 @@
 
 import * as z from 'zod/mini';
 import '#config/zod-messages.ts';
-import type { SigningKeySet } from './request-signing.ts';
+import type { SigningKeySet } from '#site/request-signing.ts';
 
 export interface SigningKeySource {
   /** The keys to sign with: read on first use, then kept. */

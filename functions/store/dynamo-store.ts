@@ -12,11 +12,12 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
-import { chunksOf, inParallel } from './in-parallel.ts';
-import { keys } from './items.ts';
-import { ItemStore, listingOf, tableKeyOf, partitionAttributeOf, sortAttributeOf, type Item, type ItemPage, type ItemQuery, type ItemWrite, type TableKey } from './item-store.ts';
-import { StaleWriteError } from './port.ts';
-import { decodePageToken, encodePageToken, invalidPageToken } from './paging.ts';
+import { chunksOf, inParallel } from '#store/in-parallel.ts';
+import { retryThrottled, untilProcessed } from '#store/throttle.ts';
+import { keys } from '#store/items.ts';
+import { ItemStore, listingOf, tableKeyOf, partitionAttributeOf, sortAttributeOf, type Item, type ItemPage, type ItemQuery, type ItemWrite, type TableKey } from '#store/item-store.ts';
+import { StaleWriteError, type DueTimes } from '#store/port.ts';
+import { decodePageToken, encodePageToken, invalidPageToken } from '#store/paging.ts';
 
 /** DynamoDB's limits of keys per BatchGetItem and of items per BatchWriteItem. */
 export const BATCH_GET_LIMIT = 100;
@@ -29,8 +30,8 @@ export class DynamoFleetStore extends ItemStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
 
-  constructor(client: DynamoDBDocumentClient, table: string) {
-    super();
+  constructor(client: DynamoDBDocumentClient, table: string, due: DueTimes) {
+    super(due);
     this.client = client;
     this.table = table;
   }
@@ -84,14 +85,14 @@ export class DynamoFleetStore extends ItemStore {
     await inParallel(chunksOf(items, BATCH_WRITE_LIMIT), BATCH_WRITES_IN_FLIGHT, (chunk) => this.batchWrite(chunk));
   }
 
-  /** One BatchWriteItem, sent again for whatever DynamoDB left unprocessed (throttling). */
+  /** One BatchWriteItem, sent again for whatever DynamoDB left unprocessed (throttling), for a bounded time. */
   private async batchWrite(items: Item[]): Promise<void> {
-    let pending = items.map((item) => ({ PutRequest: { Item: item } }));
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      if (attempt > 0) await backOff(attempt);
-      const result = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.table]: pending } }));
-      pending = (result.UnprocessedItems?.[this.table] ?? []) as typeof pending;
-    }
+    const requests = items.map((item) => ({ PutRequest: { Item: item } }));
+    await untilProcessed(
+      requests,
+      (pending) => this.client.send(new BatchWriteCommand({ RequestItems: { [this.table]: pending } })),
+      (result) => (result.UnprocessedItems?.[this.table] ?? []) as typeof requests,
+    );
   }
 
   /** Strongly consistent unless told; an index's follow-up read need not be (the index itself lags), at half the price. */
@@ -101,15 +102,12 @@ export class DynamoFleetStore extends ItemStore {
 
   /** One BatchGetItem, asked again for whatever DynamoDB left unprocessed (throttling, the 16 MB response cap). */
   private async batchGet(keys: TableKey[], consistent: boolean): Promise<Item[]> {
-    const found: Item[] = [];
-    let pending: Record<string, unknown>[] = keys;
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      if (attempt > 0) await backOff(attempt);
-      const result = await this.client.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: consistent } } }));
-      found.push(...(result.Responses?.[this.table] ?? []));
-      pending = result.UnprocessedKeys?.[this.table]?.Keys ?? [];
-    }
-    return found;
+    const results = await untilProcessed(
+      keys as Record<string, unknown>[],
+      (pending) => this.client.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: consistent } } })),
+      (result) => result.UnprocessedKeys?.[this.table]?.Keys ?? [],
+    );
+    return results.flatMap((result) => result.Responses?.[this.table] ?? []);
   }
 
   protected async queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage> {
@@ -193,18 +191,16 @@ export class DynamoFleetStore extends ItemStore {
     };
   }
 
+  /** A conditional write: a lost race is a StaleWriteError, a throttle is retried (store/throttle.ts). */
   private async guarded(write: () => Promise<unknown>): Promise<void> {
     try {
-      await write();
+      await retryThrottled(write);
     } catch (error) {
       if (isLostRace(error)) throw new StaleWriteError('a record changed since it was read');
       throw error;
     }
   }
 }
-
-/** Before asking again for what DynamoDB left unprocessed: exponential, capped at a second. */
-const backOff = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.min(1000, 25 * 2 ** attempt)));
 
 function isLostRace(error: unknown): boolean {
   if (error instanceof TransactionCanceledException || (error as Error).name === 'TransactionCanceledException') {

@@ -1,3 +1,5 @@
+import { Rejection } from '#domain/rejection.ts';
+
 /**
  * An item's size as DynamoDB counts it against its limits (400 KB an item, 4 MB a transaction): each attribute's
  * name in UTF-8 plus its value. A string is its UTF-8 bytes; a number about one byte per two significant digits
@@ -27,4 +29,26 @@ function valueSize(value: unknown): number {
 function numberSize(text: string): number {
   const digits = text.replace(/^-/, '').replace(/e.*$/i, '').replace('.', '').replace(/^0+/, '').replace(/0+$/, '');
   return Math.min(21, Math.ceil(Math.max(1, digits.length) / 2) + 1);
+}
+
+/** DynamoDB's size limits: one item, and one transaction's items together. */
+export const ITEM_LIMIT_BYTES = 400 * 1024;
+export const TRANSACTION_LIMIT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * A change DynamoDB would refuse for its size is refused here first, the same in both stores, as the 413 of the
+ * request that made it so large (a roster of very long ids), instead of an opaque ValidationException.
+ */
+export function checkTransactionSize(items: Array<Record<string, unknown>>): void {
+  let total = 0;
+  for (const item of items) {
+    const size = itemSizeBytes(item);
+    if (size > ITEM_LIMIT_BYTES) {
+      throw new Rejection(413, 'payload-too-large', `the record ${String(item.pk)} would be ${size} bytes, over DynamoDB's ${ITEM_LIMIT_BYTES} per item`, undefined, ITEM_LIMIT_BYTES);
+    }
+    total += size;
+  }
+  if (total > TRANSACTION_LIMIT_BYTES) {
+    throw new Rejection(413, 'payload-too-large', `the change would be ${total} bytes, over DynamoDB's ${TRANSACTION_LIMIT_BYTES} per transaction`, undefined, TRANSACTION_LIMIT_BYTES);
+  }
 }

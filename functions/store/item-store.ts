@@ -2,8 +2,7 @@ import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import { emptyCatalog } from '#domain/catalog.ts';
 import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
-import { Rejection } from '#domain/rejection.ts';
-import { itemSizeBytes } from './item-size.ts';
+import { checkTransactionSize } from '#store/item-size.ts';
 import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
@@ -17,7 +16,7 @@ import {
   auditItem,
   auditTargetPartition,
   REPAIR_PARTITION,
-  entityRefOf,
+  dueEntryOf,
   eventDeliveryItem,
   fromAuditItem,
   fromHistoryItem,
@@ -43,11 +42,10 @@ import {
   summaryShardItem,
   tenantItem,
   machineIdOfKey,
-  type EntityRef,
-} from './items.ts';
-import type { Listing, Page } from './paging.ts';
-import { StaleWriteError, type AuditFilter, type FleetStore, type PageRequest, type RecordIds, type Records } from './port.ts';
-import { indexes } from './table.ts';
+} from '#store/items.ts';
+import type { Listing, Page } from '#store/paging.ts';
+import { StaleWriteError, type AuditFilter, type DueEntry, type DueTimes, type FleetStore, type PageRequest, type RecordIds, type Records } from '#store/port.ts';
+import { indexes } from '#store/table.ts';
 
 // What both implementations share: which item each record becomes, which index each listing reads and how, and
 // which writes a decision turns into. An implementation only supplies the table primitives (get, query, count,
@@ -106,18 +104,18 @@ export const sortAttributeOf = (query: Pick<ItemQuery, 'index'>): string => quer
 export const partitionAttributeOf = (query: Pick<ItemQuery, 'index'>): string => query.index?.pk ?? 'pk';
 
 /** The writes of one decision, history included; over the transaction limit is a bug, not a lost race. */
-export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[] {
+export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTimes): ItemWrite[] {
   const writes: ItemWrite[] = [];
   const guarded = <T extends { version: number }>(pair: { before: T | null; after: T }, toItem: (record: T) => Item) => {
     writes.push({ put: toItem({ ...pair.after, version: (pair.before?.version ?? -1) + 1 }), expectedVersion: pair.before?.version ?? null });
   };
-  for (const pair of change.machines ?? []) guarded(pair, machineItem);
-  for (const pair of change.instances ?? []) guarded(pair, instanceItem);
+  for (const pair of change.machines ?? []) guarded(pair, (machine) => machineItem(machine, due.machine(machine)));
+  for (const pair of change.instances ?? []) guarded(pair, (instance) => instanceItem(instance, due.instance(instance)));
   for (const pair of change.tenants ?? []) guarded(pair, tenantItem);
-  for (const pair of change.metaInstances ?? []) guarded(pair, metaInstanceItem);
+  for (const pair of change.metaInstances ?? []) guarded(pair, (meta) => metaInstanceItem(meta, due.metaInstance(meta)));
   if (change.catalog) guarded(change.catalog, (catalog) => ({ ...keys.siteCatalog, ...catalog }));
   if (change.safety) guarded(change.safety, (safety) => ({ ...keys.siteSafety, ...safety }));
-  for (const pair of change.rosterBuckets ?? []) guarded(pair, rosterBucketItem);
+  for (const pair of change.rosterBuckets ?? []) guarded(pair, (bucket) => rosterBucketItem(bucket, due.rosterBucket(bucket)));
   if (change.rosterDigests) guarded(change.rosterDigests, rosterDigestsItem);
   for (const pair of change.staleChecks ?? []) guarded(pair, staleCheckItem);
   for (const pair of change.fleetSummary?.racks ?? []) guarded(pair, rackAggregateItem);
@@ -128,28 +126,6 @@ export function writesOf(change: Change, uniqueSuffix: () => string): ItemWrite[
   if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
   checkTransactionSize(writes.map((write) => write.put));
   return writes;
-}
-
-/** DynamoDB's size limits: one item, and one transaction's items together. */
-export const ITEM_LIMIT_BYTES = 400 * 1024;
-export const TRANSACTION_LIMIT_BYTES = 4 * 1024 * 1024;
-
-/**
- * A change DynamoDB would refuse for its size is refused here first, the same in both stores, as the 413 of the
- * request that made it so large (a roster of very long ids), instead of an opaque ValidationException.
- */
-export function checkTransactionSize(items: Item[]): void {
-  let total = 0;
-  for (const item of items) {
-    const size = itemSizeBytes(item);
-    if (size > ITEM_LIMIT_BYTES) {
-      throw new Rejection(413, 'payload-too-large', `the record ${String(item.pk)} would be ${size} bytes, over DynamoDB's ${ITEM_LIMIT_BYTES} per item`, undefined, ITEM_LIMIT_BYTES);
-    }
-    total += size;
-  }
-  if (total > TRANSACTION_LIMIT_BYTES) {
-    throw new Rejection(413, 'payload-too-large', `the change would be ${total} bytes, over DynamoDB's ${TRANSACTION_LIMIT_BYTES} per transaction`, undefined, TRANSACTION_LIMIT_BYTES);
-  }
 }
 
 const catalogOf = (item: Item | undefined): Catalog => (item ? { types: item.types as Catalog['types'], version: item.version as number } : emptyCatalog());
@@ -169,6 +145,11 @@ const safetyOf = (item: Item | undefined): SafetyState | null =>
 
 /** The table primitives an implementation provides; everything else is shared. */
 export abstract class ItemStore implements FleetStore {
+  /** The reconcilers' due rules, for the due index (see DueTimes). */
+  protected readonly due: DueTimes;
+  constructor(due: DueTimes) {
+    this.due = due;
+  }
   protected abstract getItem(key: TableKey): Promise<Item | undefined>;
   /** Strongly consistent; in no particular order; keys not found are left out. */
   protected abstract getItems(keys: TableKey[]): Promise<Item[]>;
@@ -183,12 +164,12 @@ export abstract class ItemStore implements FleetStore {
   protected abstract historySuffix(): string;
 
   async commit(change: Change): Promise<void> {
-    const writes = writesOf(change, () => this.historySuffix());
+    const writes = writesOf(change, () => this.historySuffix(), this.due);
     if (writes.length > 0) await this.writeItems(writes);
   }
 
   async createMachines(machines: Machine[]): Promise<void> {
-    await this.putItems(machines.map(machineItem));
+    await this.putItems(machines.map((machine) => machineItem(machine, this.due.machine(machine))));
   }
 
   /**
@@ -448,9 +429,9 @@ export abstract class ItemStore implements FleetStore {
   }
 
   /** Costs what is due, not what the fleet holds. */
-  async dueEntities(now: Date, page: PageRequest): Promise<Page<EntityRef>> {
+  async dueEntities(now: Date, page: PageRequest): Promise<Page<DueEntry>> {
     const result = await this.queryItems({ index: indexes.due, partition: DUE_PARTITION, sort: { atMost: now.toISOString() }, limit: page.limit }, page.nextToken);
-    return { items: result.items.map(entityRefOf).filter((ref): ref is EntityRef => ref !== null), nextToken: result.nextToken };
+    return { items: result.items.map(dueEntryOf), nextToken: result.nextToken };
   }
 
   private async allItems(query: ItemQuery): Promise<Item[]> {

@@ -1,6 +1,6 @@
 import { inAllocatableIndex } from '#domain/health.ts';
-import { isEntityKind, registry, type EntityRef } from '#reconcilers/registry.ts';
 import { repairStage } from '#domain/stuck-repairs.ts';
+import type { DueEntry } from './port.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { OutboxEntry } from '#domain/events.ts';
 import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.ts';
@@ -10,8 +10,8 @@ import { utcDay } from '#domain/repair-stats.ts';
 import { shardOf, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
-// item is in a sparse index exactly while its state says it belongs there; `dueAt` comes from the reconcilers'
-// due rules (functions/reconcilers/registry.ts).
+// item is in a sparse index exactly while its state says it belongs there; `dueAt` is given by the store's owner,
+// from the reconcilers' due rules (DueTimes in port.ts; functions/reconcilers/registry.ts).
 
 export const keys = {
   machine: (id: string) => ({ pk: `MACHINE#${id}`, sk: '#MACHINE' }),
@@ -65,8 +65,7 @@ function strip<T>(item: Item): T {
   return record as T;
 }
 
-export function machineItem(machine: Machine): Item {
-  const dueAt = registry.dueAtOf('machine', machine);
+export function machineItem(machine: Machine, dueAt: string | undefined): Item {
   const repair = repairStage(machine);
   return {
     ...keys.machine(machine.id),
@@ -80,8 +79,7 @@ export function machineItem(machine: Machine): Item {
   };
 }
 
-export function instanceItem(instance: Instance): Item {
-  const dueAt = registry.dueAtOf('instance', instance);
+export function instanceItem(instance: Instance, dueAt: string | undefined): Item {
   return {
     ...keys.instance(instance.id),
     entity: 'instance',
@@ -96,8 +94,7 @@ export function instanceItem(instance: Instance): Item {
   };
 }
 
-export function metaInstanceItem(meta: MetaInstance): Item {
-  const dueAt = registry.dueAtOf('meta-instance', meta);
+export function metaInstanceItem(meta: MetaInstance, dueAt: string | undefined): Item {
   const listed = meta.status !== 'Deleted';
   const waiting = meta.status === 'Placing' || meta.status === 'Retrying';
   return {
@@ -114,8 +111,7 @@ export function tenantItem(tenant: Tenant): Item {
   return { ...keys.tenant(tenant.org), entity: 'tenant', kind: 'TENANT', kindSk: tenant.org, ...tenant };
 }
 
-export function rosterBucketItem(bucket: RosterBucket): Item {
-  const dueAt = registry.dueAtOf('roster-bucket', bucket);
+export function rosterBucketItem(bucket: RosterBucket, dueAt: string | undefined): Item {
   return { ...keys.rosterBucket(bucket.id), entity: 'roster-bucket', ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}), ...bucket };
 }
 
@@ -171,9 +167,5 @@ export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item)
 export const fromRackAggregateItem = (item: Item): RackAggregate => strip<RackAggregate>(item);
 export const fromSummaryShardItem = (item: Item): SummaryShard => strip<SummaryShard>(item);
 
-export type { EntityRef };
-
 /** What a due-index entry points at: the record's own entity (the sweep delivers it to its watchers again). */
-export function entityRefOf(item: Item): EntityRef | null {
-  return isEntityKind(item.entity) ? { entity: item.entity, id: String(item.id) } : null;
-}
+export const dueEntryOf = (item: Item): DueEntry => ({ entity: String(item.entity), id: String(item.id) });

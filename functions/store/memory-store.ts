@@ -1,5 +1,5 @@
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
-import { keys } from './items.ts';
+import { keys } from '#store/items.ts';
 import {
   ItemStore,
   listingOf,
@@ -12,10 +12,10 @@ import {
   type ItemWrite,
   type SortCondition,
   type TableKey,
-} from './item-store.ts';
-import { decodePageToken, encodePageToken, invalidPageToken } from './paging.ts';
-import { StaleWriteError } from './port.ts';
-import { indexes } from './table.ts';
+} from '#store/item-store.ts';
+import { decodePageToken, encodePageToken, invalidPageToken } from '#store/paging.ts';
+import { StaleWriteError } from '#store/port.ts';
+import { indexes } from '#store/table.ts';
 
 /**
  * The store in memory, for tests and benches: the same items (item-store.ts builds them with items.ts's mappers),

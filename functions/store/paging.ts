@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Rejection } from '#domain/rejection.ts';
-import { indexes } from './table.ts';
+import { indexes } from '#store/table.ts';
 
 export interface Page<T> {
   items: T[];

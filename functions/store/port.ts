@@ -5,8 +5,32 @@ import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#do
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
-import type { EntityRef } from './items.ts';
-import type { Page } from './paging.ts';
+import type { Page } from '#store/paging.ts';
+
+/** A due-index entry: the kind of record that fell due (a reconciler's entity kind) and its id. */
+export interface DueEntry {
+  entity: string;
+  id: string;
+}
+
+/**
+ * When each record next falls due, by the reconcilers' rules (functions/reconcilers/registry.ts `dueTimes`): the
+ * store writes it into the due index with the record. Given to the store, so the store knows no reconciler.
+ */
+export interface DueTimes {
+  machine(machine: Machine): string | undefined;
+  instance(instance: Instance): string | undefined;
+  metaInstance(meta: MetaInstance): string | undefined;
+  rosterBucket(bucket: RosterBucket): string | undefined;
+}
+
+/**
+ * DynamoDB throttled a call and kept throttling it for the store's whole retry budget (store/throttle.ts): nothing
+ * of it was written (a batch: some of it may have been; its caller resumes). The API answers 503 `throttled`.
+ */
+export class ThrottledError extends Error {
+  override name = 'ThrottledError';
+}
 
 /** Someone else changed a record between our read and our write: reload, decide again. */
 export class StaleWriteError extends Error {
@@ -119,7 +143,7 @@ export interface FleetStore {
   /** One type's racks with their machines' entries, grouped by counter shard (or one shard's), by rack name within. */
   listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>>;
   /** What the sweep must look at: records whose due time has come (at or before `now`), earliest first. */
-  dueEntities(now: Date, page: PageRequest): Promise<Page<EntityRef>>;
+  dueEntities(now: Date, page: PageRequest): Promise<Page<DueEntry>>;
 
   /** Store the agent's roster time, guarded by version (or by nothing stored yet). */
   putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat>;

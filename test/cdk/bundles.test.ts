@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,7 +99,7 @@ describe('the deployed bundles', () => {
     const tables = { table: `bundles-agent-${process.pid}`, idempotencyTable: `bundles-agent-${process.pid}-idempotency` };
     await createTables(inject('dynamoEndpoint'), tables);
     const documents = createDocumentClient(inject('dynamoEndpoint'));
-    const store = new DynamoFleetStore(documents, tables.table);
+    const store = new DynamoFleetStore(documents, tables.table, dueTimes);
     const [machine] = demoFleet([{ type: 'gb200', count: 1, racks: 1 }]);
     const instance = anInstance({ id: 'i-signed', name: 'signed', machineId: machine!.id, creation: { clientToken: 'tok-signed', phase: 'pending' } });
     await store.commit({

@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Machine } from '#domain/model.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { iso } from '#domain/time.ts';
-import { DUE_PAGE } from '#services/reconcile.ts';
-import { SWEEP_FOLLOW_UP } from '#services/sweep-follow-up.ts';
+import { DUE_PAGE } from '#reconcilers/sweep.ts';
+import { SWEEP_FOLLOW_UP } from '#reconcilers/sweep-follow-up.ts';
 import type { RecordedCall } from '#local/aws-call-recorder.ts';
 import { readRecordedCalls } from '#test/support/iam/recorded-calls.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
@@ -46,7 +47,7 @@ describe('the AWS call log', () => {
   it('shows a sweep that ran out of time handing the rest to a follow-up through the event bus', async () => {
     // More than a page of due work, all there before the site's first sweep: it cannot finish it in its time.
     const { names, client } = await freshTables('e2e');
-    const store = new DynamoFleetStore(client, names.table);
+    const store = new DynamoFleetStore(client, names.table, dueTimes);
     const at = iso(new Date());
     const backlog: Machine[] = Array.from({ length: DUE_PAGE + 50 }, (_, i) =>
       aMachine({

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '#domain/model.ts';
-import { sweep } from '#services/reconcile.ts';
+import { sweep } from '#reconcilers/sweep.ts';
 import { cliFor, shown, type CliRunner } from '#test/support/cli.ts';
 import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
 import {

@@ -2,7 +2,7 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { createStreamHandler } from '#handlers/stream.ts';
-import { sweep } from '#services/reconcile.ts';
+import { sweep } from '#reconcilers/sweep.ts';
 import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
 import { streamRecords } from '#test/support/stream-records.ts';
 

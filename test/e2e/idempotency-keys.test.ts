@@ -13,6 +13,8 @@ beforeAll(async () => {
   tokens.tenant = await site.token('acme', ['tenant']);
   tokens.admin = await site.token('provider', ['provider-admin']);
   tokens.agent = await site.token('site', ['site-agent']);
+  // The tenant's create needs a free machine: the agent's first roster must have made the fleet allocatable.
+  await site.eventually(async () => (await site.call('GET', '/admin/fleet/summary', { token: tokens.admin })).body.byType?.gb200?.allocatable > 0);
 });
 
 afterAll(async () => {

@@ -1,9 +1,9 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { isSatisfied } from '#domain/meta-instances.ts';
+import { isSatisfied } from '#domain/placement.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
-import { sweep } from '#services/reconcile.ts';
+import { sweep } from '#reconcilers/sweep.ts';
 import { testConfig, type TestSite } from '#test/support/local-site.ts';
 import { readySite, type Actors } from '#test/support/repair-steps.ts';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Change } from '#domain/change.ts';
 import type { Clock } from '#domain/model.ts';
-import type { AppContext } from '#services/context.ts';
-import { sweep } from '#services/reconcile.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { sweep } from '#reconcilers/sweep.ts';
 import { resetRepairStorm } from '#services/safety.ts';
 import { expectGatewayAnswer, expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
 import { claimForRepair, deliveredOf, machine, readySite, repairRelease, reportIssue, setRepairStatus, sources, type Actors } from '#test/support/repair-steps.ts';

@@ -1,5 +1,6 @@
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultSiteConfig } from '#config/site-config.ts';
 import { eventCatalog, type EventType } from '#domain/event-schemas.ts';
@@ -7,15 +8,15 @@ import { publishedEvent, repairEvent } from '#domain/events.ts';
 import { addOverride } from '#domain/machine-edits.ts';
 import { systemClock } from '#domain/model.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
-import type { AppContext } from '#services/context.ts';
-import { inProcessBus, type EventPublisher } from '#services/events.ts';
-import { randomIds } from '#services/lambda-context.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { inProcessBus, type EventPublisher } from '#runtime/events.ts';
+import { randomIds } from '#handlers/lambda-context.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { keys, outboxEntryOf } from '#store/items.ts';
 import { aMachine, AT } from '#test/support/fixtures.ts';
 import { streamRecords } from '#test/support/stream-records.ts';
 import { freshTables } from '#test/support/tables.ts';
-import { prometheusMetrics } from '#services/prometheus-metrics.ts';
+import { prometheusMetrics } from '#runtime/prometheus-metrics.ts';
 
 // Delivery of the outbox on a real DynamoDB Local table: the stream handler gets every record of the table's stream
 // twice, shuffled across machines, in concurrent batches. Each event goes out with the id of its stored entry every
@@ -26,7 +27,7 @@ type Tables = Awaited<ReturnType<typeof freshTables>>;
 
 function contextOn(tables: Tables, events: EventPublisher): AppContext {
   return {
-    store: new DynamoFleetStore(tables.client, tables.names.table),
+    store: new DynamoFleetStore(tables.client, tables.names.table, dueTimes),
     config: defaultSiteConfig(),
     clock: systemClock,
     ids: randomIds,

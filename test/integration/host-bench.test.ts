@@ -1,5 +1,6 @@
 import { describe, expect, inject, it } from 'vitest';
 import { createDocumentClient } from '#store/client.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { besideFloors } from '../../bench/host.ts';
 import { PartResults } from '../../bench/part.ts';
@@ -23,7 +24,7 @@ describe('bench host part at 120 machines', () => {
 
     // Every machine went through both writes: the batch wrote version 0, the conditional put version 1, live and
     // in the allocatable index, as the first roster's walk leaves it.
-    const store = new DynamoFleetStore(createDocumentClient(inject('dynamoEndpoint')), `host-${context.id}`);
+    const store = new DynamoFleetStore(createDocumentClient(inject('dynamoEndpoint')), `host-${context.id}`, dueTimes);
     const listed = await store.listMachines({ limit: 200 });
     expect(listed.items).toHaveLength(120);
     expect(listed.items.every((m) => m.heartbeatLive && m.version === 1 && m.lastHeartbeatAt !== undefined)).toBe(true);

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { defaultSiteConfig } from '#config/site-config.ts';
 import { createSiteAgentClient } from '#site/agent-client.ts';
 import { heartbeatBody } from '#site/agent-contract.ts';
-import { httpSiteAgent } from '#site/site-agent.ts';
+import { httpSiteAgent } from '#runtime/site-agent.ts';
 import { MAX_CLOCK_SKEW_SECONDS, signRequest, type SigningKey, type SigningKeySet } from '#site/request-signing.ts';
 import { keysReadOnDemand, staticKeys } from '#site/signing-keys.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { MemoryFleetStore } from '#store/memory-store.ts';
 import { storeContract } from '#test/support/store-contract.ts';
 import { freshTables } from '#test/support/tables.ts';
@@ -10,8 +11,8 @@ describe.each([
     implementation: 'DynamoFleetStore',
     newStore: async () => {
       const { client, names } = await freshTables('store');
-      return new DynamoFleetStore(client, names.table);
+      return new DynamoFleetStore(client, names.table, dueTimes);
     },
   },
-  { implementation: 'MemoryFleetStore', newStore: async () => new MemoryFleetStore() },
+  { implementation: 'MemoryFleetStore', newStore: async () => new MemoryFleetStore(dueTimes) },
 ])('$implementation', ({ newStore }) => storeContract(newStore));

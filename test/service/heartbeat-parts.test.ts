@@ -3,7 +3,7 @@ import { bucketInPart, bucketOf, type RosterPart } from '#domain/heartbeat.ts';
 import { rosterStale } from '#domain/health.ts';
 import { iso } from '#domain/time.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
-import { heartbeatViewOf } from '#services/heartbeat-view.ts';
+import { heartbeatViewOf } from '#runtime/heartbeat-view.ts';
 import { registerMachines } from '#services/machines.ts';
 import { harness, reconcile, rejection, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';

@@ -4,7 +4,7 @@ import { addMs, iso } from '#domain/time.ts';
 import { createMetaInstance } from '#services/meta-instances.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { registerMachines } from '#services/machines.ts';
-import { sweep } from '#services/reconcile.ts';
+import { sweep } from '#reconcilers/sweep.ts';
 import { beat, harness, reconcile, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { createMetaInstance, deleteMetaInstance, listMetaInstances, showMetaInstance } from '#services/meta-instances.ts';
-import { sweep } from '#services/reconcile.ts';
+import { sweep } from '#reconcilers/sweep.ts';
 import { harness, rejection, siteWith, tenant, type Harness, reconcile } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
 

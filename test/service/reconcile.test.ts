@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createInstance, releaseInstance } from '#services/instances.ts';
-import { SITE_AGENT_SILENT_METRIC, sweep } from '#services/reconcile.ts';
-import { siteCleanupTimings } from '#services/context.ts';
-import { deliverOutboxEvent } from '#services/events.ts';
+import { SITE_AGENT_SILENT_METRIC, sweep } from '#reconcilers/sweep.ts';
+import { siteCleanupTimings } from '#runtime/context.ts';
+import { deliverOutboxEvent } from '#runtime/events.ts';
 import { eventCatalog } from '#domain/event-schemas.ts';
 import { SITE_SUBJECT } from '#domain/site-agent-silence.ts';
 import { keys, outboxEntryOf } from '#store/items.ts';

@@ -6,8 +6,7 @@ import { DEFAULT_MAX_BODY_BYTES } from '#http/route.ts';
 import { AWS_LIMITS } from '#lib/aws-limits.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { HEARTBEAT_MAX_BODY_BYTES } from '#site/agent-contract.ts';
-import { itemSizeBytes } from '#store/item-size.ts';
-import { ITEM_LIMIT_BYTES, TRANSACTION_LIMIT_BYTES } from '#store/item-store.ts';
+import { ITEM_LIMIT_BYTES, itemSizeBytes, TRANSACTION_LIMIT_BYTES } from '#store/item-size.ts';
 import { harness } from '#test/support/service-harness.ts';
 
 // Worst cases held to what AWS refuses: Lambda's 6 MB request, DynamoDB's 400 KB item and 4 MB transaction.

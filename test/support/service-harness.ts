@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import { parseSiteConfig } from '#config/site-config.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
 import type { DeleteOutcome } from '#domain/cleanup.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import type { Change } from '#domain/change.ts';
@@ -9,17 +10,17 @@ import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { Principal } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
-import type { AppContext, SiteAgent } from '#services/context.ts';
+import type { AppContext, SiteAgent } from '#runtime/context.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { registerMachines } from '#services/machines.ts';
 import type { PublishedEvent } from '#domain/events.ts';
-import type { EventPublisher } from '#services/events.ts';
+import type { EventPublisher } from '#runtime/events.ts';
 import type { EntityRef } from '#reconcilers/registry.ts';
 import { startRun } from '#reconcilers/runner.ts';
 import { MemoryFleetStore } from '#store/memory-store.ts';
 import type { FleetStore } from '#store/port.ts';
 import { NOW, ops } from './fixtures.ts';
-import { prometheusMetrics, type PrometheusMetrics } from '#services/prometheus-metrics.ts';
+import { prometheusMetrics, type PrometheusMetrics } from '#runtime/prometheus-metrics.ts';
 
 // Services run for real on the in-memory store, with a clock, ids, a site agent and an event bus the test controls.
 
@@ -179,7 +180,7 @@ export interface Harness {
 
 /** A service context over a fresh in-memory store, the clock at fixtures.ts's NOW, ids counting up per prefix. */
 export function harness(): Harness {
-  const store = new RacingStore();
+  const store = new RacingStore(dueTimes);
   const clock = testClock();
   const agent = scriptedAgent();
   const events: PublishedEvent[] = [];

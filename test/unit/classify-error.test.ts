@@ -8,6 +8,7 @@ import { classifyError } from '#http/classify-error.ts';
 import { ProblemError } from '#http/problem.ts';
 import { defineRoute } from '#http/route.ts';
 import { createDocumentClient, UnmarshallableInputError } from '#store/client.ts';
+import { ThrottledError } from '#store/port.ts';
 
 // Which errors are the caller's (4xx) and which are ours (500): decided by what raised them, not by guessing.
 
@@ -89,6 +90,7 @@ describe('the API handler', () => {
     [serviceError('ValidationException'), 422, 'invalid-request'],
     [new UnmarshallableInputError('Special numeric value Infinity is not allowed'), 422, 'invalid-request'],
     [serviceError('ProvisionedThroughputExceededException'), 503, 'throttled'],
+    [new ThrottledError('throttled for the whole retry budget'), 503, 'throttled'],
     [new TypeError('our bug'), 500, 'internal-error'],
   ])('answers %s as %i %s problem+json', async (error, status, code) => {
     thrown = error;
@@ -96,5 +98,7 @@ describe('the API handler', () => {
     expect(result.statusCode).toBe(status);
     expect(result.headers?.['content-type']).toBe('application/problem+json');
     expect(JSON.parse(result.body!)).toMatchObject({ status, code });
+    // A 503 says when to come back; nothing else does.
+    expect(result.headers?.['retry-after']).toBe(status === 503 ? '1' : undefined);
   });
 });

@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { observed, powertoolsMetrics, sharedLogger, sharedMetrics } from '#services/lambda-context.ts';
+import { withTracingLogsAndMetrics, powertoolsMetrics, sharedLogger, sharedMetrics } from '#handlers/lambda-context.ts';
 
 // What a deployed entry point writes to stdout (CloudWatch Logs) through the Powertools middlewares.
 
@@ -38,7 +38,7 @@ afterEach(() => vi.restoreAllMocks());
 describe('Lambda entry points with the Powertools middlewares', () => {
   it('log with the invocation context and the API request id as correlation id, and flush metrics at the end', async () => {
     const lines = captureStdout();
-    const handler = observed(
+    const handler = withTracingLogsAndMetrics(
       async () => {
         sharedLogger.info('inside');
         powertoolsMetrics(sharedMetrics).count('CreateAttempts', 2);
@@ -61,7 +61,7 @@ describe('Lambda entry points with the Powertools middlewares', () => {
   });
 
   it('print nothing for an invocation that records no metric and logs nothing, cold start or not', async () => {
-    const handler = observed(async () => ({ statusCode: 204 }));
+    const handler = withTracingLogsAndMetrics(async () => ({ statusCode: 204 }));
     for (const invocation of [1, 2]) {
       const output = captureOutput();
       expect(await handler({}, context)).toEqual({ statusCode: 204 });
@@ -74,8 +74,8 @@ describe('Lambda entry points with the Powertools middlewares', () => {
 
   it('clear what an invocation that recorded no metric added to its dimensions, so the next one does not carry it', async () => {
     const lines = captureStdout();
-    await observed(async () => void sharedMetrics.addDimension('machineType', 'gb200'))({}, context);
-    await observed(async () => void powertoolsMetrics(sharedMetrics).count('CreateAttempts', 1))({}, context);
+    await withTracingLogsAndMetrics(async () => void sharedMetrics.addDimension('machineType', 'gb200'))({}, context);
+    await withTracingLogsAndMetrics(async () => void powertoolsMetrics(sharedMetrics).count('CreateAttempts', 1))({}, context);
     const emf = lines().find((line) => line._aws?.CloudWatchMetrics[0].Metrics.some((m: { Name: string }) => m.Name === 'CreateAttempts'));
     expect(emf).toMatchObject({ CreateAttempts: 1 });
     expect(emf!.machineType).toBeUndefined();
@@ -83,7 +83,7 @@ describe('Lambda entry points with the Powertools middlewares', () => {
 
   it('reset the correlation id between invocations', async () => {
     const lines = captureStdout();
-    const handler = observed(async () => void sharedLogger.info('no request'));
+    const handler = withTracingLogsAndMetrics(async () => void sharedLogger.info('no request'));
     await handler({}, context);
     expect(lines().find((line) => line.message === 'no request')?.correlation_id).toBeUndefined();
   });

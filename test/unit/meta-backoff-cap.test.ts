@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { HeartbeatView } from '#domain/health.ts';
-import { backoffMs, choosePlacement, reconcileMetaInstance, type Member, type MetaDecision, type MetaRules, type MetaSnapshot } from '#domain/meta-instances.ts';
+import { backoffMs, reconcileMetaInstance, type Member, type MetaDecision, type MetaRules, type MetaSnapshot } from '#domain/meta-instances.ts';
+import { choosePlacement } from '#domain/placement.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { buildOverride } from '#domain/overrides.ts';
 import { aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';

@@ -16,6 +16,8 @@ const codesAt = (op: any, status: number): string[] => op.responses[String(statu
 describe('the OpenAPI document', () => {
   it('is OpenAPI 3.1 with a bearer JWT scheme and the Problem schema', () => {
     expect(doc.openapi).toBe('3.1.0');
+    // Relative to where it is served, so right for the local runner and every deployed stack alike.
+    expect(doc.servers.map((server: { url: string }) => server.url)).toEqual(['/']);
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
     expect(doc.components.schemas.Problem).toMatchObject({
       type: 'object',

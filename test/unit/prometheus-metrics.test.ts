@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { recordCreateOutcome, recordReadyInstances } from '#services/create-metrics.ts';
-import { prometheusMetrics, prometheusName } from '#services/prometheus-metrics.ts';
+import { recordCreateOutcome, recordReadyInstances } from '#runtime/create-metrics.ts';
+import { prometheusMetrics, prometheusName } from '#runtime/prometheus-metrics.ts';
 import { anInstance } from '#test/support/fixtures.ts';
 
 describe('Prometheus exposition of the metric catalog', () => {

@@ -4,7 +4,7 @@ import type { Change } from '#domain/change.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
 import { createRegistry, defineReconciler, roomFor, type Reconciler, type Ref } from '#reconcilers/reconciler.ts';
 import { MAX_PASSES, startRun } from '#reconcilers/runner.ts';
-import type { AppContext } from '#services/context.ts';
+import type { AppContext } from '#runtime/context.ts';
 import { StaleWriteError } from '#store/port.ts';
 import { NOW, aMachine } from '#test/support/fixtures.ts';
 

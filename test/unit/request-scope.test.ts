@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { repairEvent } from '#domain/events.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { stampRequestId } from '#domain/request-id.ts';
-import type { AgentCall, AppContext } from '#services/context.ts';
-import { forRequest } from '#services/request-scope.ts';
+import type { AgentCall, AppContext } from '#runtime/context.ts';
+import { forRequest } from '#runtime/request-scope.ts';
 import { MemoryFleetStore } from '#store/memory-store.ts';
 import { AT, aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';
 
@@ -34,7 +35,7 @@ describe('stampRequestId', () => {
 
 describe('forRequest', () => {
   function baseContext() {
-    const store = new MemoryFleetStore();
+    const store = new MemoryFleetStore(dueTimes);
     const logged: Array<{ message: string; fields: Record<string, unknown> | undefined }> = [];
     const calls: Array<{ what: string; call: AgentCall | undefined }> = [];
     const ctx = {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { itemBytes, putWriteUnits, transactionWriteUnits } from '../../bench/write-units.ts';
+import type { Machine } from '#domain/model.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { machineItem } from '#store/items.ts';
 import { aMachine } from '#test/support/fixtures.ts';
 
@@ -7,8 +9,9 @@ describe('write units by DynamoDB pricing, which DynamoDB Local does not follow 
   const created = (Item: Record<string, unknown>) => ({ TableName: 't', Item, ConditionExpression: 'attribute_not_exists(pk)' });
   const updated = (Item: Record<string, unknown>) => ({ TableName: 't', Item, ConditionExpression: 'version = :expected' });
   // A free machine carries the keys of byKind and allocatable, both KEYS_ONLY.
-  const machine = machineItem(aMachine({ id: 'm-1' }));
-  const repairing = machineItem(aMachine({ id: 'm-2', healthOverrides: [{ source: 'repair-request', mode: 'merge', alerts: [], createdAt: 'now', createdBy: 'x' }] as never }));
+  const itemOf = (machine: Machine) => machineItem(machine, dueTimes.machine(machine));
+  const machine = itemOf(aMachine({ id: 'm-1' }));
+  const repairing = itemOf(aMachine({ id: 'm-2', healthOverrides: [{ source: 'repair-request', mode: 'merge', alerts: [], createdAt: 'now', createdBy: 'x' }] as never }));
 
   it('a transaction writes each item twice per started KB; a KEYS_ONLY index costs 1 to enter and nothing to update', () => {
     expect(itemBytes(machine)).toBeLessThan(1024);

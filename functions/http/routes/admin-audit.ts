@@ -1,6 +1,6 @@
 import { auditListResponse } from '#domain/responses.ts';
 import { auditQuery } from '#domain/schemas.ts';
-import { defineRoute, listResult, type Route } from '../route.ts';
+import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 /** The audit log: every provider action, written in the transaction that made it. */
 export const adminAuditRoutes: Route[] = [

@@ -2,7 +2,7 @@ import { fleetSummaryResponse, repairStatsResponse, rackListResponse, rackRespon
 import { emptyQuery, rackListQuery, repairStatsQuery } from '#domain/schemas.ts';
 import { listRacks, readFleetSummary } from '#services/fleet-summary.ts';
 import { readRepairStats } from '#services/repair-stats.ts';
-import { defineRoute, listResult, type Route } from '../route.ts';
+import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 /** Fleet-wide pictures from the stream's aggregates: bounded reads, whatever the fleet's size. */
 export const adminFleetRoutes: Route[] = [

@@ -2,7 +2,7 @@ import { healthOverrideListResponse, healthOverrideResponse, machineResponse } f
 import { labelsPatchBody, emptyQuery, params, overrideBody } from '#domain/schemas.ts';
 import { requireMachine } from '#services/instances.ts';
 import { addHealthOverride, patchMachineLabels, removeHealthOverride } from '#services/machine-actions.ts';
-import { defineRoute, type Route } from '../route.ts';
+import { defineRoute, type Route } from '#http/route.ts';
 
 /** The provider's hands on a machine's health: `machine health-override show|add|remove` and labels. */
 export const adminOverrideRoutes: Route[] = [

@@ -3,7 +3,7 @@ import { repairListResponse, safetyResetResponse, safetyResponse } from '#domain
 import { emptyQuery, pageQuery } from '#domain/schemas.ts';
 import { resetRepairStorm, showSafety } from '#services/safety.ts';
 import { listRepairs } from '#services/stuck-repairs.ts';
-import { defineRoute, listResult, type Route } from '../route.ts';
+import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 /** Fleet safety: the repair-storm breaker, the replacement cap and repairs nobody finishes. */
 export const adminSafetyRoutes: Route[] = [

@@ -4,17 +4,19 @@ import { historyListResponse, machineListResponse, machineResponse, registration
 import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
 import { listMachines, machineHistory, registerMachines, showMachine } from '#services/machines.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
-import { defineRoute, listResult, REGISTRATION_MAX_BODY_BYTES, type Route } from '../route.ts';
-import { version } from '../version.ts';
+import { defineRoute, listResult, REGISTRATION_MAX_BODY_BYTES, type Route } from '#http/route.ts';
+import { version } from '#http/version.ts';
 
 /**
  * The site config as the OpenAPI document shows it: its schema is zod/mini (config/zod-messages.ts), which the
- * OpenAPI generator cannot read, so the document gets the JSON Schema zod makes of it. The answer is the parsed
- * config as is. Lazy: making the JSON Schema costs about 10 ms, which no cold start should pay.
+ * OpenAPI generator cannot read, so the document gets the JSON Schema zod makes of it, in the dialect of OpenAPI 3.1
+ * (JSON Schema 2020-12, where `exclusiveMinimum` is a number) without a `$schema` of its own: the document's applies.
+ * The answer is the parsed config as is. Lazy: making the JSON Schema costs about 10 ms, which no cold start should pay.
  */
-const siteConfigDocumented = z.lazy(() =>
-  z.custom<SiteConfig>((value) => typeof value === 'object' && value !== null).meta(z.toJSONSchema(siteConfigSchema, { io: 'output', target: 'openapi-3.0' })),
-);
+const siteConfigDocumented = z.lazy(() => {
+  const { $schema: _dialect, ...jsonSchema } = z.toJSONSchema(siteConfigSchema, { io: 'output', target: 'draft-2020-12' });
+  return z.custom<SiteConfig>((value) => typeof value === 'object' && value !== null).meta(jsonSchema);
+});
 
 export const adminRoutes: Route[] = [
   defineRoute({

@@ -1,14 +1,14 @@
-import type { Route } from '../route.ts';
-import { adminAuditRoutes } from './admin-audit.ts';
-import { adminFleetRoutes } from './admin-fleet.ts';
-import { adminOverrideRoutes } from './admin-overrides.ts';
-import { adminSafetyRoutes } from './admin-safety.ts';
-import { adminRoutes } from './admin.ts';
-import { instanceRoutes } from './instances.ts';
-import { metaInstanceRoutes } from './meta-instances.ts';
-import { openApiRoute } from './openapi.ts';
-import { siteAgentRoutes } from './site-agent.ts';
-import { tenantMachineRoutes } from './tenant-machines.ts';
+import type { Route } from '#http/route.ts';
+import { adminAuditRoutes } from '#http/routes/admin-audit.ts';
+import { adminFleetRoutes } from '#http/routes/admin-fleet.ts';
+import { adminOverrideRoutes } from '#http/routes/admin-overrides.ts';
+import { adminSafetyRoutes } from '#http/routes/admin-safety.ts';
+import { adminRoutes } from '#http/routes/admin.ts';
+import { instanceRoutes } from '#http/routes/instances.ts';
+import { metaInstanceRoutes } from '#http/routes/meta-instances.ts';
+import { openApiRoute } from '#http/routes/openapi.ts';
+import { siteAgentRoutes } from '#http/routes/site-agent.ts';
+import { tenantMachineRoutes } from '#http/routes/tenant-machines.ts';
 
 /**
  * Every API route: static data that the Lambda handlers and the local runner serve (with a context), and that

@@ -11,7 +11,7 @@ import {
   releaseV1Body,
 } from '#domain/schemas.ts';
 import { createInstance, loadOwnInstance, patchInstance, releaseInstance } from '#services/instances.ts';
-import { defineRoute, listResult, type Route } from '../route.ts';
+import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 const base = '/v2/org/{org}/nico/instance';
 

@@ -1,7 +1,7 @@
 import { metaInstanceListResponse, metaInstanceResponse } from '#domain/responses.ts';
 import { createMetaInstanceBody, emptyQuery, listQuery, params } from '#domain/schemas.ts';
 import { createMetaInstance, deleteMetaInstance, listMetaInstances, showMetaInstance } from '#services/meta-instances.ts';
-import { defineRoute, listResult, type Route } from '../route.ts';
+import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 const base = '/v2/org/{org}/nico/meta-instance';
 

@@ -1,8 +1,8 @@
 import * as z from 'zod';
 import { emptyQuery } from '#domain/schemas.ts';
-import type { OpenApiDocument } from '../openapi.ts';
-import { servedOpenApiDocument } from '../openapi-served.ts';
-import { defineRoute, type Route } from '../route.ts';
+import type { OpenApiDocument } from '#http/openapi.ts';
+import { servedOpenApiDocument } from '#http/openapi-served.ts';
+import { defineRoute, type Route } from '#http/route.ts';
 
 /**
  * `GET /openapi.json`, public: the document of the route table it is part of (restish and other clients

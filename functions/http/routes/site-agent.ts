@@ -4,10 +4,10 @@ import { cleanupReportBody, emptyQuery, heartbeatBody, params } from '#domain/sc
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { machineView } from '#domain/machines.ts';
 import { notFound } from '#domain/rejection.ts';
-import { heartbeatViewOf } from '#services/heartbeat-view.ts';
-import { retryOnStale } from '#services/retry-on-stale.ts';
+import { heartbeatViewOf } from '#runtime/heartbeat-view.ts';
+import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import { HEARTBEAT_MAX_BODY_BYTES } from '#site/agent-contract.ts';
-import { defineRoute, type Route } from '../route.ts';
+import { defineRoute, type Route } from '#http/route.ts';
 
 export const siteAgentRoutes: Route[] = [
   defineRoute({

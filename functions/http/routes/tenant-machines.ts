@@ -4,7 +4,7 @@ import { labelsPatchBody, emptyQuery, params, tenantMachinesQuery } from '#domai
 import { hasCapability } from '#services/instances.ts';
 import { tenantPatchMachineLabels, tenantShowMachine } from '#services/machine-actions.ts';
 import { listMachines } from '#services/machines.ts';
-import { defineRoute, listResult, type Route } from '../route.ts';
+import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 const base = '/v2/org/{org}/nico/machine';
 

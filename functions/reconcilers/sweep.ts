@@ -1,11 +1,15 @@
-import { requestIdOf } from './request-scope.ts';
+import { requestIdOf } from '#runtime/request-scope.ts';
 import { isRecordKind } from '#reconcilers/reconciler.ts';
 import { recordSources } from '#reconcilers/records.ts';
-import { registry, type EntityRef } from '#reconcilers/registry.ts';
+import { isEntityRef, registry, type EntityRef } from '#reconcilers/registry.ts';
 import { startRun, type Run } from '#reconcilers/runner.ts';
-import type { AppContext } from './context.ts';
-import { watchStuckRepairs } from './stuck-repairs.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { watchStuckRepairs } from '#reconcilers/stuck-repairs.ts';
 import { iso } from '#domain/time.ts';
+import { siteAgentSilence } from '#domain/site-agent-silence.ts';
+import { committedOnce } from '#runtime/retry-on-stale.ts';
+import { repairSummaryShard } from '#reconcilers/summary-repair.ts';
+import { publishFleetMetrics, readFleet, type FleetReading } from '#reconcilers/fleet-metrics.ts';
 
 /** Due entries per read of the due index; the run reconciles them at its own concurrency (runner.ts). */
 export const DUE_PAGE = 200;
@@ -33,10 +37,6 @@ export interface SweepResult {
   /** Due work is left: a follow-up run should start at once from here. */
   followUp?: SweepPosition;
 }
-import { siteAgentSilence } from '#domain/site-agent-silence.ts';
-import { committedOnce } from './retry-on-stale.ts';
-import { repairSummaryShard } from './fleet-summary.ts';
-import { publishFleetMetrics, readFleet, type FleetReading } from './fleet-metrics.ts';
 
 /** The metric the sweep reports (1 while the site agent is silent), which the SiteAgentSilent alarm watches. */
 export const SITE_AGENT_SILENT_METRIC = 'SiteAgentSilent';
@@ -59,7 +59,7 @@ async function sweepDue(ctx: AppContext, run: Run, { timeLeftMs = () => Number.P
   let nextToken = from?.nextToken;
   do {
     const page = await ctx.store.dueEntities(now, { limit: DUE_PAGE, nextToken });
-    results.push(...(await Promise.allSettled(page.items.map((ref) => redeliver(ctx, run, ref)))));
+    results.push(...(await Promise.allSettled(page.items.filter(isEntityRef).map((ref) => redeliver(ctx, run, ref)))));
     nextToken = page.nextToken;
   } while (nextToken && timeLeftMs() > 0);
   return { results, followUp: nextToken ? { now: iso(now), nextToken } : undefined };
@@ -93,7 +93,7 @@ async function checkSiteAgentSilence(ctx: AppContext, run: Run, reading: FleetRe
  * (once per schedule tick, whether or not the due work needs a follow-up run), the stuck-repair watch, the
  * summary's drift repair and the silence check.
  */
-async function tickChecks(ctx: AppContext, run: Run): Promise<{ reconciled: number; results: Array<PromiseSettledResult<unknown>> }> {
+async function scheduledChecks(ctx: AppContext, run: Run): Promise<{ reconciled: number; results: Array<PromiseSettledResult<unknown>> }> {
   const reading = await readFleet(ctx);
   publishFleetMetrics(ctx, reading);
   // Observed at once: they may fail while the silence check is still reading.
@@ -110,7 +110,7 @@ export async function sweep(ctx: AppContext, options: SweepOptions = {}): Promis
   const run = startRun(ctx);
   // Side by side with the due pages (and observed at once, so a failure among them is never unhandled).
   const noChecks = { reconciled: 0, results: [] };
-  const checks = options.from ? Promise.resolve(noChecks) : tickChecks(ctx, run).catch((error: unknown) => ({ ...noChecks, results: [{ status: 'rejected', reason: error } as const] }));
+  const checks = options.from ? Promise.resolve(noChecks) : scheduledChecks(ctx, run).catch((error: unknown) => ({ ...noChecks, results: [{ status: 'rejected', reason: error } as const] }));
   const due = await sweepDue(ctx, run, options);
   const ticked = await checks;
   const failed = [...due.results, ...ticked.results].filter((r): r is PromiseRejectedResult => r.status === 'rejected');

@@ -1,5 +1,5 @@
-import type { Metrics } from './context.ts';
-import { metricCatalog, type Dimensions, type MetricName } from './metric-catalog.ts';
+import type { Metrics } from '#runtime/context.ts';
+import { metricCatalog, type Dimensions, type MetricName } from '#runtime/metric-catalog.ts';
 
 // The local stand-in for CloudWatch: the same figures kept in memory and served as Prometheus text exposition
 // (format 0.0.4) on the local runner's GET /metrics.

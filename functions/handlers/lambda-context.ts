@@ -1,5 +1,6 @@
 import { Metrics as PowertoolsMetrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
+import { dueTimes } from '#reconcilers/registry.ts';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import { METRICS_KEY } from '@aws-lambda-powertools/commons';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
@@ -11,10 +12,10 @@ import { systemClock, type IdSource } from '#domain/model.ts';
 import { createDocumentClient, tableNamesFromEnv } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import type { IdempotencyPersistence } from '#handlers/api.ts';
-import type { AppContext, Metrics, SiteAgent } from './context.ts';
-import type { EventPublisher } from './events.ts';
-import { createLogger, powertoolsLog } from './logging.ts';
-import type { Dimensions, MetricName } from './metric-catalog.ts';
+import type { AppContext, Metrics, SiteAgent } from '#runtime/context.ts';
+import type { EventPublisher } from '#runtime/events.ts';
+import { createLogger, powertoolsLog } from '#runtime/logging.ts';
+import type { Dimensions, MetricName } from '#runtime/metric-catalog.ts';
 
 export const randomIds: IdSource = { next: (prefix) => `${prefix}-${randomUUID().replaceAll('-', '').slice(0, 16)}` };
 
@@ -54,7 +55,7 @@ function configFromEnv(env: NodeJS.ProcessEnv): SiteConfig {
 }
 
 /**
- * Where a function's repair events go. Only the stream handler publishes them (the outbox, services/events.ts), so
+ * Where a function's repair events go. Only the stream handler publishes them (the outbox, runtime/events.ts), so
  * only its entry point passes an EventBridge publisher: the other bundles then carry no EventBridge client, and
  * their roles may not put repair events on the bus anyway.
  */
@@ -84,7 +85,7 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env, options: La
   const client = sharedTracer.captureAWSv3Client(createDocumentClient(env.AWS_ENDPOINT_URL_DYNAMODB));
   if (!env.EVENT_BUS_NAME) throw new Error('EVENT_BUS_NAME must be set');
   return {
-    store: new DynamoFleetStore(client, names.table),
+    store: new DynamoFleetStore(client, names.table, dueTimes),
     config,
     clock: systemClock,
     ids: randomIds,
@@ -97,7 +98,7 @@ export function contextFromEnv(env: NodeJS.ProcessEnv = process.env, options: La
   };
 }
 
-export interface ObservedOptions<E> {
+export interface TracingLogsAndMetricsOptions<E> {
   /**
    * The invocation's correlation id, taken from its event. A function rather than Powertools' JMESPath
    * `correlationIdPath`: the JMESPath engine would be in every bundle, built at every cold start, for one field.
@@ -109,7 +110,7 @@ export interface ObservedOptions<E> {
  * A Lambda entry point with the Powertools middlewares: an X-Ray segment around it, the invocation's context (and
  * correlation id, when `correlationIdOf` finds one) on every log line, metrics flushed at its end.
  */
-export function observed<E, R>(handler: (event: E, context: Context) => Promise<R>, { correlationIdOf }: ObservedOptions<E> = {}) {
+export function withTracingLogsAndMetrics<E, R>(handler: (event: E, context: Context) => Promise<R>, { correlationIdOf }: TracingLogsAndMetricsOptions<E> = {}) {
   const correlated = (event: E, context: Context): Promise<R> => {
     const id = correlationIdOf?.(event);
     // A temporary key: the logger's `resetKeys` clears it when the invocation ends.
@@ -146,7 +147,7 @@ function flushMetrics(metrics: PowertoolsMetrics): MiddlewareObj {
 }
 
 /** Build a handler on first use, so importing a handler module has no side effects (tests, local runner). */
-export function lazy<A extends unknown[], R>(build: () => (...args: A) => R): (...args: A) => R {
+export function buildOnFirstCall<A extends unknown[], R>(build: () => (...args: A) => R): (...args: A) => R {
   let built: ((...args: A) => R) | undefined;
   return (...args: A) => (built ??= build())(...args);
 }

@@ -1,5 +1,5 @@
 import { Logger, type LogItem } from '@aws-lambda-powertools/logger';
-import type { Log } from './context.ts';
+import type { Log } from '#runtime/context.ts';
 
 /** A Powertools Logger that hands each JSON line to `write` instead of the process's stdout (the local runner, tests). */
 class LineLogger extends Logger {

@@ -1,6 +1,6 @@
 import { stampRequestId } from '#domain/request-id.ts';
 import type { FleetStore } from '#store/port.ts';
-import type { AppContext, Log } from './context.ts';
+import type { AppContext, Log } from '#runtime/context.ts';
 
 /** Powertools' key for a correlation id: a log line found by it belongs to the same story. */
 export const CORRELATION_KEY = 'correlation_id';

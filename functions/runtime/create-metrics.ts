@@ -1,6 +1,6 @@
 import type { CreateOutcome } from '#domain/instances.ts';
 import type { Change } from '#domain/change.ts';
-import type { Metrics } from './context.ts';
+import type { Metrics } from '#runtime/context.ts';
 
 /** What one create effect cost: its attempts (each retry too) and how it ended. */
 export function recordCreateOutcome(metrics: Metrics, outcome: CreateOutcome): void {

@@ -1,8 +1,8 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { deliveryEntry, publishedEvent, type OutboxEntry, type PublishedEvent } from '#domain/events.ts';
 import { iso } from '#domain/time.ts';
-import type { AppContext, Log } from './context.ts';
-import { CORRELATION_KEY } from './request-scope.ts';
+import type { AppContext, Log } from '#runtime/context.ts';
+import { CORRELATION_KEY } from '#runtime/request-scope.ts';
 
 /** Where repair automation is told what happened: EventBridge in AWS, an in-process bus locally. */
 export interface EventPublisher {

@@ -1,9 +1,9 @@
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SiteConfig } from '#config/site-config.ts';
 import { secretsManagerKeys } from '#site/secrets-manager-keys.ts';
-import { httpSiteAgent } from '#site/site-agent.ts';
-import type { SiteAgent } from './context.ts';
-import { sharedTracer } from './lambda-context.ts';
+import { httpSiteAgent } from '#runtime/site-agent.ts';
+import type { SiteAgent } from '#runtime/context.ts';
+import { sharedTracer } from '#handlers/lambda-context.ts';
 
 /**
  * The site agent of a deployed function that calls it (the stream and sweep handlers pass this to contextFromEnv):

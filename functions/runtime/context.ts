@@ -6,8 +6,8 @@ import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import type { Clock, IdSource } from '#domain/model.ts';
 import type { FleetStore } from '#store/port.ts';
 import type { SafetyRules } from '#domain/safety.ts';
-import type { EventPublisher } from './events.ts';
-import type { Dimensions, MetricName } from './metric-catalog.ts';
+import type { EventPublisher } from '#runtime/events.ts';
+import type { Dimensions, MetricName } from '#runtime/metric-catalog.ts';
 
 /** The site agent as the reconcilers need it; functions/site/agent-client.ts is the HTTP implementation. */
 export interface SiteAgent {

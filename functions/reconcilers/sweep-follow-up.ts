@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import '#config/zod-messages.ts';
-import type { SweepPosition } from './reconcile.ts';
+import type { SweepPosition } from '#reconcilers/sweep.ts';
 
 /**
  * A sweep that ran out of time hands the rest of the due index to a follow-up run through the site's event bus: a

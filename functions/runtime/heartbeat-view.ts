@@ -1,6 +1,6 @@
 import type { HeartbeatView } from '#domain/health.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
-import { heartbeatTimeoutMs, type AppContext } from './context.ts';
+import { heartbeatTimeoutMs, type AppContext } from '#runtime/context.ts';
 
 export async function loadHeartbeatView(ctx: AppContext): Promise<HeartbeatView> {
   return heartbeatViewOf(ctx, await ctx.store.getSiteHeartbeat());

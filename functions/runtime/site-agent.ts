@@ -1,8 +1,8 @@
 import type { SiteConfig } from '#config/site-config.ts';
-import type { SiteAgent } from '#services/context.ts';
-import { createSiteAgentClient } from './agent-client.ts';
-import type { CreateOutcome as AttemptOutcome } from './create-retry.ts';
-import type { SigningKeySource } from './signing-keys.ts';
+import type { SiteAgent } from '#runtime/context.ts';
+import { createSiteAgentClient } from '#site/agent-client.ts';
+import type { CreateOutcome as AttemptOutcome } from '#site/create-retry.ts';
+import type { SigningKeySource } from '#site/signing-keys.ts';
 
 /** A low-cardinality name for how an attempt ended (a metric dimension). */
 const outcomeLabel = (outcome: AttemptOutcome): string => (outcome.kind === 'http-error' ? `http-${outcome.status}` : outcome.kind);

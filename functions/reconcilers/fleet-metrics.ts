@@ -4,9 +4,9 @@ import type { HeartbeatView } from '#domain/health.ts';
 import type { Machine } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import { ageMs } from '#domain/time.ts';
-import type { AppContext } from './context.ts';
-import { heartbeatViewOf } from './heartbeat-view.ts';
-import { repairSla } from './stuck-repairs.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { heartbeatViewOf } from '#runtime/heartbeat-view.ts';
+import { repairSla } from '#reconcilers/stuck-repairs.ts';
 
 /**
  * What a scheduled sweep reads of the site once, at its start, and all its checks share: the gauges, the silence

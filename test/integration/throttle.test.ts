@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { registerMachine } from '#domain/machines.ts';
+import { aMachine, T0 } from '#test/support/fixtures.ts';
+import { injectThrottles } from '#local/aws-semantics/throttle.ts';
+import { seededRandom } from '#local/stream-chaos.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
+import { createDocumentClient } from '#store/client.ts';
+import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import { ThrottledError } from '#store/port.ts';
+import { freshTables } from '#test/support/tables.ts';
+
+// DynamoDB throttles as AWS does (FLEETWARD_AWS_SEMANTICS=throttle), on DynamoDB Local: the store gets every write
+// through within its retry budget, or fails it whole with a ThrottledError.
+
+async function throttledStore(share: number, seed = 7) {
+  const { endpoint, names } = await freshTables('throttle');
+  const client = createDocumentClient(endpoint);
+  const stats = injectThrottles(client, { share, random: seededRandom(seed) });
+  return { store: new DynamoFleetStore(client, names.table, dueTimes), observer: new DynamoFleetStore(createDocumentClient(endpoint), names.table, dueTimes), stats };
+}
+
+describe('a store whose calls DynamoDB throttles', () => {
+  it('gets every conditional write and batch through when a fifth of the calls are throttled', async () => {
+    const { store, observer, stats } = await throttledStore(0.2);
+    for (let i = 0; i < 20; i++) await store.commit(registerMachine(null, { id: `m-${i}`, machineType: 'gb200', rack: 'r1' }, 'ops', T0)!);
+    await store.createMachines(Array.from({ length: 60 }, (_, i) => aMachine({ id: `b-${i}` })));
+    const listed = await observer.listMachines({ limit: 200 });
+    expect(listed.items.map((m) => m.id).sort()).toEqual([...Array.from({ length: 20 }, (_, i) => `m-${i}`), ...Array.from({ length: 60 }, (_, i) => `b-${i}`)].sort());
+    expect(stats.throttled).toBeGreaterThan(0);
+  });
+
+  it('writes the rest of a batch DynamoDB processes only in part, round after round', async () => {
+    const { store, observer, stats } = await throttledStore(1);
+    await store.createMachines(Array.from({ length: 6 }, (_, i) => aMachine({ id: `p-${i}` })));
+    expect((await observer.listMachines({ limit: 10 })).items).toHaveLength(6);
+    expect(stats.partlyProcessed).toBeGreaterThan(1);
+  });
+
+  it('fails a write it cannot get through with a ThrottledError, and writes nothing of it', async () => {
+    const { store, observer } = await throttledStore(1);
+    const started = Date.now();
+    const failed = await store.commit(registerMachine(null, { id: 'never', machineType: 'gb200', rack: 'r1' }, 'ops', T0)!).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(ThrottledError);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await observer.getMachine('never')).toBeNull();
+  });
+});

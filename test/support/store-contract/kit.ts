@@ -1,0 +1,47 @@
+import { registerMachine } from '#domain/machines.ts';
+import type { HistoryEntry, Instance, Machine } from '#domain/model.ts';
+import { addMs } from '#domain/time.ts';
+import type { FleetStore } from '#store/port.ts';
+import { aMachine, anInstance, T0 } from '../fixtures.ts';
+
+/** What every group of the store contract works with: the store under test (empty at the start) and small helpers. */
+export interface ContractKit {
+  readonly store: FleetStore;
+  newStore: () => Promise<FleetStore>;
+  at(ms: number): Date;
+  machine(id: string, over?: Partial<Machine>): Machine;
+  instance(id: string, over?: Partial<Instance>): Instance;
+  create<T>(after: T): { before: null; after: T };
+  register(id: string, machineType?: string): Promise<Machine>;
+  allHistory(machineId: string): Promise<HistoryEntry[]>;
+  rejectionOf(promise: Promise<unknown>): Promise<unknown>;
+}
+
+export function contractKit(newStore: () => Promise<FleetStore>, current: () => FleetStore): ContractKit {
+  return {
+    get store() {
+      return current();
+    },
+    newStore,
+    at: (ms) => addMs(T0, ms),
+    machine: (id, over = {}) => aMachine({ id, ...over }),
+    instance: (id, over = {}) =>
+      anInstance({ id, name: id, machineId: 'm-x', siteName: id, creation: { clientToken: `ct-${id}`, phase: 'pending' }, ...over }),
+    create: (after) => ({ before: null, after }),
+    async register(id, machineType = 'gb200') {
+      await current().commit(registerMachine(null, { id, machineType, rack: 'r1' }, 'ops', T0)!);
+      return (await current().getMachine(id))!;
+    },
+    async allHistory(machineId) {
+      return (await current().listHistory(machineId, { limit: 500 })).items;
+    },
+    async rejectionOf(promise) {
+      try {
+        await promise;
+      } catch (error) {
+        return error;
+      }
+      throw new Error('expected a rejection');
+    },
+  };
+}

@@ -1,0 +1,259 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { HistoryEntry, InstanceStatus, Machine } from '#domain/model.ts';
+import { Rejection } from '#domain/rejection.ts';
+import { iso } from '#domain/time.ts';
+import { type FleetStore } from '#store/port.ts';
+import { aRepairRequest, T0 } from '../fixtures.ts';
+import type { ContractKit } from './kit.ts';
+
+export function listingsContract(kit: ContractKit): void {
+  const { at, machine, instance, create, register, allHistory, rejectionOf, newStore } = kit;
+
+  describe('listInstances', () => {
+    const org = 'list-org';
+    const statuses: InstanceStatus[] = ['Ready', 'Provisioning', 'Ready', 'Terminated', 'Ready'];
+    // Created a minute apart; li-4 is the newest.
+    const ids = statuses.map((_, i) => `li-${i}`);
+    const newestFirst = [...ids].reverse();
+
+    beforeAll(async () => {
+      await kit.store.commit({
+        instances: [
+          ...statuses.map((status, i) => create(instance(`li-${i}`, { org, status, createdAt: iso(at(i * 60_000)), updatedAt: iso(at(i * 60_000)) }))),
+          create(instance('li-other-org', { org: 'someone-else', status: 'Ready', createdAt: iso(at(10 * 60_000)) })),
+        ],
+        history: [],
+      });
+    });
+
+    async function allPages(page: { limit: number; status?: string }) {
+      const pages: string[][] = [];
+      let nextToken: string | undefined;
+      do {
+        const result = await kit.store.listInstances(org, { ...page, nextToken });
+        expect(result.items.length).toBeLessThanOrEqual(page.limit);
+        pages.push(result.items.map((i) => i.id));
+        nextToken = result.nextToken;
+      } while (nextToken && pages.length < 20);
+      return pages;
+    }
+
+    it('lists one org, newest first, in one page when it fits', async () => {
+      const result = await kit.store.listInstances(org, { limit: 50 });
+      expect(result.items.map((i) => i.id)).toEqual(newestFirst);
+      expect(result.nextToken).toBeUndefined();
+      expect(result.items[0]).toEqual(instance('li-4', { org, status: 'Ready', createdAt: iso(at(4 * 60_000)), updatedAt: iso(at(4 * 60_000)) }));
+    });
+
+    it('pages by limit; nextToken continues where the page ended', async () => {
+      const pages = await allPages({ limit: 2 });
+      expect(pages.flat()).toEqual(newestFirst);
+      expect(pages.slice(0, 3)).toEqual([newestFirst.slice(0, 2), newestFirst.slice(2, 4), newestFirst.slice(4)]);
+
+      const first = await kit.store.listInstances(org, { limit: 2 });
+      expect(first.nextToken).toEqual(expect.any(String));
+      const second = await kit.store.listInstances(org, { limit: 2, nextToken: first.nextToken });
+      expect(second.items.map((i) => i.id)).toEqual(newestFirst.slice(2, 4));
+    });
+
+    it('filters by status, across pages too', async () => {
+      const readyNewestFirst = newestFirst.filter((id) => statuses[Number(id.slice(3))] === 'Ready');
+      expect(readyNewestFirst).toEqual(['li-4', 'li-2', 'li-0']);
+      expect((await kit.store.listInstances(org, { limit: 50, status: 'Ready' })).items.map((i) => i.id)).toEqual(readyNewestFirst);
+      expect((await allPages({ limit: 2, status: 'Ready' })).flat()).toEqual(readyNewestFirst);
+      expect((await kit.store.listInstances(org, { limit: 50, status: 'Failed' })).items).toEqual([]);
+      expect((await kit.store.listInstances(org, { limit: 50, status: 'Terminated' })).items.map((i) => i.id)).toEqual(['li-3']);
+    });
+
+    it('an unknown org has nothing', async () => {
+      expect(await kit.store.listInstances('nobody', { limit: 50 })).toEqual({ items: [], nextToken: undefined });
+    });
+  });
+
+  describe('listHistory', () => {
+    it('newest first, paged', async () => {
+      const entry = (ms: number, action: string): HistoryEntry => ({ machineId: 'hist-m', at: iso(at(ms)), actor: 'ops', action });
+      await kit.store.commit({ history: [entry(3_000, 'third'), entry(1_000, 'first')] });
+      await kit.store.commit({ history: [entry(2_000, 'second'), entry(4_000, 'fourth')] });
+      await kit.store.commit({ history: [{ machineId: 'hist-other', at: iso(at(9_000)), actor: 'ops', action: 'elsewhere' }] });
+
+      const all = await kit.store.listHistory('hist-m', { limit: 50 });
+      expect(all.items.map((h) => h.action)).toEqual(['fourth', 'third', 'second', 'first']);
+      expect(all.items[0]).toEqual(entry(4_000, 'fourth'));
+
+      const first = await kit.store.listHistory('hist-m', { limit: 3 });
+      expect(first.items.map((h) => h.action)).toEqual(['fourth', 'third', 'second']);
+      const rest = await kit.store.listHistory('hist-m', { limit: 3, nextToken: first.nextToken });
+      expect(rest.items.map((h) => h.action)).toEqual(['first']);
+      expect(rest.nextToken).toBeUndefined();
+
+      // As DynamoDB: a page that stops at its limit has a next token even when nothing follows (the machine
+      // history route relies on it to add the registration entry on a page with room).
+      const whole = await kit.store.listHistory('hist-m', { limit: 4 });
+      expect(whole.nextToken).toBeDefined();
+      expect(await kit.store.listHistory('hist-m', { limit: 4, nextToken: whole.nextToken })).toEqual({ items: [], nextToken: undefined });
+    });
+
+    it('does not mix in the machine record itself, nor store its registration', async () => {
+      await register('hist-reg');
+      expect(await allHistory('hist-reg')).toEqual([]);
+    });
+  });
+
+  describe('eventsOnDay', () => {
+    it('holds the history entries carrying an event, under their UTC day, oldest first', async () => {
+      const entry = (machineId: string, at: string, type?: string): HistoryEntry => ({
+        machineId,
+        at,
+        actor: 'ops',
+        action: type ? 'event-emitted' : 'note',
+        ...(type ? { message: type, event: { type, detail: { machineId } } } : {}),
+      });
+      const late = entry('ev-b', '2031-05-06T23:59:59.999Z', 'RepairCompleted');
+      const early = entry('ev-a', '2031-05-06T00:00:00.000Z', 'MachineQuarantined');
+      await kit.store.commit({
+        history: [late, early, entry('ev-a', '2031-05-06T12:00:00.000Z'), entry('ev-a', '2031-05-05T23:59:59.999Z', 'RepairFailed'), entry('ev-c', '2031-05-07T00:00:00.000Z', 'RepairFailed')],
+      });
+      expect(await kit.store.eventsOnDay('2031-05-06')).toEqual([early, late]);
+      expect((await kit.store.eventsOnDay('2031-05-05')).map((e) => e.event?.type)).toEqual(['RepairFailed']);
+      expect(await kit.store.eventsOnDay('2031-05-08')).toEqual([]);
+    });
+  });
+
+  describe('machine listings', () => {
+    let fresh: FleetStore;
+    const requested = (id: string, createdAt: string, over: Partial<Machine> = {}) =>
+      machine(id, { healthOverrides: [{ ...aRepairRequest(id), createdAt }], ...over });
+    beforeAll(async () => {
+      fresh = await newStore();
+      await fresh.commit({
+        machines: [
+          create(machine('lm-a')),
+          create(requested('lm-late', iso(at(50 * 60_000)))),
+          create(requested('lm-early', iso(at(10 * 60_000)))),
+          create(requested('lm-claimed', iso(at(0)), { state: 'Assigned', instanceId: 'repair-i', assignedAt: iso(at(20 * 60_000)) })),
+        ],
+        tenants: [create({ org: 'acme', capabilities: { targetedInstanceCreation: true }, updatedAt: iso(T0), version: 0 })],
+        history: [],
+      });
+    });
+
+    it('listMachines holds every machine and nothing else, by id, paged', async () => {
+      const first = await fresh.listMachines({ limit: 3 });
+      expect(first.items.map((m) => m.id)).toEqual(['lm-a', 'lm-claimed', 'lm-early']);
+      const rest = await fresh.listMachines({ limit: 3, nextToken: first.nextToken });
+      expect(rest.items.map((m) => m.id)).toEqual(['lm-late']);
+      expect(rest.nextToken).toBeUndefined();
+    });
+
+    it('machinesAwaitingRepair: claimed repairs first, then unclaimed ones, each stage oldest first', async () => {
+      expect((await fresh.machinesAwaitingRepair({ limit: 10 })).items.map((m) => m.id)).toEqual(['lm-claimed', 'lm-early', 'lm-late']);
+    });
+
+    it('repairsToWatch: every claimed repair, then the unclaimed requests older than the cut-off, oldest first', async () => {
+      expect((await fresh.repairsToWatch(at(30 * 60_000))).map((m) => m.id)).toEqual(['lm-claimed', 'lm-early']);
+      expect((await fresh.repairsToWatch(at(0))).map((m) => m.id)).toEqual(['lm-claimed']);
+    });
+
+    it('a page that ends exactly at the limit still carries a token, and the page after it is empty', async () => {
+      const first = await fresh.listMachines({ limit: 4 });
+      expect(first.items).toHaveLength(4);
+      expect(first.nextToken).toEqual(expect.any(String));
+      expect(await fresh.listMachines({ limit: 4, nextToken: first.nextToken })).toEqual({ items: [], nextToken: undefined });
+    });
+
+    it("another listing's token is refused with the 422 Rejection", async () => {
+      const machines = await fresh.listMachines({ limit: 1 });
+      const thrown = await rejectionOf(fresh.listInstances('acme', { limit: 1, nextToken: machines.nextToken }));
+      expect(thrown).toBeInstanceOf(Rejection);
+      expect(thrown).toMatchObject({ status: 422, code: 'invalid-page-token' });
+    });
+  });
+
+  describe('page tokens', () => {
+    const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+    const tokenParts = (token: string) => JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { listing: string; key: Record<string, unknown> };
+    const reissued = (token: string, key: (k: Record<string, unknown>) => unknown) => {
+      const parts = tokenParts(token);
+      return b64({ ...parts, key: key(parts.key) });
+    };
+    let tokens: { orgA: string; orgB: string; history: string; machines: string };
+
+    beforeAll(async () => {
+      const created = (org: string, n: number) => create(instance(`pt-${org}-${n}`, { org, status: 'Ready', createdAt: iso(at(n * 1_000)) }));
+      await kit.store.commit({ instances: [0, 1, 2].flatMap((n) => [created('pt-a', n), created('pt-b', n)]), history: [] });
+      const entry = (machineId: string, ms: number): HistoryEntry => ({ machineId, at: iso(at(ms)), actor: 'ops', action: `a${ms}` });
+      await kit.store.commit({ history: [entry('pt-m1', 1), entry('pt-m1', 2), entry('pt-m2', 1), entry('pt-m2', 2)] });
+      await register('pt-machine-1');
+      await register('pt-machine-2');
+      const first = async (page: Promise<{ nextToken?: string | undefined }>) => (await page).nextToken!;
+      tokens = {
+        orgA: await first(kit.store.listInstances('pt-a', { limit: 1 })),
+        orgB: await first(kit.store.listInstances('pt-b', { limit: 1 })),
+        history: await first(kit.store.listHistory('pt-m1', { limit: 1 })),
+        machines: await first(kit.store.listMachines({ limit: 1 })),
+      };
+    });
+
+    async function refusal(promise: Promise<unknown>) {
+      const thrown = await rejectionOf(promise);
+      expect(thrown).toBeInstanceOf(Rejection);
+      expect(thrown).toMatchObject({ status: 422, code: 'invalid-page-token', errors: [{ path: 'query.nextToken', message: expect.any(String) }] });
+    }
+
+    it('continue the listing that issued them', async () => {
+      const second = await kit.store.listInstances('pt-a', { limit: 1, nextToken: tokens.orgA });
+      expect(second.items.map((i) => i.id)).toEqual(['pt-pt-a-1']);
+      const history = await kit.store.listHistory('pt-m1', { limit: 5, nextToken: tokens.history });
+      expect(history.items.map((h) => h.action)).toEqual(['a1']);
+    });
+
+    it.each([
+      { name: 'not base64 JSON', token: 'not-a-token!' },
+      { name: 'punctuation', token: '!!!***' },
+      { name: 'a number', token: b64('42') },
+      { name: 'an array', token: b64('[1,2]') },
+      { name: 'null', token: b64('null') },
+      { name: 'a string', token: b64('"pk"') },
+      { name: 'truncated JSON', token: b64('{"pk":"MACHINE#') },
+      { name: 'a bare key, as tokens used to be', token: b64({ pk: 'INSTANCE#pt-pt-a-1', sk: '#INSTANCE' }) },
+      { name: 'an out-of-range number', token: b64('{"pk":12345678901234567890}') },
+      { name: 'a number beyond double range', token: b64('{"pk":1e400}') },
+    ])('garbage is a 422 invalid-page-token: $name', async ({ token }) => {
+      await refusal(kit.store.listInstances('pt-a', { limit: 1, nextToken: token }));
+      await refusal(kit.store.listHistory('pt-m1', { limit: 1, nextToken: token }));
+      await refusal(kit.store.listMachines({ limit: 1, nextToken: token }));
+    });
+
+    it('a truncated token is refused', async () => {
+      await refusal(kit.store.listInstances('pt-a', { limit: 1, nextToken: tokens.orgA.slice(0, -4) }));
+    });
+
+    it("another org's token is refused, never answered with that org's items", async () => {
+      await refusal(kit.store.listInstances('pt-a', { limit: 1, nextToken: tokens.orgB }));
+      await refusal(kit.store.listMetaInstances('pt-a', { limit: 1, nextToken: tokens.orgB }));
+    });
+
+    it("another listing's token is refused: another route, another machine's history, another filter", async () => {
+      await refusal(kit.store.listInstances('pt-a', { limit: 1, nextToken: tokens.machines }));
+      await refusal(kit.store.listMachines({ limit: 1, nextToken: tokens.orgA }));
+      await refusal(kit.store.machinesAwaitingRepair({ limit: 1, nextToken: tokens.machines }));
+      await refusal(kit.store.listMetaInstances(null, { limit: 1, nextToken: tokens.machines }));
+      await refusal(kit.store.listHistory('pt-m2', { limit: 1, nextToken: tokens.history }));
+      await refusal(kit.store.listInstances('pt-a', { limit: 1, status: 'Ready', nextToken: tokens.orgA }));
+    });
+
+    it.each([
+      { name: 'a key value that is a huge number', key: (k: Record<string, unknown>) => ({ ...k, sk: 12345678901234567890 }) },
+      { name: 'a key value that is an object', key: (k: Record<string, unknown>) => ({ ...k, sk: { S: '#INSTANCE' } }) },
+      { name: 'a key value that is empty', key: (k: Record<string, unknown>) => ({ ...k, sk: '' }) },
+      { name: 'a key value over 1024 bytes', key: (k: Record<string, unknown>) => ({ ...k, orgSk: 'x'.repeat(1025) }) },
+      { name: 'an extra attribute', key: (k: Record<string, unknown>) => ({ ...k, kind: 'MACHINE' }) },
+      { name: 'a missing attribute', key: ({ orgSk: _dropped, ...k }: Record<string, unknown>) => k },
+      { name: "another org's partition", key: (k: Record<string, unknown>) => ({ ...k, orgPk: 'ORG#pt-b#INSTANCE' }) },
+      { name: 'a key that is a list', key: (k: Record<string, unknown>) => Object.values(k) },
+    ])('a tampered key in a genuine token is refused: $name', async ({ key }) => {
+      await refusal(kit.store.listInstances('pt-a', { limit: 1, nextToken: reissued(tokens.orgA, key) }));
+    });
+  });
+}

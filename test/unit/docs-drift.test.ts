@@ -1,0 +1,46 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { siteConfigSchema } from '#config/site-config.ts';
+import { reconcilers, registry } from '#reconcilers/registry.ts';
+
+// What the README and the design say the code has, held to the code: the reconcilers, the record kinds the stream
+// delivers, and the site config's sections.
+
+const root = join(import.meta.dirname, '../..');
+const read = (file: string) => readFileSync(join(root, file), 'utf8');
+const names = (text: string) => [...text.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+
+/** The backticked names of the sentence that starts with `label`, up to its full stop. */
+function listAfter(doc: string, label: string): string[] {
+  const flat = doc.replace(/\s*\n\s*/g, ' ');
+  const at = flat.indexOf(label);
+  if (at < 0) throw new Error(`no "${label}" in the document`);
+  const sentence = flat.slice(at + label.length, flat.indexOf('.', at + label.length));
+  return names(sentence);
+}
+
+const configSections = Object.keys(siteConfigSchema.shape);
+
+describe.each(['README.md', 'docs/design.md'])('%s', (file) => {
+  const doc = read(file);
+  it('lists the registry\'s reconcilers, in its order', () => {
+    expect(listAfter(doc, 'Reconcilers (`registry.ts`):')).toEqual(reconcilers.map((r) => r.kind));
+  });
+  it('lists the record kinds the stream delivers', () => {
+    expect(listAfter(doc, 'Record kinds they watch (what the stream delivers):').sort()).toEqual([...registry.watchedRecordKinds].sort());
+  });
+});
+
+describe('the site config sections', () => {
+  it('are the README table\'s rows', () => {
+    const rows = [...read('README.md').matchAll(/^\| `\[([a-z_]+)\]`/gm)].map((m) => m[1]);
+    expect(rows.sort()).toEqual([...configSections].sort());
+  });
+  it('are the sections of docs/api.md\'s sample config', () => {
+    const api = read('docs/api.md');
+    const sample = api.slice(api.indexOf('## Site config'), api.indexOf('## Local runner extras'));
+    const sections = [...sample.matchAll(/^\[([a-z_]+)\]/gm)].map((m) => m[1]);
+    expect(sections.sort()).toEqual([...configSections].sort());
+  });
+});

@@ -1,0 +1,47 @@
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { ThrottledError } from '#store/port.ts';
+import { isThrottled, retryThrottled, throttleDelayMs } from '#store/throttle.ts';
+
+const cancelled = (...codes: string[]) =>
+  new TransactionCanceledException({ message: 'cancelled', CancellationReasons: codes.map((Code) => ({ Code })), $metadata: {} });
+
+describe('a throttle, as DynamoDB reports one', () => {
+  it.each([
+    ['ThrottlingException', Object.assign(new Error('x'), { name: 'ThrottlingException' }), true],
+    ['ProvisionedThroughputExceededException', Object.assign(new Error('x'), { name: 'ProvisionedThroughputExceededException' }), true],
+    ['a transaction cancelled for ThrottlingError', cancelled('ThrottlingError', 'None'), true],
+    ['a transaction that lost a race as well (the race decides)', cancelled('ThrottlingError', 'ConditionalCheckFailed'), false],
+    ['a transaction conflict', cancelled('TransactionConflict'), false],
+    ['anything else', new Error('boom'), false],
+  ])('%s', (_name, error, throttled) => {
+    expect(isThrottled(error)).toBe(throttled);
+  });
+});
+
+describe('retrying a throttle', () => {
+  it('tries again after a jittered, growing delay until the call gets through', async () => {
+    let calls = 0;
+    const result = await retryThrottled(async () => {
+      calls++;
+      if (calls < 3) throw cancelled('ThrottlingError');
+      return 'written';
+    });
+    expect({ result, calls }).toEqual({ result: 'written', calls: 3 });
+    expect(throttleDelayMs(0, () => 0.999)).toBeLessThan(throttleDelayMs(4, () => 0.999));
+    expect(throttleDelayMs(30, () => 0.999)).toBeLessThanOrEqual(400);
+  });
+
+  it('gives up with a ThrottledError once its budget is spent, and passes any other error at once', async () => {
+    let calls = 0;
+    const started = Date.now();
+    const failed = await retryThrottled(async () => {
+      calls++;
+      throw cancelled('ThrottlingError');
+    }, 200).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(ThrottledError);
+    expect(calls).toBeGreaterThan(1);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    await expect(retryThrottled(async () => Promise.reject(new RangeError('bug')))).rejects.toBeInstanceOf(RangeError);
+  });
+});
