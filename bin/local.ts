@@ -45,18 +45,20 @@ function logSink(): LogSink {
 function stopOnSignals(stop: () => Promise<void>): void {
   let stopping = false;
   const shutdown = async (why: string) => {
-    if (stopping) process.exit(1);
+    if (stopping) return;
     stopping = true;
     console.log(`\n${why}: stopping…`);
     await stop();
     process.exit(0);
   };
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => (stopping ? process.exit(1) : void shutdown(signal)));
   // A pipe whose reader went away (`npm start | head`) ends the run rather than the process mid-write.
   process.stdout.on('error', () => void shutdown('output closed'));
   if (process.env.npm_lifecycle_event !== undefined) {
     const parent = process.ppid;
-    setInterval(() => process.ppid !== parent && void shutdown('npm is gone'), 1_000).unref();
+    setInterval(() => {
+      if (process.ppid !== parent) void shutdown('npm is gone');
+    }, 1_000).unref();
   }
 }
 

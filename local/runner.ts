@@ -28,6 +28,7 @@ import { freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-loc
 import { runAsFunction } from './function-scope.ts';
 import { assessHealth, type Health } from './health.ts';
 import { localEventBridge } from './local-event-bridge.ts';
+import { textLines, type LogSink } from './log-sink.ts';
 import { countersOf, type RunnerCounters } from './runner-counters.ts';
 import { runnerRoutes } from './runner-routes.ts';
 import { createScheduleTimer } from './schedule-timer.ts';
@@ -38,7 +39,6 @@ import { API_FUNCTION_TIMEOUT_SECONDS } from '#lib/function-timeouts.ts';
 import { HTTP_API_PAYLOAD_BYTES } from '#lib/aws-limits.ts';
 import { auditedStreamFilter, type FilterDisagreement } from './stream-filter-audit.ts';
 import { createStreamPoller } from './stream-poller.ts';
-import { textLines, type LogSink } from './log-sink.ts';
 import { createTables } from './tables.ts';
 
 export interface LocalSiteOptions {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reconcilerRunMs, sweepWithinMs } from '#test/support/bounds.ts';
+import { afterNextSweepWithinMs, reconcilerRunMs, sweepWithinMs } from '#test/support/bounds.ts';
 import { startTestSite, TEST_SWEEP_INTERVAL_MS, testConfig, type TestSite } from '#test/support/local-site.ts';
 
 // The create-retry rule (functions/site/create-retry.ts, API.md "Site agent") end to end: the simulated agent is
@@ -27,7 +27,7 @@ const CREATED_WITHIN_MS = reconcilerRunMs(config);
 const CLEANED_WITHIN_MS = reconcilerRunMs(config) + config.site_agent.report_timeout_seconds * 1000 + sweepWithinMs(config, TEST_SWEEP_INTERVAL_MS);
 // Allocatable once the agent's first beat has been through the stream.
 const FLEET_READY_WITHIN_MS = config.simulator.heartbeat_interval_seconds * 1000 + reconcilerRunMs(config);
-const CASE_WITHIN_MS = CREATED_WITHIN_MS + CLEANED_WITHIN_MS + sweepWithinMs(config, TEST_SWEEP_INTERVAL_MS) + reconcilerRunMs(config);
+const CASE_WITHIN_MS = CREATED_WITHIN_MS + CLEANED_WITHIN_MS + afterNextSweepWithinMs(config, TEST_SWEEP_INTERVAL_MS);
 
 let site: TestSite;
 let tenant: string;

@@ -7,6 +7,7 @@ import type { Route } from '#http/route.ts';
 import { textLines } from '#local/log-sink.ts';
 import { startLocalSite, type LocalSite, type LocalSiteOptions } from '#local/runner.ts';
 import { reconcilerRunMs, sweepWithinMs } from './bounds.ts';
+import { nextSweepDone } from './next-sweep.ts';
 
 /** A site config for tests: the demo fleet made small and the simulator fast. */
 export function testConfig(toml = ''): SiteConfig {
@@ -107,9 +108,7 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
     config,
     sweepIntervalMs,
     async afterNextSweep() {
-      // Runs never overlap: the run numbered one past those begun so far begins after this call.
-      const next = site.counters().sweeps.started + 1;
-      await eventually(async () => site.counters().sweeps.completed >= next, sweepWithinMs(config, sweepIntervalMs));
+      await nextSweepDone(site.counters, sweepWithinMs(config, sweepIntervalMs));
       await site.streamIdle(reconcilerRunMs(config));
     },
     token: (org, roles, sub = `${org}-user`) => site.issuer.mint({ sub, org, roles }),

@@ -9,6 +9,7 @@ import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import type { RunnerCounters } from '#local/runner-counters.ts';
 import { signRequest, type SigningKeySet } from '#site/request-signing.ts';
 import { createDocumentClient } from '#store/client.ts';
+import { nextSweepDone } from './next-sweep.ts';
 
 // The local runner as `npm start` runs it, in a child process that leads its own process group, so that a test can
 // crash the whole tree at once (node, the DynamoDB Local wrapper, java) with SIGKILL and start it again on the same
@@ -103,15 +104,7 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerProcess
       return { status: response.status, body: text ? JSON.parse(text) : undefined };
     },
     counters,
-    async afterNextSweep(withinMs) {
-      // Runs never overlap: the run numbered one past those begun so far begins after this call.
-      const next = (await counters()).sweeps.started + 1;
-      const deadline = Date.now() + withinMs;
-      while ((await counters()).sweeps.completed < next) {
-        if (Date.now() > deadline) throw new Error(`no sweep began and finished within ${withinMs} ms`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    },
+    afterNextSweep: (withinMs) => nextSweepDone(counters, withinMs),
     async token(org, roles, sub = `${org}-user`) {
       return (await call('POST', '/_local/token', { body: { sub, org, roles } })).body.token;
     },
