@@ -113,7 +113,7 @@ async function startMetaSite(endpoint: string, tableName: string, stream: boolea
       const [meta, live] = await Promise.all([observer.getMetaInstance(metaId), liveMembers()]);
       if (meta?.status !== 'Ready' || live.length !== 1 || live[0]!.status !== 'Ready') return undefined;
       const machine = await observer.getMachine(live[0]!.machineId);
-      return machine && machine.heartbeatLive && machine.healthOverrides.length === 0 ? live[0]! : undefined;
+      return machine?.heartbeatLive && machine.healthOverrides.length === 0 ? live[0]! : undefined;
     };
     await until('the meta-instance placed and its member Ready', settled, recoveryMs);
 
@@ -242,7 +242,7 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
       machine_type: META_MACHINE_TYPE,
       meta_instance: { minNodes: 1, sameRack: false },
       warmup_trials: { unit: 'override trials on the stream site before the measured ones, not counted', value: options.warmupTrials },
-      sweep_interval: { unit: 's', local: interval / 1000, production: 60, note: 'EventBridge Scheduler rate(1 minute) in lib/site-stack.ts; both local sites use the same interval, scaled down 60/' + interval / 1000 + 'x' },
+      sweep_interval: { unit: 's', local: interval / 1000, production: 60, note: `EventBridge Scheduler rate(1 minute) in lib/site-stack.ts; both local sites use the same interval, scaled down 60/${interval / 1000}x` },
       heartbeat_timeout: { unit: 's', value: HEARTBEAT_TIMEOUT_S },
       toml: metaSiteToml.trim().split('\n'),
       poll: { unit: 'ms between the bench\'s looks at the members (its resolution)', value: options.pollMs },

@@ -38,6 +38,7 @@ export interface AwsLimitViolation {
 
 interface TemplateResource {
   Type: string;
+  // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are untyped JSON, read by path per resource type
   Properties?: Record<string, any>;
 }
 type Template = { Resources?: Record<string, TemplateResource> };

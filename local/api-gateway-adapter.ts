@@ -27,7 +27,7 @@ export interface GatewayRoute extends MatchableRoute {
 }
 
 /** The routes as API Gateway is given them (lib/api-routes.ts): each with the JWT authorizer unless public. */
-export const gatewayRoutesOf = (routes: readonly Pick<Route<any, any, any, any, any>, 'method' | 'path' | 'roles'>[]): GatewayRoute[] =>
+export const gatewayRoutesOf = (routes: readonly Pick<Route, 'method' | 'path' | 'roles'>[]): GatewayRoute[] =>
   routes.map((route) => ({ method: route.method, path: route.path, public: route.roles === 'public', group: routeGroupOf(route) }));
 
 export interface LocalHttpServerOptions {

@@ -330,8 +330,9 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     if (!instance) {
       // Deleting again while the first delete is still cleaning is the same delete.
       const inCleanup = cleaning.get(name);
-      if (inCleanup) return sendAnswer(res, 202, inCleanup);
-      return sendError(res, 404, { code: 'not_found', message: `no instance named ${name}` });
+      if (inCleanup) sendAnswer(res, 202, inCleanup);
+      else sendError(res, 404, { code: 'not_found', message: `no instance named ${name}` });
+      return;
     }
     instances.delete(name);
     if (nameByToken.get(instance.clientToken) === name) nameByToken.delete(instance.clientToken);
@@ -350,8 +351,8 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   function handleStatus(name: string, res: ServerResponse): void {
     // A name that was deleted and created again is the new, present instance.
     const state: InstanceStatusAnswer['state'] | undefined = instances.has(name) ? 'present' : cleaning.has(name) ? 'cleaning' : undefined;
-    if (!state) return sendError(res, 404, { code: 'not_found', message: `no instance named ${name}` });
-    sendJson(res, 200, { state } satisfies InstanceStatusAnswer);
+    if (state) sendJson(res, 200, { state } satisfies InstanceStatusAnswer);
+    else sendError(res, 404, { code: 'not_found', message: `no instance named ${name}` });
   }
 
   async function control(method: string, path: string, body: unknown): Promise<ControlResponse | undefined> {

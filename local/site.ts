@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { dueTimes } from '#reconcilers/registry.ts';
 import { randomBytes } from 'node:crypto';

@@ -3,11 +3,12 @@ import {
   DescribeStreamCommand,
   DynamoDBStreamsClient,
   GetRecordsCommand,
+  type GetRecordsCommandOutput,
   GetShardIteratorCommand,
   type Shard,
 } from '@aws-sdk/client-dynamodb-streams';
-import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { emptyLane, enqueue, maxBackoffMs, mayDeliver, nextBatch, settle, type DeliveryPolicy, type Invocation, type Lane } from './lambda-delivery.ts';
+import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { emptyLane, enqueue, maxBackoffMs, mayDeliver, nextBatch, settle, type DeliveryPolicy, type Invocation, type Lane, type StreamHandlerResult } from './lambda-delivery.ts';
 import { toLambdaRecord } from './lambda-stream-record.ts';
 import { createStreamChaos, type StreamChaos, type StreamChaosConfig } from './stream-chaos.ts';
 
@@ -23,7 +24,7 @@ export interface StreamPollerOptions {
   /** DynamoDB Local endpoint. */
   endpoint: string;
   tableName: string;
-  handler: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
+  handler: (event: DynamoDBStreamEvent) => Promise<StreamHandlerResult>;
   /** Where to begin in the shards that exist when the poller starts; shards that appear later are read whole. */
   startAt?: StartPosition;
   /** Records per handler call, per shard (1..1000, GetRecords' limit). Default 100. */
@@ -248,7 +249,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       shard.ended = true;
       return;
     }
-    let out;
+    let out: GetRecordsCommandOutput;
     try {
       out = await streams!.send(new GetRecordsCommand({ ShardIterator: shard.iterator, Limit: policy.batchSize }), {
         abortSignal: abort.signal,

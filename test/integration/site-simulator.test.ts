@@ -330,7 +330,7 @@ describe('the agent client against the simulator', () => {
     await call('POST', '/_sim/faults', { op: 'create', outcomes: ['timeout'] });
     const { client } = agentClient(10_000);
     const pending = client.createInstance({ name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 't' });
-    await eventually(async () => ((await sim.control('GET', '/_sim/requests', undefined))?.body as { items: unknown[] }).items[0]);
+    await eventually(async () => ((await sim.control('GET', '/_sim/requests', undefined))?.body as { items: unknown[] } | undefined)?.items[0]);
     const started = Date.now();
     await sim.stop();
     expect(Date.now() - started).toBeLessThan(1_000);
