@@ -111,7 +111,8 @@ async function burst({ endpoint, javaPid, options, progress }: BurstSetting, tab
     const requests = countRequests(site.storeClient, { tagOf: () => calls.getStore() });
     const url = `${site.url}/v2/org/${ORG}/nico/instance`;
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    progress(`contention: ${options.requests} creates at once on ${options.machines} free machines${containerPerRequest ? ', each request a container of its own' : ''}`);
+    progress(`contention: ${options.requests} creates at once on ${options.machines} free ` +
+      `machines${containerPerRequest ? ', each request a container of its own' : ''}`);
     const before = { ...requests.counts };
     const bodies = Array.from({ length: options.requests }, (_, i) => JSON.stringify({ machineType: MACHINE_TYPE, name: `burst-${i}` }));
     const compiling = watchJitCompilers(javaPid);
@@ -148,7 +149,9 @@ export async function contentionBench(dynamo: Pick<DynamoDbLocal, 'endpoint' | '
       tries_per_create: PLACEMENT_TRIES,
       site_toml: contentionSiteToml(options.machines).trim().split('\n'),
       method:
-        'each burst on a fresh local site (new tables on one DynamoDB Local, its stream log indexed) once every machine is live: all creates sent at once with fetch from a worker thread (the clients off the site\'s event loop, as on other machines), each timed from send until its body is read; the stream reactions provision the winners meanwhile, as they would',
+        'each burst on a fresh local site (new tables on one DynamoDB Local, its stream log indexed) once every machine is live: ' +
+          'all creates sent at once with fetch from a worker thread (the clients off the site\'s event loop, as on other machines), ' +
+          'each timed from send until its body is read; the stream reactions provision the winners meanwhile, as they would',
     },
     ...judged,
     goal: {
@@ -169,7 +172,8 @@ export async function contentionBench(dynamo: Pick<DynamoDbLocal, 'endpoint' | '
       containerBursts.length === 0
         ? null
         : {
-            unit: 'the same bursts with every request served as by a Lambda container of its own (local/site.ts containerPerRequest): creates race each other and the version guard decides; not judged',
+            unit: 'the same bursts with every request served as by a Lambda container of its own (local/site.ts ' +
+              'containerPerRequest): creates race each other and the version guard decides; not judged',
             ...figuresOf(containerBursts),
           },
   };

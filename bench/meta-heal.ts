@@ -248,7 +248,10 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
       poll: { unit: 'ms between the bench\'s looks at the members (its resolution)', value: options.pollMs },
       sweep_only_site: 'startLocalSite({ streamPoller: false }): no stream reactions at all; the schedule timer runs the same sweep handler',
       method:
-        'per trial: wait until the meta-instance is Ready with one Ready member on a healthy live machine; fail that machine (override: POST /admin/machines/{id}/health-overrides template degraded as provider-admin; heartbeat: the simulated agent leaves it out of its roster); time until a different member is Ready; then undo the failure and wait until the machine is back in the pool. Heartbeat and sweep-only trials start after a random pause of up to one sweep interval so they do not fall in step with the sweep.',
+        'per trial: wait until the meta-instance is Ready with one Ready member on a healthy live machine; fail that machine (override: ' +
+          'POST /admin/machines/{id}/health-overrides template degraded as provider-admin; heartbeat: the simulated agent leaves it out of ' +
+          'its roster); time until a different member is Ready; then undo the failure and wait until the machine is back in the pool. ' +
+          'Heartbeat and sweep-only trials start after a random pause of up to one sweep interval so they do not fall in step with the sweep.',
     },
     stream: {
       override: streamO,
@@ -256,7 +259,9 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
         ? {
             heartbeat: {
               ...streamH,
-              note: 'a stopped heartbeat is written once (heartbeatLive false, heartbeatStaleAt = last seen + timeout) and the stream reaction finds it not yet stale; the sweep finds it through the due index once stale, so detection waits for a sweep tick on this site too, and the stream then provisions the replacement at once',
+              note: 'a stopped heartbeat is written once (heartbeatLive false, heartbeatStaleAt = last seen + timeout) and ' +
+                'the stream reaction finds it not yet stale; the sweep finds it through the due index once stale, so ' +
+                'detection waits for a sweep tick on this site too, and the stream then provisions the replacement at once',
             },
           }
         : {}),
@@ -269,7 +274,8 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
           sweepOverride.length === 0
             ? 'not run (BENCH_META_SWEEP_PROBES=0)'
             : sweepO.replaced === 0
-            ? 'never replaced: a health override on a bound machine puts nothing in the due index (items.ts machineDueAt covers Cleanup and stale heartbeats, metaDueAt Placing/Retrying/Deleting), so only the stream reaction finds this failure'
+            ? 'never replaced: a health override on a bound machine puts nothing in the due index (items.ts machineDueAt covers ' +
+              'Cleanup and stale heartbeats, metaDueAt Placing/Retrying/Deleting), so only the stream reaction finds this failure'
             : 'replaced within the wait',
       },
       ...(options.heartbeatTrials > 0

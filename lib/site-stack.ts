@@ -330,7 +330,8 @@ export class SiteStack extends Stack {
     Validations.of(schedulerRole).acknowledge({
       id: `AwsSolutions-IAM5[Resource::${sweepArnToken}]`,
       reason:
-        'The wildcard is the qualifier of one function ARN (the sweep function\'s versions and aliases, as LambdaInvoke grants it); the role can invoke no other function.',
+        'The wildcard is the qualifier of one function ARN (the sweep function\'s versions ' +
+          'and aliases, as LambdaInvoke grants it); the role can invoke no other function.',
     });
     // A run that runs out of time puts a follow-up event on the bus (its role may put exactly those, see
     // function-permissions.ts); this rule starts the next run at once. A lost follow-up costs only time: the
@@ -398,7 +399,8 @@ export class SiteStack extends Stack {
       if (route.public) {
         Validations.of(wired!).acknowledge({
           id: 'AwsSolutions-APIG4',
-          reason: `${route.method} ${route.path} (${route.operationId}) is public by the route table (roles: 'public'): it serves no fleet data, and clients read it before they have a token.`,
+          reason: `${route.method} ${route.path} (${route.operationId}) is public by the route table ` +
+            `(roles: 'public'): it serves no fleet data, and clients read it before they have a token.`,
         });
       }
     }
@@ -512,7 +514,8 @@ export class SiteStack extends Stack {
     // -- justified exceptions for the whole stack ---------------------------------------------------------------
     Validations.of(this).acknowledge({
       id: 'AwsSolutions-L1',
-      reason: `DESIGN.md pins the Lambda runtime to ${FUNCTION_RUNTIME.name}: the local runner, the tests and the dependencies are verified on Node 22; moving to a newer runtime is a deliberate upgrade, not a drive-by.`,
+      reason: `DESIGN.md pins the Lambda runtime to ${FUNCTION_RUNTIME.name}: the local runner, the tests and the ` +
+        'dependencies are verified on Node 22; moving to a newer runtime is a deliberate upgrade, not a drive-by.',
     });
 
     // -- outputs ------------------------------------------------------------------------------------------------

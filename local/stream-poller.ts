@@ -308,7 +308,8 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
         if (invocation.kind === 'returned') counters.lastError = `${describe(outcome.record)} ${outcome.error}`;
         counters.retries++;
         log(
-          `stream-poller: ${describe(outcome.record)} failed (attempt ${outcome.attempts}/${policy.maxRetries + 1}), retrying in ${outcome.delayMs} ms: ${outcome.error}`,
+          `stream-poller: ${describe(outcome.record)} failed (attempt ${outcome.attempts}/${policy.maxRetries + 1}), ` +
+            `retrying in ${outcome.delayMs} ms: ${outcome.error}`,
         );
         break;
     }

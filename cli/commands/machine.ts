@@ -171,7 +171,8 @@ function healthOverrideCommand(deps: RuntimeDeps): Command {
     .argument('<machine-id>')
     .requiredOption(
       '--template <name>',
-      'tenant-reported-issue, request-repair, request-online-repair, out-for-repair, degraded, internal-maintenance, mark-healthy (or PascalCase: RequestRepair, OutForRepair, ...)',
+      'tenant-reported-issue, request-repair, request-online-repair, out-for-repair, degraded, ' +
+        'internal-maintenance, mark-healthy (or PascalCase: RequestRepair, OutForRepair, ...)',
     )
     .option('--message <text>', 'why (shown in the alert)')
     .addOption(new Option('--mode <mode>', "override the template's mode").choices(['merge', 'replace']))
