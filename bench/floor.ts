@@ -119,7 +119,9 @@ export async function startFloor(setting: FloorSetting): Promise<Floor> {
   // What the site's reactions do between a tenant's calls goes through the store, on a client outside the meter.
   const reactions = new DynamoFleetStore(createDocumentClient(setting.endpoint), tableName, dueTimes);
   const machines = new Map(seeded.map((machine) => [machine.id, machine]));
-  const remember = (change: Change) => committedMachines(change).forEach((machine) => machines.set(machine.id, machine));
+  const remember = (change: Change) => {
+    for (const machine of committedMachines(change)) machines.set(machine.id, machine);
+  };
 
   const timedCall = async <T>(call: () => Promise<T>) => {
     await settle(setting.settleMs);

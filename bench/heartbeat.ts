@@ -268,7 +268,8 @@ export async function heartbeatCost(
       goals: {
         beat_p99_ms: judged(latency.p99, heartbeatGoals.beatP99Ms, 'ms: the heartbeat request, under a changing roster'),
         beat_p50_ms: judged(latency.median, heartbeatGoals.beatP99Ms, 'ms: the heartbeat request, under a changing roster'),
-        first_roster_to_allocatable_ms: judged(firstRosterMs, heartbeatGoals.firstRosterToAllocatableMs, 'ms: first beat until every bucket walked (every machine allocatable; checked after the run); the fleet summary catching up is initial_roster.summary_caught_up_ms'),
+        first_roster_to_allocatable_ms: judged(firstRosterMs, heartbeatGoals.firstRosterToAllocatableMs, 'ms: first beat until every bucket walked (every machine allocatable; checked after ' +
+          'the run); the fleet summary catching up is initial_roster.summary_caught_up_ms'),
         write_units_per_liveness_change: judged(bulkUnitsPerChange, heartbeatGoals.writeUnitsPerLivenessChange, 'write units per machine whose liveness changed: the first roster walk (machines and the buckets marked applied) / machines'),
         idle_writes_per_second: judged(writesPerSecond, heartbeatGoals.idleWritesPerSecond, 'DynamoDB writes per simulated second, idle fleet', true),
         registration_ms: judged(registrationMs, heartbeatGoals.registrationMs, `ms: POST /admin/machines service call for ${ids.length} new machines`),
@@ -294,7 +295,8 @@ export async function heartbeatCost(
         liveness_changes: livenessChanges,
         walk: costView(walkCost),
         walk_write_units_per_liveness_change: {
-          unit: "write units per change when few machines change: each walk marks its bucket (~2 KB) applied, and the fleet summary rewrites the changed machine's rack (~1.3 KB) and counter item (~2.3 KB at 10,000 machines in racks of 8: the counters of ~20 racks), each written in a transaction",
+          unit: "write units per change when few machines change: each walk marks its bucket (~2 KB) applied, and the fleet summary rewrites the changed " +
+            "machine's rack (~1.3 KB) and counter item (~2.3 KB at 10,000 machines in racks of 8: the counters of ~20 racks), each written in a transaction",
           value: round(walkCost.writeUnits / Math.max(1, livenessChanges), 3),
         },
       },

@@ -308,7 +308,11 @@ export async function placementBench(options: PlacementOptions = defaultPlacemen
       warmup_passes: options.warmupPasses,
       measured_passes: options.passes,
       method:
-        'no I/O: each meta-instance (new, no members) is decided on a snapshot whose candidates a variant loads from its type\'s free machines in an in-memory allocatable index ordered as the store orders it (rack, then id), shared by all and shrinking as machines are claimed; loading and reconcileMetaInstance are timed together (performance.now()), after warm-up passes over the same fleet and requests (seeded, identical every run). A placement error is false when reconcileMetaInstance on every free machine of the type places the same meta-instance at that moment (checked untimed)',
+        'no I/O: each meta-instance (new, no members) is decided on a snapshot whose candidates a variant loads from its ' +
+          'type\'s free machines in an in-memory allocatable index ordered as the store orders it (rack, then id), shared by all ' +
+          'and shrinking as machines are claimed; loading and reconcileMetaInstance are timed together (performance.now()), ' +
+          'after warm-up passes over the same fleet and requests (seeded, identical every run). A placement error is false when ' +
+          'reconcileMetaInstance on every free machine of the type places the same meta-instance at that moment (checked untimed)',
     },
     goals: {
       false_placement_errors: { figure: loaded.outcomes.false_placement_errors, goal: 0, meets_goal: loaded.outcomes.false_placement_errors === 0 },

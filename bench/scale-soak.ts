@@ -201,7 +201,8 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     const fleet = await everything((page) => observer.listMachines(page));
     const inIndex = (await Promise.all(MACHINE_TYPES.map((type) => everything((page) => observer.allocatableMachinesPage(type, page))))).flat();
     if (fleet.length !== options.machines || !fleet.every((m) => m.heartbeatLive) || inIndex.length !== options.machines) {
-      throw new Error(`scale: the summary counted ${options.machines} allocatable, but ${fleet.filter((m) => m.heartbeatLive).length} of ${fleet.length} machines are live and ${inIndex.length} in the allocatable index`);
+      throw new Error(`scale: the summary counted ${options.machines} allocatable, but ${fleet.filter((m) => m.heartbeatLive).length} ` +
+        `of ${fleet.length} machines are live and ${inIndex.length} in the allocatable index`);
     }
     const owned: Array<{ org: string; id: string }> = [];
     await inParallel(Array.from({ length: options.instances }, (_, n) => n), 8, async (n) => {
@@ -357,11 +358,16 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
         orgs: ORGS,
         toml: scaleSiteToml(options).trim().split('\n'),
         method:
-          'local runner (real handlers behind the API Gateway adapter, stream poller, sweep timer, simulated agent) on DynamoDB Local. Setup: N machines registered and live, the instances and meta-instances created through the API until all are Ready. Churn: `apiWorkers` tenants call one request after another (30% create and wait Ready, 30% release and wait Terminated, 20% list, 20% get) while the failures come at even intervals over the first two thirds of the churn, alternating health override (degraded) and heartbeat stop, each on a Ready member of a meta-instance. Afterwards the site is left to go quiet (stream idle, two sweeps) and every machine, instance and meta-instance is read back.',
+          'local runner (real handlers behind the API Gateway adapter, stream poller, sweep timer, simulated agent) on DynamoDB Local. Setup: N ' +
+            'machines registered and live, the instances and meta-instances created through the API until all are Ready. Churn: `apiWorkers` tenants call ' +
+            'one request after another (30% create and wait Ready, 30% release and wait Terminated, 20% list, 20% get) while the failures come at even ' +
+            'intervals over the first two thirds of the churn, alternating health override (degraded) and heartbeat stop, each on a Ready member of a ' +
+            'meta-instance. Afterwards the site is left to go quiet (stream idle, two sweeps) and every machine, instance and meta-instance is read back.',
       },
       setup_s: setupS,
       site_start: {
-        unit: 's: the local site started (machines registered, API answering /health), then the fleet summary counting every machine allocatable (`GET /admin/fleet/summary` every second; the machines themselves checked once after)',
+        unit: 's: the local site started (machines registered, API answering /health), then the fleet summary counting every ' +
+          'machine allocatable (`GET /admin/fleet/summary` every second; the machines themselves checked once after)',
         site_up_s: siteUpS,
         fleet_allocatable_after_up_s: fleetAllocatableS,
       },

@@ -269,11 +269,15 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
       repair_fraction: options.repairFraction,
       roles: loaded.roles,
       mean_item_json_bytes: loaded.meanItemJsonBytes,
-      table: 'a fresh table from tableDefinition() on a DynamoDB Local of its own, holding only these machine items (plus the site heartbeat); a real table also holds instances and history, so a real Scan costs more',
+      table: 'a fresh table from tableDefinition() on a DynamoDB Local of its own, holding only these machine items ' +
+        '(plus the site heartbeat); a real table also holds instances and history, so a real Scan costs more',
       due_page: DUE_PAGE,
       claim_sla_minutes: CLAIM_MS / 60_000,
       method:
-        'machine records built in memory, written with BatchWrite (25 per request, several in flight) through items.ts machineItem, so every index attribute is what the store would write; then the sweep\'s finding reads through DynamoFleetStore (dueEntities with the sweep\'s limit, getSiteHeartbeat, repairsToWatch) with read-unit deltas metered on its client (counter.ts), then one full Scan of the table (all pages, eventually consistent as the index queries are, Select COUNT, which consumes what a plain Scan does) with ReturnConsumedCapacity TOTAL',
+        'machine records built in memory, written with BatchWrite (25 per request, several in flight) through items.ts machineItem, so every index ' +
+          'attribute is what the store would write; then the sweep\'s finding reads through DynamoFleetStore (dueEntities with the sweep\'s limit, ' +
+          'getSiteHeartbeat, repairsToWatch) with read-unit deltas metered on its client (counter.ts), then one full Scan of the table (all pages, ' +
+          'eventually consistent as the index queries are, Select COUNT, which consumes what a plain Scan does) with ReturnConsumedCapacity TOTAL',
     },
     load: { unit: 's', value: round(loadS, 1), machines_per_second: Math.round(options.machines / loadS), batch_retries: loaded.retries, concurrency: options.loadConcurrency },
     sweep: {
@@ -299,7 +303,8 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
       requests: clearingRequests,
       still_due_after: remaining.length,
       still_due_after_why:
-        'a machine holding an instance with a stale heartbeat stays in the due index until its heartbeat returns or its instance is released; the sweep looks at it every run and changes nothing',
+        'a machine holding an instance with a stale heartbeat stays in the due index until its heartbeat ' +
+          'returns or its instance is released; the sweep looks at it every run and changes nothing',
       goal: { figure: clearing.ms, goal: GOAL_CLEAR_MS, ratio: ratio(clearing.ms, GOAL_CLEAR_MS), meets_goal: clearing.ms < GOAL_CLEAR_MS },
     },
     ratios: {

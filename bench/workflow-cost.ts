@@ -350,7 +350,8 @@ function summarizeWorkflow(workflow: Workflow, samples: WorkflowSample[]) {
       ...Object.fromEntries([...commands].sort().map((c) => [c, round(median(samples.map((s) => s.total.requests[c] ?? 0)))])),
     },
     by_source: {
-      unit: 'call: the request that starts the workflow; agent: the site agent\'s reports through the API; reactions: the stream handler (and the sweep, if it ticked)',
+      unit: 'call: the request that starts the workflow; agent: the site agent\'s reports ' +
+        'through the API; reactions: the stream handler (and the sweep, if it ticked)',
       call: bySource('call'),
       agent: bySource('agent'),
       reactions: bySource('reactions'),
@@ -408,13 +409,21 @@ export async function workflowCost(endpoint: string, id: string, options: Workfl
       toml: workflowSiteToml.trim().split('\n'),
       baseline: {
         requests: BASELINE_REQUESTS,
-        source: 'measured before the reconciler registry (commit 1341d3a): every DynamoDB request until the site went quiet, median of 5; capacity units not recorded',
+        source: 'measured before the reconciler registry (commit 1341d3a): every DynamoDB ' +
+          'request until the site went quiet, median of 5; capacity units not recorded',
       },
       method:
-        'one local site (API, stream poller, sweep timer, simulated agent) on DynamoDB Local; every request the site store\'s client sends is counted (bench/counter.ts), from the call that starts the workflow until the condition holds and the site is quiet (stream drained, then no request for quiet_ms). create_to_ready: POST instance until Ready; release_to_clean: DELETE it until Terminated and its machine Ready and free; member_replacement: a minNodes-2 meta-instance, a degraded override on one member\'s machine (POST /admin/machines/{id}/health-overrides) until the meta-instance is Ready with 2 Ready members off that machine, the old member Terminated and its machine out of Cleanup (the override is removed afterwards, not counted). The idempotency table is not touched (no Idempotency-Key is sent).',
+        'one local site (API, stream poller, sweep timer, simulated agent) on DynamoDB Local; every request the site store\'s client sends is counted ' +
+          '(bench/counter.ts), from the call that starts the workflow until the condition holds and the site is quiet (stream drained, then no request ' +
+          'for quiet_ms). create_to_ready: POST instance until Ready; release_to_clean: DELETE it until Terminated and its machine Ready and free; ' +
+          'member_replacement: a minNodes-2 meta-instance, a degraded override on one member\'s machine (POST /admin/machines/{id}/health-overrides) ' +
+          'until the meta-instance is Ready with 2 Ready members off that machine, the old member Terminated and its machine out of Cleanup (the ' +
+          'override is removed afterwards, not counted). The idempotency table is not touched (no Idempotency-Key is sent).',
       sweep: 'the sweep interval is long, so no sweep normally ticks in a window; if one did, its requests are in reactions',
       batches:
-        'a stream batch is what one non-empty GetRecords of the local poller hands to the handler (it reads and delivers one batch at a time); reconciled_more_than_once lists entities the runner logged `reconciled` for more than once in one batch (one line per pass that committed), read_more_than_once items GetItem-read more than once by the reactions in one batch',
+        'a stream batch is what one non-empty GetRecords of the local poller hands to the handler (it reads and delivers one batch ' +
+          'at a time); reconciled_more_than_once lists entities the runner logged `reconciled` for more than once in one batch (one ' +
+          'line per pass that committed), read_more_than_once items GetItem-read more than once by the reactions in one batch',
     },
     workflows,
     summary: Object.fromEntries(

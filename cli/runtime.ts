@@ -125,7 +125,8 @@ export function addWaitOptions(command: Command, what: string, defaultSeconds = 
  * A commander action with its runtime: `fn(rt, args, options)`. Errors propagate to main(), which prints them
  * and sets the exit code.
  */
-export function action<O = any>(deps: RuntimeDeps, fn: (rt: Runtime, args: any[], options: O) => Promise<void>) {
+// biome-ignore lint/suspicious/noExplicitAny: commander passes the positional arguments each command declares; actions destructure them by name
+export function action<O = unknown>(deps: RuntimeDeps, fn: (rt: Runtime, args: any[], options: O) => Promise<void>) {
   return async (...received: unknown[]): Promise<void> => {
     const command = received.at(-1) as Command;
     // With the global options: `profile set` stores --url and --token.

@@ -30,10 +30,12 @@ export type Body<P extends ApiPath, M extends Method> =
   Operation<P, M> extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
 
 /** The second argument of a call: `params` (required when the path has parameters) and `body` (when it takes one). */
+// biome-ignore lint/complexity/noBannedTypes: `{} extends T` asks whether every key of T is optional
 export type Init<P extends ApiPath, M extends Method> = ({} extends Params<P, M> ? { params?: Params<P, M> } : { params: Params<P, M> }) &
   ([Body<P, M>] extends [never] ? { body?: never } : Operation<P, M> extends { requestBody: object } ? { body: Body<P, M> } : { body?: Body<P, M> });
 
 /** The rest parameters of a call: `init` may be left out when nothing in it is required. */
+// biome-ignore lint/complexity/noBannedTypes: `{} extends T` asks whether every key of T is optional
 export type InitArg<P extends ApiPath, M extends Method> = {} extends Init<P, M> ? [init?: Init<P, M>] : [init: Init<P, M>];
 
 /** The GET routes that answer a page (`{ items, nextToken? }`), and the type of their items. */

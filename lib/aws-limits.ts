@@ -38,6 +38,7 @@ export interface AwsLimitViolation {
 
 interface TemplateResource {
   Type: string;
+  // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are untyped JSON, read by path per resource type
   Properties?: Record<string, any>;
 }
 type Template = { Resources?: Record<string, TemplateResource> };
@@ -61,7 +62,8 @@ function filterViolations(resources: Array<[string, TemplateResource]>): AwsLimi
       violations.push({
         rule: 'Lambda: filters per event source mapping',
         resource: id,
-        message: `${filters.length} filters; Lambda allows ${AWS_LIMITS.filtersPerEventSourceMapping} per event source mapping (10 on request) and refuses to create the mapping otherwise`,
+        message: `${filters.length} filters; Lambda allows ${AWS_LIMITS.filtersPerEventSourceMapping} ` +
+          'per event source mapping (10 on request) and refuses to create the mapping otherwise',
       });
     }
     filters.forEach(({ Pattern }, i) => {
@@ -102,7 +104,8 @@ function concurrencyViolations(resources: Array<[string, TemplateResource]>, { a
 /** Also what the stack says when `[lambda]` asks for more than the account has (lib/site-api.ts). */
 export function concurrencyMessage(reserved: number, accountConcurrency: number): string {
   return (
-    `reserved concurrency ${reserved} plus the ${AWS_LIMITS.unreservedConcurrency} Lambda keeps unreserved is ${reserved + AWS_LIMITS.unreservedConcurrency}, ` +
+    `reserved concurrency ${reserved} plus the ${AWS_LIMITS.unreservedConcurrency} ` +
+      `Lambda keeps unreserved is ${reserved + AWS_LIMITS.unreservedConcurrency}, ` +
     `over the account's quota of ${accountConcurrency} ([lambda] account_concurrency): lower the [lambda] *_reserved_concurrency keys, ` +
     `or ask AWS for a higher "Concurrent executions" quota and set account_concurrency to it`
   );
@@ -121,7 +124,8 @@ function apiTimeoutViolations(resources: Array<[string, TemplateResource]>): Aws
       violations.push({
         rule: 'API Gateway: HTTP API integration timeout',
         resource: target,
-        message: `times out after ${timeout} s, but the HTTP API gives up after ${AWS_LIMITS.httpApiIntegrationSeconds} s: the caller would get a 503 while the function still runs`,
+        message: `times out after ${timeout} s, but the HTTP API gives up after ${AWS_LIMITS.httpApiIntegrationSeconds} ` +
+          's: the caller would get a 503 while the function still runs',
       });
     }
   }

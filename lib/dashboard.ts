@@ -84,7 +84,12 @@ export class SiteDashboard extends Construct {
       comment: `Fleetward ${props.siteName} dashboard: security headers`,
       securityHeadersBehavior: {
         contentSecurityPolicy: {
-          contentSecurityPolicy: `default-src 'self'; connect-src 'self' https://*.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}; img-src 'self' data:; frame-ancestors 'none'`,
+          contentSecurityPolicy: [
+            "default-src 'self'",
+            `connect-src 'self' https://*.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}`,
+            "img-src 'self' data:",
+            "frame-ancestors 'none'",
+          ].join('; '),
           override: true,
         },
         contentTypeOptions: { override: true },
@@ -115,17 +120,21 @@ export class SiteDashboard extends Construct {
     Validations.of(this.distribution).acknowledge({
       id: 'AwsSolutions-CFR1',
       reason:
-        'The dashboard is for the operators of this site wherever they are; it serves static files only, and every fleet datum it shows comes from the HTTP API behind the JWT authorizer (provider-admin), so a geo restriction would protect nothing.',
+        'The dashboard is for the operators of this site wherever they are; it serves static files only, and every fleet datum ' +
+          'it shows comes from the HTTP API behind the JWT authorizer (provider-admin), so a geo restriction would protect nothing.',
     });
     Validations.of(this.distribution).acknowledge({
       id: 'AwsSolutions-CFR2',
       reason:
-        'The distribution serves a handful of static, public-by-design files (no data, no secrets: config.json holds only the API URL); the data sits behind the API\'s JWT authorizer. A WAF web ACL (us-east-1 only, billed per rule) can be attached later with webAclId if a site wants one.',
+        'The distribution serves a handful of static, public-by-design files (no data, no secrets: config.json holds only the API URL); the data sits ' +
+          'behind the API\'s JWT authorizer. A WAF web ACL (us-east-1 only, billed per rule) can be attached later with webAclId if a site wants one.',
     });
     Validations.of(this.distribution).acknowledge({
       id: 'AwsSolutions-CFR4',
       reason:
-        'Without a custom domain the distribution uses the default *.cloudfront.net certificate, whose security policy CloudFront fixes (TLSv1); choosing TLSv1.2_2021 needs a custom domain with an ACM certificate, which the stack does not manage (docs/deploy.md). Browsers negotiate TLS 1.2/1.3 with it.',
+        'Without a custom domain the distribution uses the default *.cloudfront.net certificate, whose ' +
+          'security policy CloudFront fixes (TLSv1); choosing TLSv1.2_2021 needs a custom domain with an ACM ' +
+          'certificate, which the stack does not manage (docs/deploy.md). Browsers negotiate TLS 1.2/1.3 with it.',
     });
   }
 
@@ -168,7 +177,8 @@ export class SiteDashboard extends Construct {
     this.deployHandler = handler;
     Validations.of(handler).acknowledge({
       id: 'AwsSolutions-L1',
-      reason: `The runtime of aws-cdk-lib's BucketDeployment handler (${handler.runtime.name}) is chosen by aws-cdk-lib and not configurable; it runs only while CloudFormation deploys the dashboard's files, and moves on with aws-cdk-lib upgrades.`,
+      reason: `The runtime of aws-cdk-lib's BucketDeployment handler (${handler.runtime.name}) is chosen by aws-cdk-lib and not ` +
+        `configurable; it runs only while CloudFormation deploys the dashboard's files, and moves on with aws-cdk-lib upgrades.`,
     });
     // The wildcards of BucketDeployment's grants (grantRead on the source assets, grantReadWrite on this bucket),
     // as cdk-nag's IAM5 names them: the asset bucket's ARN is literal once `cdk deploy` knows the account and
@@ -198,7 +208,8 @@ export class SiteDashboard extends Construct {
       if (!what) throw new Error(`SiteDashboard: BucketDeployment grants an unexpected wildcard (${finding}); review it and say why`);
       Validations.of(role).acknowledge({
         id: `AwsSolutions-IAM5[${finding}]`,
-        reason: `aws-cdk-lib's BucketDeployment needs this to ${what}; the role is this deployment's alone (its handler runs only while CloudFormation deploys) and reaches no bucket but these two.`,
+        reason: `aws-cdk-lib's BucketDeployment needs this to ${what}; the role is this deployment's alone ` +
+          '(its handler runs only while CloudFormation deploys) and reaches no bucket but these two.',
       });
     }
     return this.deployment;

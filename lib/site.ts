@@ -66,7 +66,8 @@ export function loadSite(name: string | undefined, options: LoadSiteOptions = {}
   checkRouteOverrides(config, apiRouteSpecs().map(routeKeyOf), shown);
   if (config.site.name !== name) {
     throw new SiteConfigError(
-      `${shown}: [site] name is "${config.site.name}" but the file is ${name}.toml; set [site] name = "${name}" so the stack and the running functions agree on the site`,
+      `${shown}: [site] name is "${config.site.name}" but the file is ${name}.toml; set ` +
+        `[site] name = "${name}" so the stack and the running functions agree on the site`,
     );
   }
   const isLocalSample = name === LOCAL_SAMPLE_SITE;

@@ -15,7 +15,8 @@ export function sweepRate(site: LoadedSite): Duration {
   if (site.isLocalSample) return Duration.minutes(Math.max(1, Math.ceil(seconds / SCHEDULER_MINUTE_SECONDS)));
   if (seconds < SCHEDULER_MINUTE_SECONDS || seconds % SCHEDULER_MINUTE_SECONDS !== 0) {
     throw new SiteConfigError(
-      `site ${site.name}: sweep.interval_seconds = ${seconds}, but EventBridge Scheduler runs the sweep in whole minutes, at least one: use 60, 120, ... (a shorter interval is for the local runner only)`,
+      `site ${site.name}: sweep.interval_seconds = ${seconds}, but EventBridge Scheduler runs the sweep ` +
+        'in whole minutes, at least one: use 60, 120, ... (a shorter interval is for the local runner only)',
     );
   }
   return Duration.seconds(seconds);

@@ -27,7 +27,7 @@ export interface GatewayRoute extends MatchableRoute {
 }
 
 /** The routes as API Gateway is given them (lib/api-routes.ts): each with the JWT authorizer unless public. */
-export const gatewayRoutesOf = (routes: readonly Pick<Route<any, any, any, any, any>, 'method' | 'path' | 'roles'>[]): GatewayRoute[] =>
+export const gatewayRoutesOf = (routes: readonly Pick<Route, 'method' | 'path' | 'roles'>[]): GatewayRoute[] =>
   routes.map((route) => ({ method: route.method, path: route.path, public: route.roles === 'public', group: routeGroupOf(route) }));
 
 export interface LocalHttpServerOptions {
@@ -96,7 +96,8 @@ const requestUrl = (target: string) => (target.startsWith('/') ? new URL(`http:/
 function apiGatewayTime(date: Date): string {
   const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
   const pad = (n: number) => String(n).padStart(2, '0');
-  return `${pad(date.getUTCDate())}/${months[date.getUTCMonth()]}/${date.getUTCFullYear()}:${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())} +0000`;
+  const time = [date.getUTCHours(), date.getUTCMinutes(), date.getUTCSeconds()].map(pad).join(':');
+  return `${pad(date.getUTCDate())}/${months[date.getUTCMonth()]}/${date.getUTCFullYear()}:${time} +0000`;
 }
 
 function buildEvent(req: IncomingMessage, url: URL, body: string, requestId: string, routeKey: string, pathParameters: Record<string, string>): APIGatewayProxyEventV2 {

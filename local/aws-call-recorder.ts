@@ -16,6 +16,7 @@ export interface RecordedCall extends IamCall {
 
 export interface AwsCallRecorder {
   /** From now on, every command the client sends from inside a function is recorded (see function-scope.ts). */
+  // biome-ignore lint/suspicious/noExplicitAny: any SDK client; each types its stack by its own commands' inputs and outputs
   instrument(client: { middlewareStack: MiddlewareStack<any, any> }, service: AwsService): void;
 }
 

@@ -17,6 +17,7 @@ export interface LocalResourceNames {
 
 export type AwsService = 'dynamodb' | 'dynamodb-streams' | 'eventbridge';
 
+// biome-ignore lint/suspicious/noExplicitAny: one walker over every SDK command's input, read by the fields each operation has
 type Input = Record<string, any>;
 
 const transactWriteActions: Record<string, string> = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem' };

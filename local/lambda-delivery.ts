@@ -1,4 +1,4 @@
-import type { DynamoDBBatchResponse, DynamoDBRecord } from 'aws-lambda';
+import type { DynamoDBRecord, DynamoDBStreamHandler } from 'aws-lambda';
 
 /**
  * The delivery rules of Lambda's DynamoDB stream event source mapping with ReportBatchItemFailures,
@@ -32,9 +32,12 @@ export interface Lane {
   notBefore: number;
 }
 
+/** What a stream handler resolves to under Lambda's contract (aws-lambda's types): a partial batch response, or nothing. */
+export type StreamHandlerResult = Awaited<ReturnType<DynamoDBStreamHandler>>;
+
 /** What one handler call came to. */
 export type Invocation =
-  | { kind: 'returned'; response: DynamoDBBatchResponse | void }
+  | { kind: 'returned'; response: StreamHandlerResult }
   | { kind: 'threw'; error: string };
 
 export type Settlement =
@@ -76,7 +79,7 @@ export function mayDeliver(lane: Lane, now: number, parentFinished = true): bool
  * Lambda's partial batch response contract: the lowest failed sequence number is where processing resumes; a
  * missing, empty or unknown identifier fails the whole batch. Returns -1 when every record succeeded.
  */
-export function firstFailure(response: DynamoDBBatchResponse | void, records: readonly DynamoDBRecord[]): number {
+export function firstFailure(response: StreamHandlerResult, records: readonly DynamoDBRecord[]): number {
   const failures = response?.batchItemFailures;
   if (!Array.isArray(failures) || failures.length === 0) return -1;
   let first = records.length;

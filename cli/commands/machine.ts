@@ -119,7 +119,9 @@ export function machineCommand(deps: RuntimeDeps): Command {
     .option('--tail <n>', 'start with this many of the latest entries (0: only what comes next)', parseCount, 10)
     .action(
       action(deps, async (rt, [id], o: { interval: number; tail: number }) => {
-        const print = (entries: HistoryEntry[]) => entries.forEach((entry) => rt.out.record(entry, () => renderRow(entry, historyColumns)));
+        const print = (entries: HistoryEntry[]) => {
+          for (const entry of entries) rt.out.record(entry, () => renderRow(entry, historyColumns));
+        };
         // Ctrl-C ends the watch as asked for: exit 0, nothing half-printed.
         const stop = new AbortController();
         const onInterrupt = () => stop.abort();
@@ -169,7 +171,8 @@ function healthOverrideCommand(deps: RuntimeDeps): Command {
     .argument('<machine-id>')
     .requiredOption(
       '--template <name>',
-      'tenant-reported-issue, request-repair, request-online-repair, out-for-repair, degraded, internal-maintenance, mark-healthy (or PascalCase: RequestRepair, OutForRepair, ...)',
+      'tenant-reported-issue, request-repair, request-online-repair, out-for-repair, degraded, ' +
+        'internal-maintenance, mark-healthy (or PascalCase: RequestRepair, OutForRepair, ...)',
     )
     .option('--message <text>', 'why (shown in the alert)')
     .addOption(new Option('--mode <mode>', "override the template's mode").choices(['merge', 'replace']))

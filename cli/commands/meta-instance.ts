@@ -13,7 +13,8 @@ const one = (rt: Runtime, o: OrgOption, id: string) => ({ path: { org: rt.org(o.
 const getMeta = (rt: Runtime, o: OrgOption, id: string): Promise<MetaInstance> => rt.client.get('/v2/org/{org}/nico/meta-instance/{id}', { params: one(rt, o, id) });
 
 const describe = (m: MetaInstance) =>
-  `${m.status}, ${m.instanceIds.length} of ${m.minNodes} instance(s)${m.placementError ? ` (${m.placementError})` : m.lastFailureError ? ` (${m.lastFailureError})` : ''}`;
+  `${m.status}, ${m.instanceIds.length} of ${m.minNodes} ` +
+    `instance(s)${m.placementError ? ` (${m.placementError})` : m.lastFailureError ? ` (${m.lastFailureError})` : ''}`;
 
 export function metaInstanceCommand(deps: RuntimeDeps): Command {
   const meta = new Command('meta-instance').description('meta-instances: keep N machines of a type for the org, optionally on one rack');

@@ -39,7 +39,10 @@ export interface Change {
   siteHistory?: SiteHistoryEntry[];
 }
 
-/** Several decisions committed as one (never roster records: those are committed alone). Records must not repeat: each is guarded by the version it was read at. */
+/**
+ * Several decisions committed as one (never roster records: those are committed alone). Records must not repeat:
+ * each is guarded by the version it was read at.
+ */
 export function mergeChanges(...changes: Change[]): Change {
   return {
     machines: changes.flatMap((c) => c.machines ?? []),

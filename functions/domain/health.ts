@@ -33,6 +33,7 @@ export function lastSeenAt(machine: Machine, heartbeat: HeartbeatView): string |
   if (machine.heartbeatLive && heartbeat.rosterSeenAt !== undefined) {
     // The later of the two ISO timestamps (they compare as strings); decided for every candidate, so no array sort.
     const own = machine.lastHeartbeatAt ?? '';
+    // biome-ignore lint/complexity/useMathMinMax: strings; Math.max would make NaN of them
     return own > heartbeat.rosterSeenAt ? own : heartbeat.rosterSeenAt;
   }
   return machine.lastHeartbeatAt;

@@ -73,7 +73,8 @@ export function reportedFaultEdits(machine: Machine, quarantine: HealthOverride,
     add.push(buildOverride(machine.id, { template: 'request-repair', issue, message: `Automated repair for: ${issue.summary}` }, actor, at));
     events.push('RepairRequested');
   } else if (policy.kind === 'escalate') {
-    const message = `Escalated: repaired ${policy.earlierReports.length > 0 ? 'repeatedly' : 'before'} and reported again; needs people, not another automated repair`;
+    const repaired = policy.earlierReports.length > 0 ? 'repeatedly' : 'before';
+    const message = `Escalated: repaired ${repaired} and reported again; needs people, not another automated repair`;
     add.push(buildOverride(machine.id, { template: 'out-for-repair', issue, message }, actor, at));
     events.push('RepairEscalated');
     return { add, remove: [], events, eventDetail: { earlierReports: policy.earlierReports } };

@@ -164,7 +164,8 @@ export const heartbeatBody = z.strictObject({
     .strictObject({ index: z.number().int().min(0), count: z.union(ROSTER_PART_COUNTS.map((n) => z.literal(n))) })
     .refine((p) => p.index < p.count, { message: 'index must be below count', path: ['index'] })
     .optional()
-    .describe("One part of a roster too large for one beat: the machines whose bucket (SHA-256 of the id, first 4 bytes big-endian, modulo 64) modulo `count` is `index`"),
+    .describe("One part of a roster too large for one beat: the machines whose bucket (SHA-256 " +
+      "of the id, first 4 bytes big-endian, modulo 64) modulo `count` is `index`"),
 });
 
 export const cleanupReportBody = z.strictObject({

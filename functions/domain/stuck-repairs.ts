@@ -55,7 +55,7 @@ export function watchRepair(machine: Machine, now: Date, sla: RepairSla): Repair
 
 /** Stuck and not yet alerted for this episode. */
 export const needsStuckAlert = (machine: Machine, watch: RepairWatch | null): watch is RepairWatch =>
-  watch !== null && watch.stuck && machine.stuckAlerted !== watch.episode;
+  watch?.stuck === true && machine.stuckAlerted !== watch.episode;
 
 /** Alert a stuck repair: the machine remembers the episode, so the RepairStuck event goes out once for it. */
 export function stuckRepairAlert(machine: Machine, watch: RepairWatch, at: string): Change {

@@ -11,7 +11,7 @@ import { principalFromEvent } from '#http/auth.ts';
 import { classifyError } from '#http/classify-error.ts';
 import { createRouteMatcher, normalisePath } from '#http/route-match.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
-import { DEFAULT_MAX_BODY_BYTES, type Answer, type HttpMethod, type Route, type RouteRequest } from '#http/route.ts';
+import { DEFAULT_MAX_BODY_BYTES, type Answer, type AnyRoute, type HttpMethod, type RouteRequest } from '#http/route.ts';
 import { validateParts, validationFailed } from '#http/validation.ts';
 import { CORRELATION_KEY } from '#runtime/request-scope.ts';
 
@@ -45,13 +45,13 @@ const maxIdempotencyKeyLength = 255;
 // ---- route table -------------------------------------------------------------------------------------------
 
 /** Routing, auth and validation never look at the context a route is called with. */
-type AnyRoute = Route<any, any, any, any, any>;
+type TableRoute = AnyRoute<unknown>;
 
-function createRouter(routes: readonly AnyRoute[]) {
+function createRouter(routes: readonly TableRoute[]) {
   const matcher = createRouteMatcher(routes);
   const byRouteKey = new Map(routes.map((route) => [`${route.method} ${route.path}`, route]));
 
-  return (event: ApiEvent): { route: AnyRoute; params: Record<string, string> } => {
+  return (event: ApiEvent): { route: TableRoute; params: Record<string, string> } => {
     // API Gateway has chosen the route (routeKey) and answered unmatched requests itself; a `$default` event is
     // routed here.
     const chosen = event.routeKey !== '$default' ? byRouteKey.get(event.routeKey) : undefined;
@@ -69,7 +69,7 @@ function createRouter(routes: readonly AnyRoute[]) {
 
 /** What the middlewares learn about a request, for the handler at the end of the chain. */
 interface ApiState {
-  route: AnyRoute;
+  route: TableRoute;
   principal: Principal;
   authenticated: boolean;
   params: Record<string, string>;
@@ -250,7 +250,7 @@ const lowerCaseHeaders = (headers: ApiEvent['headers'] | undefined) =>
  * answers checked against each route's `responses` and problem+json all happen here, so route handlers only
  * decide and write. `ctx` is what every route handler is called with.
  */
-export function createApiHandler<C>(routes: readonly Route<any, any, any, any, C>[], ctx: C, deps: ApiHandlerDeps<C> = {}): ApiHandler {
+export function createApiHandler<C>(routes: readonly AnyRoute<C>[], ctx: C, deps: ApiHandlerDeps<C> = {}): ApiHandler {
   const logger = deps.logger ?? new Logger({ serviceName: 'fleetward-api' });
   const runIdempotently = deps.idempotency ? createIdempotentRunner(deps.idempotency) : undefined;
 

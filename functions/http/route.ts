@@ -39,6 +39,7 @@ export type RouteResult<R extends Responses> = {
  * through `responses` (the body parsed by the status's schema, so only what it lists goes out) and turns thrown
  * ProblemErrors into problem+json. Routes are static data: the context `C` arrives with each call.
  */
+// biome-ignore lint/suspicious/noExplicitAny: a bare `Route` is a table entry, its own types erased (see AnyRoute)
 export interface Route<P = any, Q = any, B = any, R extends Responses = any, C = AppContext> {
   /** kebab-case, unique; becomes the OpenAPI operationId (e.g. `delete-instance`). */
   operationId: string;
@@ -74,7 +75,11 @@ export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
 /** Registration's batch: under Lambda's 6 MB request with room for the event around it. */
 export const REGISTRATION_MAX_BODY_BYTES = 5 * 1024 * 1024;
 
-export const defineRoute = <P, Q, B, R extends Responses, C = AppContext>(route: Route<P, Q, B, R, C>): Route<any, any, any, any, C> => route;
+/** A route with its own params, query, body and responses erased, as a route table holds it. */
+// biome-ignore lint/suspicious/noExplicitAny: the erasure itself; no other type accepts a handler whose answers are typed by its own responses
+export type AnyRoute<C = AppContext> = Route<any, any, any, any, C>;
+
+export const defineRoute = <P, Q, B, R extends Responses, C = AppContext>(route: Route<P, Q, B, R, C>): AnyRoute<C> => route;
 
 /** A list answer (API.md "Lists"): `{ items, nextToken? }`. */
 export const listResult = <T>(items: T[], nextToken?: string | undefined) => ({

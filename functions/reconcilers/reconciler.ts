@@ -92,7 +92,7 @@ export interface Effects<S, E, R> {
   settle(snapshot: S, effect: E, result: R): Change | null;
 }
 
-export interface Reconciler<K extends string = string, S = any, E = any, R = any> {
+export interface Reconciler<K extends string = string, S = unknown, E = unknown, R = unknown> {
   kind: K;
   watches: Watches;
   /**

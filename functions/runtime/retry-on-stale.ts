@@ -33,5 +33,10 @@ export async function retryOnStale<T>(attempt: () => Promise<T>, { attempts = 8,
 }
 
 /** Commit a claim or a decision once; false when a rival's write won (it has done, or will do, the work). */
-export const committedOnce = async (commit: () => Promise<unknown>): Promise<boolean> =>
-  (await retryOnStale(async () => (await commit(), true), { attempts: 1, onExhausted: 'skip' })) ?? false;
+export const committedOnce = async (commit: () => Promise<unknown>): Promise<boolean> => {
+  const committed = async () => {
+    await commit();
+    return true;
+  };
+  return (await retryOnStale(committed, { attempts: 1, onExhausted: 'skip' })) ?? false;
+};

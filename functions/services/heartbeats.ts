@@ -38,7 +38,8 @@ export async function receiveHeartbeat(
   if (outside.length > 0) {
     throw unprocessable(
       'roster-part-mismatch',
-      `part ${part.index} of ${part.count} holds the machines whose bucket modulo ${part.count} is ${part.index}; ${outside.length} listed are not, e.g. ${outside.slice(0, 5).join(', ')}`,
+      `part ${part.index} of ${part.count} holds the machines whose bucket modulo ${part.count} ` +
+        `is ${part.index}; ${outside.length} listed are not, e.g. ${outside.slice(0, 5).join(', ')}`,
     );
   }
   const now = ctx.clock.now();

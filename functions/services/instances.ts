@@ -72,7 +72,8 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
       // Capacity remains: this request was unlucky, not refused. A 409 like any lost race; retrying is safe.
       throw conflict(
         'concurrent-update',
-        `concurrent creates took each of the ${tried} ${machineType} machines this request tried to claim; ${machineType} machines are still free, so retry the request (with the same Idempotency-Key, if it had one)`,
+        `concurrent creates took each of the ${tried} ${machineType} machines this request tried to claim; ${machineType} ` +
+          'machines are still free, so retry the request (with the same Idempotency-Key, if it had one)',
       );
     }
     const open = candidates.open(free);

@@ -1,7 +1,6 @@
 import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
 import { closeStorm, handOverHeldBack, initialSafety, nextHeldBack, type ResetStep } from '#domain/safety.ts';
 import type { AppContext } from '#runtime/context.ts';
-import { loadFleetSize } from '#runtime/fleet-size.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 
 export async function showSafety(ctx: AppContext) {

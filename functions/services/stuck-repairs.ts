@@ -2,7 +2,10 @@ import { watchRepair, type RepairWatch } from '#domain/stuck-repairs.ts';
 import { repairSla } from '#reconcilers/stuck-repairs.ts';
 import type { AppContext } from '#runtime/context.ts';
 
-/** `GET /admin/repairs`: machines with a repair request, where each is and how long it has waited (a page may hold fewer than `limit` when only stuck ones are asked for). */
+/**
+ * `GET /admin/repairs`: machines with a repair request, where each is and how long it has waited (a page may hold
+ * fewer than `limit` when only stuck ones are asked for).
+ */
 export async function listRepairs(ctx: AppContext, stuckOnly: boolean, page: { limit: number; nextToken?: string | undefined }) {
   const now = ctx.clock.now();
   const sla = repairSla(ctx.config);

@@ -211,7 +211,8 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
 }
 
 function answeredWith(response: Response, what: string): string {
-  return `site agent answered ${response.status} ${statusText(response)}`.trimEnd() + ` to the ${what}`;
+  const status = `${response.status} ${statusText(response)}`.trimEnd();
+  return `site agent answered ${status} to the ${what}`;
 }
 
 /** fetch hides the useful part (ECONNREFUSED, ENOTFOUND...) in `cause`. */

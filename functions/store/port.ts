@@ -154,7 +154,8 @@ export interface FleetStore {
   commit(change: Change): Promise<void>;
   /**
    * Write machines just read as absent, in batches (BatchWriteItem): no guard, so only for new records nobody else
-   * can have written since (a concurrent registration of the same id writes the same kind of new record). Not all-or-nothing: a crash leaves some written, and registering again writes the rest.
+   * can have written since (a concurrent registration of the same id writes the same kind of new record). Not
+   * all-or-nothing: a crash leaves some written, and registering again writes the rest.
    */
   createMachines(machines: Machine[]): Promise<void>;
   /** Record an event's delivery once: false when a marker for `eventId` already exists (nothing is written then). */

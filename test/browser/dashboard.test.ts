@@ -112,7 +112,9 @@ describe('dashboard', () => {
     // The rows on the page now, marked on the element (not in an attribute, which a changed row loses): a row drawn
     // again would be a new element, unmarked.
     const rows = machines.locator('tbody tr');
-    await rows.evaluateAll((all) => all.forEach((r) => Object.assign(r, { wasHere: true })));
+    await rows.evaluateAll((all) => {
+      for (const r of all) Object.assign(r, { wasHere: true });
+    });
     const kept = async () => {
       expect(await rows.evaluateAll((all) => all.filter((r) => !('wasHere' in r)).length)).toBe(0);
       expect(await page.evaluate(() => document.activeElement?.getAttribute('data-machine'))).toBe(focused);

@@ -28,7 +28,9 @@ describe('fleetward CLI habits', () => {
 
   /** What bash completes for `words` (the last one is being typed), with the script `fleetward completion bash` printed. */
   const complete = (script: string, words: string[]): string[] => {
-    const out = execFileSync('bash', ['-c', 'eval "$SCRIPT"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _fleetward; printf "%s\\n" "${COMPREPLY[@]}"', 'bash', 'fleetward', ...words], {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: bash's own array expansion
+    const bash = 'eval "$SCRIPT"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _fleetward; printf "%s\\n" "${COMPREPLY[@]}"';
+    const out = execFileSync('bash', ['-c', bash, 'bash', 'fleetward', ...words], {
       env: { PATH: process.env.PATH ?? '', SCRIPT: script },
       encoding: 'utf8',
     });

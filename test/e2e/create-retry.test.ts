@@ -178,7 +178,7 @@ describe.each(Object.entries(cases))('agent answers %s', (label, expected) => {
     else expect(instance.failureReason).toMatch(expected.reason!);
     // Backoff: base × attempt before each retry (a lower bound; the clock only adds).
     const gaps = received.slice(1).map((r, i) => Date.parse(r.at) - Date.parse(received[i]!.at));
-    gaps.forEach((gap, i) => expect(gap, `gap before attempt ${i + 2}`).toBeGreaterThanOrEqual(BASE_DELAY_MS * (i + 1)));
+    for (const [i, gap] of gaps.entries()) expect(gap, `gap before attempt ${i + 2}`).toBeGreaterThanOrEqual(BASE_DELAY_MS * (i + 1));
 
     await giveBack(instance);
     // Only a gateway error may leave the instance at the site (the simulator keeps the name); the cleanup found

@@ -168,7 +168,8 @@ it('keeps every invariant through concurrent creates, deletes, failures, duplica
   } while (found.length > 0 && Date.now() < settleBy);
 
   const operations = Object.values(counts).reduce((a, b) => a + b, 0);
-  console.log(`meta-instance stress: ${operations} operations ${JSON.stringify(counts)}; ${metaIds.length} meta-instances, ${deleted.size} deleted; anomalies at quiesce: ${found.length}`);
+  console.log(`meta-instance stress: ${operations} operations ${JSON.stringify(counts)}; ${metaIds.length} ` +
+    `meta-instances, ${deleted.size} deleted; anomalies at quiesce: ${found.length}`);
   expect(found).toEqual([]);
   expect(counts.errors).toBe(0);
   // The run really raced: meta-instances came and went while machines failed (the counts scale with load).

@@ -343,7 +343,7 @@ describe('the agent client against the simulator', () => {
     const clientTimeoutMs = 10_000;
     const { client } = agentClient(clientTimeoutMs);
     const pending = client.createInstance({ name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 't' });
-    await eventually(async () => ((await sim.control('GET', '/_sim/requests', undefined))?.body as { items: unknown[] }).items[0]);
+    await eventually(async () => ((await sim.control('GET', '/_sim/requests', undefined))?.body as { items: unknown[] } | undefined)?.items[0]);
     const started = Date.now();
     await sim.stop();
     // Closed by the agent, not ended by the client's own timeout.

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe } from 'vitest';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { dueTimes } from '#reconcilers/registry.ts';
 import { MemoryFleetStore } from '#store/memory-store.ts';

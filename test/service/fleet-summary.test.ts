@@ -67,7 +67,10 @@ async function countedFromListing(h: Harness) {
     const rack = (type.byRack[view.rack] ??= { machines: 0, allocatable: 0, quarantined: 0 });
     type.machines += 1;
     rack.machines += 1;
-    if (view.allocatable) (type.allocatable += 1), (rack.allocatable += 1);
+    if (view.allocatable) {
+      type.allocatable += 1;
+      rack.allocatable += 1;
+    }
     if (view.notAllocatableReasons.some((r) => r.startsWith('health-override:'))) rack.quarantined += 1;
   }
   return {
@@ -182,7 +185,7 @@ describe('fleet summary', () => {
     expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
 
     // Changes land in the new items (an old item keeps the old count: the sums stay right)...
-    const instance = await createInstance(h.ctx, alice, { machineType: 'gb200' });
+    await createInstance(h.ctx, alice, { machineType: 'gb200' });
     await deliver(h, records.splice(0), 18);
     expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
     // ...and one recount per shard puts every counter where the stream would have.

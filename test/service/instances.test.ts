@@ -4,14 +4,14 @@ import { createInstance, LAST_TRY_RESERVE_MS, patchInstance, releaseInstance } f
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
 import type { FleetStore } from '#store/port.ts';
-import { harness, rejection, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
+import { harness, rejection, siteWith, tenant } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
 
 const alice = tenant('acme', 'alice');
 const repairer = tenant('fixit', 'bob');
 
 /** Someone else takes the machine between our read and our claim: it is no longer free. */
-const rivalClaims = (h: Harness) => async (rival: FleetStore, change: Change | null) => {
+const rivalClaims = async (rival: FleetStore, change: Change | null) => {
   const machine = (await rival.getMachine(change!.machines![0]!.after.id))!;
   await rival.commit({ machines: [{ before: machine, after: { ...machine, state: 'Assigned', instanceId: 'i-rival' } }], history: [] });
 };
@@ -60,7 +60,7 @@ describe('createInstance by machine type', () => {
   it('a claim lost to a rival who took the machine moves on to another machine', async () => {
     const h = harness();
     await siteWith(h, { gb200: 2 });
-    h.store.loseCommit('instances', { rival: rivalClaims(h) });
+    h.store.loseCommit('instances', { rival: rivalClaims });
     const instance = await createInstance(h.ctx, alice, { machineType: 'gb200' });
     const machines = await Promise.all(['gb200-1', 'gb200-2'].map((id) => h.store.getMachine(id)));
     expect(machines.map((m) => m!.instanceId).sort()).toEqual([instance.id, 'i-rival'].sort());
@@ -69,7 +69,7 @@ describe('createInstance by machine type', () => {
   it('a create that lost a race with too little time left before its deadline answers 409 concurrent-update, even with tries left', async () => {
     const h = harness();
     await siteWith(h, { gb200: 4 });
-    h.store.loseCommit('instances', { times: Infinity, rival: rivalClaims(h) });
+    h.store.loseCommit('instances', { times: Infinity, rival: rivalClaims });
     const ctx = { ...h.ctx, deadline: Date.now() + LAST_TRY_RESERVE_MS - 1 };
     expect(await rejection(createInstance(ctx, alice, { machineType: 'gb200' }))).toMatchObject({ status: 409, code: 'concurrent-update' });
     expect(h.store.attempts.get('instances')).toBe(1);
@@ -79,7 +79,7 @@ describe('createInstance by machine type', () => {
   it('when rivals take every machine first, answers 409 no-capacity and leaves no instance behind', async () => {
     const h = harness();
     await siteWith(h, { gb200: 2 });
-    h.store.loseCommit('instances', { times: Infinity, rival: rivalClaims(h) });
+    h.store.loseCommit('instances', { times: Infinity, rival: rivalClaims });
     expect(await rejection(createInstance(h.ctx, alice, { machineType: 'gb200' }))).toMatchObject({ status: 409, code: 'no-capacity' });
     expect((await h.store.listInstances('acme', { limit: 10 })).items).toEqual([]);
   });

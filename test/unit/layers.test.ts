@@ -29,7 +29,7 @@ function targetOf(file: string, specifier: string): string | undefined {
 const IMPORT = /(?:^|\s)(?:import|export)\s[^'"]*?from\s*'([^']+)'|import\s*\(\s*'([^']+)'\s*\)|^import\s+'([^']+)'/g;
 
 /** Every import in functions/ that points up the layers, or out of functions/, as `file:line`. */
-export function upwardImports(): string[] {
+function upwardImports(): string[] {
   const found: string[] = [];
   for (const file of sourceFiles(functionsDir)) {
     const layer = relative(functionsDir, file).split('/')[0]!;

@@ -10,7 +10,7 @@ import { aMachine } from '#test/support/fixtures.ts';
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const requestedAt = new Date('2026-11-22T10:00:00.000Z');
-const after = (ms: number) => new Date(requestedAt.getTime() + ms);
+const sinceRequest = (ms: number) => new Date(requestedAt.getTime() + ms);
 const sla: RepairSla = { claimMs: 60 * MINUTE, repairMs: 24 * HOUR };
 
 /** A machine quarantined with a repair request at `requestedAt`; `claimedAt` puts a repair tenant's instance on it. */
@@ -34,7 +34,7 @@ function machine(options: { claimedAt?: Date; eta?: string; stuckAlerted?: strin
 describe('repairStage', () => {
   it('no repair request: not watched at all', () => {
     expect(repairStage(machine({ request: false }))).toBeNull();
-    expect(watchRepair(machine({ request: false }), after(100 * HOUR), sla)).toBeNull();
+    expect(watchRepair(machine({ request: false }), sinceRequest(100 * HOUR), sla)).toBeNull();
   });
 
   it('a request nobody claimed is unclaimed since the request', () => {
@@ -47,51 +47,51 @@ describe('repairStage', () => {
   });
 
   it('a claim after the request is in-repair since the claim', () => {
-    expect(repairStage(machine({ claimedAt: after(10 * MINUTE) }))).toEqual({ stage: 'in-repair', since: after(10 * MINUTE).toISOString() });
+    expect(repairStage(machine({ claimedAt: sinceRequest(10 * MINUTE) }))).toEqual({ stage: 'in-repair', since: sinceRequest(10 * MINUTE).toISOString() });
   });
 });
 
 describe('watchRepair: unclaimed against claim_minutes', () => {
   it('just below the claim SLA (59 min): not stuck, waiting 59 minutes', () => {
-    expect(watchRepair(machine(), after(59 * MINUTE), sla)).toMatchObject({ stage: 'unclaimed', stuck: false, waitingMinutes: 59 });
+    expect(watchRepair(machine(), sinceRequest(59 * MINUTE), sla)).toMatchObject({ stage: 'unclaimed', stuck: false, waitingMinutes: 59 });
   });
 
   it('exactly at the claim SLA (60 min): not stuck yet', () => {
-    const watch = watchRepair(machine(), after(60 * MINUTE), sla);
-    expect(watch).toMatchObject({ stuck: false, waitingMinutes: 60, deadline: after(60 * MINUTE).toISOString() });
+    const watch = watchRepair(machine(), sinceRequest(60 * MINUTE), sla);
+    expect(watch).toMatchObject({ stuck: false, waitingMinutes: 60, deadline: sinceRequest(60 * MINUTE).toISOString() });
   });
 
   it('just past the claim SLA (60 min + 1 ms): stuck', () => {
-    expect(watchRepair(machine(), after(60 * MINUTE + 1), sla)).toMatchObject({ stage: 'unclaimed', stuck: true, waitingMinutes: 60 });
+    expect(watchRepair(machine(), sinceRequest(60 * MINUTE + 1), sla)).toMatchObject({ stage: 'unclaimed', stuck: true, waitingMinutes: 60 });
   });
 
   it('61 minutes: stuck, with machine, since and deadline', () => {
-    expect(watchRepair(machine(), after(61 * MINUTE), sla)).toEqual({
+    expect(watchRepair(machine(), sinceRequest(61 * MINUTE), sla)).toEqual({
       machineId: 'm-1',
       stage: 'unclaimed',
       since: requestedAt.toISOString(),
       waitingMinutes: 61,
-      deadline: after(60 * MINUTE).toISOString(),
+      deadline: sinceRequest(60 * MINUTE).toISOString(),
       stuck: true,
       episode: `unclaimed#${requestedAt.toISOString()}`,
     });
   });
 
   it('repair_eta does not apply before the claim', () => {
-    expect(watchRepair(machine({ eta: after(-HOUR).toISOString() }), after(30 * MINUTE), sla)).toMatchObject({ stage: 'unclaimed', stuck: false });
+    expect(watchRepair(machine({ eta: sinceRequest(-HOUR).toISOString() }), sinceRequest(30 * MINUTE), sla)).toMatchObject({ stage: 'unclaimed', stuck: false });
   });
 
   it('a clock behind the request reports 0 minutes waited, not a negative number', () => {
-    expect(watchRepair(machine(), after(-5 * MINUTE), sla)).toMatchObject({ waitingMinutes: 0, stuck: false });
+    expect(watchRepair(machine(), sinceRequest(-5 * MINUTE), sla)).toMatchObject({ waitingMinutes: 0, stuck: false });
   });
 });
 
 describe('watchRepair: in repair against repair_hours and repair_eta', () => {
-  const claimedAt = after(30 * MINUTE);
+  const claimedAt = sinceRequest(30 * MINUTE);
   const sinceClaim = (ms: number) => new Date(claimedAt.getTime() + ms);
 
   it('the claim clock, not the request clock: 2 hours after the request but 90 min after the claim is fine', () => {
-    expect(watchRepair(machine({ claimedAt }), after(2 * HOUR), sla)).toMatchObject({ stage: 'in-repair', stuck: false, waitingMinutes: 90 });
+    expect(watchRepair(machine({ claimedAt }), sinceRequest(2 * HOUR), sla)).toMatchObject({ stage: 'in-repair', stuck: false, waitingMinutes: 90 });
   });
 
   it('below (23 h 59 min), at (24 h) and just above (24 h + 1 ms) the repair SLA', () => {
@@ -109,8 +109,8 @@ describe('watchRepair: in repair against repair_hours and repair_eta', () => {
   });
 
   it('a repair_eta already past when claimed makes the repair stuck at once', () => {
-    const m = machine({ claimedAt, eta: after(-HOUR).toISOString() });
-    expect(watchRepair(m, sinceClaim(1), sla)).toMatchObject({ stuck: true, deadline: after(-HOUR).toISOString() });
+    const m = machine({ claimedAt, eta: sinceRequest(-HOUR).toISOString() });
+    expect(watchRepair(m, sinceClaim(1), sla)).toMatchObject({ stuck: true, deadline: sinceRequest(-HOUR).toISOString() });
   });
 
   it('a repair_eta later than the SLA does not extend it', () => {
@@ -129,23 +129,23 @@ describe('watchRepair: in repair against repair_hours and repair_eta', () => {
 
 describe('episodes and needsStuckAlert', () => {
   it('a stuck, never-alerted repair needs an alert; the same episode once alerted does not', () => {
-    const now = after(61 * MINUTE);
+    const now = sinceRequest(61 * MINUTE);
     const watch = watchRepair(machine(), now, sla);
     expect(needsStuckAlert(machine(), watch)).toBe(true);
     const alerted = machine({ stuckAlerted: watch!.episode });
     expect(needsStuckAlert(alerted, watchRepair(alerted, now, sla))).toBe(false);
     // Still stuck hours later: the same episode, no second alert.
-    expect(needsStuckAlert(alerted, watchRepair(alerted, after(10 * HOUR), sla))).toBe(false);
+    expect(needsStuckAlert(alerted, watchRepair(alerted, sinceRequest(10 * HOUR), sla))).toBe(false);
   });
 
   it('not stuck, or no request: no alert', () => {
-    expect(needsStuckAlert(machine(), watchRepair(machine(), after(59 * MINUTE), sla))).toBe(false);
+    expect(needsStuckAlert(machine(), watchRepair(machine(), sinceRequest(59 * MINUTE), sla))).toBe(false);
     expect(needsStuckAlert(machine({ request: false }), null)).toBe(false);
   });
 
   it('the claim starts a new episode: an alerted unclaimed request that is claimed and then overruns is alerted again', () => {
-    const unclaimed = watchRepair(machine(), after(61 * MINUTE), sla)!;
-    const claimedAt = after(2 * HOUR);
+    const unclaimed = watchRepair(machine(), sinceRequest(61 * MINUTE), sla)!;
+    const claimedAt = sinceRequest(2 * HOUR);
     const claimed = machine({ claimedAt, stuckAlerted: unclaimed.episode });
     const inRepair = watchRepair(claimed, new Date(claimedAt.getTime() + 24 * HOUR + 1), sla)!;
     expect(inRepair.episode).not.toBe(unclaimed.episode);
@@ -154,9 +154,9 @@ describe('episodes and needsStuckAlert', () => {
   });
 
   it('a second claim (the first repair tenant gave up, another took over) is another episode', () => {
-    const first = watchRepair(machine({ claimedAt: after(HOUR) }), after(30 * HOUR), sla)!;
-    const secondMachine = machine({ claimedAt: after(26 * HOUR), stuckAlerted: first.episode });
-    const second = watchRepair(secondMachine, after(51 * HOUR), sla)!;
+    const first = watchRepair(machine({ claimedAt: sinceRequest(HOUR) }), sinceRequest(30 * HOUR), sla)!;
+    const secondMachine = machine({ claimedAt: sinceRequest(26 * HOUR), stuckAlerted: first.episode });
+    const second = watchRepair(secondMachine, sinceRequest(51 * HOUR), sla)!;
     expect(second.episode).not.toBe(first.episode);
     expect(needsStuckAlert(secondMachine, second)).toBe(true);
   });

@@ -6,7 +6,7 @@ import { assignInstance, releaseInstance } from '#domain/instances.ts';
 import { registerMachine } from '#domain/machines.ts';
 import type { HealthOverride, Machine } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
-import { type FleetStore } from '#store/port.ts';
+import type { FleetStore } from '#store/port.ts';
 import { aMetaInstance, aRepairRequest, T0 } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';
 
