@@ -20,7 +20,14 @@ export const TENANT = 'bench-user';
  * heartbeat's own cost is measured separately), and the safety-net sweep runs once a minute (it only reads the
  * due index; stream reactions do the work).
  */
-export const apiSiteToml = fastSiteToml({ name: 'bench', machineType: MACHINE_TYPE, machines: API_MACHINES, racks: 4, heartbeatIntervalSeconds: 600, heartbeatTimeoutSeconds: 3600 });
+export const apiSiteToml = fastSiteToml({
+  name: 'bench',
+  machineType: MACHINE_TYPE,
+  machines: API_MACHINES,
+  racks: 4,
+  heartbeatIntervalSeconds: 600,
+  heartbeatTimeoutSeconds: 3600,
+});
 export const API_SWEEP_INTERVAL_MS = 60_000;
 
 /** What one API call cost, two ways. */
@@ -110,10 +117,14 @@ export async function startApiBench(endpoint: string, id: string, settleMs: numb
     };
 
     // The agent's first heartbeat makes the registered machines live.
-    await until('all machines live after the first heartbeat', async () => {
-      const page = await observer.listMachines({ limit: 1000 });
-      return page.items.length === API_MACHINES && page.items.every((m) => m.heartbeatLive && m.state === 'Ready');
-    }, 30_000);
+    await until(
+      'all machines live after the first heartbeat',
+      async () => {
+        const page = await observer.listMachines({ limit: 1000 });
+        return page.items.length === API_MACHINES && page.items.every((m) => m.heartbeatLive && m.state === 'Ready');
+      },
+      30_000,
+    );
 
     let callsMade = 0;
     /** One timed HTTP call, tagged; the attributed cost is collected later, once the site is quiet. */
@@ -123,7 +134,11 @@ export async function startApiBench(endpoint: string, id: string, settleMs: numb
       await settle(settleMs);
       const before = snapshot(requests);
       const t0 = performance.now();
-      const response = await fetch(url, { method, headers: body === undefined ? { authorization: headers.authorization } : headers, ...(body === undefined ? {} : { body }) });
+      const response = await fetch(url, {
+        method,
+        headers: body === undefined ? { authorization: headers.authorization } : headers,
+        ...(body === undefined ? {} : { body }),
+      });
       const text = await response.text();
       const ms = performance.now() - t0;
       const meterWindow = subtractCost(snapshot(requests), before);

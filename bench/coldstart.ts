@@ -135,7 +135,13 @@ function figures(bundle: SynthesizedBundle, runs: Invocation[]) {
   return {
     bundle_kib: round(bundle.bytes / 1024, 1),
     bundle: { unit: 'bytes minified', value: bundle.bytes, goal: BUNDLE_LIMIT_BYTES, ratio_to_goal: ratio(bundle.bytes, BUNDLE_LIMIT_BYTES) },
-    import_and_first_invoke: { unit: 'ms', median: total.median, max: total.max, goal: COLDSTART_GOAL_MS, ratio_to_goal: ratio(total.median, COLDSTART_GOAL_MS) },
+    import_and_first_invoke: {
+      unit: 'ms',
+      median: total.median,
+      max: total.max,
+      goal: COLDSTART_GOAL_MS,
+      ratio_to_goal: ratio(total.median, COLDSTART_GOAL_MS),
+    },
     import: summarize(runs.map((r) => r.import_ms)),
     first_invoke: summarize(runs.map((r) => r.invoke_ms)),
     cpu: {
@@ -163,8 +169,10 @@ export async function coldstartBench(endpoint: string, id: string, options: Cold
       for (let i = 0; i < options.runs; i++) runs.push(await invokeInFreshProcess(bundle, localEnvironment(bundle, endpoint, names), eventFor(bundle)));
       const measured = figures(bundle, runs);
       const total = measured.import_and_first_invoke;
-      progress(`coldstart: ${bundle.name} ${Math.round(bundle.bytes / 1024)} KiB, import + first invoke ` +
-        `median ${total.median} ms (max ${total.max}), CPU ${measured.cpu.import_and_first_invoke.median} ms`);
+      progress(
+        `coldstart: ${bundle.name} ${Math.round(bundle.bytes / 1024)} KiB, import + first invoke ` +
+          `median ${total.median} ms (max ${total.max}), CPU ${measured.cpu.import_and_first_invoke.median} ms`,
+      );
       return measured;
     };
     const floor = await measure(synthesizeFloorBundle(join(outdir, 'floor')));
@@ -178,14 +186,15 @@ export async function coldstartBench(endpoint: string, id: string, options: Cold
         runs_per_function: options.runs,
         synth_with_bundling_s: synthS,
         method:
-          'cdk synth of sites/example-aws.toml with bundling (local esbuild); each function\'s index.mjs imported in a fresh `node` ' +
-            'process with the template\'s environment (table and bus names pointed at DynamoDB Local), then its handler invoked once: ' +
-            'api GET /v2/org/{org}/nico/instance as a tenant, stream one machine MODIFY record, sweep the schedule\'s event. Timed ' +
-            'inside the process with performance.now(): import, first invoke; whole_process adds Node\'s own start and exit',
+          "cdk synth of sites/example-aws.toml with bundling (local esbuild); each function's index.mjs imported in a fresh `node` " +
+          "process with the template's environment (table and bus names pointed at DynamoDB Local), then its handler invoked once: " +
+          "api GET /v2/org/{org}/nico/instance as a tenant, stream one machine MODIFY record, sweep the schedule's event. Timed " +
+          "inside the process with performance.now(): import, first invoke; whole_process adds Node's own start and exit",
       },
       floor: {
-        what: 'coldstart-floor-handler.ts: one GetItem through the AWS SDK v3 and nothing else, bundled by the stack\'s own FleetwardFunction: ' +
-          'the least a function that reads DynamoDB costs on this host; each function\'s ratio_to_floor is its median over this one\'s',
+        what:
+          "coldstart-floor-handler.ts: one GetItem through the AWS SDK v3 and nothing else, bundled by the stack's own FleetwardFunction: " +
+          "the least a function that reads DynamoDB costs on this host; each function's ratio_to_floor is its median over this one's",
         ...floor,
       },
       functions,

@@ -77,7 +77,11 @@ interface Burst {
 }
 
 const difference = (after: Record<string, number>, before: Record<string, number>) =>
-  Object.fromEntries(Object.entries(after).map(([command, n]) => [command, n - (before[command] ?? 0)]).filter(([, n]) => n !== 0));
+  Object.fromEntries(
+    Object.entries(after)
+      .map(([command, n]) => [command, n - (before[command] ?? 0)])
+      .filter(([, n]) => n !== 0),
+  );
 const total = (counts: Record<string, number>) => Object.values(counts).reduce((sum, n) => sum + n, 0);
 
 interface BurstSetting {
@@ -89,7 +93,13 @@ interface BurstSetting {
 }
 
 async function burst({ endpoint, javaPid, options, progress }: BurstSetting, tableName: string, containerPerRequest: boolean): Promise<Burst> {
-  const { site, siteLog } = await startBenchSite({ endpoint, tableName, toml: contentionSiteToml(options.machines), sweepIntervalMs: 60_000, containerPerRequest });
+  const { site, siteLog } = await startBenchSite({
+    endpoint,
+    tableName,
+    toml: contentionSiteToml(options.machines),
+    sweepIntervalMs: 60_000,
+    containerPerRequest,
+  });
   try {
     const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName, dueTimes);
     const deadline = Date.now() + 60_000;
@@ -111,7 +121,10 @@ async function burst({ endpoint, javaPid, options, progress }: BurstSetting, tab
     const requests = countRequests(site.storeClient, { tagOf: () => calls.getStore() });
     const url = `${site.url}/v2/org/${ORG}/nico/instance`;
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    progress(`contention: ${options.requests} creates at once on ${options.machines} free machines${containerPerRequest ? ', each request a container of its own' : ''}`);
+    progress(
+      `contention: ${options.requests} creates at once on ${options.machines} free machines` +
+        (containerPerRequest ? ', each request a container of its own' : ''),
+    );
     const before = { ...requests.counts };
     const bodies = Array.from({ length: options.requests }, (_, i) => JSON.stringify({ machineType: MACHINE_TYPE, name: `burst-${i}` }));
     const compiling = watchJitCompilers(javaPid);
@@ -127,7 +140,12 @@ async function burst({ endpoint, javaPid, options, progress }: BurstSetting, tab
  * process serves, as the local site does, are judged; those served as Lambda serves them, each request in a
  * container of its own (no claims in flight shared), are reported beside them.
  */
-export async function contentionBench(dynamo: Pick<DynamoDbLocal, 'endpoint' | 'javaPid'>, id: string, options: ContentionOptions, progress: (line: string) => void) {
+export async function contentionBench(
+  dynamo: Pick<DynamoDbLocal, 'endpoint' | 'javaPid'>,
+  id: string,
+  options: ContentionOptions,
+  progress: (line: string) => void,
+) {
   const setting: BurstSetting = { endpoint: dynamo.endpoint, javaPid: dynamo.javaPid, options, progress };
   const warmupBursts: Burst[] = [];
   for (let round = 0; round < options.warmupRounds; round++) warmupBursts.push(await burst(setting, `bench-contention-${id}-w${round}`, false));
@@ -148,7 +166,9 @@ export async function contentionBench(dynamo: Pick<DynamoDbLocal, 'endpoint' | '
       tries_per_create: PLACEMENT_TRIES,
       site_toml: contentionSiteToml(options.machines).trim().split('\n'),
       method:
-        'each burst on a fresh local site (new tables on one DynamoDB Local, its stream log indexed) once every machine is live: all creates sent at once with fetch from a worker thread (the clients off the site\'s event loop, as on other machines), each timed from send until its body is read; the stream reactions provision the winners meanwhile, as they would',
+        'each burst on a fresh local site (new tables on one DynamoDB Local, its stream log indexed) once every machine is live: all creates sent at once ' +
+        "with fetch from a worker thread (the clients off the site's event loop, as on other machines), each timed from send until its body is read; the " +
+        'stream reactions provision the winners meanwhile, as they would',
     },
     ...judged,
     goal: {
@@ -169,7 +189,9 @@ export async function contentionBench(dynamo: Pick<DynamoDbLocal, 'endpoint' | '
       containerBursts.length === 0
         ? null
         : {
-            unit: 'the same bursts with every request served as by a Lambda container of its own (local/runner.ts containerPerRequest): creates race each other and the version guard decides; not judged',
+            unit:
+              'the same bursts with every request served as by a Lambda container of its own (local/runner.ts containerPerRequest): creates race each ' +
+              'other and the version guard decides; not judged',
             ...figuresOf(containerBursts),
           },
   };

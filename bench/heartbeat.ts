@@ -179,14 +179,23 @@ export async function heartbeatCost(
 
   async function measure() {
     // ---- registration: one call for the whole fleet ----
-    const fleet = demoFleet([{ type: "gb200", count: options.machines, racks: Math.ceil(options.machines / 8) }]);
+    const fleet = demoFleet([{ type: 'gb200', count: options.machines, racks: Math.ceil(options.machines / 8) }]);
     const ids = fleet.map((m) => m.id);
     progress(`heartbeat: registering ${ids.length} machines`);
     let compiling = watchJitCompilers(javaPid);
     let t = performance.now();
-    await registerMachines(registrationCtx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), { actor: 'bench', requestId: 'bench-seed' });
+    await registerMachines(
+      registrationCtx,
+      fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })),
+      { actor: 'bench', requestId: 'bench-seed' },
+    );
     const registrationMs = performance.now() - t;
-    const registration = { wall_ms: round(registrationMs, 1), writes: registrationRequests.total.writes, requests: registrationRequests.counts, dynamodb_local_jit: compiling() };
+    const registration = {
+      wall_ms: round(registrationMs, 1),
+      writes: registrationRequests.total.writes,
+      requests: registrationRequests.counts,
+      dynamodb_local_jit: compiling(),
+    };
 
     // ---- the first roster after registration: the beat answers, the stream walks every bucket ----
     progress(`heartbeat: first roster of ${ids.length} machines`);
@@ -248,7 +257,10 @@ export async function heartbeatCost(
       const leaving = new Set(Array.from({ length: options.stopMachines }, (_, i) => ids[(beat * 7_919 + i * 104_729) % ids.length]!));
       nowMs += options.beatIntervalSeconds * 1000;
       t = performance.now();
-      const result = await receiveHeartbeat(ctx, ids.filter((m) => !leaving.has(m)));
+      const result = await receiveHeartbeat(
+        ctx,
+        ids.filter((m) => !leaving.has(m)),
+      );
       beatLatencies.push(performance.now() - t);
       const walked = mark();
       await walk(result.changedBuckets);
@@ -268,14 +280,28 @@ export async function heartbeatCost(
       goals: {
         beat_p99_ms: judged(latency.p99, heartbeatGoals.beatP99Ms, 'ms: the heartbeat request, under a changing roster'),
         beat_p50_ms: judged(latency.median, heartbeatGoals.beatP99Ms, 'ms: the heartbeat request, under a changing roster'),
-        first_roster_to_allocatable_ms: judged(firstRosterMs, heartbeatGoals.firstRosterToAllocatableMs, 'ms: first beat until every bucket walked (every machine allocatable; checked after ' +
-          'the run); the fleet summary catching up is initial_roster.summary_caught_up_ms'),
-        write_units_per_liveness_change: judged(bulkUnitsPerChange, heartbeatGoals.writeUnitsPerLivenessChange, 'write units per machine whose liveness changed: the first roster walk (machines and the buckets marked applied) / machines'),
+        first_roster_to_allocatable_ms: judged(
+          firstRosterMs,
+          heartbeatGoals.firstRosterToAllocatableMs,
+          'ms: first beat until every bucket walked (every machine allocatable; checked after ' +
+            'the run); the fleet summary catching up is initial_roster.summary_caught_up_ms',
+        ),
+        write_units_per_liveness_change: judged(
+          bulkUnitsPerChange,
+          heartbeatGoals.writeUnitsPerLivenessChange,
+          'write units per machine whose liveness changed: the first roster walk (machines and the buckets marked applied) / machines',
+        ),
         idle_writes_per_second: judged(writesPerSecond, heartbeatGoals.idleWritesPerSecond, 'DynamoDB writes per simulated second, idle fleet', true),
         registration_ms: judged(registrationMs, heartbeatGoals.registrationMs, `ms: POST /admin/machines service call for ${ids.length} new machines`),
       },
-      registration: { unit: 'writes = DynamoDB write requests (transactions count one), requests by command, wall in ms; capacity not metered (see CounterOptions.capacity)', ...registration },
-      initial_roster: { unit: 'writes = DynamoDB write requests, units = capacity units (write units only: reads are not metered while it runs), wall in ms', ...initialRoster },
+      registration: {
+        unit: 'writes = DynamoDB write requests (transactions count one), requests by command, wall in ms; capacity not metered (see CounterOptions.capacity)',
+        ...registration,
+      },
+      initial_roster: {
+        unit: 'writes = DynamoDB write requests, units = capacity units (write units only: reads are not metered while it runs), wall in ms',
+        ...initialRoster,
+      },
       idle: {
         unit: 'writes = DynamoDB write requests, units = capacity units, simulated time in s, wall in ms',
         simulated_seconds: simulatedSeconds,
@@ -295,7 +321,8 @@ export async function heartbeatCost(
         liveness_changes: livenessChanges,
         walk: costView(walkCost),
         walk_write_units_per_liveness_change: {
-          unit: "write units per change when few machines change: each walk marks its bucket (~2 KB) applied, and the fleet summary rewrites the changed " +
+          unit:
+            'write units per change when few machines change: each walk marks its bucket (~2 KB) applied, and the fleet summary rewrites the changed ' +
             "machine's rack (~1.3 KB) and counter item (~2.3 KB at 10,000 machines in racks of 8: the counters of ~20 racks), each written in a transaction",
           value: round(walkCost.writeUnits / Math.max(1, livenessChanges), 3),
         },

@@ -67,7 +67,9 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   let found = 0;
   const read = await timedStep(javaPid, () =>
     inParallel(chunksOf(items, BATCH_GET_LIMIT), Number.POSITIVE_INFINITY, async (chunk) => {
-      const result = await client.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: chunk.map((item) => keys.machine(String(item.id))), ConsistentRead: true } } }));
+      const result = await client.send(
+        new BatchGetCommand({ RequestItems: { [table]: { Keys: chunk.map((item) => keys.machine(String(item.id))), ConsistentRead: true } } }),
+      );
       found += result.Responses?.[table]?.length ?? 0;
       if (result.UnprocessedKeys?.[table]) throw new Error('DynamoDB Local left keys unprocessed');
     }),
@@ -88,9 +90,24 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   const perItemUs = (ms: number) => round((ms * 1000) / machines, 1);
   return {
     unit: `ms for ${machines} machines, with µs per machine`,
-    batch_get_new_keys: { ms: read.ms, us_per_machine: perItemUs(read.ms), as_sent: `${BATCH_GET_LIMIT} keys per request, all in flight`, dynamodb_local_jit: read.jit },
-    batch_write: { ms: batchWrite.ms, us_per_machine: perItemUs(batchWrite.ms), as_sent: `${BATCH_WRITE_LIMIT} items per request, ${BATCH_WRITES_IN_FLIGHT} in flight`, dynamodb_local_jit: batchWrite.jit },
-    conditional_put: { ms: put.ms, us_per_machine: perItemUs(put.ms), as_sent: `one item per request, ${SEPARATE_IN_FLIGHT} in flight`, dynamodb_local_jit: put.jit },
+    batch_get_new_keys: {
+      ms: read.ms,
+      us_per_machine: perItemUs(read.ms),
+      as_sent: `${BATCH_GET_LIMIT} keys per request, all in flight`,
+      dynamodb_local_jit: read.jit,
+    },
+    batch_write: {
+      ms: batchWrite.ms,
+      us_per_machine: perItemUs(batchWrite.ms),
+      as_sent: `${BATCH_WRITE_LIMIT} items per request, ${BATCH_WRITES_IN_FLIGHT} in flight`,
+      dynamodb_local_jit: batchWrite.jit,
+    },
+    conditional_put: {
+      ms: put.ms,
+      us_per_machine: perItemUs(put.ms),
+      as_sent: `one item per request, ${SEPARATE_IN_FLIGHT} in flight`,
+      dynamodb_local_jit: put.jit,
+    },
     registration_floor_ms: round(read.ms + batchWrite.ms, 1),
     first_roster_floor_ms: put.ms,
   };
@@ -119,7 +136,10 @@ type Judged = { value: number };
  * The heartbeat part's two figures made of DynamoDB Local's writes, each beside its floor on this host: what is left
  * of the ratio is Fleetward's own cost. Only when both parts ran for the same number of machines.
  */
-export function besideFloors<G extends { registration_ms: Judged; first_roster_to_allocatable_ms: Judged }>(goals: G, host: Awaited<ReturnType<typeof hostBench>>) {
+export function besideFloors<G extends { registration_ms: Judged; first_roster_to_allocatable_ms: Judged }>(
+  goals: G,
+  host: Awaited<ReturnType<typeof hostBench>>,
+) {
   const beside = (figure: Judged, floorMs: number) => ({ ...figure, dynamodb_local_floor_ms: floorMs, ratio_to_floor: ratio(figure.value, floorMs) });
   return {
     ...goals,

@@ -22,6 +22,9 @@ const invoked = performance.now();
 const cpuAll = process.cpuUsage(cpuBefore);
 // CPU time (user + system) next to the wall clock: on a shared, loaded host the wall clock mostly measures the wait.
 const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
-writeSync(3, JSON.stringify({ import_ms: imported - started, invoke_ms: invoked - imported, import_cpu_ms: cpuMs(cpuImported), total_cpu_ms: cpuMs(cpuAll), result }));
+writeSync(
+  3,
+  JSON.stringify({ import_ms: imported - started, invoke_ms: invoked - imported, import_cpu_ms: cpuMs(cpuImported), total_cpu_ms: cpuMs(cpuAll), result }),
+);
 // The SDK's keep-alive sockets must not hold the process open.
 process.exit(0);

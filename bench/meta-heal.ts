@@ -65,7 +65,14 @@ interface MetaSite {
   stop(): Promise<void>;
 }
 
-async function startMetaSite(endpoint: string, tableName: string, stream: boolean, sweepIntervalMs: number, pollMs: number, progress: (line: string) => void): Promise<MetaSite> {
+async function startMetaSite(
+  endpoint: string,
+  tableName: string,
+  stream: boolean,
+  sweepIntervalMs: number,
+  pollMs: number,
+  progress: (line: string) => void,
+): Promise<MetaSite> {
   const { site, siteLog } = await startBenchSite({
     endpoint,
     tableName,
@@ -100,10 +107,14 @@ async function startMetaSite(endpoint: string, tableName: string, stream: boolea
     };
     const recoveryMs = 3 * sweepIntervalMs + 15_000;
 
-    await until('the fleet live and allocatable', async () => {
-      const free = await freeMachines(observer, META_MACHINE_TYPE, 100);
-      return free.length === META_MACHINES && free.every((m) => m.heartbeatLive) ? true : undefined;
-    }, 30_000);
+    await until(
+      'the fleet live and allocatable',
+      async () => {
+        const free = await freeMachines(observer, META_MACHINE_TYPE, 100);
+        return free.length === META_MACHINES && free.every((m) => m.heartbeatLive) ? true : undefined;
+      },
+      30_000,
+    );
 
     const created = await call('POST', `/v2/org/${ORG}/nico/meta-instance`, tenant, { machineType: META_MACHINE_TYPE, minNodes: 1 }, [201]);
     const metaId = String(created.id);
@@ -113,14 +124,20 @@ async function startMetaSite(endpoint: string, tableName: string, stream: boolea
       const [meta, live] = await Promise.all([observer.getMetaInstance(metaId), liveMembers()]);
       if (meta?.status !== 'Ready' || live.length !== 1 || live[0]!.status !== 'Ready') return undefined;
       const machine = await observer.getMachine(live[0]!.machineId);
-      return machine && machine.heartbeatLive && machine.healthOverrides.length === 0 ? live[0]! : undefined;
+      return machine?.heartbeatLive && machine.healthOverrides.length === 0 ? live[0]! : undefined;
     };
     await until('the meta-instance placed and its member Ready', settled, recoveryMs);
 
     const inject = (kind: FailureKind, machineId: string, failed: boolean) =>
       kind === 'override'
         ? failed
-          ? call('POST', `/admin/machines/${encodeURIComponent(machineId)}/health-overrides`, admin, { template: 'degraded', message: 'bench: simulated failure' }, [200, 201])
+          ? call(
+              'POST',
+              `/admin/machines/${encodeURIComponent(machineId)}/health-overrides`,
+              admin,
+              { template: 'degraded', message: 'bench: simulated failure' },
+              [200, 201],
+            )
           : call('DELETE', `/admin/machines/${encodeURIComponent(machineId)}/health-overrides/degraded`, admin, undefined, [200, 204])
         : call('POST', `/_sim/machines/${encodeURIComponent(machineId)}/heartbeat`, undefined, { stopped: failed }, [200]);
 
@@ -150,10 +167,14 @@ async function startMetaSite(endpoint: string, tableName: string, stream: boolea
       // ---- the machine returns; wait until the site is back where it started ----
       await inject(kind, member.machineId, false);
       if (ms !== undefined) {
-        await until(`machine ${member.machineId} back in the pool`, async () => {
-          const machine = await observer.getMachine(member.machineId);
-          return machine?.state === 'Ready' && !machine.instanceId && machine.heartbeatLive && machine.healthOverrides.length === 0 ? true : undefined;
-        }, recoveryMs);
+        await until(
+          `machine ${member.machineId} back in the pool`,
+          async () => {
+            const machine = await observer.getMachine(member.machineId);
+            return machine?.state === 'Ready' && !machine.instanceId && machine.heartbeatLive && machine.healthOverrides.length === 0 ? true : undefined;
+          },
+          recoveryMs,
+        );
       }
       return { ms, placedMs, injectMs, phaseMs };
     };
@@ -185,7 +206,10 @@ function summary(trials: Trial[]) {
     max: all.max,
     min: all.min,
     mean: all.mean,
-    placed_median: { unit: 'ms until the replacement exists (Provisioning); the rest is provisioning it', value: done.length > 0 ? summarize(done.map((t) => t.placedMs!)).median : null },
+    placed_median: {
+      unit: 'ms until the replacement exists (Provisioning); the rest is provisioning it',
+      value: done.length > 0 ? summarize(done.map((t) => t.placedMs!)).median : null,
+    },
     inject_call_median: { unit: 'ms the failure call itself took (included above)', value: summarize(trials.map((t) => t.injectMs)).median },
     samples: trials.map((t) => ms(t.ms)),
   };
@@ -242,13 +266,21 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
       machine_type: META_MACHINE_TYPE,
       meta_instance: { minNodes: 1, sameRack: false },
       warmup_trials: { unit: 'override trials on the stream site before the measured ones, not counted', value: options.warmupTrials },
-      sweep_interval: { unit: 's', local: interval / 1000, production: 60, note: 'EventBridge Scheduler rate(1 minute) in lib/sweep.ts; both local sites use the same interval, scaled down 60/' + interval / 1000 + 'x' },
+      sweep_interval: {
+        unit: 's',
+        local: interval / 1000,
+        production: 60,
+        note: `EventBridge Scheduler rate(1 minute) in lib/sweep.ts; both local sites use the same interval, scaled down 60/${interval / 1000}x`,
+      },
       heartbeat_timeout: { unit: 's', value: HEARTBEAT_TIMEOUT_S },
       toml: metaSiteToml.trim().split('\n'),
-      poll: { unit: 'ms between the bench\'s looks at the members (its resolution)', value: options.pollMs },
+      poll: { unit: "ms between the bench's looks at the members (its resolution)", value: options.pollMs },
       sweep_only_site: 'startLocalSite({ streamPoller: false }): no stream reactions at all; the schedule timer runs the same sweep handler',
       method:
-        'per trial: wait until the meta-instance is Ready with one Ready member on a healthy live machine; fail that machine (override: POST /admin/machines/{id}/health-overrides template degraded as provider-admin; heartbeat: the simulated agent leaves it out of its roster); time until a different member is Ready; then undo the failure and wait until the machine is back in the pool. Heartbeat and sweep-only trials start after a random pause of up to one sweep interval so they do not fall in step with the sweep.',
+        'per trial: wait until the meta-instance is Ready with one Ready member on a healthy live machine; fail that machine (override: POST ' +
+        '/admin/machines/{id}/health-overrides template degraded as provider-admin; heartbeat: the simulated agent leaves it out of its roster); time ' +
+        'until a different member is Ready; then undo the failure and wait until the machine is back in the pool. Heartbeat and sweep-only trials start ' +
+        'after a random pause of up to one sweep interval so they do not fall in step with the sweep.',
     },
     stream: {
       override: streamO,
@@ -256,7 +288,10 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
         ? {
             heartbeat: {
               ...streamH,
-              note: 'a stopped heartbeat is written once (heartbeatLive false, heartbeatStaleAt = last seen + timeout) and the stream reaction finds it not yet stale; the sweep finds it through the due index once stale, so detection waits for a sweep tick on this site too, and the stream then provisions the replacement at once',
+              note:
+                'a stopped heartbeat is written once (heartbeatLive false, heartbeatStaleAt = last seen + timeout) and the stream reaction finds it not ' +
+                'yet stale; the sweep finds it through the due index once stale, so detection waits for a sweep tick on this site too, and the stream then ' +
+                'provisions the replacement at once',
             },
           }
         : {}),
@@ -269,8 +304,9 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
           sweepOverride.length === 0
             ? 'not run (BENCH_META_SWEEP_PROBES=0)'
             : sweepO.replaced === 0
-            ? 'never replaced: a health override on a bound machine puts nothing in the due index (items.ts machineDueAt covers Cleanup and stale heartbeats, metaDueAt Placing/Retrying/Deleting), so only the stream reaction finds this failure'
-            : 'replaced within the wait',
+              ? 'never replaced: a health override on a bound machine puts nothing in the due index (items.ts machineDueAt covers Cleanup and stale ' +
+                'heartbeats, metaDueAt Placing/Retrying/Deleting), so only the stream reaction finds this failure'
+              : 'replaced within the wait',
       },
       ...(options.heartbeatTrials > 0
         ? { heartbeat: { ...sweepH, note: 'the sweep finds the stale machine and places the replacement; the next tick provisions it' } }
@@ -279,7 +315,13 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
     ratios: {
       unit: 'ratio (sweep-only median / stream median), same failure',
       override: sweepO.replaced === 0 ? null : ratioOf(sweepO.median, streamO.median),
-      override_lower_bound: sweepO.replaced === 0 && sweepOverride.length > 0 ? { value: ratioOf(probeWaitMs, streamO.median), note: 'not replaced within the wait: the ratio is at least wait / stream median (unbounded in fact)' } : null,
+      override_lower_bound:
+        sweepO.replaced === 0 && sweepOverride.length > 0
+          ? {
+              value: ratioOf(probeWaitMs, streamO.median),
+              note: 'not replaced within the wait: the ratio is at least wait / stream median (unbounded in fact)',
+            }
+          : null,
       heartbeat: options.heartbeatTrials > 0 ? ratioOf(sweepH.median, streamH.median) : null,
     },
   };

@@ -42,7 +42,6 @@ const NOW = new Date('2030-01-01T00:00:00.000Z');
 const AT = NOW.toISOString();
 const STALE_AT = new Date(NOW.getTime() - 600_000).toISOString();
 
-
 const degraded = (id: string): HealthOverride => ({
   source: 'degraded',
   mode: 'merge',
@@ -183,7 +182,17 @@ async function pass(fleet: Machine[], requests: Request[], load: LoadVariant): P
   const current = new Map(fleet.map((m) => [m.id, m]));
   const free = indexOf(fleet);
   let ids = 0;
-  const result: PassResult = { totalMs: 0, decisionsUs: [], candidatesRead: [], reads: [], placed: 0, machinesClaimed: 0, errors: {}, falseErrorIds: new Set(), other: 0 };
+  const result: PassResult = {
+    totalMs: 0,
+    decisionsUs: [],
+    candidatesRead: [],
+    reads: [],
+    placed: 0,
+    machinesClaimed: 0,
+    errors: {},
+    falseErrorIds: new Set(),
+    other: 0,
+  };
   for (const { meta } of requests) {
     const pool = free.get(meta.machineType) ?? [];
     const snapshot: MetaSnapshot = {
@@ -220,7 +229,10 @@ async function pass(fleet: Machine[], requests: Request[], load: LoadVariant): P
       result.machinesClaimed += claimed.length;
       const taken = new Set(claimed.map((m) => m.id));
       for (const m of claimed) current.set(m.id, m);
-      free.set(meta.machineType, pool.filter((m) => !taken.has(m.id)));
+      free.set(
+        meta.machineType,
+        pool.filter((m) => !taken.has(m.id)),
+      );
     } else if (after?.placementError) {
       // Grouped by the kind of message (the numbers in it vary).
       const kind = after.placementError.replace(/\b[a-z0-9]+-r\d+-\d+\b/g, '<machine>').replace(/\b\d+\b/g, 'N');
@@ -233,7 +245,11 @@ async function pass(fleet: Machine[], requests: Request[], load: LoadVariant): P
   return result;
 }
 
-const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+const median = (values: number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 
 async function measure(fleet: Machine[], requests: Request[], load: LoadVariant, options: PlacementOptions) {
   for (let i = 0; i < options.warmupPasses; i++) await pass(fleet, requests, load);
@@ -244,7 +260,12 @@ async function measure(fleet: Machine[], requests: Request[], load: LoadVariant,
   const first = passes[0]!;
   const errors = Object.values(first.errors).reduce((s, n) => s + n, 0);
   return {
-    total: { unit: 'ms to decide all meta-instances once (sum of the load + decide times), over the measured passes', median: round(percentile(totals, 50)), min: round(totals[0]!), max: round(totals.at(-1)!) },
+    total: {
+      unit: 'ms to decide all meta-instances once (sum of the load + decide times), over the measured passes',
+      median: round(percentile(totals, 50)),
+      min: round(totals[0]!),
+      max: round(totals.at(-1)!),
+    },
     per_decision: {
       unit: 'µs per decision (loadCandidates from the in-memory index, then reconcileMetaInstance), all measured passes pooled',
       samples: decisions.length,
@@ -267,7 +288,9 @@ async function measure(fleet: Machine[], requests: Request[], load: LoadVariant,
       error_kinds: first.errors,
       false_placement_errors: first.falseErrorIds.size,
       other: first.other,
-      same_in_every_pass: passes.every((p) => p.placed === first.placed && p.machinesClaimed === first.machinesClaimed && p.falseErrorIds.size === first.falseErrorIds.size),
+      same_in_every_pass: passes.every(
+        (p) => p.placed === first.placed && p.machinesClaimed === first.machinesClaimed && p.falseErrorIds.size === first.falseErrorIds.size,
+      ),
     },
   };
 }
@@ -276,20 +299,25 @@ export async function placementBench(options: PlacementOptions = defaultPlacemen
   const started = performance.now();
   const fleet = buildFleet(options.machines, seededRandom(7));
   const requests = buildRequests(options.metaInstances, fleet, seededRandom(11));
-  const types = Object.fromEntries(TYPES.map(({ type, rackSize }) => {
-    const ofType = fleet.filter((m) => m.machineType === type);
-    const racks = new Set(ofType.map((m) => m.rack));
-    return [type, {
-      machines: ofType.length,
-      rack_size: rackSize,
-      racks: racks.size,
-      part_used_racks: new Set(ofType.filter((m) => m.state === 'Assigned').map((m) => m.rack)).size,
-      in_allocatable_index: ofType.filter(inAllocatableIndex).length,
-      heartbeat_stale: ofType.filter((m) => !m.heartbeatLive).length,
-      requests: requests.filter((r) => r.meta.machineType === type).length,
-      nodes_requested: requests.filter((r) => r.meta.machineType === type).reduce((s, r) => s + r.meta.minNodes, 0),
-    }];
-  }));
+  const types = Object.fromEntries(
+    TYPES.map(({ type, rackSize }) => {
+      const ofType = fleet.filter((m) => m.machineType === type);
+      const racks = new Set(ofType.map((m) => m.rack));
+      return [
+        type,
+        {
+          machines: ofType.length,
+          rack_size: rackSize,
+          racks: racks.size,
+          part_used_racks: new Set(ofType.filter((m) => m.state === 'Assigned').map((m) => m.rack)).size,
+          in_allocatable_index: ofType.filter(inAllocatableIndex).length,
+          heartbeat_stale: ofType.filter((m) => !m.heartbeatLive).length,
+          requests: requests.filter((r) => r.meta.machineType === type).length,
+          nodes_requested: requests.filter((r) => r.meta.machineType === type).reduce((s, r) => s + r.meta.minNodes, 0),
+        },
+      ];
+    }),
+  );
   const loaded = await measure(fleet, requests, variants.as_the_service_loads_them, options);
   const firstPage = await measure(fleet, requests, variants.first_page_only, options);
   const whole = await measure(fleet, requests, variants.whole_type, options);
@@ -309,14 +337,19 @@ export async function placementBench(options: PlacementOptions = defaultPlacemen
       measured_passes: options.passes,
       method:
         'no I/O: each meta-instance (new, no members) is decided on a snapshot whose candidates a variant loads from its ' +
-          'type\'s free machines in an in-memory allocatable index ordered as the store orders it (rack, then id), shared by all ' +
-          'and shrinking as machines are claimed; loading and reconcileMetaInstance are timed together (performance.now()), ' +
-          'after warm-up passes over the same fleet and requests (seeded, identical every run). A placement error is false when ' +
-          'reconcileMetaInstance on every free machine of the type places the same meta-instance at that moment (checked untimed)',
+        "type's free machines in an in-memory allocatable index ordered as the store orders it (rack, then id), shared by all " +
+        'and shrinking as machines are claimed; loading and reconcileMetaInstance are timed together (performance.now()), ' +
+        'after warm-up passes over the same fleet and requests (seeded, identical every run). A placement error is false when ' +
+        'reconcileMetaInstance on every free machine of the type places the same meta-instance at that moment (checked untimed)',
     },
     goals: {
       false_placement_errors: { figure: loaded.outcomes.false_placement_errors, goal: 0, meets_goal: loaded.outcomes.false_placement_errors === 0 },
-      all_decisions_ms: { figure: allDecisionsMs, goal: GOAL_ALL_DECISIONS_MS, ratio: ratio(allDecisionsMs, GOAL_ALL_DECISIONS_MS), meets_goal: allDecisionsMs < GOAL_ALL_DECISIONS_MS },
+      all_decisions_ms: {
+        figure: allDecisionsMs,
+        goal: GOAL_ALL_DECISIONS_MS,
+        ratio: ratio(allDecisionsMs, GOAL_ALL_DECISIONS_MS),
+        meets_goal: allDecisionsMs < GOAL_ALL_DECISIONS_MS,
+      },
     },
     candidates_as_the_service_loads_them: loaded,
     candidates_first_page_only: { note: `the first ${CANDIDATE_PAGE} free machines of the type alone, whatever the decision needs`, ...firstPage },

@@ -11,7 +11,9 @@ export const loadAverage = () => loadavg().map((x) => round(x, 2));
 export function gitState(): { commit: string; changed_files: number } | null {
   try {
     const git = (...args: string[]) => execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-    const changed = git('status', '--porcelain', '--', '.', ':(exclude)bench/results').split('\n').filter((line) => line.trim() !== '');
+    const changed = git('status', '--porcelain', '--', '.', ':(exclude)bench/results')
+      .split('\n')
+      .filter((line) => line.trim() !== '');
     return { commit: git('rev-parse', '--short', 'HEAD').trim(), changed_files: changed.length };
   } catch {
     return null;

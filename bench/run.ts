@@ -67,7 +67,10 @@ async function main(): Promise<void> {
   run.dynamodbLocalLeftRunning = leftRunning.length > 0;
 
   const report = buildReport(run);
-  const stored = storeReport(report, selected.flatMap((part) => part.section ?? []));
+  const stored = storeReport(
+    report,
+    selected.flatMap((part) => part.section ?? []),
+  );
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   const kept = stored.whole ? '' : ' (summary and configs: the whole report is over the size kept)';
   progress(`done in ${report.wall_time.total} s; written to ${stored.file}${kept}`);

@@ -96,7 +96,9 @@ export interface Failure {
 }
 
 /** Every page of a store listing. */
-async function everything<T>(list: (page: { limit: number; nextToken?: string | undefined }) => Promise<{ items: T[]; nextToken?: string | undefined }>): Promise<T[]> {
+async function everything<T>(
+  list: (page: { limit: number; nextToken?: string | undefined }) => Promise<{ items: T[]; nextToken?: string | undefined }>,
+): Promise<T[]> {
   const all: T[] = [];
   let nextToken: string | undefined;
   do {
@@ -130,7 +132,9 @@ export function checkInvariants(input: { machines: Machine[]; instances: Instanc
   const notReplaced = failures
     .filter((f) => f.replacedMs === undefined || readyMembers(f.metaInstanceId).length < (metaById.get(f.metaInstanceId)?.minNodes ?? Infinity))
     .map((f) => `${f.metaInstanceId} (failed ${f.machineId} by ${f.kind})`);
-  const metasShort = metas.filter((m) => m.status !== 'Ready' || readyMembers(m.id).length < m.minNodes).map((m) => `${m.id} ${m.status} ${readyMembers(m.id).length}/${m.minNodes}`);
+  const metasShort = metas
+    .filter((m) => m.status !== 'Ready' || readyMembers(m.id).length < m.minNodes)
+    .map((m) => `${m.id} ${m.status} ${readyMembers(m.id).length}/${m.minNodes}`);
   return {
     machine_held_twice: heldTwice,
     machine_and_instance_disagree: disagreeing,
@@ -157,7 +161,9 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     // The bench's own reads go through a store of their own, outside the site's meter.
     const observer = new DynamoFleetStore(createDocumentClient(endpoint), tableName, dueTimes);
     const orgs = Array.from({ length: ORGS }, (_, i) => `scale-org-${i}`);
-    const tokens = new Map(await Promise.all(orgs.map(async (org) => [org, await site.issuer.mint({ sub: `${org}-tenant`, org, roles: ['tenant'] }, '6h')] as const)));
+    const tokens = new Map(
+      await Promise.all(orgs.map(async (org) => [org, await site.issuer.mint({ sub: `${org}-tenant`, org, roles: ['tenant'] }, '6h')] as const)),
+    );
     const admin = await site.issuer.mint({ sub: 'scale-admin', org: 'provider', roles: ['provider-admin'] }, '6h');
 
     const latencies: Record<CallKind, number[]> = { create: [], release: [], list: [], get: [] };
@@ -186,50 +192,86 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     const settleMs = options.heartbeatTimeoutSeconds * 1000 + 3 * options.sweepIntervalMs + 30_000;
     const instancePath = (org: string) => `/v2/org/${org}/nico/instance`;
     const typeOf = (n: number) => MACHINE_TYPES[n % MACHINE_TYPES.length]!;
-    const statusIs = (instanceId: string, wanted: Instance['status']) => async () => ((await observer.getInstance(instanceId))?.status === wanted ? true : undefined);
+    const statusIs = (instanceId: string, wanted: Instance['status']) => async () =>
+      (await observer.getInstance(instanceId))?.status === wanted ? true : undefined;
 
     // ---- the fleet live, then the standing load: instances and meta-instances, all Ready ----
     // Watched as an operator would, through the fleet summary (one bounded read): reading every machine every few
     // seconds takes DynamoDB Local several seconds each time, away from the roster walk being timed.
-    await until('the fleet summary counting every machine allocatable', async () => {
-      const summary = await call(undefined, 'GET', '/admin/fleet/summary', admin, undefined, [200]);
-      return summary.machines === options.machines && summary.allocatable === options.machines ? true : undefined;
-    }, 120_000 + options.machines * 50, 1_000);
+    await until(
+      'the fleet summary counting every machine allocatable',
+      async () => {
+        const summary = await call(undefined, 'GET', '/admin/fleet/summary', admin, undefined, [200]);
+        return summary.machines === options.machines && summary.allocatable === options.machines ? true : undefined;
+      },
+      120_000 + options.machines * 50,
+      1_000,
+    );
     const fleetAllocatableS = round((performance.now() - setupStarted) / 1000 - siteUpS, 1);
     // What the summary counts, checked once on the machines themselves: every one live and in the allocatable index
     // (paged: one Query page stops at 1 MB, about 3,000 machines).
     const fleet = await everything((page) => observer.listMachines(page));
     const inIndex = (await Promise.all(MACHINE_TYPES.map((type) => everything((page) => observer.allocatableMachinesPage(type, page))))).flat();
     if (fleet.length !== options.machines || !fleet.every((m) => m.heartbeatLive) || inIndex.length !== options.machines) {
-      throw new Error(`scale: the summary counted ${options.machines} allocatable, but ${fleet.filter((m) => m.heartbeatLive).length} ` +
-        `of ${fleet.length} machines are live and ${inIndex.length} in the allocatable index`);
+      throw new Error(
+        `scale: the summary counted ${options.machines} allocatable, but ${fleet.filter((m) => m.heartbeatLive).length} ` +
+          `of ${fleet.length} machines are live and ${inIndex.length} in the allocatable index`,
+      );
     }
     const owned: Array<{ org: string; id: string }> = [];
-    await inParallel(Array.from({ length: options.instances }, (_, n) => n), 8, async (n) => {
-      const org = orgs[n % ORGS]!;
-      // A loaded host can let a heartbeat go stale for a moment: then the type has no allocatable machine, so try again.
-      let created = await call(undefined, 'POST', instancePath(org), tokens.get(org), { machineType: typeOf(n) }, [201, 409]);
-      for (let tries = 1; created.code === 'no-capacity' && tries < 30; tries++) {
-        await sleep(1_000);
-        created = await call(undefined, 'POST', instancePath(org), tokens.get(org), { machineType: typeOf(n) }, [201, 409]);
-      }
-      if (!created.id) throw new Error(`scale: no ${typeOf(n)} machine became free for the standing load: ${JSON.stringify(created)}`);
-      owned.push({ org, id: String(created.id) });
-    });
+    await inParallel(
+      Array.from({ length: options.instances }, (_, n) => n),
+      8,
+      async (n) => {
+        const org = orgs[n % ORGS]!;
+        // A loaded host can let a heartbeat go stale for a moment: then the type has no allocatable machine, so try again.
+        let created = await call(undefined, 'POST', instancePath(org), tokens.get(org), { machineType: typeOf(n) }, [201, 409]);
+        for (let tries = 1; created.code === 'no-capacity' && tries < 30; tries++) {
+          await sleep(1_000);
+          created = await call(undefined, 'POST', instancePath(org), tokens.get(org), { machineType: typeOf(n) }, [201, 409]);
+        }
+        if (!created.id) throw new Error(`scale: no ${typeOf(n)} machine became free for the standing load: ${JSON.stringify(created)}`);
+        owned.push({ org, id: String(created.id) });
+      },
+    );
     const metaIds: string[] = [];
-    await inParallel(Array.from({ length: options.metaInstances }, (_, n) => n), 8, async (n) => {
-      const org = orgs[n % ORGS]!;
-      // Placed at the same moment as others, a create may lose every race for its machines: 409, safe to retry.
-      const request = () => call(undefined, 'POST', `/v2/org/${org}/nico/meta-instance`, tokens.get(org), { machineType: typeOf(n), minNodes: META_SIZES[n % META_SIZES.length]! }, [201, 409]);
-      let created = await request();
-      for (let tries = 1; created.code === 'concurrent-update' && tries < 10; tries++) created = await request();
-      if (!created.id) throw new Error(`scale: meta-instance create kept failing: ${JSON.stringify(created)}`);
-      metaIds.push(String(created.id));
-    });
+    await inParallel(
+      Array.from({ length: options.metaInstances }, (_, n) => n),
+      8,
+      async (n) => {
+        const org = orgs[n % ORGS]!;
+        // Placed at the same moment as others, a create may lose every race for its machines: 409, safe to retry.
+        const request = () =>
+          call(
+            undefined,
+            'POST',
+            `/v2/org/${org}/nico/meta-instance`,
+            tokens.get(org),
+            { machineType: typeOf(n), minNodes: META_SIZES[n % META_SIZES.length]! },
+            [201, 409],
+          );
+        let created = await request();
+        for (let tries = 1; created.code === 'concurrent-update' && tries < 10; tries++) created = await request();
+        if (!created.id) throw new Error(`scale: meta-instance create kept failing: ${JSON.stringify(created)}`);
+        metaIds.push(String(created.id));
+      },
+    );
     await inParallel(owned, 16, async (o) => void (await until(`instance ${o.id} Ready`, statusIs(o.id, 'Ready'), settleMs, 100)));
-    await inParallel(metaIds, 16, async (metaId) => void (await until(`meta-instance ${metaId} Ready`, async () => ((await observer.getMetaInstance(metaId))?.status === 'Ready' ? true : undefined), settleMs, 100)));
+    await inParallel(
+      metaIds,
+      16,
+      async (metaId) =>
+        void (await until(
+          `meta-instance ${metaId} Ready`,
+          async () => ((await observer.getMetaInstance(metaId))?.status === 'Ready' ? true : undefined),
+          settleMs,
+          100,
+        )),
+    );
     const setupS = round((performance.now() - setupStarted) / 1000, 1);
-    progress(`scale: ${options.instances} instances and ${options.metaInstances} meta-instances Ready after ${setupS} s; churning for ${options.churnSeconds} s`);
+    progress(
+      `scale: ${options.instances} instances and ${options.metaInstances} meta-instances Ready after ${setupS} s; churning for ${options.churnSeconds} s`,
+    );
 
     // ---- the churn: tenants through the API, failures on a schedule ----
     const createLag: number[] = [];
@@ -305,7 +347,14 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       failures.push(failure);
       const t0 = performance.now();
       if (failure.kind === 'override') {
-        await call(undefined, 'POST', `/admin/machines/${encodeURIComponent(member.machineId)}/health-overrides`, admin, { template: 'degraded', message: 'scale soak: simulated failure' }, [200, 201]);
+        await call(
+          undefined,
+          'POST',
+          `/admin/machines/${encodeURIComponent(member.machineId)}/health-overrides`,
+          admin,
+          { template: 'degraded', message: 'scale soak: simulated failure' },
+          [200, 201],
+        );
       } else {
         await call(undefined, 'POST', `/_sim/machines/${encodeURIComponent(member.machineId)}/heartbeat`, undefined, { stopped: true }, [200]);
       }
@@ -359,14 +408,15 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
         toml: scaleSiteToml(options).trim().split('\n'),
         method:
           'local runner (real handlers behind the API Gateway adapter, stream poller, sweep timer, simulated agent) on DynamoDB Local. Setup: N ' +
-            'machines registered and live, the instances and meta-instances created through the API until all are Ready. Churn: `apiWorkers` tenants call ' +
-            'one request after another (30% create and wait Ready, 30% release and wait Terminated, 20% list, 20% get) while the failures come at even ' +
-            'intervals over the first two thirds of the churn, alternating health override (degraded) and heartbeat stop, each on a Ready member of a ' +
-            'meta-instance. Afterwards the site is left to go quiet (stream idle, two sweeps) and every machine, instance and meta-instance is read back.',
+          'machines registered and live, the instances and meta-instances created through the API until all are Ready. Churn: `apiWorkers` tenants call ' +
+          'one request after another (30% create and wait Ready, 30% release and wait Terminated, 20% list, 20% get) while the failures come at even ' +
+          'intervals over the first two thirds of the churn, alternating health override (degraded) and heartbeat stop, each on a Ready member of a ' +
+          'meta-instance. Afterwards the site is left to go quiet (stream idle, two sweeps) and every machine, instance and meta-instance is read back.',
       },
       setup_s: setupS,
       site_start: {
-        unit: 's: the local site started (machines registered, API answering /health), then the fleet summary counting every ' +
+        unit:
+          's: the local site started (machines registered, API answering /health), then the fleet summary counting every ' +
           'machine allocatable (`GET /admin/fleet/summary` every second; the machines themselves checked once after)',
         site_up_s: siteUpS,
         fleet_allocatable_after_up_s: fleetAllocatableS,

@@ -86,7 +86,11 @@ export function perOperation(costs: readonly Cost[]) {
     read_units_per_op: { unit: 'read capacity units per operation', value: round(total.readUnits / n) },
     requests_per_op: {
       unit: 'DynamoDB requests per operation, by command',
-      value: Object.fromEntries(Object.entries(total.requests).sort().map(([name, count]) => [name, round(count / n)])),
+      value: Object.fromEntries(
+        Object.entries(total.requests)
+          .sort()
+          .map(([name, count]) => [name, round(count / n)]),
+      ),
     },
     spread: {
       unit: 'per-operation min..max',

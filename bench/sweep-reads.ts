@@ -30,7 +30,14 @@ export interface SweepReadsOptions {
   loadConcurrency: number;
 }
 
-export const defaultSweepReadsOptions: SweepReadsOptions = { machines: 100_000, runBudgetMs: 20_000, agentDeleteMs: 5, dueFraction: 0.01, repairFraction: 0.001, loadConcurrency: 8 };
+export const defaultSweepReadsOptions: SweepReadsOptions = {
+  machines: 100_000,
+  runBudgetMs: 20_000,
+  agentDeleteMs: 5,
+  dueFraction: 0.01,
+  repairFraction: 0.001,
+  loadConcurrency: 8,
+};
 
 /** The goal: a backlog of 1,000 due entities cleared within 30 s. */
 const GOAL_CLEAR_MS = 30_000;
@@ -100,14 +107,26 @@ function machineOf(i: number, n: number, now: number, options: SweepReadsOptions
     case 'due-stale':
       return {
         role,
-        machine: { ...base, state: 'Assigned', instanceId, assignedAt: at(7_200_000), heartbeatLive: false, lastHeartbeatAt: at(120_000), heartbeatStaleAt: at(90_000), updatedAt: at(110_000) },
+        machine: {
+          ...base,
+          state: 'Assigned',
+          instanceId,
+          assignedAt: at(7_200_000),
+          heartbeatLive: false,
+          lastHeartbeatAt: at(120_000),
+          heartbeatStaleAt: at(90_000),
+          updatedAt: at(110_000),
+        },
       };
     case 'repair-unclaimed-late':
       return { role, machine: { ...base, healthOverrides: [repairRequest(id, at(2 * CLAIM_MS))] } };
     case 'repair-unclaimed-recent':
       return { role, machine: { ...base, healthOverrides: [repairRequest(id, at(CLAIM_MS / 4))] } };
     case 'repair-in-repair':
-      return { role, machine: { ...base, state: 'Assigned', instanceId, healthOverrides: [repairRequest(id, at(3 * CLAIM_MS))], assignedAt: at(2 * CLAIM_MS) } };
+      return {
+        role,
+        machine: { ...base, state: 'Assigned', instanceId, healthOverrides: [repairRequest(id, at(3 * CLAIM_MS))], assignedAt: at(2 * CLAIM_MS) },
+      };
   }
 }
 
@@ -226,7 +245,11 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
     const t0 = performance.now();
     const value = await what();
     const ms = performance.now() - t0;
-    const byCommand = Object.fromEntries(Object.entries(requests.counts).map(([k, v]) => [k, v - (before.requests[k] ?? 0)]).filter(([, v]) => v !== 0));
+    const byCommand = Object.fromEntries(
+      Object.entries(requests.counts)
+        .map(([k, v]) => [k, v - (before.requests[k] ?? 0)])
+        .filter(([, v]) => v !== 0),
+    );
     return { value, readUnits: round(requests.total.readUnits - before.ru), ms: round(ms, 1), requests: byCommand };
   };
 
@@ -245,7 +268,9 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
   const t1 = performance.now();
   let start: Record<string, unknown> | undefined;
   do {
-    const page = await client.send(new ScanCommand({ TableName: table, Select: 'COUNT', ReturnConsumedCapacity: 'TOTAL', ...(start ? { ExclusiveStartKey: start } : {}) }));
+    const page = await client.send(
+      new ScanCommand({ TableName: table, Select: 'COUNT', ReturnConsumedCapacity: 'TOTAL', ...(start ? { ExclusiveStartKey: start } : {}) }),
+    );
     scan.readUnits += units(page.ConsumedCapacity);
     scan.items += page.Count ?? 0;
     scan.pages += 1;
@@ -257,7 +282,11 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
   progress(`sweep reads: clearing ${allDue.value.length} due entities with the sweep`);
   const requestsBefore = { ...requests.counts };
   const clearing = await clearBacklog(store, options);
-  const clearingRequests = Object.fromEntries(Object.entries(requests.counts).map(([k, v]) => [k, v - (requestsBefore[k] ?? 0)]).filter(([, v]) => v !== 0));
+  const clearingRequests = Object.fromEntries(
+    Object.entries(requests.counts)
+      .map(([k, v]) => [k, v - (requestsBefore[k] ?? 0)])
+      .filter(([, v]) => v !== 0),
+  );
   const remaining = (await store.dueEntities(new Date(), { limit: options.machines })).items;
 
   const sweepRu = due.readUnits + heartbeat.readUnits + repairs.readUnits;
@@ -269,26 +298,39 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
       repair_fraction: options.repairFraction,
       roles: loaded.roles,
       mean_item_json_bytes: loaded.meanItemJsonBytes,
-      table: 'a fresh table from tableDefinition() on a DynamoDB Local of its own, holding only these machine items ' +
+      table:
+        'a fresh table from tableDefinition() on a DynamoDB Local of its own, holding only these machine items ' +
         '(plus the site heartbeat); a real table also holds instances and history, so a real Scan costs more',
       due_page: DUE_PAGE,
       claim_sla_minutes: CLAIM_MS / 60_000,
       method:
         'machine records built in memory, written with BatchWrite (25 per request, several in flight) through items.ts machineItem, so every index ' +
-          'attribute is what the store would write; then the sweep\'s finding reads through DynamoFleetStore (dueEntities with the sweep\'s limit, ' +
-          'getSiteHeartbeat, repairsToWatch) with read-unit deltas metered on its client (counter.ts), then one full Scan of the table (all pages, ' +
-          'eventually consistent as the index queries are, Select COUNT, which consumes what a plain Scan does) with ReturnConsumedCapacity TOTAL',
+        "attribute is what the store would write; then the sweep's finding reads through DynamoFleetStore (dueEntities with the sweep's limit, " +
+        'getSiteHeartbeat, repairsToWatch) with read-unit deltas metered on its client (counter.ts), then one full Scan of the table (all pages, ' +
+        'eventually consistent as the index queries are, Select COUNT, which consumes what a plain Scan does) with ReturnConsumedCapacity TOTAL',
     },
-    load: { unit: 's', value: round(loadS, 1), machines_per_second: Math.round(options.machines / loadS), batch_retries: loaded.retries, concurrency: options.loadConcurrency },
+    load: {
+      unit: 's',
+      value: round(loadS, 1),
+      machines_per_second: Math.round(options.machines / loadS),
+      batch_retries: loaded.retries,
+      concurrency: options.loadConcurrency,
+    },
     sweep: {
-      unit: 'read capacity units (deltas metered on the store\'s client), items returned, ms',
+      unit: "read capacity units (deltas metered on the store's client), items returned, ms",
       read_units: round(sweepRu),
       items_read: sweepItems,
       due_entities: { read_units: due.readUnits, items: due.value.length, ms: due.ms, requests: due.requests },
       site_heartbeat: { read_units: heartbeat.readUnits, items: heartbeat.value ? 1 : 0, ms: heartbeat.ms },
       repairs_to_watch: { read_units: repairs.readUnits, items: repairs.value.length, ms: repairs.ms, requests: repairs.requests },
     },
-    all_due_at_once: { unit: 'read capacity units, items, ms: dueEntities without the sweep\'s limit', read_units: allDue.readUnits, items: allDue.value.length, ms: allDue.ms, requests: allDue.requests },
+    all_due_at_once: {
+      unit: "read capacity units, items, ms: dueEntities without the sweep's limit",
+      read_units: allDue.readUnits,
+      items: allDue.value.length,
+      ms: allDue.ms,
+      requests: allDue.requests,
+    },
     scan: { unit: 'read capacity units, items, pages, ms', read_units: round(scan.readUnits), items: scan.items, pages: scan.pages, ms: scan.ms },
     clear_backlog: {
       unit: 'ms from the first sweep run until a run leaves nothing to follow up; entities reconciled',
@@ -304,7 +346,7 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
       still_due_after: remaining.length,
       still_due_after_why:
         'a machine holding an instance with a stale heartbeat stays in the due index until its heartbeat ' +
-          'returns or its instance is released; the sweep looks at it every run and changes nothing',
+        'returns or its instance is released; the sweep looks at it every run and changes nothing',
       goal: { figure: clearing.ms, goal: GOAL_CLEAR_MS, ratio: ratio(clearing.ms, GOAL_CLEAR_MS), meets_goal: clearing.ms < GOAL_CLEAR_MS },
     },
     ratios: {

@@ -209,10 +209,14 @@ async function startWorkflowSite(endpoint: string, tableName: string, options: W
       }
     };
 
-    await until('the fleet live and allocatable', async () => {
-      const free = await freeMachines(observer, WORKFLOW_MACHINE_TYPE, 100);
-      return free.length === WORKFLOW_MACHINES && free.every((m) => m.heartbeatLive);
-    }, 30_000);
+    await until(
+      'the fleet live and allocatable',
+      async () => {
+        const free = await freeMachines(observer, WORKFLOW_MACHINE_TYPE, 100);
+        return free.length === WORKFLOW_MACHINES && free.every((m) => m.heartbeatLive);
+      },
+      30_000,
+    );
 
     const instances = `/v2/org/${ORG}/nico/instance`;
     let plain: { id: string; machineId: string } | undefined;
@@ -242,7 +246,13 @@ async function startWorkflowSite(endpoint: string, tableName: string, options: W
         const victim = members[0]!;
         meta.failed = { machineId: victim.machineId, memberId: victim.id };
         const { id } = meta;
-        await call('POST', `/admin/machines/${encodeURIComponent(victim.machineId)}/health-overrides`, admin, { template: 'degraded', message: 'bench: simulated failure' }, [200, 201]);
+        await call(
+          'POST',
+          `/admin/machines/${encodeURIComponent(victim.machineId)}/health-overrides`,
+          admin,
+          { template: 'degraded', message: 'bench: simulated failure' },
+          [200, 201],
+        );
         return async () => {
           const [current, live, old, machine] = await Promise.all([
             observer.getMetaInstance(id),
@@ -281,7 +291,10 @@ async function startWorkflowSite(endpoint: string, tableName: string, options: W
         const id = String(created.id);
         meta = { id };
         await until('the meta-instance Ready with 2 Ready members', async () => {
-          const [current, live] = await Promise.all([observer.getMetaInstance(id), observer.membersOf(id).then((all) => all.filter((i) => LIVE.has(i.status)))]);
+          const [current, live] = await Promise.all([
+            observer.getMetaInstance(id),
+            observer.membersOf(id).then((all) => all.filter((i) => LIVE.has(i.status))),
+          ]);
           return current?.status === 'Ready' && live.length === 2 && live.every((i) => i.status === 'Ready');
         });
       }
@@ -343,14 +356,15 @@ function summarizeWorkflow(workflow: Workflow, samples: WorkflowSample[]) {
   return {
     trials: samples.length,
     requests: { unit: 'DynamoDB requests, call until quiet', ...spread(requestsOf) },
-    read_units: { unit: 'read capacity units (DynamoDB Local\'s ConsumedCapacity)', ...spread(samples.map((s) => s.total.readUnits)) },
-    write_units: { unit: 'write capacity units (DynamoDB Local\'s ConsumedCapacity)', ...spread(samples.map((s) => s.total.writeUnits)) },
+    read_units: { unit: "read capacity units (DynamoDB Local's ConsumedCapacity)", ...spread(samples.map((s) => s.total.readUnits)) },
+    write_units: { unit: "write capacity units (DynamoDB Local's ConsumedCapacity)", ...spread(samples.map((s) => s.total.writeUnits)) },
     requests_by_command: {
       unit: 'DynamoDB requests by command, median of the trials',
       ...Object.fromEntries([...commands].sort().map((c) => [c, round(median(samples.map((s) => s.total.requests[c] ?? 0)))])),
     },
     by_source: {
-      unit: 'call: the request that starts the workflow; agent: the site agent\'s reports ' +
+      unit:
+        "call: the request that starts the workflow; agent: the site agent's reports " +
         'through the API; reactions: the stream handler (and the sweep, if it ticked)',
       call: bySource('call'),
       agent: bySource('agent'),
@@ -369,7 +383,12 @@ function summarizeWorkflow(workflow: Workflow, samples: WorkflowSample[]) {
     capacity_goal: { read_units: null, write_units: null, note: 'no baseline: capacity units were not recorded before the reconciler registry' },
     reconciled_more_than_once: samples.flatMap((s, trial) => s.reconciled_more_than_once.map((r) => ({ trial, ...r }))),
     read_more_than_once: samples.flatMap((s, trial) => s.read_more_than_once.map((r) => ({ trial, ...r }))),
-    samples: samples.map((s) => ({ requests: requestCount(s.total), read_units: round(s.total.readUnits), write_units: round(s.total.writeUnits), by_command: s.total.requests })),
+    samples: samples.map((s) => ({
+      requests: requestCount(s.total),
+      read_units: round(s.total.readUnits),
+      write_units: round(s.total.writeUnits),
+      by_command: s.total.requests,
+    })),
   };
 }
 
@@ -409,21 +428,22 @@ export async function workflowCost(endpoint: string, id: string, options: Workfl
       toml: workflowSiteToml.trim().split('\n'),
       baseline: {
         requests: BASELINE_REQUESTS,
-        source: 'measured before the reconciler registry (commit 1341d3a): every DynamoDB ' +
+        source:
+          'measured before the reconciler registry (commit 1341d3a): every DynamoDB ' +
           'request until the site went quiet, median of 5; capacity units not recorded',
       },
       method:
-        'one local site (API, stream poller, sweep timer, simulated agent) on DynamoDB Local; every request the site store\'s client sends is counted ' +
-          '(bench/counter.ts), from the call that starts the workflow until the condition holds and the site is quiet (stream drained, then no request ' +
-          'for quiet_ms). create_to_ready: POST instance until Ready; release_to_clean: DELETE it until Terminated and its machine Ready and free; ' +
-          'member_replacement: a minNodes-2 meta-instance, a degraded override on one member\'s machine (POST /admin/machines/{id}/health-overrides) ' +
-          'until the meta-instance is Ready with 2 Ready members off that machine, the old member Terminated and its machine out of Cleanup (the ' +
-          'override is removed afterwards, not counted). The idempotency table is not touched (no Idempotency-Key is sent).',
+        "one local site (API, stream poller, sweep timer, simulated agent) on DynamoDB Local; every request the site store's client sends is counted " +
+        '(bench/counter.ts), from the call that starts the workflow until the condition holds and the site is quiet (stream drained, then no request ' +
+        'for quiet_ms). create_to_ready: POST instance until Ready; release_to_clean: DELETE it until Terminated and its machine Ready and free; ' +
+        "member_replacement: a minNodes-2 meta-instance, a degraded override on one member's machine (POST /admin/machines/{id}/health-overrides) " +
+        'until the meta-instance is Ready with 2 Ready members off that machine, the old member Terminated and its machine out of Cleanup (the ' +
+        'override is removed afterwards, not counted). The idempotency table is not touched (no Idempotency-Key is sent).',
       sweep: 'the sweep interval is long, so no sweep normally ticks in a window; if one did, its requests are in reactions',
       batches:
         'a stream batch is what one non-empty GetRecords of the local poller hands to the handler (it reads and delivers one batch ' +
-          'at a time); reconciled_more_than_once lists entities the runner logged `reconciled` for more than once in one batch (one ' +
-          'line per pass that committed), read_more_than_once items GetItem-read more than once by the reactions in one batch',
+        'at a time); reconciled_more_than_once lists entities the runner logged `reconciled` for more than once in one batch (one ' +
+        'line per pass that committed), read_more_than_once items GetItem-read more than once by the reactions in one batch',
     },
     workflows,
     summary: Object.fromEntries(

@@ -76,7 +76,10 @@ export function createClient(connection: Connection): Client {
       let nextToken: string | undefined;
       do {
         const limit = Math.min(500, max - items.length);
-        const page = (await send('get', path, { params: { ...params, query: { ...params.query, limit, nextToken } } })) as { items: Array<Item<typeof path>>; nextToken?: string };
+        const page = (await send('get', path, { params: { ...params, query: { ...params.query, limit, nextToken } } })) as {
+          items: Array<Item<typeof path>>;
+          nextToken?: string;
+        };
         items.push(...page.items);
         nextToken = page.nextToken;
       } while (nextToken && items.length < max);
@@ -96,7 +99,14 @@ export function tokenClaims(token: string | undefined): { sub?: string; org?: st
   try {
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
     const raw = claims.roles;
-    const roles = Array.isArray(raw) ? raw.map(String) : typeof raw === 'string' ? raw.replace(/^\[|\]$/g, '').split(/[\s,]+/).filter(Boolean) : [];
+    const roles = Array.isArray(raw)
+      ? raw.map(String)
+      : typeof raw === 'string'
+        ? raw
+            .replace(/^\[|\]$/g, '')
+            .split(/[\s,]+/)
+            .filter(Boolean)
+        : [];
     return {
       ...(typeof claims.sub === 'string' ? { sub: claims.sub } : {}),
       ...(typeof claims.org === 'string' ? { org: claims.org } : {}),

@@ -37,7 +37,14 @@ export const renderRow = <T>(row: T, columns: Column<T>[]): string => columns.ma
 export function renderTable<T>(rows: T[], columns: Column<T>[]): string {
   const cells = [columns.map((c) => c.header.toUpperCase()), ...rows.map((row) => columns.map((c) => cell(c.value(row))))];
   const widths = columns.map((_, i) => Math.max(...cells.map((line) => line[i]!.length)));
-  return cells.map((line) => line.map((text, i) => (i === line.length - 1 ? text : text.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+  return cells
+    .map((line) =>
+      line
+        .map((text, i) => (i === line.length - 1 ? text : text.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 export function renderKeyValues(pairs: Array<[string, unknown]>): string {

@@ -26,7 +26,19 @@ export function buildProgram(deps: RuntimeDeps = {}): Command {
     .addOption(new Option('-f, --format <format>', 'table for people, json or yaml for scripts (default: table)').choices(formats).conflicts('output'))
     .addOption(new Option('-o, --output <format>', 'same as --format (kubectl habit)').choices(formats));
 
-  for (const make of [machineCommand, instanceCommand, metaInstanceCommand, tenantCommand, safetyCommand, repairsCommand, auditCommand, versionCommand, devCommand, profileCommand, completionCommand]) {
+  for (const make of [
+    machineCommand,
+    instanceCommand,
+    metaInstanceCommand,
+    tenantCommand,
+    safetyCommand,
+    repairsCommand,
+    auditCommand,
+    versionCommand,
+    devCommand,
+    profileCommand,
+    completionCommand,
+  ]) {
     program.addCommand(make(deps));
   }
   // Commands built with `new Command()` do not inherit settings: apply them to the whole tree.

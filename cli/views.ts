@@ -77,7 +77,9 @@ export function renderMachine(m: Machine): string {
     ['instance', m.instanceId],
     ['allocatable', m.allocatable ? 'yes' : `no (${m.notAllocatableReasons.join(', ')})`],
     ['last heartbeat', m.lastHeartbeatAt ? `${m.lastHeartbeatAt} (${age(m.lastHeartbeatAt)})` : undefined],
-    ...(m.cleanup ? ([['cleanup', `${m.cleanup.phase}, ${m.cleanup.attempts} attempt(s)${m.cleanup.error ? `: ${m.cleanup.error}` : ''}`]] as Array<[string, unknown]>) : []),
+    ...(m.cleanup
+      ? ([['cleanup', `${m.cleanup.phase}, ${m.cleanup.attempts} attempt(s)${m.cleanup.error ? `: ${m.cleanup.error}` : ''}`]] as Array<[string, unknown]>)
+      : []),
     ['labels', formatLabels(m.labels)],
     ['version', m.version],
   ]);
@@ -178,9 +180,15 @@ export function renderSafetyReset(r: SafetyReset, applyHeldBack: boolean): strin
     ['held back at reset', r.heldBackAtReset.length === 0 ? 'none' : r.heldBackAtReset],
     [
       'repair requests applied',
-      r.applied.length > 0 ? r.applied : applyHeldBack || r.heldBackAtReset.length === 0 ? 'none' : 'none (add --apply-held-back to apply them; the machines stay quarantined)',
+      r.applied.length > 0
+        ? r.applied
+        : applyHeldBack || r.heldBackAtReset.length === 0
+          ? 'none'
+          : 'none (add --apply-held-back to apply them; the machines stay quarantined)',
     ],
-    ...(applyHeldBack && skipped.length > 0 ? ([['not applied', `${skipped.join(',')} (no longer quarantined, escalated or already in repair)`]] as Array<[string, unknown]>) : []),
+    ...(applyHeldBack && skipped.length > 0
+      ? ([['not applied', `${skipped.join(',')} (no longer quarantined, escalated or already in repair)`]] as Array<[string, unknown]>)
+      : []),
     ['replacements in flight', r.replacementsInFlight],
   ]);
 }

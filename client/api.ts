@@ -26,8 +26,7 @@ type Documented<P extends ApiPath, M extends Method> =
 export type Answer<P extends ApiPath, M extends Method> = Documented<P, M>;
 
 /** The JSON request body of an operation (never when it takes none). */
-export type Body<P extends ApiPath, M extends Method> =
-  Operation<P, M> extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+export type Body<P extends ApiPath, M extends Method> = Operation<P, M> extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
 
 /** The second argument of a call: `params` (required when the path has parameters) and `body` (when it takes one). */
 // biome-ignore lint/complexity/noBannedTypes: `{} extends T` asks whether every key of T is optional

@@ -62,7 +62,8 @@ function filterViolations(resources: Array<[string, TemplateResource]>): AwsLimi
       violations.push({
         rule: 'Lambda: filters per event source mapping',
         resource: id,
-        message: `${filters.length} filters; Lambda allows ${AWS_LIMITS.filtersPerEventSourceMapping} ` +
+        message:
+          `${filters.length} filters; Lambda allows ${AWS_LIMITS.filtersPerEventSourceMapping} ` +
           'per event source mapping (10 on request) and refuses to create the mapping otherwise',
       });
     }
@@ -105,7 +106,7 @@ function concurrencyViolations(resources: Array<[string, TemplateResource]>, { a
 export function concurrencyMessage(reserved: number, accountConcurrency: number): string {
   return (
     `reserved concurrency ${reserved} plus the ${AWS_LIMITS.unreservedConcurrency} ` +
-      `Lambda keeps unreserved is ${reserved + AWS_LIMITS.unreservedConcurrency}, ` +
+    `Lambda keeps unreserved is ${reserved + AWS_LIMITS.unreservedConcurrency}, ` +
     `over the account's quota of ${accountConcurrency} ([lambda] account_concurrency): lower the [lambda] *_reserved_concurrency keys, ` +
     `or ask AWS for a higher "Concurrent executions" quota and set account_concurrency to it`
   );
@@ -124,7 +125,8 @@ function apiTimeoutViolations(resources: Array<[string, TemplateResource]>): Aws
       violations.push({
         rule: 'API Gateway: HTTP API integration timeout',
         resource: target,
-        message: `times out after ${timeout} s, but the HTTP API gives up after ${AWS_LIMITS.httpApiIntegrationSeconds} ` +
+        message:
+          `times out after ${timeout} s, but the HTTP API gives up after ${AWS_LIMITS.httpApiIntegrationSeconds} ` +
           's: the caller would get a 503 while the function still runs',
       });
     }

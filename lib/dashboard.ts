@@ -121,20 +121,20 @@ export class SiteDashboard extends Construct {
       id: 'AwsSolutions-CFR1',
       reason:
         'The dashboard is for the operators of this site wherever they are; it serves static files only, and every fleet datum ' +
-          'it shows comes from the HTTP API behind the JWT authorizer (provider-admin), so a geo restriction would protect nothing.',
+        'it shows comes from the HTTP API behind the JWT authorizer (provider-admin), so a geo restriction would protect nothing.',
     });
     Validations.of(this.distribution).acknowledge({
       id: 'AwsSolutions-CFR2',
       reason:
         'The distribution serves a handful of static, public-by-design files (no data, no secrets: config.json holds only the API URL); the data sits ' +
-          'behind the API\'s JWT authorizer. A WAF web ACL (us-east-1 only, billed per rule) can be attached later with webAclId if a site wants one.',
+        "behind the API's JWT authorizer. A WAF web ACL (us-east-1 only, billed per rule) can be attached later with webAclId if a site wants one.",
     });
     Validations.of(this.distribution).acknowledge({
       id: 'AwsSolutions-CFR4',
       reason:
         'Without a custom domain the distribution uses the default *.cloudfront.net certificate, whose ' +
-          'security policy CloudFront fixes (TLSv1); choosing TLSv1.2_2021 needs a custom domain with an ACM ' +
-          'certificate, which the stack does not manage (docs/deploy.md). Browsers negotiate TLS 1.2/1.3 with it.',
+        'security policy CloudFront fixes (TLSv1); choosing TLSv1.2_2021 needs a custom domain with an ACM ' +
+        'certificate, which the stack does not manage (docs/deploy.md). Browsers negotiate TLS 1.2/1.3 with it.',
     });
   }
 
@@ -177,7 +177,8 @@ export class SiteDashboard extends Construct {
     this.deployHandler = handler;
     Validations.of(handler).acknowledge({
       id: 'AwsSolutions-L1',
-      reason: `The runtime of aws-cdk-lib's BucketDeployment handler (${handler.runtime.name}) is chosen by aws-cdk-lib and not ` +
+      reason:
+        `The runtime of aws-cdk-lib's BucketDeployment handler (${handler.runtime.name}) is chosen by aws-cdk-lib and not ` +
         `configurable; it runs only while CloudFormation deploys the dashboard's files, and moves on with aws-cdk-lib upgrades.`,
     });
     // The wildcards of BucketDeployment's grants (grantRead on the source assets, grantReadWrite on this bucket),
@@ -208,7 +209,8 @@ export class SiteDashboard extends Construct {
       if (!what) throw new Error(`SiteDashboard: BucketDeployment grants an unexpected wildcard (${finding}); review it and say why`);
       Validations.of(role).acknowledge({
         id: `AwsSolutions-IAM5[${finding}]`,
-        reason: `aws-cdk-lib's BucketDeployment needs this to ${what}; the role is this deployment's alone ` +
+        reason:
+          `aws-cdk-lib's BucketDeployment needs this to ${what}; the role is this deployment's alone ` +
           '(its handler runs only while CloudFormation deploys) and reaches no bucket but these two.',
       });
     }

@@ -124,13 +124,13 @@ function readme(): string {
     '## Delivery is at least once: dedupe on `detail.id`',
     '',
     "An event is committed in the same transaction as the change it reports and published afterwards from the table's stream. " +
-      "A stream record that is retried, duplicated or reordered publishes its event again **with the same `detail.id`**, which " +
+      'A stream record that is retried, duplicated or reordered publishes its event again **with the same `detail.id`**, which ' +
       "is derived from the stored event, never random; the delivery itself is recorded once. EventBridge's own envelope `id` is " +
       "new for every publication, so consumers must dedupe on `detail.id`, not on the envelope's `id`.",
     '',
     "`detail.version` is the version of that event type's detail schema; a change of shape comes with a new version. Every detail has `id`, `version` " +
       "and `at` (when it happened). Every event about a machine also has `machineId`, `machineType`, `rack`, `overrides` (the sources of the machine's " +
-      "health overrides after the change) and `labels`, and, when known, `requestId` (the API request that caused it), `instanceId` and `issue`.",
+      'health overrides after the change) and `labels`, and, when known, `requestId` (the API request that caused it), `instanceId` and `issue`.',
     '',
     '| Type | Version | When |',
     '| --- | --- | --- |',

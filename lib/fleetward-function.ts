@@ -130,9 +130,7 @@ export class FleetwardFunction extends Construct {
       ...(props.reservedConcurrentExecutions !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrentExecutions } : {}),
       role: this.role,
       logGroup: this.logGroup,
-      ...(props.network
-        ? { vpc: props.network.vpc, vpcSubnets: { subnets: props.network.subnets }, securityGroups: props.network.securityGroups }
-        : {}),
+      ...(props.network ? { vpc: props.network.vpc, vpcSubnets: { subnets: props.network.subnets }, securityGroups: props.network.securityGroups } : {}),
       loggingFormat: LoggingFormat.JSON,
       // Powertools Tracer (captureLambdaHandler) adds its segments, and the AWS SDK calls', to the active trace.
       tracing: Tracing.ACTIVE,
@@ -182,8 +180,7 @@ export class FleetwardFunction extends Construct {
             }
           : {}),
         // Some dependencies are CommonJS and call `require` for Node built-ins; ESM output has no `require`.
-        banner:
-          "import { createRequire as __fleetwardCreateRequire } from 'node:module'; const require = __fleetwardCreateRequire(import.meta.url);",
+        banner: "import { createRequire as __fleetwardCreateRequire } from 'node:module'; const require = __fleetwardCreateRequire(import.meta.url);",
       },
     });
     // Active tracing grants xray:PutTraceSegments and xray:PutTelemetryRecords, which have no resource to name.

@@ -98,5 +98,6 @@ export const AWS_ONLY_ACTIONS: Record<string, string> = {
   'sqs:SendMessage': "the stream mapping's on-failure destination: Lambda sends what it gave up on with the function's role; the poller sets it aside",
   'sqs:GetQueueAttributes': "the stream mapping's on-failure destination (CDK's SqsDlq grant): Lambda checks the queue with the function's role",
   'sqs:GetQueueUrl': "the stream mapping's on-failure destination (CDK's SqsDlq grant): Lambda finds the queue with the function's role",
-  'secretsmanager:GetSecretValue': "the functions that call the site agent read its signing keys from Secrets Manager in AWS; the local runner makes its key per run and holds it in memory",
+  'secretsmanager:GetSecretValue':
+    'the functions that call the site agent read its signing keys from Secrets Manager in AWS; the local runner makes its key per run and holds it in memory',
 };

@@ -104,8 +104,7 @@ function checkPattern(pattern: unknown, path: string): void {
 }
 
 function checkNumeric(terms: unknown, at: string): void {
-  const valid =
-    Array.isArray(terms) && terms.length % 2 === 0 && terms.every((term, i) => (i % 2 === 0 ? term in comparisons : typeof term === 'number'));
+  const valid = Array.isArray(terms) && terms.length % 2 === 0 && terms.every((term, i) => (i % 2 === 0 ? term in comparisons : typeof term === 'number'));
   if (!valid) throw new FilterPatternError(`${at}: numeric takes [operator, number] pairs`);
 }
 

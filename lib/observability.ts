@@ -1,14 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
-import {
-  AlarmStatusWidget,
-  Dashboard,
-  GraphWidget,
-  MathExpression,
-  Metric,
-  SingleValueWidget,
-  type IAlarm,
-  type IMetric,
-} from 'aws-cdk-lib/aws-cloudwatch';
+import { AlarmStatusWidget, Dashboard, GraphWidget, MathExpression, Metric, SingleValueWidget, type IAlarm, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
 import { metricCatalog, type MetricName } from '#runtime/metric-catalog.ts';
 
@@ -89,7 +80,12 @@ export class FleetDashboard extends Construct {
             width: 12,
             height: 6,
           }),
-          new GraphWidget({ title: titled('CreateFailuresByOutcome'), left: [metrics.each('CreateFailuresByOutcome', 'outcome', 'Sum', period)], width: 12, height: 6 }),
+          new GraphWidget({
+            title: titled('CreateFailuresByOutcome'),
+            left: [metrics.each('CreateFailuresByOutcome', 'outcome', 'Sum', period)],
+            width: 12,
+            height: 6,
+          }),
         ],
         [
           new GraphWidget({ title: `${titled('TimeToReady')} (p90)`, left: [metrics.each('TimeToReady', 'machineType', 'p90', period)], width: 12, height: 6 }),

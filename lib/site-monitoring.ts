@@ -52,12 +52,7 @@ export class SiteMonitoring extends SitePart {
     const queueDepth = (queue: Queue) => queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' });
 
     alarm('StreamFailuresAlarm', 'stream records the stream handler gave up on are waiting in the on-failure queue', queueDepth(streamFailures), 1);
-    alarm(
-      'RepairDeadLettersAlarm',
-      'repair events could not be delivered to, or were not processed from, the repair queue',
-      queueDepth(repairDeadLetters),
-      1,
-    );
+    alarm('RepairDeadLettersAlarm', 'repair events could not be delivered to, or were not processed from, the repair queue', queueDepth(repairDeadLetters), 1);
     for (const name of FUNCTION_NAMES) {
       alarm(`${name}ErrorsAlarm`, `${name} function errors`, functions[name].function.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }), 1);
     }

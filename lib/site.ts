@@ -50,9 +50,7 @@ export function loadSite(name: string | undefined, options: LoadSiteOptions = {}
   const where = relative(process.cwd(), sitesDir) || '.';
   if (!name) {
     const known = existsSync(sitesDir) ? siteNames(sitesDir) : [];
-    throw new SiteConfigError(
-      `no site given: run \`npx cdk synth -c site=<name>\` (reads ${where}/<name>.toml; sites here: ${known.join(', ') || 'none'})`,
-    );
+    throw new SiteConfigError(`no site given: run \`npx cdk synth -c site=<name>\` (reads ${where}/<name>.toml; sites here: ${known.join(', ') || 'none'})`);
   }
   if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) {
     throw new SiteConfigError(`site "${name}": a site name is lower-case letters, digits and dashes`);

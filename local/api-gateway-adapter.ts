@@ -100,12 +100,22 @@ function apiGatewayTime(date: Date): string {
   return `${pad(date.getUTCDate())}/${months[date.getUTCMonth()]}/${date.getUTCFullYear()}:${time} +0000`;
 }
 
-function buildEvent(req: IncomingMessage, url: URL, body: string, requestId: string, routeKey: string, pathParameters: Record<string, string>): APIGatewayProxyEventV2 {
+function buildEvent(
+  req: IncomingMessage,
+  url: URL,
+  body: string,
+  requestId: string,
+  routeKey: string,
+  pathParameters: Record<string, string>,
+): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined && name !== 'cookie') headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
   }
-  const cookies = req.headers.cookie?.split(';').map((c) => c.trim()).filter((c) => c !== '');
+  const cookies = req.headers.cookie
+    ?.split(';')
+    .map((c) => c.trim())
+    .filter((c) => c !== '');
   // API Gateway joins repeated query parameters with commas. A Map keeps `__proto__` and `constructor` plain
   // names, as in the JSON event API Gateway sends, instead of prototype lookups or a silently dropped key.
   const joined = new Map<string, string>();
@@ -184,7 +194,13 @@ function sendFunctionFailed(res: ServerResponse): void {
 /** Lambda's v2 rules: a result without `statusCode` is a 200 JSON body. */
 function writeResult(res: ServerResponse, result: unknown): void {
   if (typeof result === 'object' && result !== null && 'statusCode' in result) {
-    const structured = result as { statusCode: number; headers?: Record<string, string | number | boolean>; cookies?: string[]; body?: string; isBase64Encoded?: boolean };
+    const structured = result as {
+      statusCode: number;
+      headers?: Record<string, string | number | boolean>;
+      cookies?: string[];
+      body?: string;
+      isBase64Encoded?: boolean;
+    };
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(structured.headers ?? {})) headers[name.toLowerCase()] = String(value);
     if (structured.cookies?.length) headers['set-cookie'] = structured.cookies;

@@ -132,11 +132,17 @@ const db = new DatabaseSync(process.argv[1]);
 db.exec('PRAGMA busy_timeout = 10000');
 for (const sql of JSON.parse(process.argv[2])) db.exec(sql);
 db.close();`;
-  const run = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script, databaseFile, JSON.stringify(STREAM_LOG_INDEXES)], {
-    encoding: 'utf8',
-  });
+  const run = spawnSync(
+    process.execPath,
+    ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script, databaseFile, JSON.stringify(STREAM_LOG_INDEXES)],
+    {
+      encoding: 'utf8',
+    },
+  );
   if (run.status === 0) return true;
-  console.warn(`DynamoDB Local's stream log is not indexed (it will slow as streams grow): ${(run.stderr || run.error?.message || '').trim().split('\n').at(-1)}`);
+  console.warn(
+    `DynamoDB Local's stream log is not indexed (it will slow as streams grow): ${(run.stderr || run.error?.message || '').trim().split('\n').at(-1)}`,
+  );
   return false;
 }
 
@@ -161,9 +167,22 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   assertJavaAvailable();
   const port = options.port ?? (await freePort());
   const { jar, libDir } = bundledJar();
-  const folder = options.persistDir ? resolve(options.persistDir) : options.indexStreamLog ? mkdtempSync(join(memoryBackedTmp(), 'fleetward-dynamodb-')) : undefined;
+  const folder = options.persistDir
+    ? resolve(options.persistDir)
+    : options.indexStreamLog
+      ? mkdtempSync(join(memoryBackedTmp(), 'fleetward-dynamodb-'))
+      : undefined;
   if (folder) mkdirSync(folder, { recursive: true });
-  const args = [...JVM_OPTIONS, `-Djava.library.path=${libDir}`, '-jar', jar, '-port', String(port), '-sharedDb', ...(folder ? ['-dbPath', folder] : ['-inMemory'])];
+  const args = [
+    ...JVM_OPTIONS,
+    `-Djava.library.path=${libDir}`,
+    '-jar',
+    jar,
+    '-port',
+    String(port),
+    '-sharedDb',
+    ...(folder ? ['-dbPath', folder] : ['-inMemory']),
+  ];
   const quote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`;
   // A folder of our own goes with java, removed by the same shell, however we end.
   const cleanup = folder && !options.persistDir ? `; rm -rf ${quote(folder)}` : '';

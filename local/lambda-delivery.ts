@@ -36,9 +36,7 @@ export interface Lane {
 export type StreamHandlerResult = Awaited<ReturnType<DynamoDBStreamHandler>>;
 
 /** What one handler call came to. */
-export type Invocation =
-  | { kind: 'returned'; response: StreamHandlerResult }
-  | { kind: 'threw'; error: string };
+export type Invocation = { kind: 'returned'; response: StreamHandlerResult } | { kind: 'threw'; error: string };
 
 export type Settlement =
   | { kind: 'acknowledged' }
@@ -101,7 +99,11 @@ export function settle(policy: DeliveryPolicy, lane: Lane, batchLength: number, 
   const thrown = invocation.kind === 'threw';
   const failedAt = thrown ? 0 : firstFailure(invocation.response, nextBatch(lane).slice(0, batchLength));
   if (failedAt < 0) {
-    return { lane: { pending: lane.pending.slice(batchLength), limit: policy.batchSize, notBefore: 0 }, acknowledged: batchLength, outcome: { kind: 'acknowledged' } };
+    return {
+      lane: { pending: lane.pending.slice(batchLength), limit: policy.batchSize, notBefore: 0 },
+      acknowledged: batchLength,
+      outcome: { kind: 'acknowledged' },
+    };
   }
   if (thrown && batchLength > 1) {
     const limit = Math.ceil(batchLength / 2);

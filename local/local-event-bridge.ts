@@ -18,7 +18,7 @@ export function localEventBridge(busName: string, rules: LocalEventRule[]): Even
   client.middlewareStack.add(
     (_next, context) => async (args) => {
       if (context.commandName !== 'PutEventsCommand') throw new Error(`the local event bus serves PutEvents only, not ${context.commandName}`);
-      const entries = ((args.input as { Entries?: PutEventsRequestEntry[] }).Entries ?? []);
+      const entries = (args.input as { Entries?: PutEventsRequestEntry[] }).Entries ?? [];
       const results: PutEventsResultEntry[] = [];
       for (const entry of entries) {
         if (entry.EventBusName !== busName) {

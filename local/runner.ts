@@ -107,7 +107,13 @@ export interface LocalSite {
 function answersWithin(read: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  return Promise.race([read.then(() => true, () => false), timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    read.then(
+      () => true,
+      () => false,
+    ),
+    timeout,
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** The API function, counting the invocations that answered by route key. */
@@ -272,7 +278,11 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     if (options.registerFleet ?? true) {
       const fleet = demoFleet(config.simulator.machines);
-      await registerMachines(ctx, fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })), { actor: 'local-runner', requestId: 'local-runner-seed' });
+      await registerMachines(
+        ctx,
+        fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })),
+        { actor: 'local-runner', requestId: 'local-runner-seed' },
+      );
     }
     if (poller) {
       // The poller stands in for the stream function's event source mapping, which reads the stream with its role.

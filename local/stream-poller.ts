@@ -1,6 +1,17 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { emptyLane, enqueue, maxBackoffMs, mayDeliver, nextBatch, settle, type DeliveryPolicy, type Invocation, type Lane } from './lambda-delivery.ts';
+import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import {
+  emptyLane,
+  enqueue,
+  maxBackoffMs,
+  mayDeliver,
+  nextBatch,
+  settle,
+  type DeliveryPolicy,
+  type Invocation,
+  type Lane,
+  type StreamHandlerResult,
+} from './lambda-delivery.ts';
 import { createStreamChaos, type StreamChaos, type StreamChaosConfig } from './stream-chaos.ts';
 import { createStreamShards, type ShardState, type StartPosition, type StreamShards } from './stream-shards.ts';
 
@@ -15,7 +26,7 @@ export interface StreamPollerOptions {
   /** DynamoDB Local endpoint. */
   endpoint: string;
   tableName: string;
-  handler: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
+  handler: (event: DynamoDBStreamEvent) => Promise<StreamHandlerResult>;
   /** Where to begin in the shards that exist when the poller starts; shards that appear later are read whole. */
   startAt?: StartPosition;
   /** Records per handler call, per shard (1..1000, GetRecords' limit). Default 100. */
@@ -191,7 +202,8 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
         if (invocation.kind === 'returned') counters.lastError = `${describe(outcome.record)} ${outcome.error}`;
         counters.retries++;
         log(
-          `stream-poller: ${describe(outcome.record)} failed (attempt ${outcome.attempts}/${policy.maxRetries + 1}), retrying in ${outcome.delayMs} ms: ${outcome.error}`,
+          `stream-poller: ${describe(outcome.record)} failed (attempt ${outcome.attempts}/${policy.maxRetries + 1}), ` +
+            `retrying in ${outcome.delayMs} ms: ${outcome.error}`,
         );
         break;
     }
@@ -263,7 +275,10 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
 
   function idleDelay(): number {
     let delay = pollIntervalMs;
-    const waits = shards.all().filter((shard) => !isDone(shard)).map((shard) => shard.lane.notBefore);
+    const waits = shards
+      .all()
+      .filter((shard) => !isDone(shard))
+      .map((shard) => shard.lane.notBefore);
     if (sharedLane.pending.length > 0) waits.push(sharedLane.notBefore);
     const release = chaos?.nextReleaseAt();
     if (release !== undefined) waits.push(release);

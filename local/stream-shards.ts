@@ -4,6 +4,7 @@ import {
   DynamoDBStreamsClient,
   GetRecordsCommand,
   GetShardIteratorCommand,
+  type GetRecordsCommandOutput,
   type Shard,
 } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
@@ -179,7 +180,7 @@ export function createStreamShards(options: StreamShardsOptions): StreamShards {
         shard.ended = true;
         return [];
       }
-      let out;
+      let out: GetRecordsCommandOutput;
       try {
         out = await streams!.send(new GetRecordsCommand({ ShardIterator: shard.iterator, Limit: options.batchSize }), { abortSignal: abort.signal });
       } catch (error) {

@@ -21,7 +21,10 @@ export function h(tag, props, ...children) {
 
 /** @param {unknown[]} children @returns {(Node | string)[]} */
 function nodes(children) {
-  return children.flat(Infinity).filter((c) => c !== undefined && c !== null && c !== false).map((c) => (c instanceof Node ? c : String(c)));
+  return children
+    .flat(Infinity)
+    .filter((c) => c !== undefined && c !== null && c !== false)
+    .map((c) => (c instanceof Node ? c : String(c)));
 }
 
 /** An element of index.html by id. */
@@ -148,7 +151,10 @@ export function keyedList(parent, { key, render }) {
       next.set(k, { sig, node });
     }
     shown = next;
-    place(parent, [...next.values()].map((entry) => entry.node));
+    place(
+      parent,
+      [...next.values()].map((entry) => entry.node),
+    );
   };
 }
 
@@ -174,14 +180,26 @@ export const tileList = (parent, tag, className) =>
 export function createTable({ columns, key, cells, testid, rowTestid, compact = false }) {
   const caption = h('caption');
   const body = h('tbody');
-  const head = h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col' }, c))));
+  const head = h(
+    'thead',
+    null,
+    h(
+      'tr',
+      null,
+      columns.map((c) => h('th', { scope: 'col' }, c)),
+    ),
+  );
   const el = h('table', { 'data-testid': testid, class: compact ? 'compact' : undefined }, caption, head, body);
   /** @type {(items: readonly ({ row: T } | { empty: string })[]) => void} */
   const rows = keyedList(body, {
     key: (item) => ('row' in item ? `row ${key(item.row)}` : 'empty'),
     render: (item) =>
       'row' in item
-        ? h('tr', { 'data-testid': rowTestid }, cells(item.row).map((cell) => h('td', null, cell)))
+        ? h(
+            'tr',
+            { 'data-testid': rowTestid },
+            cells(item.row).map((cell) => h('td', null, cell)),
+          )
         : h('tr', { class: 'empty' }, h('td', { colspan: columns.length }, item.empty)),
   });
   return {

@@ -4,7 +4,7 @@ import { defaultSweepReadsOptions, sweepReads } from '../sweep-reads.ts';
 
 export const sweepPart = definePart({
   name: 'sweep',
-  describe: "what the sweep reads to find its work in a 100,000-machine table, against a full Scan; how fast it clears 1,000 due",
+  describe: 'what the sweep reads to find its work in a 100,000-machine table, against a full Scan; how fast it clears 1,000 due',
   dynamodb: { serves: 'the sweep-reads table' },
   section: 'sweep_reads',
   options: (env) => ({

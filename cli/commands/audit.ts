@@ -8,7 +8,10 @@ import { action, parsePositiveInt, type RuntimeDeps } from '../runtime.ts';
 // `fleetward audit list` (provider): who did what to which resource, newest first (GET /admin/audit).
 
 const change = (entry: AuditEntry): string =>
-  [entry.before === undefined ? undefined : `before ${JSON.stringify(entry.before)}`, entry.after === undefined ? undefined : `after ${JSON.stringify(entry.after)}`]
+  [
+    entry.before === undefined ? undefined : `before ${JSON.stringify(entry.before)}`,
+    entry.after === undefined ? undefined : `after ${JSON.stringify(entry.after)}`,
+  ]
     .filter((part) => part !== undefined)
     .join(' ');
 

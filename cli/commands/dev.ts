@@ -12,7 +12,12 @@ export function devCommand(deps: RuntimeDeps): Command {
     .description('mint a token on the local runner and print it')
     .requiredOption('--sub <sub>', 'who the caller is')
     .requiredOption('--org <org>', "the caller's tenant org")
-    .requiredOption('--roles <roles>', `comma-separated: ${roles.join(', ')}`, (value: string) => value.split(',').map((r) => r.trim()).filter(Boolean))
+    .requiredOption('--roles <roles>', `comma-separated: ${roles.join(', ')}`, (value: string) =>
+      value
+        .split(',')
+        .map((r) => r.trim())
+        .filter(Boolean),
+    )
     .action(
       action(deps, async (rt, _args, o: { sub: string; org: string; roles: string[] }) => {
         const token = await rt.client.mintLocalToken({ sub: o.sub, org: o.org, roles: o.roles });

@@ -1,6 +1,16 @@
 import { Command, Option } from 'commander';
 import { renderTable } from '../output.ts';
-import { action, addIssueOptions, addWaitOptions, collectLabel, issueFrom, parsePositiveInt, type IssueFlags, type Runtime, type RuntimeDeps } from '../runtime.ts';
+import {
+  action,
+  addIssueOptions,
+  addWaitOptions,
+  collectLabel,
+  issueFrom,
+  parsePositiveInt,
+  type IssueFlags,
+  type Runtime,
+  type RuntimeDeps,
+} from '../runtime.ts';
 import { instanceColumns, renderInstance, type Instance } from '../views.ts';
 import { waitFor } from '../wait.ts';
 import { addShowCommand, orgOption, type OrgOption, type WaitFlags } from './org-resource.ts';
@@ -75,7 +85,7 @@ export function instanceCommand(deps: RuntimeDeps): Command {
         .command('release')
         .description('release an instance, optionally reporting what was wrong with its machine (DELETE, as restish delete-instance)')
         .argument('<instance-id>')
-        .option('--repair-tenant', 'release as a repair tenant (needs targetedInstanceCreation); the machine\'s repair_status label decides')
+        .option('--repair-tenant', "release as a repair tenant (needs targetedInstanceCreation); the machine's repair_status label decides")
         .addOption(orgOption()),
     ),
     'the instance is Terminated',
@@ -93,11 +103,7 @@ export function instanceCommand(deps: RuntimeDeps): Command {
 
   const onlineRepair = instance.command('online-repair').description('repair while keeping the instance (Ready ⇄ Repairing)');
   addIssueOptions(
-    onlineRepair
-      .command('enable')
-      .description('start online repair: the instance goes Ready → Repairing')
-      .argument('<instance-id>')
-      .addOption(orgOption()),
+    onlineRepair.command('enable').description('start online repair: the instance goes Ready → Repairing').argument('<instance-id>').addOption(orgOption()),
   ).action(
     action(deps, async (rt, [id], o: OrgOption & IssueFlags) => {
       const issue = issueFrom(o);

@@ -20,7 +20,7 @@ interface OrgOption {
 const asTenant = (rt: Runtime, options: OrgOption): boolean => options.org !== undefined || !rt.isProviderAdmin();
 const tenantMachine = (rt: Runtime, options: OrgOption, machineId: string) => ({ path: { org: rt.org(options.org), machineId } });
 
-const orgOption = () => new Option('--org <org>', "use the tenant routes of this org (default for tokens without provider-admin)");
+const orgOption = () => new Option('--org <org>', 'use the tenant routes of this org (default for tokens without provider-admin)');
 
 const getMachine = (rt: Runtime, options: OrgOption, id: string) =>
   asTenant(rt, options)

@@ -10,11 +10,12 @@ import { addShowCommand, orgOption, type OrgOption, type WaitFlags } from './org
 
 const org = (rt: Runtime, o: OrgOption) => ({ path: { org: rt.org(o.org) } });
 const one = (rt: Runtime, o: OrgOption, id: string) => ({ path: { org: rt.org(o.org), id } });
-const getMeta = (rt: Runtime, o: OrgOption, id: string): Promise<MetaInstance> => rt.client.get('/v2/org/{org}/nico/meta-instance/{id}', { params: one(rt, o, id) });
+const getMeta = (rt: Runtime, o: OrgOption, id: string): Promise<MetaInstance> =>
+  rt.client.get('/v2/org/{org}/nico/meta-instance/{id}', { params: one(rt, o, id) });
 
 const describe = (m: MetaInstance) =>
   `${m.status}, ${m.instanceIds.length} of ${m.minNodes} ` +
-    `instance(s)${m.placementError ? ` (${m.placementError})` : m.lastFailureError ? ` (${m.lastFailureError})` : ''}`;
+  `instance(s)${m.placementError ? ` (${m.placementError})` : m.lastFailureError ? ` (${m.lastFailureError})` : ''}`;
 
 export function metaInstanceCommand(deps: RuntimeDeps): Command {
   const meta = new Command('meta-instance').description('meta-instances: keep N machines of a type for the org, optionally on one rack');
@@ -31,28 +32,35 @@ export function metaInstanceCommand(deps: RuntimeDeps): Command {
       .addOption(orgOption()),
     'the meta-instance is Ready',
   ).action(
-    action(deps, async (rt, _args, o: OrgOption & WaitFlags & { machineType: string; minNodes?: number; machineId?: string[]; sameRack?: boolean; label?: Record<string, string> }) => {
-      let created = await rt.client.post('/v2/org/{org}/nico/meta-instance', {
-        params: org(rt, o),
-        body: {
-          machineType: o.machineType,
-          ...(o.minNodes !== undefined ? { minNodes: o.minNodes } : {}),
-          ...(o.machineId ? { machineIds: o.machineId } : {}),
-          ...(o.sameRack ? { placement: { sameRack: true } } : {}),
-          ...(o.label ? { labels: o.label } : {}),
-        },
-      });
-      if (o.wait && created.status !== 'Ready') {
-        created = await waitFor({
-          label: `meta-instance ${created.id}`,
-          poll: () => getMeta(rt, o, created.id),
-          check: (m) => (m.status === 'Ready' ? 'done' : 'waiting'),
-          describe,
-          timeoutMs: o.timeout * 1000,
+    action(
+      deps,
+      async (
+        rt,
+        _args,
+        o: OrgOption & WaitFlags & { machineType: string; minNodes?: number; machineId?: string[]; sameRack?: boolean; label?: Record<string, string> },
+      ) => {
+        let created = await rt.client.post('/v2/org/{org}/nico/meta-instance', {
+          params: org(rt, o),
+          body: {
+            machineType: o.machineType,
+            ...(o.minNodes !== undefined ? { minNodes: o.minNodes } : {}),
+            ...(o.machineId ? { machineIds: o.machineId } : {}),
+            ...(o.sameRack ? { placement: { sameRack: true } } : {}),
+            ...(o.label ? { labels: o.label } : {}),
+          },
         });
-      }
-      rt.out.result(created, () => renderMetaInstance(created));
-    }),
+        if (o.wait && created.status !== 'Ready') {
+          created = await waitFor({
+            label: `meta-instance ${created.id}`,
+            poll: () => getMeta(rt, o, created.id),
+            check: (m) => (m.status === 'Ready' ? 'done' : 'waiting'),
+            describe,
+            timeoutMs: o.timeout * 1000,
+          });
+        }
+        rt.out.result(created, () => renderMetaInstance(created));
+      },
+    ),
   );
 
   meta
@@ -70,11 +78,7 @@ export function metaInstanceCommand(deps: RuntimeDeps): Command {
   addShowCommand(meta, deps, { description: 'one meta-instance with its instances', argument: '<meta-instance-id>', get: getMeta, render: renderMetaInstance });
 
   addWaitOptions(
-    meta
-      .command('delete')
-      .description('delete a meta-instance; its instances are released with it')
-      .argument('<meta-instance-id>')
-      .addOption(orgOption()),
+    meta.command('delete').description('delete a meta-instance; its instances are released with it').argument('<meta-instance-id>').addOption(orgOption()),
     'the meta-instance is gone',
   ).action(
     action(deps, async (rt, [id], o: OrgOption & WaitFlags) => {

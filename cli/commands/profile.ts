@@ -32,7 +32,10 @@ export function profileCommand(deps: RuntimeDeps): Command {
         config.profiles[name] = next;
         if (o.default || !config.defaultProfile) config.defaultProfile = name;
         writeConfig(file, config);
-        rt.out.result({ profile: name, file, default: config.defaultProfile === name }, () => `profile ${name} saved in ${file}${config.defaultProfile === name ? ' (default)' : ''}`);
+        rt.out.result(
+          { profile: name, file, default: config.defaultProfile === name },
+          () => `profile ${name} saved in ${file}${config.defaultProfile === name ? ' (default)' : ''}`,
+        );
       }),
     );
 

@@ -10,7 +10,11 @@ export function tenantCommand(deps: RuntimeDeps): Command {
     .command('set-capability')
     .description("set a tenant org's capabilities")
     .argument('<org>')
-    .requiredOption('--targeted-instance-creation <bool>', 'may create instances on a chosen machine, list machines and release as a repair tenant', parseBoolean)
+    .requiredOption(
+      '--targeted-instance-creation <bool>',
+      'may create instances on a chosen machine, list machines and release as a repair tenant',
+      parseBoolean,
+    )
     .action(
       action(deps, async (rt, [org], o: { targetedInstanceCreation: boolean }) => {
         const view = await rt.client.put('/admin/tenants/{org}', {

@@ -148,7 +148,8 @@ export function parseSiteConfig(toml: string, source = 'site config'): SiteConfi
     const problems = result.error.issues.map((issue) => {
       const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((k) => keyPath([...issue.path, k])) : [];
       const where = keys.length > 0 ? keys.join(', ') : keyPath(issue.path) || '(top level)';
-      const message = issue.code === 'unrecognized_keys' ? 'unknown key' : issue.code === 'invalid_key' ? issue.issues.map((i) => i.message).join('; ') : issue.message;
+      const message =
+        issue.code === 'unrecognized_keys' ? 'unknown key' : issue.code === 'invalid_key' ? issue.issues.map((i) => i.message).join('; ') : issue.message;
       return `${where}: ${message}`;
     });
     throw new SiteConfigError(`${source}: ${problems.join('; ')}`);
@@ -168,7 +169,9 @@ export function checkRouteOverrides(config: SiteConfig, routeKeys: readonly stri
   const known = new Set(routeKeys);
   const unknown = Object.keys(config.api.routes).filter((key) => !known.has(key));
   if (unknown.length > 0) {
-    throw new SiteConfigError(`${source}: ${unknown.map((key) => `${keyPath(['api', 'routes', key])}: no such route`).join('; ')} (the API's routes are listed by GET /openapi.json)`);
+    throw new SiteConfigError(
+      `${source}: ${unknown.map((key) => `${keyPath(['api', 'routes', key])}: no such route`).join('; ')} (the API's routes are listed by GET /openapi.json)`,
+    );
   }
 }
 

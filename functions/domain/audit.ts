@@ -37,13 +37,7 @@ export const auditTargets = {
   registration: 'machines',
 };
 
-export function auditEntry(
-  by: Requester,
-  now: Date,
-  action: AuditAction,
-  target: string,
-  change: { before?: unknown; after?: unknown },
-): AuditEntry {
+export function auditEntry(by: Requester, now: Date, action: AuditAction, target: string, change: { before?: unknown; after?: unknown }): AuditEntry {
   return {
     at: iso(now),
     actor: by.actor,

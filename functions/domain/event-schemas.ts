@@ -41,20 +41,40 @@ export const eventCatalog = {
     repairRequestHeldBack: repairRequestHeldBack.optional(),
     earlierReports: earlierReports.optional(),
   }),
-  RepairRequested: machineEvent(EVENT_VERSIONS.RepairRequested, 'The machine asks for automated repair (a request-repair override): a repair tenant may claim it.', {}),
-  RepairCompleted: machineEvent(EVENT_VERSIONS.RepairCompleted, 'A repair tenant released the machine with repair_status Completed: the repair request is cleared.', {}),
+  RepairRequested: machineEvent(
+    EVENT_VERSIONS.RepairRequested,
+    'The machine asks for automated repair (a request-repair override): a repair tenant may claim it.',
+    {},
+  ),
+  RepairCompleted: machineEvent(
+    EVENT_VERSIONS.RepairCompleted,
+    'A repair tenant released the machine with repair_status Completed: the repair request is cleared.',
+    {},
+  ),
   RepairFailed: machineEvent(EVENT_VERSIONS.RepairFailed, 'A repair tenant released the machine without a completed repair: it stays quarantined.', {}),
-  RepairEscalated: machineEvent(EVENT_VERSIONS.RepairEscalated, 'The machine was reported again after repeated repairs: it is out for repair by people, not automation.', {
-    earlierReports,
-  }),
-  RepairStormDetected: machineEvent(EVENT_VERSIONS.RepairStormDetected, 'Too many machines were quarantined at once: the breaker trips and holds repair requests back.', {
-    repairRequestHeldBack,
-  }),
-  RepairStuck: machineEvent(EVENT_VERSIONS.RepairStuck, 'A repair waits past its SLA: unclaimed past claim_minutes, or in repair past repair_eta or repair_hours.', {
-    stage: z.enum(['unclaimed', 'in-repair']).describe('Waiting for a repair tenant to claim it, or claimed and under repair'),
-    since: timestamp.describe('Since when it is in that stage'),
-    waitingMinutes: z.number().int().min(0),
-  }),
+  RepairEscalated: machineEvent(
+    EVENT_VERSIONS.RepairEscalated,
+    'The machine was reported again after repeated repairs: it is out for repair by people, not automation.',
+    {
+      earlierReports,
+    },
+  ),
+  RepairStormDetected: machineEvent(
+    EVENT_VERSIONS.RepairStormDetected,
+    'Too many machines were quarantined at once: the breaker trips and holds repair requests back.',
+    {
+      repairRequestHeldBack,
+    },
+  ),
+  RepairStuck: machineEvent(
+    EVENT_VERSIONS.RepairStuck,
+    'A repair waits past its SLA: unclaimed past claim_minutes, or in repair past repair_eta or repair_hours.',
+    {
+      stage: z.enum(['unclaimed', 'in-repair']).describe('Waiting for a repair tenant to claim it, or claimed and under repair'),
+      since: timestamp.describe('Since when it is in that stage'),
+      waitingMinutes: z.number().int().min(0),
+    },
+  ),
   SiteAgentSilent: {
     version: EVENT_VERSIONS.SiteAgentSilent,
     description: "The site agent sent no roster for longer than the heartbeat timeout: every machine's heartbeat is stale.",

@@ -38,7 +38,11 @@ export function fleetGauges(shards: SummaryShard[], inRepair: Iterable<Machine>,
   const byType = new Map<string, TypeGauges>();
   const gaugesOf = (machineType: string) => byType.get(machineType) ?? byType.set(machineType, zero()).get(machineType)!;
   for (const machineType of new Set(shards.map((s) => s.machineType))) {
-    const summary = fleetSummary(shards.filter((s) => s.machineType === machineType), heartbeat, now);
+    const summary = fleetSummary(
+      shards.filter((s) => s.machineType === machineType),
+      heartbeat,
+      now,
+    );
     if (summary.machines === 0) continue;
     Object.assign(gaugesOf(machineType), {
       Machines: summary.machines,

@@ -99,8 +99,15 @@ const seenKey = (entry: Pick<SummaryEntry, 'live' | 'lastHeartbeatAt'>): string 
 /** The counters one machine adds: each name by one. */
 export function counterKeys(rack: string, entry: SummaryEntry): string[] {
   const seen = seenKey(entry);
-  const keys = ['machines', name('state', entry.state), ...entry.overrides.map((o) => name('override', o)), name('rack', rack, 'machines'), `seen${SEP}${seen}${SEP}machines`];
-  if (entry.allocatable) keys.push('allocatable', name('rack', rack, 'allocatable'), `seen${SEP}${seen}${SEP}allocatable`, `${name('rackseen', rack)}${SEP}${seen}`);
+  const keys = [
+    'machines',
+    name('state', entry.state),
+    ...entry.overrides.map((o) => name('override', o)),
+    name('rack', rack, 'machines'),
+    `seen${SEP}${seen}${SEP}machines`,
+  ];
+  if (entry.allocatable)
+    keys.push('allocatable', name('rack', rack, 'allocatable'), `seen${SEP}${seen}${SEP}allocatable`, `${name('rackseen', rack)}${SEP}${seen}`);
   if (entry.quarantined) keys.push(name('rack', rack, 'quarantined'));
   return keys;
 }

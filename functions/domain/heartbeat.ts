@@ -252,13 +252,7 @@ export const machinesOfBucket = (bucket: RosterBucket): string[] => [...bucket.i
  * liveness of a whole fleet may flip at once (an agent restart), and an entry per machine would double the writes;
  * the machine keeps when it was last seen, and what follows from it (a member replaced) writes its own history.
  */
-export function livenessChange(
-  machine: Machine,
-  inRoster: boolean,
-  previousRosterSeenAt: string | undefined,
-  now: Date,
-  timeoutMs?: number,
-): Machine | null {
+export function livenessChange(machine: Machine, inRoster: boolean, previousRosterSeenAt: string | undefined, now: Date, timeoutMs?: number): Machine | null {
   if (machine.heartbeatLive === inRoster) return null;
   const lastHeartbeatAt = inRoster ? iso(now) : (previousRosterSeenAt ?? machine.lastHeartbeatAt);
   // When it will count as stale: the sweep looks at it then, so a member on it is replaced without any new write.

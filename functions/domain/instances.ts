@@ -169,7 +169,13 @@ export function recordCreateCheck(instance: Instance, machine: Machine, outcome:
 export type CreateOutcome =
   | { ok: true; siteName: string; attempts: number }
   /** `siteName`: the name last sent, which the site may hold (after a 502/504) and the cleanup must delete. */
-  | { ok: false; siteName: string; attempts: number; reason: string; /** How the last attempt ended, for metrics: `timeout`, `network`, `http-502`... */ failedWith?: string };
+  | {
+      ok: false;
+      siteName: string;
+      attempts: number;
+      reason: string /** How the last attempt ended, for metrics: `timeout`, `network`, `http-502`... */;
+      failedWith?: string;
+    };
 
 /**
  * Record what the site agent said. Success makes a Provisioning instance Ready; final failure makes it Failed and

@@ -40,7 +40,12 @@ export function editMachineLabels(machine: Machine, patch: LabelPatch, actor: st
  * A provider adds an override from a template. Full and online repair are never active together, so a repair
  * request waits until online repair is cleared.
  */
-export function addOverride(machine: Machine, request: OverrideRequest, actor: string, now: Date): { change: Change; override: ReturnType<typeof buildOverride> } {
+export function addOverride(
+  machine: Machine,
+  request: OverrideRequest,
+  actor: string,
+  now: Date,
+): { change: Change; override: ReturnType<typeof buildOverride> } {
   const at = iso(now);
   const override = buildOverride(machine.id, request, actor, at);
   if (override.source === SOURCES.repairRequest && hasOverride(machine, SOURCES.onlineRepair)) {

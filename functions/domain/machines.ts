@@ -35,10 +35,7 @@ export function registerMachine(existing: Machine | null, registration: MachineR
     return { machines: [{ before: null, after: machine }], history: [] };
   }
   const labels = { ...existing.labels, ...registration.labels };
-  const unchanged =
-    existing.machineType === registration.machineType &&
-    existing.rack === rack &&
-    JSON.stringify(labels) === JSON.stringify(existing.labels);
+  const unchanged = existing.machineType === registration.machineType && existing.rack === rack && JSON.stringify(labels) === JSON.stringify(existing.labels);
   if (unchanged) return null;
   const after: Machine = { ...existing, machineType: registration.machineType, rack, labels, updatedAt: at };
   return {

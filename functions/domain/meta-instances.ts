@@ -114,7 +114,11 @@ function finishDeleting(meta: MetaInstance, members: Member[], now: Date): MetaD
 function releaseStragglers(s: MetaSnapshot): MetaDecision {
   const live = s.members.filter((m) => isLive(m) && m.machine).slice(0, MAX_GROUP);
   if (live.length === 0) return none;
-  return { kind: 'commit', change: mergeChanges(withMeta(s.meta, {}, s.now), ...live.map((m) => releaseMember(m, s.now))), summary: `released ${live.length} stragglers` };
+  return {
+    kind: 'commit',
+    change: mergeChanges(withMeta(s.meta, {}, s.now), ...live.map((m) => releaseMember(m, s.now))),
+    summary: `released ${live.length} stragglers`,
+  };
 }
 
 /** Failed members are released (their machines keep their overrides) and counted, once each. */
@@ -127,7 +131,12 @@ function recordFailures(s: MetaSnapshot): MetaDecision | null {
   const changes = failing.map(({ member, reason }) => {
     const why = `machine ${member.instance.machineId}: ${reason}`;
     if (member.instance.status === 'Failed' || !member.machine) {
-      const after: Instance = { ...member.instance, metaFailureCounted: true, updatedAt: iso(s.now), ...(member.machine ? {} : { status: 'Terminated', failureReason: why }) };
+      const after: Instance = {
+        ...member.instance,
+        metaFailureCounted: true,
+        updatedAt: iso(s.now),
+        ...(member.machine ? {} : { status: 'Terminated', failureReason: why }),
+      };
       return { instances: [{ before: member.instance, after }], history: [] } as Change;
     }
     return releaseMember(member, s.now, why);

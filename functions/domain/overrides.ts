@@ -125,5 +125,4 @@ export const withOverride = (overrides: HealthOverride[], override: HealthOverri
   override,
 ];
 
-export const withoutOverride = (overrides: HealthOverride[], source: string): HealthOverride[] =>
-  overrides.filter((o) => o.source !== source);
+export const withoutOverride = (overrides: HealthOverride[], source: string): HealthOverride[] => overrides.filter((o) => o.source !== source);

@@ -33,7 +33,13 @@ function startingAt(pool: Machine[], metaId: string): Machine[] {
  * Which machines to add. A failed member is replaced alone when the constraints still hold with the others;
  * otherwise (same rack no longer possible) the group moves to a rack that can hold it whole.
  */
-export function choosePlacement(meta: MetaInstance, healthy: Member[], free: Machine[], pinned: Map<string, Machine | null>, isFree: (m: Machine) => string[]): Plan {
+export function choosePlacement(
+  meta: MetaInstance,
+  healthy: Member[],
+  free: Machine[],
+  pinned: Map<string, Machine | null>,
+  isFree: (m: Machine) => string[],
+): Plan {
   const held = new Set(healthy.map((m) => m.instance.machineId));
   const pinnedMissing = (meta.machineIds ?? []).filter((id) => !held.has(id));
   const chosen: Machine[] = [];
@@ -47,7 +53,8 @@ export function choosePlacement(meta: MetaInstance, healthy: Member[], free: Mac
   const needed = Math.max(meta.minNodes - healthy.length - chosen.length, 0);
   const pool = free.filter((m) => !held.has(m.id) && !chosen.some((c) => c.id === m.id));
   if (!meta.placement.sameRack) {
-    if (pool.length < needed) return { kind: 'error', message: `needs ${needed} more ${meta.machineType} machine(s); ${pool.length} free`, shortOfCapacity: true };
+    if (pool.length < needed)
+      return { kind: 'error', message: `needs ${needed} more ${meta.machineType} machine(s); ${pool.length} free`, shortOfCapacity: true };
     return { kind: 'place', machines: [...chosen, ...startingAt(pool, meta.id).slice(0, needed)] };
   }
   const racks = new Set([...healthy.map((m) => m.machine?.rack ?? ''), ...chosen.map((m) => m.rack)]);
@@ -65,7 +72,9 @@ export function choosePlacement(meta: MetaInstance, healthy: Member[], free: Mac
   // The group cannot stay where it is: find a rack that can hold all of it (pinned machines fix the rack).
   const pinnedRacks = new Set(chosen.map((m) => m.rack));
   const freeIn = (rack: string) => (byRack.get(rack) ?? []).length + healthy.filter((m) => m.machine?.rack === rack).length;
-  const target = [...byRack.keys()].filter((rack) => pinnedRacks.size === 0 || (pinnedRacks.size === 1 && pinnedRacks.has(rack))).find((rack) => freeIn(rack) + (pinnedRacks.has(rack) ? chosen.length : 0) >= meta.minNodes);
+  const target = [...byRack.keys()]
+    .filter((rack) => pinnedRacks.size === 0 || (pinnedRacks.size === 1 && pinnedRacks.has(rack)))
+    .find((rack) => freeIn(rack) + (pinnedRacks.has(rack) ? chosen.length : 0) >= meta.minNodes);
   if (target && healthy.length > 0) return { kind: 'regroup', rack: target };
   const best = Math.max(0, ...[...byRack.keys()].map(freeIn));
   return { kind: 'error', message: `no rack has ${meta.minNodes} free ${meta.machineType} machine(s) together (best: ${best})`, shortOfCapacity: true };

@@ -62,6 +62,8 @@ export function repairStats(days: string[], entries: HistoryEntry[]): RepairStat
   const round = (value: number) => Math.round(value * 10) / 10;
   return {
     days: [...byDay.values()],
-    timeToRepairMinutes: minutes.length ? { median: round(percentile(minutes, 0.5)), p90: round(percentile(minutes, 0.9)), count: minutes.length } : { count: 0 },
+    timeToRepairMinutes: minutes.length
+      ? { median: round(percentile(minutes, 0.5)), p90: round(percentile(minutes, 0.9)), count: minutes.length }
+      : { count: 0 },
   };
 }

@@ -37,8 +37,7 @@ const isCompleted = (status: string | undefined) => status?.trim().toLowerCase()
  * keeps the machine quarantined. A repair tenant's release never asks for repair again: no repair loops.
  */
 export function releaseOverrideEdits(machine: Machine, report: ReleaseReport, at: string): OverrideEdits {
-  const reported = (issue: Issue) =>
-    buildOverride(machine.id, { template: 'tenant-reported-issue', issue, tenantMessage: issue.summary }, report.actor, at);
+  const reported = (issue: Issue) => buildOverride(machine.id, { template: 'tenant-reported-issue', issue, tenantMessage: issue.summary }, report.actor, at);
 
   if (!report.isRepairTenant) {
     if (!report.issue) return { add: [], remove: [], events: [] };
@@ -98,7 +97,14 @@ export function applyOverrideEdits(
   for (const source of edits.remove) {
     if (!overrides.some((o) => o.source === source)) continue;
     overrides = withoutOverride(overrides, source);
-    history.push({ machineId: machine.id, at, actor, action: 'health-override-removed', ...(instanceId ? { instanceId } : {}), changes: { healthOverride: { from: source } } });
+    history.push({
+      machineId: machine.id,
+      at,
+      actor,
+      action: 'health-override-removed',
+      ...(instanceId ? { instanceId } : {}),
+      changes: { healthOverride: { from: source } },
+    });
   }
   for (const override of edits.add) {
     overrides = withOverride(overrides, override);

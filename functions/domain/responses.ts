@@ -22,32 +22,30 @@ export const healthAlertResponse = z.object({
   classifications: z.array(z.enum(alertClassifications)),
 });
 
-export const healthOverrideResponse = z
-  .object({
-    source: z.string(),
-    mode: z.enum(['merge', 'replace']),
-    alerts: z.array(healthAlertResponse),
-    issue: issueResponse.optional(),
-    createdBy: z.string(),
-    createdAt: z.string(),
-  });
+export const healthOverrideResponse = z.object({
+  source: z.string(),
+  mode: z.enum(['merge', 'replace']),
+  alerts: z.array(healthAlertResponse),
+  issue: issueResponse.optional(),
+  createdBy: z.string(),
+  createdAt: z.string(),
+});
 
-export const instanceResponse = z
-  .object({
-    id: z.string(),
-    org: z.string(),
-    name: z.string(),
-    machineId: z.string(),
-    machineType: z.string(),
-    status: z.enum(instanceStatuses satisfies readonly InstanceStatus[]),
-    labels,
-    metaInstanceId: z.string().optional(),
-    createAttempts: z.number().int(),
-    siteName: z.string(),
-    failureReason: z.string().optional(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
-  });
+export const instanceResponse = z.object({
+  id: z.string(),
+  org: z.string(),
+  name: z.string(),
+  machineId: z.string(),
+  machineType: z.string(),
+  status: z.enum(instanceStatuses satisfies readonly InstanceStatus[]),
+  labels,
+  metaInstanceId: z.string().optional(),
+  createAttempts: z.number().int(),
+  siteName: z.string(),
+  failureReason: z.string().optional(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
 
 const machineFields = {
   id: z.string(),
@@ -60,56 +58,50 @@ const machineFields = {
   allocatable: z.boolean(),
   notAllocatableReasons: z.array(z.string()),
   lastHeartbeatAt: z.string().optional(),
-  cleanup: z
-    .object({ phase: z.enum(['pending', 'requested', 'failed']), attempts: z.number().int(), error: z.string().optional() })
-    .optional(),
+  cleanup: z.object({ phase: z.enum(['pending', 'requested', 'failed']), attempts: z.number().int(), error: z.string().optional() }).optional(),
   version: z.number().int(),
 };
 
 export const machineResponse = z.object(machineFields);
 
 /** A machine as a repair tenant finds it in a listing: whose instance it holds is not theirs to know. */
-export const repairCandidateResponse = z
-  .object((({ instanceId: _hidden, ...visible }) => visible)(machineFields));
+export const repairCandidateResponse = z.object((({ instanceId: _hidden, ...visible }) => visible)(machineFields));
 
-export const metaInstanceResponse = z
-  .object({
-    id: z.string(),
-    org: z.string(),
-    machineType: z.string(),
-    minNodes: z.number().int(),
-    machineIds: z.array(z.string()).optional(),
-    placement: z.object({ sameRack: z.boolean() }),
-    labels,
-    status: z.enum(metaInstanceStatuses),
-    instanceIds: z.array(z.string()),
-    consecutiveFailures: z.number().int(),
-    lastFailureError: z.string().optional(),
-    placementError: z.string().optional(),
-    nextAttemptAt: z.string().optional(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
-  });
+export const metaInstanceResponse = z.object({
+  id: z.string(),
+  org: z.string(),
+  machineType: z.string(),
+  minNodes: z.number().int(),
+  machineIds: z.array(z.string()).optional(),
+  placement: z.object({ sameRack: z.boolean() }),
+  labels,
+  status: z.enum(metaInstanceStatuses),
+  instanceIds: z.array(z.string()),
+  consecutiveFailures: z.number().int(),
+  lastFailureError: z.string().optional(),
+  placementError: z.string().optional(),
+  nextAttemptAt: z.string().optional(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
 
-export const historyEntryResponse = z
-  .object({
-    machineId: z.string(),
-    at: z.string(),
-    actor: z.string(),
-    action: z.string(),
-    instanceId: z.string().optional(),
-    message: z.string().optional(),
-    changes: z.record(z.string(), z.object({ from: z.unknown().optional(), to: z.unknown().optional() })).optional(),
-    issue: issueResponse.optional(),
-    labels: labels.optional(),
-    /** An event for repair automation; the stream publishes it once this entry is committed (an outbox). */
-    event: z.object({ type: z.string(), detail: z.record(z.string(), z.unknown()) }).optional(),
-    /** The id of the event an `event-delivered` entry reports (its detail's `id`). */
-    eventId: z.string().optional(),
-  });
+export const historyEntryResponse = z.object({
+  machineId: z.string(),
+  at: z.string(),
+  actor: z.string(),
+  action: z.string(),
+  instanceId: z.string().optional(),
+  message: z.string().optional(),
+  changes: z.record(z.string(), z.object({ from: z.unknown().optional(), to: z.unknown().optional() })).optional(),
+  issue: issueResponse.optional(),
+  labels: labels.optional(),
+  /** An event for repair automation; the stream publishes it once this entry is committed (an outbox). */
+  event: z.object({ type: z.string(), detail: z.record(z.string(), z.unknown()) }).optional(),
+  /** The id of the event an `event-delivered` entry reports (its detail's `id`). */
+  eventId: z.string().optional(),
+});
 
-export const tenantResponse = z
-  .object({ org: z.string(), capabilities: z.object({ targetedInstanceCreation: z.boolean() }), updatedAt: z.string() });
+export const tenantResponse = z.object({ org: z.string(), capabilities: z.object({ targetedInstanceCreation: z.boolean() }), updatedAt: z.string() });
 
 export const repairStormResponse = z.object({
   state: z.enum(['closed', 'tripped']),
@@ -122,30 +114,27 @@ const safetyFields = { repairStorm: repairStormResponse, replacementsInFlight: z
 
 export const safetyResponse = z.object(safetyFields);
 
-export const safetyResetResponse = z
-  .object({ ...safetyFields, heldBackAtReset: z.array(z.string()), applied: z.array(z.string()) });
+export const safetyResetResponse = z.object({ ...safetyFields, heldBackAtReset: z.array(z.string()), applied: z.array(z.string()) });
 
-export const repairResponse = z
-  .object({
-    machineId: z.string(),
-    stage: z.enum(['unclaimed', 'in-repair']),
-    since: z.string(),
-    waitingMinutes: z.number().int(),
-    deadline: z.string(),
-    stuck: z.boolean(),
-  });
+export const repairResponse = z.object({
+  machineId: z.string(),
+  stage: z.enum(['unclaimed', 'in-repair']),
+  since: z.string(),
+  waitingMinutes: z.number().int(),
+  deadline: z.string(),
+  stuck: z.boolean(),
+});
 
-export const auditEntryResponse = z
-  .object({
-    at: z.string(),
-    actor: z.string(),
-    action: z.string(),
-    /** The resource acted on, as its path below /admin: `machines/m-1`, `tenants/acme`, `safety/repair-storm`, `machines`. */
-    target: z.string(),
-    before: z.unknown().optional(),
-    after: z.unknown().optional(),
-    requestId: z.string(),
-  });
+export const auditEntryResponse = z.object({
+  at: z.string(),
+  actor: z.string(),
+  action: z.string(),
+  /** The resource acted on, as its path below /admin: `machines/m-1`, `tenants/acme`, `safety/repair-storm`, `machines`. */
+  target: z.string(),
+  before: z.unknown().optional(),
+  after: z.unknown().optional(),
+  requestId: z.string(),
+});
 
 export const registrationResponse = z.object({ upserted: z.number().int() });
 
@@ -184,42 +173,40 @@ export const repairStatsResponse = z
   .describe('Repair events per UTC day, oldest first, and time to repair over the window');
 
 /** Fleet counts as the machine listing would show them now, from the stream's aggregates (docs/api.md). */
-export const fleetSummaryResponse = z
-  .object({
-    machines: z.number().int(),
-    allocatable: z.number().int(),
-    stale: z.number().int(),
-    byState: counts,
-    byOverride: counts,
-    byType: z.record(
-      z.string(),
-      z.object({
-        machines: z.number().int(),
-        allocatable: z.number().int(),
-        byRack: z.record(z.string(), z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() })).optional(),
-      }),
-    ),
-    asOf: z.string(),
-  });
+export const fleetSummaryResponse = z.object({
+  machines: z.number().int(),
+  allocatable: z.number().int(),
+  stale: z.number().int(),
+  byState: counts,
+  byOverride: counts,
+  byType: z.record(
+    z.string(),
+    z.object({
+      machines: z.number().int(),
+      allocatable: z.number().int(),
+      byRack: z.record(z.string(), z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() })).optional(),
+    }),
+  ),
+  asOf: z.string(),
+});
 
 /** A rack with each machine's compact entry, as the stream last recorded it (heartbeat staleness is the reader's). */
-export const rackResponse = z
-  .object({
-    machineType: z.string(),
-    rack: z.string(),
-    machines: z.record(
-      z.string(),
-      z.object({
-        version: z.number().int(),
-        state: z.enum(machineStates),
-        allocatable: z.boolean(),
-        overrides: z.array(z.string()),
-        quarantined: z.boolean(),
-        live: z.boolean(),
-        lastHeartbeatAt: z.string().optional(),
-      }),
-    ),
-  });
+export const rackResponse = z.object({
+  machineType: z.string(),
+  rack: z.string(),
+  machines: z.record(
+    z.string(),
+    z.object({
+      version: z.number().int(),
+      state: z.enum(machineStates),
+      allocatable: z.boolean(),
+      overrides: z.array(z.string()),
+      quarantined: z.boolean(),
+      live: z.boolean(),
+      lastHeartbeatAt: z.string().optional(),
+    }),
+  ),
+});
 
 export const rackListResponse = listOf(rackResponse);
 

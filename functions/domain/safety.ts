@@ -48,11 +48,20 @@ export interface RepairLog {
 const within = (now: Date, windowMs: number) => (at: string) => ageMs(now, at) <= windowMs;
 
 /** Count one more tenant-report quarantine; the breaker trips when it passes either limit. */
-export function recordQuarantine(safety: SafetyState, fleetSize: number, machineId: string, now: Date, rules: SafetyRules): { safety: SafetyState; policy: RepairPolicy } {
+export function recordQuarantine(
+  safety: SafetyState,
+  fleetSize: number,
+  machineId: string,
+  now: Date,
+  rules: SafetyRules,
+): { safety: SafetyState; policy: RepairPolicy } {
   const quarantines = [...safety.quarantines.filter(within(now, rules.windowMs)), now.toISOString()];
   const storm = safety.repairStorm;
   if (storm.state === 'tripped') {
-    return { safety: { ...safety, quarantines, repairStorm: { ...storm, heldBack: [...new Set([...storm.heldBack, machineId])] } }, policy: { kind: 'hold-back', trips: false } };
+    return {
+      safety: { ...safety, quarantines, repairStorm: { ...storm, heldBack: [...new Set([...storm.heldBack, machineId])] } },
+      policy: { kind: 'hold-back', trips: false },
+    };
   }
   const tooMany = quarantines.length > rules.maxQuarantines || quarantines.length / fleetSize > rules.maxFraction;
   if (!tooMany) return { safety: { ...safety, quarantines }, policy: { kind: 'request' } };
@@ -120,9 +129,7 @@ export function resetStorm(safety: SafetyState): { safety: SafetyState; heldBack
  * listed, and a second reset picks up where the first stopped. The breaker closes last, once the list is empty:
  * closing first would let new reports through while the held-back ones still wait, and a crash would forget them.
  */
-export type ResetStep =
-  | { kind: 'hand-over'; machineId: string; applied: boolean; change: Change }
-  | { kind: 'close'; heldBack: string[]; change: Change };
+export type ResetStep = { kind: 'hand-over'; machineId: string; applied: boolean; change: Change } | { kind: 'close'; heldBack: string[]; change: Change };
 
 /** The machine the next step of a reset with `applyHeldBack` is about, if any is still listed. */
 export const nextHeldBack = (safety: SafetyState | null): string | undefined => safety?.repairStorm.heldBack[0];
@@ -147,7 +154,12 @@ export function handOverHeldBack(before: SafetyState, machineId: string, machine
   const safety = { before, after };
   if (!machine || !stillHeldBack(machine)) return { kind: 'hand-over', machineId, applied: false, change: { safety, history: [] } };
   const issue = machine.healthOverrides.find((o) => o.source === SOURCES.tenantReportedIssue)?.issue ?? hardwareHealthIssue(machine);
-  const { change } = addOverride(machine, { template: 'request-repair', issue, message: 'Repair request held back by the repair-storm breaker, applied on reset' }, actor, now);
+  const { change } = addOverride(
+    machine,
+    { template: 'request-repair', issue, message: 'Repair request held back by the repair-storm breaker, applied on reset' },
+    actor,
+    now,
+  );
   return { kind: 'hand-over', machineId, applied: true, change: { ...change, safety } };
 }
 

@@ -21,7 +21,10 @@ const labelValue = z.string().max(1024);
  */
 const labelKeyRule = { propertyNames: { type: 'string', pattern: labelKeyPattern.source } };
 
-const labels = z.record(labelKey, labelValue).refine((l) => Object.keys(l).length <= 64, 'at most 64 labels').meta(labelKeyRule);
+const labels = z
+  .record(labelKey, labelValue)
+  .refine((l) => Object.keys(l).length <= 64, 'at most 64 labels')
+  .meta(labelKeyRule);
 const instanceName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'lower-case letters, digits and dashes (at most 63)');
 
 export const issueCategories = ['HARDWARE', 'NETWORK', 'PERFORMANCE', 'OTHER'] as const;
@@ -32,7 +35,10 @@ export const issueSchema = z.strictObject({
     .string()
     .transform((c) => c.toUpperCase())
     .pipe(z.enum(issueCategories))
-    .meta({ enum: [...issueCategories], description: `One of ${issueCategories.join(', ')}; the server normalises the value (e.g. letter case) before checking it.` }),
+    .meta({
+      enum: [...issueCategories],
+      description: `One of ${issueCategories.join(', ')}; the server normalises the value (e.g. letter case) before checking it.`,
+    }),
   summary: z.string().min(1).max(1024),
   details: z.string().max(8192).optional(),
 });
@@ -56,7 +62,10 @@ export const auditQuery = z.strictObject({
   actor: z.string().min(1).max(256).optional(),
   target: z.string().min(1).max(256).optional(),
   // One spelling of each instant, so `since` compares with the stored times as text (they are all UTC with ms).
-  since: z.iso.datetime({ offset: true }).transform((at) => new Date(at).toISOString()).optional(),
+  since: z.iso
+    .datetime({ offset: true })
+    .transform((at) => new Date(at).toISOString())
+    .optional(),
 });
 
 export const params = {
@@ -139,7 +148,10 @@ export const listMachinesQuery = z.strictObject({
   state: z.enum(['Ready', 'Assigned', 'Cleanup']).optional(),
   machineType: machineType.optional(),
   healthOverride: z.string().min(1).max(64).optional(),
-  allocatable: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+  allocatable: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional(),
 });
 
 /** The rack map: one type's racks (by default the first type by name), a page of racks at a time. */
@@ -164,8 +176,10 @@ export const heartbeatBody = z.strictObject({
     .strictObject({ index: z.number().int().min(0), count: z.union(ROSTER_PART_COUNTS.map((n) => z.literal(n))) })
     .refine((p) => p.index < p.count, { message: 'index must be below count', path: ['index'] })
     .optional()
-    .describe("One part of a roster too large for one beat: the machines whose bucket (SHA-256 " +
-      "of the id, first 4 bytes big-endian, modulo 64) modulo `count` is `index`"),
+    .describe(
+      'One part of a roster too large for one beat: the machines whose bucket (SHA-256 ' +
+        'of the id, first 4 bytes big-endian, modulo 64) modulo `count` is `index`',
+    ),
 });
 
 export const cleanupReportBody = z.strictObject({

@@ -16,5 +16,7 @@ export const createHttpApi = (ctx: AppContext, idempotency: IdempotencyPersisten
 
 export const handler = buildOnFirstCall(() => {
   const ctx = contextFromEnv();
-  return withTracingLogsAndMetrics(createHttpApi(ctx, ctx.idempotency, sharedLogger), { correlationIdOf: (event) => (event as typeof event | null)?.requestContext?.requestId });
+  return withTracingLogsAndMetrics(createHttpApi(ctx, ctx.idempotency, sharedLogger), {
+    correlationIdOf: (event) => (event as typeof event | null)?.requestContext?.requestId,
+  });
 });

@@ -110,7 +110,10 @@ export interface TracingLogsAndMetricsOptions<E> {
  * A Lambda entry point with the Powertools middlewares: an X-Ray segment around it, the invocation's context (and
  * correlation id, when `correlationIdOf` finds one) on every log line, metrics flushed at its end.
  */
-export function withTracingLogsAndMetrics<E, R>(handler: (event: E, context: Context) => Promise<R>, { correlationIdOf }: TracingLogsAndMetricsOptions<E> = {}) {
+export function withTracingLogsAndMetrics<E, R>(
+  handler: (event: E, context: Context) => Promise<R>,
+  { correlationIdOf }: TracingLogsAndMetricsOptions<E> = {},
+) {
   const correlated = (event: E, context: Context): Promise<R> => {
     const id = correlationIdOf?.(event);
     // A temporary key: the logger's `resetKeys` clears it when the invocation ends.

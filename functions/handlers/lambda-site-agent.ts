@@ -14,5 +14,9 @@ export function signedSiteAgent(env: NodeJS.ProcessEnv, config: SiteConfig): Sit
   if (!agentUrl) throw new Error('SITE_AGENT_URL (or [site] agent_url) must be set');
   const secretArn = env.SITE_AGENT_SIGNING_SECRET_ARN ?? config.site_agent.signing_secret_arn;
   if (!secretArn) throw new Error('SITE_AGENT_SIGNING_SECRET_ARN (or [site_agent] signing_secret_arn) must be set');
-  return httpSiteAgent(agentUrl, config, secretsManagerKeys(secretArn, () => sharedTracer.captureAWSv3Client(new SecretsManagerClient({}))));
+  return httpSiteAgent(
+    agentUrl,
+    config,
+    secretsManagerKeys(secretArn, () => sharedTracer.captureAWSv3Client(new SecretsManagerClient({}))),
+  );
 }

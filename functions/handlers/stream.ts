@@ -87,4 +87,6 @@ function repairEvents(busName: string): EventPublisher {
   };
 }
 
-export const handler = buildOnFirstCall(() => withTracingLogsAndMetrics(createStreamHandler(contextFromEnv(process.env, { events: repairEvents, agent: signedSiteAgent }))));
+export const handler = buildOnFirstCall(() =>
+  withTracingLogsAndMetrics(createStreamHandler(contextFromEnv(process.env, { events: repairEvents, agent: signedSiteAgent }))),
+);

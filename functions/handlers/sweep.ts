@@ -29,7 +29,9 @@ export function eventBridgeHandOff(busName: string, client?: EventBridgeClient):
     const event = followUpEvent(position);
     events ??= new EventBridgeClient({});
     const result = await events.send(
-      new PutEventsCommand({ Entries: [{ EventBusName: busName, Source: event.source, DetailType: event['detail-type'], Detail: JSON.stringify(event.detail) }] }),
+      new PutEventsCommand({
+        Entries: [{ EventBusName: busName, Source: event.source, DetailType: event['detail-type'], Detail: JSON.stringify(event.detail) }],
+      }),
     );
     if (result.FailedEntryCount) throw new Error(`EventBridge refused the sweep follow-up: ${result.Entries?.[0]?.ErrorMessage ?? 'unknown error'}`);
   };

@@ -111,7 +111,13 @@ const parseJsonBody: MiddlewareObj<ApiEvent, ApiResult, Error, ApiContext> = {
     const limit = route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const size = Buffer.byteLength(raw);
     if (size > limit) {
-      throw new ProblemError(413, 'payload-too-large', `The request body is ${size} bytes; ${route.method} ${route.path} takes at most ${limit}`, undefined, limit);
+      throw new ProblemError(
+        413,
+        'payload-too-large',
+        `The request body is ${size} bytes; ${route.method} ${route.path} takes at most ${limit}`,
+        undefined,
+        limit,
+      );
     }
     if (raw.trim() === '') {
       if (route.bodyRequired) throw validationFailed([{ path: '', message: 'A JSON request body is required' }]);
@@ -139,7 +145,11 @@ const problemErrors = (logger: Logger): MiddlewareObj<ApiEvent, ApiResult, Error
     }
     logger.error('unhandled error', { requestId: request.event.requestContext?.requestId, route: context.api?.route.operationId, error: error as Error });
     request.response = problemResponse(
-      new ProblemError(500, 'internal-error', `An internal error occurred (request ${request.event.requestContext?.requestId ?? context.awsRequestId ?? 'unknown'})`),
+      new ProblemError(
+        500,
+        'internal-error',
+        `An internal error occurred (request ${request.event.requestContext?.requestId ?? context.awsRequestId ?? 'unknown'})`,
+      ),
     );
   },
 });
@@ -233,9 +243,7 @@ function idempotencyKeyOf(event: ApiEvent, method: HttpMethod): string | undefin
   const key = event.headers?.[idempotencyHeader];
   if (key === undefined) return undefined;
   if (key.trim() === '' || key.length > maxIdempotencyKeyLength) {
-    throw validationFailed([
-      { path: `headers.${idempotencyHeader}`, message: `Must be 1..${maxIdempotencyKeyLength} characters` },
-    ]);
+    throw validationFailed([{ path: `headers.${idempotencyHeader}`, message: `Must be 1..${maxIdempotencyKeyLength} characters` }]);
   }
   return key;
 }

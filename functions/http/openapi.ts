@@ -1,4 +1,11 @@
-import { extendZodWithOpenApi, OpenApiGeneratorV31, OpenAPIRegistry, zodToOpenAPIRegistry, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
+import {
+  extendZodWithOpenApi,
+  OpenApiGeneratorV31,
+  OpenAPIRegistry,
+  zodToOpenAPIRegistry,
+  type ResponseConfig,
+  type RouteConfig,
+} from '@asteasolutions/zod-to-openapi';
 import * as z from 'zod';
 import { componentNames } from '#domain/responses.ts';
 import { problemContentType, type Problem } from '#http/problem.ts';
@@ -57,7 +64,7 @@ const statusTitles: Record<number, string> = {
   403: 'The token lacks the role or capability',
   404: "Not found (another org's resources are reported as not found)",
   409: 'Conflict',
-  413: 'The body is over the route\'s cap, or would make a record or change over DynamoDB\'s size limits; `limit` names the bytes',
+  413: "The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes",
   422: 'Unprocessable content',
   500: 'Internal error',
 };
@@ -129,9 +136,7 @@ function operation(route: Route): RouteConfig {
       ...(route.params ? { params: asObject(route.params) } : {}),
       ...(route.query ? { query: asObject(route.query) } : {}),
       ...(mutating.has(route.method) && !isPublic ? { headers: idempotencyHeaders } : {}),
-      ...(route.body
-        ? { body: { required: route.bodyRequired ?? false, content: { 'application/json': { schema: route.body } } } }
-        : {}),
+      ...(route.body ? { body: { required: route.bodyRequired ?? false, content: { 'application/json': { schema: route.body } } } } : {}),
     },
     responses: { ...successResponses(route), ...problemResponses(route) },
   };
@@ -147,7 +152,7 @@ export function openApiDocument(routes: readonly Route[]): OpenApiDocument {
     type: 'http',
     scheme: 'bearer',
     bearerFormat: 'JWT',
-    description: 'Claims: sub, org (the caller\'s tenant org), roles (tenant, provider-admin, site-agent).',
+    description: "Claims: sub, org (the caller's tenant org), roles (tenant, provider-admin, site-agent).",
   });
   for (const route of routes) registry.registerPath(operation(route));
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({

@@ -37,10 +37,7 @@ const VERIFIED_KEPT = 1_000;
  */
 export function createLocalTokenIssuer(options: LocalTokenIssuerOptions): LocalTokenIssuer {
   const { issuer, audience } = options;
-  const key =
-    typeof options.secret === 'string'
-      ? new TextEncoder().encode(options.secret)
-      : (options.secret ?? new Uint8Array(randomBytes(32)));
+  const key = typeof options.secret === 'string' ? new TextEncoder().encode(options.secret) : (options.secret ?? new Uint8Array(randomBytes(32)));
 
   const now = options.now ?? Date.now;
   // Token → its verified claims. A signature checks the same every time, so only expiry is judged again; a token that
@@ -53,15 +50,17 @@ export function createLocalTokenIssuer(options: LocalTokenIssuerOptions): LocalT
     audience,
     async mint({ sub, org, roles }, ttl = defaultTtl) {
       const issuedAt = Math.floor(now() / 1000);
-      return new SignJWT({ org, roles })
-        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-        .setSubject(sub)
-        .setIssuer(issuer)
-        .setAudience(audience)
-        .setIssuedAt(issuedAt)
-        // jose reads a number as an absolute time, so relative seconds are turned into one here.
-        .setExpirationTime(typeof ttl === 'number' ? issuedAt + ttl : ttl)
-        .sign(key);
+      return (
+        new SignJWT({ org, roles })
+          .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+          .setSubject(sub)
+          .setIssuer(issuer)
+          .setAudience(audience)
+          .setIssuedAt(issuedAt)
+          // jose reads a number as an absolute time, so relative seconds are turned into one here.
+          .setExpirationTime(typeof ttl === 'number' ? issuedAt + ttl : ttl)
+          .sign(key)
+      );
     },
     async verify(token) {
       const known = verified.get(token);

@@ -19,8 +19,7 @@ export function fieldErrors(issues: readonly z.core.$ZodIssue[], part: RequestPa
   );
 }
 
-export const validationFailed = (errors: FieldError[]) =>
-  new ProblemError(422, 'validation-failed', 'The request is not valid; see `errors`', errors);
+export const validationFailed = (errors: FieldError[]) => new ProblemError(422, 'validation-failed', 'The request is not valid; see `errors`', errors);
 
 export interface RequestParts {
   params: unknown;
@@ -29,10 +28,7 @@ export interface RequestParts {
 }
 
 /** Parses every part before failing, so a client sees all its mistakes in one round trip. */
-export function validateParts(
-  schemas: { [K in keyof RequestParts]?: z.ZodType | undefined },
-  raw: RequestParts,
-): RequestParts {
+export function validateParts(schemas: { [K in keyof RequestParts]?: z.ZodType | undefined }, raw: RequestParts): RequestParts {
   const errors: FieldError[] = prototypeKeysIn(raw.query).map((key) => ({ path: `query.${key}`, message: 'Not a query parameter' }));
   const out: RequestParts = { ...raw };
   for (const part of ['params', 'query', 'body'] as const) {

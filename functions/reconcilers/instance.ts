@@ -57,7 +57,11 @@ export const instanceReconciler = defineReconciler({
     // Needed only while a create is in flight (to record its outcome); kept when read along anyway, so that the
     // settle after a claim can start from this snapshot.
     const readAlong = related?.machines?.includes(instance.machineId) ?? false;
-    const machine = readAlong ? (hinted!.machines.get(instance.machineId) ?? null) : instance.creation.phase === 'in-flight' ? await ctx.store.getMachine(instance.machineId) : null;
+    const machine = readAlong
+      ? (hinted!.machines.get(instance.machineId) ?? null)
+      : instance.creation.phase === 'in-flight'
+        ? await ctx.store.getMachine(instance.machineId)
+        : null;
     const retry = ctx.config.instance_create_retry;
     const leaseMs = createLeaseMs({ maxAttempts: retry.max_attempts, baseDelayMs: retry.base_delay_ms, timeoutMs: retry.timeout_ms });
     return { instance, machine, now: ctx.clock.now(), createLeaseMs: leaseMs };

@@ -1,11 +1,4 @@
-import {
-  claimCleanup,
-  claimStatusCheck,
-  recordDeleteOutcome,
-  recordStatusCheck,
-  type CleanupTimings,
-  type DeleteOutcome,
-} from '#domain/cleanup.ts';
+import { claimCleanup, claimStatusCheck, recordDeleteOutcome, recordStatusCheck, type CleanupTimings, type DeleteOutcome } from '#domain/cleanup.ts';
 import type { Instance, Machine } from '#domain/model.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import { siteCleanupTimings, type AppContext } from '#runtime/context.ts';
@@ -71,7 +64,8 @@ export const machineReconciler = defineReconciler({
     const cleanup = machine.cleanup;
     const instance = !cleanup
       ? null
-      : hinted?.instances.get(cleanup.instanceId) ?? (related?.instances?.includes(cleanup.instanceId) ? null : await ctx.store.getInstance(cleanup.instanceId));
+      : (hinted?.instances.get(cleanup.instanceId) ??
+        (related?.instances?.includes(cleanup.instanceId) ? null : await ctx.store.getInstance(cleanup.instanceId)));
     return { machine, instance, now: ctx.clock.now(), timings: siteCleanupTimings(ctx.config) };
   },
 
@@ -90,7 +84,12 @@ export const machineReconciler = defineReconciler({
     if (!machine.cleanup) return {};
     const siteName = instance?.siteName ?? machine.cleanup.instanceId;
     const check = claimStatusCheck(machine, now);
-    if (check) return { change: check, effect: { call: 'status', machineId: machine.id, siteName } satisfies CleanupCall, summary: 'cleanup report overdue: status check claimed' };
+    if (check)
+      return {
+        change: check,
+        effect: { call: 'status', machineId: machine.id, siteName } satisfies CleanupCall,
+        summary: 'cleanup report overdue: status check claimed',
+      };
     const claim = claimCleanup(machine, instance, now, timings);
     if (!claim) return {};
     return { change: claim, effect: { call: 'delete', machineId: machine.id, siteName } satisfies CleanupCall, summary: 'delete claimed' };
@@ -99,11 +98,15 @@ export const machineReconciler = defineReconciler({
   effects: {
     async perform(ctx: AppContext, request: CleanupCall): Promise<CleanupAnswer> {
       const answer: CleanupAnswer =
-        request.call === 'delete' ? { call: 'delete', outcome: await ctx.agent.delete(request.siteName) } : { call: 'status', outcome: await ctx.agent.status(request.siteName) };
+        request.call === 'delete'
+          ? { call: 'delete', outcome: await ctx.agent.delete(request.siteName) }
+          : { call: 'status', outcome: await ctx.agent.status(request.siteName) };
       ctx.log.info(`site agent ${request.call} finished`, { ...request, ...answer.outcome });
       return answer;
     },
     settle: ({ machine, instance, now, timings }: MachineSnapshot, _request: CleanupCall, answer: CleanupAnswer) =>
-      answer.call === 'delete' ? recordDeleteOutcome(machine, instance, answer.outcome, now, timings) : recordStatusCheck(machine, instance, answer.outcome, now),
+      answer.call === 'delete'
+        ? recordDeleteOutcome(machine, instance, answer.outcome, now, timings)
+        : recordStatusCheck(machine, instance, answer.outcome, now),
   },
 });

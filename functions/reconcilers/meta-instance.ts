@@ -15,7 +15,11 @@ import { defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
  * The meta-instance's members (the members index: every one not Terminated) with their machines, read in one
  * batch, and the pinned machines `pinnedIds` in the same batch.
  */
-export async function loadMembers(ctx: AppContext, metaInstanceId: string, pinnedIds: readonly string[] = []): Promise<{ members: Member[]; pinned: Map<string, Machine | null> }> {
+export async function loadMembers(
+  ctx: AppContext,
+  metaInstanceId: string,
+  pinnedIds: readonly string[] = [],
+): Promise<{ members: Member[]; pinned: Map<string, Machine | null> }> {
   const instances = await ctx.store.membersOf(metaInstanceId);
   const ids = [...new Set([...instances.map((i) => i.machineId), ...pinnedIds])];
   const machines = ids.length > 0 ? await ctx.store.getMachines(ids) : new Map<string, Machine>();
@@ -108,7 +112,13 @@ const COUNTED: ReadonlySet<Instance['status']> = new Set(['Provisioning', 'Ready
 
 /** What of a bound machine a member's health and placement depend on (memberFailure, homeRack). */
 const memberHealthOf = (machine: Machine): string =>
-  JSON.stringify([preventingSources(machine.healthOverrides), machine.heartbeatLive, machine.lastHeartbeatAt ?? null, machine.heartbeatStaleAt ?? null, machine.rack]);
+  JSON.stringify([
+    preventingSources(machine.healthOverrides),
+    machine.heartbeatLive,
+    machine.lastHeartbeatAt ?? null,
+    machine.heartbeatStaleAt ?? null,
+    machine.rack,
+  ]);
 
 export const metaInstanceReconciler = defineReconciler({
   kind: 'meta-instance',
@@ -125,7 +135,9 @@ export const metaInstanceReconciler = defineReconciler({
     // that was not live and is not live now (Terminating to Terminated) changes nothing a decision reads.
     instance: {
       concerns: (before, after) =>
-        !before || !after || (before.status !== after.status && (COUNTED.has(before.status) || COUNTED.has(after.status))) ? [before?.metaInstanceId, after?.metaInstanceId] : [],
+        !before || !after || (before.status !== after.status && (COUNTED.has(before.status) || COUNTED.has(after.status)))
+          ? [before?.metaInstanceId, after?.metaInstanceId]
+          : [],
     },
     // What happens to a member's machine may fail the member: its health overrides, its heartbeat, its rack, its
     // binding. Its cleanup's progress does not, nor its unbinding once clean (finishCleanup terminates the member in

@@ -139,12 +139,10 @@ export interface BatchRoom {
 }
 
 /** Room for `size` ids, whatever they are. */
-export const roomFor =
-  (size: number) =>
-  (): BatchRoom => {
-    let taken = 0;
-    return { admit: () => taken < size && ++taken > 0 };
-  };
+export const roomFor = (size: number) => (): BatchRoom => {
+  let taken = 0;
+  return { admit: () => taken < size && ++taken > 0 };
+};
 
 /** A record as the store holds it once its change committed: the `after` image, one version on. */
 export const committedRecord = <T extends { version: number }>(pair: Versioned<T>): T => ({ ...pair.after, version: (pair.before?.version ?? -1) + 1 });
@@ -178,7 +176,13 @@ export function createRegistry(reconcilers: readonly Reconciler[]) {
   const byKind = new Map(reconcilers.map((reconciler) => [reconciler.kind, reconciler]));
   if (byKind.size !== reconcilers.length) throw new Error('two reconcilers share a kind');
 
-  function collect<K extends RecordKind>(refs: Map<string, Ref>, kind: K, before: RecordTypes[K] | null, after: RecordTypes[K] | null, id: string): Map<string, Ref> {
+  function collect<K extends RecordKind>(
+    refs: Map<string, Ref>,
+    kind: K,
+    before: RecordTypes[K] | null,
+    after: RecordTypes[K] | null,
+    id: string,
+  ): Map<string, Ref> {
     for (const reconciler of reconcilers) {
       const watch = reconciler.watches[kind] as Watch<RecordTypes[K]> | undefined;
       for (const concerned of watch?.concerns(before, after, id) ?? []) {

@@ -12,7 +12,15 @@ import type { DueEntry, DueTimes } from '#store/port.ts';
  * Every reconciler, in one place. The stream handler and the sweep run them (runner.ts); the stream filters of the
  * CDK stack (lib/stream-filters.ts) and the due times the store writes (store/items.ts) are derived from this list.
  */
-export const reconcilers = [instanceReconciler, machineReconciler, metaInstanceReconciler, rosterBucketReconciler, staleCheckReconciler, waitQueueReconciler, fleetSummaryReconciler] as const;
+export const reconcilers = [
+  instanceReconciler,
+  machineReconciler,
+  metaInstanceReconciler,
+  rosterBucketReconciler,
+  staleCheckReconciler,
+  waitQueueReconciler,
+  fleetSummaryReconciler,
+] as const;
 
 export type EntityKind = (typeof reconcilers)[number]['kind'];
 

@@ -57,7 +57,14 @@ async function firstFailure(failures: Promise<Failure | null>[]): Promise<Failur
  * the claim left it (when the reconciler can `advance` it; the settle's version guards catch whatever others wrote
  * since), else and after a lost race on state loaded afresh.
  */
-async function performEffect(ctx: AppContext, reconciler: Reconciler, id: string, effect: unknown, related: RecordIds | undefined, claimed: { snapshot: unknown; change: Change }): Promise<Change | null> {
+async function performEffect(
+  ctx: AppContext,
+  reconciler: Reconciler,
+  id: string,
+  effect: unknown,
+  related: RecordIds | undefined,
+  claimed: { snapshot: unknown; change: Change },
+): Promise<Change | null> {
   const effects = reconciler.effects;
   if (!effects) throw new Error(`reconciler ${reconciler.kind} decided an effect it cannot perform`);
   const result = await effects.perform(ctx, effect);
@@ -119,7 +126,8 @@ async function reconcileEntity(
     if (decision.change && !lostRace) {
       committed(decision.change);
       if (decision.summary) ctx.log.info('reconciled', { entity: reconciler.kind, id, outcome: decision.summary });
-      const settled = decision.effect === undefined ? null : await performEffect(ctx, reconciler, id, decision.effect, related, { snapshot, change: decision.change });
+      const settled =
+        decision.effect === undefined ? null : await performEffect(ctx, reconciler, id, decision.effect, related, { snapshot, change: decision.change });
       if (settled) committed(settled);
     }
     const again = (lostRace && decision.retryIfLost) || (decision.requeueAt !== undefined && decision.requeueAt.getTime() <= ctx.clock.now().getTime());
@@ -183,14 +191,26 @@ export function startRun(ctx: AppContext, { concurrency = DEFAULT_CONCURRENCY, r
         return { error };
       },
     );
-    return { done: run.then(() => undefined, () => undefined), failure };
+    return {
+      done: run.then(
+        () => undefined,
+        () => undefined,
+      ),
+      failure,
+    };
   };
 
   const start = (ref: Ref, scoped: AppContext): Entry => {
     const reconciler = registry.has(ref.entity) ? registry.reconcilerOf(ref.entity) : undefined;
     const entry = reconciler?.batch
       ? join(reconciler, ref.id, scoped)
-      : unbatched.counted(track(slot(() => reconcileEntity(scoped, registry, reconciler ?? registry.reconcilerOf(ref.entity), ref.id, ref.related)), scoped, { entity: ref.entity, id: ref.id }));
+      : unbatched.counted(
+          track(
+            slot(() => reconcileEntity(scoped, registry, reconciler ?? registry.reconcilerOf(ref.entity), ref.id, ref.related)),
+            scoped,
+            { entity: ref.entity, id: ref.id },
+          ),
+        );
     entries.set(keyOf(ref), entry);
     return entry;
   };

@@ -21,7 +21,14 @@ export async function repairSummaryShard(ctx: AppContext, shards?: SummaryShard[
   const shard = turn % SUMMARY_SHARDS;
   const items = counterItemsOfShard(shard);
   // Read before the racks, strongly: a rack write after it moves an item's version, and the guard below refuses.
-  const stored = new Map((await ctx.store.getSummaryItems([], items.map((item) => ({ machineType, shard: item })))).shards.map((s) => [s.shard, s]));
+  const stored = new Map(
+    (
+      await ctx.store.getSummaryItems(
+        [],
+        items.map((item) => ({ machineType, shard: item })),
+      )
+    ).shards.map((s) => [s.shard, s]),
+  );
   const racks: RackAggregate[] = [];
   let nextToken: string | undefined;
   for (let pages = 0; pages < REPAIR_PAGES; pages++) {
@@ -35,7 +42,9 @@ export async function repairSummaryShard(ctx: AppContext, shards?: SummaryShard[
   const drifted = items.flatMap((item) => {
     const before = stored.get(item) ?? null;
     const counters = counted.get(item) ?? {};
-    return sameCounters(before?.counters ?? {}, counters) ? [] : [{ before, after: { machineType, shard: item, counters, version: before?.version ?? 0 } satisfies SummaryShard }];
+    return sameCounters(before?.counters ?? {}, counters)
+      ? []
+      : [{ before, after: { machineType, shard: item, counters, version: before?.version ?? 0 } satisfies SummaryShard }];
   });
   if (drifted.length === 0) return { repaired: false };
   // A stream write in between makes this one lose: the next turn of this shard recounts again.
@@ -44,4 +53,5 @@ export async function repairSummaryShard(ctx: AppContext, shards?: SummaryShard[
   return { repaired };
 }
 
-const sameCounters = (a: Record<string, number>, b: Record<string, number>): boolean => Object.keys(applyDelta(a, Object.fromEntries(Object.entries(b).map(([k, v]) => [k, -v])))).length === 0;
+const sameCounters = (a: Record<string, number>, b: Record<string, number>): boolean =>
+  Object.keys(applyDelta(a, Object.fromEntries(Object.entries(b).map(([k, v]) => [k, -v])))).length === 0;

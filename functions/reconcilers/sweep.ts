@@ -110,7 +110,9 @@ export async function sweep(ctx: AppContext, options: SweepOptions = {}): Promis
   const run = startRun(ctx);
   // Side by side with the due pages (and observed at once, so a failure among them is never unhandled).
   const noChecks = { reconciled: 0, results: [] };
-  const checks = options.from ? Promise.resolve(noChecks) : scheduledChecks(ctx, run).catch((error: unknown) => ({ ...noChecks, results: [{ status: 'rejected', reason: error } as const] }));
+  const checks = options.from
+    ? Promise.resolve(noChecks)
+    : scheduledChecks(ctx, run).catch((error: unknown) => ({ ...noChecks, results: [{ status: 'rejected', reason: error } as const] }));
   const due = await sweepDue(ctx, run, options);
   const ticked = await checks;
   const failed = [...due.results, ...ticked.results].filter((r): r is PromiseRejectedResult => r.status === 'rejected');

@@ -27,7 +27,8 @@ export const waitQueueReconciler = defineReconciler({
     // back. A change to a machine that was free before and is still (labels, a cleared override of no effect) frees
     // nothing.
     machine: {
-      concerns: (before, after) => (after && inAllocatableIndex(after) && (!before || !inAllocatableIndex(before) || freedByHeartbeat(before, after)) ? [after.machineType] : []),
+      concerns: (before, after) =>
+        after && inAllocatableIndex(after) && (!before || !inAllocatableIndex(before) || freedByHeartbeat(before, after)) ? [after.machineType] : [],
     },
     // A replacement that finished provisioning frees a slot under the site's replacement cap.
     instance: {

@@ -39,7 +39,11 @@ export function inProcessBus(log: Log): EventPublisher & { subscribe(subscriber:
     async publish(event) {
       delivered.push(event);
       const requestId = event.detail.requestId;
-      log.info(`event ${event.type} delivered`, { id: event.detail.id, machineId: event.detail.machineId, ...(typeof requestId === 'string' ? { [CORRELATION_KEY]: requestId } : {}) });
+      log.info(`event ${event.type} delivered`, {
+        id: event.detail.id,
+        machineId: event.detail.machineId,
+        ...(typeof requestId === 'string' ? { [CORRELATION_KEY]: requestId } : {}),
+      });
       for (const subscriber of subscribers) await subscriber(event);
     },
   };

@@ -27,7 +27,7 @@ export const metricCatalog = {
   CreateAttempts: { kind: 'counter', help: 'Create calls sent to the site agent, retries included' },
   CreateRetries: { kind: 'counter', help: 'Create calls that retried an earlier attempt' },
   CreateFailures: { kind: 'counter', help: 'Instance creates that finally failed (the rate alarm watches this)' },
-  CreateFailuresByOutcome: { kind: 'counter', help: "Instance creates that finally failed, by how the last attempt ended (timeout, network, http-<status>)" },
+  CreateFailuresByOutcome: { kind: 'counter', help: 'Instance creates that finally failed, by how the last attempt ended (timeout, network, http-<status>)' },
   CreateSucceeded: { kind: 'counter', help: 'Instance creates the site agent accepted' },
   TimeToReady: { kind: 'timing', help: 'Milliseconds from an instance being created to it being Ready, by machine type' },
   ReconcileLag: { kind: 'timing', help: "Milliseconds from a record's commit to the end of the stream reaction to it, by record kind" },

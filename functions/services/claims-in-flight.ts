@@ -82,7 +82,13 @@ export async function readCandidates(ctx: AppContext, machineType: string, pageS
  * Try to claim a machine (`attempt` reads it and commits; `won` tells from its outcome whether the claim committed),
  * known to this process's other creates from the moment it is picked, its read included.
  */
-export async function claimMachine<T>(ctx: AppContext, machineType: string, machineId: string, attempt: () => Promise<T>, won: (outcome: T) => boolean): Promise<T> {
+export async function claimMachine<T>(
+  ctx: AppContext,
+  machineType: string,
+  machineId: string,
+  attempt: () => Promise<T>,
+  won: (outcome: T) => boolean,
+): Promise<T> {
   const claims = claimsOf(ctx, machineType);
   const claim = attempt();
   claims.claiming.set(machineId, claim);

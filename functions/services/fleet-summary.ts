@@ -10,7 +10,11 @@ export async function readFleetSummary(ctx: AppContext): Promise<FleetSummary> {
 }
 
 /** One type's racks with their machines' compact entries, a page of racks at a time; no type: the catalog's first. */
-export async function listRacks(ctx: AppContext, machineType: string | undefined, page: { limit: number; nextToken?: string | undefined }): Promise<Page<RackAggregate>> {
+export async function listRacks(
+  ctx: AppContext,
+  machineType: string | undefined,
+  page: { limit: number; nextToken?: string | undefined },
+): Promise<Page<RackAggregate>> {
   const type = machineType ?? Object.keys((await ctx.store.getCatalog()).types).sort()[0];
   return type === undefined ? { items: [] } : ctx.store.listRackAggregates(type, page);
 }

@@ -72,7 +72,9 @@ export async function receiveHeartbeat(
   };
   const staleChecks = staleCheckDue ? [{ before: staleCheck, after: { id: SITE_STALE_CHECK, requestedAt: iso(now), version: staleCheck?.version ?? 0 } }] : [];
   // Lost to a concurrent beat or registration: the next beat compares against what won and writes what still differs.
-  const written = await committedOnce(() => ctx.store.commit({ rosterBuckets, rosterDigests: { before: digests, after: nextDigests }, staleChecks, history: [] }));
+  const written = await committedOnce(() =>
+    ctx.store.commit({ rosterBuckets, rosterDigests: { before: digests, after: nextDigests }, staleChecks, history: [] }),
+  );
   return { stored: true, changedBuckets: written ? rosterBuckets.map((b) => b.after.id) : [] };
 }
 

@@ -144,7 +144,12 @@ export interface ReleaseRequest {
   isRepairTenant?: boolean | undefined;
 }
 
-export async function releaseInstance(ctx: AppContext, principal: Principal, id: string, request: ReleaseRequest = {}): Promise<{ changed: boolean; instance: Instance }> {
+export async function releaseInstance(
+  ctx: AppContext,
+  principal: Principal,
+  id: string,
+  request: ReleaseRequest = {},
+): Promise<{ changed: boolean; instance: Instance }> {
   if (request.isRepairTenant) await requireCapability(ctx, principal, 'isRepairTenant needs the targetedInstanceCreation capability');
   return retryOnStale(async () => {
     const instance = await loadOwnInstance(ctx, principal, id);

@@ -18,7 +18,10 @@ export async function addHealthOverride(ctx: AppContext, machineId: string, requ
     const machine = await requireMachine(ctx, machineId);
     const now = ctx.clock.now();
     const { change, override } = addOverride(machine, request, by.actor, now);
-    const audit = auditEntry(by, now, 'health-override-added', auditTargets.machine(machineId), { before: overrideOf(machine, override.source), after: override });
+    const audit = auditEntry(by, now, 'health-override-added', auditTargets.machine(machineId), {
+      before: overrideOf(machine, override.source),
+      after: override,
+    });
     await ctx.store.commit({ ...change, audit });
     return override;
   });

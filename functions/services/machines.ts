@@ -54,7 +54,10 @@ export async function registerMachines(ctx: AppContext, registrations: MachineRe
     const counts = { added, updated: committed.length - added, unchanged: byId.size - committed.length };
     await updateCatalog(ctx, committed, auditEntry(by, ctx.clock.now(), 'machines-registered', auditTargets.registration, { after: counts }));
   }
-  await recheckRosterBuckets(ctx, created.map((c) => c.machines![0]!.after.id));
+  await recheckRosterBuckets(
+    ctx,
+    created.map((c) => c.machines![0]!.after.id),
+  );
   return { upserted: committed.length };
 }
 
@@ -99,12 +102,15 @@ const matches = (view: MachineView, filter: MachineFilter): boolean =>
   (filter.allocatable === undefined || view.allocatable === filter.allocatable);
 
 /** The provider's fleet listing; filters apply to each page (a page may hold fewer than `limit` matches). */
-export async function listMachines(ctx: AppContext, page: { limit: number; nextToken?: string | undefined }, filter: MachineFilter): Promise<Page<MachineView>> {
+export async function listMachines(
+  ctx: AppContext,
+  page: { limit: number; nextToken?: string | undefined },
+  filter: MachineFilter,
+): Promise<Page<MachineView>> {
   const heartbeat = await loadHeartbeatView(ctx);
   const now = ctx.clock.now();
   // Repair tenants poll for repair requests: that listing comes from its own index, not a walk of the fleet.
-  const result =
-    filter.healthOverride === 'repair-request' ? await ctx.store.machinesAwaitingRepair(page) : await ctx.store.listMachines(page);
+  const result = filter.healthOverride === 'repair-request' ? await ctx.store.machinesAwaitingRepair(page) : await ctx.store.listMachines(page);
   return { items: result.items.map((m) => machineView(m, heartbeat, now)).filter((v) => matches(v, filter)), nextToken: result.nextToken };
 }
 
@@ -118,4 +124,3 @@ export async function showMachine(ctx: AppContext, id: string): Promise<MachineV
   const machine = await requireMachine(ctx, id);
   return machineView(machine, await loadHeartbeatView(ctx), ctx.clock.now());
 }
-

@@ -52,7 +52,11 @@ export async function deleteMetaInstance(ctx: AppContext, principal: Principal, 
 }
 
 /** A tenant's meta-instances, or (org null) every one on the site for providers. */
-export async function listMetaInstances(ctx: AppContext, org: string | null, page: { limit: number; nextToken?: string | undefined }): Promise<Page<ReturnType<typeof metaInstanceView>>> {
+export async function listMetaInstances(
+  ctx: AppContext,
+  org: string | null,
+  page: { limit: number; nextToken?: string | undefined },
+): Promise<Page<ReturnType<typeof metaInstanceView>>> {
   const result = await ctx.store.listMetaInstances(org, page);
   const items = await Promise.all(result.items.map(async (meta) => metaInstanceView(meta, (await loadMembers(ctx, meta.id)).members)));
   return { items, nextToken: result.nextToken };

@@ -20,8 +20,7 @@ export async function resetRepairStorm(ctx: AppContext, applyHeldBack: boolean, 
       const stored = await ctx.store.getSafety();
       const machineId = applyHeldBack ? nextHeldBack(stored) : undefined;
       const now = ctx.clock.now();
-      const decided =
-        machineId === undefined ? closeStorm(stored) : handOverHeldBack(stored!, machineId, await ctx.store.getMachine(machineId), by.actor, now);
+      const decided = machineId === undefined ? closeStorm(stored) : handOverHeldBack(stored!, machineId, await ctx.store.getMachine(machineId), by.actor, now);
       await ctx.store.commit({ ...decided.change, audit: resetStepAudit(decided, by, now) });
       return decided;
     });

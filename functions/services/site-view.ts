@@ -28,7 +28,9 @@ export async function siteView(ctx: AppContext, { fresh = false } = {}): Promise
   const kept = views.get(ctx.config);
   if (!fresh && kept && now - kept.readAt < SITE_VIEW_TTL_MS) return { ...(await kept.view), cached: true };
   // The catalog and the roster time in one read.
-  const view = ctx.store.getRecords({ catalog: true, siteHeartbeat: true }).then((read) => viewOf(read.catalog!, heartbeatViewOf(ctx, read.siteHeartbeat ?? null)));
+  const view = ctx.store
+    .getRecords({ catalog: true, siteHeartbeat: true })
+    .then((read) => viewOf(read.catalog!, heartbeatViewOf(ctx, read.siteHeartbeat ?? null)));
   views.set(ctx.config, { readAt: now, view });
   view.catch(() => views.get(ctx.config)?.view === view && views.delete(ctx.config));
   return { ...(await view), cached: false };

@@ -2,20 +2,8 @@
 // the signature in request-signing.ts; this file only performs (signed) calls.
 
 import { STATUS_CODES } from 'node:http';
-import {
-  agentErrorAnswer,
-  agentPaths,
-  instanceStatusAnswer,
-  type CreateInstanceRequest,
-  type InstanceStatusAnswer,
-} from '#site/agent-contract.ts';
-import {
-  decideAfterAttempt,
-  firstCreateAttempt,
-  siteNameForAttempt,
-  type CreateOutcome,
-  type CreateRetryPolicy,
-} from '#site/create-retry.ts';
+import { agentErrorAnswer, agentPaths, instanceStatusAnswer, type CreateInstanceRequest, type InstanceStatusAnswer } from '#site/agent-contract.ts';
+import { decideAfterAttempt, firstCreateAttempt, siteNameForAttempt, type CreateOutcome, type CreateRetryPolicy } from '#site/create-retry.ts';
 import { signRequest, type SigningKeySet } from '#site/request-signing.ts';
 import type { SigningKeySource } from '#site/signing-keys.ts';
 
@@ -37,13 +25,9 @@ export type CreateInstanceResult =
   /** `siteName`: the name the last attempt used, which a 502/504 may have left at the site for cleanup to delete. */
   | { ok: false; siteName: string; attempts: number; reason: string; retryable: false; lastOutcome: CreateOutcome };
 
-export type DeleteInstanceResult =
-  | { ok: true; status: number; alreadyGone: boolean }
-  | { ok: false; reason: string; status?: number };
+export type DeleteInstanceResult = { ok: true; status: number; alreadyGone: boolean } | { ok: false; reason: string; status?: number };
 
-export type InstanceStatusResult =
-  | { ok: true; state: InstanceStatusAnswer['state'] | 'absent' }
-  | { ok: false; reason: string; status?: number };
+export type InstanceStatusResult = { ok: true; state: InstanceStatusAnswer['state'] | 'absent' } | { ok: false; reason: string; status?: number };
 
 /** Sent as `x-request-id`, so the agent's logs name the API request an instance call works for. */
 export interface CallOptions {
@@ -203,7 +187,11 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
       }
       const answer = instanceStatusAnswer.safeParse(await response.json().catch(() => undefined));
       if (!answer.success) {
-        return { ok: false, status: response.status, reason: `site agent answered ${response.status} to the status query with a body that is not { state: "present" | "cleaning" }` };
+        return {
+          ok: false,
+          status: response.status,
+          reason: `site agent answered ${response.status} to the status query with a body that is not { state: "present" | "cleaning" }`,
+        };
       }
       return { ok: true, state: answer.data.state };
     },

@@ -20,10 +20,7 @@ export interface CreateRetryPolicy {
 
 export const defaultCreateRetryPolicy: CreateRetryPolicy = { maxAttempts: 3, baseDelayMs: 250 };
 
-export type OutcomeClass =
-  | { kind: 'success' }
-  | { kind: 'retryable' }
-  | { kind: 'final'; why: string };
+export type OutcomeClass = { kind: 'success' } | { kind: 'retryable' } | { kind: 'final'; why: string };
 
 export function classifyCreateOutcome(outcome: CreateOutcome): OutcomeClass {
   switch (outcome.kind) {
@@ -69,16 +66,9 @@ export interface CreateProgress {
 
 export const firstCreateAttempt: CreateProgress = { attempt: 1, sawHttpError: false };
 
-export type CreateDecision =
-  | { action: 'succeeded' }
-  | { action: 'retry'; delayMs: number; next: CreateProgress }
-  | { action: 'stop'; reason: string };
+export type CreateDecision = { action: 'succeeded' } | { action: 'retry'; delayMs: number; next: CreateProgress } | { action: 'stop'; reason: string };
 
-export function decideAfterAttempt(
-  policy: CreateRetryPolicy,
-  progress: CreateProgress,
-  outcome: CreateOutcome,
-): CreateDecision {
+export function decideAfterAttempt(policy: CreateRetryPolicy, progress: CreateProgress, outcome: CreateOutcome): CreateDecision {
   const verdict = classifyCreateOutcome(outcome);
   if (verdict.kind === 'success') return { action: 'succeeded' };
   const what = describeOutcome(outcome, progress.attempt);

@@ -25,12 +25,10 @@ export const signingSecret = z.string().check(z.minLength(32, 'a secret is at le
 export const signingKey = z.strictObject({ id: signingKeyId, secret: signingSecret });
 
 /** The Secrets Manager secret's JSON: `{ "keys": [{ "id", "secret" }], "current": "<id>" }`. */
-const signingSecretDocument = z
-  .strictObject({ keys: z.array(signingKey).check(z.minLength(1), z.maxLength(8)), current: signingKeyId })
-  .check(
-    z.refine((set) => set.keys.some((key) => key.id === set.current), { message: '"current" names none of the keys', path: ['current'] }),
-    z.refine((set) => new Set(set.keys.map((key) => key.id)).size === set.keys.length, { message: 'two keys have the same id', path: ['keys'] }),
-  );
+const signingSecretDocument = z.strictObject({ keys: z.array(signingKey).check(z.minLength(1), z.maxLength(8)), current: signingKeyId }).check(
+  z.refine((set) => set.keys.some((key) => key.id === set.current), { message: '"current" names none of the keys', path: ['current'] }),
+  z.refine((set) => new Set(set.keys.map((key) => key.id)).size === set.keys.length, { message: 'two keys have the same id', path: ['keys'] }),
+);
 
 /** Parses the secret's text; the error names what is wrong but never a secret. */
 export function parseSigningKeys(text: string, source: string): SigningKeySet {

@@ -15,7 +15,18 @@ import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
 import { retryThrottled, untilProcessed } from '#store/throttle.ts';
 import { keys } from '#store/items.ts';
-import { ItemStore, listingOf, tableKeyOf, partitionAttributeOf, sortAttributeOf, type Item, type ItemPage, type ItemQuery, type ItemWrite, type TableKey } from '#store/item-store.ts';
+import {
+  ItemStore,
+  listingOf,
+  tableKeyOf,
+  partitionAttributeOf,
+  sortAttributeOf,
+  type Item,
+  type ItemPage,
+  type ItemQuery,
+  type ItemWrite,
+  type TableKey,
+} from '#store/item-store.ts';
 import { StaleWriteError, type DueTimes } from '#store/port.ts';
 import { decodePageToken, encodePageToken, invalidPageToken } from '#store/paging.ts';
 
@@ -72,7 +83,9 @@ export class DynamoFleetStore extends ItemStore {
       ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
     }));
     await this.guarded(() =>
-      puts.length === 1 ? this.client.send(new PutCommand(puts[0]!)) : this.client.send(new TransactWriteCommand({ TransactItems: puts.map((Put) => ({ Put })) })),
+      puts.length === 1
+        ? this.client.send(new PutCommand(puts[0]!))
+        : this.client.send(new TransactWriteCommand({ TransactItems: puts.map((Put) => ({ Put })) })),
     );
   }
 
@@ -146,9 +159,7 @@ export class DynamoFleetStore extends ItemStore {
     let count = 0;
     let start: Record<string, unknown> | undefined;
     do {
-      const result = await this.client.send(
-        new QueryCommand({ ...this.queryInput(query), Select: 'COUNT', ...(start ? { ExclusiveStartKey: start } : {}) }),
-      );
+      const result = await this.client.send(new QueryCommand({ ...this.queryInput(query), Select: 'COUNT', ...(start ? { ExclusiveStartKey: start } : {}) }));
       count += result.Count ?? 0;
       start = result.LastEvaluatedKey;
     } while (start);

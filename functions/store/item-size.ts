@@ -44,11 +44,23 @@ export function checkTransactionSize(items: Array<Record<string, unknown>>): voi
   for (const item of items) {
     const size = itemSizeBytes(item);
     if (size > ITEM_LIMIT_BYTES) {
-      throw new Rejection(413, 'payload-too-large', `the record ${String(item.pk)} would be ${size} bytes, over DynamoDB's ${ITEM_LIMIT_BYTES} per item`, undefined, ITEM_LIMIT_BYTES);
+      throw new Rejection(
+        413,
+        'payload-too-large',
+        `the record ${String(item.pk)} would be ${size} bytes, over DynamoDB's ${ITEM_LIMIT_BYTES} per item`,
+        undefined,
+        ITEM_LIMIT_BYTES,
+      );
     }
     total += size;
   }
   if (total > TRANSACTION_LIMIT_BYTES) {
-    throw new Rejection(413, 'payload-too-large', `the change would be ${total} bytes, over DynamoDB's ${TRANSACTION_LIMIT_BYTES} per transaction`, undefined, TRANSACTION_LIMIT_BYTES);
+    throw new Rejection(
+      413,
+      'payload-too-large',
+      `the change would be ${total} bytes, over DynamoDB's ${TRANSACTION_LIMIT_BYTES} per transaction`,
+      undefined,
+      TRANSACTION_LIMIT_BYTES,
+    );
   }
 }

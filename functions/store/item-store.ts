@@ -44,7 +44,16 @@ import {
   machineIdOfKey,
 } from '#store/items.ts';
 import type { Listing, Page } from '#store/paging.ts';
-import { StaleWriteError, type AuditFilter, type DueEntry, type DueTimes, type FleetStore, type PageRequest, type RecordIds, type Records } from '#store/port.ts';
+import {
+  StaleWriteError,
+  type AuditFilter,
+  type DueEntry,
+  type DueTimes,
+  type FleetStore,
+  type PageRequest,
+  type RecordIds,
+  type Records,
+} from '#store/port.ts';
 import { indexes } from '#store/table.ts';
 
 // What both implementations share: which item each record becomes, which index each listing reads and how, and
@@ -97,8 +106,7 @@ export const listingOf = (query: ItemQuery): Listing => ({
 });
 
 /** The key attributes of a query's table or index, in the order DynamoDB reports them in LastEvaluatedKey. */
-export const keyAttributesOf = (query: Pick<ItemQuery, 'index'>): string[] =>
-  query.index ? ['pk', 'sk', query.index.pk, query.index.sk] : ['pk', 'sk'];
+export const keyAttributesOf = (query: Pick<ItemQuery, 'index'>): string[] => (query.index ? ['pk', 'sk', query.index.pk, query.index.sk] : ['pk', 'sk']);
 
 export const sortAttributeOf = (query: Pick<ItemQuery, 'index'>): string => query.index?.sk ?? 'sk';
 export const partitionAttributeOf = (query: Pick<ItemQuery, 'index'>): string => query.index?.pk ?? 'pk';
@@ -208,7 +216,11 @@ export abstract class ItemStore implements FleetStore {
   async getRosterDigests(): Promise<RosterDigests | null> {
     const item = await this.getItem(keys.siteRosterDigests);
     if (!item) return null;
-    return { buckets: item.buckets as RosterDigests['buckets'], ...(typeof item.nextStaleAt === 'string' ? { nextStaleAt: item.nextStaleAt } : {}), version: Number(item.version) };
+    return {
+      buckets: item.buckets as RosterDigests['buckets'],
+      ...(typeof item.nextStaleAt === 'string' ? { nextStaleAt: item.nextStaleAt } : {}),
+      version: Number(item.version),
+    };
   }
 
   async getStaleCheck(id: string): Promise<StaleCheck | null> {
@@ -295,7 +307,13 @@ export abstract class ItemStore implements FleetStore {
 
   async allocatableMachineIds(machineType: string, limit = 100, from?: { rack: string; enough: number }): Promise<string[]> {
     const ids = async (sort: SortCondition | undefined, count: number) => {
-      const result = await this.queryItems({ index: indexes.allocatable, partition: `ALLOC#${machineType}`, ...(sort ? { sort } : {}), limit: count, entriesOnly: true });
+      const result = await this.queryItems({
+        index: indexes.allocatable,
+        partition: `ALLOC#${machineType}`,
+        ...(sort ? { sort } : {}),
+        limit: count,
+        entriesOnly: true,
+      });
       return result.items.map((entry) => machineIdOfKey(String(entry.pk)));
     };
     if (from === undefined) return ids(undefined, limit);
@@ -397,7 +415,11 @@ export abstract class ItemStore implements FleetStore {
     return item ? fromSummaryShardItem(item) : null;
   }
 
-  async getSummaryItems(racks: Array<{ machineType: string; rack: string }>, shards: Array<{ machineType: string; shard: number }>, machineIds: readonly string[] = []) {
+  async getSummaryItems(
+    racks: Array<{ machineType: string; rack: string }>,
+    shards: Array<{ machineType: string; shard: number }>,
+    machineIds: readonly string[] = [],
+  ) {
     const items = await this.getItems([
       ...racks.map((r) => keys.summaryRack(r.machineType, r.rack)),
       ...shards.map((s) => keys.summaryShard(s.machineType, s.shard)),
@@ -430,7 +452,10 @@ export abstract class ItemStore implements FleetStore {
 
   /** Costs what is due, not what the fleet holds. */
   async dueEntities(now: Date, page: PageRequest): Promise<Page<DueEntry>> {
-    const result = await this.queryItems({ index: indexes.due, partition: DUE_PARTITION, sort: { atMost: now.toISOString() }, limit: page.limit }, page.nextToken);
+    const result = await this.queryItems(
+      { index: indexes.due, partition: DUE_PARTITION, sort: { atMost: now.toISOString() }, limit: page.limit },
+      page.nextToken,
+    );
     return { items: result.items.map(dueEntryOf), nextToken: result.nextToken };
   }
 

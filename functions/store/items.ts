@@ -19,7 +19,10 @@ export const keys = {
   metaInstance: (id: string) => ({ pk: `META#${id}`, sk: '#META' }),
   tenant: (org: string) => ({ pk: `TENANT#${org}`, sk: '#TENANT' }),
   /** A machine's history, or the site's (SITE_SUBJECT). */
-  history: (machineId: string, at: string, unique: string) => ({ pk: machineId === SITE_SUBJECT ? 'SITE' : `MACHINE#${machineId}`, sk: `HISTORY#${at}#${unique}` }),
+  history: (machineId: string, at: string, unique: string) => ({
+    pk: machineId === SITE_SUBJECT ? 'SITE' : `MACHINE#${machineId}`,
+    sk: `HISTORY#${at}#${unique}`,
+  }),
   siteHistory: (key: string) => ({ pk: 'SITE', sk: `HISTORY#${key}` }),
   historyPrefix: 'HISTORY#',
   eventDelivery: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: '#DELIVERED' }),
@@ -55,7 +58,31 @@ export const allocatableRackPrefix = (rack: string): string => allocatableSortKe
 
 type Item = Record<string, unknown>;
 
-const KEY_ATTRIBUTES = ['pk', 'sk', 'kind', 'kindSk', 'allocPk', 'allocSk', 'orgPk', 'orgSk', 'duePk', 'dueAt', 'repairPk', 'repairSince', 'memberOf', 'memberSk', 'waitPk', 'waitSk', 'replacingPk', 'replacingSk', 'actorPk', 'actorSk', 'eventDayPk', 'eventDaySk', 'entity'];
+const KEY_ATTRIBUTES = [
+  'pk',
+  'sk',
+  'kind',
+  'kindSk',
+  'allocPk',
+  'allocSk',
+  'orgPk',
+  'orgSk',
+  'duePk',
+  'dueAt',
+  'repairPk',
+  'repairSince',
+  'memberOf',
+  'memberSk',
+  'waitPk',
+  'waitSk',
+  'replacingPk',
+  'replacingSk',
+  'actorPk',
+  'actorSk',
+  'eventDayPk',
+  'eventDaySk',
+  'entity',
+];
 
 export const REPAIR_PARTITION = 'REPAIR-REQUEST';
 
@@ -153,7 +180,14 @@ export function outboxEntryOf(item: Item): OutboxEntry | null {
 
 /** One per event id: its delivery was recorded (see FleetStore.recordEventDelivery). */
 export function eventDeliveryItem(eventId: string, delivered: HistoryEntry): Item {
-  return { ...keys.eventDelivery(eventId), entity: 'event-delivery', eventId, type: delivered.message, machineId: delivered.machineId, deliveredAt: delivered.at };
+  return {
+    ...keys.eventDelivery(eventId),
+    entity: 'event-delivery',
+    eventId,
+    type: delivered.message,
+    machineId: delivered.machineId,
+    deliveredAt: delivered.at,
+  };
 }
 
 export const fromMachineItem = (item: Item): Machine => strip<Machine>(item);

@@ -67,7 +67,10 @@ export class MemoryFleetStore extends ItemStore {
   }
 
   protected async getItems(keys: TableKey[]): Promise<Item[]> {
-    return keys.map((key) => this.items.get(itemKey(key))).filter((item) => item !== undefined).map((item) => structuredClone(item));
+    return keys
+      .map((key) => this.items.get(itemKey(key)))
+      .filter((item) => item !== undefined)
+      .map((item) => structuredClone(item));
   }
 
   protected async queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage> {
@@ -150,7 +153,11 @@ const compareStrings = (a: unknown, b: unknown): number => (String(a) < String(b
 function withoutUndefined(value: unknown): unknown {
   if (Array.isArray(value)) return value.filter((entry) => entry !== undefined).map(withoutUndefined);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined).map(([name, entry]) => [name, withoutUndefined(entry)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([, entry]) => entry !== undefined)
+        .map(([name, entry]) => [name, withoutUndefined(entry)]),
+    );
   }
   return value;
 }

@@ -47,9 +47,7 @@ export function decodePageToken(listing: Listing, token: string): Record<string,
 }
 
 export const invalidPageToken = (reason = 'not a token this listing issued') =>
-  new Rejection(422, 'invalid-page-token', `nextToken is not a token this listing issued (${reason})`, [
-    { path: 'query.nextToken', message: reason },
-  ]);
+  new Rejection(422, 'invalid-page-token', `nextToken is not a token this listing issued (${reason})`, [{ path: 'query.nextToken', message: reason }]);
 
 function parseToken(token: string): unknown {
   // base64url only: anything else (padding, `+/`, spaces) was not written by encodePageToken.
@@ -70,10 +68,12 @@ const hasExactly = (record: Record<string, unknown>, names: readonly string[]) =
 };
 
 /** A GSI's LastEvaluatedKey holds its own key and the table's, exactly. */
-const keyAttributes = (index: Listing['index']): string[] =>
-  index === 'table' ? ['pk', 'sk'] : ['pk', 'sk', indexes[index].pk, indexes[index].sk];
+const keyAttributes = (index: Listing['index']): string[] => (index === 'table' ? ['pk', 'sk'] : ['pk', 'sk', indexes[index].pk, indexes[index].sk]);
 
 const partitionAttribute = (index: Listing['index']) => (index === 'table' ? 'pk' : indexes[index].pk);
 
 const listingDigest = (listing: Listing) =>
-  createHash('sha256').update(JSON.stringify([listing.index, listing.partition, listing.scope ?? null])).digest('base64url').slice(0, 22);
+  createHash('sha256')
+    .update(JSON.stringify([listing.index, listing.partition, listing.scope ?? null]))
+    .digest('base64url')
+    .slice(0, 22);

@@ -55,7 +55,8 @@ export async function untilProcessed<P, R>(pending: P[], send: (pending: P[]) =>
   for (let attempt = 0; pending.length > 0; attempt++) {
     if (attempt > 0) {
       const delay = throttleDelayMs(attempt);
-      if (Date.now() + delay > deadline) throw new ThrottledError(`DynamoDB left ${pending.length} items unprocessed after ${attempt} tries over ${budgetMs} ms`);
+      if (Date.now() + delay > deadline)
+        throw new ThrottledError(`DynamoDB left ${pending.length} items unprocessed after ${attempt} tries over ${budgetMs} ms`);
       await sleep(delay);
     }
     const result = await retryThrottled(() => send(pending), Math.max(0, deadline - Date.now()));

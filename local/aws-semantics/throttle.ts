@@ -1,9 +1,4 @@
-import {
-  ProvisionedThroughputExceededException,
-  ThrottlingException,
-  TransactionCanceledException,
-  type CancellationReason,
-} from '@aws-sdk/client-dynamodb';
+import { ProvisionedThroughputExceededException, ThrottlingException, TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 /**

@@ -36,7 +36,8 @@ export function createAgentApi({ state, behaviour, loops, provisionMs, clock, lo
     const parsed = createInstanceRequest.safeParse(parseJsonBody(body.toString('utf8')));
     if (!parsed.success) {
       const message = parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
-      return sendError(res, 400, { code: 'bad_request', message });
+      sendError(res, 400, { code: 'bad_request', message });
+      return;
     }
     const request = parsed.data;
     const requestId = req.headers[REQUEST_ID_HEADER];
@@ -60,18 +61,21 @@ export function createAgentApi({ state, behaviour, loops, provisionMs, clock, lo
       // A gateway error may come after the create committed; keeping the name mimics that residue.
       if ((fault === 502 || fault === 504) && !state.has(request.name)) state.register(request);
       const code = fault === 409 ? 'name_conflict' : 'simulated_fault';
-      return sendError(res, fault, { code, message: `simulated ${fault}` });
+      sendError(res, fault, { code, message: `simulated ${fault}` });
+      return;
     }
 
     const existing = state.byClientToken(request.clientToken);
     if (existing) {
       record(201);
       if (!(await loops.wait(provisionMs))) return void res.destroy();
-      return sendAnswer(res, 201, existing);
+      sendAnswer(res, 201, existing);
+      return;
     }
     if (state.has(request.name)) {
       record(409);
-      return sendError(res, 409, { code: 'name_conflict', message: `an instance named ${request.name} exists` });
+      sendError(res, 409, { code: 'name_conflict', message: `an instance named ${request.name} exists` });
+      return;
     }
     // Registered before provisioning so a concurrent duplicate already sees it.
     state.register(request);
@@ -86,8 +90,12 @@ export function createAgentApi({ state, behaviour, loops, provisionMs, clock, lo
     if (!instance) {
       // Deleting again while the first delete is still cleaning is the same delete.
       const inCleanup = state.cleaning(name);
-      if (inCleanup) return sendAnswer(res, 202, inCleanup);
-      return sendError(res, 404, { code: 'not_found', message: `no instance named ${name}` });
+      if (inCleanup) {
+        sendAnswer(res, 202, inCleanup);
+        return;
+      }
+      sendError(res, 404, { code: 'not_found', message: `no instance named ${name}` });
+      return;
     }
     const fails = behaviour.cleanupFaults.shift() === false;
     sendAnswer(res, 202, instance);
@@ -96,7 +104,10 @@ export function createAgentApi({ state, behaviour, loops, provisionMs, clock, lo
 
   function handleStatus(name: string, res: ServerResponse): void {
     const status = state.statusOf(name);
-    if (!status) return sendError(res, 404, { code: 'not_found', message: `no instance named ${name}` });
+    if (!status) {
+      sendError(res, 404, { code: 'not_found', message: `no instance named ${name}` });
+      return;
+    }
     sendJson(res, 200, { state: status } satisfies InstanceStatusAnswer);
   }
 
@@ -109,21 +120,24 @@ export function createAgentApi({ state, behaviour, loops, provisionMs, clock, lo
       const verdict = verifyRequest([...behaviour.acceptedKeys.values()], { method: req.method ?? 'GET', target, body, headers: req.headers }, clock.now());
       if (!verdict.ok) {
         log(`site-sim: refused ${req.method} ${target}: ${verdict.reason}`);
-        return sendJson(res, 401, { error: 'unauthorized' });
+        sendJson(res, 401, { error: 'unauthorized' });
+        return;
       }
       const path = new URL(target, 'http://sim').pathname;
       const requestId = req.headers[REQUEST_ID_HEADER];
       if (typeof requestId === 'string') log(`site-sim: ${req.method} ${path} for request ${requestId}`);
       if (path === '/instances') {
         if (req.method === 'POST') return handleCreate(req, body, res);
-        return sendJson(res, 405, { code: 'method_not_allowed' });
+        sendJson(res, 405, { code: 'method_not_allowed' });
+        return;
       }
       const named = /^\/instances\/([^/]+)$/.exec(path);
       if (named) {
         const name = decodeURIComponent(named[1] ?? '');
         if (req.method === 'DELETE') return handleDelete(name, res);
         if (req.method === 'GET') return handleStatus(name, res);
-        return sendJson(res, 405, { code: 'method_not_allowed' });
+        sendJson(res, 405, { code: 'method_not_allowed' });
+        return;
       }
       sendJson(res, 404, { code: 'not_found', message: path });
     },

@@ -171,16 +171,26 @@ describe('dashboard', () => {
   it('the rack map: every machine a cell, grouped by type and rack, coloured by state; a cell opens the machine', async () => {
     const map = page.getByTestId('rack-map');
     const racks = () =>
-      map.getByTestId('rack').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-rack')}:${[...r.querySelectorAll('a.cell')].map((c) => c.className).join(',')}`));
+      map
+        .getByTestId('rack')
+        .evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-rack')}:${[...r.querySelectorAll('a.cell')].map((c) => c.className).join(',')}`));
     const ready = 'cell state-Ready';
-    await until(page, 'the gb200 racks', async () => JSON.stringify(await racks()) === JSON.stringify([`rack-1:${ready},${ready}`, `rack-2:${ready},${ready}`]));
+    await until(
+      page,
+      'the gb200 racks',
+      async () => JSON.stringify(await racks()) === JSON.stringify([`rack-1:${ready},${ready}`, `rack-2:${ready},${ready}`]),
+    );
     await page.locator('#rack-type').selectOption('h100');
     await until(page, 'the h100 rack', async () => JSON.stringify(await racks()) === JSON.stringify([`rack-3:${ready},${ready}`]));
     const cell = map.locator('a.cell').first();
     const machineId = (await cell.getAttribute('data-machine'))!;
     await cell.click();
     const detail = page.getByTestId('machine-detail');
-    await until(page, 'the machine from the map', async () => (await detail.isVisible()) && ((await detail.getByRole('heading', { level: 2 }).textContent()) ?? '').includes(machineId));
+    await until(
+      page,
+      'the machine from the map',
+      async () => (await detail.isVisible()) && ((await detail.getByRole('heading', { level: 2 }).textContent()) ?? '').includes(machineId),
+    );
     await detail.getByRole('link', { name: 'Close' }).click();
     await page.locator('#rack-type').selectOption('gb200');
   });
@@ -336,8 +346,14 @@ describe('dashboard', () => {
     // Whatever this API version answers, fix the answers: absent first, in both shapes of a 404 (API Gateway's own
     // for a route it does not have, and a problem document).
     await page.route(only('/admin/safety'), (route) => route.fulfill({ status: 404, contentType: 'application/json', body: '{"message":"Not Found"}' }));
-    await page.route(only('/admin/repairs'), (route) => route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"status":404,"code":"route-not-found"}' }));
-    await until(page, 'no safety panel', async () => !(await page.getByTestId('safety').isVisible()) && (await page.getByTestId('pipeline-stuck').count()) === 0);
+    await page.route(only('/admin/repairs'), (route) =>
+      route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"status":404,"code":"route-not-found"}' }),
+    );
+    await until(
+      page,
+      'no safety panel',
+      async () => !(await page.getByTestId('safety').isVisible()) && (await page.getByTestId('pipeline-stuck').count()) === 0,
+    );
     expect(await page.getByTestId('errors').isVisible()).toBe(false);
 
     await page.unrouteAll();
@@ -345,7 +361,9 @@ describe('dashboard', () => {
     await page.route(only('/admin/safety'), (route) =>
       route.fulfill({ json: { repairStorm: { state: 'tripped', trippedAt: since, heldBack: [repaired] }, replacementsInFlight: 1 } }),
     );
-    await page.route(only('/admin/repairs'), (route) => route.fulfill({ json: { items: [{ machineId: repaired, since, waitingMinutes: 90, stage: 'unclaimed' }] } }));
+    await page.route(only('/admin/repairs'), (route) =>
+      route.fulfill({ json: { items: [{ machineId: repaired, since, waitingMinutes: 90, stage: 'unclaimed' }] } }),
+    );
     await until(page, 'the tripped breaker', async () => (await page.getByTestId('safety').isVisible()) && (await text('breaker-state')).startsWith('tripped'));
     expect(await text('held-back')).toBe(repaired);
     const stuck = row('pipeline-stuck', repaired);
@@ -357,19 +375,37 @@ describe('dashboard', () => {
   it('shows a failing API call instead of staying silent, and recovers', async () => {
     await page.route(
       (url) => url.pathname === '/admin/machines',
-      (route) => route.fulfill({ status: 500, contentType: 'application/problem+json', body: JSON.stringify({ status: 500, code: 'internal-error', detail: 'An internal error occurred' }) }),
+      (route) =>
+        route.fulfill({
+          status: 500,
+          contentType: 'application/problem+json',
+          body: JSON.stringify({ status: 500, code: 'internal-error', detail: 'An internal error occurred' }),
+        }),
     );
-    await until(page, 'the error', async () => (await page.getByTestId('errors').isVisible()) && (await text('errors')).includes('GET /admin/machines?limit=500: 500 internal-error: An internal error occurred'));
+    await until(
+      page,
+      'the error',
+      async () =>
+        (await page.getByTestId('errors').isVisible()) &&
+        (await text('errors')).includes('GET /admin/machines?limit=500: 500 internal-error: An internal error occurred'),
+    );
     expect(await text('refresh-status')).toMatch(/^Refresh failed at .*; showing data from /);
     expect(await count('total-count')).toBe('6'); // the last data stays on screen
     await page.unrouteAll();
-    await until(page, 'the recovery', async () => !(await page.getByTestId('errors').isVisible()) && (await text('refresh-status')).startsWith('Last refreshed'));
+    await until(
+      page,
+      'the recovery',
+      async () => !(await page.getByTestId('errors').isVisible()) && (await text('refresh-status')).startsWith('Last refreshed'),
+    );
   });
 
   it('asks for a token where the API cannot mint one, and keeps it for the tab', async () => {
     const other = await browser.newPage();
     try {
-      await other.route((url) => url.pathname === '/_local/token', (route) => route.fulfill({ status: 404, body: 'not found' }));
+      await other.route(
+        (url) => url.pathname === '/_local/token',
+        (route) => route.fulfill({ status: 404, body: 'not found' }),
+      );
       await other.goto(`${site.url}/dashboard/`);
       const login = other.getByTestId('login');
       await until(other, 'the sign-in form', async () => login.isVisible());
@@ -405,7 +441,7 @@ describe('dashboard', () => {
     expect(await page.getByRole('heading', { name: 'Audit log' }).isVisible()).toBe(true);
   });
 
-  it("a machine the site agent reports: its alerts in the detail, marked in the table and on the rack map", async () => {
+  it('a machine the site agent reports: its alerts in the detail, marked in the table and on the rack map', async () => {
     const id = 'h100-r3-02';
     const alerts = [{ id: 'GpuXid79', message: 'GPU 3 fell off the bus', classifications: ['PreventAllocations'] }];
     expect((await site.call('POST', `/_sim/machines/${id}/health`, { body: { alerts } })).status).toBe(200);

@@ -51,11 +51,13 @@ const synthesize = (name: string, toml: string): Synthesized => {
     violations: report.pluginReports.flatMap((plugin) =>
       plugin.violations.map((v) => `${v.ruleName} at ${v.violatingConstructs.map((c) => c.constructPath).join(', ')}`),
     ),
-    acknowledgments: built.app.node.findAll().flatMap((construct) =>
-      construct.node.metadata
-        .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
-        .flatMap((entry) => Object.entries(entry.data as Record<string, string>).map(([id, reason]) => ({ path: construct.node.path, id, reason }))),
-    ),
+    acknowledgments: built.app.node
+      .findAll()
+      .flatMap((construct) =>
+        construct.node.metadata
+          .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+          .flatMap((entry) => Object.entries(entry.data as Record<string, string>).map(([id, reason]) => ({ path: construct.node.path, id, reason }))),
+      ),
   };
 };
 
@@ -152,14 +154,16 @@ describe('[site_agent] vpc', () => {
     expect(endpoints).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ VpcId: vpc.vpcId, ServiceName: service('dynamodb'), VpcEndpointType: 'Gateway', RouteTableIds: vpc.routeTableIds }),
-        ...['events', 'secretsmanager'].map((name) => expect.objectContaining({
-          VpcId: vpc.vpcId,
-          ServiceName: service(name),
-          VpcEndpointType: 'Interface',
-          SubnetIds: vpc.subnetIds,
-          SecurityGroupIds: [endpointGroup],
-          PrivateDnsEnabled: true,
-        })),
+        ...['events', 'secretsmanager'].map((name) =>
+          expect.objectContaining({
+            VpcId: vpc.vpcId,
+            ServiceName: service(name),
+            VpcEndpointType: 'Interface',
+            SubnetIds: vpc.subnetIds,
+            SecurityGroupIds: [endpointGroup],
+            PrivateDnsEnabled: true,
+          }),
+        ),
       ]),
     );
   });

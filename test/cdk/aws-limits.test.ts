@@ -63,9 +63,12 @@ describe('each check names the limit it enforces', () => {
     const [id, mapping] = first('AWS::Lambda::EventSourceMapping');
     const long = { Pattern: JSON.stringify({ dynamodb: { Keys: { pk: { S: Array.from({ length: 400 }, (_, i) => ({ prefix: `KIND${i}#` })) } } } }) };
     const unknown = { Pattern: JSON.stringify({ eventName: [{ 'starts-with': 'I' }] }) };
-    const violations = awsLimitViolations(withResources({ [id]: { ...mapping, Properties: { ...mapping.Properties, FilterCriteria: { Filters: [long, unknown] } } } }), {
-      accountConcurrency,
-    });
+    const violations = awsLimitViolations(
+      withResources({ [id]: { ...mapping, Properties: { ...mapping.Properties, FilterCriteria: { Filters: [long, unknown] } } } }),
+      {
+        accountConcurrency,
+      },
+    );
     expect(violations.map((v) => v.rule)).toEqual(['Lambda: filter pattern length', 'Lambda: filter rule syntax']);
   });
 
@@ -91,6 +94,8 @@ describe('cdk synth', () => {
     const secret = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:fleetward/tight/agent-signing-Ab12Cd';
     writeFileSync(join(sitesDir, 'tight.toml'), `${site}[site_agent]\nsigning_secret_arn = "${secret}"\n[lambda]\naccount_concurrency = 200\n`);
     expect(() => buildSiteApp({ site: 'tight', sitesDir })).toThrow(SiteConfigError);
-    expect(() => buildSiteApp({ site: 'tight', sitesDir })).toThrow(/reserved concurrency 130 plus the 100 Lambda keeps unreserved is 230, over the account's quota of 200/);
+    expect(() => buildSiteApp({ site: 'tight', sitesDir })).toThrow(
+      /reserved concurrency 130 plus the 100 Lambda keeps unreserved is 230, over the account's quota of 200/,
+    );
   });
 });

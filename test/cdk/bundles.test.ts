@@ -72,9 +72,17 @@ describe('the deployed bundles', () => {
     const sourcesOf = (bundle: SynthesizedBundle) => (JSON.parse(readFileSync(`${bundle.file}.map`, 'utf8')) as { sources: string[] }).sources;
     const schemaModules = /functions\/domain\/(schemas|responses|event-schemas)\.ts$/;
     // The API validates with them: the pattern does name the modules as the source maps list them.
-    expect(sourcesOf(api()).filter((source) => schemaModules.test(source)).map((source) => source.split('/').pop()).sort()).toEqual(['responses.ts', 'schemas.ts']);
+    expect(
+      sourcesOf(api())
+        .filter((source) => schemaModules.test(source))
+        .map((source) => source.split('/').pop())
+        .sort(),
+    ).toEqual(['responses.ts', 'schemas.ts']);
     for (const bundle of bundles.filter((b) => !b.name.endsWith('Api'))) {
-      expect(sourcesOf(bundle).filter((source) => schemaModules.test(source)), bundle.name).toEqual([]);
+      expect(
+        sourcesOf(bundle).filter((source) => schemaModules.test(source)),
+        bundle.name,
+      ).toEqual([]);
     }
   });
 
@@ -121,7 +129,8 @@ describe('the deployed bundles', () => {
     const secrets = await startSecretsManagerStandIn(JSON.stringify({ keys: [key], current: key.id }));
     try {
       const { Item } = await documents.send(new GetCommand({ TableName: tables.table, Key: keys.instance(instance.id), ConsistentRead: true }));
-      const image = (item: Record<string, unknown>) => marshall(item, { removeUndefinedValues: true }) as NonNullable<DynamoDBStreamEvent['Records'][0]['dynamodb']>['NewImage'];
+      const image = (item: Record<string, unknown>) =>
+        marshall(item, { removeUndefinedValues: true }) as NonNullable<DynamoDBStreamEvent['Records'][0]['dynamodb']>['NewImage'];
       const event: DynamoDBStreamEvent = {
         Records: [
           {

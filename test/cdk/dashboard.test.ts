@@ -36,11 +36,13 @@ beforeAll(() => {
     pluginReports: Array<{ violations: Array<{ ruleName: string }> }>;
   };
   violations = report.pluginReports.flatMap((plugin) => plugin.violations.map((v) => v.ruleName));
-  acknowledged = built.app.node.findAll().flatMap((construct) =>
-    construct.node.metadata
-      .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
-      .flatMap((entry) => Object.keys(entry.data as Record<string, string>).map((id) => `${id} at ${construct.node.path}`)),
-  );
+  acknowledged = built.app.node
+    .findAll()
+    .flatMap((construct) =>
+      construct.node.metadata
+        .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+        .flatMap((entry) => Object.keys(entry.data as Record<string, string>).map((id) => `${id} at ${construct.node.path}`)),
+    );
 }, 120_000);
 
 afterAll(() => {

@@ -113,7 +113,10 @@ describe('the sweep schedule rate', () => {
   };
 
   it('refuses less than a minute, or a part of one, for a deployed site, naming the key', () => {
-    for (const [name, interval] of [['fast', 30], ['odd', 90]] as const) {
+    for (const [name, interval] of [
+      ['fast', 30],
+      ['odd', 90],
+    ] as const) {
       const site = load(name, interval);
       expect(() => sweepRate(site)).toThrow(SiteConfigError);
       expect(() => sweepRate(site)).toThrow(`sweep.interval_seconds = ${interval}, but EventBridge Scheduler runs the sweep in whole minutes, at least one`);

@@ -1,6 +1,5 @@
-import { join } from 'node:path';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entityOfRecord, eventOfRecord } from '#handlers/stream.ts';
 import { idempotencyTableDefinition, tableDefinition } from '#store/table.ts';
@@ -14,7 +13,6 @@ import { synthesizeSite, type SynthesizedSite } from '#test/support/synthesized-
 // validation report and the acknowledgments recorded on its constructs (test/support/synthesized-site.ts).
 const SITE = 'example-aws';
 let synthesized: SynthesizedSite;
-let outdir: string;
 let stack: SiteStack;
 let template: Template;
 let synthError: Error | undefined;
@@ -23,7 +21,7 @@ let acknowledgments: SynthesizedSite['acknowledgments'] = [];
 
 beforeAll(() => {
   synthesized = synthesizeSite(SITE);
-  ({ outdir, stack, template, synthError, nagViolations, acknowledgments } = synthesized);
+  ({ stack, template, synthError, nagViolations, acknowledgments } = synthesized);
 }, 120_000);
 
 afterAll(() => synthesized?.remove());
@@ -88,16 +86,20 @@ describe('the site stack', () => {
     // The stack-wide Node 22 pin, and the runtime of BucketDeployment's own handler (the dashboard's files).
     expect(at('AwsSolutions-L1')).toEqual([stack.node.path, stack.dashboard!.deployHandler!.node.path.replace(`${stack.node.path}/`, '')]);
     expect(at('AwsSolutions-SQS3')).toEqual(['StreamReactions/StreamFailures']);
-    const functionRoles = [...Object.values(stack.apiFunctions), stack.streamFunction, stack.sweepFunction].map((fn) => fn.role.node.path.replace(`${stack.node.path}/`, ''));
+    const functionRoles = [...Object.values(stack.apiFunctions), stack.streamFunction, stack.sweepFunction].map((fn) =>
+      fn.role.node.path.replace(`${stack.node.path}/`, ''),
+    );
     expect(new Set(at('AwsSolutions-IAM5'))).toEqual(new Set(['Sweep/SweepScheduleRole', 'Dashboard/DeployRole', ...functionRoles]));
     // Each function role has one IAM5 acknowledgment, of exactly `*`: its reason names X-Ray's (active tracing) on every
     // role, and on the stream function's role ListStreams' too.
-    const wildcardAcknowledgments = (role: string) =>
-      acknowledgments.filter((ack) => ruleOf(ack.id) === 'AwsSolutions-IAM5' && ack.path.endsWith(`/${role}`));
+    const wildcardAcknowledgments = (role: string) => acknowledgments.filter((ack) => ruleOf(ack.id) === 'AwsSolutions-IAM5' && ack.path.endsWith(`/${role}`));
     const streamRole = stack.streamFunction.role.node.path.replace(`${stack.node.path}/`, '');
     for (const role of functionRoles) {
       const reasons = wildcardAcknowledgments(role);
-      expect(reasons.map((ack) => ack.id), role).toEqual(['Annotation::AwsSolutions-IAM5[Resource::*]']);
+      expect(
+        reasons.map((ack) => ack.id),
+        role,
+      ).toEqual(['Annotation::AwsSolutions-IAM5[Resource::*]']);
       expect(reasons[0]!.reason.match(/X-Ray|ListStreams/g), role).toEqual(role === streamRole ? ['X-Ray', 'ListStreams'] : ['X-Ray']);
     }
     for (const rule of ['AwsSolutions-CFR1', 'AwsSolutions-CFR2', 'AwsSolutions-CFR4']) expect(at(rule), rule).toEqual(['Dashboard/Distribution']);

@@ -29,26 +29,30 @@ describe('every sites/*.toml', () => {
 
   // Bundling skipped, and CDK's built-in template validation left to site-stack.test.ts: this checks that each
   // site's config loads and its stack synthesizes with cdk-nag (a nag violation would throw here).
-  it.each(names)('%s synthesizes as Fleetward-%s', (name) => {
-    const outdir = join(scratch, name);
-    const { app, stack } = buildSiteApp({
-      site: name,
-      appProps: { outdir, builtinCloudFormationValidation: false, context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [] } },
-    });
-    const assembly = app.synth();
-    expect(stack.stackName).toBe(`Fleetward-${name}`);
-    const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8'));
-    const findings = report.pluginReports.flatMap((p: { violations: Array<{ ruleName: string; severity: string }> }) => p.violations);
-    expect(findings.filter((f: { severity: string }) => f.severity !== 'warning')).toEqual([]);
-    // The warnings there may be: the local sample has no site agent URL and no signing secret (its functions say so).
-    const warnings = findings.filter((f: { severity: string }) => f.severity === 'warning').map((f: { ruleName: string }) => f.ruleName);
-    const site = loadSite(name);
-    expect(warnings).toEqual([
-      ...(site.agentUrl ? [] : ['Annotation::fleetward:no-agent-url']),
-      ...(site.signingSecretArn ? [] : ['Annotation::fleetward:no-signing-secret']),
-    ]);
-    expect(assembly.getStackByName(stack.stackName).template.Resources).toBeDefined();
-  }, 60_000);
+  it.each(names)(
+    '%s synthesizes as Fleetward-%s',
+    (name) => {
+      const outdir = join(scratch, name);
+      const { app, stack } = buildSiteApp({
+        site: name,
+        appProps: { outdir, builtinCloudFormationValidation: false, context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [] } },
+      });
+      const assembly = app.synth();
+      expect(stack.stackName).toBe(`Fleetward-${name}`);
+      const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8'));
+      const findings = report.pluginReports.flatMap((p: { violations: Array<{ ruleName: string; severity: string }> }) => p.violations);
+      expect(findings.filter((f: { severity: string }) => f.severity !== 'warning')).toEqual([]);
+      // The warnings there may be: the local sample has no site agent URL and no signing secret (its functions say so).
+      const warnings = findings.filter((f: { severity: string }) => f.severity === 'warning').map((f: { ruleName: string }) => f.ruleName);
+      const site = loadSite(name);
+      expect(warnings).toEqual([
+        ...(site.agentUrl ? [] : ['Annotation::fleetward:no-agent-url']),
+        ...(site.signingSecretArn ? [] : ['Annotation::fleetward:no-signing-secret']),
+      ]);
+      expect(assembly.getStackByName(stack.stackName).template.Resources).toBeDefined();
+    },
+    60_000,
+  );
 });
 
 describe('loading a site for the stack', () => {

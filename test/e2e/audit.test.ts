@@ -38,7 +38,12 @@ describe('the audit log', () => {
   it('lists each action with its actor, target, before and after and request id, newest first', async () => {
     const response = await audit(`?since=${startedAt}`);
     expect(response.status).toBe(200);
-    expect(response.body.items.map((e: { requestId: string }) => e.requestId)).toEqual([requests.register, requests.tenant, requests.override, requests.labels]);
+    expect(response.body.items.map((e: { requestId: string }) => e.requestId)).toEqual([
+      requests.register,
+      requests.tenant,
+      requests.override,
+      requests.labels,
+    ]);
     expect(response.body.items[3]).toEqual({
       at: expect.any(String),
       actor: 'ops',
@@ -48,7 +53,12 @@ describe('the audit log', () => {
       after: { rack_slot: '7' },
       requestId: requests.labels,
     });
-    expect(response.body.items[0]).toMatchObject({ actor: 'bob', action: 'machines-registered', target: 'machines', after: { added: 1, updated: 0, unchanged: 0 } });
+    expect(response.body.items[0]).toMatchObject({
+      actor: 'bob',
+      action: 'machines-registered',
+      target: 'machines',
+      after: { added: 1, updated: 0, unchanged: 0 },
+    });
   });
 
   it('filters by actor and target, pages with nextToken', async () => {
@@ -100,7 +110,7 @@ describe('the audit log', () => {
       expect(result.stderr).toContain('Unauthorized');
     });
 
-    it('a bad --since is the API\'s 422, on stderr', async () => {
+    it("a bad --since is the API's 422, on stderr", async () => {
       const result = await cli(['audit', 'list', '--since', 'yesterday']);
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain('since');

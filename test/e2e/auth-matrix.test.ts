@@ -57,14 +57,20 @@ const invalidTokenKinds = ['malformed', 'expired', 'signed by another key', 'tam
 type InvalidTokenKind = (typeof invalidTokenKinds)[number];
 /** The org whose path each role's checks below use: the capable tenant, so positive calls pass its capability check. */
 const homeOrg: Record<Role, string> = { tenant: callers['tenant with capability'].org, 'provider-admin': 'provider', 'site-agent': 'site' };
-const roleTokens: Record<Role, string> = { tenant: tokens['tenant with capability'], 'provider-admin': tokens['provider-admin'], 'site-agent': tokens['site-agent'] };
+const roleTokens: Record<Role, string> = {
+  tenant: tokens['tenant with capability'],
+  'provider-admin': tokens['provider-admin'],
+  'site-agent': tokens['site-agent'],
+};
 const roleless = await site.issuer.mint({ sub: 'nobody', org: 'acme', roles: [] });
 const invalid = {} as Record<Role, Record<InvalidTokenKind, string>>;
 const stranger = createLocalTokenIssuer({ issuer: site.issuer.issuer, audience: site.issuer.audience });
 for (const role of allRoles) {
   const subject = { sub: `${homeOrg[role]}-user`, org: homeOrg[role], roles: [role] };
   const [header, , signature] = roleTokens[role].split('.');
-  const forged = Buffer.from(JSON.stringify({ ...subject, roles: allRoles, iss: site.issuer.issuer, aud: site.issuer.audience, exp: 4102444800 })).toString('base64url');
+  const forged = Buffer.from(JSON.stringify({ ...subject, roles: allRoles, iss: site.issuer.issuer, aud: site.issuer.audience, exp: 4102444800 })).toString(
+    'base64url',
+  );
   invalid[role] = {
     malformed: 'Bearer not-a-jwt',
     expired: `Bearer ${await site.issuer.mint(subject, -60)}`,
@@ -78,14 +84,19 @@ for (const role of allRoles) {
 // ---- the resources the paths name ------------------------------------------------------------------------
 
 const admin = tokens['provider-admin'];
-const granted = await site.call('PUT', `/admin/tenants/${callers['tenant with capability'].org}`, { token: admin, body: { capabilities: { targetedInstanceCreation: true } } });
+const granted = await site.call('PUT', `/admin/tenants/${callers['tenant with capability'].org}`, {
+  token: admin,
+  body: { capabilities: { targetedInstanceCreation: true } },
+});
 expect(granted.status, JSON.stringify(granted.body)).toBe(200);
 await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length === 6);
 
 async function readyInstance(name: string): Promise<{ id: string; machineId: string }> {
   const created = await site.call('POST', '/v2/org/acme/nico/instance', { token: tokens.tenant, body: { machineType: 'gb200', name } });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
-  await site.eventually(async () => (await site.call('GET', `/v2/org/acme/nico/instance/${created.body.id}`, { token: tokens.tenant })).body.status === 'Ready');
+  await site.eventually(
+    async () => (await site.call('GET', `/v2/org/acme/nico/instance/${created.body.id}`, { token: tokens.tenant })).body.status === 'Ready',
+  );
   return created.body;
 }
 async function metaInstance(): Promise<string> {
@@ -116,7 +127,13 @@ type Row = Record<Caller, Outcome>;
 const forbidden = [403, 'forbidden'] as const;
 const notFound = [404, 'not-found'] as const;
 const capabilityRequired = [403, 'capability-required'] as const;
-const everyone = (outcome: Outcome): Row => ({ tenant: outcome, 'tenant of another org': outcome, 'tenant with capability': outcome, 'provider-admin': outcome, 'site-agent': outcome });
+const everyone = (outcome: Outcome): Row => ({
+  tenant: outcome,
+  'tenant of another org': outcome,
+  'tenant with capability': outcome,
+  'provider-admin': outcome,
+  'site-agent': outcome,
+});
 const tenants = (tenant: Outcome, ofAnotherOrg: Outcome, withCapability: Outcome): Row => ({
   tenant,
   'tenant of another org': ofAnotherOrg,
@@ -141,7 +158,10 @@ const expectations: Record<string, Expectation> = {
   'GET /openapi.json': { row: everyone(200) },
 
   // Targeted creation on acme's (taken) machine: only the capability gets past the check, to find it taken.
-  'POST /v2/org/{org}/nico/instance': { row: tenants(capabilityRequired, capabilityRequired, [409, 'machine-unavailable']), body: (r) => ({ machineId: r.machineId }) },
+  'POST /v2/org/{org}/nico/instance': {
+    row: tenants(capabilityRequired, capabilityRequired, [409, 'machine-unavailable']),
+    body: (r) => ({ machineId: r.machineId }),
+  },
   'GET /v2/org/{org}/nico/instance': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/instance/{id}': { row: tenants(200, notFound, notFound) },
   'PATCH /v2/org/{org}/nico/instance/{id}': { row: tenants(200, notFound, notFound), body: labels },
@@ -152,7 +172,10 @@ const expectations: Record<string, Expectation> = {
   'GET /v2/org/{org}/nico/machine/{machineId}': { row: tenants(200, notFound, 200) },
   'PATCH /v2/org/{org}/nico/machine/{machineId}': { row: tenants(200, notFound, [403, 'not-machine-holder']), body: labels },
   // More h100s than the site has: judged the same for every tenant, and nothing is created.
-  'POST /v2/org/{org}/nico/meta-instance': { row: tenants([422, 'unsatisfiable'], [422, 'unsatisfiable'], [422, 'unsatisfiable']), body: () => ({ machineType: 'h100', minNodes: 3 }) },
+  'POST /v2/org/{org}/nico/meta-instance': {
+    row: tenants([422, 'unsatisfiable'], [422, 'unsatisfiable'], [422, 'unsatisfiable']),
+    body: () => ({ machineType: 'h100', minNodes: 3 }),
+  },
   'GET /v2/org/{org}/nico/meta-instance': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(200, notFound, notFound) },
   'DELETE /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(202, notFound, notFound), path: (r) => ({ metaInstanceId: r.doomed.meta }) },
@@ -182,8 +205,7 @@ const expectations: Record<string, Expectation> = {
   'POST /site/v1/machines/{id}/cleanup': { row: siteAgent([409, 'invalid-state']), body: () => ({ ok: true }) },
 };
 
-const pathFor = (route: ServedRoute, org: string, expectation?: Expectation) =>
-  routePath(route, { org, ...resources, ...expectation?.path?.(resources) });
+const pathFor = (route: ServedRoute, org: string, expectation?: Expectation) => routePath(route, { org, ...resources, ...expectation?.path?.(resources) });
 
 function expectOutcome(response: Awaited<ReturnType<typeof site.call>>, outcome: Outcome) {
   if (typeof outcome === 'number') {

@@ -66,15 +66,36 @@ function genericCases(route: Route): Case[] {
   const bodyForOthers = route.body ? {} : undefined;
   const shape = queryShape(route);
   if (route.query) {
-    cases.push({ name: 'an unknown query parameter', route, request: (v) => ({ path: at(v), query: 'surplus=1', body: bodyForOthers }), status: 422, code: 'validation-failed', errorPaths: ['query.surplus'] });
+    cases.push({
+      name: 'an unknown query parameter',
+      route,
+      request: (v) => ({ path: at(v), query: 'surplus=1', body: bodyForOthers }),
+      status: 422,
+      code: 'validation-failed',
+      errorPaths: ['query.surplus'],
+    });
     for (const key of ['__proto__', 'constructor', 'prototype']) {
-      cases.push({ name: `a prototype query key (${key})`, route, request: (v) => ({ path: at(v), query: `${key}=1`, body: bodyForOthers }), status: 422, code: 'validation-failed', errorPaths: [`query.${key}`] });
+      cases.push({
+        name: `a prototype query key (${key})`,
+        route,
+        request: (v) => ({ path: at(v), query: `${key}=1`, body: bodyForOthers }),
+        status: 422,
+        code: 'validation-failed',
+        errorPaths: [`query.${key}`],
+      });
     }
   }
   if (shape && 'limit' in shape) {
     // Decimal digits only: hex, exponents, spaces and signs would coerce to numbers nobody typed.
     for (const limit of ['0', '501', 'abc', '0x10', '1e2', '%205', '%2B5', '12345678901234567890']) {
-      cases.push({ name: `limit=${limit}`, route, request: (v) => ({ path: at(v), query: `limit=${limit}` }), status: 422, code: 'validation-failed', errorPaths: ['query.limit'] });
+      cases.push({
+        name: `limit=${limit}`,
+        route,
+        request: (v) => ({ path: at(v), query: `limit=${limit}` }),
+        status: 422,
+        code: 'validation-failed',
+        errorPaths: ['query.limit'],
+      });
     }
   }
   if (shape && 'nextToken' in shape) {
@@ -84,9 +105,21 @@ function genericCases(route: Route): Case[] {
     // Numbers the SDK's marshaller throws on (a plain Error, once a 500).
     const outOfRange = Buffer.from('{"pk":12345678901234567890}').toString('base64url');
     const beyondDouble = Buffer.from('{"pk":1e400}').toString('base64url');
-    const tokens = [['garbage', notBase64Json], ['forged', forged], ['out-of-range number', outOfRange], ['beyond-double number', beyondDouble]] as const;
+    const tokens = [
+      ['garbage', notBase64Json],
+      ['forged', forged],
+      ['out-of-range number', outOfRange],
+      ['beyond-double number', beyondDouble],
+    ] as const;
     for (const [label, token] of tokens) {
-      cases.push({ name: `a ${label} nextToken`, route, request: (v) => ({ path: at(v), query: `nextToken=${token}` }), status: 422, code: 'invalid-page-token', errorPaths: ['query.nextToken'] });
+      cases.push({
+        name: `a ${label} nextToken`,
+        route,
+        request: (v) => ({ path: at(v), query: `nextToken=${token}` }),
+        status: 422,
+        code: 'invalid-page-token',
+        errorPaths: ['query.nextToken'],
+      });
     }
   }
   for (const name of paramNames(route)) {
@@ -106,7 +139,10 @@ function genericCases(route: Route): Case[] {
   }
   if (isMutating(route) && route.body) {
     cases.push({ name: 'a body that is not JSON', route, request: (v) => ({ path: at(v), body: '{"machineType": ' }), status: 400, code: 'invalid-json' });
-    for (const [label, raw] of [['an array', '[]'], ['null', 'null']] as const) {
+    for (const [label, raw] of [
+      ['an array', '[]'],
+      ['null', 'null'],
+    ] as const) {
       cases.push({ name: `a body that is ${label}`, route, request: (v) => ({ path: at(v), body: raw }), status: 422, code: 'validation-failed' });
     }
     if (route.bodyRequired) {
@@ -128,7 +164,12 @@ function genericCases(route: Route): Case[] {
 
 const issue = (extra: Record<string, unknown> = {}) => ({ category: 'HARDWARE', summary: 'GPU fell off the bus', ...extra });
 
-type Spec = [name: string, body: (v: Values) => unknown, errorPaths: string[], options?: { query?: string | ((v: Values) => string); headers?: Record<string, string>; code?: string; status?: 413 | 422 }];
+type Spec = [
+  name: string,
+  body: (v: Values) => unknown,
+  errorPaths: string[],
+  options?: { query?: string | ((v: Values) => string); headers?: Record<string, string>; code?: string; status?: 413 | 422 },
+];
 
 const specific: Record<string, Spec[]> = {
   'create-instance': [
@@ -146,8 +187,18 @@ const specific: Record<string, Spec[]> = {
     ['65 labels', () => ({ machineType: 'gb200', labels: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v'])) }), ['labels']],
     ['an unknown field next to valid ones', () => ({ machineType: 'gb200', gpus: 8 }), ['gpus']],
     // Over the routes' default cap (functions/http/route.ts).
-    ['a body over 256 KiB', () => ({ machineType: 'gb200', name: 'too-big', labels: { blob: long(DEFAULT_MAX_BODY_BYTES) } }), [], { status: 413, code: 'payload-too-large' }],
-    ['an Idempotency-Key over 255 chars on a valid body', () => ({ machineType: 'gb200' }), ['headers.idempotency-key'], { headers: { 'idempotency-key': long(256, 'k') } }],
+    [
+      'a body over 256 KiB',
+      () => ({ machineType: 'gb200', name: 'too-big', labels: { blob: long(DEFAULT_MAX_BODY_BYTES) } }),
+      [],
+      { status: 413, code: 'payload-too-large' },
+    ],
+    [
+      'an Idempotency-Key over 255 chars on a valid body',
+      () => ({ machineType: 'gb200' }),
+      ['headers.idempotency-key'],
+      { headers: { 'idempotency-key': long(256, 'k') } },
+    ],
   ],
   'delete-instance': [
     ['issue category "CPU"', () => ({ machineHealthIssue: issue({ category: 'CPU' }) }), ['machineHealthIssue.category']],
@@ -204,8 +255,26 @@ const specific: Record<string, Spec[]> = {
     ['machineType in upper case', () => ({ machines: [{ id: 'new-1', machineType: 'GB200' }] }), ['machines.0.machineType']],
     ['no machineType', () => ({ machines: [{ id: 'new-1' }] }), ['machines.0.machineType']],
     ['a rack over 64 chars', () => ({ machines: [{ id: 'new-1', machineType: 'gb200', rack: long(65) }] }), ['machines.0.rack']],
-    ['duplicate ids', () => ({ machines: [{ id: 'new-1', machineType: 'gb200' }, { id: 'new-1', machineType: 'gb200' }] }), ['machines']],
-    ['a valid machine followed by an invalid one (the valid one is not registered either)', () => ({ machines: [{ id: 'new-ok', machineType: 'gb200' }, { id: 'new-2', machineType: 5 }] }), ['machines.1.machineType']],
+    [
+      'duplicate ids',
+      () => ({
+        machines: [
+          { id: 'new-1', machineType: 'gb200' },
+          { id: 'new-1', machineType: 'gb200' },
+        ],
+      }),
+      ['machines'],
+    ],
+    [
+      'a valid machine followed by an invalid one (the valid one is not registered either)',
+      () => ({
+        machines: [
+          { id: 'new-ok', machineType: 'gb200' },
+          { id: 'new-2', machineType: 5 },
+        ],
+      }),
+      ['machines.1.machineType'],
+    ],
     ['a label value that is a number', () => ({ machines: [{ id: 'new-1', machineType: 'gb200', labels: { ok: 1 } }] }), ['machines.0.labels.ok']],
     ['an unknown machine field', () => ({ machines: [{ id: 'new-1', machineType: 'gb200', serial: 'x' }] }), ['machines.0.serial']],
     ['1001 machines', () => ({ machines: Array.from({ length: 1001 }, (_, i) => ({ id: `bulk-${i}`, machineType: 'gb200' })) }), ['machines']],
@@ -244,12 +313,22 @@ const specific: Record<string, Spec[]> = {
     ['limit=-1', () => undefined, ['query.limit'], { query: 'limit=-1' }],
     ['limit=1.5', () => undefined, ['query.limit'], { query: 'limit=1.5' }],
     ['an empty nextToken', () => undefined, ['query.nextToken'], { query: 'nextToken=' }],
-    ['a nextToken issued by another listing', () => undefined, ['query.nextToken'], { query: (v) => `nextToken=${v.otherListingToken}`, code: 'invalid-page-token' }],
+    [
+      'a nextToken issued by another listing',
+      () => undefined,
+      ['query.nextToken'],
+      { query: (v) => `nextToken=${v.otherListingToken}`, code: 'invalid-page-token' },
+    ],
     ['a nextToken over 2048 chars', () => undefined, ['query.nextToken'], { query: `nextToken=${long(3000, 'A')}` }],
   ],
   'list-meta-instances': [
     // A real token, but of the provider's machine listing: another index's key, never a start key for this query.
-    ['a nextToken issued by another listing', () => undefined, ['query.nextToken'], { query: (v) => `nextToken=${v.otherListingToken}`, code: 'invalid-page-token' }],
+    [
+      'a nextToken issued by another listing',
+      () => undefined,
+      ['query.nextToken'],
+      { query: (v) => `nextToken=${v.otherListingToken}`, code: 'invalid-page-token' },
+    ],
   ],
   'list-machines': [
     ['state=Broken', () => undefined, ['query.state'], { query: 'state=Broken' }],
@@ -257,9 +336,7 @@ const specific: Record<string, Spec[]> = {
     ['machineType=GB200', () => undefined, ['query.machineType'], { query: 'machineType=GB200' }],
     ['an empty healthOverride', () => undefined, ['query.healthOverride'], { query: 'healthOverride=' }],
   ],
-  'list-machines-for-repair': [
-    ['an empty healthOverride', () => undefined, ['query.healthOverride'], { query: 'healthOverride=' }],
-  ],
+  'list-machines-for-repair': [['an empty healthOverride', () => undefined, ['query.healthOverride'], { query: 'healthOverride=' }]],
   'repair-stats': [
     ['days=0', () => undefined, ['query.days'], { query: 'days=0' }],
     ['days=91', () => undefined, ['query.days'], { query: 'days=91' }],
@@ -271,7 +348,12 @@ function specificCases(route: Route): Case[] {
   return (specific[route.operationId] ?? []).map(([name, body, errorPaths, options = {}]) => ({
     name,
     route,
-    request: (v) => ({ path: pathFor(route, v), body: body(v), ...(options.query !== undefined ? { query: typeof options.query === 'function' ? options.query(v) : options.query } : {}), ...(options.headers ? { headers: options.headers } : {}) }),
+    request: (v) => ({
+      path: pathFor(route, v),
+      body: body(v),
+      ...(options.query !== undefined ? { query: typeof options.query === 'function' ? options.query(v) : options.query } : {}),
+      ...(options.headers ? { headers: options.headers } : {}),
+    }),
     status: options.status ?? 422,
     code: options.code ?? 'validation-failed',
     errorPaths,
@@ -288,7 +370,6 @@ const tokens = {} as Record<Role, string>;
 let baseline: Snapshot;
 let current: Snapshot;
 
-
 async function waitForInstance(id: string, status: string) {
   return site.eventually(async () => {
     const { body } = await site.call('GET', `/v2/org/acme/nico/instance/${id}`, { token: tokens.tenant });
@@ -304,7 +385,10 @@ beforeAll(async () => {
   const created = await site.call('POST', '/v2/org/acme/nico/instance', { token: tokens.tenant, body: { machineType: 'gb200', name: 'bad-input' } });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   await waitForInstance(created.body.id, 'Ready');
-  const granted = await site.call('PUT', '/admin/tenants/acme', { token: tokens['provider-admin'], body: { capabilities: { targetedInstanceCreation: true } } });
+  const granted = await site.call('PUT', '/admin/tenants/acme', {
+    token: tokens['provider-admin'],
+    body: { capabilities: { targetedInstanceCreation: true } },
+  });
   expect(granted.status).toBe(200);
   const machinesPage = await site.call('GET', '/admin/machines?limit=1', { token: tokens['provider-admin'] });
   expect(typeof machinesPage.body.nextToken).toBe('string');

@@ -113,7 +113,11 @@ describe('fleetward CLI habits', () => {
     watch.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
     watch.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const exited = new Promise<number | null>((resolve) => watch.on('close', resolve));
-    const entries = () => stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { at: string; action: string; changes?: unknown });
+    const entries = () =>
+      stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { at: string; action: string; changes?: unknown });
     try {
       // The machine's registration is already there: printed at start.
       await site.eventually(async () => entries().some((e) => e.action === 'machine-registered'));

@@ -23,7 +23,20 @@ describe('fleetward meta-instance', () => {
   afterAll(async () => site?.stop());
 
   it('create --wait places it on one rack; list and show it; delete --wait releases its instances', async () => {
-    const created = await ok(tenant, ['meta-instance', 'create', '--machine-type', 'gb200', '--min-nodes', '2', '--same-rack', '--label', 'job=llm', '--wait', '-o', 'json']);
+    const created = await ok(tenant, [
+      'meta-instance',
+      'create',
+      '--machine-type',
+      'gb200',
+      '--min-nodes',
+      '2',
+      '--same-rack',
+      '--label',
+      'job=llm',
+      '--wait',
+      '-o',
+      'json',
+    ]);
     const meta = created.json();
     expect(meta).toMatchObject({ org: 'acme', machineType: 'gb200', minNodes: 2, placement: { sameRack: true }, status: 'Ready' });
     expect(meta.instanceIds).toHaveLength(2);

@@ -99,7 +99,9 @@ describe('fleetward safety and repairs', () => {
     expect((await ok(admin, ['safety', 'show', '-o', 'json'])).json().repairStorm.state).toBe('closed');
   });
 
-  it('repairs escalated: a machine reported again after a completed repair, with its RepairEscalated entry; a manual out-for-repair too', { timeout: 90_000 }, async () => {
+  it('repairs escalated: a machine reported again after a completed repair, with its RepairEscalated entry; a manual out-for-repair too', {
+    timeout: 90_000,
+  }, async () => {
     expect((await ok(admin, ['repairs', 'escalated'])).stdout.trim()).toBe('no machines out for repair');
 
     // The only gb200: reported, repaired (max_repairs = 1), reported again -> out-for-repair.
@@ -115,14 +117,27 @@ describe('fleetward safety and repairs', () => {
 
     // An operator sends an h100 out for repair by hand: listed, without a RepairEscalated entry.
     const manual = (await site.call('GET', '/admin/machines?machineType=h100&allocatable=true', { token: who.admin })).body.items[0].id as string;
-    await ok(admin, ['machine', 'health-override', 'add', manual, '--template', 'OutForRepair', '--message', 'Repair unsuccessful, requires manual investigation']);
+    await ok(admin, [
+      'machine',
+      'health-override',
+      'add',
+      manual,
+      '--template',
+      'OutForRepair',
+      '--message',
+      'Repair unsuccessful, requires manual investigation',
+    ]);
 
     const [table, jsonRun] = await Promise.all([ok(admin, ['repairs', 'escalated']), ok(admin, ['repairs', 'escalated', '-o', 'json'])]);
     const lines = table.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^MACHINE\s+TYPE\s+ESCALATED\s+BY\s+EVENT\s+EARLIER REPORTS\s+ISSUE\s+MESSAGE$/);
     expect(lines).toHaveLength(3);
-    expect(table.stdout).toMatch(new RegExp(`^${m}\\s+gb200\\s+${since}\\s+acme-user\\s+RepairEscalated\\s+1\\s+HARDWARE: ECC errors again\\s+Escalated: repaired repeatedly`, 'm'));
-    expect(table.stdout).toMatch(new RegExp(`^${manual}\\s+h100\\s+\\S+\\s+provider-user\\s+-\\s+-\\s+-\\s+Repair unsuccessful, requires manual investigation$`, 'm'));
+    expect(table.stdout).toMatch(
+      new RegExp(`^${m}\\s+gb200\\s+${since}\\s+acme-user\\s+RepairEscalated\\s+1\\s+HARDWARE: ECC errors again\\s+Escalated: repaired repeatedly`, 'm'),
+    );
+    expect(table.stdout).toMatch(
+      new RegExp(`^${manual}\\s+h100\\s+\\S+\\s+provider-user\\s+-\\s+-\\s+-\\s+Repair unsuccessful, requires manual investigation$`, 'm'),
+    );
 
     const items = jsonRun.json().items as Array<Record<string, any>>;
     expect(items.find((e) => e.machineId === m)).toEqual({
@@ -133,13 +148,20 @@ describe('fleetward safety and repairs', () => {
       createdBy: 'acme-user',
       message: expect.stringMatching(/^Escalated/),
       issue: { category: 'HARDWARE', summary: 'ECC errors again' },
-      escalated: { at: since, actor: 'acme-user', message: 'RepairEscalated', earlierReports: [{ at: expect.any(String), issue: { category: 'HARDWARE', summary: 'ECC errors' } }] },
+      escalated: {
+        at: since,
+        actor: 'acme-user',
+        message: 'RepairEscalated',
+        earlierReports: [{ at: expect.any(String), issue: { category: 'HARDWARE', summary: 'ECC errors' } }],
+      },
     });
     expect(items.find((e) => e.machineId === manual)).toMatchObject({ machineType: 'h100', message: 'Repair unsuccessful, requires manual investigation' });
     expect(items.find((e) => e.machineId === manual)!.escalated).toBeUndefined();
   });
 
-  it('safety show while tripped: the breaker, when it tripped and the held-back machines; reset --apply-held-back applies them', { timeout: 90_000 }, async () => {
+  it('safety show while tripped: the breaker, when it tripped and the held-back machines; reset --apply-held-back applies them', {
+    timeout: 90_000,
+  }, async () => {
     // The escalation did not count as a quarantine: one so far. The second is at the limit, the third trips.
     requestedBeforeStorm = await report('h100', 'report 2');
     expect(sources(await machine(site, who.admin, requestedBeforeStorm))).toEqual(['repair-request', 'tenant-reported-issue']);

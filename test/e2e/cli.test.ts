@@ -58,7 +58,16 @@ describe('fleetward CLI', () => {
   });
 
   it('health-override add --template RequestRepair, show, remove (FAQ Q1 and Q5)', async () => {
-    const added = await ok(admin, ['machine', 'health-override', 'add', machineId, '--template', 'RequestRepair', '--message', 'Manual repair trigger for tenant-reported issue']);
+    const added = await ok(admin, [
+      'machine',
+      'health-override',
+      'add',
+      machineId,
+      '--template',
+      'RequestRepair',
+      '--message',
+      'Manual repair trigger for tenant-reported issue',
+    ]);
     expect(added.stdout).toContain(`added health override repair-request to machine ${machineId}`);
 
     const shownTable = await ok(admin, ['machine', 'health-override', 'show', machineId]);
@@ -111,7 +120,9 @@ describe('fleetward CLI', () => {
   });
 
   it('machine metadata add-label and remove-labels', async () => {
-    const added = (await ok(admin, ['machine', 'metadata', 'add-label', machineId, 'repair_status=Completed', 'repair_details=thermal_paste_replaced', '-o', 'json'])).json();
+    const added = (
+      await ok(admin, ['machine', 'metadata', 'add-label', machineId, 'repair_status=Completed', 'repair_details=thermal_paste_replaced', '-o', 'json'])
+    ).json();
     expect(added.labels).toEqual({ repair_status: 'Completed', repair_details: 'thermal_paste_replaced' });
     const table = await ok(admin, ['machine', 'metadata', 'remove-labels', machineId, 'repair_details']);
     expect(table.stdout).toMatch(/^KEY\s+VALUE$/m);
@@ -161,8 +172,16 @@ describe('fleetward CLI', () => {
     expect(list.stdout).toMatch(new RegExp(`^${instance.id}\\s+train-1\\s+Ready\\s+gb200\\s+${instance.machineId}`, 'm'));
 
     const released = await ok(tenant, [
-      'instance', 'release', instance.id, '--issue-category', 'hardware', '--summary', 'Memory errors during training',
-      '--details', 'Job crashed with ECC errors on DIMM slot 2', '--wait',
+      'instance',
+      'release',
+      instance.id,
+      '--issue-category',
+      'hardware',
+      '--summary',
+      'Memory errors during training',
+      '--details',
+      'Job crashed with ECC errors on DIMM slot 2',
+      '--wait',
     ]);
     expect(released.stdout).toMatch(/^status:\s+Terminated$/m);
     expect(released.stderr).toContain(`✓ instance ${instance.id}: Terminated after`);
@@ -193,7 +212,9 @@ describe('fleetward CLI', () => {
   it('instance online-repair enable and disable (Ready ⇄ Repairing); release is refused meanwhile', async () => {
     const tenant = cliFor(site.url, tenantToken);
     const instance = (await ok(tenant, ['instance', 'create', '--machine-type', 'h100', '--wait', '-o', 'json'])).json();
-    const enabled = (await ok(tenant, ['instance', 'online-repair', 'enable', instance.id, '--issue-category', 'NETWORK', '--summary', 'slow InfiniBand', '-o', 'json'])).json();
+    const enabled = (
+      await ok(tenant, ['instance', 'online-repair', 'enable', instance.id, '--issue-category', 'NETWORK', '--summary', 'slow InfiniBand', '-o', 'json'])
+    ).json();
     expect(enabled.status).toBe('Repairing');
     const refused = await tenant(['instance', 'release', instance.id]);
     expect(refused.code).toBe(1);
@@ -224,7 +245,10 @@ describe('fleetward CLI', () => {
 
     await ok(cli, ['profile', 'set', 'local', '--url', site.url, '--token', '-'], { stdin: `${adminToken}\n` });
     expect(statSync(cli.configFile).mode & 0o777).toBe(0o600);
-    expect(JSON.parse(readFileSync(cli.configFile, 'utf8'))).toMatchObject({ defaultProfile: 'local', profiles: { local: { url: site.url, token: adminToken } } });
+    expect(JSON.parse(readFileSync(cli.configFile, 'utf8'))).toMatchObject({
+      defaultProfile: 'local',
+      profiles: { local: { url: site.url, token: adminToken } },
+    });
     await ok(cli, ['profile', 'set', 'acme', '--url', site.url, '--token', tenantToken, '--org', 'acme']);
 
     // FLEETWARD_URL is set (to nowhere): the default profile loses to it, an explicit --profile wins over it.

@@ -31,7 +31,9 @@ beforeAll(async () => {
   site = await startTestSite({ config });
   admin = await site.token('provider', ['provider-admin']);
   for (const org of ['acme', 'globex']) tenants[org] = await site.token(org, ['tenant']);
-  await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true&limit=500', { token: admin })).body.items.length === gb200Count + h100Count);
+  await site.eventually(
+    async () => (await site.call('GET', '/admin/machines?allocatable=true&limit=500', { token: admin })).body.items.length === gb200Count + h100Count,
+  );
 });
 afterAll(async () => site?.stop());
 
@@ -96,7 +98,10 @@ describe('concurrency', () => {
     }
     // "Ever": each machine's history shows exactly one assignment, so no instance was placed and then displaced.
     for (const machine of fleet) {
-      const history = (await site.call('GET', `/admin/machines/${machine.id}/history?limit=500`, { token: admin })).body.items as Array<{ action: string; instanceId?: string }>;
+      const history = (await site.call('GET', `/admin/machines/${machine.id}/history?limit=500`, { token: admin })).body.items as Array<{
+        action: string;
+        instanceId?: string;
+      }>;
       expect(history.filter((h) => h.action === 'instance-created').map((h) => h.instanceId)).toEqual([machine.instanceId]);
     }
     // And each instance, read as its tenant, is on the machine that names it; the agent was asked once for each.
@@ -125,7 +130,11 @@ describe('concurrency', () => {
     }
     expect(await assigned()).toBe(before + 1);
 
-    const reused = await site.call('POST', instancePath('acme'), { token: tenants.acme, body: { ...body, name: 'idem-two' }, headers: { 'idempotency-key': key } });
+    const reused = await site.call('POST', instancePath('acme'), {
+      token: tenants.acme,
+      body: { ...body, name: 'idem-two' },
+      headers: { 'idempotency-key': key },
+    });
     expectProblem(reused, 422, 'idempotency-key-reused');
     expect(await assigned()).toBe(before + 1);
 
@@ -140,7 +149,9 @@ describe('concurrency', () => {
     const before = await assigned();
     const body = { machineType: 'h100', name: 'idem-burst' };
     const responses = await Promise.all(
-      Array.from({ length: 8 }, () => site.call('POST', instancePath('acme'), { token: tenants.acme, body, headers: { 'idempotency-key': 'create-idem-burst' } })),
+      Array.from({ length: 8 }, () =>
+        site.call('POST', instancePath('acme'), { token: tenants.acme, body, headers: { 'idempotency-key': 'create-idem-burst' } }),
+      ),
     );
     const ok = responses.filter((r) => r.status === 201);
     expect(ok.length).toBeGreaterThanOrEqual(1);
@@ -190,7 +201,9 @@ describe('concurrency', () => {
     const sweepers = Array.from({ length: 4 }, sweeper);
 
     const responses = await Promise.all(
-      Array.from({ length: 5 }, (_, i) => site.call('POST', instancePath('globex'), { token: tenants.globex, body: { machineType: 'h100', name: `swept-${i}` } })),
+      Array.from({ length: 5 }, (_, i) =>
+        site.call('POST', instancePath('globex'), { token: tenants.globex, body: { machineType: 'h100', name: `swept-${i}` } }),
+      ),
     );
     try {
       for (const r of responses) expect(r.status, JSON.stringify(r.body)).toBe(201);

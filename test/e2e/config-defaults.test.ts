@@ -35,8 +35,13 @@ describe('the defaults: auto-repair on, repair-storm breaker at max_fraction = 0
     });
   });
 
-  it(`a fleet of ${FLEET}: two reports get repair requests, the third (more than 10% of the fleet, far below max_quarantines) trips the breaker`, { timeout: 60_000 }, async () => {
-    const requested = [await reportIssue(site, who, { category: 'hardware', summary: 'one' }), await reportIssue(site, who, { category: 'hardware', summary: 'two' })];
+  it(`a fleet of ${FLEET}: two reports get repair requests, the third (more than 10% of the fleet, far below max_quarantines) trips the breaker`, {
+    timeout: 60_000,
+  }, async () => {
+    const requested = [
+      await reportIssue(site, who, { category: 'hardware', summary: 'one' }),
+      await reportIssue(site, who, { category: 'hardware', summary: 'two' }),
+    ];
     for (const id of requested) {
       expect(sources(await machine(site, who.admin, id))).toEqual(['repair-request', 'tenant-reported-issue']);
       await site.eventually(async () => deliveredOf(site, 'RepairRequested', id).length === 1);
@@ -65,7 +70,9 @@ describe('auto-repair off ([auto_machine_repair_plugin] enabled = false, everyth
     expect(body.config).toMatchObject({ auto_machine_repair_plugin: { enabled: false }, repair_storm: { max_fraction: 0.1 } });
   });
 
-  it('a release with an issue quarantines, but requests no repair and emits no RepairRequested; nothing is held back, so the breaker stays closed', { timeout: 60_000 }, async () => {
+  it('a release with an issue quarantines, but requests no repair and emits no RepairRequested; nothing is held back, so the breaker stays closed', {
+    timeout: 60_000,
+  }, async () => {
     const reported: string[] = [];
     // Three reports: as many as trip the breaker above.
     for (const summary of ['one', 'two', 'three']) reported.push(await reportIssue(site, who, { category: 'network', summary }));

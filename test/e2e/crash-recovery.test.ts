@@ -103,7 +103,10 @@ async function start(): Promise<void> {
   runner = await startRunner({ dataDir, config, siteName: SITE, startTimeoutMs: RUNNER_UP_MS });
   restartedAt = Date.now();
   const admin = await as('provider', ['provider-admin']);
-  await eventually('the fleet is allocatable', async () => (await site().call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length > 0);
+  await eventually(
+    'the fleet is allocatable',
+    async () => (await site().call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length > 0,
+  );
 }
 
 async function crashAndRestart(): Promise<void> {
@@ -123,10 +126,14 @@ async function createInstance(): Promise<{ id: string; machineId: string; siteNa
 
 async function instanceIn(id: string, status: string, withinMs = STEP_MS) {
   const token = await as('acme', ['tenant']);
-  return eventually(`instance ${id} ${status}`, async () => {
-    const { body } = await site().call('GET', instancePath(id), { token });
-    return body.status === status ? body : undefined;
-  }, withinMs);
+  return eventually(
+    `instance ${id} ${status}`,
+    async () => {
+      const { body } = await site().call('GET', instancePath(id), { token });
+      return body.status === status ? body : undefined;
+    },
+    withinMs,
+  );
 }
 
 async function release(id: string, body?: unknown): Promise<void> {
@@ -170,7 +177,10 @@ async function expectInvariants(): Promise<void> {
   const holders = new Map<string, typeof live>();
   for (const i of live) holders.set(i.machineId, [...(holders.get(i.machineId) ?? []), i]);
   for (const [machineId, held] of holders) {
-    expect(held.map((i) => i.id), `machine ${machineId} is held by one instance`).toHaveLength(1);
+    expect(
+      held.map((i) => i.id),
+      `machine ${machineId} is held by one instance`,
+    ).toHaveLength(1);
     expect(machines.find((m) => m.id === machineId)?.instanceId, `machine ${machineId} names its instance`).toBe(held[0]!.id);
   }
   for (const m of machines) {
@@ -199,7 +209,10 @@ type Placed = { id: string; machineId: string; siteName: string };
 
 /** A meta-instance placed and Ready, and the repair-storm breaker tripped by tenant reports, holding some back. */
 async function placeMetaAndTripBreaker(): Promise<{ metaId: string; metaMachines: string[]; heldBack: string[] }> {
-  const meta = await site().call('POST', '/v2/org/acme/nico/meta-instance', { token: await as('acme', ['tenant']), body: { machineType: 'gb200', minNodes: META_NODES } });
+  const meta = await site().call('POST', '/v2/org/acme/nico/meta-instance', {
+    token: await as('acme', ['tenant']),
+    body: { machineType: 'gb200', minNodes: META_NODES },
+  });
   expect(meta.status, JSON.stringify(meta.body)).toBe(201);
   const reporters = await Promise.all([0, 1].map(async () => instanceIn((await createInstance()).id, 'Ready')));
   // Past max_quarantines, a tenant report's repair request is held back.
@@ -224,33 +237,42 @@ describe('a crash with every workflow at some step', { timeout: RECOVERY_MS + ST
   let heldBack: string[];
   let cleaningReleasedAt: number;
 
-  beforeAll(async () => {
-    const admin = await as('provider', ['provider-admin']);
-    const placing = Promise.all([0, 1, 2].map(async () => instanceIn((await createInstance()).id, 'Ready')));
-    let metaMachines: string[];
-    ({ metaId, metaMachines, heldBack } = await placeMetaAndTripBreaker());
-    [released, cleaning, created] = await placing;
-    await release(released.id);
-    cleaningReleasedAt = Date.now();
-    await release(cleaning.id);
-    // The agent accepted the DELETE and is sanitizing: its report would come after CLEANUP_MS, too late.
-    await eventually('the agent is cleaning', async () => (await atAgent(cleaning.siteName)) === 'cleaning');
+  beforeAll(
+    async () => {
+      const admin = await as('provider', ['provider-admin']);
+      const placing = Promise.all([0, 1, 2].map(async () => instanceIn((await createInstance()).id, 'Ready')));
+      let metaMachines: string[];
+      ({ metaId, metaMachines, heldBack } = await placeMetaAndTripBreaker());
+      [released, cleaning, created] = await placing;
+      await release(released.id);
+      cleaningReleasedAt = Date.now();
+      await release(cleaning.id);
+      // The agent accepted the DELETE and is sanitizing: its report would come after CLEANUP_MS, too late.
+      await eventually('the agent is cleaning', async () => (await atAgent(cleaning.siteName)) === 'cleaning');
 
-    // Two creates the agent will hold open: a tenant's, and a meta-instance's replacement for a failed member.
-    await holdNextCreates(2);
-    inFlight = await createInstance();
-    inFlightToken = (await eventually('the create call is at the agent', async () => (await createsSentFor(inFlight.id))[0])).clientToken;
-    failedMachine = metaMachines[0]!;
-    expect((await site().call('POST', `/admin/machines/${failedMachine}/health-overrides`, { token: admin, body: { template: 'out-for-repair' } })).status).toBe(201);
-    const replacement = await eventually('a replacement is placed', async () => (await site().records()).instances.find((i) => i.metaInstanceId === metaId && i.replacement));
-    await eventually("the replacement's create call is at the agent", async () => (await createsSentFor(replacement.id)).length > 0);
-    await sleep(SETTLE_MS);
-    // The reset is cut short by the kill wherever it is: a provider finishes it by asking again.
-    void site().call('POST', '/admin/safety/repair-storm/reset', { token: admin, body: { applyHeldBack: true } }).catch(() => undefined);
-    await sleep(50);
-    await crashAndRestart();
-    // Eight steps in a row at most (the meta-instance's and the tenants' creates wait side by side), then the restart.
-  }, 8 * STEP_MS + SETTLE_MS + START_MS);
+      // Two creates the agent will hold open: a tenant's, and a meta-instance's replacement for a failed member.
+      await holdNextCreates(2);
+      inFlight = await createInstance();
+      inFlightToken = (await eventually('the create call is at the agent', async () => (await createsSentFor(inFlight.id))[0])).clientToken;
+      failedMachine = metaMachines[0]!;
+      expect(
+        (await site().call('POST', `/admin/machines/${failedMachine}/health-overrides`, { token: admin, body: { template: 'out-for-repair' } })).status,
+      ).toBe(201);
+      const replacement = await eventually('a replacement is placed', async () =>
+        (await site().records()).instances.find((i) => i.metaInstanceId === metaId && i.replacement),
+      );
+      await eventually("the replacement's create call is at the agent", async () => (await createsSentFor(replacement.id)).length > 0);
+      await sleep(SETTLE_MS);
+      // The reset is cut short by the kill wherever it is: a provider finishes it by asking again.
+      void site()
+        .call('POST', '/admin/safety/repair-storm/reset', { token: admin, body: { applyHeldBack: true } })
+        .catch(() => undefined);
+      await sleep(50);
+      await crashAndRestart();
+      // Eight steps in a row at most (the meta-instance's and the tenants' creates wait side by side), then the restart.
+    },
+    8 * STEP_MS + SETTLE_MS + START_MS,
+  );
 
   it('after create: the instance stays Ready, held by the agent, and is not created again', async () => {
     await instanceIn(created.id, 'Ready');
@@ -274,29 +296,39 @@ describe('a crash with every workflow at some step', { timeout: RECOVERY_MS + ST
   it(`during cleanup, its report lost: the machine leaves Cleanup within ${within} of the restart, because the controller asked the agent`, async () => {
     // The bound holds while no second status check could be due before the crash.
     expect(crashedAt - cleaningReleasedAt).toBeLessThan(REPORT_TIMEOUT_S * 1000 + statusCheckDelayMs(1));
-    const back = await eventually('the machine leaves Cleanup', async () => {
-      const m = await machine(cleaning.machineId);
-      return m.state !== 'Cleanup' ? m : undefined;
-    }, CLEANUP_RECOVERY_MS);
+    const back = await eventually(
+      'the machine leaves Cleanup',
+      async () => {
+        const m = await machine(cleaning.machineId);
+        return m.state !== 'Cleanup' ? m : undefined;
+      },
+      CLEANUP_RECOVERY_MS,
+    );
     expect(Date.now() - restartedAt).toBeLessThan(CLEANUP_RECOVERY_MS);
     expect(back).toMatchObject({ state: 'Ready' });
     expect(back.instanceId).toBeUndefined();
-    expect(await history(cleaning.machineId)).toContainEqual(expect.objectContaining({ action: 'cleanup-succeeded', message: expect.stringMatching(/report was lost/) }));
+    expect(await history(cleaning.machineId)).toContainEqual(
+      expect.objectContaining({ action: 'cleanup-succeeded', message: expect.stringMatching(/report was lost/) }),
+    );
     await instanceIn(cleaning.id, 'Terminated');
   });
 
   it('during a meta-instance replacement: the meta-instance is whole again, without the failed machine', async () => {
     const tenant = await as('acme', ['tenant']);
-    const whole = await eventually('the meta-instance is Ready with all members Ready', async () => {
-      const { body } = await site().call('GET', `/v2/org/acme/nico/meta-instance/${metaId}`, { token: tenant });
-      if (body.status !== 'Ready' || body.instanceIds.length !== META_NODES) return undefined;
-      const members = await Promise.all(body.instanceIds.map(async (id: string) => (await site().call('GET', instancePath(id), { token: tenant })).body));
-      return members.every((m) => m.status === 'Ready') ? members : undefined;
-    }, RECOVERY_MS);
+    const whole = await eventually(
+      'the meta-instance is Ready with all members Ready',
+      async () => {
+        const { body } = await site().call('GET', `/v2/org/acme/nico/meta-instance/${metaId}`, { token: tenant });
+        if (body.status !== 'Ready' || body.instanceIds.length !== META_NODES) return undefined;
+        const members = await Promise.all(body.instanceIds.map(async (id: string) => (await site().call('GET', instancePath(id), { token: tenant })).body));
+        return members.every((m) => m.status === 'Ready') ? members : undefined;
+      },
+      RECOVERY_MS,
+    );
     expect(whole.map((m: { machineId: string }) => m.machineId)).not.toContain(failedMachine);
   });
 
-  it('during a breaker reset with applyHeldBack: asking again finishes it, the breaker closed and every held-back machine with its repair request', async () => {
+  it('during a breaker reset with applyHeldBack: asking again finishes it, the breaker closed, every held-back machine with its repair request', async () => {
     const admin = await as('provider', ['provider-admin']);
     const reset = await site().call('POST', '/admin/safety/repair-storm/reset', { token: admin, body: { applyHeldBack: true } });
     expect(reset.status).toBe(200);

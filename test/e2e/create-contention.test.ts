@@ -33,7 +33,10 @@ for (const { name, machines, requests, containerPerRequest } of cases) {
     beforeAll(async () => {
       site = await startTestSite({ config: siteConfig(machines), containerPerRequest });
       admin = await site.token('provider', ['provider-admin']);
-      await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true&limit=500', { token: admin })).body.items.length === machines, 30_000);
+      await site.eventually(
+        async () => (await site.call('GET', '/admin/machines?allocatable=true&limit=500', { token: admin })).body.items.length === machines,
+        30_000,
+      );
     }, 60_000);
     afterAll(async () => site?.stop());
 
@@ -42,7 +45,10 @@ for (const { name, machines, requests, containerPerRequest } of cases) {
       const tokens = await Promise.all(orgs.map((org) => site.token(org, ['tenant'])));
       const responses = await Promise.all(
         Array.from({ length: requests }, (_, i) =>
-          site.call('POST', `/v2/org/${orgs[i % orgs.length]}/nico/instance`, { token: tokens[i % orgs.length]!, body: { machineType: 'gb200', name: `rush-${i}` } }),
+          site.call('POST', `/v2/org/${orgs[i % orgs.length]}/nico/instance`, {
+            token: tokens[i % orgs.length]!,
+            body: { machineType: 'gb200', name: `rush-${i}` },
+          }),
         ),
       );
 
@@ -66,7 +72,10 @@ for (const { name, machines, requests, containerPerRequest } of cases) {
       const histories = await Promise.all(
         fleet.map(async (machine) => {
           const { body } = await site.call('GET', `/admin/machines/${machine.id}/history?limit=500`, { token: admin });
-          return { machine: machine.id, assigned: (body.items as Array<{ action: string; instanceId?: string }>).filter((h) => h.action === 'instance-created').map((h) => h.instanceId) };
+          return {
+            machine: machine.id,
+            assigned: (body.items as Array<{ action: string; instanceId?: string }>).filter((h) => h.action === 'instance-created').map((h) => h.instanceId),
+          };
         }),
       );
       for (const { machine, assigned } of histories) expect(assigned, machine).toEqual([winnerOn.get(machine)]);

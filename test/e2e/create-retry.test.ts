@@ -75,7 +75,11 @@ async function giveBack(instance: { id: string; status: string; machineId: strin
 }
 
 async function history(machineId: string) {
-  return (await site.call('GET', `/admin/machines/${machineId}/history?limit=500`, { token: admin })).body.items as Array<{ action: string; instanceId?: string; message?: string }>;
+  return (await site.call('GET', `/admin/machines/${machineId}/history?limit=500`, { token: admin })).body.items as Array<{
+    action: string;
+    instanceId?: string;
+    message?: string;
+  }>;
 }
 
 interface Case {
@@ -88,13 +92,39 @@ interface Case {
 }
 
 const cases: Record<string, Case> = {
-  '503 then success': { faults: [503], status: 'Ready', received: [['', 503], ['-r2', 201]] },
-  '503, 503 then success on the last attempt': { faults: [503, 503], status: 'Ready', received: [['', 503], ['-r2', 503], ['-r3', 201]] },
-  '500 then success': { faults: [500], status: 'Ready', received: [['', 500], ['-r2', 201]] },
+  '503 then success': {
+    faults: [503],
+    status: 'Ready',
+    received: [
+      ['', 503],
+      ['-r2', 201],
+    ],
+  },
+  '503, 503 then success on the last attempt': {
+    faults: [503, 503],
+    status: 'Ready',
+    received: [
+      ['', 503],
+      ['-r2', 503],
+      ['-r3', 201],
+    ],
+  },
+  '500 then success': {
+    faults: [500],
+    status: 'Ready',
+    received: [
+      ['', 500],
+      ['-r2', 201],
+    ],
+  },
   '500 three times: gives up': {
     faults: [500, 500, 500],
     status: 'Failed',
-    received: [['', 500], ['-r2', 500], ['-r3', 500]],
+    received: [
+      ['', 500],
+      ['-r2', 500],
+      ['-r3', 500],
+    ],
     reason: /^site agent answered 500 Internal Server Error \(simulated_fault\) on attempt 3 \(gave up after 3 attempts\)$/,
   },
   '504: never retried': {
@@ -121,11 +151,22 @@ const cases: Record<string, Case> = {
     received: [['', 400]],
     reason: /^site agent answered 400 Bad Request \(simulated_fault\) on attempt 1 \(not retried: the agent rejected the request\)$/,
   },
-  'network failure then success: the plain name again, no HTTP error came back': { faults: ['network'], status: 'Ready', received: [['', 'network'], ['', 201]] },
+  'network failure then success: the plain name again, no HTTP error came back': {
+    faults: ['network'],
+    status: 'Ready',
+    received: [
+      ['', 'network'],
+      ['', 201],
+    ],
+  },
   'network failure three times: gives up': {
     faults: ['network', 'network', 'network'],
     status: 'Failed',
-    received: [['', 'network'], ['', 'network'], ['', 'network']],
+    received: [
+      ['', 'network'],
+      ['', 'network'],
+      ['', 'network'],
+    ],
     reason: /^site agent unreachable on attempt 3: .+ \(gave up after 3 attempts\)$/,
   },
   'timeout: never retried': {
@@ -134,30 +175,58 @@ const cases: Record<string, Case> = {
     received: [['', 'timeout']],
     reason: new RegExp(`^site agent did not answer within ${TIMEOUT_MS} ms on attempt 1 \\(not retried: the instance may still be provisioning\\)$`),
   },
-  'network, then 500, then success: -r3 once an HTTP error came back': { faults: ['network', 500], status: 'Ready', received: [['', 'network'], ['', 500], ['-r3', 201]] },
-  '500, then network, then success': { faults: [500, 'network'], status: 'Ready', received: [['', 500], ['-r2', 'network'], ['-r3', 201]] },
+  'network, then 500, then success: -r3 once an HTTP error came back': {
+    faults: ['network', 500],
+    status: 'Ready',
+    received: [
+      ['', 'network'],
+      ['', 500],
+      ['-r3', 201],
+    ],
+  },
+  '500, then network, then success': {
+    faults: [500, 'network'],
+    status: 'Ready',
+    received: [
+      ['', 500],
+      ['-r2', 'network'],
+      ['-r3', 201],
+    ],
+  },
   '503, then 502: stops at the gateway error': {
     faults: [503, 502],
     status: 'Failed',
-    received: [['', 503], ['-r2', 502]],
+    received: [
+      ['', 503],
+      ['-r2', 502],
+    ],
     reason: /on attempt 2 \(not retried: the create may have committed\)$/,
   },
   '500, then 409: stops at the conflict': {
     faults: [500, 409],
     status: 'Failed',
-    received: [['', 500], ['-r2', 409]],
+    received: [
+      ['', 500],
+      ['-r2', 409],
+    ],
     reason: /^site agent answered 409 Conflict \(name_conflict\) on attempt 2 /,
   },
   'network, then timeout: stops at the timeout': {
     faults: ['network', 'timeout'],
     status: 'Failed',
-    received: [['', 'network'], ['', 'timeout']],
+    received: [
+      ['', 'network'],
+      ['', 'timeout'],
+    ],
     reason: /did not answer within \d+ ms on attempt 2 /,
   },
   '503, then 504: stops at the gateway error': {
     faults: [503, 504],
     status: 'Failed',
-    received: [['', 503], ['-r2', 504]],
+    received: [
+      ['', 503],
+      ['-r2', 504],
+    ],
     reason: /^site agent answered 504 Gateway Timeout \(simulated_fault\) on attempt 2 /,
   },
 };

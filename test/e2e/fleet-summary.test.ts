@@ -62,9 +62,13 @@ describe('GET /admin/fleet/summary', () => {
     const registered = Array.from({ length: 30 }, (_, i) => ({ id: `burst-${i}`, machineType: i % 3 === 0 ? 'h100' : 'gb200', rack: `burst-r${i % 4}` }));
     expect((await site.call('POST', '/admin/machines', { token, body: { machines: registered } })).status).toBe(200);
     await Promise.all(
-      ['burst-1', 'burst-2', 'burst-3'].map((id) => site.call('POST', `/admin/machines/${id}/health-overrides`, { token, body: { template: 'out-for-repair' } })),
+      ['burst-1', 'burst-2', 'burst-3'].map((id) =>
+        site.call('POST', `/admin/machines/${id}/health-overrides`, { token, body: { template: 'out-for-repair' } }),
+      ),
     );
-    expect((await site.call('POST', '/admin/machines', { token, body: { machines: [{ id: 'burst-4', machineType: 'gb200', rack: 'burst-moved' }] } })).status).toBe(200);
+    expect(
+      (await site.call('POST', '/admin/machines', { token, body: { machines: [{ id: 'burst-4', machineType: 'gb200', rack: 'burst-moved' }] } })).status,
+    ).toBe(200);
 
     const agreed = await site.eventually(async () => {
       const [expected, actual] = await Promise.all([listing(), summary()]);
@@ -84,6 +88,12 @@ describe('GET /admin/fleet/summary', () => {
 
 function sameCounts(expected: Record<string, unknown>, actual: Record<string, unknown>): boolean {
   const canonical = (value: unknown): unknown =>
-    value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)])) : value;
+    value && typeof value === 'object'
+      ? Object.fromEntries(
+          Object.entries(value)
+            .sort(([a], [b]) => a.localeCompare(b))
+            .map(([k, v]) => [k, canonical(v)]),
+        )
+      : value;
   return JSON.stringify(canonical(expected)) === JSON.stringify(canonical(actual));
 }

@@ -87,7 +87,10 @@ const pathsOf = (value: Json, prefix: Array<string | number> = []): Array<Array<
 ];
 const clone = (value: Json): Json => JSON.parse(JSON.stringify(value));
 
-type BodyEdit = { kind: 'set'; path: Array<string | number>; value: unknown } | { kind: 'delete'; path: Array<string | number> } | { kind: 'add'; path: Array<string | number>; key: string; value: unknown };
+type BodyEdit =
+  | { kind: 'set'; path: Array<string | number>; value: unknown }
+  | { kind: 'delete'; path: Array<string | number> }
+  | { kind: 'add'; path: Array<string | number>; key: string; value: unknown };
 
 function applyEdit(body: Json, edit: BodyEdit): Json {
   if (edit.path.length === 0 && edit.kind === 'set') return edit.value;
@@ -141,7 +144,13 @@ function defectsOf(route: Route, values: Values): Defect[] {
   const shape = queryShape(route);
   const defects: Defect[] = [
     // Every route has a strict query schema (emptyQuery at least).
-    (r) => fc.tuple(surplusKeys.filter((k) => !(k in shape)), inUrl).map(([k, v]) => ({ ...r, query: [...r.query, [k, v] as [string, string]] })),
+    (r) =>
+      fc
+        .tuple(
+          surplusKeys.filter((k) => !(k in shape)),
+          inUrl,
+        )
+        .map(([k, v]) => ({ ...r, query: [...r.query, [k, v] as [string, string]] })),
   ];
   if ('limit' in shape) {
     const badLimit = fc.oneof(
@@ -159,7 +168,9 @@ function defectsOf(route: Route, values: Values): Defect[] {
       tamperedKey(genuine),
       fc.nat({ max: 40 }).map((cut) => genuine.slice(0, Math.max(0, genuine.length - 1 - cut))),
       fc.jsonValue().map((v) => b64(JSON.stringify(v))),
-      fc.dictionary(fc.constantFrom('pk', 'sk', 'kind', 'kindSk', 'orgPk', 'orgSk', 'repairPk', 'repairSince'), wrongValuesUpTo(2_000)).map((key) => b64(JSON.stringify({ listing: 'x', key }))),
+      fc
+        .dictionary(fc.constantFrom('pk', 'sk', 'kind', 'kindSk', 'orgPk', 'orgSk', 'repairPk', 'repairSince'), wrongValuesUpTo(2_000))
+        .map((key) => b64(JSON.stringify({ listing: 'x', key }))),
       fc.constantFrom('{"pk":12345678901234567890}', '{"pk":1e400}', '{"pk":{"S":"x"}}', '[]', 'null').map(b64),
       fc.nat({ max: 3000 }).map((n) => 'A'.repeat(n)),
       inUrl,
@@ -177,16 +188,23 @@ function defectsOf(route: Route, values: Values): Defect[] {
     const example = validBodies[route.operationId]!(values);
     defects.push((r) =>
       fc.oneof(
-        fc.array(bodyEdits(example), { minLength: 1, maxLength: 3 })
+        fc
+          .array(bodyEdits(example), { minLength: 1, maxLength: 3 })
           .map((edits) => edits.reduce(applyEdit, example))
           .filter((body) => !route.body!.safeParse(body).success)
           .map((json) => ({ ...r, body: { json } })),
-        fc.string().filter((text) => text.trim() !== '' && !parsesAsJson(text)).map((raw) => ({ ...r, body: { raw } })),
+        fc
+          .string()
+          .filter((text) => text.trim() !== '' && !parsesAsJson(text))
+          .map((raw) => ({ ...r, body: { raw } })),
       ),
     );
   }
   if (route.method !== 'GET') {
-    const badKey = fc.oneof(fc.constantFrom('', '   '), fc.integer({ min: 256, max: 4000 }).map((n) => 'k'.repeat(n)));
+    const badKey = fc.oneof(
+      fc.constantFrom('', '   '),
+      fc.integer({ min: 256, max: 4000 }).map((n) => 'k'.repeat(n)),
+    );
     defects.push((r) => badKey.map((key) => ({ ...r, headers: { ...r.headers, 'idempotency-key': key } })));
   }
   // A public route has no authorizer, so API Gateway ignores whatever token comes with it: no defect there.
@@ -202,14 +220,16 @@ function tamperedKey(token: string): fc.Arbitrary<string> {
   const { listing, key } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { listing: string; key: Record<string, unknown> };
   const names = Object.keys(key);
   const partition = Object.values(indexes).find((index) => names.includes(index.pk))!.pk;
-  const notAKeyValue = fc.oneof(
-    fc.constantFrom<unknown>('', 2 ** 64, 1e308, -0, true, null, { S: 'x' }, ['x'], 'x'.repeat(1025)),
-    fc.integer(),
-  );
+  const notAKeyValue = fc.oneof(fc.constantFrom<unknown>('', 2 ** 64, 1e308, -0, true, null, { S: 'x' }, ['x'], 'x'.repeat(1025)), fc.integer());
   const edits = fc.oneof(
     fc.tuple(fc.constantFrom(...names), notAKeyValue).map(([name, value]) => ({ ...key, [name]: value })),
     fc.constantFrom(...names).map((name) => Object.fromEntries(Object.entries(key).filter(([n]) => n !== name))),
-    fc.tuple(surplusKeys.filter((k) => !names.includes(k)), fc.string()).map(([name, value]) => withOwn({ ...key }, name, value)),
+    fc
+      .tuple(
+        surplusKeys.filter((k) => !names.includes(k)),
+        fc.string(),
+      )
+      .map(([name, value]) => withOwn({ ...key }, name, value)),
     // Another partition of the same index (another org's, say).
     fc.constantFrom('-elsewhere', '#globex', 'X').map((suffix) => ({ ...key, [partition]: `${String(key[partition])}${suffix}` })),
   );
@@ -237,7 +257,11 @@ function requests(values: Values): fc.Arbitrary<FuzzRequest> {
   return fc
     .constantFrom(...routeTable)
     .chain((route) =>
-      fc.record({ route: fc.constant(route), role: route.roles === 'public' ? fc.constantFrom(...roles) : fc.constantFrom(...route.roles), defects: fc.shuffledSubarray(defectsOf(route, values), { minLength: 1, maxLength: Math.min(3, defectsOf(route, values).length) }) }),
+      fc.record({
+        route: fc.constant(route),
+        role: route.roles === 'public' ? fc.constantFrom(...roles) : fc.constantFrom(...route.roles),
+        defects: fc.shuffledSubarray(defectsOf(route, values), { minLength: 1, maxLength: Math.min(3, defectsOf(route, values).length) }),
+      }),
     )
     .chain(({ route, role, defects }) => {
       const valid: FuzzRequest = {
@@ -271,21 +295,28 @@ beforeAll(async () => {
   const instances = await site.call('GET', '/v2/org/acme/nico/instance?limit=1', { token: tokens.tenant });
   values = { instanceId: created.body.id, machineId: created.body.machineId, machinesToken: machines.body.nextToken, instancesToken: instances.body.nextToken };
   expect(values.machinesToken && values.instancesToken).toBeTruthy();
-  await site.eventually(async () => (await site.call('GET', `/v2/org/acme/nico/instance/${values.instanceId}`, { token: tokens.tenant })).body.status === 'Ready');
+  await site.eventually(
+    async () => (await site.call('GET', `/v2/org/acme/nico/instance/${values.instanceId}`, { token: tokens.tenant })).body.status === 'Ready',
+  );
   await site.streamIdle();
 }, 60_000);
 afterAll(async () => site?.stop());
 
 async function send(request: FuzzRequest) {
   const route = routeOf(request);
-  const path = route.path.replace(/\{([A-Za-z0-9_]+)\+?\}/g, (_m, name: string) => encodeURIComponent(name === 'org' && route.path.startsWith('/v2/org/{org}') ? request.org : request.params[name]!));
+  const path = route.path.replace(/\{([A-Za-z0-9_]+)\+?\}/g, (_m, name: string) =>
+    encodeURIComponent(name === 'org' && route.path.startsWith('/v2/org/{org}') ? request.org : request.params[name]!),
+  );
   const query = request.query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
   const otherRole = roles.find((role) => route.roles !== 'public' && !route.roles.includes(role))!;
   const token = { valid: tokens[request.role], garbage: 'not.a.jwt', 'wrong-role': tokens[otherRole], none: undefined }[request.token];
   const body = request.body === undefined ? undefined : 'raw' in request.body ? request.body.raw : JSON.stringify(request.body.json);
-  return site.call(route.method, `${path}${query ? `?${query}` : ''}`, { ...(token ? { token } : {}), ...(body !== undefined ? { body } : {}), headers: request.headers });
+  return site.call(route.method, `${path}${query ? `?${query}` : ''}`, {
+    ...(token ? { token } : {}),
+    ...(body !== undefined ? { body } : {}),
+    headers: request.headers,
+  });
 }
-
 
 describe('generated bad requests', () => {
   it('every route that takes a body has a valid example, and it is valid', () => {

@@ -44,7 +44,7 @@ interface Real {
 }
 
 const live = (held: Held[]) => held.filter((h) => !h.released);
-const pick = <T,>(items: T[], index: number): T => items[index % items.length]!;
+const pick = <T>(items: T[], index: number): T => items[index % items.length]!;
 const issue = { category: 'HARDWARE', summary: 'fuzzed fault' };
 
 function expectStatus(response: { status: number; body: unknown }, allowed: number[], what: string) {
@@ -129,12 +129,16 @@ class RepairLabel implements fc.AsyncCommand<Model, Real> {
   readonly index: number;
   readonly status: 'InProgress' | 'Completed';
   constructor(index: number, status: 'InProgress' | 'Completed') {
-    this.index = index; this.status = status;
+    this.index = index;
+    this.status = status;
   }
   check = (m: Readonly<Model>) => live(m.fixit).length > 0;
   async run(m: Model, { site, who }: Real) {
     const target = pick(live(m.fixit), this.index);
-    const patched = await site.call('PATCH', `/v2/org/fixit/nico/machine/${target.machineId}`, { token: who.repairer, body: { labels: { repair_status: this.status } } });
+    const patched = await site.call('PATCH', `/v2/org/fixit/nico/machine/${target.machineId}`, {
+      token: who.repairer,
+      body: { labels: { repair_status: this.status } },
+    });
     expectStatus(patched, [200], `label ${target.machineId} ${this.status}`);
   }
   toString = () => `repair-label(#${this.index}, ${this.status})`;
@@ -159,7 +163,8 @@ class AddOverride implements fc.AsyncCommand<Model, Real> {
   readonly machineId: string;
   readonly template: keyof typeof adminTemplates;
   constructor(machineId: string, template: keyof typeof adminTemplates) {
-    this.machineId = machineId; this.template = template;
+    this.machineId = machineId;
+    this.template = template;
   }
   check = () => true;
   async run(m: Model, { site, who }: Real) {
@@ -193,11 +198,15 @@ class CreateMeta implements fc.AsyncCommand<Model, Real> {
   readonly machineType: 'gb200' | 'h100';
   readonly minNodes: 1 | 2;
   constructor(machineType: 'gb200' | 'h100', minNodes: 1 | 2) {
-    this.machineType = machineType; this.minNodes = minNodes;
+    this.machineType = machineType;
+    this.minNodes = minNodes;
   }
   check = () => true;
   async run(m: Model, { site, who }: Real) {
-    const created = await site.call('POST', '/v2/org/acme/nico/meta-instance', { token: who.tenant, body: { machineType: this.machineType, minNodes: this.minNodes } });
+    const created = await site.call('POST', '/v2/org/acme/nico/meta-instance', {
+      token: who.tenant,
+      body: { machineType: this.machineType, minNodes: this.minNodes },
+    });
     expectStatus(created, [201], `meta ${this.machineType}×${this.minNodes}`);
     m.metas.push({ id: created.body.id, deleted: false });
   }
@@ -211,7 +220,10 @@ class DeleteMeta implements fc.AsyncCommand<Model, Real> {
   }
   check = (m: Readonly<Model>) => m.metas.some((x) => !x.deleted);
   async run(m: Model, { site, who }: Real) {
-    const target = pick(m.metas.filter((x) => !x.deleted), this.index);
+    const target = pick(
+      m.metas.filter((x) => !x.deleted),
+      this.index,
+    );
     const deleted = await site.call('DELETE', `/v2/org/acme/nico/meta-instance/${target.id}`, { token: who.tenant });
     expectStatus(deleted, [202], `delete meta ${target.id}`);
     target.deleted = true;
@@ -223,7 +235,8 @@ class Heartbeat implements fc.AsyncCommand<Model, Real> {
   readonly machineId: string;
   readonly stopped: boolean;
   constructor(machineId: string, stopped: boolean) {
-    this.machineId = machineId; this.stopped = stopped;
+    this.machineId = machineId;
+    this.stopped = stopped;
   }
   check = () => true;
   async run(_m: Model, { site }: Real) {
@@ -291,10 +304,14 @@ async function checkInvariants(site: TestSite, after: string) {
     .map((i) => `${i.id} of ${i.metaInstanceId}`);
   expect(orphans, context('no orphaned member', orphans)).toEqual([]);
 
-  const sourceless = machines.flatMap((mc) => (mc.healthOverrides as HealthOverride[]).filter((o) => typeof o.source !== 'string' || o.source === '').map(() => mc.id));
+  const sourceless = machines.flatMap((mc) =>
+    (mc.healthOverrides as HealthOverride[]).filter((o) => typeof o.source !== 'string' || o.source === '').map(() => mc.id),
+  );
   expect(sourceless, context('every override has a source', sourceless)).toEqual([]);
 
-  const allocatableButPrevented = machines.filter((mc) => mc.allocPk && preventingSources(mc.healthOverrides).length > 0).map((mc) => `${mc.id}: ${preventingSources(mc.healthOverrides).join(',')}`);
+  const allocatableButPrevented = machines
+    .filter((mc) => mc.allocPk && preventingSources(mc.healthOverrides).length > 0)
+    .map((mc) => `${mc.id}: ${preventingSources(mc.healthOverrides).join(',')}`);
   expect(allocatableButPrevented, context('no allocatable machine carries a PreventAllocations override', allocatableButPrevented)).toEqual([]);
 }
 
@@ -313,14 +330,18 @@ afterAll(async () => site?.stop());
 /** Back to a healthy, idle fleet between runs: what the previous run left is released, removed or restarted. */
 async function quiesce() {
   const call = (method: string, path: string, token: string, body?: unknown) => site.call(method, path, { token, ...(body ? { body } : {}) });
-  for (const [org, token, body] of [['acme', who.tenant, undefined], ['fixit', who.repairer, { isRepairTenant: true }]] as const) {
+  for (const [org, token, body] of [
+    ['acme', who.tenant, undefined],
+    ['fixit', who.repairer, { isRepairTenant: true }],
+  ] as const) {
     const listed = await call('GET', `/v2/org/${org}/nico/instance?limit=500`, token);
     for (const instance of listed.body.items.filter((i: Item) => !['Terminating', 'Terminated', 'Failed'].includes(i.status))) {
       await call('DELETE', `/v2/org/${org}/nico/instance/${instance.id}`, token, body);
     }
   }
   const metas = await call('GET', '/v2/org/acme/nico/meta-instance?limit=500', who.tenant);
-  for (const meta of metas.body.items.filter((x: Item) => !['Deleting', 'Deleted'].includes(x.status))) await call('DELETE', `/v2/org/acme/nico/meta-instance/${meta.id}`, who.tenant);
+  for (const meta of metas.body.items.filter((x: Item) => !['Deleting', 'Deleted'].includes(x.status)))
+    await call('DELETE', `/v2/org/acme/nico/meta-instance/${meta.id}`, who.tenant);
   for (const id of machineIds) {
     await site.call('POST', `/_sim/machines/${id}/heartbeat`, { body: { stopped: false } });
     const overrides = await call('GET', `/admin/machines/${id}/health-overrides`, who.admin);

@@ -147,7 +147,7 @@ describe('stopping npm start leaves no java process behind', { timeout: 90_000 }
     ['a supervisor: SIGTERM to the whole group', 'foreground', 'SIGTERM', 'group'],
     ['`kill <npm>`: SIGTERM to npm alone', 'foreground', 'SIGTERM', 'npm'],
     ['`kill -HUP <npm>`: npm dies and forwards nothing', 'foreground', 'SIGHUP', 'npm'],
-    ["`npm start &` then `kill -INT $!`: npm started with SIGINT ignored", 'background in a script', 'SIGINT', 'npm'],
+    ['`npm start &` then `kill -INT $!`: npm started with SIGINT ignored', 'background in a script', 'SIGINT', 'npm'],
   ];
   it.each(ways)('%s', async (_way, how, signal, to) => {
     const { root, npm, java } = await startNpm(how);

@@ -94,7 +94,10 @@ describe('meta-instances', () => {
     const created = (await site.call('POST', base, { token: who.tenant, body: { machineType: 'gb200', minNodes: 2 } })).body;
     const [victimId, keeperId] = created.instanceIds;
     const victim = await instanceOf(victimId);
-    await site.call('POST', `/admin/machines/${victim.machineId}/health-overrides`, { token: who.admin, body: { template: 'out-for-repair', message: 'bad NVLink' } });
+    await site.call('POST', `/admin/machines/${victim.machineId}/health-overrides`, {
+      token: who.admin,
+      body: { template: 'out-for-repair', message: 'bad NVLink' },
+    });
     const healed = await until(created.id, (m) => m.status === 'Ready' && m.instanceIds.length === 2 && !m.instanceIds.includes(victimId));
     expect(healed.instanceIds).toContain(keeperId);
     expect(healed.consecutiveFailures).toBe(0);

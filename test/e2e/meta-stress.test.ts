@@ -58,7 +58,9 @@ const record = (pk: string, sk: string): DynamoDBRecord => ({
   dynamodb: { Keys: { pk: { S: pk }, sk: { S: sk } }, SequenceNumber: String(Math.floor(Math.random() * 1e12)).padStart(21, '0') },
 });
 
-it('keeps every invariant through concurrent creates, deletes, failures, duplicated records and overlapping sweeps', { timeout: STRESS_MS + 90_000 }, async () => {
+it('keeps every invariant through concurrent creates, deletes, failures, duplicated records and overlapping sweeps', {
+  timeout: STRESS_MS + 90_000,
+}, async () => {
   const counts = { creates: 0, deletes: 0, quarantines: 0, recoveries: 0, heartbeatStops: 0, duplicatedBatches: 0, sweeps: 0, errors: 0 };
   const metaIds: string[] = [];
   const deleted = new Set<string>();
@@ -115,10 +117,9 @@ it('keeps every invariant through concurrent creates, deletes, failures, duplica
     }, 700),
     actorsLoop(async () => {
       // Duplicated and reordered records for whatever exists now, delivered concurrently.
-      const records = [
-        ...metaIds.map((id) => record(`META#${id}`, '#META')),
-        ...machineIds().map((id) => record(`MACHINE#${id}`, '#MACHINE')),
-      ].sort(() => Math.random() - 0.5);
+      const records = [...metaIds.map((id) => record(`META#${id}`, '#META')), ...machineIds().map((id) => record(`MACHINE#${id}`, '#MACHINE'))].sort(
+        () => Math.random() - 0.5,
+      );
       const batch = [...records, ...records.slice(0, Math.ceil(records.length / 2))].sort(() => Math.random() - 0.5);
       counts.duplicatedBatches += 2;
       await Promise.all([stream({ Records: batch }), stream({ Records: [...batch].reverse() })]);
@@ -149,10 +150,13 @@ it('keeps every invariant through concurrent creates, deletes, failures, duplica
       const m = machines.find((x) => x.id === i.machineId);
       if (m?.instanceId !== i.id) found.push(`instance ${i.id} is live but machine ${i.machineId} holds ${m?.instanceId ?? 'nothing'}`);
       const meta = metas.find((x) => x.id === i.metaInstanceId);
-      if (i.metaInstanceId && (!meta || meta.status === 'Deleted' || meta.status === 'Deleting')) found.push(`instance ${i.id} bound to deleted ${i.metaInstanceId}`);
+      if (i.metaInstanceId && (!meta || meta.status === 'Deleted' || meta.status === 'Deleting'))
+        found.push(`instance ${i.id} bound to deleted ${i.metaInstanceId}`);
     }
     for (const meta of metas.filter((m) => m.status !== 'Deleted' && m.status !== 'Deleting')) {
-      const members = live.filter((i) => i.metaInstanceId === meta.id).map((instance) => ({ instance, machine: machines.find((m) => m.id === instance.machineId) ?? null }));
+      const members = live
+        .filter((i) => i.metaInstanceId === meta.id)
+        .map((instance) => ({ instance, machine: machines.find((m) => m.id === instance.machineId) ?? null }));
       if (!isSatisfied(meta, members) && !meta.placementError) found.push(`meta-instance ${meta.id} is neither satisfied nor carries a placementError`);
     }
     for (const meta of metas.filter((m) => m.status === 'Deleting')) found.push(`meta-instance ${meta.id} still Deleting`);
@@ -168,8 +172,10 @@ it('keeps every invariant through concurrent creates, deletes, failures, duplica
   } while (found.length > 0 && Date.now() < settleBy);
 
   const operations = Object.values(counts).reduce((a, b) => a + b, 0);
-  console.log(`meta-instance stress: ${operations} operations ${JSON.stringify(counts)}; ${metaIds.length} ` +
-    `meta-instances, ${deleted.size} deleted; anomalies at quiesce: ${found.length}`);
+  console.log(
+    `meta-instance stress: ${operations} operations ${JSON.stringify(counts)}; ${metaIds.length} ` +
+      `meta-instances, ${deleted.size} deleted; anomalies at quiesce: ${found.length}`,
+  );
   expect(found).toEqual([]);
   expect(counts.errors).toBe(0);
   // The run really raced: meta-instances came and went while machines failed (the counts scale with load).

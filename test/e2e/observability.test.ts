@@ -27,7 +27,9 @@ describe('correlation ids end to end', () => {
     await instanceStatus(site, who.tenant, 'acme', created.body.id, 'Ready');
 
     // The reaction's line comes once its whole run is over, the fleet summary's batches last.
-    await site.eventually(async () => linesOf(requestId).some((line) => line.message === 'reaction done' && line.entity === 'instance' && line.id === created.body.id));
+    await site.eventually(async () =>
+      linesOf(requestId).some((line) => line.message === 'reaction done' && line.entity === 'instance' && line.id === created.body.id),
+    );
     const lines = linesOf(requestId);
     expect(lines).toContainEqual(expect.objectContaining({ message: 'request', level: 'INFO', method: 'POST', status: 201, service: 'fleetward' }));
     expect(lines).toContainEqual(expect.objectContaining({ message: 'site agent create finished', instanceId: created.body.id, ok: true }));

@@ -1,6 +1,16 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig, type TestSite } from '#test/support/local-site.ts';
-import { claimForRepair, machine, readySite, repairRelease, reportIssue, runInstance, setRepairStatus, sources, type Actors } from '#test/support/repair-steps.ts';
+import {
+  claimForRepair,
+  machine,
+  readySite,
+  repairRelease,
+  reportIssue,
+  runInstance,
+  setRepairStatus,
+  sources,
+  type Actors,
+} from '#test/support/repair-steps.ts';
 
 // The repair-storm breaker is exercised in safety.test.ts; here it is kept closed (see afterEach).
 const fleet = `
@@ -156,22 +166,36 @@ describe('repair workflow with auto-repair on', () => {
   it('online repair: Ready → Repairing blocks release; disabling returns to Ready; a failed one is released for full repair', async () => {
     const instance = await runInstance(site, who);
     const path = `/v2/org/acme/nico/instance/${instance.id}`;
-    const enabled = await site.call('PATCH', path, { token: who.tenant, body: { onlineRepair: { enabled: true, issue: { category: 'NETWORK', summary: 'IB flaps' } } } });
+    const enabled = await site.call('PATCH', path, {
+      token: who.tenant,
+      body: { onlineRepair: { enabled: true, issue: { category: 'NETWORK', summary: 'IB flaps' } } },
+    });
     expect(enabled.status).toBe(200);
     expect(enabled.body.status).toBe('Repairing');
     const m = await machine(site, who.admin, instance.machineId);
-    expect(m.healthOverrides.find((o: { source: string }) => o.source === 'request-online-repair').alerts[0].classifications).toEqual(['PreventInstanceDeletion']);
+    expect(m.healthOverrides.find((o: { source: string }) => o.source === 'request-online-repair').alerts[0].classifications).toEqual([
+      'PreventInstanceDeletion',
+    ]);
     const blocked = await site.call('DELETE', path, { token: who.tenant });
     expect(blocked.status).toBe(409);
     expect(blocked.body.code).toBe('online-repair-active');
-    const fullRepairMeanwhile = await site.call('POST', `/admin/machines/${instance.machineId}/health-overrides`, { token: who.admin, body: { template: 'request-repair' } });
+    const fullRepairMeanwhile = await site.call('POST', `/admin/machines/${instance.machineId}/health-overrides`, {
+      token: who.admin,
+      body: { template: 'request-repair' },
+    });
     expect(fullRepairMeanwhile.status).toBe(409);
 
-    const disabled = await site.call('PATCH', path, { token: who.tenant, body: { onlineRepair: { enabled: false }, labels: { 'onlineRepair.status': 'Failed' } } });
+    const disabled = await site.call('PATCH', path, {
+      token: who.tenant,
+      body: { onlineRepair: { enabled: false }, labels: { 'onlineRepair.status': 'Failed' } },
+    });
     expect(disabled.body).toMatchObject({ status: 'Ready', labels: { 'onlineRepair.status': 'Failed' } });
     expect(sources(await machine(site, who.admin, instance.machineId))).toEqual([]);
 
-    const released = await site.call('DELETE', path, { token: who.tenant, body: { machineHealthIssue: { category: 'NETWORK', summary: 'online repair failed' } } });
+    const released = await site.call('DELETE', path, {
+      token: who.tenant,
+      body: { machineHealthIssue: { category: 'NETWORK', summary: 'online repair failed' } },
+    });
     expect(released.status).toBe(202);
     const history = (await site.call('GET', `/admin/machines/${instance.machineId}/history`, { token: who.admin })).body.items;
     expect(history.find((h: { action: string }) => h.action === 'instance-released').labels).toEqual({ 'onlineRepair.status': 'Failed' });
@@ -180,7 +204,10 @@ describe('repair workflow with auto-repair on', () => {
   it('a concurrent release with an issue and a provider override on one machine lose neither', async () => {
     const instance = await runInstance(site, who);
     const [release, override] = await Promise.all([
-      site.call('DELETE', `/v2/org/acme/nico/instance/${instance.id}`, { token: who.tenant, body: { machineHealthIssue: { category: 'OTHER', summary: 'odd' } } }),
+      site.call('DELETE', `/v2/org/acme/nico/instance/${instance.id}`, {
+        token: who.tenant,
+        body: { machineHealthIssue: { category: 'OTHER', summary: 'odd' } },
+      }),
       site.call('POST', `/admin/machines/${instance.machineId}/health-overrides`, { token: who.admin, body: { template: 'degraded', message: 'fans' } }),
     ]);
     expect(release.status).toBe(202);
@@ -201,7 +228,10 @@ describe('repair workflow with auto-repair on', () => {
     const history = (await site.call('GET', `/admin/machines/${machineId}/history`, { token: who.admin })).body.items;
     const removed = history.find((h: { action: string }) => h.action === 'health-override-removed');
     expect(removed).toMatchObject({ actor: 'provider-user', changes: { healthOverride: { from: 'tenant-reported-issue' } } });
-    const added = history.find((h: { action: string; changes: { healthOverride?: { to?: string } } }) => h.action === 'health-override-added' && h.changes.healthOverride?.to === 'tenant-reported-issue');
+    const added = history.find(
+      (h: { action: string; changes: { healthOverride?: { to?: string } } }) =>
+        h.action === 'health-override-added' && h.changes.healthOverride?.to === 'tenant-reported-issue',
+    );
     expect(added).toMatchObject({ actor: 'acme-user', message: 'ECC errors' });
   });
 });

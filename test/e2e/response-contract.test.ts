@@ -18,7 +18,13 @@ afterAll(async () => site?.stop());
 
 const addInternalField = (key: Record<string, string>) =>
   site.storeClient.send(
-    new UpdateCommand({ TableName: site.tableNames.table, Key: key, UpdateExpression: 'SET #f = :v', ExpressionAttributeNames: { '#f': internalField }, ExpressionAttributeValues: { ':v': 'not for clients' } }),
+    new UpdateCommand({
+      TableName: site.tableNames.table,
+      Key: key,
+      UpdateExpression: 'SET #f = :v',
+      ExpressionAttributeNames: { '#f': internalField },
+      ExpressionAttributeValues: { ':v': 'not for clients' },
+    }),
   );
 
 describe('answers carry only what the response schemas list', () => {
@@ -28,7 +34,9 @@ describe('answers carry only what the response schemas list', () => {
     const { id, machineId } = await instanceStatus(site, who.tenant, 'acme', created.body.id, 'Ready');
     const meta = await site.call('POST', '/v2/org/acme/nico/meta-instance', { token: who.tenant, body: { machineType: 'h100' } });
     expect(meta.status, JSON.stringify(meta.body)).toBe(201);
-    await site.eventually(async () => (await site.call('GET', `/v2/org/acme/nico/meta-instance/${meta.body.id}`, { token: who.tenant })).body.status === 'Ready');
+    await site.eventually(
+      async () => (await site.call('GET', `/v2/org/acme/nico/meta-instance/${meta.body.id}`, { token: who.tenant })).body.status === 'Ready',
+    );
 
     await addInternalField(keys.instance(id));
     await addInternalField(keys.machine(machineId));

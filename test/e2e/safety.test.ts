@@ -5,7 +5,17 @@ import type { AppContext } from '#runtime/context.ts';
 import { sweep } from '#reconcilers/sweep.ts';
 import { resetRepairStorm } from '#services/safety.ts';
 import { expectGatewayAnswer, expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { claimForRepair, deliveredOf, machine, readySite, repairRelease, reportIssue, setRepairStatus, sources, type Actors } from '#test/support/repair-steps.ts';
+import {
+  claimForRepair,
+  deliveredOf,
+  machine,
+  readySite,
+  repairRelease,
+  reportIssue,
+  setRepairStatus,
+  sources,
+  type Actors,
+} from '#test/support/repair-steps.ts';
 import { ops } from '#test/support/fixtures.ts';
 
 // Fleet safety end to end on a local site: the repair-storm breaker, recurring-fault escalation and
@@ -32,11 +42,15 @@ describe('repair-storm breaker', () => {
 
   beforeAll(async () => {
     // Two quarantines an hour are fine; the third trips. max_fraction = 1 keeps the fleet-size limit out of the way.
-    ({ site, who } = await readySite(10, { config: testConfig(`${simulator('[ { type = "gb200", count = 10, racks = 2 } ]')}\n[repair_storm]\nmax_quarantines = 2\nmax_fraction = 1\n`) }));
+    ({ site, who } = await readySite(10, {
+      config: testConfig(`${simulator('[ { type = "gb200", count = 10, racks = 2 } ]')}\n[repair_storm]\nmax_quarantines = 2\nmax_fraction = 1\n`),
+    }));
   });
   afterAll(async () => site?.stop());
 
-  it('trips on the report past the limit, holds back that and later repair requests, lets claimed repairs finish, and a reset applies what it held back', { timeout: 90_000 }, async () => {
+  it('trips on the report past the limit, holds back that and later repair requests, lets claimed repairs finish, and a reset applies what it held back', {
+    timeout: 90_000,
+  }, async () => {
     expect(await safety()).toEqual({ repairStorm: { state: 'closed', heldBack: [] }, replacementsInFlight: 0 });
 
     // Reports 1 and 2 (at the limit): quarantine plus an automated repair request.
@@ -105,7 +119,9 @@ describe('repair-storm breaker', () => {
     expect(await claimForRepair(site, who, m3)).toEqual(expect.any(String));
   });
 
-  it('validates the reset body while tripped and changes nothing; a reset without applyHeldBack leaves the machines quarantined only', { timeout: 90_000 }, async () => {
+  it('validates the reset body while tripped and changes nothing; a reset without applyHeldBack leaves the machines quarantined only', {
+    timeout: 90_000,
+  }, async () => {
     // The reset above forgot the window: two reports are fine again, the third trips a second time.
     const a = await reportIssue(site, who, { category: 'other', summary: 'second storm 1' });
     const b = await reportIssue(site, who, { category: 'other', summary: 'second storm 2' });
@@ -176,11 +192,15 @@ describe('a reset that applies held-back repairs, cut short by a crash', () => {
 
   beforeAll(async () => {
     // The first report is fine, every later one is held back.
-    ({ site, who } = await readySite(5, { config: testConfig(`${simulator('[ { type = "gb200", count = 5, racks = 1 } ]')}\n[repair_storm]\nmax_quarantines = 1\nmax_fraction = 1\n`) }));
+    ({ site, who } = await readySite(5, {
+      config: testConfig(`${simulator('[ { type = "gb200", count = 5, racks = 1 } ]')}\n[repair_storm]\nmax_quarantines = 1\nmax_fraction = 1\n`),
+    }));
   });
   afterAll(async () => site?.stop());
 
-  it('leaves every held-back machine either requested or still listed, keeps the breaker tripped, and a second reset finishes', { timeout: 90_000 }, async () => {
+  it('leaves every held-back machine either requested or still listed, keeps the breaker tripped, and a second reset finishes', {
+    timeout: 90_000,
+  }, async () => {
     await reportIssue(site, who, { category: 'hardware', summary: 'before the storm' });
     const held: string[] = [];
     for (const n of [1, 2, 3]) held.push(await reportIssue(site, who, { category: 'hardware', summary: `held back ${n}` }));
@@ -269,7 +289,10 @@ window_days = 30
     const escalated = await machine(site, who.admin, m);
     expect(sources(escalated)).toEqual(['out-for-repair', 'tenant-reported-issue']);
     expect(escalated.allocatable).toBe(false);
-    expect(escalated.healthOverrides.find((o: { source: string }) => o.source === 'out-for-repair').issue).toEqual({ category: 'NETWORK', summary: 'IB link flaps' });
+    expect(escalated.healthOverrides.find((o: { source: string }) => o.source === 'out-for-repair').issue).toEqual({
+      category: 'NETWORK',
+      summary: 'IB link flaps',
+    });
 
     const event = await site.eventually(async () => deliveredOf(site, 'RepairEscalated', m)[0]);
     expect(event.detail.earlierReports).toEqual([
@@ -330,7 +353,9 @@ repair_hours = 24
   });
   afterAll(async () => site?.stop());
 
-  it('an unclaimed request is stuck after claim_minutes, alerted once; a claim starts a new episode; a past repair_eta makes a claimed repair stuck', { timeout: 90_000 }, async () => {
+  it('an unclaimed request is stuck after claim_minutes, alerted once; a claim starts a new episode; a past repair_eta makes a claimed repair stuck', {
+    timeout: 90_000,
+  }, async () => {
     const a = await reportIssue(site, who);
     const requestedAt = (await machine(site, who.admin, a)).healthOverrides.find((o: { source: string }) => o.source === 'repair-request').createdAt;
     expect(await repairs()).toEqual([expect.objectContaining({ machineId: a, since: requestedAt, stage: 'unclaimed', waitingMinutes: 0 })]);

@@ -8,7 +8,17 @@ describe('scale soak, small', () => {
     const report = await scaleSoak(
       inject('dynamoEndpoint'),
       `test-${process.pid}`,
-      { machines: 60, instances: 6, metaInstances: 3, churnSeconds: 8, failurePercent: 5, apiWorkers: 2, sweepIntervalMs: 1_000, heartbeatIntervalSeconds: 1, heartbeatTimeoutSeconds: 5 },
+      {
+        machines: 60,
+        instances: 6,
+        metaInstances: 3,
+        churnSeconds: 8,
+        failurePercent: 5,
+        apiWorkers: 2,
+        sweepIntervalMs: 1_000,
+        heartbeatIntervalSeconds: 1,
+        heartbeatTimeoutSeconds: 5,
+      },
       () => {},
     );
     expect(report.invariants).toEqual({

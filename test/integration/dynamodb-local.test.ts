@@ -31,7 +31,8 @@ describe('DynamoDB Local with its stream log indexed', () => {
     // The second table's records come after the first's: the lookups the indexes serve must still find each stream's own.
     for (const table of ['first', 'second']) {
       await createTables(dynamo.endpoint, { table, idempotencyTable: `${table}-idempotency` });
-      for (const n of [1, 2, 3]) await documents.send(new PutCommand({ TableName: table, Item: { pk: 'probe', sk: `${table}-${n}` }, ConditionExpression: 'attribute_not_exists(pk)' }));
+      for (const n of [1, 2, 3])
+        await documents.send(new PutCommand({ TableName: table, Item: { pk: 'probe', sk: `${table}-${n}` }, ConditionExpression: 'attribute_not_exists(pk)' }));
     }
     expect(await streamedKeys(streams, 'first')).toEqual(['first-1', 'first-2', 'first-3']);
     expect(await streamedKeys(streams, 'second')).toEqual(['second-1', 'second-2', 'second-3']);

@@ -107,7 +107,9 @@ describe('delivering the outbox', () => {
     }
     // ...and two occurrences of the same type, machine and time, in one change: two events, two ids.
     const m4 = (await ctx.store.getMachine('m-4'))!;
-    await ctx.store.commit({ history: [repairEvent('RepairRequested', m4, { actor: 'admin' }, AT), repairEvent('RepairRequested', m4, { actor: 'admin' }, AT)] });
+    await ctx.store.commit({
+      history: [repairEvent('RepairRequested', m4, { actor: 'admin' }, AT), repairEvent('RepairRequested', m4, { actor: 'admin' }, AT)],
+    });
     const expectedIds = await storedEventIds(tables, machineIds);
     expect(expectedIds).toHaveLength(5);
     expect(new Set(expectedIds).size).toBe(5);

@@ -26,10 +26,14 @@ beforeAll(async () => {
   table = tables.names.table;
   harness = testRoutes();
   idempotencyTable = tables.names.idempotencyTable;
-  const handler = (apiHandler = createApiHandler(harness.routes, { client, table }, {
-    idempotency: { client, tableName: tables.names.idempotencyTable },
-    logger: new Logger({ serviceName: 'test', logLevel: 'SILENT' }),
-  }));
+  const handler = (apiHandler = createApiHandler(
+    harness.routes,
+    { client, table },
+    {
+      idempotency: { client, tableName: tables.names.idempotencyTable },
+      logger: new Logger({ serviceName: 'test', logLevel: 'SILENT' }),
+    },
+  ));
   server = await createLocalHttpServer({
     port: 0,
     routes: gatewayRoutesOf(harness.routes),
@@ -217,10 +221,18 @@ describe('Idempotency-Key', () => {
   it('replays the first response for the same key and body, writing nothing more', async () => {
     const key = randomUUID();
     const before = await thingCount();
-    const first = await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'once', labels: { a: '1', b: '2' } }, headers: { 'idempotency-key': key } });
+    const first = await call('POST', '/v2/org/acme/things', {
+      token: tokens.alice,
+      body: { name: 'once', labels: { a: '1', b: '2' } },
+      headers: { 'idempotency-key': key },
+    });
     expect(first.status).toBe(201);
     // Same body with keys in another order is the same request.
-    const replay = await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { labels: { b: '2', a: '1' }, name: 'once' }, headers: { 'idempotency-key': key } });
+    const replay = await call('POST', '/v2/org/acme/things', {
+      token: tokens.alice,
+      body: { labels: { b: '2', a: '1' }, name: 'once' },
+      headers: { 'idempotency-key': key },
+    });
     expect(replay.status).toBe(201);
     expect(replay.text).toBe(first.text);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
@@ -313,10 +325,7 @@ describe('behind API Gateway (routeKey chosen, claims from the authorizer)', () 
     expect(await apiHandler(create, context)).toMatchObject({ statusCode: 201, body: created.body });
 
     const id = JSON.parse(created.body!).id;
-    const read = await apiHandler(
-      event('GET /v2/org/{org}/things/{id}', `/v2/org/acme/things/${id}`, { pathParameters: { org: 'acme', id } }),
-      context,
-    );
+    const read = await apiHandler(event('GET /v2/org/{org}/things/{id}', `/v2/org/acme/things/${id}`, { pathParameters: { org: 'acme', id } }), context);
     expect(JSON.parse(read.body!)).toEqual({ id, name: 'direct' });
   });
 

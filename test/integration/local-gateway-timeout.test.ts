@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createLocalHttpServer } from '#local/api-gateway-adapter.ts';
 
 describe('the function timeout', () => {
-  it('is what the handler is told, and a handler still running at it gets API Gateway\'s 500 for a failed function', async () => {
+  it("is what the handler is told, and a handler still running at it gets API Gateway's 500 for a failed function", async () => {
     const timeoutMs = 300;
     const remaining: number[] = [];
     const slow = await createLocalHttpServer({

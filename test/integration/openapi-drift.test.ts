@@ -30,9 +30,30 @@ import { expectProblem, routeKey, routePath, startTestSite, type TestSite } from
 type Schema = Record<string, any> | boolean;
 const annotations = new Set(['description', 'default', 'title', 'examples', 'example', 'deprecated', 'readOnly', 'writeOnly', '$comment']);
 const assertions = new Set([
-  'type', 'enum', 'const', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum',
-  'items', 'minItems', 'maxItems', 'properties', 'required', 'additionalProperties', 'propertyNames', 'minProperties',
-  'maxProperties', 'anyOf', 'oneOf', 'allOf', 'not', '$ref',
+  'type',
+  'enum',
+  'const',
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'items',
+  'minItems',
+  'maxItems',
+  'properties',
+  'required',
+  'additionalProperties',
+  'propertyNames',
+  'minProperties',
+  'maxProperties',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'not',
+  '$ref',
 ]);
 
 const typeOf = (value: unknown): string =>
@@ -41,7 +62,8 @@ const typeOf = (value: unknown): string =>
 function valid(schema: Schema, value: unknown, root: any): boolean {
   if (typeof schema === 'boolean') return schema;
   for (const keyword of Object.keys(schema)) {
-    if (!annotations.has(keyword) && !assertions.has(keyword)) throw new Error(`the evaluator does not know "${keyword}": teach it before trusting the drift test`);
+    if (!annotations.has(keyword) && !assertions.has(keyword))
+      throw new Error(`the evaluator does not know "${keyword}": teach it before trusting the drift test`);
   }
   if (schema.$ref !== undefined) {
     const name = /^#\/components\/schemas\/(.+)$/.exec(schema.$ref)?.[1];
@@ -135,10 +157,7 @@ function variants(value: unknown, at = 'body'): Variant[] {
     });
   } else if (typeof value === 'object' && value !== null) {
     const object = value as Record<string, unknown>;
-    out.push(
-      { what: `${at} + unknown key`, body: { ...object, __unknown: 1 } },
-      { what: `${at} + key "bad key!"`, body: { ...object, 'bad key!': 'x' } },
-    );
+    out.push({ what: `${at} + unknown key`, body: { ...object, __unknown: 1 } }, { what: `${at} + key "bad key!"`, body: { ...object, 'bad key!': 'x' } });
     for (const key of Object.keys(object)) {
       const { [key]: _removed, ...rest } = object;
       out.push({ what: `${at} - ${key}`, body: rest });
@@ -210,7 +229,10 @@ describe('the OpenAPI document matches what the handlers enforce', () => {
           refused.push(variant);
           continue;
         }
-        expect(byDoc, `${route.operationId}: ${variant.what}: zod says ${byZod.success ? 'valid' : `invalid (${byZod.error!.issues.map((i) => i.message).join('; ')})`}`).toBe(byZod.success);
+        expect(
+          byDoc,
+          `${route.operationId}: ${variant.what}: zod says ${byZod.success ? 'valid' : `invalid (${byZod.error!.issues.map((i) => i.message).join('; ')})`}`,
+        ).toBe(byZod.success);
         if (!byZod.success) refused.push(variant);
       }
       const token = await tokenFor(route);
@@ -246,7 +268,8 @@ describe('the OpenAPI document matches what the handlers enforce', () => {
       expect(Object.keys(documentedAnswers), `${operationId} answered ${response.status}`).toContain(String(response.status));
       const content = documentedAnswers[String(response.status)].content;
       if (content === undefined) expect(response.body, `${operationId} ${response.status} has no documented body`).toBeUndefined();
-      else expect(valid(content['application/json'].schema, response.body, doc), `${operationId} ${response.status}: ${JSON.stringify(response.body)}`).toBe(true);
+      else
+        expect(valid(content['application/json'].schema, response.body, doc), `${operationId} ${response.status}: ${JSON.stringify(response.body)}`).toBe(true);
       return response.body;
     };
     const ready = async (id: string) =>

@@ -198,7 +198,10 @@ describe('simulated site agent: creates', () => {
   it('rejects a fault it cannot play with a problem+json 422 naming the field, and queues nothing', async () => {
     const unplayable = await call('POST', '/_sim/faults', { op: 'create', outcomes: [503, 'sometimes'] });
     expect(unplayable.status).toBe(422);
-    expect(unplayable.body).toMatchObject({ code: 'validation-failed', errors: [{ path: 'outcomes.1', message: expect.stringContaining('"network", "timeout" or one of') }] });
+    expect(unplayable.body).toMatchObject({
+      code: 'validation-failed',
+      errors: [{ path: 'outcomes.1', message: expect.stringContaining('"network", "timeout" or one of') }],
+    });
     expect((await call('POST', '/_sim/faults', { op: 'reboot', outcomes: [] })).status).toBe(422);
     expect((await call('POST', '/_sim/faults', { op: 'cleanup', outcomes: ['yes'] })).status).toBe(422);
     expect((await call('GET', '/_sim/faults')).body).toEqual({ create: [], cleanup: [] });
@@ -286,7 +289,10 @@ describe('simulated site agent: signed calls only', () => {
     const k2 = newKey('k2');
     let secret = onlyK1;
     let reads = 0;
-    const { client } = agentClient(2_000, keysReadOnDemand(async () => (reads++, secret)));
+    const { client } = agentClient(
+      2_000,
+      keysReadOnDemand(async () => (reads++, secret)),
+    );
     const request = { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 'tok-1' };
     expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'absent' });
     // 1. the agent accepts the new key beside the old; 2. the secret names it current; 3. the agent drops the old.

@@ -16,7 +16,11 @@ async function throttledStore(share: number, seed = 7) {
   const { endpoint, names } = await freshTables('throttle');
   const client = createDocumentClient(endpoint);
   const stats = injectThrottles(client, { share, random: seededRandom(seed) });
-  return { store: new DynamoFleetStore(client, names.table, dueTimes), observer: new DynamoFleetStore(createDocumentClient(endpoint), names.table, dueTimes), stats };
+  return {
+    store: new DynamoFleetStore(client, names.table, dueTimes),
+    observer: new DynamoFleetStore(createDocumentClient(endpoint), names.table, dueTimes),
+    stats,
+  };
 }
 
 describe('a store whose calls DynamoDB throttles', () => {
@@ -25,7 +29,9 @@ describe('a store whose calls DynamoDB throttles', () => {
     for (let i = 0; i < 20; i++) await store.commit(registerMachine(null, { id: `m-${i}`, machineType: 'gb200', rack: 'r1' }, 'ops', T0)!);
     await store.createMachines(Array.from({ length: 60 }, (_, i) => aMachine({ id: `b-${i}` })));
     const listed = await observer.listMachines({ limit: 200 });
-    expect(listed.items.map((m) => m.id).sort()).toEqual([...Array.from({ length: 20 }, (_, i) => `m-${i}`), ...Array.from({ length: 60 }, (_, i) => `b-${i}`)].sort());
+    expect(listed.items.map((m) => m.id).sort()).toEqual(
+      [...Array.from({ length: 20 }, (_, i) => `m-${i}`), ...Array.from({ length: 60 }, (_, i) => `b-${i}`)].sort(),
+    );
     expect(stats.throttled).toBeGreaterThan(0);
   });
 

@@ -21,7 +21,9 @@ describe('bench workflows part with one trial', () => {
         expect(positive(figure), `${workflow}: ${JSON.stringify(figures)}`).toBe(true);
       }
       // Every request is counted once, by command and by who sent it.
-      const byCommand = Object.entries(figures.requests_by_command).filter(([name]) => name !== 'unit').reduce((sum, [, n]) => sum + Number(n), 0);
+      const byCommand = Object.entries(figures.requests_by_command)
+        .filter(([name]) => name !== 'unit')
+        .reduce((sum, [, n]) => sum + Number(n), 0);
       expect(byCommand, workflow).toBe(figures.requests.median);
       const bySource = figures.by_source.call.requests.median + figures.by_source.agent.requests.median + figures.by_source.reactions.requests.median;
       expect(bySource, workflow).toBe(figures.requests.median);

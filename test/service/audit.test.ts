@@ -23,8 +23,23 @@ async function site(): Promise<Harness> {
 describe('the audit log', () => {
   it('a registration is one entry with its counts, not one per machine', async () => {
     const h = harness();
-    await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200' }, { id: 'm-2', machineType: 'gb200' }], ops);
-    await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'h100' }, { id: 'm-2', machineType: 'gb200' }, { id: 'm-3', machineType: 'gb200' }], { actor: 'bob', requestId: 'req-2' });
+    await registerMachines(
+      h.ctx,
+      [
+        { id: 'm-1', machineType: 'gb200' },
+        { id: 'm-2', machineType: 'gb200' },
+      ],
+      ops,
+    );
+    await registerMachines(
+      h.ctx,
+      [
+        { id: 'm-1', machineType: 'h100' },
+        { id: 'm-2', machineType: 'gb200' },
+        { id: 'm-3', machineType: 'gb200' },
+      ],
+      { actor: 'bob', requestId: 'req-2' },
+    );
     expect(await audit(h.store)).toEqual([
       { at, actor: 'bob', action: 'machines-registered', target: 'machines', after: { added: 1, updated: 1, unchanged: 1 }, requestId: 'req-2' },
       { at, actor: 'ops', action: 'machines-registered', target: 'machines', after: { added: 2, updated: 0, unchanged: 0 }, requestId: 'req-ops' },
@@ -65,7 +80,15 @@ describe('the audit log', () => {
     await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
     await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: false }, ops);
     expect(await audit(h.store, { target: 'tenants/fixit' })).toEqual([
-      { at, actor: 'ops', action: 'tenant-capabilities-set', target: 'tenants/fixit', before: { targetedInstanceCreation: true }, after: { targetedInstanceCreation: false }, requestId: 'req-ops' },
+      {
+        at,
+        actor: 'ops',
+        action: 'tenant-capabilities-set',
+        target: 'tenants/fixit',
+        before: { targetedInstanceCreation: true },
+        after: { targetedInstanceCreation: false },
+        requestId: 'req-ops',
+      },
       { at, actor: 'ops', action: 'tenant-capabilities-set', target: 'tenants/fixit', after: { targetedInstanceCreation: true }, requestId: 'req-ops' },
     ]);
   });
@@ -83,8 +106,23 @@ describe('the audit log', () => {
     await resetRepairStorm(h.ctx, true, { actor: 'ops', requestId: 'req-reset' });
     expect((await audit(h.store)).filter((e) => e.requestId === 'req-reset')).toEqual([
       // The hand-over took the machine off the list before the breaker closed.
-      { at, actor: 'ops', action: 'repair-storm-reset', target: 'safety/repair-storm', before: { ...tripped, heldBack: [] }, after: { state: 'closed', heldBack: [] }, requestId: 'req-reset' },
-      { at, actor: 'ops', action: 'held-back-repair-handed-over', target: `machines/${instance.machineId}`, after: { repairRequestApplied: true }, requestId: 'req-reset' },
+      {
+        at,
+        actor: 'ops',
+        action: 'repair-storm-reset',
+        target: 'safety/repair-storm',
+        before: { ...tripped, heldBack: [] },
+        after: { state: 'closed', heldBack: [] },
+        requestId: 'req-reset',
+      },
+      {
+        at,
+        actor: 'ops',
+        action: 'held-back-repair-handed-over',
+        target: `machines/${instance.machineId}`,
+        after: { repairRequestApplied: true },
+        requestId: 'req-reset',
+      },
     ]);
   });
 

@@ -34,10 +34,12 @@ describe("the sweep's fleet metrics", () => {
     expect(h.gauges.get('SiteAgentRosterAgeSeconds')).toBe(12);
   });
 
-  it('reads what its checks and gauges share once per scheduled run: heartbeat and safety in one batch, the shards and the repair index once each', async () => {
+  it('reads what its checks and gauges share once per scheduled run: heartbeat and safety in one batch, shards and repair index once each', async () => {
     const h = harness();
     await siteWith(h, { gb200: 1 });
-    const spies = (['getRecords', 'getSiteHeartbeat', 'getSafety', 'summaryShards', 'repairsToWatch'] as const).map((name) => [name, vi.spyOn(h.ctx.store, name)] as const);
+    const spies = (['getRecords', 'getSiteHeartbeat', 'getSafety', 'summaryShards', 'repairsToWatch'] as const).map(
+      (name) => [name, vi.spyOn(h.ctx.store, name)] as const,
+    );
 
     await createSweepHandler(h.ctx, async () => {})(undefined);
 
@@ -53,7 +55,7 @@ describe("the sweep's fleet metrics", () => {
     expect(h.gauges.has('RepairsStuck')).toBe(true);
   });
 
-  it("counts a check that fails, logs it and still does the rest of the tick", async () => {
+  it('counts a check that fails, logs it and still does the rest of the tick', async () => {
     const h = harness();
     await siteWith(h, { gb200: 2 });
     await startRun(h.ctx).reconcile(['gb200-1', 'gb200-2'].map((id) => ({ entity: 'fleet-summary', id })));

@@ -42,9 +42,7 @@ async function deliver(h: Harness, records: Array<Versioned<Machine>>, seed: num
   const delivered = shuffled([...records, ...records.filter((_, i) => i % 3 === 0)], seed);
   const batches: Array<Array<Versioned<Machine>>> = [];
   for (let i = 0; i < delivered.length; i += 25) batches.push(delivered.slice(i, i + 25));
-  await Promise.all(
-    batches.map((batch) => startRun(h.ctx).reconcile(batch.flatMap((r) => registry.concernedBy('machine', r.before, r.after, r.after.id)))),
-  );
+  await Promise.all(batches.map((batch) => startRun(h.ctx).reconcile(batch.flatMap((r) => registry.concernedBy('machine', r.before, r.after, r.after.id)))));
 }
 
 /** What the machine listing says, in the summary's terms. */
@@ -59,7 +57,10 @@ async function countedFromListing(h: Harness) {
   const bump = (counts: Record<string, number>, name: string) => void (counts[name] = (counts[name] ?? 0) + 1);
   const byState: Record<string, number> = {};
   const byOverride: Record<string, number> = {};
-  const byType: Record<string, { machines: number; allocatable: number; byRack: Record<string, { machines: number; allocatable: number; quarantined: number }> }> = {};
+  const byType: Record<
+    string,
+    { machines: number; allocatable: number; byRack: Record<string, { machines: number; allocatable: number; quarantined: number }> }
+  > = {};
   for (const view of views) {
     bump(byState, view.state);
     for (const source of new Set(view.healthOverrides.map((o) => o.source))) bump(byOverride, source);
@@ -98,7 +99,14 @@ describe('fleet summary', () => {
     await addHealthOverride(h.ctx, 'h100-2', { template: 'request-repair' }, ops);
     await addHealthOverride(h.ctx, 'gb200-20', { template: 'out-for-repair' }, ops);
     // Re-described to another rack and another type: their entries must leave the old racks.
-    await registerMachines(h.ctx, [{ id: 'gb200-24', machineType: 'gb200', rack: 'r|9' }, { id: 'h100-9', machineType: 'gb300', rack: 'r1' }], ops);
+    await registerMachines(
+      h.ctx,
+      [
+        { id: 'gb200-24', machineType: 'gb200', rack: 'r|9' },
+        { id: 'h100-9', machineType: 'gb300', rack: 'r1' },
+      ],
+      ops,
+    );
     // Three machines drop out of the roster.
     const roster = [...Array.from({ length: 21 }, (_, i) => `gb200-${i + 1}`), 'gb200-24', ...Array.from({ length: 8 }, (_, i) => `h100-${i + 1}`)];
     h.clock.advance(1000);
@@ -151,7 +159,13 @@ describe('fleet summary', () => {
     const counters = async () => (await h.store.summaryShards()).map((shard) => shard.counters);
     const healthy = await counters();
     const [damaged] = await h.store.summaryShards();
-    await h.store.commit({ fleetSummary: { racks: [], shards: [{ before: damaged!, after: { ...damaged!, counters: { machines: 99, 'state|Ready': 99, 'rack|r%7Cx|machines': 99 } } }] }, history: [] });
+    await h.store.commit({
+      fleetSummary: {
+        racks: [],
+        shards: [{ before: damaged!, after: { ...damaged!, counters: { machines: 99, 'state|Ready': 99, 'rack|r%7Cx|machines': 99 } } }],
+      },
+      history: [],
+    });
     expect((await summaryWithoutTime(h)).machines).toBeGreaterThan(99);
 
     let repaired = 0;
@@ -168,16 +182,23 @@ describe('fleet summary', () => {
     const records = recordStream(h);
     const fleet = Array.from({ length: 96 }, (_, i) => ({ id: `gb200-${i + 1}`, machineType: 'gb200', rack: `r${(i % 24) + 1}` }));
     await registerMachines(h.ctx, fleet, ops);
-    await beat(h, fleet.map((m) => m.id));
+    await beat(
+      h,
+      fleet.map((m) => m.id),
+    );
     await deliver(h, records.splice(0), 17);
-    const layout = async () => Object.fromEntries((await h.store.summaryShards()).filter((s) => Object.keys(s.counters).length > 0).map((s) => [s.shard, s.counters]));
+    const layout = async () =>
+      Object.fromEntries((await h.store.summaryShards()).filter((s) => Object.keys(s.counters).length > 0).map((s) => [s.shard, s.counters]));
     const spread = await layout();
     expect(Object.keys(spread).length).toBeGreaterThan(SUMMARY_SHARDS);
 
     // The layout before counter items: all of a shard's counters in the item numbered as the shard.
     const stored = await h.store.summaryShards();
     const merged = stored.map((item): { before: SummaryShard; after: SummaryShard } => {
-      const counters = item.shard < SUMMARY_SHARDS ? stored.filter((other) => other.shard % SUMMARY_SHARDS === item.shard).reduce((sum, other) => applyDelta(sum, other.counters), {}) : {};
+      const counters =
+        item.shard < SUMMARY_SHARDS
+          ? stored.filter((other) => other.shard % SUMMARY_SHARDS === item.shard).reduce((sum, other) => applyDelta(sum, other.counters), {})
+          : {};
       return { before: item, after: { ...item, counters } };
     });
     await h.store.commit({ fleetSummary: { racks: [], shards: merged }, history: [] });
@@ -198,4 +219,3 @@ describe('fleet summary', () => {
     expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
   });
 });
-

@@ -16,7 +16,10 @@ const gpu: AgentAlert = { id: 'GpuXid79', message: 'GPU 3 fell off the bus', cla
 const roster = (count: number) => Array.from({ length: count }, (_, i) => `gb200-${i + 1}`);
 const sources = async (h: Harness, id: string) => (await h.store.getMachine(id))!.healthOverrides.map((o) => o.source).sort();
 const emitted = async (h: Harness, id: string) =>
-  (await h.store.listHistory(id, { limit: 100 })).items.filter((e) => e.action === 'event-emitted').map((e) => e.message).sort();
+  (await h.store.listHistory(id, { limit: 100 })).items
+    .filter((e) => e.action === 'event-emitted')
+    .map((e) => e.message)
+    .sort();
 
 async function site(autoRepair = true, machines = 20) {
   const h = harness();
@@ -67,11 +70,12 @@ describe('a health alert in a heartbeat', () => {
     await beat(h, roster(20));
     expect(await sources(h, 'gb200-3')).toEqual(['repair-request']);
     const history = (await h.store.listHistory('gb200-3', { limit: 100 })).items;
-    expect(history.filter((e) => e.actor === 'site-agent' && e.action.startsWith('health-override')).map((e) => e.action).sort()).toEqual([
-      'health-override-added',
-      'health-override-added',
-      'health-override-removed',
-    ]);
+    expect(
+      history
+        .filter((e) => e.actor === 'site-agent' && e.action.startsWith('health-override'))
+        .map((e) => e.action)
+        .sort(),
+    ).toEqual(['health-override-added', 'health-override-added', 'health-override-removed']);
   });
 
   it('the breaker tripped by a burst of alerts holds the rest back', async () => {

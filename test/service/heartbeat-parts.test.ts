@@ -20,7 +20,11 @@ const halves: [RosterPart, RosterPart] = [
 
 async function registered() {
   const h = harness();
-  await registerMachines(h.ctx, ids.map((id) => ({ id, machineType: 'gb200', rack: 'r1' })), ops);
+  await registerMachines(
+    h.ctx,
+    ids.map((id) => ({ id, machineType: 'gb200', rack: 'r1' })),
+    ops,
+  );
   return h;
 }
 
@@ -30,7 +34,11 @@ async function beatPart(h: Harness, part: RosterPart, listed = partOf(part)) {
   return result;
 }
 
-const live = async (h: Harness) => (await Promise.all(ids.map((id) => h.store.getMachine(id)))).filter((m) => m!.heartbeatLive).map((m) => m!.id).sort();
+const live = async (h: Harness) =>
+  (await Promise.all(ids.map((id) => h.store.getMachine(id))))
+    .filter((m) => m!.heartbeatLive)
+    .map((m) => m!.id)
+    .sort();
 const timeoutMs = (h: Harness) => h.ctx.config.heartbeat.timeout_seconds * 1000;
 
 describe('a roster in parts', () => {
@@ -43,7 +51,10 @@ describe('a roster in parts', () => {
     expect(await live(h)).toEqual([...partOf(halves[0])].sort());
     await beatPart(h, halves[1]);
     expect(await live(h)).toEqual([...ids].sort());
-    expect(await h.store.getSiteHeartbeat()).toMatchObject({ machineCount: ids.length, parts: { count: 2, machineCounts: [partOf(halves[0]).length, partOf(halves[1]).length] } });
+    expect(await h.store.getSiteHeartbeat()).toMatchObject({
+      machineCount: ids.length,
+      parts: { count: 2, machineCounts: [partOf(halves[0]).length, partOf(halves[1]).length] },
+    });
   });
 
   it('is as old as its oldest part: a part the agent stops sending makes the roster stale', async () => {
@@ -61,7 +72,7 @@ describe('a roster in parts', () => {
     expect(rosterStale(heartbeatViewOf(h.ctx, stored), h.clock.now())).toBe(true);
   });
 
-  it('a machine leaving one part leaves; the other part\'s machines stay live', async () => {
+  it("a machine leaving one part leaves; the other part's machines stay live", async () => {
     const h = await registered();
     await beatPart(h, halves[0]);
     await beatPart(h, halves[1]);
@@ -71,7 +82,7 @@ describe('a roster in parts', () => {
     expect(await live(h)).toEqual(ids.filter((id) => id !== leaving).sort());
   });
 
-  it('refuses a part that lists another part\'s machine with 422, and writes nothing', async () => {
+  it("refuses a part that lists another part's machine with 422, and writes nothing", async () => {
     const h = await registered();
     const refused = await rejection(receiveHeartbeat(h.ctx, [...partOf(halves[0]), partOf(halves[1])[0]!], new Map(), halves[0]));
     expect(refused).toMatchObject({ status: 422, code: 'roster-part-mismatch' });
@@ -79,7 +90,7 @@ describe('a roster in parts', () => {
     expect(await h.store.getRosterDigests()).toBeNull();
   });
 
-  it('splitting a whole roster into parts keeps the parts not yet seen at the whole roster\'s time', async () => {
+  it("splitting a whole roster into parts keeps the parts not yet seen at the whole roster's time", async () => {
     const h = await registered();
     await receiveHeartbeat(h.ctx, ids);
     const whole = iso(h.clock.now());

@@ -11,7 +11,11 @@ import { ops } from '#test/support/fixtures.ts';
 const ids = ['m-1', 'm-2', 'm-3'];
 
 async function registered(h: Harness = harness()) {
-  await registerMachines(h.ctx, ids.map((id) => ({ id, machineType: 'gb200', rack: 'r1' })), ops);
+  await registerMachines(
+    h.ctx,
+    ids.map((id) => ({ id, machineType: 'gb200', rack: 'r1' })),
+    ops,
+  );
   return h;
 }
 

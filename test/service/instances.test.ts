@@ -22,7 +22,15 @@ describe('createInstance by machine type', () => {
     await siteWith(h, { gb200: 1 });
     const instance = await createInstance(h.ctx, alice, { machineType: 'gb200', name: 'train', labels: { team: 'a' } });
 
-    expect(instance).toMatchObject({ id: 'i-1', org: 'acme', name: 'train', machineId: 'gb200-1', status: 'Provisioning', labels: { team: 'a' }, createdBy: 'alice' });
+    expect(instance).toMatchObject({
+      id: 'i-1',
+      org: 'acme',
+      name: 'train',
+      machineId: 'gb200-1',
+      status: 'Provisioning',
+      labels: { team: 'a' },
+      createdBy: 'alice',
+    });
     expect(await h.store.getInstance('i-1')).toEqual({ ...instance, version: 0 });
     expect(await h.store.getMachine('gb200-1')).toMatchObject({ state: 'Assigned', instanceId: 'i-1' });
     expect(await h.store.allocatableMachineIds('gb200')).toEqual([]);

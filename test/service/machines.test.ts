@@ -13,7 +13,11 @@ const alice = tenant('acme', 'alice');
 describe('registerMachines', () => {
   it('registers a large batch, new machines in batches and re-described ones in transactions under the limit, the catalog updated once', async () => {
     const h = harness();
-    const registrations = Array.from({ length: 1_020 }, (_, i) => ({ id: `m-${String(i).padStart(4, '0')}`, machineType: i < 600 ? 'gb200' : 'h100', rack: 'r1' }));
+    const registrations = Array.from({ length: 1_020 }, (_, i) => ({
+      id: `m-${String(i).padStart(4, '0')}`,
+      machineType: i < 600 ? 'gb200' : 'h100',
+      rack: 'r1',
+    }));
     expect(await registerMachines(h.ctx, registrations.slice(0, 120), ops)).toEqual({ upserted: 120 });
     expect(h.store.attempts.get('machines')).toBeUndefined();
     const redescribed = registrations.map((r, i) => (i < 120 ? { ...r, rack: 'r2' } : r));
@@ -132,7 +136,10 @@ describe('tenant views of machines', () => {
     const seen = await tenantShowMachine(h.ctx, repairer, instance.machineId);
     // Another tenant's instance is not shown to the repair tenant.
     expect(seen).not.toHaveProperty('instanceId');
-    expect(await rejection(tenantPatchMachineLabels(h.ctx, repairer, instance.machineId, { repair_status: 'x' }))).toMatchObject({ status: 403, code: 'not-machine-holder' });
+    expect(await rejection(tenantPatchMachineLabels(h.ctx, repairer, instance.machineId, { repair_status: 'x' }))).toMatchObject({
+      status: 403,
+      code: 'not-machine-holder',
+    });
     expect((await tenantPatchMachineLabels(h.ctx, alice, instance.machineId, { note: 'mine' })).labels).toEqual({ note: 'mine' });
   });
 });

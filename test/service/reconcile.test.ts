@@ -152,7 +152,16 @@ describe('deliverOutboxEvent', () => {
   it('hands the event to the bus with its stable id and notes the delivery once in the machine history', async () => {
     const h = harness();
     await siteWith(h, { gb200: 1 });
-    const outbox = { key: 'MACHINE#gb200-1/HISTORY#2026-01-01T00:00:00.000Z#1', entry: { machineId: 'gb200-1', at: '2026-01-01T00:00:00.000Z', actor: 'test', action: 'event-emitted', event: { type: 'RepairRequested', detail: { machineId: 'gb200-1' } } } };
+    const outbox = {
+      key: 'MACHINE#gb200-1/HISTORY#2026-01-01T00:00:00.000Z#1',
+      entry: {
+        machineId: 'gb200-1',
+        at: '2026-01-01T00:00:00.000Z',
+        actor: 'test',
+        action: 'event-emitted',
+        event: { type: 'RepairRequested', detail: { machineId: 'gb200-1' } },
+      },
+    };
     await deliverOutboxEvent(h.ctx, outbox);
     await deliverOutboxEvent(h.ctx, outbox);
     expect(h.events).toHaveLength(2);

@@ -11,7 +11,7 @@ const alice = tenant('acme', 'alice');
 function countSiteReads(h: ReturnType<typeof harness>) {
   const reads = { site: 0 };
   const getRecords = h.store.getRecords.bind(h.store);
-  h.store.getRecords = async (ids) => ((ids.catalog || ids.siteHeartbeat ? reads.site++ : 0), getRecords(ids));
+  h.store.getRecords = async (ids) => (ids.catalog || ids.siteHeartbeat ? reads.site++ : 0, getRecords(ids));
   return reads;
 }
 

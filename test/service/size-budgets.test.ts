@@ -49,7 +49,7 @@ function rosterOf(bytes: number, idLength: number, accept: (id: string) => boole
 }
 
 describe('a heartbeat at its byte cap', () => {
-  it('commits its roster in one transaction under DynamoDB\'s limits, with ids of the longest length', async () => {
+  it("commits its roster in one transaction under DynamoDB's limits, with ids of the longest length", async () => {
     const h = harness();
     const ids = rosterOf(HEARTBEAT_MAX_BODY_BYTES, 128);
     expect(ids.length).toBeGreaterThan(25_000);

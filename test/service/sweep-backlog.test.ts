@@ -18,7 +18,14 @@ const BACKLOG = 2 * DUE_PAGE + 50;
 async function backlog(h: Harness, count = BACKLOG): Promise<{ most: number }> {
   const at = iso(h.clock.now());
   const machines = Array.from({ length: count }, (_, i) =>
-    aMachine({ id: `m-${String(i).padStart(4, '0')}`, state: 'Cleanup', instanceId: `i-${i}`, cleanup: { instanceId: `i-${i}`, phase: 'pending', attempts: 0 }, createdAt: at, updatedAt: at }),
+    aMachine({
+      id: `m-${String(i).padStart(4, '0')}`,
+      state: 'Cleanup',
+      instanceId: `i-${i}`,
+      cleanup: { instanceId: `i-${i}`, phase: 'pending', attempts: 0 },
+      createdAt: at,
+      updatedAt: at,
+    }),
   );
   for (let start = 0; start < machines.length; start += 50) {
     await h.store.commit({ machines: machines.slice(start, start + 50).map((after) => ({ before: null, after })), history: [] });
@@ -116,7 +123,10 @@ describe('same-rack placement on fragmented racks', () => {
       ...Array.from({ length: 4 }, (_, i) => ({ id: `room-${i}`, machineType: 'gb200', rack: 'z0001' })),
     ];
     await registerMachines(h.ctx, registrations, ops);
-    await beat(h, registrations.map((r) => r.id));
+    await beat(
+      h,
+      registrations.map((r) => r.id),
+    );
 
     const created = await createMetaInstance(h.ctx, tenant(), { machineType: 'gb200', minNodes: 4, placement: { sameRack: true }, labels: {} });
     expect(created).toMatchObject({ status: 'Ready', instanceIds: [expect.any(String), expect.any(String), expect.any(String), expect.any(String)] });

@@ -15,7 +15,9 @@ describe('setTenantCapabilities', () => {
     const updated = await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: false }, ops);
     expect(updated).toMatchObject({ capabilities: { targetedInstanceCreation: false }, version: 1 });
     expect(await h.store.getTenant('fixit')).toEqual(updated);
-    expect(h.logged).toContainEqual(expect.objectContaining({ message: 'tenant capabilities set', fields: expect.objectContaining({ org: 'fixit', actor: 'ops' }) }));
+    expect(h.logged).toContainEqual(
+      expect.objectContaining({ message: 'tenant capabilities set', fields: expect.objectContaining({ org: 'fixit', actor: 'ops' }) }),
+    );
   });
 
   it('a tenant created by someone else meanwhile is updated on the fresh record instead', async () => {

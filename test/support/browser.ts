@@ -39,7 +39,16 @@ export async function launchBrowser(): Promise<TestBrowser> {
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: chromiumPath,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: { width: 1280, height: 900 },
     locale: 'en-GB',
     timezoneId: 'UTC',
@@ -61,8 +70,14 @@ export async function until<T>(page: Page, what: string, check: () => Promise<T 
     const value = await check().catch(() => undefined);
     if (value) return value;
     if (Date.now() > deadline) {
-      const status = await page.getByTestId('refresh-status').textContent().catch(() => '?');
-      const errors = await page.getByTestId('errors').textContent().catch(() => '');
+      const status = await page
+        .getByTestId('refresh-status')
+        .textContent()
+        .catch(() => '?');
+      const errors = await page
+        .getByTestId('errors')
+        .textContent()
+        .catch(() => '');
       throw new Error(`the dashboard did not show ${what} within ${timeoutMs} ms (status: ${status}; errors: ${errors || 'none'})`);
     }
     await new Promise((r) => setTimeout(r, 100));

@@ -14,7 +14,10 @@ export interface ThingsContext {
 
 export function testRoutes() {
   const issueSchema = z.object({
-    category: z.string().transform((c) => c.toUpperCase()).pipe(z.enum(['HARDWARE', 'NETWORK', 'PERFORMANCE', 'OTHER'])),
+    category: z
+      .string()
+      .transform((c) => c.toUpperCase())
+      .pipe(z.enum(['HARDWARE', 'NETWORK', 'PERFORMANCE', 'OTHER'])),
     summary: z.string().min(1).max(1024),
   });
   let flakyCalls = 0;

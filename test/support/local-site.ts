@@ -42,7 +42,11 @@ export interface TestSite extends LocalSite {
    */
   afterNextSweep(): Promise<void>;
   token(org: string, roles: Role[], sub?: string): Promise<string>;
-  call(method: string, path: string, options?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    options?: { token?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   /** Polls until `check` returns a truthy value (or throws after `timeoutMs`). */
   eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs?: number): Promise<T>;
 }

@@ -67,7 +67,11 @@ export async function runInstance(site: TestSite, who: Actors, type = 'gb200') {
 }
 
 /** A tenant releases its instance reporting an issue; returns the machine id once cleanup is done. */
-export async function reportIssue(site: TestSite, who: Actors, issue: { category: string; summary: string; details?: string } = { category: 'hardware', summary: 'ECC errors', details: 'DIMM 2' }) {
+export async function reportIssue(
+  site: TestSite,
+  who: Actors,
+  issue: { category: string; summary: string; details?: string } = { category: 'hardware', summary: 'ECC errors', details: 'DIMM 2' },
+) {
   const instance = await runInstance(site, who);
   const released = await site.call('DELETE', `/v2/org/acme/nico/instance/${instance.id}`, { token: who.tenant, body: { machineHealthIssue: issue } });
   expect(released.status).toBe(202);

@@ -124,7 +124,13 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerProcess
       await exited;
       documents.destroy();
       // The killed java may take a moment to let go of its port and its files.
-      while (await fetch(dynamo).then(() => true, () => false)) await new Promise((r) => setTimeout(r, 100));
+      while (
+        await fetch(dynamo).then(
+          () => true,
+          () => false,
+        )
+      )
+        await new Promise((r) => setTimeout(r, 100));
     },
     output: () => output,
   };

@@ -226,7 +226,10 @@ export async function siteWith(h: Harness, fleet: Record<string, number>): Promi
     Array.from({ length: count }, (_, i) => ({ id: `${machineType}-${i + 1}`, machineType, rack: `r${(i % 2) + 1}` })),
   );
   await registerMachines(h.ctx, registrations, ops);
-  await beat(h, registrations.map((r) => r.id));
+  await beat(
+    h,
+    registrations.map((r) => r.id),
+  );
 }
 
 /** The agent's beat (with the alerts it reports, by machine) and the stream's reaction to it: the roster buckets it changed are walked. */

@@ -14,7 +14,8 @@ export async function streamRecords(endpoint: string, tableName: string): Promis
     const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: arn }));
     const out: DynamoDBRecord[] = [];
     for (const shard of StreamDescription?.Shards ?? []) {
-      let iterator = (await streams.send(new GetShardIteratorCommand({ StreamArn: arn, ShardId: shard.ShardId!, ShardIteratorType: 'TRIM_HORIZON' }))).ShardIterator;
+      let iterator = (await streams.send(new GetShardIteratorCommand({ StreamArn: arn, ShardId: shard.ShardId!, ShardIteratorType: 'TRIM_HORIZON' })))
+        .ShardIterator;
       while (iterator) {
         const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
         out.push(...(page.Records ?? []).map((record) => toLambdaRecord(record, arn)));

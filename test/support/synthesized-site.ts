@@ -35,11 +35,13 @@ export function synthesizeSite(site: string): SynthesizedSite {
   const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as {
     pluginReports: Array<{ pluginName: string; violations: SynthesizedSite['nagViolations'] }>;
   };
-  const acknowledgments = built.app.node.findAll().flatMap((construct) =>
-    construct.node.metadata
-      .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
-      .flatMap((entry) => Object.entries(entry.data as Record<string, string>).map(([id, reason]) => ({ path: construct.node.path, id, reason }))),
-  );
+  const acknowledgments = built.app.node
+    .findAll()
+    .flatMap((construct) =>
+      construct.node.metadata
+        .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+        .flatMap((entry) => Object.entries(entry.data as Record<string, string>).map(([id, reason]) => ({ path: construct.node.path, id, reason }))),
+    );
   return {
     outdir,
     stack: built.stack,

@@ -12,7 +12,11 @@ const canonical = (value: unknown): unknown =>
     : value instanceof Set
       ? [...value].map(canonical).sort()
       : value && typeof value === 'object'
-        ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)]))
+        ? Object.fromEntries(
+            Object.entries(value)
+              .sort(([a], [b]) => a.localeCompare(b))
+              .map(([k, v]) => [k, canonical(v)]),
+          )
         : value;
 
 export async function snapshot(site: TestSite): Promise<Snapshot> {
@@ -27,7 +31,9 @@ export function difference(before: Map<string, string>, after: Map<string, strin
   return {
     added: [...after.keys()].filter((k) => !before.has(k)),
     removed: [...before.keys()].filter((k) => !after.has(k)),
-    changed: [...after.keys()].filter((k) => before.has(k) && before.get(k) !== after.get(k)).map((k) => ({ key: k, before: before.get(k), after: after.get(k) })),
+    changed: [...after.keys()]
+      .filter((k) => before.has(k) && before.get(k) !== after.get(k))
+      .map((k) => ({ key: k, before: before.get(k), after: after.get(k) })),
   };
 }
 

@@ -107,7 +107,7 @@ describe('site agent client: signing', () => {
     ]);
   });
 
-  it('signs the path as sent: the base URL\'s own path, the percent-encoded name', async () => {
+  it("signs the path as sent: the base URL's own path, the percent-encoded name", async () => {
     const { agent } = client({ baseUrl: `${baseUrl}/agent/v1/` });
     expect(await agent.instanceStatus('job r2')).toEqual({ ok: true, state: 'present' });
     expect(received).toEqual([{ method: 'GET', path: '/agent/v1/instances/job%20r2', body: undefined }]);
@@ -232,10 +232,7 @@ describe('site agent client: create', () => {
     [504, 'site agent answered 504 Gateway Timeout on attempt 1 (not retried: the create may have committed)'],
     [400, 'site agent answered 400 Bad Request on attempt 1 (not retried: the agent rejected the request)'],
     [404, 'site agent answered 404 Not Found on attempt 1 (not retried: the agent rejected the request)'],
-    [
-      409,
-      'site agent answered 409 Conflict (name_conflict) on attempt 1 (not retried: the name is already in use at the site)',
-    ],
+    [409, 'site agent answered 409 Conflict (name_conflict) on attempt 1 (not retried: the name is already in use at the site)'],
   ])('makes a single attempt on %i', async (status, reason) => {
     script = [status];
     const { agent, sleeps } = client();

@@ -5,10 +5,7 @@ import { agentPaths, cleanupReport, createInstanceRequest, heartbeatBody, instan
 describe('site agent contract', () => {
   it('takes a heartbeat with and without alerts', () => {
     const body = {
-      machines: [
-        { id: 'gb200-r1-01' },
-        { id: 'gb200-r1-02', alerts: [{ id: 'ecc', message: 'ECC errors', classifications: ['PreventAllocations'] }] },
-      ],
+      machines: [{ id: 'gb200-r1-01' }, { id: 'gb200-r1-02', alerts: [{ id: 'ecc', message: 'ECC errors', classifications: ['PreventAllocations'] }] }],
     };
     expect(heartbeatBody.parse(body)).toEqual(body);
     expect(heartbeatRouteBody.parse(body)).toEqual(body);
@@ -24,7 +21,7 @@ describe('site agent contract', () => {
     ['65 alerts', { machines: [{ id: 'm-1', alerts: tooMany(65, { id: 'a', message: '', classifications: [] }) }] }],
     ['a message over 4096 characters', { machines: [{ id: 'm-1', alerts: [{ id: 'a', message: 'x'.repeat(4097), classifications: [] }] }] }],
     ['an empty alert id', { machines: [{ id: 'm-1', alerts: [{ id: '', message: '', classifications: [] }] }] }],
-  ])('refuses a heartbeat with %s, on the agent\'s side and the route\'s alike', (_name, body) => {
+  ])("refuses a heartbeat with %s, on the agent's side and the route's alike", (_name, body) => {
     expect(heartbeatBody.safeParse(body).success).toBe(false);
     expect(heartbeatRouteBody.safeParse(body).success).toBe(false);
   });

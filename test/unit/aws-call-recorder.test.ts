@@ -17,7 +17,12 @@ function offlineClient() {
 }
 
 const linesIn = (dir: string) =>
-  readdirSync(dir).flatMap((file) => readFileSync(join(dir, file), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line)));
+  readdirSync(dir).flatMap((file) =>
+    readFileSync(join(dir, file), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line)),
+  );
 
 describe('the AWS call recorder', () => {
   it('records what a function sends, once per distinct call, already written when the call is sent', async () => {

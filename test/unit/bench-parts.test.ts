@@ -14,7 +14,11 @@ describe('bench parts', () => {
       expect(new Set(values).size, key).toBe(values.length);
     }
     for (const [i, part] of parts.entries()) {
-      for (const read of part.reads ?? []) expect(parts.findIndex((p) => p.name === read), `${part.name} reads ${read}`).toBeLessThan(i);
+      for (const read of part.reads ?? [])
+        expect(
+          parts.findIndex((p) => p.name === read),
+          `${part.name} reads ${read}`,
+        ).toBeLessThan(i);
     }
   });
 

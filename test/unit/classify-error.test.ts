@@ -50,8 +50,14 @@ describe('classifyError', () => {
 describe('the document client', () => {
   const client = createDocumentClient('http://127.0.0.1:1');
   const query = (startKey: Record<string, unknown>) =>
-    client.send(new QueryCommand({ TableName: 't', KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'p' }, ExclusiveStartKey: startKey }));
-  const errorOf = (promise: Promise<unknown>) => promise.then(() => expect.unreachable('expected a failure'), (error: unknown) => error);
+    client.send(
+      new QueryCommand({ TableName: 't', KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'p' }, ExclusiveStartKey: startKey }),
+    );
+  const errorOf = (promise: Promise<unknown>) =>
+    promise.then(
+      () => expect.unreachable('expected a failure'),
+      (error: unknown) => error,
+    );
 
   it.each([
     ['a number beyond 2^53', { pk: 2 ** 64 }],
@@ -72,7 +78,19 @@ describe('the document client', () => {
 describe('the API handler', () => {
   let thrown: unknown;
   const handler = createApiHandler(
-    [defineRoute({ operationId: 'throws', method: 'GET', path: '/throws', roles: 'public', summary: 'throws what the test sets', responses: { 200: null }, handle: async () => { throw thrown; } })],
+    [
+      defineRoute({
+        operationId: 'throws',
+        method: 'GET',
+        path: '/throws',
+        roles: 'public',
+        summary: 'throws what the test sets',
+        responses: { 200: null },
+        handle: async () => {
+          throw thrown;
+        },
+      }),
+    ],
     {} as never,
     { logger: new Logger({ logLevel: 'SILENT' }) },
   );

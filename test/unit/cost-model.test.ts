@@ -7,7 +7,7 @@ const idle: MeasuredUnits = { createToReady: nothing, releaseToClean: nothing, m
 const month = 30 * 24 * 3600;
 
 describe('the monthly cost estimate', () => {
-  it('prices DynamoDB write units by what was measured: the idle fleet\'s writes every second of the month', () => {
+  it("prices DynamoDB write units by what was measured: the idle fleet's writes every second of the month", () => {
     const cost = monthlyCost(0, { ...idle, idleWritesPerSecond: 0.1 });
     expect(cost.dynamodb.write_units).toBe(month * 0.1);
     expect(cost.dynamodb.usd).toBeCloseTo(((month * 0.1) / 1e6) * prices.dynamodb_write_request_unit_per_million, 2);
@@ -24,7 +24,7 @@ describe('the monthly cost estimate', () => {
     expect(large.total_usd).toBeGreaterThan(small.total_usd);
   });
 
-  it('charges one HTTP API request per heartbeat, whatever the fleet\'s size', () => {
+  it("charges one HTTP API request per heartbeat, whatever the fleet's size", () => {
     expect(monthlyCost(0, idle).http_api.requests).toBe(month / ASSUMPTIONS.heartbeatIntervalSeconds);
     expect(monthlyCost(0, idle).total_usd).toBeGreaterThan(0);
   });

@@ -130,9 +130,7 @@ describe('the create retry rule', () => {
     for (const step of [500, 503, 'network'] as const) {
       expect(play([step], once)).toMatchObject({ ok: false, attempts: 1, delays: [] });
     }
-    expect(play([503], once).reason).toBe(
-      'site agent answered 503 Service Unavailable on attempt 1 (retries disabled: max_attempts is 1)',
-    );
+    expect(play([503], once).reason).toBe('site agent answered 503 Service Unavailable on attempt 1 (retries disabled: max_attempts is 1)');
   });
 
   it('stops a retry sequence at the first non-retryable answer', () => {
@@ -141,10 +139,22 @@ describe('the create retry rule', () => {
   });
 
   it.each([
-    [['network', 500, 201], ['job', 'job', 'job-r3']],
-    [[500, 'network', 201], ['job', 'job-r2', 'job-r3']],
-    [['network', 503, 201], ['job', 'job', 'job-r3']],
-    [[503, 'network', 'network', 201], ['job', 'job-r2', 'job-r3', 'job-r4']],
+    [
+      ['network', 500, 201],
+      ['job', 'job', 'job-r3'],
+    ],
+    [
+      [500, 'network', 201],
+      ['job', 'job-r2', 'job-r3'],
+    ],
+    [
+      ['network', 503, 201],
+      ['job', 'job', 'job-r3'],
+    ],
+    [
+      [503, 'network', 'network', 201],
+      ['job', 'job-r2', 'job-r3', 'job-r4'],
+    ],
   ] as const)('names across the mixed sequence %j', (steps, names) => {
     const result = play([...steps], { maxAttempts: 4, baseDelayMs: 100 });
     expect(result.names).toEqual(names);

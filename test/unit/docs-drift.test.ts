@@ -24,7 +24,7 @@ const configSections = Object.keys(siteConfigSchema.shape);
 
 describe.each(['README.md', 'docs/design.md'])('%s', (file) => {
   const doc = read(file);
-  it('lists the registry\'s reconcilers, in its order', () => {
+  it("lists the registry's reconcilers, in its order", () => {
     expect(listAfter(doc, 'Reconcilers (`registry.ts`):')).toEqual(reconcilers.map((r) => r.kind));
   });
   it('lists the record kinds the stream delivers', () => {
@@ -33,11 +33,11 @@ describe.each(['README.md', 'docs/design.md'])('%s', (file) => {
 });
 
 describe('the site config sections', () => {
-  it('are the README table\'s rows', () => {
+  it("are the README table's rows", () => {
     const rows = [...read('README.md').matchAll(/^\| `\[([a-z_]+)\]`/gm)].map((m) => m[1]);
     expect(rows.sort()).toEqual([...configSections].sort());
   });
-  it('are the sections of docs/api.md\'s sample config', () => {
+  it("are the sections of docs/api.md's sample config", () => {
     const api = read('docs/api.md');
     const sample = api.slice(api.indexOf('## Site config'), api.indexOf('## Local runner extras'));
     const sections = [...sample.matchAll(/^\[([a-z_]+)\]/gm)].map((m) => m[1]);

@@ -134,9 +134,7 @@ describe('recordDeleteOutcome', () => {
     const before = requested(1);
     const owned = instance();
     const change = recordDeleteOutcome(before, owned, { kind: 'gone' }, NOW, timings);
-    expect(change!.machines).toEqual([
-      { before, after: { ...before, state: 'Ready', instanceId: undefined, cleanup: undefined, updatedAt: iso(NOW) } },
-    ]);
+    expect(change!.machines).toEqual([{ before, after: { ...before, state: 'Ready', instanceId: undefined, cleanup: undefined, updatedAt: iso(NOW) } }]);
     expect(change!.instances).toEqual([{ before: owned, after: { ...owned, status: 'Terminated', updatedAt: iso(NOW) } }]);
     expect(change!.history).toEqual([expect.objectContaining({ action: 'cleanup-succeeded', actor: 'site-agent', instanceId: 'i-1' })]);
   });
@@ -303,10 +301,23 @@ describe('recordStatusCheck', () => {
     const owned = instance();
     const change = recordStatusCheck(before, owned, { kind: 'absent' }, NOW)!;
     expect(change.machines).toEqual([
-      { before, after: { ...before, state: 'Ready', instanceId: undefined, assignedAt: undefined, boundMetaInstanceId: undefined, cleanup: undefined, updatedAt: iso(NOW) } },
+      {
+        before,
+        after: {
+          ...before,
+          state: 'Ready',
+          instanceId: undefined,
+          assignedAt: undefined,
+          boundMetaInstanceId: undefined,
+          cleanup: undefined,
+          updatedAt: iso(NOW),
+        },
+      },
     ]);
     expect(change.instances).toEqual([{ before: owned, after: { ...owned, status: 'Terminated', updatedAt: iso(NOW) } }]);
-    expect(change.history).toEqual([expect.objectContaining({ action: 'cleanup-succeeded', instanceId: 'i-1', message: expect.stringMatching(/report was lost/) })]);
+    expect(change.history).toEqual([
+      expect.objectContaining({ action: 'cleanup-succeeded', instanceId: 'i-1', message: expect.stringMatching(/report was lost/) }),
+    ]);
   });
 
   it('absent keeps the quarantine a release put on the machine', () => {
@@ -327,9 +338,12 @@ describe('recordStatusCheck', () => {
     expect(claimCleanup(resend, instance(), NOW, timings)?.machines?.[0]?.after.cleanup).toMatchObject({ phase: 'requested', attempts: 3 });
   });
 
-  it.each([{ kind: 'cleaning' as const }, { kind: 'error' as const, reason: 'site agent unreachable' }])('$kind → null (the claim already set the next check)', (outcome) => {
-    expect(recordStatusCheck(checking(), instance(), outcome, NOW)).toBeNull();
-  });
+  it.each([{ kind: 'cleaning' as const }, { kind: 'error' as const, reason: 'site agent unreachable' }])(
+    '$kind → null (the claim already set the next check)',
+    (outcome) => {
+      expect(recordStatusCheck(checking(), instance(), outcome, NOW)).toBeNull();
+    },
+  );
 
   it('a cleanup that ended meanwhile (the report came after all) → null', () => {
     const ready = inCleanup({}, { state: 'Ready', instanceId: undefined, cleanup: undefined });

@@ -1,7 +1,18 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Change } from '#domain/change.ts';
-import { applyDelta, COUNTER_ITEMS_PER_SHARD, counterItemOf, counterItemsOfShard, fleetSummary, shardOf, SUMMARY_SHARDS, summaryChange, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import {
+  applyDelta,
+  COUNTER_ITEMS_PER_SHARD,
+  counterItemOf,
+  counterItemsOfShard,
+  fleetSummary,
+  shardOf,
+  SUMMARY_SHARDS,
+  summaryChange,
+  type RackAggregate,
+  type SummaryShard,
+} from '#domain/fleet-summary.ts';
 import type { Machine } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { aMachine, aRepairRequest, AT, summaryOfFresh, summaryOfOne, T0 } from '#test/support/fixtures.ts';
@@ -52,7 +63,9 @@ describe('summaryChange', () => {
 
 describe('summaryChange of a batch', () => {
   it('writes each touched rack and shard once, with the counters of the changes applied one by one', () => {
-    const machines = ['r1', 'r2', 'r1', 'r3'].map((rack, i) => aMachine({ id: `m-${i}`, rack, version: 1, ...(i === 2 ? { healthOverrides: [aRepairRequest(`m-${i}`)] } : {}) }));
+    const machines = ['r1', 'r2', 'r1', 'r3'].map((rack, i) =>
+      aMachine({ id: `m-${i}`, rack, version: 1, ...(i === 2 ? { healthOverrides: [aRepairRequest(`m-${i}`)] } : {}) }),
+    );
     const oneByOne = new Map<number, Record<string, number>>();
     const racks = new Map<string, RackAggregate | null>();
     for (const machine of machines) {
@@ -104,4 +117,3 @@ describe('counter items', () => {
     expect(Math.max(...perItem.values())).toBeLessThanOrEqual((2 * racks.length) / perItem.size);
   });
 });
-

@@ -28,7 +28,8 @@ const noisy: AgentAlert = { id: 'FanSpeed', message: 'fan 2 slow', classificatio
 
 const machine = (over: Partial<Machine> = {}): Machine => aMachine({ version: 2, lastHeartbeatAt: iso(T0), ...over });
 const policy = (over: Partial<WalkPolicy> = {}): WalkPolicy => ({ autoRepair: true, safety: null, fleetSize: 1000, now, rules: SAFETY_RULES, ...over });
-const bucketWith = (ids: string[], alerts: Record<string, AgentAlert[]> = {}): RosterBucket => bucketWithRoster(null, '00', ids, iso(T0), now, boundBucketAlerts(Object.entries(alerts)));
+const bucketWith = (ids: string[], alerts: Record<string, AgentAlert[]> = {}): RosterBucket =>
+  bucketWithRoster(null, '00', ids, iso(T0), now, boundBucketAlerts(Object.entries(alerts)));
 const walk = (bucket: RosterBucket, machines: Machine[], p: WalkPolicy = policy()) => walkBucket(bucket, machines, now, TIMEOUT_MS, p)!;
 const sources = (m: Machine) => m.healthOverrides.map((o) => o.source).sort();
 const events = (change: Change) => change.history.flatMap((h) => (h.event ? [h.event.type] : []));
@@ -101,7 +102,9 @@ describe('walkBucket: the hardware-health override', () => {
     expect(allocatability(after, { timeoutMs: TIMEOUT_MS }, now).notAllocatableReasons).toContain('health-override:hardware-health');
     expect(change.history.map((h) => h.action)).toEqual(['health-override-added', 'event-emitted']);
     expect(events(change)).toEqual(['MachineQuarantined']);
-    expect(change.history[1]!.event!.detail).toMatchObject({ issue: { category: 'HARDWARE', summary: 'Site agent health alert GpuXid79: GPU 3 fell off the bus' } });
+    expect(change.history[1]!.event!.detail).toMatchObject({
+      issue: { category: 'HARDWARE', summary: 'Site agent health alert GpuXid79: GPU 3 fell off the bus' },
+    });
     expect(change.safety).toBeUndefined();
     expect(after.repairLog!.reports).toEqual([{ at, issue: expect.objectContaining({ category: 'HARDWARE' }) }]);
   });

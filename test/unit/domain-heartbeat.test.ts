@@ -151,7 +151,11 @@ describe('walkBucket', () => {
     expect(walk.separate.map((c) => c.machines!.map((m) => [m.after.id, m.after.heartbeatLive]))).toEqual([[['m-1', true]], [['m-3', false]]]);
     expect(walk.separate.map((c) => c.machines![0]!.before)).toEqual([machines[0], machines[2]]);
     expect(walk.separate.every((c) => c.history.length === 0 && Object.keys(c).length === 2)).toBe(true);
-    expect(walk.change).toEqual({ machines: [], rosterBuckets: [{ before: bucket, after: { ...bucket, leftIds: [], appliedDigest: bucket.digest } }], history: [] });
+    expect(walk.change).toEqual({
+      machines: [],
+      rosterBuckets: [{ before: bucket, after: { ...bucket, leftIds: [], appliedDigest: bucket.digest } }],
+      history: [],
+    });
   });
 
   it('a settled bucket needs no walk; a machine not registered is skipped', () => {
@@ -164,12 +168,24 @@ describe('walkBucket', () => {
   it('more liveness changes than one step takes: WALK_SEPARATE at a time, the bucket applied only with the last', () => {
     const ids = Array.from({ length: WALK_SEPARATE + 5 }, (_, i) => `m-${String(i).padStart(4, '0')}`);
     const bucket = bucketOfIds(ids, []);
-    const first = walkBucket(bucket, ids.map((id) => machine({ id, heartbeatLive: false })), now, TIMEOUT_MS, policy)!;
+    const first = walkBucket(
+      bucket,
+      ids.map((id) => machine({ id, heartbeatLive: false })),
+      now,
+      TIMEOUT_MS,
+      policy,
+    )!;
     expect(first.settles).toBe(false);
     expect(first.separate).toHaveLength(WALK_SEPARATE);
     expect(first.change.rosterBuckets).toBeUndefined();
     const applied = new Set(first.separate.map((c) => c.machines![0]!.after.id));
-    const second = walkBucket(bucket, ids.map((id) => machine({ id, heartbeatLive: applied.has(id) })), now, TIMEOUT_MS, policy)!;
+    const second = walkBucket(
+      bucket,
+      ids.map((id) => machine({ id, heartbeatLive: applied.has(id) })),
+      now,
+      TIMEOUT_MS,
+      policy,
+    )!;
     expect(second.settles).toBe(true);
     expect(second.separate).toHaveLength(5);
     expect(second.change.rosterBuckets).toHaveLength(1);
@@ -197,7 +213,12 @@ describe('livenessChange', () => {
 
   it('leaving the roster keeps the previous roster time as the last heartbeat', () => {
     const before = machine({ heartbeatLive: true, lastHeartbeatAt: iso(T0) });
-    expect(livenessChange(before, false, previousRoster, now)).toEqual({ ...before, heartbeatLive: false, lastHeartbeatAt: previousRoster, updatedAt: iso(now) });
+    expect(livenessChange(before, false, previousRoster, now)).toEqual({
+      ...before,
+      heartbeatLive: false,
+      lastHeartbeatAt: previousRoster,
+      updatedAt: iso(now),
+    });
   });
 
   it('leaving with no previous roster keeps its own last heartbeat', () => {

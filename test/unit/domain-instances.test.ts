@@ -53,9 +53,7 @@ describe('assignInstance', () => {
       version: 0,
     });
     expect(change.instances).toEqual([{ before: null, after: created }]);
-    expect(change.machines).toEqual([
-      { before: free, after: { ...free, state: 'Assigned', instanceId: 'i-7', assignedAt: iso(NOW), updatedAt: iso(NOW) } },
-    ]);
+    expect(change.machines).toEqual([{ before: free, after: { ...free, state: 'Assigned', instanceId: 'i-7', assignedAt: iso(NOW), updatedAt: iso(NOW) } }]);
     // The machine's version is the one read: the store guards the write on it.
     expect(change.machines![0]!.before!.version).toBe(5);
     expect(change.machines![0]!.after.version).toBe(5);
@@ -298,7 +296,10 @@ describe('completeCreate', () => {
 
 describe('claimCreateCheck', () => {
   const lapsed = (checks?: number) =>
-    instance({ createAttempts: 1, creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, -1)), ...(checks === undefined ? {} : { checks }) } });
+    instance({
+      createAttempts: 1,
+      creation: { clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, -1)), ...(checks === undefined ? {} : { checks }) },
+    });
 
   it.each([
     { checks: undefined, delay: 30_000 },
@@ -309,7 +310,14 @@ describe('claimCreateCheck', () => {
     const before = lapsed(checks);
     expect(claimCreateCheck(before, NOW)).toEqual({
       instances: [
-        { before, after: { ...before, creation: { clientToken: 'tok-1', phase: 'in-flight', checks: (checks ?? 0) + 1, leaseUntil: iso(addMs(NOW, delay)) }, updatedAt: iso(NOW) } },
+        {
+          before,
+          after: {
+            ...before,
+            creation: { clientToken: 'tok-1', phase: 'in-flight', checks: (checks ?? 0) + 1, leaseUntil: iso(addMs(NOW, delay)) },
+            updatedAt: iso(NOW),
+          },
+        },
       ],
       history: [],
     });
@@ -331,7 +339,12 @@ describe('recordCreateCheck', () => {
 
   it('present → the create happened: Ready, the lost call counted as one attempt', () => {
     const change = recordCreateCheck(checking(), assignedMachine(), { kind: 'present' }, NOW);
-    expect(change!.instances![0]!.after).toMatchObject({ status: 'Ready', siteName: 'job', createAttempts: 2, creation: { clientToken: 'tok-1', phase: 'done' } });
+    expect(change!.instances![0]!.after).toMatchObject({
+      status: 'Ready',
+      siteName: 'job',
+      createAttempts: 2,
+      creation: { clientToken: 'tok-1', phase: 'done' },
+    });
     expect(change!.history).toEqual([expect.objectContaining({ action: 'instance-ready', instanceId: 'i-1' })]);
   });
 
@@ -342,15 +355,24 @@ describe('recordCreateCheck', () => {
       history: [],
     });
     const resend = recordCreateCheck(before, assignedMachine(), { kind: 'absent' }, NOW)!.instances![0]!.after;
-    expect(claimCreate(resend, NOW, 1_000)?.instances?.[0]?.after.creation).toEqual({ clientToken: 'tok-1', phase: 'in-flight', leaseUntil: iso(addMs(NOW, 1_000)) });
+    expect(claimCreate(resend, NOW, 1_000)?.instances?.[0]?.after.creation).toEqual({
+      clientToken: 'tok-1',
+      phase: 'in-flight',
+      leaseUntil: iso(addMs(NOW, 1_000)),
+    });
   });
 
-  it.each([{ kind: 'cleaning' as const }, { kind: 'error' as const, reason: 'site agent unreachable' }])('$kind → null (the claim already set the next check)', (outcome) => {
-    expect(recordCreateCheck(checking(), assignedMachine(), outcome, NOW)).toBeNull();
-  });
+  it.each([{ kind: 'cleaning' as const }, { kind: 'error' as const, reason: 'site agent unreachable' }])(
+    '$kind → null (the claim already set the next check)',
+    (outcome) => {
+      expect(recordCreateCheck(checking(), assignedMachine(), outcome, NOW)).toBeNull();
+    },
+  );
 
   it('an outcome recorded meanwhile, or a release, is left alone', () => {
-    expect(recordCreateCheck(checking({ status: 'Ready', creation: { clientToken: 'tok-1', phase: 'done' } }), assignedMachine(), { kind: 'absent' }, NOW)).toBeNull();
+    expect(
+      recordCreateCheck(checking({ status: 'Ready', creation: { clientToken: 'tok-1', phase: 'done' } }), assignedMachine(), { kind: 'absent' }, NOW),
+    ).toBeNull();
     expect(recordCreateCheck(checking({ status: 'Terminating' }), assignedMachine(), { kind: 'absent' }, NOW)).toBeNull();
   });
 });

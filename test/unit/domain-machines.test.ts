@@ -96,7 +96,10 @@ describe('historyPage', () => {
   const stored: HistoryEntry[] = [{ machineId: 'm-1', at: iso(NOW), actor: 'alice', action: 'instance-created' }];
 
   it('the registration entry follows the stored ones on the last page', () => {
-    expect(historyPage(registered, { items: stored, nextToken: undefined })).toEqual({ items: [...stored, registrationEntry(registered)], nextToken: undefined });
+    expect(historyPage(registered, { items: stored, nextToken: undefined })).toEqual({
+      items: [...stored, registrationEntry(registered)],
+      nextToken: undefined,
+    });
   });
 
   it('a page with more to come, or a machine registered before the record kept it, has only the stored entries', () => {
@@ -149,7 +152,11 @@ describe('machineView', () => {
   });
 
   it('never shows internal fields; no lastHeartbeatAt when never seen', () => {
-    const shown = machineView(existing({ heartbeatLive: false, lastHeartbeatAt: undefined, registered: { by: 'ops', machineType: 'gb200', rack: 'r1' } }), view, NOW);
+    const shown = machineView(
+      existing({ heartbeatLive: false, lastHeartbeatAt: undefined, registered: { by: 'ops', machineType: 'gb200', rack: 'r1' } }),
+      view,
+      NOW,
+    );
     for (const hidden of ['heartbeatLive', 'createdAt', 'updatedAt', 'lastHeartbeatAt', 'registered']) expect(shown).not.toHaveProperty(hidden);
   });
 });

@@ -66,8 +66,15 @@ describe('list query limit', () => {
     '$name: default 50, bounds 1..500',
     ({ schema }) => {
       expect(schema.parse({}).limit).toBe(50);
-      for (const [input, limit] of [['1', 1], ['500', 500], ['37', 37], [200, 200]] as const) expect(schema.parse({ limit: input }).limit).toBe(limit);
-      for (const input of ['0', '501', '-1', '2.5', 'ten', '', '0x10', '1e2', ' 5', '+5', '5 ', '12345678901234567890']) expect(schema.safeParse({ limit: input }).success, `limit=${input}`).toBe(false);
+      for (const [input, limit] of [
+        ['1', 1],
+        ['500', 500],
+        ['37', 37],
+        [200, 200],
+      ] as const)
+        expect(schema.parse({ limit: input }).limit).toBe(limit);
+      for (const input of ['0', '501', '-1', '2.5', 'ten', '', '0x10', '1e2', ' 5', '+5', '5 ', '12345678901234567890'])
+        expect(schema.safeParse({ limit: input }).success, `limit=${input}`).toBe(false);
     },
   );
 

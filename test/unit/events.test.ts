@@ -24,7 +24,13 @@ const assigned = (overrides: Partial<Machine> = {}) =>
   aMachine({ state: 'Assigned', instanceId: 'i-1', assignedAt: AT, labels: { pool: 'training' }, ...overrides });
 const withRepairRequest = (labels: Record<string, string>) =>
   assigned({ labels, healthOverrides: [buildOverride('m-1', { template: 'request-repair', issue }, 'acme-user', AT)] });
-const report = (overrides: Partial<ReleaseReport> = {}): ReleaseReport => ({ actor: 'acme-user', isRepairTenant: false, issue, policy: { kind: 'request' }, ...overrides });
+const report = (overrides: Partial<ReleaseReport> = {}): ReleaseReport => ({
+  actor: 'acme-user',
+  isRepairTenant: false,
+  issue,
+  policy: { kind: 'request' },
+  ...overrides,
+});
 
 function released(machine: Machine, r: ReleaseReport): HistoryEntry[] {
   const decision = releaseInstance(anInstance({ status: 'Ready' }), machine, r, NOW);
@@ -64,7 +70,11 @@ describe('emitted events', () => {
       expect(schema, `${published.type} has no schema`).toBeDefined();
       const parsed = schema.safeParse(published.detail);
       expect(parsed.error?.issues, published.type).toBeUndefined();
-      expect(published.detail).toMatchObject({ id: expect.any(String), version: eventCatalog[published.type as EventType].version, machineId: entry.machineId });
+      expect(published.detail).toMatchObject({
+        id: expect.any(String),
+        version: eventCatalog[published.type as EventType].version,
+        machineId: entry.machineId,
+      });
     }
   });
 

@@ -20,12 +20,12 @@ function gaugesOf(machines: Machine[]) {
 describe('fleet gauges', () => {
   it('count each machine type: allocatable, assigned, quarantined, stale, out for repair and repairs by stage', () => {
     const gauges = gaugesOf([
-        aMachine({ id: 'a' }),
-        aMachine({ id: 'b', state: 'Assigned', instanceId: 'i-1', assignedAt: AT }),
-        aMachine({ id: 'c', healthOverrides: [override(SOURCES.tenantReportedIssue), aRepairRequest('c')] }),
-        aMachine({ id: 'd', heartbeatLive: false, lastHeartbeatAt: '2025-03-01T11:00:00.000Z' }),
-        aMachine({ id: 'e', healthOverrides: [override(SOURCES.outForRepair)] }),
-        aMachine({ id: 'f', machineType: 'h100' }),
+      aMachine({ id: 'a' }),
+      aMachine({ id: 'b', state: 'Assigned', instanceId: 'i-1', assignedAt: AT }),
+      aMachine({ id: 'c', healthOverrides: [override(SOURCES.tenantReportedIssue), aRepairRequest('c')] }),
+      aMachine({ id: 'd', heartbeatLive: false, lastHeartbeatAt: '2025-03-01T11:00:00.000Z' }),
+      aMachine({ id: 'e', healthOverrides: [override(SOURCES.outForRepair)] }),
+      aMachine({ id: 'f', machineType: 'h100' }),
     ]);
     expect(Object.fromEntries(gauges)).toEqual({
       gb200: {

@@ -1,16 +1,6 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import {
-  emptyLane,
-  enqueue,
-  firstFailure,
-  mayDeliver,
-  nextBatch,
-  settle,
-  type DeliveryPolicy,
-  type Invocation,
-  type Lane,
-} from '#local/lambda-delivery.ts';
+import { emptyLane, enqueue, firstFailure, mayDeliver, nextBatch, settle, type DeliveryPolicy, type Invocation, type Lane } from '#local/lambda-delivery.ts';
 
 const policy: DeliveryPolicy = { batchSize: 4, maxRetries: 2, retryDelayMs: 100 };
 

@@ -15,7 +15,12 @@ describe('toLambdaRecord', () => {
         dynamodb: {
           ApproximateCreationDateTime: new Date('2026-11-26T10:00:00.900Z'),
           Keys: { pk: { S: 'MACHINE#m1' }, sk: { S: '#MACHINE' } },
-          NewImage: { version: { N: '2' }, blob: { B: new Uint8Array([1, 2, 255]) }, tags: { SS: ['a', 'b'] }, nested: { L: [{ BOOL: true }, { M: { x: { NULL: true } } }] } },
+          NewImage: {
+            version: { N: '2' },
+            blob: { B: new Uint8Array([1, 2, 255]) },
+            tags: { SS: ['a', 'b'] },
+            nested: { L: [{ BOOL: true }, { M: { x: { NULL: true } } }] },
+          },
           OldImage: { version: { N: '1' } },
           SequenceNumber: '000042',
           SizeBytes: 120,

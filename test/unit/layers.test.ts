@@ -56,7 +56,9 @@ describe('the layers of functions/', () => {
   });
 
   it('every folder of functions/ is a known layer', () => {
-    const folders = readdirSync(functionsDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    const folders = readdirSync(functionsDir, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
     expect(folders.filter((name) => !rankOf.has(name))).toEqual([]);
   });
 });

@@ -69,7 +69,8 @@ const commit = (decision: MetaDecision) => {
   if (decision.kind !== 'commit') throw new Error(`expected a commit, got ${decision.kind}`);
   return decision.change;
 };
-const placed = (decision: MetaDecision) => (decision.kind === 'commit' ? (decision.change.instances ?? []).filter((v) => v.before === null).map((v) => v.after) : []);
+const placed = (decision: MetaDecision) =>
+  decision.kind === 'commit' ? (decision.change.instances ?? []).filter((v) => v.before === null).map((v) => v.after) : [];
 const metaAfter = (decision: MetaDecision) => commit(decision).metaInstances!.find((v) => v.after.id === 'mi-1')!.after;
 
 describe('backoffMs', () => {
@@ -110,7 +111,12 @@ describe('backoffMs', () => {
           }),
         ),
       );
-    expect(failing(2)).toMatchObject({ status: 'Placing', consecutiveFailures: 3, nextAttemptAt: undefined, lastFailureError: 'machine m-member-1: health-override:degraded' });
+    expect(failing(2)).toMatchObject({
+      status: 'Placing',
+      consecutiveFailures: 3,
+      nextAttemptAt: undefined,
+      lastFailureError: 'machine m-member-1: health-override:degraded',
+    });
     expect(failing(3)).toMatchObject({ status: 'Retrying', consecutiveFailures: 4, nextAttemptAt: new Date(now.getTime() + 5_000).toISOString() });
     expect(failing(4)).toMatchObject({ status: 'Retrying', consecutiveFailures: 5, nextAttemptAt: new Date(now.getTime() + 10_000).toISOString() });
   });
@@ -175,7 +181,9 @@ describe('replacement cap (max_replacements_in_flight) in reconcileMetaInstance'
   });
 
   it('a replacement for a meta-instance whose only members all failed is still a replacement (capped)', () => {
-    const decision = reconcileMetaInstance(snapshot({ meta: meta(2, { consecutiveFailures: 2 }), members: [member(1, 'Terminated'), member(2, 'Terminated')], rules: cap(5) }));
+    const decision = reconcileMetaInstance(
+      snapshot({ meta: meta(2, { consecutiveFailures: 2 }), members: [member(1, 'Terminated'), member(2, 'Terminated')], rules: cap(5) }),
+    );
     expect(placed(decision)).toEqual([]);
     expect(metaAfter(decision).placementError).toMatch(/^waiting for a replacement slot/);
   });
@@ -238,15 +246,28 @@ describe('choosePlacement (what the cap counts)', () => {
   });
 
   it('not enough free machines: an error naming how many are free', () => {
-    expect(choosePlacement(meta(3), [], freeMachines(2), new Map(), isFree)).toEqual({ kind: 'error', message: 'needs 3 more gb200 machine(s); 2 free', shortOfCapacity: true });
+    expect(choosePlacement(meta(3), [], freeMachines(2), new Map(), isFree)).toEqual({
+      kind: 'error',
+      message: 'needs 3 more gb200 machine(s); 2 free',
+      shortOfCapacity: true,
+    });
   });
 
   it('same rack: a lone replacement stays in the group’s rack when that rack has room', () => {
-    const plan = choosePlacement(meta(2, { placement: { sameRack: true } }), [member(1)], [...freeMachines(3, 'rack-2'), ...freeMachines(1, 'rack-1')], new Map(), isFree);
+    const plan = choosePlacement(
+      meta(2, { placement: { sameRack: true } }),
+      [member(1)],
+      [...freeMachines(3, 'rack-2'), ...freeMachines(1, 'rack-1')],
+      new Map(),
+      isFree,
+    );
     expect(plan.kind === 'place' && plan.machines.map((m) => m.rack)).toEqual(['rack-1']);
   });
 
   it('same rack with no room left in it: the group regroups to a rack that holds it whole', () => {
-    expect(choosePlacement(meta(2, { placement: { sameRack: true } }), [member(1)], freeMachines(3, 'rack-2'), new Map(), isFree)).toEqual({ kind: 'regroup', rack: 'rack-2' });
+    expect(choosePlacement(meta(2, { placement: { sameRack: true } }), [member(1)], freeMachines(3, 'rack-2'), new Map(), isFree)).toEqual({
+      kind: 'regroup',
+      rack: 'rack-2',
+    });
   });
 });

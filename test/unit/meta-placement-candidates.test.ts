@@ -22,7 +22,14 @@ function snapshot(meta: Partial<MetaInstance>, members: Member[] = [], pinned: M
     heartbeat: { rosterSeenAt: NOW.toISOString(), timeoutMs: 30_000 },
     now: NOW,
     rules: { maxConsecutiveFailures: 3, backoffBaseMs: 5_000, backoffMaxMs: 600_000 },
-    newInstance: (machine) => ({ id: `i-${machine.id}`, org: 'acme', name: `i-${machine.id}`, labels: {}, clientToken: `ct-${machine.id}`, createdBy: 'meta-instance:mi-1' }),
+    newInstance: (machine) => ({
+      id: `i-${machine.id}`,
+      org: 'acme',
+      name: `i-${machine.id}`,
+      labels: {},
+      clientToken: `ct-${machine.id}`,
+      createdBy: 'meta-instance:mi-1',
+    }),
   };
 }
 

@@ -64,10 +64,19 @@ describe('the OpenAPI document', () => {
     for (const route of routes) {
       const params = (operationOf(route).parameters ?? []) as Array<{ in: string; name: string; required: boolean }>;
       const inPath = [...route.path.matchAll(/\{([^}+]+)\+?\}/g)].map((m) => m[1]);
-      expect(params.filter((p) => p.in === 'path').map((p) => p.name), routeKey(route)).toEqual(inPath);
+      expect(
+        params.filter((p) => p.in === 'path').map((p) => p.name),
+        routeKey(route),
+      ).toEqual(inPath);
       expect(params.filter((p) => p.in === 'path').every((p) => p.required)).toBe(true);
       const shape = (route.query as z.ZodObject | undefined)?.shape ?? {};
-      expect(params.filter((p) => p.in === 'query').map((p) => p.name).sort(), routeKey(route)).toEqual(Object.keys(shape).sort());
+      expect(
+        params
+          .filter((p) => p.in === 'query')
+          .map((p) => p.name)
+          .sort(),
+        routeKey(route),
+      ).toEqual(Object.keys(shape).sort());
     }
   });
 
@@ -110,9 +119,7 @@ describe('the OpenAPI document', () => {
     expect(operationOf({ method: 'POST', path: '/v2/org/{org}/nico/instance' }).responses['201'].content['application/json'].schema).toEqual({
       $ref: '#/components/schemas/Instance',
     });
-    expect(Object.keys(operationOf({ method: 'DELETE', path: '/v2/org/{org}/nico/instance/{id}' }).responses)).toEqual(
-      expect.arrayContaining(['200', '202']),
-    );
+    expect(Object.keys(operationOf({ method: 'DELETE', path: '/v2/org/{org}/nico/instance/{id}' }).responses)).toEqual(expect.arrayContaining(['200', '202']));
   });
 
   it('names the shared objects as components and refers to them', () => {
@@ -169,7 +176,10 @@ describe('the OpenAPI document', () => {
       required: ['level'],
       additionalProperties: false,
     });
-    expect(op.responses['200'].content['application/json'].schema).toMatchObject({ properties: { frobnicated: { type: 'boolean' } }, required: ['frobnicated'] });
+    expect(op.responses['200'].content['application/json'].schema).toMatchObject({
+      properties: { frobnicated: { type: 'boolean' } },
+      required: ['frobnicated'],
+    });
     expect(op.responses['409']['x-problem-codes']).toContain('already-frobnicated');
   });
 });

@@ -63,7 +63,11 @@ describe('reconciler runner', () => {
 
   it('cascades to what a commit concerns and to what a decision enqueues, each entity at most once, cycles included', async () => {
     const { ctx, events } = harness();
-    const parent = fake('parent', (id) => ({ change: { machines: [{ before: null, after: aMachine({ id: 'm-shared' }) }], history: [history(`by ${id}`)] } }), events);
+    const parent = fake(
+      'parent',
+      (id) => ({ change: { machines: [{ before: null, after: aMachine({ id: 'm-shared' }) }], history: [history(`by ${id}`)] } }),
+      events,
+    );
     const child = {
       ...fake('child', () => ({ enqueue: [ref('parent', '1'), ref('parent', '3')] }), events),
       watches: { machine: { concerns: (_b: unknown, _a: unknown, id: string) => [id] } },
@@ -74,11 +78,14 @@ describe('reconciler runner', () => {
     expect(loads.sort()).toEqual(['load child:m-shared', 'load parent:1', 'load parent:2', 'load parent:3']);
   });
 
-  it('reconciles once what one decision\'s changes concern many times (a walk\'s machines all concern their type)', async () => {
+  it("reconciles once what one decision's changes concern many times (a walk's machines all concern their type)", async () => {
     const { ctx, events } = harness();
     const machine = (id: string) => ({ machines: [{ before: null, after: aMachine({ id, machineType: 'gb200' }) }], history: [] });
     const walk = fake('walk', () => ({ separately: [machine('m1'), machine('m2')], change: machine('m3') }), events);
-    const byType = { ...fake('by-type', () => ({}), events), watches: { machine: { concerns: (_b: unknown, after: { machineType: string }) => [after.machineType] } } } as Reconciler;
+    const byType = {
+      ...fake('by-type', () => ({}), events),
+      watches: { machine: { concerns: (_b: unknown, after: { machineType: string }) => [after.machineType] } },
+    } as Reconciler;
     await startRun(ctx, { registry: createRegistry([walk, byType]) }).reconcile([ref('walk', 'w')]);
     expect(events.filter((e) => e.startsWith('load'))).toEqual(['load walk:w', 'load by-type:gb200']);
   });
@@ -86,7 +93,11 @@ describe('reconciler runner', () => {
   it('works for the request it is asked for: its commits, those of what they lead to, and its log lines name it', async () => {
     const committed: Change[] = [];
     const { ctx, infos } = harness({ commit: async (change) => void committed.push(change) });
-    const parent = fake('parent', (id) => ({ change: { machines: [{ before: null, after: aMachine({ id: `m-${id}` }) }], history: [] }, summary: 'placed' }), []);
+    const parent = fake(
+      'parent',
+      (id) => ({ change: { machines: [{ before: null, after: aMachine({ id: `m-${id}` }) }], history: [] }, summary: 'placed' }),
+      [],
+    );
     const child = {
       ...fake('child', (id) => ({ change: { machines: [{ before: null, after: aMachine({ id: `child-of-${id}` }) }], history: [] } }), []),
       watches: { machine: { concerns: (_b: unknown, _a: unknown, id: string) => (id.startsWith('m-') ? [id] : []) } },
@@ -103,12 +114,17 @@ describe('reconciler runner', () => {
     const { ctx, events } = harness();
     let active = 0;
     let most = 0;
-    const slow = fake('slow', () => ({}), events, async () => {
-      active += 1;
-      most = Math.max(most, active);
-      await tick();
-      active -= 1;
-    });
+    const slow = fake(
+      'slow',
+      () => ({}),
+      events,
+      async () => {
+        active += 1;
+        most = Math.max(most, active);
+        await tick();
+        active -= 1;
+      },
+    );
     const run = startRun(ctx, { registry: createRegistry([slow]), concurrency: 3 });
     await run.reconcile(Array.from({ length: 10 }, (_, i) => ref('slow', String(i))));
     expect(events).toHaveLength(10);
@@ -175,7 +191,12 @@ describe('reconciler runner', () => {
       decide: () => ({}),
     });
     // Each walker commits machines of racks a, b and c over several passes, some time apart.
-    const walker = fake('walker', (id) => ({ change: { machines: [{ before: null, after: aMachine({ id }) }], history: [] } }), events, async () => void (await tick()));
+    const walker = fake(
+      'walker',
+      (id) => ({ change: { machines: [{ before: null, after: aMachine({ id }) }], history: [] } }),
+      events,
+      async () => void (await tick()),
+    );
     const run = startRun(ctx, { registry: createRegistry([batched, walker]) });
     await run.reconcile(['a.1', 'b.1', 'c.1', 'a.2', 'c.2', 'b.2'].map((id) => ref('walker', id)));
     const loads = events.filter((e) => e.startsWith('load'));
@@ -197,11 +218,18 @@ describe('reconciler runner', () => {
     });
     const single = (id: string): Change => ({ machines: [{ before: null, after: aMachine({ id }) }], history: [history(id)] });
     let passes = 0;
-    const walker = fake('walker', () => {
-      passes += 1;
-      return { separately: [single('m-1'), single('m-2')], change: { history: [history('settle')] }, requeueAt: passes === 1 ? NOW : undefined };
-    }, events);
-    const watcher = { ...fake('watcher', () => ({}), events), watches: { machine: { concerns: (_b: unknown, _a: unknown, id: string) => [id] } } } as Reconciler;
+    const walker = fake(
+      'walker',
+      () => {
+        passes += 1;
+        return { separately: [single('m-1'), single('m-2')], change: { history: [history('settle')] }, requeueAt: passes === 1 ? NOW : undefined };
+      },
+      events,
+    );
+    const watcher = {
+      ...fake('watcher', () => ({}), events),
+      watches: { machine: { concerns: (_b: unknown, _a: unknown, id: string) => [id] } },
+    } as Reconciler;
     const run = startRun(ctx, { registry: createRegistry([walker, watcher]) });
     // m-2 loses: m-1 stays committed (and concerns its watcher), the settle waits for the next pass, which commits all.
     await run.reconcile([ref('walker', 'w')]);
@@ -212,9 +240,14 @@ describe('reconciler runner', () => {
 
   it('reports a failure to every caller it concerns, cascades included, and to no other', async () => {
     const { ctx, events, errors } = harness();
-    const flaky = fake('flaky', () => ({}), events, async (id) => {
-      if (id === 'bad') throw new Error('table gone');
-    });
+    const flaky = fake(
+      'flaky',
+      () => ({}),
+      events,
+      async (id) => {
+        if (id === 'bad') throw new Error('table gone');
+      },
+    );
     const leader = fake('leader', (id) => ({ enqueue: [ref('flaky', id === 'to-bad' ? 'bad' : 'fine')] }), events);
     const run = startRun(ctx, { registry: createRegistry([flaky, leader]) });
     await expect(run.reconcile([ref('flaky', 'bad')])).rejects.toThrow('table gone');
@@ -269,10 +302,15 @@ describe('reconciler runner', () => {
   it('serves what a decision enqueues in order: each starts after the one before finished', async () => {
     const { ctx, events } = harness();
     const queue = fake('queue', () => ({ enqueue: [ref('waiter', 'first'), ref('waiter', 'second')] }), events);
-    const waiter = fake('waiter', () => ({}), events, async (id) => {
-      await tick();
-      events.push(`done ${id}`);
-    });
+    const waiter = fake(
+      'waiter',
+      () => ({}),
+      events,
+      async (id) => {
+        await tick();
+        events.push(`done ${id}`);
+      },
+    );
     await startRun(ctx, { registry: createRegistry([queue, waiter]), concurrency: 8 }).reconcile([ref('queue', 'gb200')]);
     expect(events).toEqual(['load queue:gb200', 'load waiter:first', 'done first', 'load waiter:second', 'done second']);
   });

@@ -18,7 +18,13 @@ import { AT, NOW, aMachine, aMetaInstance, anInstance } from '#test/support/fixt
 const LEASE_MS = 30_000;
 
 describe('instance reconciler', () => {
-  const snapshot = (overrides: Partial<InstanceSnapshot> = {}): InstanceSnapshot => ({ instance: anInstance(), machine: null, now: NOW, createLeaseMs: LEASE_MS, ...overrides });
+  const snapshot = (overrides: Partial<InstanceSnapshot> = {}): InstanceSnapshot => ({
+    instance: anInstance(),
+    machine: null,
+    now: NOW,
+    createLeaseMs: LEASE_MS,
+    ...overrides,
+  });
 
   it('claims a pending create under a lease and names the create as the effect', () => {
     const decision = instanceReconciler.decide(snapshot());
@@ -48,7 +54,8 @@ describe('instance reconciler', () => {
   it("settles the agent's answer about a lost create: present → Ready, absent → sent again", () => {
     const inFlight = anInstance({ creation: { clientToken: 'tok-1', phase: 'in-flight', checks: 1, leaseUntil: iso(addMs(NOW, 30_000)) } });
     const machine = aMachine({ state: 'Assigned', instanceId: 'i-1' });
-    const settle = (kind: 'present' | 'absent') => instanceReconciler.effects!.settle(snapshot({ instance: inFlight, machine }), {} as never, { call: 'status', outcome: { kind } });
+    const settle = (kind: 'present' | 'absent') =>
+      instanceReconciler.effects!.settle(snapshot({ instance: inFlight, machine }), {} as never, { call: 'status', outcome: { kind } });
     expect(settle('present')?.instances?.[0]?.after).toMatchObject({ status: 'Ready', creation: { phase: 'done' } });
     expect(settle('absent')?.instances?.[0]?.after.creation).toEqual({ clientToken: 'tok-1', phase: 'pending' });
   });
@@ -94,7 +101,13 @@ describe('instance reconciler', () => {
 describe('machine (cleanup) reconciler', () => {
   const cleaning = aMachine({ state: 'Cleanup', instanceId: 'i-1', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 } });
   const released = anInstance({ status: 'Terminating', siteName: 'job-r1', creation: { clientToken: 'tok-1', phase: 'done' } });
-  const snapshot = (overrides: Partial<MachineSnapshot> = {}): MachineSnapshot => ({ machine: cleaning, instance: released, now: NOW, timings: cleanupTimings(60_000), ...overrides });
+  const snapshot = (overrides: Partial<MachineSnapshot> = {}): MachineSnapshot => ({
+    machine: cleaning,
+    instance: released,
+    now: NOW,
+    timings: cleanupTimings(60_000),
+    ...overrides,
+  });
 
   it("claims the DELETE and names it by the instance's site name", () => {
     const decision = machineReconciler.decide(snapshot());
@@ -111,18 +124,23 @@ describe('machine (cleanup) reconciler', () => {
   it('settles "gone" by returning the machine to the pool and "accepted" by waiting for the report as long as the site says', () => {
     const requested = { ...cleaning, cleanup: { instanceId: 'i-1', phase: 'requested' as const, attempts: 1, leaseUntil: iso(addMs(NOW, 60_000)) } };
     const request = { call: 'delete' as const, machineId: 'm-1', siteName: 'job-r1' };
-    const settle = (kind: 'gone' | 'accepted') => machineReconciler.effects!.settle(snapshot({ machine: requested, timings: cleanupTimings(5_000) }), request, { call: 'delete', outcome: { kind } });
+    const settle = (kind: 'gone' | 'accepted') =>
+      machineReconciler.effects!.settle(snapshot({ machine: requested, timings: cleanupTimings(5_000) }), request, { call: 'delete', outcome: { kind } });
     expect(settle('gone')?.machines?.[0]?.after).toMatchObject({ state: 'Ready', cleanup: undefined });
     expect(settle('accepted')?.machines?.[0]?.after.cleanup).toMatchObject({ accepted: true, leaseUntil: iso(addMs(NOW, 5_000)) });
   });
 
   it('asks the agent once the report is overdue, and settles its answer', () => {
-    const awaiting = { ...cleaning, cleanup: { instanceId: 'i-1', phase: 'requested' as const, attempts: 1, accepted: true, checks: 0, leaseUntil: iso(addMs(NOW, -1)) } };
+    const awaiting = {
+      ...cleaning,
+      cleanup: { instanceId: 'i-1', phase: 'requested' as const, attempts: 1, accepted: true, checks: 0, leaseUntil: iso(addMs(NOW, -1)) },
+    };
     const decision = machineReconciler.decide(snapshot({ machine: awaiting }));
     expect(decision.effect).toEqual({ call: 'status', machineId: 'm-1', siteName: 'job-r1' });
     expect(decision.change?.machines?.[0]?.after.cleanup).toMatchObject({ checks: 1, leaseUntil: iso(addMs(NOW, 30_000)) });
     const request = { call: 'status' as const, machineId: 'm-1', siteName: 'job-r1' };
-    const settle = (kind: 'absent' | 'present' | 'cleaning') => machineReconciler.effects!.settle(snapshot({ machine: awaiting }), request, { call: 'status', outcome: { kind } });
+    const settle = (kind: 'absent' | 'present' | 'cleaning') =>
+      machineReconciler.effects!.settle(snapshot({ machine: awaiting }), request, { call: 'status', outcome: { kind } });
     expect(settle('absent')?.machines?.[0]?.after).toMatchObject({ state: 'Ready', cleanup: undefined });
     expect(settle('present')?.machines?.[0]?.after.cleanup).toEqual({ instanceId: 'i-1', phase: 'pending', attempts: 1 });
     expect(settle('cleaning')).toBeNull();
@@ -183,12 +201,16 @@ describe('meta-instance reconciler', () => {
   });
 
   it('decides nothing once satisfied', () => {
-    const member = { instance: anInstance({ id: 'i-new', machineId: 'm-free', status: 'Ready', metaInstanceId: 'mi-1' }), machine: aMachine({ id: 'm-free', state: 'Assigned', instanceId: 'i-new', lastHeartbeatAt: iso(NOW) }) };
+    const member = {
+      instance: anInstance({ id: 'i-new', machineId: 'm-free', status: 'Ready', metaInstanceId: 'mi-1' }),
+      machine: aMachine({ id: 'm-free', state: 'Assigned', instanceId: 'i-new', lastHeartbeatAt: iso(NOW) }),
+    };
     expect(metaInstanceReconciler.decide(snapshot({ meta: aMetaInstance({ status: 'Ready', waitingSince: undefined }), members: [member] }))).toEqual({});
   });
 
   it("watches its members' instances: a status change a decision reads", () => {
-    const concerns = (before: Instance | null, after: Instance | null) => [...metaInstanceReconciler.watches.instance!.concerns(before, after, 'i-1')].filter(Boolean);
+    const concerns = (before: Instance | null, after: Instance | null) =>
+      [...metaInstanceReconciler.watches.instance!.concerns(before, after, 'i-1')].filter(Boolean);
     const member = (status: Instance['status']) => anInstance({ metaInstanceId: 'mi-1', status });
     expect(concerns(member('Provisioning'), member('Ready'))).toEqual(['mi-1', 'mi-1']);
     expect(concerns(member('Ready'), member('Terminating'))).toContain('mi-1');
@@ -202,7 +224,8 @@ describe('meta-instance reconciler', () => {
   });
 
   it("watches its members' machines: health, heartbeat, rack and binding, not a cleanup's progress", () => {
-    const concerns = (before: Machine | null, after: Machine | null) => [...metaInstanceReconciler.watches.machine!.concerns(before, after, 'm-1')].filter(Boolean);
+    const concerns = (before: Machine | null, after: Machine | null) =>
+      [...metaInstanceReconciler.watches.machine!.concerns(before, after, 'm-1')].filter(Boolean);
     const bound = aMachine({ state: 'Assigned', instanceId: 'i-1', boundMetaInstanceId: 'mi-1' });
     const degraded = { ...bound, healthOverrides: [buildOverride('m-1', { template: 'degraded' }, 'ops', AT)] };
     expect(concerns(bound, degraded)).toEqual(['mi-1']);
@@ -261,7 +284,7 @@ describe('wait-queue reconciler', () => {
 });
 
 describe('fleet-summary reconciler', () => {
-  it('is concerned by a change that moves the machine\'s entry, not one that only bumps its version', () => {
+  it("is concerned by a change that moves the machine's entry, not one that only bumps its version", () => {
     const concerns = (before: Machine | null, after: Machine | null) => [...fleetSummaryReconciler.watches.machine!.concerns(before, after, 'm-1')];
     const placement = JSON.stringify(['m-1', 'gb200', 'r1']);
     const cleaning = aMachine({ state: 'Cleanup', instanceId: 'i-1', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 } });
@@ -292,7 +315,12 @@ describe('fleet-summary reconciler', () => {
 
   it('asks to look again only when its commit lost the race', () => {
     const m = aMachine();
-    const decision = fleetSummaryReconciler.decide({ placements: [{ machineId: 'm-1', machineType: 'gb200', rack: 'r1' }], machines: new Map([['m-1', m]]), racks: new Map(), shards: new Map() });
+    const decision = fleetSummaryReconciler.decide({
+      placements: [{ machineId: 'm-1', machineType: 'gb200', rack: 'r1' }],
+      machines: new Map([['m-1', m]]),
+      racks: new Map(),
+      shards: new Map(),
+    });
     expect(decision.change).toBeDefined();
     expect(decision).toMatchObject({ retryIfLost: true });
     expect(decision.requeueAt).toBeUndefined();
@@ -301,7 +329,12 @@ describe('fleet-summary reconciler', () => {
 
 describe('registry', () => {
   it('writes the earliest due time of all watchers of a record', () => {
-    const cleaning = aMachine({ state: 'Cleanup', instanceId: 'i-1', updatedAt: 'B', cleanup: { instanceId: 'i-1', phase: 'requested', attempts: 1, leaseUntil: 'C' } });
+    const cleaning = aMachine({
+      state: 'Cleanup',
+      instanceId: 'i-1',
+      updatedAt: 'B',
+      cleanup: { instanceId: 'i-1', phase: 'requested', attempts: 1, leaseUntil: 'C' },
+    });
     expect(registry.dueAtOf('machine', cleaning)).toBe('C');
     expect(registry.dueAtOf('machine', aMachine())).toBeUndefined();
   });
@@ -309,7 +342,13 @@ describe('registry', () => {
   it('maps a committed change to every entity it concerns, once each', () => {
     const before = aMachine({ state: 'Assigned', instanceId: 'i-1', boundMetaInstanceId: 'mi-1' });
     const after = { ...before, state: 'Ready' as const, instanceId: undefined, heartbeatLive: false };
-    const refs = registry.concernedByChange({ machines: [{ before, after }, { before, after }], history: [] });
+    const refs = registry.concernedByChange({
+      machines: [
+        { before, after },
+        { before, after },
+      ],
+      history: [],
+    });
     expect(refs).toEqual(
       expect.arrayContaining([
         { entity: 'meta-instance', id: 'mi-1' },
@@ -320,7 +359,7 @@ describe('registry', () => {
     expect(refs).toHaveLength(3);
   });
 
-  it('looks at a machine itself only while it is in cleanup: nothing else is the machine reconciler\'s to do', () => {
+  it("looks at a machine itself only while it is in cleanup: nothing else is the machine reconciler's to do", () => {
     const ready = aMachine();
     const cleaning = aMachine({ state: 'Cleanup', instanceId: 'i-1', cleanup: { instanceId: 'i-1', phase: 'pending', attempts: 0 } });
     expect(registry.concernedBy('machine', null, ready, 'm-1').map((r) => r.entity)).not.toContain('machine');

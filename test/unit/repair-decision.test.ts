@@ -14,9 +14,7 @@ function machine(sources: string[], labels: Record<string, string> = {}): Machin
     state: 'Assigned',
     instanceId: 'i-1',
     labels,
-    healthOverrides: sources.map((source) =>
-      buildOverride('m-1', { template: source === 'repair-request' ? 'request-repair' : source, issue }, 'someone', at),
-    ),
+    healthOverrides: sources.map((source) => buildOverride('m-1', { template: source === 'repair-request' ? 'request-repair' : source, issue }, 'someone', at)),
     lastHeartbeatAt: at,
     version: 3,
     createdAt: at,
@@ -24,7 +22,12 @@ function machine(sources: string[], labels: Record<string, string> = {}): Machin
   });
 }
 
-const report = (overrides: Partial<ReleaseReport> = {}): ReleaseReport => ({ actor: 'tenant', isRepairTenant: false, policy: { kind: 'request' }, ...overrides });
+const report = (overrides: Partial<ReleaseReport> = {}): ReleaseReport => ({
+  actor: 'tenant',
+  isRepairTenant: false,
+  policy: { kind: 'request' },
+  ...overrides,
+});
 
 /** The outcome as the sorted set of sources left on the machine, plus the tenant-reported issue kept. */
 function outcome(m: Machine, r: ReleaseReport) {
@@ -47,9 +50,27 @@ describe('release decision table: regular tenant', () => {
   it.each([
     ['issue, auto-repair on', report({ issue }), ['repair-request', 'tenant-reported-issue'], issue, ['MachineQuarantined', 'RepairRequested']],
     ['issue, auto-repair off', report({ issue, policy: { kind: 'off' } }), ['tenant-reported-issue'], issue, ['MachineQuarantined']],
-    ['issue, held back by a tripped breaker', report({ issue, policy: { kind: 'hold-back', trips: false } }), ['tenant-reported-issue'], issue, ['MachineQuarantined']],
-    ['issue that trips the breaker', report({ issue, policy: { kind: 'hold-back', trips: true } }), ['tenant-reported-issue'], issue, ['MachineQuarantined', 'RepairStormDetected']],
-    ['issue on a machine that keeps coming back', report({ issue, policy: { kind: 'escalate', earlierReports: [] } }), ['out-for-repair', 'tenant-reported-issue'], issue, ['MachineQuarantined', 'RepairEscalated']],
+    [
+      'issue, held back by a tripped breaker',
+      report({ issue, policy: { kind: 'hold-back', trips: false } }),
+      ['tenant-reported-issue'],
+      issue,
+      ['MachineQuarantined'],
+    ],
+    [
+      'issue that trips the breaker',
+      report({ issue, policy: { kind: 'hold-back', trips: true } }),
+      ['tenant-reported-issue'],
+      issue,
+      ['MachineQuarantined', 'RepairStormDetected'],
+    ],
+    [
+      'issue on a machine that keeps coming back',
+      report({ issue, policy: { kind: 'escalate', earlierReports: [] } }),
+      ['out-for-repair', 'tenant-reported-issue'],
+      issue,
+      ['MachineQuarantined', 'RepairEscalated'],
+    ],
     ['no issue', report(), [], undefined, []],
   ])('%s', (_name, r, sources, reported, events) => {
     expect(outcome(machine([]), r)).toEqual({ sources, reported, events });
@@ -64,7 +85,14 @@ describe('release decision table: repair tenant', () => {
     ['Completed, no issue', { repair_status: 'Completed' }, repairTenant(), [], undefined, ['RepairCompleted']],
     ['completed in lower case', { repair_status: 'completed' }, repairTenant(), [], undefined, ['RepairCompleted']],
     [' COMPLETED  with spaces', { repair_status: ' COMPLETED ' }, repairTenant(), [], undefined, ['RepairCompleted']],
-    ['Completed with a new issue', { repair_status: 'Completed' }, repairTenant({ issue: newIssue }), ['tenant-reported-issue'], newIssue, ['RepairCompleted', 'MachineQuarantined']],
+    [
+      'Completed with a new issue',
+      { repair_status: 'Completed' },
+      repairTenant({ issue: newIssue }),
+      ['tenant-reported-issue'],
+      newIssue,
+      ['RepairCompleted', 'MachineQuarantined'],
+    ],
     ['Failed, no issue', { repair_status: 'Failed' }, repairTenant(), ['tenant-reported-issue'], incomplete('Failed'), ['RepairFailed']],
     ['Failed with an issue', { repair_status: 'Failed' }, repairTenant({ issue: newIssue }), ['tenant-reported-issue'], newIssue, ['RepairFailed']],
     ['InProgress', { repair_status: 'InProgress' }, repairTenant(), ['tenant-reported-issue'], incomplete('InProgress'), ['RepairFailed']],
@@ -98,7 +126,9 @@ describe('release decision table: repair tenant', () => {
   });
 
   it('keeps overrides it does not own', () => {
-    expect(outcome(machine(['tenant-reported-issue', 'repair-request', 'degraded'], { repair_status: 'Completed' }), repairTenant()).sources).toEqual(['degraded']);
+    expect(outcome(machine(['tenant-reported-issue', 'repair-request', 'degraded'], { repair_status: 'Completed' }), repairTenant()).sources).toEqual([
+      'degraded',
+    ]);
   });
 });
 
@@ -108,9 +138,13 @@ describe('who may claim a machine for repair', () => {
 
   it('admits a repair tenant past its own quarantine only', () => {
     expect(repairClaimBlockers(ready(['tenant-reported-issue', 'repair-request']), heartbeat, now)).toEqual([]);
-    expect(repairClaimBlockers(ready(['tenant-reported-issue', 'repair-request', 'out-for-repair']), heartbeat, now)).toEqual(['health-override:out-for-repair']);
+    expect(repairClaimBlockers(ready(['tenant-reported-issue', 'repair-request', 'out-for-repair']), heartbeat, now)).toEqual([
+      'health-override:out-for-repair',
+    ]);
     expect(repairClaimBlockers(ready([]), heartbeat, now)).toEqual(['no-repair-request']);
-    expect(repairClaimBlockers({ ...ready(['repair-request']), heartbeatLive: false, lastHeartbeatAt: '2026-11-22T09:00:00.000Z' }, heartbeat, now)).toEqual(['heartbeat-stale']);
+    expect(repairClaimBlockers({ ...ready(['repair-request']), heartbeatLive: false, lastHeartbeatAt: '2026-11-22T09:00:00.000Z' }, heartbeat, now)).toEqual([
+      'heartbeat-stale',
+    ]);
     expect(repairClaimBlockers(machine(['repair-request']), heartbeat, now)).toEqual(['state:Assigned', 'assigned']);
   });
 });

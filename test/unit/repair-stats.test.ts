@@ -41,7 +41,9 @@ describe('repairStats', () => {
     // Ten machines repaired in 10, 20, ... 100 minutes, given out of order.
     for (let i = 10; i >= 1; i--) {
       entries.push(event(`m${i}`, `2026-03-02T10:${String(i * 5).padStart(2, '0')}:00.000Z`, 'RepairCompleted'));
-      entries.push(event(`m${i}`, new Date(Date.parse(`2026-03-02T10:${String(i * 5).padStart(2, '0')}:00.000Z`) - i * 10 * 60_000).toISOString(), 'RepairRequested'));
+      entries.push(
+        event(`m${i}`, new Date(Date.parse(`2026-03-02T10:${String(i * 5).padStart(2, '0')}:00.000Z`) - i * 10 * 60_000).toISOString(), 'RepairRequested'),
+      );
     }
     // A failed attempt re-requests: the clock keeps running from the first request.
     entries.push(event('m11', '2026-03-03T00:00:00.000Z', 'RepairRequested'));

@@ -19,7 +19,11 @@ describe('stampRequestId', () => {
         machines: [{ before: machine, after: { ...machine, state: 'Assigned' } }],
         instances: [{ before: null, after: anInstance() }],
         metaInstances: [{ before: null, after: aMetaInstance() }],
-        history: [repairEvent('MachineQuarantined', machine, { actor: 'alice' }, AT), ownEvent, { machineId: 'm-1', at: AT, actor: 'alice', action: 'instance-created' }],
+        history: [
+          repairEvent('MachineQuarantined', machine, { actor: 'alice' }, AT),
+          ownEvent,
+          { machineId: 'm-1', at: AT, actor: 'alice', action: 'instance-created' },
+        ],
       },
       'req-1',
     );

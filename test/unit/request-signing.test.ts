@@ -23,9 +23,7 @@ const verify = (accepted: SigningKey[], request: RequestToSign, headers: Record<
 describe('request signing: what is signed', () => {
   // Fixed vectors, worked out with openssl: an agent written in any language must come to the same signatures.
   it('signs METHOD, the target with its query, unix seconds and the body digest, each on its own line', () => {
-    expect(canonicalRequest(create, '1700000000')).toBe(
-      'POST\n/instances?dry=1\n1700000000\n31eb29e6caadad78411ddd0528286411299565d77edd0b1b0ea6e7821b52fb2e',
-    );
+    expect(canonicalRequest(create, '1700000000')).toBe('POST\n/instances?dry=1\n1700000000\n31eb29e6caadad78411ddd0528286411299565d77edd0b1b0ea6e7821b52fb2e');
     expect(signRequest(signedBy('k1'), create, at)).toEqual({
       [signingHeaders.keyId]: 'k1',
       [signingHeaders.timestamp]: '1700000000',

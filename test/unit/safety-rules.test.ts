@@ -200,7 +200,8 @@ describe('a reset that applies what the breaker held back, one machine per step'
   const override = (source: string): HealthOverride => ({ ...aRepairRequest('m5'), source, issue: { category: 'HARDWARE', summary: `${source} on m5` } });
   const quarantined = (...extra: string[]): Machine =>
     aMachine({ id: 'm5', version: 7, healthOverrides: [override('tenant-reported-issue'), ...extra.map(override)] });
-  const handOver = (safety: SafetyState, machine: Machine | null) => handOverHeldBack(safety, 'm5', machine, 'ops', at(DAY)) as Extract<ResetStep, { kind: 'hand-over' }>;
+  const handOver = (safety: SafetyState, machine: Machine | null) =>
+    handOverHeldBack(safety, 'm5', machine, 'ops', at(DAY)) as Extract<ResetStep, { kind: 'hand-over' }>;
 
   it('the next machine is the first one listed; nothing when the list is empty or there is no record', () => {
     expect(nextHeldBack(tripped())).toBe('m4');
@@ -251,7 +252,13 @@ describe('a reset that applies what the breaker held back, one machine per step'
     let safety = tripped();
     const handed: string[] = [];
     for (let id = nextHeldBack(safety); id !== undefined; id = nextHeldBack(safety)) {
-      const step = handOverHeldBack(safety, id, aMachine({ id, healthOverrides: [{ ...aRepairRequest(id), source: 'tenant-reported-issue' }] }), 'ops', at(DAY));
+      const step = handOverHeldBack(
+        safety,
+        id,
+        aMachine({ id, healthOverrides: [{ ...aRepairRequest(id), source: 'tenant-reported-issue' }] }),
+        'ops',
+        at(DAY),
+      );
       handed.push(id);
       safety = step.change.safety!.after;
       expect(safety.repairStorm.state).toBe('tripped');

@@ -5,7 +5,11 @@ import { aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';
 // The scale soak's end-of-run checks (bench/scale-soak.ts), on hand-made fleets: a healthy one passes, and each
 // kind of breakage is named.
 const healthy = () => ({
-  machines: [aMachine({ id: 'm-1', state: 'Assigned', instanceId: 'i-1' }), aMachine({ id: 'm-2', state: 'Assigned', instanceId: 'i-2' }), aMachine({ id: 'm-3' })],
+  machines: [
+    aMachine({ id: 'm-1', state: 'Assigned', instanceId: 'i-1' }),
+    aMachine({ id: 'm-2', state: 'Assigned', instanceId: 'i-2' }),
+    aMachine({ id: 'm-3' }),
+  ],
   instances: [
     anInstance({ id: 'i-1', machineId: 'm-1', status: 'Ready', metaInstanceId: 'mi-1' }),
     anInstance({ id: 'i-2', machineId: 'm-2', status: 'Ready' }),

@@ -11,7 +11,10 @@ const version = fc
 
 describe('semver-gte', () => {
   it('agrees with semver.gte on SemVer 2.0 versions, pre-releases and build metadata included', () => {
-    fc.assert(fc.property(version, version, (a, b) => gte(a, b) === semver.gte(a, b)), { numRuns: 2000 });
+    fc.assert(
+      fc.property(version, version, (a, b) => gte(a, b) === semver.gte(a, b)),
+      { numRuns: 2000 },
+    );
   });
 
   it('refuses what is not a version, as semver does', () => {

@@ -17,7 +17,15 @@ describe('siteAgentSilence', () => {
     expect(silence.key).toBe(`${lastRosterAt}#agent-silent`);
     expect(silence.entry).toMatchObject({ machineId: SITE_SUBJECT, at: iso(now), action: 'event-emitted', message: 'SiteAgentSilent' });
     const detail = { ...silence.entry.event!.detail, id: '6f1c0d2e-4f7a-5e3b-9a52-c1f0e8d7b6a5' };
-    expect(eventCatalog.SiteAgentSilent.detail.parse(detail)).toEqual({ ...detail, site: 'lab', lastRosterAt, silentForSeconds: 95, timeoutSeconds: 30, version: 1, at: iso(now) });
+    expect(eventCatalog.SiteAgentSilent.detail.parse(detail)).toEqual({
+      ...detail,
+      site: 'lab',
+      lastRosterAt,
+      silentForSeconds: 95,
+      timeoutSeconds: 30,
+      version: 1,
+      at: iso(now),
+    });
     // Every later sweep of the same silence names the same entry.
     expect(siteAgentSilence('lab', lastRosterAt, addMs(now, 60_000), 30)!.key).toBe(silence.key);
   });

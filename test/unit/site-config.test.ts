@@ -20,7 +20,12 @@ describe('site config: sweep, site agent, API and Lambda limits', () => {
     expect(config.sweep).toEqual({ interval_seconds: 60 });
     expect(config.site_agent).toEqual({ report_timeout_seconds: 60 });
     expect(config.api).toEqual({ rate_limit: 200, burst_limit: 400, routes: {} });
-    expect(config.lambda).toEqual({ tenant_reserved_concurrency: 100, admin_reserved_concurrency: 10, site_agent_reserved_concurrency: 20, account_concurrency: 1000 });
+    expect(config.lambda).toEqual({
+      tenant_reserved_concurrency: 100,
+      admin_reserved_concurrency: 10,
+      site_agent_reserved_concurrency: 20,
+      account_concurrency: 1000,
+    });
     expect(config.simulator.heartbeat_parts).toBe(1);
   });
 

@@ -78,7 +78,10 @@ describe('watchRepair: unclaimed against claim_minutes', () => {
   });
 
   it('repair_eta does not apply before the claim', () => {
-    expect(watchRepair(machine({ eta: sinceRequest(-HOUR).toISOString() }), sinceRequest(30 * MINUTE), sla)).toMatchObject({ stage: 'unclaimed', stuck: false });
+    expect(watchRepair(machine({ eta: sinceRequest(-HOUR).toISOString() }), sinceRequest(30 * MINUTE), sla)).toMatchObject({
+      stage: 'unclaimed',
+      stuck: false,
+    });
   });
 
   it('a clock behind the request reports 0 minutes waited, not a negative number', () => {
@@ -119,12 +122,15 @@ describe('watchRepair: in repair against repair_hours and repair_eta', () => {
   });
 
   // Numbers are what a repair tool might mean as hours; V8's lenient Date.parse would read "2" as 2001-02-01.
-  it.each(['', 'soon', 'tomorrow', '4h', '2026-13-45T99:00:00Z', '1', '2', '12', '48', 'NaN'])('an invalid repair_eta %j is ignored: the SLA applies', (eta) => {
-    const m = machine({ claimedAt, eta });
-    const before = watchRepair(m, sinceClaim(24 * HOUR), sla);
-    expect(before).toMatchObject({ stuck: false, deadline: sinceClaim(24 * HOUR).toISOString() });
-    expect(watchRepair(m, sinceClaim(24 * HOUR + 1), sla)?.stuck).toBe(true);
-  });
+  it.each(['', 'soon', 'tomorrow', '4h', '2026-13-45T99:00:00Z', '1', '2', '12', '48', 'NaN'])(
+    'an invalid repair_eta %j is ignored: the SLA applies',
+    (eta) => {
+      const m = machine({ claimedAt, eta });
+      const before = watchRepair(m, sinceClaim(24 * HOUR), sla);
+      expect(before).toMatchObject({ stuck: false, deadline: sinceClaim(24 * HOUR).toISOString() });
+      expect(watchRepair(m, sinceClaim(24 * HOUR + 1), sla)?.stuck).toBe(true);
+    },
+  );
 });
 
 describe('episodes and needsStuckAlert', () => {

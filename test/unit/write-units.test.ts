@@ -11,7 +11,9 @@ describe('write units by DynamoDB pricing, which DynamoDB Local does not follow 
   // A free machine carries the keys of byKind and allocatable, both KEYS_ONLY.
   const itemOf = (machine: Machine) => machineItem(machine, dueTimes.machine(machine));
   const machine = itemOf(aMachine({ id: 'm-1' }));
-  const repairing = itemOf(aMachine({ id: 'm-2', healthOverrides: [{ source: 'repair-request', mode: 'merge', alerts: [], createdAt: 'now', createdBy: 'x' }] as never }));
+  const repairing = itemOf(
+    aMachine({ id: 'm-2', healthOverrides: [{ source: 'repair-request', mode: 'merge', alerts: [], createdAt: 'now', createdBy: 'x' }] as never }),
+  );
 
   it('a transaction writes each item twice per started KB; a KEYS_ONLY index costs 1 to enter and nothing to update', () => {
     expect(itemBytes(machine)).toBeLessThan(1024);

@@ -26,7 +26,10 @@ export const adminFleetRoutes: Route[] = [
     responses: { 200: rackListResponse },
     handle: async ({ query }, ctx) => {
       const page = await listRacks(ctx, query.machineType, { limit: query.limit, nextToken: query.nextToken });
-      return listResult(page.items.map((rack) => viewOf(rackResponse, rack)), page.nextToken);
+      return listResult(
+        page.items.map((rack) => viewOf(rackResponse, rack)),
+        page.nextToken,
+      );
     },
   }),
   defineRoute({

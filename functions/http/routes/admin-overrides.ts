@@ -28,7 +28,10 @@ export const adminOverrideRoutes: Route[] = [
     body: overrideBody,
     bodyRequired: true,
     responses: { 201: healthOverrideResponse },
-    errors: [[422, 'unknown-template'], [409, 'online-repair-active']],
+    errors: [
+      [422, 'unknown-template'],
+      [409, 'online-repair-active'],
+    ],
     handle: async ({ requester, params: p, body }, ctx) => ({ status: 201, body: await addHealthOverride(ctx, p.id, body, requester) }),
   }),
   defineRoute({

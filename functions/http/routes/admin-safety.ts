@@ -34,7 +34,13 @@ export const adminSafetyRoutes: Route[] = [
     path: '/admin/repairs',
     roles: ['provider-admin'],
     summary: 'Machines with a repair request: unclaimed or in repair, how long they waited; ?stuck=true for those past their SLA',
-    query: z.strictObject({ ...pageQuery, stuck: z.enum(['true', 'false']).transform((v) => v === 'true').optional() }),
+    query: z.strictObject({
+      ...pageQuery,
+      stuck: z
+        .enum(['true', 'false'])
+        .transform((v) => v === 'true')
+        .optional(),
+    }),
     responses: { 200: repairListResponse },
     handle: async ({ query }, ctx) => {
       const page = await listRepairs(ctx, query.stuck ?? false, query);

@@ -1,22 +1,17 @@
 import { instanceView } from '#domain/views.ts';
 import type { Instance } from '#domain/model.ts';
 import { instanceListResponse, instanceResponse } from '#domain/responses.ts';
-import {
-  createInstanceBody,
-  emptyQuery,
-  listInstancesQuery,
-  params,
-  patchInstanceBody,
-  releaseInstanceBody,
-  releaseV1Body,
-} from '#domain/schemas.ts';
+import { createInstanceBody, emptyQuery, listInstancesQuery, params, patchInstanceBody, releaseInstanceBody, releaseV1Body } from '#domain/schemas.ts';
 import { createInstance, loadOwnInstance, patchInstance, releaseInstance } from '#services/instances.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 const base = '/v2/org/{org}/nico/instance';
 
 /** 202 when the release started now, 200 when the instance was already on its way out. */
-const released = ({ changed, instance }: { changed: boolean; instance: Instance }) => ({ status: changed ? (202 as const) : (200 as const), body: instanceView(instance) });
+const released = ({ changed, instance }: { changed: boolean; instance: Instance }) => ({
+  status: changed ? (202 as const) : (200 as const),
+  body: instanceView(instance),
+});
 const releaseResponses = { 202: instanceResponse, 200: instanceResponse };
 
 export const instanceRoutes: Route[] = [
@@ -31,7 +26,12 @@ export const instanceRoutes: Route[] = [
     body: createInstanceBody,
     bodyRequired: true,
     responses: { 201: instanceResponse },
-    errors: [[409, 'no-capacity'], [409, 'machine-unavailable'], [403, 'capability-required'], [422, 'unknown-machine-type']],
+    errors: [
+      [409, 'no-capacity'],
+      [409, 'machine-unavailable'],
+      [403, 'capability-required'],
+      [422, 'unknown-machine-type'],
+    ],
     handle: async ({ principal, body }, ctx) => ({ status: 201, body: instanceView(await createInstance(ctx, principal, body)) }),
   }),
   defineRoute({
@@ -69,7 +69,10 @@ export const instanceRoutes: Route[] = [
     query: emptyQuery,
     body: releaseInstanceBody,
     responses: releaseResponses,
-    errors: [[409, 'online-repair-active'], [403, 'capability-required']],
+    errors: [
+      [409, 'online-repair-active'],
+      [403, 'capability-required'],
+    ],
     handle: async ({ principal, params: p, body }, ctx) =>
       released(await releaseInstance(ctx, principal, p.id, { issue: body.machineHealthIssue, isRepairTenant: body.isRepairTenant })),
   }),
@@ -84,7 +87,10 @@ export const instanceRoutes: Route[] = [
     body: patchInstanceBody,
     bodyRequired: true,
     responses: { 200: instanceResponse },
-    errors: [[409, 'invalid-state'], [409, 'full-repair-active']],
+    errors: [
+      [409, 'invalid-state'],
+      [409, 'full-repair-active'],
+    ],
     handle: async ({ principal, params: p, body }, ctx) => ({ status: 200, body: instanceView(await patchInstance(ctx, principal, p.id, body)) }),
   }),
   defineRoute({
@@ -92,7 +98,7 @@ export const instanceRoutes: Route[] = [
     method: 'POST',
     path: '/api/v1/instances/release',
     roles: ['tenant'],
-    summary: 'Release an instance of the caller\'s org, optionally reporting an issue (same as delete-instance)',
+    summary: "Release an instance of the caller's org, optionally reporting an issue (same as delete-instance)",
     query: emptyQuery,
     body: releaseV1Body,
     bodyRequired: true,

@@ -24,7 +24,12 @@ export const siteAgentRoutes: Route[] = [
     responses: { 200: heartbeatReceiptResponse },
     handle: async ({ body }, ctx) => {
       const alerts = new Map(body.machines.flatMap((m) => (m.alerts?.length ? [[m.id, m.alerts] as const] : [])));
-      const { stored, changedBuckets } = await receiveHeartbeat(ctx, body.machines.map((m) => m.id), alerts, body.part);
+      const { stored, changedBuckets } = await receiveHeartbeat(
+        ctx,
+        body.machines.map((m) => m.id),
+        alerts,
+        body.part,
+      );
       return { status: 200, body: { received: body.machines.length, stored, rosterBucketsChanged: changedBuckets.length } };
     },
   }),

@@ -13,7 +13,13 @@ export class NoRecordedCallsError extends Error {
 /** Every distinct call recorded in `dir` (local/aws-call-recorder.ts), from all the processes that wrote there. */
 export function readRecordedCalls(dir: string): RecordedCall[] {
   const files = existsSync(dir) ? readdirSync(dir).filter((name) => name.endsWith('.jsonl')) : [];
-  const lines = new Set(files.flatMap((name) => readFileSync(join(dir, name), 'utf8').split('\n').filter((line) => line.trim() !== '')));
+  const lines = new Set(
+    files.flatMap((name) =>
+      readFileSync(join(dir, name), 'utf8')
+        .split('\n')
+        .filter((line) => line.trim() !== ''),
+    ),
+  );
   if (lines.size === 0) {
     throw new NoRecordedCallsError(
       `no AWS calls are recorded in ${dir}: run the e2e suite first (npm test does, in order; ` +

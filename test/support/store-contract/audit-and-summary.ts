@@ -61,7 +61,9 @@ export function auditAndSummaryContract(kit: ContractKit): void {
       const stale = (await fresh.getMachine('au-1'))!;
       await fresh.commit({ machines: [{ before: stale, after: { ...stale, rack: 'r9' } }], history: [] });
       const audit = entry(5_000, 'ops', 'machines/au-1', 'req-lost');
-      expect(await rejectionOf(fresh.commit({ machines: [{ before: stale, after: { ...stale, rack: 'r8' } }], history: [], audit }))).toBeInstanceOf(StaleWriteError);
+      expect(await rejectionOf(fresh.commit({ machines: [{ before: stale, after: { ...stale, rack: 'r8' } }], history: [], audit }))).toBeInstanceOf(
+        StaleWriteError,
+      );
       expect((await allPages({}, 500)).map((e) => e.requestId)).not.toContain('req-lost');
     });
 
@@ -71,12 +73,30 @@ export function auditAndSummaryContract(kit: ContractKit): void {
 
     it('filters by actor, by target, by both and by time, each paged', async () => {
       const since = iso(at(2_000));
-      expectListed(await allPages({ actor: 'alice' }, 1), newestFirst((e) => e.actor === 'alice'));
-      expectListed(await allPages({ target: 'machines/au-1' }, 2), newestFirst((e) => e.target === 'machines/au-1'));
-      expectListed(await allPages({ target: 'machines/au-1', actor: 'ops' }, 1), newestFirst((e) => e.target === 'machines/au-1' && e.actor === 'ops'));
-      expectListed(await allPages({ since }, 2), newestFirst((e) => e.at >= since));
-      expectListed(await allPages({ actor: 'ops', since }, 2), newestFirst((e) => e.actor === 'ops' && e.at >= since));
-      expectListed(await allPages({ target: 'machines/au-1', since }, 2), newestFirst((e) => e.target === 'machines/au-1' && e.at >= since));
+      expectListed(
+        await allPages({ actor: 'alice' }, 1),
+        newestFirst((e) => e.actor === 'alice'),
+      );
+      expectListed(
+        await allPages({ target: 'machines/au-1' }, 2),
+        newestFirst((e) => e.target === 'machines/au-1'),
+      );
+      expectListed(
+        await allPages({ target: 'machines/au-1', actor: 'ops' }, 1),
+        newestFirst((e) => e.target === 'machines/au-1' && e.actor === 'ops'),
+      );
+      expectListed(
+        await allPages({ since }, 2),
+        newestFirst((e) => e.at >= since),
+      );
+      expectListed(
+        await allPages({ actor: 'ops', since }, 2),
+        newestFirst((e) => e.actor === 'ops' && e.at >= since),
+      );
+      expectListed(
+        await allPages({ target: 'machines/au-1', since }, 2),
+        newestFirst((e) => e.target === 'machines/au-1' && e.at >= since),
+      );
       expect(await allPages({ target: 'machines/nobody' }, 10)).toEqual([]);
     });
 
@@ -97,7 +117,13 @@ export function auditAndSummaryContract(kit: ContractKit): void {
       for (const change of racks) {
         const pair = change.fleetSummary!.shards[0]!;
         const stored = await kit.store.getSummaryShard('sumtype', pair.after.shard);
-        await kit.store.commit({ ...change, fleetSummary: { racks: change.fleetSummary!.racks, shards: [{ before: stored, after: { ...pair.after, counters: applyDelta(stored?.counters ?? {}, pair.after.counters) } }] } });
+        await kit.store.commit({
+          ...change,
+          fleetSummary: {
+            racks: change.fleetSummary!.racks,
+            shards: [{ before: stored, after: { ...pair.after, counters: applyDelta(stored?.counters ?? {}, pair.after.counters) } }],
+          },
+        });
       }
       const rack = (await kit.store.getSummaryItems([{ machineType: 'sumtype', rack: 'sum-r1' }], [])).racks[0]!;
       expect(rack).toMatchObject({ machineType: 'sumtype', rack: 'sum-r1', version: 0, machines: { 'sum-r1-m': { version: 3, state: 'Ready', live: true } } });
@@ -106,7 +132,11 @@ export function auditAndSummaryContract(kit: ContractKit): void {
 
       // Machines are read in the same batch when asked for; unknown ones are left out.
       await kit.store.commit({ machines: [create(machine('sum-read-m', { machineType: 'sumtype', rack: 'sum-r1' }))], history: [] });
-      const together = await kit.store.getSummaryItems([{ machineType: 'sumtype', rack: 'sum-r1' }], [{ machineType: 'sumtype', shard: shardOf('sum-r1') }], ['sum-read-m', 'sum-nobody']);
+      const together = await kit.store.getSummaryItems(
+        [{ machineType: 'sumtype', rack: 'sum-r1' }],
+        [{ machineType: 'sumtype', shard: shardOf('sum-r1') }],
+        ['sum-read-m', 'sum-nobody'],
+      );
       expect(together.racks.map((r) => r.rack)).toEqual(['sum-r1']);
       expect(together.shards.map((s) => s.shard)).toEqual([shardOf('sum-r1')]);
       expect([...together.machines.keys()]).toEqual(['sum-read-m']);
@@ -116,7 +146,18 @@ export function auditAndSummaryContract(kit: ContractKit): void {
       // A second writer from the same read loses, and the shard is not touched by the lost transaction.
       const stale = summaryChange(summaryOfOne(machine('sum-r1-m', { machineType: 'sumtype', rack: 'sum-r1', version: 4 }), { ...rack, version: -5 }, null))!;
       const shardBefore = await kit.store.getSummaryShard('sumtype', stale.fleetSummary!.shards[0]!.after.shard);
-      expect(await rejectionOf(kit.store.commit({ ...stale, fleetSummary: { ...stale.fleetSummary!, racks: [{ before: { ...rack, version: 7 }, after: stale.fleetSummary!.racks[0]!.after }], shards: [{ before: shardBefore, after: { ...shardBefore!, counters: {} } }] } }))).toBeInstanceOf(StaleWriteError);
+      expect(
+        await rejectionOf(
+          kit.store.commit({
+            ...stale,
+            fleetSummary: {
+              ...stale.fleetSummary!,
+              racks: [{ before: { ...rack, version: 7 }, after: stale.fleetSummary!.racks[0]!.after }],
+              shards: [{ before: shardBefore, after: { ...shardBefore!, counters: {} } }],
+            },
+          }),
+        ),
+      ).toBeInstanceOf(StaleWriteError);
       expect(await kit.store.getSummaryShard('sumtype', shardBefore!.shard)).toEqual(shardBefore);
 
       const first = await kit.store.listRackAggregates('sumtype', { limit: 2 });

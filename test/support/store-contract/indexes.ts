@@ -43,7 +43,12 @@ export function indexesContract(kit: ContractKit): void {
       await update((m) => assignInstance(m, { id: 'alloc-i', org: 'acme', name: 'job', labels: {}, clientToken: 'ct', createdBy: 'alice' }, at(1_000)).change);
       await expectIndexed(false);
 
-      const released = releaseInstance((await kit.store.getInstance('alloc-i'))!, (await kit.store.getMachine('alloc-m'))!, { actor: 'alice', isRepairTenant: false, policy: { kind: 'off' as const } }, at(2_000));
+      const released = releaseInstance(
+        (await kit.store.getInstance('alloc-i'))!,
+        (await kit.store.getMachine('alloc-m'))!,
+        { actor: 'alice', isRepairTenant: false, policy: { kind: 'off' as const } },
+        at(2_000),
+      );
       expect(released.kind).toBe('release');
       if (released.kind === 'release') await kit.store.commit(released.change);
       expect((await kit.store.getMachine('alloc-m'))!.state).toBe('Cleanup');
@@ -93,7 +98,13 @@ export function indexesContract(kit: ContractKit): void {
 
     beforeAll(async () => {
       // Ids and racks in opposite orders: the index orders by rack first. r1 is a prefix of r10 by name.
-      const placed: Array<[string, string]> = [['rk-a', 'r2'], ['rk-b', 'r10'], ['rk-c', 'r1'], ['rk-d', 'r2'], ['rk-e', 'r1']];
+      const placed: Array<[string, string]> = [
+        ['rk-a', 'r2'],
+        ['rk-b', 'r10'],
+        ['rk-c', 'r1'],
+        ['rk-d', 'r2'],
+        ['rk-e', 'r1'],
+      ];
       const changes = placed.map(([id, rack]) => registerMachine(null, { id, machineType: type, rack }, 'ops', T0)!);
       await kit.store.commit({ machines: changes.flatMap((c) => c.machines!), history: [] });
       const taken = (await kit.store.getMachine('rk-d'))!;
@@ -187,7 +198,10 @@ export function indexesContract(kit: ContractKit): void {
 
       // Finishing the work takes a record out of the index.
       const pending = (await kit.store.getInstance('due-i-pending'))!;
-      await kit.store.commit({ instances: [{ before: pending, after: { ...pending, status: 'Ready', creation: { ...pending.creation, phase: 'done' } } }], history: [] });
+      await kit.store.commit({
+        instances: [{ before: pending, after: { ...pending, status: 'Ready', creation: { ...pending.creation, phase: 'done' } } }],
+        history: [],
+      });
       expect(await due(now)).not.toContain('instance:due-i-pending');
     });
   });
@@ -246,7 +260,11 @@ export function indexesContract(kit: ContractKit): void {
     });
 
     it('due holds meta-instances to place at their next attempt', async () => {
-      const due = async (when: Date) => (await fresh.dueEntities(when, { limit: 50 })).items.filter((ref) => ref.entity === 'meta-instance').map((ref) => ref.id).sort();
+      const due = async (when: Date) =>
+        (await fresh.dueEntities(when, { limit: 50 })).items
+          .filter((ref) => ref.entity === 'meta-instance')
+          .map((ref) => ref.id)
+          .sort();
       expect(await due(at(8 * 60_000))).toEqual(['mi-new', 'mi-old']);
       expect(await due(at(9 * 60_000))).toEqual(['mi-new', 'mi-old', 'mi-other']);
     });

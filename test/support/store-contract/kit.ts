@@ -25,8 +25,7 @@ export function contractKit(newStore: () => Promise<FleetStore>, current: () => 
     newStore,
     at: (ms) => addMs(T0, ms),
     machine: (id, over = {}) => aMachine({ id, ...over }),
-    instance: (id, over = {}) =>
-      anInstance({ id, name: id, machineId: 'm-x', siteName: id, creation: { clientToken: `ct-${id}`, phase: 'pending' }, ...over }),
+    instance: (id, over = {}) => anInstance({ id, name: id, machineId: 'm-x', siteName: id, creation: { clientToken: `ct-${id}`, phase: 'pending' }, ...over }),
     create: (after) => ({ before: null, after }),
     async register(id, machineType = 'gb200') {
       await current().commit(registerMachine(null, { id, machineType, rack: 'r1' }, 'ops', T0)!);

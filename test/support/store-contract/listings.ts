@@ -112,7 +112,13 @@ export function listingsContract(kit: ContractKit): void {
       const late = entry('ev-b', '2031-05-06T23:59:59.999Z', 'RepairCompleted');
       const early = entry('ev-a', '2031-05-06T00:00:00.000Z', 'MachineQuarantined');
       await kit.store.commit({
-        history: [late, early, entry('ev-a', '2031-05-06T12:00:00.000Z'), entry('ev-a', '2031-05-05T23:59:59.999Z', 'RepairFailed'), entry('ev-c', '2031-05-07T00:00:00.000Z', 'RepairFailed')],
+        history: [
+          late,
+          early,
+          entry('ev-a', '2031-05-06T12:00:00.000Z'),
+          entry('ev-a', '2031-05-05T23:59:59.999Z', 'RepairFailed'),
+          entry('ev-c', '2031-05-07T00:00:00.000Z', 'RepairFailed'),
+        ],
       });
       expect(await kit.store.eventsOnDay('2031-05-06')).toEqual([early, late]);
       expect((await kit.store.eventsOnDay('2031-05-05')).map((e) => e.event?.type)).toEqual(['RepairFailed']);

@@ -25,7 +25,11 @@ export function recordsContract(kit: ContractKit): void {
       expect(await allHistory('c-b')).toEqual([noted('c-b')]);
 
       const read = (await kit.store.getMachine('c-a'))!;
-      const { change, instance: created } = assignInstance(read, { id: 'c-i', org: 'acme', name: 'job', labels: {}, clientToken: 'ct', createdBy: 'alice' }, at(1_000));
+      const { change, instance: created } = assignInstance(
+        read,
+        { id: 'c-i', org: 'acme', name: 'job', labels: {}, clientToken: 'ct', createdBy: 'alice' },
+        at(1_000),
+      );
       await kit.store.commit(change);
 
       expect(await kit.store.getMachine('c-a')).toEqual({ ...change.machines![0]!.after, version: 1 });
@@ -106,7 +110,9 @@ export function recordsContract(kit: ContractKit): void {
     });
 
     it('one record twice in a transaction is refused and nothing is written', async () => {
-      expect(await rejectionOf(kit.store.commit({ machines: [create(machine('tx-twice')), create(machine('tx-twice', { rack: 'r2' }))], history: [] }))).toBeInstanceOf(Error);
+      expect(
+        await rejectionOf(kit.store.commit({ machines: [create(machine('tx-twice')), create(machine('tx-twice', { rack: 'r2' }))], history: [] })),
+      ).toBeInstanceOf(Error);
       expect(await kit.store.getMachine('tx-twice')).toBeNull();
     });
   });
@@ -147,7 +153,7 @@ export function recordsContract(kit: ContractKit): void {
       expect((await fresh.getSiteHeartbeat())!.machineCount).toBe(stored.machineCount);
     });
 
-    it('keeps a split roster\'s parts, and drops them when the roster is whole again', async () => {
+    it("keeps a split roster's parts, and drops them when the roster is whole again", async () => {
       const fresh = await newStore();
       const parts = { count: 2, seenAt: [iso(at(0)), iso(at(5))], machineCounts: [3, 4] };
       await fresh.putSiteHeartbeat(null, { rosterSeenAt: iso(at(0)), machineCount: 7, parts });
@@ -223,11 +229,29 @@ export function recordsContract(kit: ContractKit): void {
       const from = (rack: string, enough = 100) => ({ rack, enough });
       expect(await fresh.allocatableMachineIds('gb300', 3, from('r3'))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1']);
       expect(await fresh.allocatableMachineIds('gb300', 6, from('r3'))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2']);
-      expect(await fresh.allocatableMachineIds('gb300', 100, from('r3'))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2', 'fr-r2-1', 'fr-r2-2']);
+      expect(await fresh.allocatableMachineIds('gb300', 100, from('r3'))).toEqual([
+        'fr-r3-1',
+        'fr-r3-2',
+        'fr-r4-1',
+        'fr-r4-2',
+        'fr-r1-1',
+        'fr-r1-2',
+        'fr-r2-1',
+        'fr-r2-2',
+      ]);
       expect(await fresh.allocatableMachineIds('gb300', 100, from('r1'))).toEqual(machines.map((m) => m.id));
       // Enough from the rack on: no wrapping round to the start.
       expect(await fresh.allocatableMachineIds('gb300', 100, from('r3', 4))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2']);
-      expect(await fresh.allocatableMachineIds('gb300', 100, from('r4', 3))).toEqual(['fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2', 'fr-r2-1', 'fr-r2-2', 'fr-r3-1', 'fr-r3-2']);
+      expect(await fresh.allocatableMachineIds('gb300', 100, from('r4', 3))).toEqual([
+        'fr-r4-1',
+        'fr-r4-2',
+        'fr-r1-1',
+        'fr-r1-2',
+        'fr-r2-1',
+        'fr-r2-2',
+        'fr-r3-1',
+        'fr-r3-2',
+      ]);
       // A rack the index does not hold starts where its keys would sort.
       expect(await fresh.allocatableMachineIds('gb300', 2, from('r25'))).toEqual(['fr-r3-1', 'fr-r3-2']);
     });
@@ -236,7 +260,14 @@ export function recordsContract(kit: ContractKit): void {
       const fresh = await newStore();
       expect(await fresh.getRosterDigests()).toBeNull();
       const b7 = bucket('07', ['m-a', 'm-b']);
-      await fresh.commit({ rosterBuckets: [{ before: null, after: b7 }, { before: null, after: bucket('09', []) }], rosterDigests: { before: null, after: { buckets: { '07': b7.digest }, version: 0 } }, history: [] });
+      await fresh.commit({
+        rosterBuckets: [
+          { before: null, after: b7 },
+          { before: null, after: bucket('09', []) },
+        ],
+        rosterDigests: { before: null, after: { buckets: { '07': b7.digest }, version: 0 } },
+        history: [],
+      });
       const stored = await fresh.getRosterBuckets(['07', '08', '09']);
       expect([...stored.keys()].sort()).toEqual(['07', '09']);
       expect(stored.get('07')).toEqual(b7);
