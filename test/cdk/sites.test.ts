@@ -29,7 +29,7 @@ describe('every sites/*.toml', () => {
 
   // Bundling skipped, and CDK's built-in template validation left to site-stack.test.ts: this checks that each
   // site's config loads and its stack synthesizes with cdk-nag (a nag violation would throw here).
-  it.each(names)(
+  it.each(names.map((name) => [name, name]))(
     '%s synthesizes as Fleetward-%s',
     (name) => {
       const outdir = join(scratch, name);
