@@ -228,8 +228,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
           const startedAt = Date.now();
           const event = followUp ? followUpEvent(followUp) : {};
           followUp = undefined;
-          // The timer never overlaps runs: the lease only matters after a crash, when a short one lets the next runner sweep at once.
-          return sweep(event, () => sweepIntervalMs - (Date.now() - startedAt), sweepIntervalMs);
+          return sweep(event, () => sweepIntervalMs - (Date.now() - startedAt));
         }),
       runAgainAtOnce: () => followUp !== undefined,
       name: 'sweep',
