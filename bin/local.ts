@@ -9,6 +9,7 @@ import { JavaMissingError } from '#local/dynamodb-local.ts';
 import { jsonLines, LOG_FORMATS, logFormatFor, prettyLines, type LogFormat, type LogSink } from '#local/log-sink.ts';
 import { startLocalSite } from '#local/runner.ts';
 import { parseStreamChaos, StreamChaosConfigError } from '#local/stream-chaos.ts';
+import { AWS_SEMANTICS_MODES, AwsSemanticsConfigError, parseAwsSemantics } from '#local/aws-semantics/config.ts';
 
 const configPath = process.env.FLEETWARD_SITE_CONFIG ?? 'sites/local.toml';
 const port = Number(process.env.PORT ?? 8080);
@@ -66,12 +67,14 @@ try {
   const config = parseSiteConfig(readFileSync(configPath, 'utf8'), configPath);
   checkRouteOverrides(config, apiRouteSpecs().map(routeKeyOf), configPath);
   const streamChaos = parseStreamChaos(process.env);
+  const awsSemantics = parseAwsSemantics(process.env);
   const site = await startLocalSite({
     config,
     port,
     log: logSink(),
     ...(persistDir ? { persistDir } : {}),
     ...(streamChaos ? { streamChaos } : {}),
+    ...(awsSemantics ? { awsSemantics } : {}),
     ...(logLevel ? { logLevel } : {}),
     ...(awsCallLogDir ? { awsCallLogDir } : {}),
   });
@@ -85,8 +88,20 @@ Fleetward local site "${config.site.name}" is up.
   site agent     simulated, ${site.simulator.url} (controls under ${site.url}/_sim/)
   dev token      curl -s -X POST ${site.url}/_local/token -d '{"sub":"me","org":"acme","roles":["tenant"]}'
 Press Ctrl-C to stop.`);
+  if (awsSemantics) {
+    const left = AWS_SEMANTICS_MODES.filter((mode) => !awsSemantics.modes.includes(mode));
+    console.log(
+      `AWS semantics on: ${awsSemantics.modes.join(', ')} (FLEETWARD_AWS_SEMANTICS_SEED=${awsSemantics.seed} replays this run)` +
+        (left.length > 0 ? `; not emulated: ${left.join(', ')}` : ''),
+    );
+  }
 } catch (error) {
-  if (error instanceof JavaMissingError || error instanceof SiteConfigError || error instanceof StreamChaosConfigError) {
+  if (
+    error instanceof JavaMissingError ||
+    error instanceof SiteConfigError ||
+    error instanceof StreamChaosConfigError ||
+    error instanceof AwsSemanticsConfigError
+  ) {
     console.error(error.message);
     process.exit(1);
   }

@@ -18,6 +18,8 @@ import { randomIds } from '#handlers/lambda-context.ts';
 import { eventBridgePublisher, EVENT_SOURCE, inProcessBus } from '#runtime/events.ts';
 import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient, type TableNames } from '#store/client.ts';
+import { randomFor, type AwsSemanticsConfig } from '#local/aws-semantics/config.ts';
+import { injectThrottles } from '#local/aws-semantics/throttle.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import type { SigningKey } from '#site/request-signing.ts';
 import { httpSiteAgent } from '#runtime/site-agent.ts';
@@ -71,6 +73,8 @@ export interface LocalSiteOptions {
   containerPerRequest?: boolean;
   /** FLEETWARD_STREAM_CHAOS: the poller misdelivers on purpose (see stream-chaos.ts). */
   streamChaos?: StreamChaosConfig;
+  /** FLEETWARD_AWS_SEMANTICS: what AWS does that DynamoDB Local does not (aws-semantics/config.ts). Off when absent. */
+  awsSemantics?: AwsSemanticsConfig;
   /** Where the log goes; every line as text on stdout when absent (log-sink.ts). */
   log?: LogSink;
   /** The controller's JSON log lines from this level up (debug, info, warn, error); LOG_LEVEL or info by default. */
@@ -176,6 +180,9 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       : undefined;
     const storeClient = createDocumentClient(endpoint);
     recorder?.instrument(storeClient, 'dynamodb');
+    if (options.awsSemantics?.modes.includes('throttle')) {
+      injectThrottles(storeClient, { share: options.awsSemantics.throttleShare, random: randomFor(options.awsSemantics, 'throttle') });
+    }
     const store = new DynamoFleetStore(storeClient, names.table, dueTimes);
     // The same Powertools JSON lines as in Lambda, handed to the sink, which shows them as it is told.
     const logger = createLogger({ logLevel: options.logLevel ?? process.env.LOG_LEVEL, write: sink.controller });

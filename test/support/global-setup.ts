@@ -4,6 +4,7 @@ import type { TestProject } from 'vitest/node';
 import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import { startDynamoDbLocal } from '#local/dynamodb-local.ts';
 import { parseStreamChaos, type StreamChaosConfig } from '#local/stream-chaos.ts';
+import { parseAwsSemantics, type AwsSemanticsConfig } from '#local/aws-semantics/config.ts';
 import { DEFAULT_AWS_CALL_LOG } from '#test/support/iam/recorded-calls.ts';
 
 // One DynamoDB Local for the whole test run; each test file makes its own uniquely named tables on it.
@@ -14,6 +15,9 @@ export default async function setup(project: TestProject) {
     console.log(`stream chaos ${streamChaos.modes.join(',')}: FLEETWARD_STREAM_CHAOS_SEED=${streamChaos.seed} replays this run`);
   }
   project.provide('streamChaos', streamChaos);
+  const awsSemantics = parseAwsSemantics(process.env) ?? null;
+  if (awsSemantics) console.log(`AWS semantics ${awsSemantics.modes.join(',')}: FLEETWARD_AWS_SEMANTICS_SEED=${awsSemantics.seed} replays this run`);
+  project.provide('awsSemantics', awsSemantics);
   project.provide('awsCallLogDir', awsCallLogDir());
   // Every test file's tables have streams: with the stream log indexed, a file's writes do not get slower with the
   // stream records of every file before it.
@@ -39,6 +43,7 @@ declare module 'vitest' {
   export interface ProvidedContext {
     dynamoEndpoint: string;
     streamChaos: StreamChaosConfig | null;
+    awsSemantics: AwsSemanticsConfig | null;
     /** The directory the run's sites record their AWS calls in (local/aws-call-recorder.ts). */
     awsCallLogDir: string;
   }

@@ -56,6 +56,7 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
   const id = randomUUID().slice(0, 8);
   const lines: string[] = [];
   const streamChaos = inject('streamChaos');
+  const awsSemantics = inject('awsSemantics');
   const config = overrides.config ?? testConfig();
   const sweepIntervalMs = overrides.sweepIntervalMs ?? TEST_SWEEP_INTERVAL_MS;
   const site = await startLocalSite({
@@ -65,6 +66,7 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
     tableNames: { table: `e2e-${id}`, idempotencyTable: `e2e-${id}-idempotency` },
     sweepIntervalMs,
     ...(streamChaos ? { streamChaos } : {}),
+    ...(awsSemantics ? { awsSemantics } : {}),
     awsCallLogDir: inject('awsCallLogDir'),
     log: textLines((line) => {
       lines.push(line);
