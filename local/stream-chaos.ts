@@ -1,4 +1,5 @@
 import type { DynamoDBRecord } from 'aws-lambda';
+import { randomSeed, switchSeed, switchWords } from './env-switch.ts';
 
 /**
  * `FLEETWARD_STREAM_CHAOS=duplicate,reorder,delay`: the local stream poller misdelivers on purpose, within what
@@ -31,17 +32,9 @@ export class StreamChaosConfigError extends Error {
   override name = 'StreamChaosConfigError';
 }
 
-const maxSeed = 2 ** 32 - 1;
-
 /** Undefined when the switch is off; throws StreamChaosConfigError on a word it does not know or a bad seed. */
-export function parseStreamChaos(
-  env: Record<string, string | undefined>,
-  pickSeed: () => number = () => Math.floor(Math.random() * maxSeed),
-): StreamChaosConfig | undefined {
-  const words = (env.FLEETWARD_STREAM_CHAOS ?? '')
-    .split(',')
-    .map((word) => word.trim())
-    .filter((word) => word !== '');
+export function parseStreamChaos(env: Record<string, string | undefined>, pickSeed: () => number = randomSeed): StreamChaosConfig | undefined {
+  const words = switchWords(env, 'FLEETWARD_STREAM_CHAOS');
   if (words.length === 0) return undefined;
   const unknown = words.filter((word) => !(chaosModes as readonly string[]).includes(word));
   if (unknown.length > 0) {
@@ -49,11 +42,7 @@ export function parseStreamChaos(
       `FLEETWARD_STREAM_CHAOS: unknown ${unknown.map((w) => `"${w}"`).join(', ')}; use any of ${chaosModes.join(', ')}, comma-separated`,
     );
   }
-  const seedText = env.FLEETWARD_STREAM_CHAOS_SEED?.trim();
-  const seed = seedText ? Number(seedText) : pickSeed();
-  if (!/^\d+$/.test(String(seed)) || seed > maxSeed) {
-    throw new StreamChaosConfigError(`FLEETWARD_STREAM_CHAOS_SEED: expected an integer from 0 to ${maxSeed}, got "${seedText}"`);
-  }
+  const seed = switchSeed(env, 'FLEETWARD_STREAM_CHAOS', pickSeed, (message) => new StreamChaosConfigError(message));
   return { modes: [...new Set(words as ChaosMode[])], seed };
 }
 

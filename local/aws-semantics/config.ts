@@ -1,3 +1,4 @@
+import { randomSeed, switchSeed, switchWords } from '#local/env-switch.ts';
 import { seededRandom } from '#local/stream-chaos.ts';
 
 /**
@@ -22,17 +23,9 @@ export class AwsSemanticsConfigError extends Error {
   override name = 'AwsSemanticsConfigError';
 }
 
-const MAX_SEED = 2 ** 32 - 1;
-
 /** Undefined when the switch is off; throws AwsSemanticsConfigError on a mode it does not know or cannot emulate yet. */
-export function parseAwsSemantics(
-  env: Record<string, string | undefined>,
-  pickSeed: () => number = () => Math.floor(Math.random() * MAX_SEED),
-): AwsSemanticsConfig | undefined {
-  const words = (env.FLEETWARD_AWS_SEMANTICS ?? '')
-    .split(',')
-    .map((word) => word.trim())
-    .filter(Boolean);
+export function parseAwsSemantics(env: Record<string, string | undefined>, pickSeed: () => number = randomSeed): AwsSemanticsConfig | undefined {
+  const words = switchWords(env, 'FLEETWARD_AWS_SEMANTICS');
   if (words.length === 0) return undefined;
   const all = words.includes('all');
   const unknown = words.filter((word) => word !== 'all' && !(AWS_SEMANTICS_MODES as readonly string[]).includes(word));
@@ -43,11 +36,7 @@ export function parseAwsSemantics(
   if (notYet.length > 0) {
     throw new AwsSemanticsConfigError(`FLEETWARD_AWS_SEMANTICS: ${notYet.join(', ')} not emulated yet; the local site emulates ${EMULATED.join(', ')}`);
   }
-  const seedText = env.FLEETWARD_AWS_SEMANTICS_SEED?.trim();
-  const seed = seedText ? Number(seedText) : pickSeed();
-  if (!Number.isInteger(seed) || seed < 0 || seed > MAX_SEED) {
-    throw new AwsSemanticsConfigError(`FLEETWARD_AWS_SEMANTICS_SEED: expected an integer from 0 to ${MAX_SEED}, got "${seedText}"`);
-  }
+  const seed = switchSeed(env, 'FLEETWARD_AWS_SEMANTICS', pickSeed, (message) => new AwsSemanticsConfigError(message));
   return { modes: all ? [...EMULATED] : [...new Set(words as AwsSemanticsMode[])], seed, throttleShare: DEFAULT_THROTTLE_SHARE };
 }
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestSite, type TestSite } from '#test/support/local-site.ts';
 
 // FLEETWARD_AWS_SEMANTICS=throttle at ten times its default share: DynamoDB fails a fifth of the site's calls as AWS
-// does under load. Every answer is a success or 503 `throttled` with Retry-After, and a client that retries after it
+// does when a table is busy. Every answer is a success or 503 `throttled` with Retry-After, and a client that retries after it
 // gets every instance created and released, with the stream's reactions finishing their work.
 
 let site: TestSite;
