@@ -40,6 +40,7 @@ import type { StreamChaosConfig } from './stream-chaos.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS } from '#lib/function-timeouts.ts';
 import { HTTP_API_PAYLOAD_BYTES } from '#lib/aws-limits.ts';
 import { auditedStreamFilter, type FilterDisagreement } from './stream-filter-audit.ts';
+import { watchServerErrors, type ServerErrorAnswer } from './server-errors.ts';
 import { createStreamPoller } from './stream-poller.ts';
 import { createTables } from './tables.ts';
 
@@ -99,6 +100,8 @@ export interface LocalSite {
   storeClient: DynamoDBDocumentClient;
   /** Records on which the stack's stream filters and the stream handler disagreed (tests expect none). */
   streamFilterDisagreements(): FilterDisagreement[];
+  /** Every 5xx the site answered so far (tests allow none but 503 with Retry-After). */
+  serverErrors(): ServerErrorAnswer[];
   /** Resolves when what was written so far has been through the stream handler (tests). */
   streamIdle(timeoutMs?: number): Promise<void>;
   /** What the site has done so far: sweeps, stream batches, API requests, the agent's calls (also on GET /health). */
@@ -156,6 +159,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     const issuer = createLocalTokenIssuer({ issuer: config.auth.issuer, audience: config.auth.audience });
     let apiUrl = '';
+    let serverErrors: () => ServerErrorAnswer[] = () => [];
     // Fixing the agent's port up front lets the controller know its URL before either side starts.
     const agentPort = await freePort();
     // The key of this run, held by both sides as a deployed site's controller and agent hold theirs.
@@ -282,6 +286,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     });
     stops.push(() => server.close());
     apiUrl = server.url;
+    serverErrors = watchServerErrors(server.server);
 
     if (options.registerFleet ?? true) {
       const fleet = demoFleet(config.simulator.machines);
@@ -311,6 +316,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       tableNames: names,
       storeClient,
       streamFilterDisagreements: streamFilter.disagreements,
+      serverErrors,
       streamIdle: (timeoutMs) => poller?.whenIdle(timeoutMs) ?? Promise.resolve(),
       counters,
       health,

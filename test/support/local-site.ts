@@ -6,8 +6,10 @@ import type { Role } from '#domain/model.ts';
 import type { Route } from '#http/route.ts';
 import { textLines } from '#local/log-sink.ts';
 import { startLocalSite, type LocalSite, type LocalSiteOptions } from '#local/runner.ts';
+import { unacceptable } from '#local/server-errors.ts';
 import { reconcilerRunMs, sweepWithinMs } from './bounds.ts';
 import { nextSweepDone } from './next-sweep.ts';
+import { consistentScan, outboxFaults, watchInvariants } from './site-invariants.ts';
 
 /** A site config for tests: the demo fleet made small and the simulator fast. */
 export function testConfig(toml = ''): SiteConfig {
@@ -51,8 +53,13 @@ export interface TestSite extends LocalSite {
   eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs?: number): Promise<T>;
 }
 
-/** A whole local site on the test run's DynamoDB Local, with its own tables and ports. */
-export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): Promise<TestSite> {
+/**
+ * A whole local site on the test run's DynamoDB Local, with its own tables and ports. Its `stop()` fails the test on
+ * what no client may ever see: a 5xx other than 503 with Retry-After, an outbox event not delivered once settled, and
+ * (sampled while it runs, when AWS's semantics are on or `watchInvariants` says so) a break of the site's safety rules.
+ */
+export async function startTestSite(overrides: Partial<LocalSiteOptions> & { watchInvariants?: boolean } = {}): Promise<TestSite> {
+  const { watchInvariants: watch, ...siteOverrides } = overrides;
   const id = randomUUID().slice(0, 8);
   const lines: string[] = [];
   const streamChaos = inject('streamChaos');
@@ -72,8 +79,10 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
       lines.push(line);
       if (process.env.FLEETWARD_TEST_LOG) console.log(line);
     }),
-    ...overrides,
+    ...siteOverrides,
   });
+  const invariants =
+    (watch ?? (siteOverrides.awsSemantics ?? awsSemantics) != null) ? watchInvariants(inject('dynamoEndpoint'), site.tableNames.table, config) : undefined;
   const call: TestSite['call'] = async (method, path, options = {}) => {
     const response = await fetch(`${site.url}${path}`, {
       method,
@@ -107,8 +116,13 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> = {}): 
     // Every record a test produced has met the stack's stream filters: the filters must pass exactly those the
     // stream handler acts on, or a reaction would be lost in AWS (or a function invoked for nothing).
     stop: async () => {
+      const violations = (await invariants?.stop()) ?? [];
+      const undelivered = siteOverrides.streamPoller === false ? [] : await settledOutboxFaults(site, config);
       await site.stop();
       expect(site.streamFilterDisagreements(), 'records on which the stack stream filters and the stream handler disagree').toEqual([]);
+      expect(unacceptable(site.serverErrors()), 'answers no client may get: a 5xx but 503 with Retry-After').toEqual([]);
+      expect(violations, 'safety rules broken while the site ran').toEqual([]);
+      expect(undelivered, 'outbox events not delivered once per id').toEqual([]);
     },
     logLines: lines,
     config,
@@ -200,3 +214,16 @@ export async function scanTable(site: LocalSite, which: 'table' | 'idempotencyTa
 }
 
 export const routeKey = (route: Pick<Route, 'method' | 'path'>): string => `${route.method} ${route.path}`;
+
+/**
+ * Once the stream has caught up, every outbox entry has gone out. A site run without its stream, or whose stream is
+ * stalled, is past judging here: its own test says what it expects.
+ */
+async function settledOutboxFaults(site: LocalSite, config: SiteConfig): Promise<string[]> {
+  try {
+    await site.streamIdle(reconcilerRunMs(config));
+  } catch {
+    return [];
+  }
+  return outboxFaults(await consistentScan(site.storeClient, site.tableNames.table), site.events.delivered);
+}
