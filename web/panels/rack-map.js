@@ -1,4 +1,4 @@
-// The rack map: one machine type at a time, a row per rack and a small square per machine, coloured by state and
+// The rack map: one machine type at a time, a tile per rack and a small square per machine, coloured by state and
 // marked by overrides and stuck repairs (GET /admin/fleet/racks, the per-rack aggregates). Each rack is compared
 // with what it last showed, so a change to one machine touches that machine's square only, however big the fleet.
 import { byId, h, keyedList, place } from '../dom.js';
