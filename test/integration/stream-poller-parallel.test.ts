@@ -83,7 +83,7 @@ describe('the stream poller under parallel-shards', () => {
     expect(Object.fromEntries(seen)).toEqual(Object.fromEntries(machines.map((id) => [`MACHINE#${id}`, [1, 2, 3, 4]])));
   });
 
-  it("applies the template's filters and retries a failing record as many times as the template says, then sends its position to the failure destination", async () => {
+  it("applies the template's filters and retries as many times as it says, then sends the position to the failure destination", async () => {
     const attempts = new Map<string, number>();
     const { poller, write } = await setup(async (event): Promise<DynamoDBBatchResponse> => {
       for (const record of event.Records) attempts.set(pkOf(record), (attempts.get(pkOf(record)) ?? 0) + 1);
