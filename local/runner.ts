@@ -36,12 +36,10 @@ import { createScheduleTimer } from './schedule-timer.ts';
 import { demoFleet } from './site-agent/demo-fleet.ts';
 import { createSiteSimulator, type SiteSimulator } from './site-agent/simulator.ts';
 import type { StreamChaosConfig } from './stream-chaos.ts';
-import { functionTimeoutSeconds } from '#lib/function-timeouts.ts';
-import type { FunctionName } from '#lib/lambda-functions.ts';
 import { pollerSettingsOf } from '#local/aws-semantics/parallel-shards.ts';
-import { readStackSettings, type StackSettings } from '#local/aws-semantics/stack-settings.ts';
+import { siteFunctions } from '#local/aws-semantics/site-functions.ts';
 import { createSweepHandler, eventBridgeHandOff, sweepMarginMs } from '#handlers/sweep.ts';
-import { invokeFunction, type FunctionLimits } from './lambda-invocation.ts';
+import { invokeFunction } from './lambda-invocation.ts';
 import { HTTP_API_PAYLOAD_BYTES } from '#lib/aws-limits.ts';
 import { auditedStreamFilter, type FilterDisagreement } from './stream-filter-audit.ts';
 import { createStreamPoller } from './stream-poller.ts';
@@ -216,22 +214,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       log,
     };
 
-    const semantics = options.awsSemantics;
-    const emulates = (mode: AwsSemanticsConfig['modes'][number]) => semantics?.modes.includes(mode) ?? false;
-    // What the stack says about the stream's mapping and the functions' timeouts, read from its template.
-    let stack: StackSettings | undefined;
-    if (emulates('parallel-shards') || emulates('lambda-timeouts')) {
-      const read = await readStackSettings(config);
-      stack = read.settings;
-      sink.part('runner', `the stack's settings from its template (${read.source === 'cache' ? 'cached' : 'synthesized'}, ${read.ms} ms)`);
-    }
-    const limitsOf = (functionName: FunctionName): FunctionLimits => ({
-      functionName,
-      timeoutMs: (stack?.functionTimeoutSeconds[functionName] ?? functionTimeoutSeconds(functionName, config)) * 1000,
-      stopAtTimeout: emulates('lambda-timeouts'),
-    });
-
-    const mapping = emulates('parallel-shards') ? stack?.streamMapping : undefined;
+    const { limitsOf, streamMapping: mapping } = await siteFunctions(config, options.awsSemantics, (line) => sink.part('runner', line));
     const streamFilter = auditedStreamFilter(...(mapping ? [mapping.filterPatterns] : []));
     const streamHandler = createStreamHandler(ctx);
     const streamLimits = limitsOf('StreamHandler');
