@@ -21,7 +21,7 @@ import { createStreamShards, pendingIn, type ShardState, type StartPosition, typ
  * The local stand-in for Lambda's DynamoDB stream event source mapping: reads the table's real stream on DynamoDB
  * Local and hands the stream handler batches in exactly the shape Lambda would. How a batch is delivered, retried,
  * bisected or set aside is decided by lambda-delivery.ts, and how shards are read by stream-shards.ts; this file
- * runs the passes over the shards and performs the handler calls.
+ * runs the passes over the shards and performs the handler calls, one at a time or, with `parallel`, a lane each at once.
  */
 
 export interface StreamPollerOptions {
@@ -101,7 +101,7 @@ export interface StreamPollerStats {
 export interface StreamPoller {
   /** Resolves once every shard has an iterator, so with `LATEST` anything written afterwards is delivered. */
   start(): Promise<void>;
-  /** Ends polling and waits for an in-flight handler call; leaves no timers or sockets behind. */
+  /** Ends polling and waits for the handler calls in flight; leaves no timers or sockets behind. */
   stop(): Promise<void>;
   running(): boolean;
   stats(): StreamPollerStats;
