@@ -1,5 +1,6 @@
 import type { SiteConfig } from '#config/site-config.ts';
 import { createLeaseMs } from '#domain/instances.ts';
+import type { FunctionName } from './lambda-functions.ts';
 
 /**
  * How long each function may run, for the stack and for the local runner alike, so a handler never gets more time
@@ -15,3 +16,7 @@ export function reconcilerTimeoutSeconds(config: SiteConfig): number {
   const leaseSeconds = createLeaseMs({ maxAttempts: retry.max_attempts, baseDelayMs: retry.base_delay_ms, timeoutMs: retry.timeout_ms }) / 1000;
   return Math.min(900, Math.max(60, Math.ceil(leaseSeconds + 60)));
 }
+
+/** Each function's timeout: the reconcilers' for the stream and the sweep, the API's for the rest. */
+export const functionTimeoutSeconds = (name: FunctionName, config: SiteConfig): number =>
+  name === 'StreamHandler' || name === 'SweepHandler' ? reconcilerTimeoutSeconds(config) : API_FUNCTION_TIMEOUT_SECONDS;

@@ -7,6 +7,7 @@ import { createRouteMatcher, type MatchableRoute } from '#http/route-match.ts';
 import type { Route } from '#http/route.ts';
 import { routeGroupOf, type RouteGroup } from '#lib/api-routes.ts';
 import { API_FUNCTION_OF } from '#lib/lambda-functions.ts';
+import { lambdaContext } from './lambda-invocation.ts';
 import { runAsFunction } from './function-scope.ts';
 import { defaultMaxBodyBytes, readBody, RequestBodyError } from './request-body.ts';
 
@@ -154,25 +155,6 @@ function buildEvent(
   };
 }
 
-function buildContext(requestId: string, timeoutMs: number): Context {
-  const deadline = Date.now() + timeoutMs;
-  const functionName = 'fleetward-api-local';
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
-    memoryLimitInMB: '1024',
-    awsRequestId: requestId,
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: 'local',
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => {},
-    fail: () => {},
-    succeed: () => {},
-  };
-}
-
 const timedOut = Symbol('timed out');
 
 /** The handler's result, or `timedOut` once the function's timeout passes first (the work left running is lost). */
@@ -256,7 +238,7 @@ export async function createLocalHttpServer(options: LocalHttpServerOptions): Pr
     if (claims) Object.assign(event.requestContext, { authorizer: { jwt: { claims, scopes: null } } });
     // As the group's own function: its AWS calls are that function's role's (function-scope.ts).
     const invocation = runAsFunction(API_FUNCTION_OF[matched.route.group], () =>
-      handler(event as APIGatewayProxyEventV2WithJWTAuthorizer, buildContext(requestId, timeoutMs)),
+      handler(event as APIGatewayProxyEventV2WithJWTAuthorizer, lambdaContext('fleetward-api-local', requestId, timeoutMs)),
     );
     const result = await withinTimeout(invocation, timeoutMs);
     // API Gateway (HTTP API) names every request's id in this response header: the key to its logs.

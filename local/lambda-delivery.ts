@@ -14,6 +14,10 @@ export interface DeliveryPolicy {
   maxRetries: number;
   /** First retry delay; doubles per attempt, capped at `maxBackoffMs`. */
   retryDelayMs: number;
+  /** BisectBatchOnFunctionError: a thrown batch is split in two to isolate the record that breaks it. Default true. */
+  bisectOnError?: boolean;
+  /** MaximumRecordAgeInSeconds, in ms: an older record is not delivered but sent to the failure destination. None when absent. */
+  maxRecordAgeMs?: number;
 }
 
 export const maxBackoffMs = 30_000;
@@ -58,6 +62,20 @@ export function emptyLane(policy: DeliveryPolicy): Lane {
 
 export function enqueue(lane: Lane, records: readonly DynamoDBRecord[]): Lane {
   return { ...lane, pending: [...lane.pending, ...records.map((record) => ({ record, attempts: 0 }))] };
+}
+
+/** The lane less its records older than the policy's maximum record age (stream records carry their age to the second). */
+export function withoutExpired(policy: DeliveryPolicy, lane: Lane, now: number): { lane: Lane; expired: DynamoDBRecord[] } {
+  const maxAgeMs = policy.maxRecordAgeMs;
+  if (maxAgeMs === undefined) return { lane, expired: [] };
+  const expired: DynamoDBRecord[] = [];
+  const kept = lane.pending.filter(({ record }) => {
+    const createdAt = record.dynamodb?.ApproximateCreationDateTime;
+    const old = createdAt !== undefined && now - createdAt * 1000 > maxAgeMs;
+    if (old) expired.push(record);
+    return !old;
+  });
+  return expired.length === 0 ? { lane, expired } : { lane: { ...lane, pending: kept }, expired };
 }
 
 /** The records of the next handler call: the head of the lane, up to its current limit. */
@@ -105,7 +123,7 @@ export function settle(policy: DeliveryPolicy, lane: Lane, batchLength: number, 
       outcome: { kind: 'acknowledged' },
     };
   }
-  if (thrown && batchLength > 1) {
+  if (thrown && batchLength > 1 && policy.bisectOnError !== false) {
     const limit = Math.ceil(batchLength / 2);
     return { lane: { ...lane, limit }, acknowledged: 0, outcome: { kind: 'bisected', limit } };
   }

@@ -1,5 +1,6 @@
 import type { ScheduleTimer } from './schedule-timer.ts';
 import type { SiteSimulator } from './site-agent/simulator.ts';
+import type { StreamFailureEntry } from './stream-failure-destination.ts';
 import type { StreamPoller } from './stream-poller.ts';
 
 /**
@@ -12,7 +13,10 @@ export interface RunnerCounters {
   sweeps: { started: number; completed: number; failed: number };
   /** Stream handler calls, one batch each; `handled` counts those that ended, whatever came of them. */
   streamBatches: { started: number; handled: number };
-  streamRecords: { delivered: number; filteredOut: number; setAside: number };
+  /** `expired`: older than the mapping's maximum record age, never delivered. */
+  streamRecords: { delivered: number; filteredOut: number; setAside: number; expired: number };
+  /** What the stream's on-failure destination got (the stack's StreamFailures queue): how many entries, and the last. */
+  streamFailureDestination: { entries: number; last?: StreamFailureEntry };
   /** API function invocations that answered, by route key (`GET /admin/machines/{id}/history`). */
   apiRequests: Record<string, number>;
   siteAgent: { heartbeatsSent: number; cleanupReportsSent: number; createsReceived: number };
@@ -29,11 +33,18 @@ export interface CountedParts {
 export function countersOf({ timer, poller, simulator, apiRequests }: CountedParts): RunnerCounters {
   const sweeps = timer.stats();
   const stream = poller?.stats();
+  const lastFailure = poller?.failures().at(-1);
   const agent = simulator.counters();
   return {
     sweeps: { started: sweeps.started, completed: sweeps.ticks, failed: sweeps.failures },
     streamBatches: { started: stream?.invocations ?? 0, handled: stream?.handled ?? 0 },
-    streamRecords: { delivered: stream?.delivered ?? 0, filteredOut: stream?.filteredOut ?? 0, setAside: stream?.setAside ?? 0 },
+    streamRecords: {
+      delivered: stream?.delivered ?? 0,
+      filteredOut: stream?.filteredOut ?? 0,
+      setAside: stream?.setAside ?? 0,
+      expired: stream?.expired ?? 0,
+    },
+    streamFailureDestination: { entries: stream?.failureEntries ?? 0, ...(lastFailure ? { last: lastFailure } : {}) },
     apiRequests: Object.fromEntries(apiRequests),
     siteAgent: { heartbeatsSent: agent.heartbeatsSent, cleanupReportsSent: agent.cleanupReportsSent, createsReceived: agent.createsReceived },
   };

@@ -6,7 +6,6 @@ import type { SiteConfig } from '#config/site-config.ts';
 import { systemClock, type Clock, type IdSource } from '#domain/model.ts';
 import { createHttpApi } from '#handlers/api.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
-import { createSweepHandler, eventBridgeHandOff } from '#handlers/sweep.ts';
 import { followUpEvent, SWEEP_FOLLOW_UP } from '#reconcilers/sweep-follow-up.ts';
 import type { SweepPosition } from '#reconcilers/sweep.ts';
 import { routes } from '#http/routes/index.ts';
@@ -37,7 +36,10 @@ import { createScheduleTimer } from './schedule-timer.ts';
 import { demoFleet } from './site-agent/demo-fleet.ts';
 import { createSiteSimulator, type SiteSimulator } from './site-agent/simulator.ts';
 import type { StreamChaosConfig } from './stream-chaos.ts';
-import { API_FUNCTION_TIMEOUT_SECONDS } from '#lib/function-timeouts.ts';
+import { pollerSettingsOf } from '#local/aws-semantics/parallel-shards.ts';
+import { siteFunctions } from '#local/aws-semantics/site-functions.ts';
+import { createSweepHandler, eventBridgeHandOff, sweepMarginMs } from '#handlers/sweep.ts';
+import { invokeFunction } from './lambda-invocation.ts';
 import { HTTP_API_PAYLOAD_BYTES } from '#lib/aws-limits.ts';
 import { auditedStreamFilter, type FilterDisagreement } from './stream-filter-audit.ts';
 import { watchServerErrors, type ServerErrorAnswer } from './server-errors.ts';
@@ -216,15 +218,19 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       log,
     };
 
-    const streamFilter = auditedStreamFilter();
+    const { limitsOf, streamMapping: mapping } = await siteFunctions(config, options.awsSemantics, (line) => sink.part('runner', line));
+    const streamFilter = auditedStreamFilter(...(mapping ? [mapping.filterPatterns] : []));
+    const streamHandler = createStreamHandler(ctx);
+    const streamLimits = limitsOf('StreamHandler');
     const poller =
       options.streamPoller === false
         ? null
         : createStreamPoller({
             endpoint,
             tableName: names.table,
-            handler: createStreamHandler(ctx),
+            handler: (event) => invokeFunction(streamLimits, (context) => streamHandler(event, context)),
             filter: streamFilter.filter,
+            ...(mapping ? pollerSettingsOf(mapping) : {}),
             ...(options.streamChaos ? { chaos: options.streamChaos } : {}),
             ...(recorder ? { onStreamsClient: (client) => recorder.instrument(client, 'dynamodb-streams') } : {}),
             log: (line) => sink.part('stream', line),
@@ -232,15 +238,20 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     // A sweep that runs out of its interval hands the rest to a follow-up through the bus, which the timer runs at once.
     const sweep = createSweepHandler(ctx, eventBridgeHandOff(busName, eventBridge));
     const sweepIntervalMs = options.sweepIntervalMs ?? config.sweep.interval_seconds * 1000;
+    const sweepLimits = limitsOf('SweepHandler');
+    const sweepMargin = sweepMarginMs(config);
     const timer = createScheduleTimer({
       intervalMs: sweepIntervalMs,
       tick: () =>
-        runAsFunction('SweepHandler', () => {
-          const startedAt = Date.now();
-          const event = followUp ? followUpEvent(followUp) : {};
-          followUp = undefined;
-          return sweep(event, () => sweepIntervalMs - (Date.now() - startedAt));
-        }),
+        runAsFunction('SweepHandler', () =>
+          invokeFunction(sweepLimits, (context) => {
+            const startedAt = Date.now();
+            const event = followUp ? followUpEvent(followUp) : {};
+            followUp = undefined;
+            // As in AWS (handlers/sweep.ts), and within the interval, so the local timer's next run finds it done.
+            return sweep(event, () => Math.min(sweepIntervalMs - (Date.now() - startedAt), context.getRemainingTimeInMillis() - sweepMargin));
+          }),
+        ),
       runAgainAtOnce: () => followUp !== undefined,
       name: 'sweep',
       log: (line) => sink.part('schedule', line),
@@ -280,7 +291,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       ),
       verifyToken: (token) => issuer.verify(token) as Promise<Record<string, unknown>>,
       extraRoutes,
-      timeoutMs: API_FUNCTION_TIMEOUT_SECONDS * 1000,
+      timeoutMs: limitsOf('TenantApi').timeoutMs,
       // API Gateway's own payload limit; each route's cap (functions/http/route.ts) is the function's to apply.
       maxBodyBytes: HTTP_API_PAYLOAD_BYTES,
     });

@@ -14,11 +14,12 @@ export interface FilterDisagreement {
 
 /**
  * The stack's stream filters, applied to each record as Lambda applies them, and checked against what the stream
- * handler does with the same record: every record the local site produces is a test of the filters.
+ * handler does with the same record: every record the local site produces is a test of the filters. The patterns are
+ * JSON, as the template carries them (`FilterCriteria.Filters[].Pattern`); by default the ones the stack is given.
  */
-export function auditedStreamFilter() {
-  // Through JSON, as the template carries them, so a pattern Lambda would refuse fails here first.
-  const patterns = streamFilterPatterns().map((pattern) => parseFilterPattern(JSON.stringify(pattern)));
+export function auditedStreamFilter(templatePatterns: readonly string[] = streamFilterPatterns().map((pattern) => JSON.stringify(pattern))) {
+  // Parsed as Lambda parses them, so a pattern Lambda would refuse fails here first.
+  const patterns = templatePatterns.map((pattern) => parseFilterPattern(pattern));
   const disagreements: FilterDisagreement[] = [];
   const filter = (record: DynamoDBRecord): boolean => {
     const passes = passesAnyFilter(patterns, record);

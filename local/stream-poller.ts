@@ -7,19 +7,21 @@ import {
   mayDeliver,
   nextBatch,
   settle,
+  withoutExpired,
   type DeliveryPolicy,
   type Invocation,
   type Lane,
   type StreamHandlerResult,
 } from './lambda-delivery.ts';
 import { createStreamChaos, type StreamChaos, type StreamChaosConfig } from './stream-chaos.ts';
-import { createStreamShards, type ShardState, type StartPosition, type StreamShards } from './stream-shards.ts';
+import { failureEntry, type StreamFailureEntry } from './stream-failure-destination.ts';
+import { createStreamShards, pendingIn, type ShardState, type StartPosition, type StreamShards } from './stream-shards.ts';
 
 /**
  * The local stand-in for Lambda's DynamoDB stream event source mapping: reads the table's real stream on DynamoDB
  * Local and hands the stream handler batches in exactly the shape Lambda would. How a batch is delivered, retried,
  * bisected or set aside is decided by lambda-delivery.ts, and how shards are read by stream-shards.ts; this file
- * runs the passes over the shards and performs the handler calls.
+ * runs the passes over the shards and performs the handler calls, one at a time or, with `parallel`, a lane each at once.
  */
 
 export interface StreamPollerOptions {
@@ -35,6 +37,16 @@ export interface StreamPollerOptions {
   pollIntervalMs?: number;
   /** Retries of a failing record after its first failure before it is set aside. Default 3. */
   maxRetries?: number;
+  /** Split a thrown batch in two to isolate the record that breaks it (BisectBatchOnFunctionError). Default true. */
+  bisectOnError?: boolean;
+  /** A record older than this is not delivered but sent to the failure destination (MaximumRecordAgeInSeconds). None by default. */
+  maxRecordAgeMs?: number;
+  /**
+   * Run every shard, and `lanesPerShard` lanes within each, at once, as Lambda does (ParallelizationFactor, and more
+   * virtual lanes for the table's partitions that DynamoDB Local folds into one shard). A partition key's records
+   * share one lane, so their order holds. Absent: one shard at a time, one lane each, one handler call at a time.
+   */
+  parallel?: { lanesPerShard: number };
   /** First retry delay; doubles per attempt, capped at 30 s. Default 200 ms. */
   retryDelayMs?: number;
   /** How often to look for new shards while nothing closes. Default 5000 ms. */
@@ -71,6 +83,10 @@ export interface StreamPollerStats {
   /** Records the filters kept from the handler. */
   filteredOut: number;
   setAside: number;
+  /** Records older than the maximum record age, sent to the failure destination undelivered. */
+  expired: number;
+  /** Entries sent to the failure destination: one per record set aside, one per run of expired records. */
+  failureEntries: number;
   /** Handler calls that redelivered records after a failure (including bisecting a failed batch). */
   retries: number;
   /** Handler calls begun, one batch each. */
@@ -85,11 +101,13 @@ export interface StreamPollerStats {
 export interface StreamPoller {
   /** Resolves once every shard has an iterator, so with `LATEST` anything written afterwards is delivered. */
   start(): Promise<void>;
-  /** Ends polling and waits for an in-flight handler call; leaves no timers or sockets behind. */
+  /** Ends polling and waits for the handler calls in flight; leaves no timers or sockets behind. */
   stop(): Promise<void>;
   running(): boolean;
   stats(): StreamPollerStats;
   setAside(): SetAsideRecord[];
+  /** What the failure destination got (the most recent `keepSetAside`), as Lambda sends it: positions, not records. */
+  failures(): StreamFailureEntry[];
   /**
    * Resolves after a full pass, begun after this call, finds every shard drained: what was written before the
    * call has been delivered or set aside. For tests and the local runner, not for production logic.
@@ -108,7 +126,10 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     batchSize: bounded('batchSize', options.batchSize ?? 100, 1, 1000),
     maxRetries: bounded('maxRetries', options.maxRetries ?? 3, 0, 10_000),
     retryDelayMs: bounded('retryDelayMs', options.retryDelayMs ?? 200, 0, maxBackoffMs),
+    bisectOnError: options.bisectOnError ?? true,
+    ...(options.maxRecordAgeMs === undefined ? {} : { maxRecordAgeMs: bounded('maxRecordAgeMs', options.maxRecordAgeMs, 0, 604_800_000) }),
   };
+  const lanesPerShard = options.parallel ? bounded('lanesPerShard', options.parallel.lanesPerShard, 1, 1000) : 1;
   const pollIntervalMs = bounded('pollIntervalMs', options.pollIntervalMs ?? 100, 1, 60_000);
   const keepSetAside = bounded('keepSetAside', options.keepSetAside ?? 1000, 0, 1_000_000);
   const startAt = options.startAt ?? 'TRIM_HORIZON';
@@ -121,14 +142,17 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     batchSize: policy.batchSize,
     shardRefreshMs: bounded('shardRefreshMs', options.shardRefreshMs ?? 5000, 1, 3_600_000),
     ...(options.awsRegion ? { awsRegion: options.awsRegion } : {}),
-    emptyLane: () => emptyLane(policy),
+    emptyLanes: () => Array.from({ length: lanesPerShard }, () => emptyLane(policy)),
     ...(options.onStreamsClient ? { onStreamsClient: options.onStreamsClient } : {}),
     log,
     now,
   });
 
-  const counters: StreamPollerStats = { delivered: 0, filteredOut: 0, setAside: 0, retries: 0, invocations: 0, handled: 0 };
+  const counters: StreamPollerStats = { delivered: 0, filteredOut: 0, setAside: 0, expired: 0, failureEntries: 0, retries: 0, invocations: 0, handled: 0 };
   const setAsideList: SetAsideRecord[] = [];
+  const failureList: StreamFailureEntry[] = [];
+  // Handler calls under way in parallel, by `<shard>#<lane>`: a lane has at most one.
+  const inFlight = new Map<string, Promise<void>>();
   let stopping = false;
   let loop: Promise<void> | undefined;
   let alive = false;
@@ -157,12 +181,22 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     });
   }
 
-  /** Reads the shard's next records into its lane, less what the filters drop, arranged by the chaos if on. */
+  /** Reads the shard's next records into its lanes, less what the filters drop, arranged by the chaos if on. */
   async function fetch(shard: ShardState): Promise<void> {
     const read = await shards.read(shard);
     const fetched = options.filter ? read.filter(options.filter) : read;
     counters.filteredOut += read.length - fetched.length;
-    shard.lane = enqueue(shard.lane, chaos ? chaos.arrange(fetched, now()) : fetched);
+    const arranged = chaos ? chaos.arrange(fetched, now()) : fetched;
+    const byLane = shard.lanes.map((): DynamoDBRecord[] => []);
+    for (const record of arranged) byLane[laneIndexOf(record, byLane.length)]!.push(record);
+    shard.lanes = shard.lanes.map((lane, index) => enqueue(lane, byLane[index]!));
+  }
+
+  function sendToFailureDestination(entry: StreamFailureEntry): void {
+    counters.failureEntries++;
+    if (keepSetAside === 0) return;
+    failureList.push(entry);
+    if (failureList.length > keepSetAside) failureList.shift();
   }
 
   function setAside(record: DynamoDBRecord, shardId: string, attempts: number, error: string): void {
@@ -171,12 +205,28 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       setAsideList.push({ record, shardId, attempts, error, at: now() });
       if (setAsideList.length > keepSetAside) setAsideList.shift();
     }
+    sendToFailureDestination(failureEntry('RetryAttemptsExhausted', shardId, [record], now()));
     log(`stream-poller: SET ASIDE ${describe(record)} after ${attempts} attempts, moving on: ${error}`);
   }
 
-  /** One handler call with the head of `lane`; returns the lane as the delivery rules leave it. */
-  async function deliver(lane: Lane, shardId: string): Promise<Lane> {
-    const records = nextBatch(lane);
+  function expire(records: DynamoDBRecord[], shardId: string): void {
+    counters.expired += records.length;
+    sendToFailureDestination(failureEntry('RecordAgeExceeded', shardId, records, now()));
+    log(`stream-poller: ${records.length} record(s) of ${shardId} older than the maximum record age, not delivered: ${describe(records[0]!)} first`);
+  }
+
+  /**
+   * One handler call with the head of a lane, read through `current` and replaced through `update`: records read
+   * meanwhile join the lane's tail, so the rules settle the lane as it is when the call ends.
+   */
+  async function deliver(shardId: string, current: () => Lane, update: (lane: Lane) => void): Promise<void> {
+    const fresh = withoutExpired(policy, current(), now());
+    if (fresh.expired.length > 0) {
+      update(fresh.lane);
+      expire(fresh.expired, shardId);
+    }
+    const records = nextBatch(current());
+    if (records.length === 0) return;
     counters.invocations++;
     let invocation: Invocation;
     try {
@@ -186,7 +236,8 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       invocation = { kind: 'threw', error: note(caught) };
     }
     counters.handled++;
-    const { lane: next, acknowledged, outcome } = settle(policy, lane, records.length, invocation, now());
+    const { lane: next, acknowledged, outcome } = settle(policy, current(), records.length, invocation, now());
+    update(next);
     counters.delivered += acknowledged;
     switch (outcome.kind) {
       case 'acknowledged':
@@ -207,33 +258,64 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
         );
         break;
     }
-    return next;
   }
 
   function isDone(shard: ShardState): boolean {
-    return shard.ended && shard.lane.pending.length === 0;
+    return shard.ended && pendingIn(shard) === 0;
   }
 
+  /** Not finished, and its parent (if any) finished first, so a key's changes arrive in order across a shard roll. */
   function ready(shard: ShardState): boolean {
     const parent = shard.parentId ? shards.get(shard.parentId) : undefined;
-    return !isDone(shard) && mayDeliver(shard.lane, now(), !parent || isDone(parent));
+    return !isDone(shard) && (!parent || isDone(parent));
   }
 
-  /** One step on one shard; true when it did something worth looping again for at once. */
-  async function pump(shard: ShardState): Promise<boolean> {
-    if (shard.lane.pending.length === 0) {
-      if (shard.ended) return false;
-      await fetch(shard);
-      if (shard.lane.pending.length === 0) return shard.ended;
+  /** Reads more of the shard while less than a batch waits in it; true when that found the shard closed. */
+  async function refill(shard: ShardState): Promise<boolean> {
+    if (shard.ended || shard.readNotBefore > now() || pendingIn(shard) >= policy.batchSize) return false;
+    await fetch(shard);
+    return shard.ended;
+  }
+
+  /** Starts a handler call on each lane of the shard that may move; waits for each unless the poller runs in parallel. */
+  async function pumpLanes(shard: ShardState): Promise<boolean> {
+    let worked = false;
+    for (const [index, lane] of shard.lanes.entries()) {
+      const key = `${shard.id}#${index}`;
+      if (stopping || lane.pending.length === 0 || inFlight.has(key) || !mayDeliver(lane, now())) continue;
+      worked = true;
+      const delivery = deliver(
+        shard.id,
+        () => shard.lanes[index]!,
+        (next) => {
+          shard.lanes[index] = next;
+        },
+      );
+      if (!options.parallel) {
+        await delivery;
+        continue;
+      }
+      inFlight.set(
+        key,
+        delivery.finally(() => {
+          inFlight.delete(key);
+          wake?.();
+        }),
+      );
     }
-    shard.lane = await deliver(shard.lane, shard.id);
-    return true;
+    return worked;
   }
 
   async function pumpSharedLane(): Promise<boolean> {
     if (chaos) sharedLane = enqueue(sharedLane, chaos.release(now()));
     if (sharedLane.pending.length === 0 || !mayDeliver(sharedLane, now())) return false;
-    sharedLane = await deliver(sharedLane, 'chaos');
+    await deliver(
+      'chaos',
+      () => sharedLane,
+      (next) => {
+        sharedLane = next;
+      },
+    );
     return true;
   }
 
@@ -246,13 +328,14 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       if (stopping) break;
       if (!ready(shard)) continue;
       try {
-        if (await pump(shard)) worked = true;
+        if (await refill(shard)) worked = true;
       } catch (error) {
         if (stopping) break;
         readFailed = true;
-        shard.lane = { ...shard.lane, notBefore: now() + Math.max(pollIntervalMs, 1000) };
+        shard.readNotBefore = now() + Math.max(pollIntervalMs, 1000);
         log(`stream-poller: reading ${shard.id} failed, retrying: ${note(error)}`);
       }
+      if (await pumpLanes(shard)) worked = true;
     }
     if (!stopping && (await pumpSharedLane())) worked = true;
     if (!readFailed) counters.lastPollAt = now();
@@ -261,7 +344,8 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
 
   function settleIdleWaiters(passNumber: number): void {
     const drained =
-      shards.all().every((s) => s.lane.pending.length === 0 && (s.ended || s.lane.notBefore <= now())) &&
+      inFlight.size === 0 &&
+      shards.all().every((s) => pendingIn(s) === 0 && (s.ended || s.readNotBefore <= now())) &&
       sharedLane.pending.length === 0 &&
       (chaos?.holding() ?? 0) === 0;
     if (!drained) return;
@@ -278,7 +362,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     const waits = shards
       .all()
       .filter((shard) => !isDone(shard))
-      .map((shard) => shard.lane.notBefore);
+      .flatMap((shard) => [shard.readNotBefore, ...shard.lanes.filter((lane) => lane.pending.length > 0).map((lane) => lane.notBefore)]);
     if (sharedLane.pending.length > 0) waits.push(sharedLane.notBefore);
     const release = chaos?.nextReleaseAt();
     if (release !== undefined) waits.push(release);
@@ -332,6 +416,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       shards.abortCalls();
       wake?.();
       await loop;
+      await Promise.allSettled(inFlight.values());
       loop = undefined;
       shards.close();
       for (const waiter of idleWaiters) waiter.reject(new Error('stream poller stopped'));
@@ -348,6 +433,10 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
 
     setAside() {
       return setAsideList.map((entry) => ({ ...entry }));
+    },
+
+    failures() {
+      return failureList.map((entry) => ({ ...entry }));
     },
 
     whenIdle(timeoutMs = 10_000) {
@@ -373,6 +462,15 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       });
     },
   };
+}
+
+/** The lane of a record's partition key (FNV-1a of its `pk`), so one key's records stay in one lane, in order. */
+function laneIndexOf(record: DynamoDBRecord, lanes: number): number {
+  if (lanes === 1) return 0;
+  const key = record.dynamodb?.Keys?.pk?.S ?? '';
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % lanes;
 }
 
 function describe(record: DynamoDBRecord): string {

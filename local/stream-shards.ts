@@ -28,9 +28,17 @@ export interface ShardState {
   ended: boolean;
   /** Last sequence number read, to resume after an iterator is lost. */
   lastFetched?: string;
-  /** The records read and not yet delivered or set aside: the poller's. */
-  lane: Lane;
+  /**
+   * The records read and not yet delivered or set aside, the poller's: one lane, or one per partition-key hash when
+   * the poller runs several at once (Lambda's ParallelizationFactor), each in stream order.
+   */
+  lanes: Lane[];
+  /** Epoch ms before which the shard is not read again (after a failed read). */
+  readNotBefore: number;
 }
+
+/** Records read from the shard that are still waiting in its lanes. */
+export const pendingIn = (shard: ShardState): number => shard.lanes.reduce((sum, lane) => sum + lane.pending.length, 0);
 
 export interface StreamShardsOptions {
   endpoint: string;
@@ -43,8 +51,8 @@ export interface StreamShardsOptions {
   shardRefreshMs: number;
   /** Region to report in records; DynamoDB Local reports `ddblocal`. */
   awsRegion?: string;
-  /** The lane a newly listed shard starts with. */
-  emptyLane: () => Lane;
+  /** The lanes a newly listed shard starts with. */
+  emptyLanes: () => Lane[];
   /** Called with each DynamoDB Streams client made, before its first call (the AWS call recorder). */
   onStreamsClient?: (client: DynamoDBStreamsClient) => void;
   log: (line: string) => void;
@@ -121,12 +129,13 @@ export function createStreamShards(options: StreamShardsOptions): StreamShards {
         initial: initialPosition,
         // LATEST on a closed shard can never yield anything.
         ended: closed && initialPosition === 'LATEST',
-        lane: options.emptyLane(),
+        lanes: options.emptyLanes(),
+        readNotBefore: 0,
       });
     }
     for (const [id, shard] of shards) {
       // Trimmed away by the stream's retention; forget it once we are done with it.
-      if (!listedIds.has(id) && shard.ended && shard.lane.pending.length === 0) shards.delete(id);
+      if (!listedIds.has(id) && shard.ended && pendingIn(shard) === 0) shards.delete(id);
     }
     nextRefreshAt = now() + options.shardRefreshMs;
   }

@@ -6,6 +6,7 @@ import type { AppContext } from '#runtime/context.ts';
 import { contextFromEnv, buildOnFirstCall, withTracingLogsAndMetrics, sharedTracer } from '#handlers/lambda-context.ts';
 import { signedSiteAgent } from '#handlers/lambda-site-agent.ts';
 import { forRequest, requestIdOf } from '#runtime/request-scope.ts';
+import { withTimeLeft } from '#store/deadline.ts';
 import { deliverOutboxEvent, eventBridgePublisher, type EventPublisher } from '#runtime/events.ts';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { OutboxEntry } from '#domain/events.ts';
@@ -46,28 +47,53 @@ export function eventOfRecord(record: DynamoDBRecord): OutboxEntry | null {
   return outboxEntryOf(unmarshall(record.dynamodb.NewImage as Record<string, AttributeValue>));
 }
 
+/**
+ * Time a batch keeps back before its function's timeout: a record whose reaction has not finished by then is reported
+ * failed, so the batch answers in time and the record comes back in the next one (the reactions are idempotent).
+ */
+export const STREAM_RESERVE_MS = 5_000;
+
 /** Reacts within a second to what changed; a record that fails is reported so only it and later ones come back. */
 export function createStreamHandler(ctx: AppContext) {
   return async (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
     // One run per batch: each entity the records concern is reconciled once, however many records name it.
     const run = startRun(ctx);
     const processor = new BatchProcessor(EventType.DynamoDBStreams);
-    return processPartialResponse(
-      event,
-      async (record: DynamoDBRecord) => {
-        const outgoing = eventOfRecord(record);
-        if (outgoing) return deliverOutboxEvent(ctx, outgoing);
-        const changed = entityOfRecord(record);
-        if (!changed) return;
-        // The reaction works for the request that made the change: its logs, agent calls and commits name it.
-        const requestId = requestIdOf(changed.after);
-        await run.reconcile(registry.concernedBy(changed.kind, changed.before, changed.after, changed.id), requestId);
-        reactionDone(forRequest(ctx, requestId), changed);
-      },
-      processor,
-      { ...(context ? { context } : {}), processInParallel: true },
+    const react = async (record: DynamoDBRecord) => {
+      const outgoing = eventOfRecord(record);
+      if (outgoing) return deliverOutboxEvent(ctx, outgoing);
+      const changed = entityOfRecord(record);
+      if (!changed) return;
+      // The reaction works for the request that made the change: its logs, agent calls and commits name it.
+      const requestId = requestIdOf(changed.after);
+      await run.reconcile(registry.concernedBy(changed.kind, changed.before, changed.after, changed.id), requestId);
+      reactionDone(forRequest(ctx, requestId), changed);
+    };
+    if (!context) return processPartialResponse(event, react, processor, { processInParallel: true });
+    const stopAt = Date.now() + context.getRemainingTimeInMillis() - STREAM_RESERVE_MS;
+    return withTimeLeft(
+      () => context.getRemainingTimeInMillis(),
+      () => processPartialResponse(event, (record: DynamoDBRecord) => beforeDeadline(react(record), stopAt), processor, { context, processInParallel: true }),
     );
   };
+}
+
+/** The reaction's outcome, or a failure once `stopAt` (epoch ms) passes first. */
+async function beforeDeadline(reaction: Promise<unknown>, stopAt: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error('not finished before the batch had to answer; it comes back in the next batch')),
+      Math.max(0, stopAt - Date.now()),
+    );
+  });
+  try {
+    return await Promise.race([reaction, deadline]);
+  } finally {
+    clearTimeout(timer);
+    // Whatever the reaction comes to after the batch answered, the record's redelivery does it again.
+    reaction.catch(() => {});
+  }
 }
 
 /** Reconcile lag: from the record's commit to the end of the reaction to it. */

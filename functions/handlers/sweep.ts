@@ -9,17 +9,21 @@ import { contextFromEnv, buildOnFirstCall, withTracingLogsAndMetrics } from '#ha
 import { signedSiteAgent } from '#handlers/lambda-site-agent.ts';
 import { sweep, type SweepPosition, type SweepResult } from '#reconcilers/sweep.ts';
 import { followUpEvent, sweepStart } from '#reconcilers/sweep-follow-up.ts';
+import { withTimeLeft } from '#store/deadline.ts';
 
 /** Starts a follow-up run from where this one stopped. */
 export type HandOff = (position: SweepPosition) => Promise<void>;
 
 /** The schedule's target (and its follow-ups'): finish whatever is due that no stream reaction finished. */
 export function createSweepHandler(ctx: AppContext, handOff: HandOff) {
-  return async (event: unknown, timeLeftMs?: () => number): Promise<SweepResult> => {
+  const sweepOnce = async (event: unknown, timeLeftMs?: () => number): Promise<SweepResult> => {
     const result = await sweep(ctx, { from: sweepStart(event), ...(timeLeftMs ? { timeLeftMs } : {}) });
     if (result.followUp) await handOff(result.followUp);
     return result;
   };
+  // What the run waits for (throttles included) gives up within its time, so it hands off rather than being cut.
+  return (event: unknown, timeLeftMs?: () => number): Promise<SweepResult> =>
+    timeLeftMs ? withTimeLeft(timeLeftMs, () => sweepOnce(event, timeLeftMs)) : sweepOnce(event);
 }
 
 export function eventBridgeHandOff(busName: string, client?: EventBridgeClient): HandOff {

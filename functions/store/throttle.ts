@@ -1,17 +1,25 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { timeLeftMs } from '#store/deadline.ts';
 import { ThrottledError } from '#store/port.ts';
 
 /**
  * DynamoDB's throttles, and the store's retry of them. The SDK retries a throttled call a few times on its own, but
  * not a transaction cancelled for a `ThrottlingError`, nor the items a batch leaves unprocessed: those are retried
- * here, with jittered backoff, for a bounded time. What still does not get through is a ThrottledError, which the
+ * here, with jittered backoff, for as long as the invocation's deadline allows. What still does not get through is a ThrottledError, which the
  * API answers with 503 `throttled` and `Retry-After`.
  */
 
 const THROTTLE_NAMES = new Set(['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded']);
 
-/** How long one store call keeps retrying a throttle (the SDK's own retries of one try take up to ~3 s): inside an API function's 10 s. */
+/** How long a store call keeps retrying a throttle outside any invocation (no deadline known): inside an API function's 10 s. */
 export const THROTTLE_RETRY_BUDGET_MS = 4_000;
+/** Kept back from the time left for a last try (the SDK's own retries of one try take up to ~3 s) and for answering. */
+export const THROTTLE_RESERVE_MS = 3_500;
+
+/** How long a store call may keep retrying now: the invocation's time left, less the reserve. */
+export function throttleBudgetMs(timeLeft: number | undefined = timeLeftMs()): number {
+  return timeLeft === undefined ? THROTTLE_RETRY_BUDGET_MS : Math.max(0, timeLeft - THROTTLE_RESERVE_MS);
+}
 const FIRST_DELAY_MS = 25;
 const MAX_DELAY_MS = 400;
 
@@ -31,7 +39,7 @@ export const throttleDelayMs = (attempt: number, random: () => number = Math.ran
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `call`, again after each throttle while the budget lasts; then a ThrottledError. Any other error goes through. */
-export async function retryThrottled<T>(call: () => Promise<T>, budgetMs = THROTTLE_RETRY_BUDGET_MS): Promise<T> {
+export async function retryThrottled<T>(call: () => Promise<T>, budgetMs = throttleBudgetMs()): Promise<T> {
   const deadline = Date.now() + budgetMs;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -49,7 +57,7 @@ export async function retryThrottled<T>(call: () => Promise<T>, budgetMs = THROT
  * A batch call whose answer names what was left unprocessed: sent again for the rest while the budget lasts. Each
  * round's result is handed to `take` (what went through); a ThrottledError means some items never did.
  */
-export async function untilProcessed<P, R>(pending: P[], send: (pending: P[]) => Promise<R>, left: (result: R) => P[], budgetMs = THROTTLE_RETRY_BUDGET_MS) {
+export async function untilProcessed<P, R>(pending: P[], send: (pending: P[]) => Promise<R>, left: (result: R) => P[], budgetMs = throttleBudgetMs()) {
   const deadline = Date.now() + budgetMs;
   const results: R[] = [];
   for (let attempt = 0; pending.length > 0; attempt++) {

@@ -7,7 +7,8 @@ import { eventCatalog, type EventType } from '#domain/event-schemas.ts';
 import { publishedEvent, repairEvent } from '#domain/events.ts';
 import { addOverride } from '#domain/machine-edits.ts';
 import { systemClock } from '#domain/model.ts';
-import { createStreamHandler } from '#handlers/stream.ts';
+import { createStreamHandler, STREAM_RESERVE_MS } from '#handlers/stream.ts';
+import { lambdaContext } from '#local/lambda-invocation.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { inProcessBus, type EventPublisher } from '#runtime/events.ts';
 import { randomIds } from '#handlers/lambda-context.ts';
@@ -173,5 +174,29 @@ describe('delivering the outbox', () => {
     const recorded = await deliveriesRecorded(tables);
     expect(recorded.markers.filter((marker) => marker === id)).toHaveLength(1);
     expect(recorded.deliveredEntries.filter((entry) => entry === id)).toHaveLength(1);
+  });
+
+  it("answers before its function's timeout when a reaction hangs: the record is reported and comes back, the others are done", async () => {
+    const bus = inProcessBus(silent);
+    let hang = true;
+    const hanging: EventPublisher = { publish: (event) => (hang ? new Promise(() => {}) : bus.publish(event)) };
+    const ctx = contextOn(tables, hanging);
+    await ctx.store.commit({ machines: [{ before: null, after: aMachine({ id: 'm-10' }) }], history: [] });
+    const before = await streamRecords(tables.endpoint, tables.names.table);
+    await ctx.store.commit(addOverride((await ctx.store.getMachine('m-10'))!, { template: 'request-repair' }, 'admin', new Date()).change);
+    const changeRecords = (await streamRecords(tables.endpoint, tables.names.table)).slice(before.length);
+    const outbox = changeRecords.find((record) => record.dynamodb?.NewImage?.event)!;
+    const handler = createStreamHandler(ctx);
+
+    const timeoutMs = STREAM_RESERVE_MS + 300;
+    const started = Date.now();
+    const answered = await handler({ Records: changeRecords }, lambdaContext('StreamHandler', 'deadline-test', timeoutMs));
+    expect(answered.batchItemFailures).toEqual([{ itemIdentifier: outbox.dynamodb!.SequenceNumber }]);
+    expect(Date.now() - started).toBeLessThan(timeoutMs);
+
+    hang = false;
+    expect((await handler({ Records: structuredClone([outbox]) }, lambdaContext('StreamHandler', 'deadline-test-2', timeoutMs))).batchItemFailures).toEqual([]);
+    const [id] = await storedEventIds(tables, ['m-10']);
+    expect(bus.delivered.map((event) => event.detail.id)).toEqual([id]);
   });
 });

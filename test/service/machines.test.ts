@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createInstance } from '#services/instances.ts';
 import { addHealthOverride, patchMachineLabels, removeHealthOverride, tenantPatchMachineLabels, tenantShowMachine } from '#services/machine-actions.ts';
-import { listMachines, machineHistory, registerMachines, showMachine } from '#services/machines.ts';
+import { listMachines, machineHistory, REGISTRATION_RESERVE_MS, registerMachines, showMachine } from '#services/machines.ts';
+import { ThrottledError } from '#store/port.ts';
 import { setTenantCapabilities } from '#services/tenants.ts';
 import { bucketOf, RECHECK } from '#domain/heartbeat.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
@@ -29,6 +30,32 @@ describe('registerMachines', () => {
     expect(listed.items).toHaveLength(1_020);
     expect((await machineHistory(h.ctx, 'm-0999', { limit: 5 })).items.map((e) => e.action)).toEqual(['machine-registered']);
     expect((await machineHistory(h.ctx, 'm-0119', { limit: 5 })).items.map((e) => e.action)).toEqual(['machine-updated', 'machine-registered']);
+  });
+
+  it('near its deadline leaves the chunks not begun, with the catalog true to what it did; registering again finishes', async () => {
+    const h = harness();
+    const registrations = Array.from({ length: 1_000 }, (_, i) => ({ id: `m-${String(i).padStart(4, '0')}`, machineType: 'gb200', rack: 'r1' }));
+    await registerMachines(h.ctx, registrations, ops);
+    const commit = h.store.commit.bind(h.store);
+    // A slow store: each transaction takes 300 ms, so the request's time runs out after a round or two of chunks.
+    const slow = Object.assign(Object.create(h.store), {
+      commit: (change: Parameters<typeof commit>[0]) => new Promise((resolve) => setTimeout(resolve, 300)).then(() => commit(change)),
+    });
+    const moved = registrations.map((r) => ({ ...r, rack: 'r2' }));
+    const late = { ...h.ctx, store: slow, deadline: Date.now() + REGISTRATION_RESERVE_MS + 400 };
+    expect(await registerMachines(late, moved, ops).catch((e: unknown) => e)).toBeInstanceOf(ThrottledError);
+
+    const racks = async () => {
+      const { items } = await h.store.listMachines({ limit: 2_000 });
+      return { r1: items.filter((m) => m.rack === 'r1').length, r2: items.filter((m) => m.rack === 'r2').length };
+    };
+    const partway = await racks();
+    expect(partway.r1).toBeGreaterThan(0);
+    expect((await h.store.getCatalog()).types.gb200).toMatchObject({ count: 1_000, racks: partway.r2 > 0 ? partway : { r1: 1_000 } });
+
+    expect(await registerMachines(h.ctx, moved, ops)).toEqual({ upserted: partway.r1 });
+    expect(await racks()).toEqual({ r1: 0, r2: 1_000 });
+    expect((await h.store.getCatalog()).types.gb200).toMatchObject({ count: 1_000, racks: { r2: 1_000 } });
   });
 
   it('new machines have their stored roster buckets walked again; machines already known do not', async () => {

@@ -14,6 +14,7 @@ describe('FLEETWARD_AWS_SEMANTICS', () => {
       throttleShare: 0.02,
     });
     expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'throttle' }, () => 7)?.seed).toBe(7);
+    expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'parallel-shards,lambda-timeouts' }, () => 7)?.modes).toEqual(['parallel-shards', 'lambda-timeouts']);
   });
 
   it('all: every mode the local site emulates', () => {

@@ -1,6 +1,17 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { emptyLane, enqueue, firstFailure, mayDeliver, nextBatch, settle, type DeliveryPolicy, type Invocation, type Lane } from '#local/lambda-delivery.ts';
+import {
+  emptyLane,
+  enqueue,
+  firstFailure,
+  mayDeliver,
+  nextBatch,
+  settle,
+  withoutExpired,
+  type DeliveryPolicy,
+  type Invocation,
+  type Lane,
+} from '#local/lambda-delivery.ts';
 
 const policy: DeliveryPolicy = { batchSize: 4, maxRetries: 2, retryDelayMs: 100 };
 
@@ -158,5 +169,27 @@ describe('lambda delivery: ordering', () => {
     const child = laneOf('9');
     expect(mayDeliver(child, 0, false)).toBe(false);
     expect(mayDeliver(child, 0, true)).toBe(true);
+  });
+});
+
+describe('lambda delivery: the mapping switches', () => {
+  it('without BisectBatchOnFunctionError, a thrown batch is retried whole and charged to its head', () => {
+    const whole: DeliveryPolicy = { ...policy, bisectOnError: false };
+    const settled = settle(whole, laneOf('1', '2', '3'), 3, threw, 1_000);
+    expect(settled.outcome).toMatchObject({ kind: 'retry', attempts: 1, record: { dynamodb: { SequenceNumber: '1' } } });
+    expect(seqs(nextBatch(settled.lane))).toEqual(['1', '2', '3']);
+  });
+
+  it('takes records older than MaximumRecordAgeInSeconds out of the lane, and keeps the others in order', () => {
+    const aged = (seq: string, createdAtSeconds: number): DynamoDBRecord => ({
+      ...record(seq),
+      dynamodb: { SequenceNumber: seq, ApproximateCreationDateTime: createdAtSeconds },
+    });
+    const lane = enqueue(emptyLane(policy), [aged('1', 100), aged('2', 200), aged('3', 300)]);
+    const now = 361_000;
+    expect(withoutExpired(policy, lane, now)).toEqual({ lane, expired: [] });
+    const { lane: left, expired } = withoutExpired({ ...policy, maxRecordAgeMs: 200_000 }, lane, now);
+    expect(seqs(expired)).toEqual(['1']);
+    expect(seqs(nextBatch(left))).toEqual(['2', '3']);
   });
 });

@@ -1,7 +1,8 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { ThrottledError } from '#store/port.ts';
-import { isThrottled, retryThrottled, throttleDelayMs } from '#store/throttle.ts';
+import { withTimeLeft } from '#store/deadline.ts';
+import { isThrottled, retryThrottled, THROTTLE_RESERVE_MS, THROTTLE_RETRY_BUDGET_MS, throttleBudgetMs, throttleDelayMs } from '#store/throttle.ts';
 
 const cancelled = (...codes: string[]) =>
   new TransactionCanceledException({ message: 'cancelled', CancellationReasons: codes.map((Code) => ({ Code })), $metadata: {} });
@@ -43,5 +44,36 @@ describe('retrying a throttle', () => {
     expect(calls).toBeGreaterThan(1);
     expect(Date.now() - started).toBeLessThan(1_000);
     await expect(retryThrottled(async () => Promise.reject(new RangeError('bug')))).rejects.toBeInstanceOf(RangeError);
+  });
+});
+
+describe("a throttle's retry budget", () => {
+  it("is the invocation's time left less a reserve for the last try and the answer, and a fixed budget outside any invocation", () => {
+    expect(throttleBudgetMs()).toBe(THROTTLE_RETRY_BUDGET_MS);
+    expect(
+      withTimeLeft(
+        () => 9_000,
+        () => throttleBudgetMs(),
+      ),
+    ).toBe(9_000 - THROTTLE_RESERVE_MS);
+    expect(
+      withTimeLeft(
+        () => 1_000,
+        () => throttleBudgetMs(),
+      ),
+    ).toBe(0);
+  });
+
+  it('runs out with the deadline: a call throttled until then gives up in time for the handler to answer', async () => {
+    const deadline = Date.now() + THROTTLE_RESERVE_MS + 300;
+    const failed = await withTimeLeft(
+      () => deadline - Date.now(),
+      () =>
+        retryThrottled(async () => {
+          throw cancelled('ThrottlingError');
+        }),
+    ).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(ThrottledError);
+    expect(deadline - Date.now()).toBeGreaterThan(THROTTLE_RESERVE_MS - 500);
   });
 });
