@@ -8,7 +8,7 @@ import type { APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructured
 import type { Principal } from '#domain/model.ts';
 import { answerThrough } from '#http/answer.ts';
 import { principalFromEvent } from '#http/auth.ts';
-import { classifyError } from '#http/classify-error.ts';
+import { classifyError, outOfTime } from '#http/classify-error.ts';
 import { createRouteMatcher, normalisePath } from '#http/route-match.ts';
 import { ProblemError, problemResponse } from '#http/problem.ts';
 import { DEFAULT_MAX_BODY_BYTES, type Answer, type AnyRoute, type HttpMethod, type RouteRequest } from '#http/route.ts';
@@ -39,6 +39,8 @@ export interface ApiHandlerDeps<C = unknown> {
 export const anonymous: Principal = { sub: 'anonymous', org: '', roles: [] };
 
 const mutatingMethods = new Set<string>(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** How long before the function's deadline an unfinished request is answered: time for the answer to leave. */
+const ANSWER_MARGIN_MS = 250;
 const idempotencyHeader = 'idempotency-key';
 const maxIdempotencyKeyLength = 255;
 
@@ -279,7 +281,13 @@ export function createApiHandler<C>(routes: readonly AnyRoute<C>[], ctx: C, deps
     return runIdempotently({ scope, request: { body, query } }, context, execute);
   };
 
-  const handler = middy<ApiEvent, ApiResult, Error, ApiContext>(dispatch)
+  // Answer before the function's own deadline, so the caller gets a 503 to retry rather than API Gateway's bare 500.
+  const handler = middy<ApiEvent, ApiResult, Error, ApiContext>(dispatch, {
+    timeoutEarlyInMillis: ANSWER_MARGIN_MS,
+    timeoutEarlyResponse: () => {
+      throw outOfTime();
+    },
+  })
     .use(resolveRoute(createRouter(routes)))
     .use(parseJsonBody)
     // Last in the chain (DESIGN.md): middy runs onError in reverse, so it sees every error first and answers it.

@@ -27,4 +27,11 @@ const isServiceError = (error: Error) => '$metadata' in error && '$fault' in err
 
 const throttled = () => new ProblemError(503, 'throttled', 'The site is busy; retry after the time Retry-After gives');
 
+/**
+ * A request that reached its function's deadline before it finished: the site was too busy to answer in time. Every
+ * change is one conditional transaction, so what it did is whole or not done, and a retry (with its Idempotency-Key)
+ * finds out which.
+ */
+export const outOfTime = () => new ProblemError(503, 'throttled', 'The site is busy and could not finish in time; retry after the time Retry-After gives');
+
 const invalidValues = () => new ProblemError(422, 'invalid-request', 'The request holds values the site cannot store or look up');

@@ -291,6 +291,31 @@ describe('Idempotency-Key', () => {
     expect([replay.status, replay.json]).toEqual([201, { done: gate }]);
   });
 
+  it('a request still running near its deadline is answered 503 throttled with Retry-After, before the gateway gives up', async () => {
+    const timeoutMs = 800;
+    const short = await createLocalHttpServer({
+      port: 0,
+      routes: gatewayRoutesOf(harness.routes),
+      handler: apiHandler,
+      verifyToken: (t) => issuer.verify(t),
+      timeoutMs,
+    });
+    try {
+      const gate = randomUUID();
+      const response = await fetch(`${short.url}/v2/org/acme/slow`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokens.alice}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ gate }),
+      });
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toBe('1');
+      expect((await response.json()).code).toBe('throttled');
+      harness.openGate(gate);
+    } finally {
+      await short.close();
+    }
+  });
+
   it('rejects an oversized key', async () => {
     const res = await call('POST', '/v2/org/acme/things', { token: tokens.alice, body: { name: 'k' }, headers: { 'idempotency-key': 'k'.repeat(300) } });
     expectProblem(res, 422, 'validation-failed');
