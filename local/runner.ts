@@ -20,6 +20,7 @@ import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient, type TableNames } from '#store/client.ts';
 import { randomFor, type AwsSemanticsConfig } from '#local/aws-semantics/config.ts';
 import { injectThrottles } from '#local/aws-semantics/throttle.ts';
+import { injectIndexLag } from '#local/aws-semantics/index-lag.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import type { SigningKey } from '#site/request-signing.ts';
 import { httpSiteAgent } from '#runtime/site-agent.ts';
@@ -182,6 +183,10 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     recorder?.instrument(storeClient, 'dynamodb');
     if (options.awsSemantics?.modes.includes('throttle')) {
       injectThrottles(storeClient, { share: options.awsSemantics.throttleShare, random: randomFor(options.awsSemantics, 'throttle') });
+    }
+    // Inside the throttles: the images are kept of what reached the table.
+    if (options.awsSemantics?.modes.includes('index-lag')) {
+      injectIndexLag(storeClient, { lagMs: options.awsSemantics.indexLagMs, images: createDocumentClient(endpoint) });
     }
     const store = new DynamoFleetStore(storeClient, names.table, dueTimes);
     // The same Powertools JSON lines as in Lambda, handed to the sink, which shows them as it is told.
