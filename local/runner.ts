@@ -270,6 +270,10 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.
     const idempotency = { client: createDocumentClient(endpoint), tableName: names.idempotencyTable };
     recorder?.instrument(idempotency.client, 'dynamodb');
+    // Its calls are throttled as the store's are (its table's capacity is AWS's to ration too), from draws of their own.
+    if (options.awsSemantics?.modes.includes('throttle')) {
+      injectThrottles(idempotency.client, { share: options.awsSemantics.throttleShare, random: randomFor(options.awsSemantics, 'throttle', 1) });
+    }
     const server = await createLocalHttpServer({
       port: options.port,
       routes: gatewayRoutesOf(routes),

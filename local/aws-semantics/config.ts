@@ -52,5 +52,9 @@ function indexLagOf(env: Record<string, string | undefined>): number {
   return ms;
 }
 
-/** The seeded random source of one mode, so switching another mode on does not change this one's draws. */
-export const randomFor = (config: AwsSemanticsConfig, mode: AwsSemanticsMode) => seededRandom(config.seed + AWS_SEMANTICS_MODES.indexOf(mode));
+/**
+ * The seeded random source of one mode, so switching another mode on does not change this one's draws; `lane`
+ * parts a mode's sources (the store's client and the idempotency client each draw their own throttles).
+ */
+export const randomFor = (config: AwsSemanticsConfig, mode: AwsSemanticsMode, lane = 0) =>
+  seededRandom(config.seed + AWS_SEMANTICS_MODES.indexOf(mode) + lane * AWS_SEMANTICS_MODES.length);
