@@ -154,9 +154,11 @@ export interface MetaInstance {
   waitingSince?: string;
   /**
    * Its membership: every instance placed for it and not yet seen Terminated. Added in the transaction that creates
-   * the instance and dropped once a pass reads it Terminated, so what it holds never depends on an index.
+   * the instance and dropped once a pass reads it Terminated, so what it holds never depends on an index. Absent on
+   * a record stored before membership was kept here: its members are read from the members index until its next
+   * commit writes the list.
    */
-  memberIds: string[];
+  memberIds?: string[];
   /** The API request that last changed it (stamped by the store on that request's behalf; see domain/request-id.ts). */
   lastRequestId?: string;
   createdBy: string;
