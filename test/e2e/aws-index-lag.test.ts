@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_THROTTLE_SHARE } from '#local/aws-semantics/config.ts';
-import { scanTable, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { readySite, type Actors } from '#test/support/repair-steps.ts';
+import { scanTable, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { actors, type Actors } from '#test/support/repair-steps.ts';
 
 // FLEETWARD_AWS_SEMANTICS=index-lag: every index read of the site sees the table as it was a second ago. Two
 // meta-instances lose a member each at the same moment, with room for one replacement in flight site-wide; a creation
@@ -11,7 +11,7 @@ const config = `
 [instance_create_retry]
 base_delay_ms = 10
 [heartbeat]
-timeout_seconds = 3
+timeout_seconds = 10
 [meta_instance]
 max_replacements_in_flight = 1
 [simulator]
@@ -26,11 +26,15 @@ const base = '/v2/org/acme/nico/meta-instance';
 let site: TestSite;
 let who: Actors;
 beforeAll(async () => {
-  ({ site, who } = await readySite(8, {
+  site = await startTestSite({
     config: testConfig(config),
     awsSemantics: { modes: ['index-lag'], seed: 20_261_127, throttleShare: DEFAULT_THROTTLE_SHARE, indexLagMs: 1_000 },
-  }));
-});
+  });
+  who = await actors(site);
+  // Every write reads its images first, so a busy host takes a while longer to bring the fleet up.
+  const allocatable = async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: who.admin })).body.items.length >= 8;
+  await site.eventually(allocatable, 60_000);
+}, 90_000);
 afterAll(() => site?.stop());
 
 /** What the table holds now (a consistent Scan, which no index lag touches): live members over minNodes, replacements in flight. */

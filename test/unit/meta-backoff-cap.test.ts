@@ -147,6 +147,41 @@ describe('backoffMs', () => {
   });
 });
 
+describe('membership and the replacements record, kept on records and written with each decision', () => {
+  it('an instance joins the membership in the change that creates it; one seen Terminated leaves it', () => {
+    const gone = member(3, 'Terminated');
+    const decision = reconcileMetaInstance(
+      snapshot({ meta: meta(3, { memberIds: ['i-1', 'i-2', 'i-3'], consecutiveFailures: 1 }), members: [member(1), member(2), gone] }),
+    );
+    expect(placed(decision).map((i) => i.id)).toEqual(['i-new-1']);
+    expect(metaAfter(decision).memberIds).toEqual(['i-1', 'i-2', 'i-new-1']);
+  });
+
+  it('a member a decision terminates (its machine gone) leaves the membership in that same change', () => {
+    const orphan: Member = { ...member(2), machine: null };
+    const decision = reconcileMetaInstance(snapshot({ meta: meta(2, { status: 'Ready', memberIds: ['i-1', 'i-2'] }), members: [member(1), orphan] }));
+    expect(commit(decision).instances?.map((v) => [v.after.id, v.after.status])).toEqual([['i-2', 'Terminated']]);
+    expect(metaAfter(decision).memberIds).toEqual(['i-1']);
+  });
+
+  it('a placement of replacements adds them to the record, guarded by the version read, keeping only those still in flight', () => {
+    const record = { instanceIds: ['i-elsewhere', 'i-done'], version: 4 };
+    const decision = reconcileMetaInstance(
+      snapshot({
+        meta: meta(3, { consecutiveFailures: 1 }),
+        members: [member(1), member(2)],
+        rules: rules({ maxReplacementsInFlight: 5 }),
+        replacements: { record, inFlight: ['i-elsewhere'] },
+      }),
+    );
+    expect(commit(decision).replacements).toEqual({ before: record, after: { instanceIds: ['i-elsewhere', 'i-new-1'], version: 4 } });
+  });
+
+  it('a first placement is no replacement: the record is not written', () => {
+    expect(commit(reconcileMetaInstance(snapshot({ meta: meta(2), rules: rules({ maxReplacementsInFlight: 5 }) }))).replacements).toBeUndefined();
+  });
+});
+
 describe('replacement cap (max_replacements_in_flight) in reconcileMetaInstance', () => {
   /** The cap, and the site's replacements record holding `inFlight` instances still provisioning. */
   const cap = (inFlight: number, max = 5) => {
