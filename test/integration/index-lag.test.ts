@@ -91,6 +91,23 @@ describe.each([
     expect(await store.replacementsInFlight()).toBe(0);
   });
 
+  it('a filtered, newest-first listing lags as a whole: the filter sees each item as it was', async () => {
+    const time = clock();
+    const store = await newStore(time.now);
+    const old = anInstance({ id: 'i-old', createdAt: '2025-03-01T11:00:00.000Z' });
+    await store.commit({ instances: [{ before: null, after: old }], history: [] });
+    time.advance(LAG + 1);
+    await store.commit({ instances: [{ before: null, after: anInstance({ id: 'i-new', createdAt: '2025-03-01T12:00:00.000Z' }) }], history: [] });
+    await store.commit({ instances: [{ before: (await store.getInstance('i-old'))!, after: { ...old, status: 'Ready' } }], history: [] });
+    const listed = async (status?: string) => (await store.listInstances('acme', { limit: 10, status })).items.map((i) => i.id);
+    expect(await listed()).toEqual(['i-old']);
+    expect(await listed('Provisioning')).toEqual(['i-old']);
+    expect(await listed('Ready')).toEqual([]);
+    time.advance(LAG + 1);
+    expect(await listed()).toEqual(['i-new', 'i-old']);
+    expect(await listed('Ready')).toEqual(['i-old']);
+  });
+
   it('a page token pages the lagging index: an item written since is on no page', async () => {
     const time = clock();
     const store = await newStore(time.now);
