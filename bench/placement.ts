@@ -6,7 +6,7 @@
 
 import type { HeartbeatView } from '#domain/health.ts';
 import { inAllocatableIndex } from '#domain/health.ts';
-import { newMetaInstance, reconcileMetaInstance, type MetaDecision, type MetaRules, type MetaSnapshot } from '#domain/meta-instances.ts';
+import { newMetaInstance, noReplacements, reconcileMetaInstance, type MetaDecision, type MetaRules, type MetaSnapshot } from '#domain/meta-instances.ts';
 import type { HealthOverride, Machine, MetaInstance } from '#domain/model.ts';
 import { CANDIDATE_PAGE, loadCandidates, type CandidateReader } from '#reconcilers/meta-instance.ts';
 import { percentile, ratio, round } from './stats.ts';
@@ -116,7 +116,7 @@ function buildRequests(count: number, fleet: Machine[], rand: () => number): Req
   return requests;
 }
 
-const rules: MetaRules = { maxConsecutiveFailures: 3, backoffBaseMs: 5_000, backoffMaxMs: 600_000, maxReplacementsInFlight: 5, replacementsInFlight: 0 };
+const rules: MetaRules = { maxConsecutiveFailures: 3, backoffBaseMs: 5_000, backoffMaxMs: 600_000, maxReplacementsInFlight: 5 };
 const heartbeat: HeartbeatView = { rosterSeenAt: new Date(NOW.getTime() - 1_000).toISOString(), timeoutMs: 30_000 };
 
 interface PassResult {
@@ -198,6 +198,7 @@ async function pass(fleet: Machine[], requests: Request[], load: LoadVariant): P
     const snapshot: MetaSnapshot = {
       meta,
       members: [],
+      replacements: noReplacements,
       candidates: [],
       pinned: new Map((meta.machineIds ?? []).map((id) => [id, current.get(id) ?? null])),
       heartbeat,

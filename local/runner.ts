@@ -19,6 +19,7 @@ import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient, type TableNames } from '#store/client.ts';
 import { randomFor, type AwsSemanticsConfig } from '#local/aws-semantics/config.ts';
 import { injectThrottles } from '#local/aws-semantics/throttle.ts';
+import { injectIndexLag } from '#local/aws-semantics/index-lag.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import type { SigningKey } from '#site/request-signing.ts';
 import { httpSiteAgent } from '#runtime/site-agent.ts';
@@ -189,6 +190,10 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     if (options.awsSemantics?.modes.includes('throttle')) {
       injectThrottles(storeClient, { share: options.awsSemantics.throttleShare, random: randomFor(options.awsSemantics, 'throttle') });
     }
+    // Inside the throttles: the images are kept of what reached the table.
+    if (options.awsSemantics?.modes.includes('index-lag')) {
+      injectIndexLag(storeClient, { lagMs: options.awsSemantics.indexLagMs, images: createDocumentClient(endpoint) });
+    }
     const store = new DynamoFleetStore(storeClient, names.table, dueTimes);
     // The same Powertools JSON lines as in Lambda, handed to the sink, which shows them as it is told.
     const logger = createLogger({ logLevel: options.logLevel ?? process.env.LOG_LEVEL, write: sink.controller });
@@ -280,6 +285,10 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.
     const idempotency = { client: createDocumentClient(endpoint), tableName: names.idempotencyTable };
     recorder?.instrument(idempotency.client, 'dynamodb');
+    // Its calls are throttled as the store's are (its table's capacity is AWS's to ration too), from draws of their own.
+    if (options.awsSemantics?.modes.includes('throttle')) {
+      injectThrottles(idempotency.client, { share: options.awsSemantics.throttleShare, random: randomFor(options.awsSemantics, 'throttle', 1) });
+    }
     const server = await createLocalHttpServer({
       port: options.port,
       routes: gatewayRoutesOf(routes),

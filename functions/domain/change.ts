@@ -4,7 +4,7 @@ import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { SiteHistoryEntry } from '#domain/site-agent-silence.ts';
-import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
 
 /** A record as it was read (null when new) and as the decision wants it; the store guards on `before.version`. */
 export interface Versioned<T> {
@@ -24,6 +24,8 @@ export interface Change {
   instances?: Versioned<Instance>[];
   tenants?: Versioned<Tenant>[];
   metaInstances?: Versioned<MetaInstance>[];
+  /** The site's meta-instance replacements in flight, when a placement of replacements adds to them. */
+  replacements?: Versioned<ReplacementsInFlight>;
   catalog?: Versioned<Catalog>;
   safety?: Versioned<SafetyState>;
   /** The agent's roster, by bucket (see heartbeat.ts). */
@@ -52,5 +54,6 @@ export function mergeChanges(...changes: Change[]): Change {
     history: changes.flatMap((c) => c.history),
     ...(changes.find((c) => c.safety) ? { safety: changes.find((c) => c.safety)!.safety! } : {}),
     ...(changes.find((c) => c.catalog) ? { catalog: changes.find((c) => c.catalog)!.catalog! } : {}),
+    ...(changes.find((c) => c.replacements) ? { replacements: changes.find((c) => c.replacements)!.replacements! } : {}),
   };
 }

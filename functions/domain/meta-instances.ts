@@ -2,14 +2,15 @@ import type { Catalog } from '#domain/catalog.ts';
 import { mergeChanges, type Change } from '#domain/change.ts';
 import { allocatability, heartbeatStale, preventingSources, type HeartbeatView } from '#domain/health.ts';
 import { assignInstance, releaseInstance, type NewInstanceSpec } from '#domain/instances.ts';
-import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
+import type { Instance, Machine, MetaInstance, ReplacementsInFlight } from '#domain/model.ts';
 import { choosePlacement, isSatisfied, type Plan } from '#domain/placement.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { addMs, ageMs, iso } from '#domain/time.ts';
 
 // Meta-instances: "keep N machines of this type for me". A pure reconciler looks at a snapshot (the meta-instance,
-// its members — instances carrying its id, with their machines — and the free machines of its type) and returns at
-// most one change. Run it again on the new state until it returns nothing: that is the level-triggered loop.
+// its members — the instances its record lists, with their machines — and the free machines of its type) and returns
+// at most one change. Run it again on the new state until it returns nothing: that is the level-triggered loop.
+// Membership and the replacement cap are kept on records, never read from an index, so both are exact: an index lags.
 
 /** Most members one pass touches, so that a change always fits one transaction (100 writes). */
 export const MAX_GROUP = 24;
@@ -25,14 +26,23 @@ export interface MetaRules {
   maxConsecutiveFailures: number;
   backoffBaseMs: number;
   backoffMaxMs: number;
-  /** Meta-instance replacements being provisioned site-wide, and the cap on them ([meta_instance]). */
-  replacementsInFlight?: number;
+  /** The cap on meta-instance replacements being provisioned site-wide ([meta_instance]). */
   maxReplacementsInFlight?: number;
 }
 
+/** The site's replacements record as read, and which of its instances are still Provisioning (read with it). */
+export interface ReplacementsView {
+  record: ReplacementsInFlight | null;
+  inFlight: string[];
+}
+
+export const noReplacements: ReplacementsView = { record: null, inFlight: [] };
+
 export interface MetaSnapshot {
   meta: MetaInstance;
+  /** Every instance its record lists (Terminated ones too, until a commit drops them), with their machines. */
   members: Member[];
+  replacements: ReplacementsView;
   /** Free machines of the type read from the allocatable index, as many as the decision needs (heartbeat freshness is checked here). */
   candidates: Machine[];
   /** The pinned machines' records, null for unknown ids. */
@@ -98,9 +108,25 @@ function statusFor(failures: number, rules: MetaRules): MetaInstance['status'] {
 
 export function reconcileMetaInstance(s: MetaSnapshot): MetaDecision {
   const { meta, now } = s;
-  if (meta.status === 'Deleted') return releaseStragglers(s);
-  if (meta.status === 'Deleting') return finishDeleting(meta, s.members, now);
-  return recordFailures(s) ?? place(s);
+  if (meta.status === 'Deleted') return withMembership(releaseStragglers(s), meta, s.members);
+  if (meta.status === 'Deleting') return withMembership(finishDeleting(meta, s.members, now), meta, s.members);
+  return withMembership(recordFailures(s) ?? place(s), meta, s.members);
+}
+
+/**
+ * The membership a commit leaves on the meta-instance's record: its members, less those Terminated (as read, or by
+ * this change), plus the instances this change creates for it. Every change of a meta-instance decision writes its
+ * record, so an instance joins in the transaction that creates it, guarded by the record's version.
+ */
+function withMembership(decision: MetaDecision, meta: MetaInstance, members: Member[]): MetaDecision {
+  if (decision.kind === 'none') return decision;
+  const instances = decision.change.instances ?? [];
+  const statusOf = new Map(members.map((m) => [m.instance.id, m.instance.status]));
+  for (const { after } of instances) statusOf.set(after.id, after.status);
+  const joined = instances.filter((v) => v.before === null && v.after.metaInstanceId === meta.id).map((v) => v.after.id);
+  const memberIds = [...new Set([...members.map((m) => m.instance.id), ...joined])].filter((id) => statusOf.get(id) !== 'Terminated');
+  const metaInstances = (decision.change.metaInstances ?? []).map((v) => (v.after.id === meta.id ? { ...v, after: { ...v.after, memberIds } } : v));
+  return { ...decision, change: { ...decision.change, metaInstances } };
 }
 
 /** Cascade: everything still bound goes; when nothing is, the meta-instance is gone. */
@@ -207,10 +233,9 @@ function place(s: MetaSnapshot): MetaDecision {
   // Replacing failed members is capped site-wide, so a fleet-wide event does not turn into a replacement storm.
   const replacing = healthy.length > 0 || meta.consecutiveFailures > 0;
   const cap = rules.maxReplacementsInFlight;
-  const slots = cap === undefined || !replacing ? MAX_GROUP : cap - (rules.replacementsInFlight ?? 0);
-  if (slots <= 0) {
-    return placementFailed(s, `waiting for a replacement slot: ${rules.replacementsInFlight ?? 0} of ${cap} replacements in flight site-wide`);
-  }
+  const inFlight = s.replacements.inFlight.length;
+  const slots = cap === undefined || !replacing ? MAX_GROUP : cap - inFlight;
+  if (slots <= 0) return placementFailed(s, `waiting for a replacement slot: ${inFlight} of ${cap} replacements in flight site-wide`);
   // Under the cap a large group is replaced a few at a time; the rest follow as slots free up.
   const assignments = plan.machines
     .slice(0, Math.min(MAX_GROUP, slots))
@@ -220,7 +245,14 @@ function place(s: MetaSnapshot): MetaDecision {
     ? { status: 'Ready' as const, placementError: undefined, nextAttemptAt: undefined, consecutiveFailures: 0 }
     : { placementError: `waiting for a replacement slot: placed ${assignments.length} of ${plan.machines.length}, cap ${cap} in flight site-wide` };
   const change = mergeChanges(withMeta(meta, status, now), ...assignments.map((a) => a.change));
+  if (replacing) change.replacements = replacementsAfter(s.replacements, change);
   return { kind: 'commit', change, summary: `placed ${assignments.length}` };
+}
+
+/** The replacements record with this change's new instances added, and those no longer in flight dropped. */
+function replacementsAfter(view: ReplacementsView, change: Change): Change['replacements'] {
+  const placed = (change.instances ?? []).filter((v) => v.before === null).map((v) => v.after.id);
+  return { before: view.record, after: { instanceIds: [...view.inFlight, ...placed], version: view.record?.version ?? 0 } };
 }
 
 /** A placement error is written once per distinct message, so a meta-instance waiting for capacity costs nothing. */
@@ -278,6 +310,7 @@ export function newMetaInstance(id: string, org: string, request: MetaInstanceRe
     createdBy,
     createdAt: at,
     updatedAt: at,
+    memberIds: [],
     version: 0,
   };
 }
@@ -287,5 +320,5 @@ export function deleteMetaInstance(meta: MetaInstance, members: Member[], now: D
   if (meta.status === 'Deleting' || meta.status === 'Deleted') return none;
   const live = members.filter((m) => isLive(m) && m.machine).slice(0, MAX_GROUP);
   const change = mergeChanges(withMeta(meta, { status: 'Deleting' }, now), ...live.map((m) => releaseMember(m, now)));
-  return { kind: 'commit', change, summary: `delete requested; released ${live.length}` };
+  return withMembership({ kind: 'commit', change, summary: `delete requested; released ${live.length}` }, meta, members);
 }

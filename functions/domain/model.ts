@@ -126,6 +126,16 @@ export interface IdSource {
 export type MetaInstanceStatus = 'Placing' | 'Ready' | 'Retrying' | 'Deleting' | 'Deleted';
 
 /** "Keep N machines of this type for me": desired state plus the status the reconcilers keep. */
+/**
+ * The meta-instance replacements placed site-wide and not yet seen past Provisioning: what the cap
+ * (`max_replacements_in_flight`) counts. One record, so the count is exact; each placement of replacements adds to it
+ * in its own transaction, guarded by its version, and drops those it reads as finished.
+ */
+export interface ReplacementsInFlight {
+  instanceIds: string[];
+  version: number;
+}
+
 export interface MetaInstance {
   id: string;
   org: string;
@@ -142,6 +152,13 @@ export interface MetaInstance {
   nextAttemptAt?: string;
   /** Since when it waits for machines: meta-instances waiting for the same type are served in this order. */
   waitingSince?: string;
+  /**
+   * Its membership: every instance placed for it and not yet seen Terminated. Added in the transaction that creates
+   * the instance and dropped once a pass reads it Terminated, so what it holds never depends on an index. Absent on
+   * a record stored before membership was kept here: its members are read from the members index until its next
+   * commit writes the list.
+   */
+  memberIds?: string[];
   /** The API request that last changed it (stamped by the store on that request's behalf; see domain/request-id.ts). */
   lastRequestId?: string;
   createdBy: string;

@@ -1,3 +1,4 @@
+import { IdempotencyPersistenceLayerError } from '@aws-lambda-powertools/idempotency';
 import { ProblemError } from '#http/problem.ts';
 import { ThrottledError } from '#store/port.ts';
 
@@ -12,11 +13,15 @@ export function classifyError(error: unknown): ProblemError | undefined {
   // Raised by the document client before anything was sent (see #store/client.ts), so no `$metadata`.
   if (error.name === 'UnmarshallableInputError') return invalidValues();
   if (error instanceof ThrottledError) return throttled();
+  // Powertools wraps a failed call of its idempotency record (a throttle among them) in an error of its own.
+  if (error instanceof IdempotencyPersistenceLayerError) return error.cause instanceof Error && isThrottle(error.cause) ? throttled() : undefined;
   if (!isServiceError(error)) return undefined;
   if (clientInputErrors.has(error.name)) return invalidValues();
-  if (throttlingErrors.has(error.name)) return throttled();
+  if (isThrottle(error)) return throttled();
   return undefined;
 }
+
+const isThrottle = (error: Error) => error instanceof ThrottledError || (isServiceError(error) && throttlingErrors.has(error.name));
 
 /** DynamoDB refused the request as sent: with our own expressions fixed, only caller-supplied values vary. */
 const clientInputErrors = new Set(['ValidationException', 'SerializationException']);

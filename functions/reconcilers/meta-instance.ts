@@ -1,5 +1,13 @@
 import { preventingSources } from '#domain/health.ts';
-import { homeRack, reconcileMetaInstance, wantsMoreCandidates, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
+import {
+  homeRack,
+  noReplacements,
+  reconcileMetaInstance,
+  wantsMoreCandidates,
+  type Member,
+  type MetaSnapshot,
+  type ReplacementsView,
+} from '#domain/meta-instances.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import type { HeartbeatView } from '#domain/health.ts';
 import type { AppContext } from '#runtime/context.ts';
@@ -12,21 +20,31 @@ import { defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
 // emptied. Each pass commits one decision; the next pass decides on the state that decision left.
 
 /**
- * The meta-instance's members (the members index: every one not Terminated) with their machines, read in one
- * batch, and the pinned machines `pinnedIds` in the same batch.
+ * The meta-instance's members (the instances its record lists, read strongly consistent, whatever any index says)
+ * with their machines, and the pinned machines `pinnedIds` in the same batch as the machines.
  */
 export async function loadMembers(
   ctx: AppContext,
-  metaInstanceId: string,
+  meta: MetaInstance,
   pinnedIds: readonly string[] = [],
 ): Promise<{ members: Member[]; pinned: Map<string, Machine | null> }> {
-  const instances = await ctx.store.membersOf(metaInstanceId);
+  const memberIds = meta.memberIds ?? (await ctx.store.membersOf(meta.id)).map((instance) => instance.id);
+  const read = memberIds.length > 0 ? await ctx.store.getRecords({ instances: memberIds }) : undefined;
+  const instances = memberIds.flatMap((id) => read?.instances.get(id) ?? []);
   const ids = [...new Set([...instances.map((i) => i.machineId), ...pinnedIds])];
   const machines = ids.length > 0 ? await ctx.store.getMachines(ids) : new Map<string, Machine>();
   return {
     members: instances.map((instance) => ({ instance, machine: machines.get(instance.machineId) ?? null })),
     pinned: new Map(pinnedIds.map((id) => [id, machines.get(id) ?? null])),
   };
+}
+
+/** The site's replacements record, and which of its instances are still Provisioning: what the cap counts. */
+export async function loadReplacements(ctx: AppContext): Promise<ReplacementsView> {
+  const record = (await ctx.store.getRecords({ replacements: true })).replacements ?? null;
+  if (!record || record.instanceIds.length === 0) return { record, inFlight: [] };
+  const instances = (await ctx.store.getRecords({ instances: record.instanceIds })).instances;
+  return { record, inFlight: record.instanceIds.filter((id) => instances.get(id)?.status === 'Provisioning') };
 }
 
 export async function loadPinned(ctx: AppContext, ids: string[] = []): Promise<Map<string, Machine | null>> {
@@ -83,10 +101,14 @@ export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, memb
   const rules = ctx.config.meta_instance;
   const live = meta.status !== 'Deleting' && meta.status !== 'Deleted';
   const pinnedIds = live ? (meta.machineIds ?? []) : [];
-  const loaded = members ? { members, pinned: await loadPinned(ctx, pinnedIds) } : await loadMembers(ctx, meta.id, pinnedIds);
+  const [loaded, replacements] = await Promise.all([
+    members ? loadPinned(ctx, pinnedIds).then((pinned) => ({ members, pinned })) : loadMembers(ctx, meta, pinnedIds),
+    live ? loadReplacements(ctx) : noReplacements,
+  ]);
   const snapshot: MetaSnapshot = {
     meta,
     members: loaded.members,
+    replacements,
     candidates: [],
     pinned: loaded.pinned,
     heartbeat: heartbeat ?? (await loadHeartbeatView(ctx)),
@@ -96,7 +118,6 @@ export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, memb
       backoffBaseMs: rules.backoff_base_seconds * 1000,
       backoffMaxMs: rules.backoff_max_seconds * 1000,
       maxReplacementsInFlight: rules.max_replacements_in_flight,
-      replacementsInFlight: live ? await ctx.store.replacementsInFlight() : 0,
     },
     newInstance: () => {
       const id = ctx.ids.next('i');

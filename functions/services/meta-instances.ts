@@ -37,18 +37,18 @@ async function loadOwn(ctx: AppContext, principal: Principal, id: string): Promi
 
 export async function showMetaInstance(ctx: AppContext, principal: Principal, id: string) {
   const meta = await loadOwn(ctx, principal, id);
-  return metaInstanceView(meta, (await loadMembers(ctx, id)).members);
+  return metaInstanceView(meta, (await loadMembers(ctx, meta)).members);
 }
 
 export async function deleteMetaInstance(ctx: AppContext, principal: Principal, id: string) {
   await retryOnStale(async () => {
     const meta = await loadOwn(ctx, principal, id);
-    const decision = decideDelete(meta, (await loadMembers(ctx, id)).members, ctx.clock.now());
+    const decision = decideDelete(meta, (await loadMembers(ctx, meta)).members, ctx.clock.now());
     if (decision.kind === 'commit') await ctx.store.commit(decision.change);
   });
   ctx.log.info('meta-instance delete requested', { metaInstanceId: id });
-  const meta = await ctx.store.getMetaInstance(id);
-  return metaInstanceView(meta!, (await loadMembers(ctx, id)).members);
+  const meta = (await ctx.store.getMetaInstance(id))!;
+  return metaInstanceView(meta, (await loadMembers(ctx, meta)).members);
 }
 
 /** A tenant's meta-instances, or (org null) every one on the site for providers. */
@@ -58,6 +58,6 @@ export async function listMetaInstances(
   page: { limit: number; nextToken?: string | undefined },
 ): Promise<Page<ReturnType<typeof metaInstanceView>>> {
   const result = await ctx.store.listMetaInstances(org, page);
-  const items = await Promise.all(result.items.map(async (meta) => metaInstanceView(meta, (await loadMembers(ctx, meta.id)).members)));
+  const items = await Promise.all(result.items.map(async (meta) => metaInstanceView(meta, (await loadMembers(ctx, meta)).members)));
   return { items, nextToken: result.nextToken };
 }

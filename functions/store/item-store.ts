@@ -4,7 +4,7 @@ import { emptyCatalog } from '#domain/catalog.ts';
 import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { checkTransactionSize } from '#store/item-size.ts';
 import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
-import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
@@ -123,6 +123,7 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   for (const pair of change.metaInstances ?? []) guarded(pair, (meta) => metaInstanceItem(meta, due.metaInstance(meta)));
   if (change.catalog) guarded(change.catalog, (catalog) => ({ ...keys.siteCatalog, ...catalog }));
   if (change.safety) guarded(change.safety, (safety) => ({ ...keys.siteSafety, ...safety }));
+  if (change.replacements) guarded(change.replacements, (replacements) => ({ ...keys.siteReplacements, ...replacements }));
   for (const pair of change.rosterBuckets ?? []) guarded(pair, (bucket) => rosterBucketItem(bucket, due.rosterBucket(bucket)));
   if (change.rosterDigests) guarded(change.rosterDigests, rosterDigestsItem);
   for (const pair of change.staleChecks ?? []) guarded(pair, staleCheckItem);
@@ -147,6 +148,9 @@ const siteHeartbeatOf = (item: Item | undefined): SiteHeartbeat | null =>
         version: Number(item.version),
       }
     : null;
+
+const replacementsOf = (item: Item | undefined): ReplacementsInFlight | null =>
+  item ? { instanceIds: item.instanceIds as string[], version: item.version as number } : null;
 
 const safetyOf = (item: Item | undefined): SafetyState | null =>
   item ? { repairStorm: item.repairStorm as SafetyState['repairStorm'], quarantines: item.quarantines as string[], version: item.version as number } : null;
@@ -256,6 +260,7 @@ export abstract class ItemStore implements FleetStore {
     if (ids.catalog) want(keys.siteCatalog);
     if (ids.siteHeartbeat) want(keys.siteHeartbeat);
     if (ids.safety) want(keys.siteSafety);
+    if (ids.replacements) want(keys.siteReplacements);
     const found = new Map((await this.getItems([...wanted.values()])).map((item) => [tableKeyOf(item), item]));
     const decode = <T>(list: readonly string[] | undefined, key: (id: string) => TableKey, from: (item: Item) => T): Map<string, T> => {
       const out = new Map<string, T>();
@@ -272,6 +277,7 @@ export abstract class ItemStore implements FleetStore {
       ...(ids.catalog ? { catalog: catalogOf(found.get(tableKeyOf(keys.siteCatalog))) } : {}),
       ...(ids.siteHeartbeat ? { siteHeartbeat: siteHeartbeatOf(found.get(tableKeyOf(keys.siteHeartbeat))) } : {}),
       ...(ids.safety ? { safety: safetyOf(found.get(tableKeyOf(keys.siteSafety))) } : {}),
+      ...(ids.replacements ? { replacements: replacementsOf(found.get(tableKeyOf(keys.siteReplacements))) } : {}),
     };
   }
 

@@ -14,18 +14,45 @@ import {
   type TableKey,
 } from '#store/item-store.ts';
 import { decodePageToken, encodePageToken, invalidPageToken } from '#store/paging.ts';
-import { StaleWriteError } from '#store/port.ts';
+import { StaleWriteError, type DueTimes } from '#store/port.ts';
 import { indexes } from '#store/table.ts';
+
+export interface MemoryStoreOptions {
+  /**
+   * How far index reads, and Queries not strongly consistent, lag the table, as GSIs do in AWS: they see every item
+   * as it was this long ago. Off (0) by default, as DynamoDB Local has it.
+   */
+  indexLagMs?: number;
+  /** The clock the lag is measured by, in ms (a test's own clock). */
+  now?: () => number;
+}
+
+/** A write the lagging reads may still not see: the item's image before it. */
+interface RecentWrite {
+  at: number;
+  key: string;
+  before: Item | undefined;
+}
 
 /**
  * The store in memory, for tests and benches: the same items (item-store.ts builds them with items.ts's mappers),
  * the same guards and all-or-nothing transactions, and each Query emulated over those items as DynamoDB runs it
  * (sparse index membership, sort order, Limit before filter, LastEvaluatedKey tokens). Deterministic: history
- * suffixes count up. Not emulated: eventual consistency of the indexes and the 1 MB page size.
+ * suffixes count up. The indexes' lag is emulated on demand (MemoryStoreOptions); not emulated: the 1 MB page size.
  */
 export class MemoryFleetStore extends ItemStore {
   private readonly items = new Map<string, Item>();
   private historyCount = 0;
+  private readonly lagMs: number;
+  private readonly now: () => number;
+  /** Writes within the lag, oldest first. */
+  private recent: RecentWrite[] = [];
+
+  constructor(due: DueTimes, options: MemoryStoreOptions = {}) {
+    super(due);
+    this.lagMs = options.indexLagMs ?? 0;
+    this.now = options.now ?? Date.now;
+  }
 
   async putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat> {
     const stored = this.items.get(itemKey(keys.siteHeartbeat));
@@ -75,6 +102,7 @@ export class MemoryFleetStore extends ItemStore {
 
   protected async queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage> {
     const matching = this.matching(query);
+    const current = this.lags(query) && query.index?.projection === 'KEYS_ONLY' && !query.entriesOnly;
     let from = 0;
     if (nextToken) {
       const start = decodePageToken(listingOf(query), nextToken);
@@ -87,8 +115,10 @@ export class MemoryFleetStore extends ItemStore {
     // As DynamoDB: a page that stopped at Limit says where it stopped, even when nothing follows.
     const last = query.limit && evaluated.length === query.limit ? evaluated.at(-1) : undefined;
     const where = query.where;
+    const found = evaluated.filter((item) => !where || item[where.attribute] === where.equals);
     return {
-      items: evaluated.filter((item) => !where || item[where.attribute] === where.equals).map((item) => structuredClone(item)),
+      // A keys-only index names items the store then reads as they are now (dynamo-store.ts): those that left it since are left out.
+      items: (current ? found.flatMap((item) => this.stillIn(query, item)) : found).map((item) => structuredClone(item)),
       nextToken: encodePageToken(listingOf(query), last && Object.fromEntries(keyAttributesOf(query).map((name) => [name, last[name]]))),
     };
   }
@@ -97,11 +127,11 @@ export class MemoryFleetStore extends ItemStore {
     return this.matching(query).length;
   }
 
-  /** Items in the query's table or index, in its order, that satisfy its key condition. */
+  /** Items in the query's table or index, in its order, that satisfy its key condition (as they were, if it lags). */
   private matching(query: ItemQuery): Item[] {
     const partition = partitionAttributeOf(query);
     const sort = sortAttributeOf(query);
-    return [...this.items.values()]
+    return [...(this.lags(query) ? this.lagged() : this.items).values()]
       .filter((item) => item[partition] === query.partition && typeof item[sort] === 'string' && satisfies(item[sort], query.sort))
       .sort((a, b) => compareByQuery(query, a, b));
   }
@@ -118,6 +148,35 @@ export class MemoryFleetStore extends ItemStore {
     );
   }
 
+  /** GSIs are never strongly consistent; the table is, when asked. */
+  private lags(query: ItemQuery): boolean {
+    return this.lagMs > 0 && (query.index !== undefined || !query.consistent);
+  }
+
+  /** The table as it was `lagMs` ago: each item written since, as it was before the first of those writes. */
+  private lagged(): Map<string, Item> {
+    this.forgetSettled();
+    const then = new Map(this.items);
+    const seen = new Set<string>();
+    for (const write of this.recent) {
+      if (seen.has(write.key)) continue;
+      seen.add(write.key);
+      if (write.before) then.set(write.key, write.before);
+      else then.delete(write.key);
+    }
+    return then;
+  }
+
+  private stillIn(query: ItemQuery, entry: Item): Item[] {
+    const item = this.items.get(itemKey(entry as TableKey));
+    return item && item[partitionAttributeOf(query)] === query.partition ? [item] : [];
+  }
+
+  private forgetSettled(): void {
+    const settled = this.now() - this.lagMs;
+    if (this.recent.length > 0 && this.recent[0]!.at <= settled) this.recent = this.recent.filter((write) => write.at > settled);
+  }
+
   private put(item: Item): void {
     for (const index of Object.values(indexes)) {
       for (const name of [index.pk, index.sk]) {
@@ -126,7 +185,12 @@ export class MemoryFleetStore extends ItemStore {
       }
     }
     const stored = withoutUndefined(item) as Item;
-    this.items.set(itemKey(stored as TableKey), stored);
+    const key = itemKey(stored as TableKey);
+    if (this.lagMs > 0) {
+      this.forgetSettled();
+      this.recent.push({ at: this.now(), key, before: this.items.get(key) });
+    }
+    this.items.set(key, stored);
   }
 }
 

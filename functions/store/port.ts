@@ -3,7 +3,7 @@ import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
 import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
-import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { Page } from '#store/paging.ts';
 
@@ -42,7 +42,7 @@ export interface PageRequest {
   nextToken?: string | undefined;
 }
 
-/** What `getRecords` reads: ids by kind, and the site's catalog, heartbeat or safety state when asked for. */
+/** What `getRecords` reads: ids by kind, and the site's catalog, heartbeat, safety state or replacements when asked for. */
 export interface RecordIds {
   machines?: readonly string[] | undefined;
   instances?: readonly string[] | undefined;
@@ -50,6 +50,7 @@ export interface RecordIds {
   catalog?: boolean | undefined;
   siteHeartbeat?: boolean | undefined;
   safety?: boolean | undefined;
+  replacements?: boolean | undefined;
 }
 
 /** What `getRecords` found, by id; `catalog`, `siteHeartbeat` and `safety` are present only when asked for. */
@@ -60,6 +61,7 @@ export interface Records {
   catalog?: Catalog;
   siteHeartbeat?: SiteHeartbeat | null;
   safety?: SafetyState | null;
+  replacements?: ReplacementsInFlight | null;
 }
 
 /** Which audit entries to list; each given filter narrows the listing. `since` is an ISO time (UTC, with ms). */
@@ -94,13 +96,19 @@ export interface FleetStore {
   getRosterDigests(): Promise<RosterDigests | null>;
   getStaleCheck(id: string): Promise<StaleCheck | null>;
 
-  /** Instances bound to a meta-instance, Terminated ones left out (the members index holds only the others). */
+  /**
+   * Instances bound to a meta-instance, Terminated ones left out (the members index holds only the others): an
+   * observer's view, which may lag. Decisions read the membership on the meta-instance's record.
+   */
   membersOf(metaInstanceId: string): Promise<Instance[]>;
   /** Newest first; one org's, or the whole site's when `org` is null. */
   listMetaInstances(org: string | null, page: PageRequest): Promise<Page<MetaInstance>>;
   /** Meta-instances waiting for machines of a type, oldest first: they get freed machines in order. */
   waitingMetaInstances(machineType: string, limit: number): Promise<MetaInstance[]>;
-  /** Meta-instance replacements still provisioning, site-wide. */
+  /**
+   * Meta-instance replacements still provisioning, site-wide, as the `replacing` index counts them: for gauges and
+   * views. The cap counts the replacements record (getRecords), which no index lag can make short.
+   */
   replacementsInFlight(): Promise<number>;
   /**
    * Candidates for allocation: up to `limit` machines of the type's allocatable index, ids only (no machine read).

@@ -8,15 +8,18 @@ import { seededRandom } from '#local/stream-chaos.ts';
  */
 export const AWS_SEMANTICS_MODES = ['index-lag', 'throttle', 'parallel-shards', 'lambda-timeouts', 'overlapping-sweeps'] as const;
 export type AwsSemanticsMode = (typeof AWS_SEMANTICS_MODES)[number];
-export const EMULATED: readonly AwsSemanticsMode[] = ['throttle', 'parallel-shards', 'lambda-timeouts'];
+export const EMULATED: readonly AwsSemanticsMode[] = ['index-lag', 'throttle', 'parallel-shards', 'lambda-timeouts'];
 
 /** The share of DynamoDB calls the `throttle` mode fails, as a busy table in AWS might. */
 export const DEFAULT_THROTTLE_SHARE = 0.02;
+/** How far the `index-lag` mode's reads lag the table (FLEETWARD_INDEX_LAG_MS): AWS's GSIs usually lag by less. */
+export const DEFAULT_INDEX_LAG_MS = 1_000;
 
 export interface AwsSemanticsConfig {
   modes: AwsSemanticsMode[];
   seed: number;
   throttleShare: number;
+  indexLagMs: number;
 }
 
 export class AwsSemanticsConfigError extends Error {
@@ -37,8 +40,21 @@ export function parseAwsSemantics(env: Record<string, string | undefined>, pickS
     throw new AwsSemanticsConfigError(`FLEETWARD_AWS_SEMANTICS: ${notYet.join(', ')} not emulated yet; the local site emulates ${EMULATED.join(', ')}`);
   }
   const seed = switchSeed(env, 'FLEETWARD_AWS_SEMANTICS', pickSeed, (message) => new AwsSemanticsConfigError(message));
-  return { modes: all ? [...EMULATED] : [...new Set(words as AwsSemanticsMode[])], seed, throttleShare: DEFAULT_THROTTLE_SHARE };
+  const modes = all ? [...EMULATED] : [...new Set(words as AwsSemanticsMode[])];
+  return { modes, seed, throttleShare: DEFAULT_THROTTLE_SHARE, indexLagMs: indexLagOf(env) };
 }
 
-/** The seeded random source of one mode, so switching another mode on does not change this one's draws. */
-export const randomFor = (config: AwsSemanticsConfig, mode: AwsSemanticsMode) => seededRandom(config.seed + AWS_SEMANTICS_MODES.indexOf(mode));
+function indexLagOf(env: Record<string, string | undefined>): number {
+  const text = env.FLEETWARD_INDEX_LAG_MS?.trim();
+  if (!text) return DEFAULT_INDEX_LAG_MS;
+  const ms = Number(text);
+  if (!Number.isInteger(ms) || ms < 0) throw new AwsSemanticsConfigError(`FLEETWARD_INDEX_LAG_MS: expected a whole number of ms, got "${text}"`);
+  return ms;
+}
+
+/**
+ * The seeded random source of one mode, so switching another mode on does not change this one's draws; `lane`
+ * parts a mode's sources (the store's client and the idempotency client each draw their own throttles).
+ */
+export const randomFor = (config: AwsSemanticsConfig, mode: AwsSemanticsMode, lane = 0) =>
+  seededRandom(config.seed + AWS_SEMANTICS_MODES.indexOf(mode) + lane * AWS_SEMANTICS_MODES.length);

@@ -12,7 +12,9 @@ let admin: string;
 const answers: Array<{ status: number; code?: string; retryAfter: string | null }> = [];
 
 beforeAll(async () => {
-  site = await startTestSite({ awsSemantics: { modes: ['parallel-shards', 'lambda-timeouts', 'throttle'], seed: 20_261_127, throttleShare: 0.1 } });
+  site = await startTestSite({
+    awsSemantics: { modes: ['parallel-shards', 'lambda-timeouts', 'throttle'], seed: 20_261_127, throttleShare: 0.1, indexLagMs: 0 },
+  });
   tenant = await site.token('acme', ['tenant']);
   admin = await site.token('provider', ['provider-admin']);
   await site.eventually(async () => (await site.call('GET', '/admin/fleet/summary', { token: admin })).body?.byType?.gb200?.allocatable >= 4, 60_000);

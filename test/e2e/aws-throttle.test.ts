@@ -10,7 +10,7 @@ let tenant: string;
 const answers: Array<{ status: number; code?: string; retryAfter: string | null }> = [];
 
 beforeAll(async () => {
-  site = await startTestSite({ awsSemantics: { modes: ['throttle'], seed: 20_261_127, throttleShare: 0.2 } });
+  site = await startTestSite({ awsSemantics: { modes: ['throttle'], seed: 20_261_127, throttleShare: 0.2, indexLagMs: 1_000 } });
   tenant = await site.token('acme', ['tenant']);
   const admin = await site.token('provider', ['provider-admin']);
   await site.eventually(async () => (await site.call('GET', '/admin/fleet/summary', { token: admin })).body?.byType?.gb200?.allocatable >= 3, 30_000);

@@ -1,4 +1,8 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
+import { createApiHandler, type ApiEvent } from '#http/api-handler.ts';
+import { defineRoute } from '#http/route.ts';
 import { registerMachine } from '#domain/machines.ts';
 import { aMachine, T0 } from '#test/support/fixtures.ts';
 import { injectThrottles } from '#local/aws-semantics/throttle.ts';
@@ -49,5 +53,52 @@ describe('a store whose calls DynamoDB throttles', () => {
     expect(failed).toBeInstanceOf(ThrottledError);
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(await observer.getMachine('never')).toBeNull();
+  });
+});
+
+describe('an API whose Idempotency-Key records DynamoDB throttles', () => {
+  it('answers 503 throttled with Retry-After, not 500, and runs nothing of the request', async () => {
+    const { endpoint, names } = await freshTables('throttle-idem');
+    const client = createDocumentClient(endpoint);
+    const stats = injectThrottles(client, { share: 1, random: seededRandom(3) });
+    let ran = 0;
+    const handler = createApiHandler(
+      [
+        defineRoute({
+          operationId: 'counts',
+          method: 'POST',
+          path: '/counts',
+          roles: 'public',
+          summary: 'counts its runs',
+          responses: { 200: null },
+          handle: async () => {
+            ran++;
+            return { status: 200 as const };
+          },
+        }),
+      ],
+      {} as never,
+      { idempotency: { client, tableName: names.idempotencyTable }, logger: new Logger({ logLevel: 'SILENT' }) },
+    );
+    const event = {
+      version: '2.0',
+      routeKey: '$default',
+      rawPath: '/counts',
+      rawQueryString: '',
+      headers: { 'idempotency-key': 'k-1' },
+      isBase64Encoded: false,
+      requestContext: {
+        requestId: 'req-1',
+        http: { method: 'POST', path: '/counts' },
+        // A caller with a token: anonymous callers get no idempotency.
+        authorizer: { jwt: { claims: { sub: 'carol', org: 'acme', roles: '[tenant]' }, scopes: null } },
+      },
+    } as unknown as ApiEvent;
+    const result = await handler(event, { awsRequestId: 'req-1', getRemainingTimeInMillis: () => 10_000 } as Context);
+    expect(result, JSON.stringify(result)).toMatchObject({ statusCode: 503 });
+    expect(JSON.parse(result.body!)).toMatchObject({ status: 503, code: 'throttled' });
+    expect(result.headers?.['retry-after']).toBe('1');
+    expect(ran).toBe(0);
+    expect(stats.throttled).toBeGreaterThan(0);
   });
 });

@@ -138,3 +138,88 @@ describe('deleteMetaInstance, showMetaInstance and listMetaInstances', () => {
     expect(now).not.toContain(member!.id);
   });
 });
+
+describe('with the indexes lagging the table, as in AWS (the store never shows a write to an index read until 1 s has passed)', () => {
+  const LAG = 1_000;
+
+  /** A site whose indexes have caught up with its setup; from then on the clock stands still, so every index read lags. */
+  async function laggingSite(fleet: Record<string, number>, maxReplacementsInFlight = 5) {
+    const h = harness({ indexLagMs: LAG });
+    h.ctx.config = { ...h.ctx.config, meta_instance: { ...h.ctx.config.meta_instance, max_replacements_in_flight: maxReplacementsInFlight } };
+    await siteWith(h, fleet);
+    h.clock.advance(LAG + 1);
+    return h;
+  }
+  const liveMembers = async (h: Harness, id: string) => (await h.store.membersOf(id)).filter((i) => ['Provisioning', 'Ready', 'Repairing'].includes(i.status));
+
+  it('a member replaced pass after pass is replaced once: live members never exceed minNodes, whatever the members index says', async () => {
+    const h = await laggingSite({ gb200: 8 });
+    const created = await createMetaInstance(h.ctx, alice, { ...pair, minNodes: 3 });
+    const ref = { entity: 'meta-instance' as const, id: created.id };
+    expect(created.instanceIds).toHaveLength(3);
+    // The members index does not show them yet; the meta-instance's own record does.
+    expect(await h.store.membersOf(created.id)).toEqual([]);
+
+    const failing = (await h.store.getInstance(created.instanceIds[0]!))!;
+    await addHealthOverride(h.ctx, failing.machineId, { template: 'degraded' }, ops);
+    for (let pass = 0; pass < 4; pass++) {
+      await reconcile(h.ctx, ref);
+      await sweep(h.ctx);
+      expect(await live(h, created.id)).toHaveLength(3);
+    }
+    expect(await live(h, created.id)).not.toContain(failing.id);
+    // Only the replacement was created: no pass placed a second one (the first members' creates were not run here).
+    expect(h.agent.creates).toHaveLength(1);
+
+    h.clock.advance(LAG + 1);
+    expect(await liveMembers(h, created.id)).toHaveLength(3);
+  });
+
+  it('the replacement cap holds site-wide while the replacing index does not yet show a replacement in flight', async () => {
+    const h = await laggingSite({ gb200: 8 }, 1);
+    const first = await createMetaInstance(h.ctx, alice, pair);
+    const second = await createMetaInstance(h.ctx, alice, pair);
+    for (const meta of [first, second]) {
+      await addHealthOverride(h.ctx, (await h.store.getInstance(meta.instanceIds[0]!))!.machineId, { template: 'degraded' }, ops);
+    }
+    // While the first meta-instance's replacement is being created (still Provisioning), the second one decides.
+    let inFlightThen = -1;
+    h.agent.willCreate(async (request) => {
+      inFlightThen = await h.store.replacementsInFlight();
+      await reconcile(h.ctx, { entity: 'meta-instance', id: second.id });
+      return { ok: true, siteName: request.name, attempts: 1 };
+    });
+    await reconcile(h.ctx, { entity: 'meta-instance', id: first.id });
+
+    expect(inFlightThen).toBe(0);
+    expect(await live(h, first.id)).toHaveLength(2);
+    expect(await live(h, second.id)).toHaveLength(1);
+    expect((await h.store.getMetaInstance(second.id))!.placementError).toBe('waiting for a replacement slot: 1 of 1 replacements in flight site-wide');
+    // One create so far: the first meta-instance's replacement; the second placed nothing.
+    expect(h.agent.creates).toHaveLength(1);
+
+    // Once the first replacement is Ready, the slot is free: the second is replaced, still before any index caught up.
+    await reconcile(h.ctx, { entity: 'meta-instance', id: second.id });
+    expect(await live(h, second.id)).toHaveLength(2);
+    expect((await h.store.getRecords({ replacements: true })).replacements?.instanceIds).toHaveLength(1);
+  });
+});
+
+describe('a meta-instance stored before its membership was kept on its record', () => {
+  it('is read through the members index once; its next commit writes the membership onto the record', async () => {
+    const { h, created, ref } = await metaInstanceOn({ gb200: 3 });
+    const stored = (await h.store.getMetaInstance(created.id))!;
+    const { memberIds: _kept, ...older } = stored;
+    await h.store.commit({ metaInstances: [{ before: stored, after: older }], history: [] });
+    expect((await h.store.getMetaInstance(created.id))!.memberIds).toBeUndefined();
+    expect(await live(h, created.id)).toEqual(created.instanceIds);
+
+    const failing = (await h.store.getInstance(created.instanceIds[0]!))!;
+    await addHealthOverride(h.ctx, failing.machineId, { template: 'degraded' }, ops);
+    await reconcile(h.ctx, ref);
+    const now = await live(h, created.id);
+    expect(now).toHaveLength(2);
+    expect(now).not.toContain(failing.id);
+    expect((await h.store.getMetaInstance(created.id))!.memberIds).toEqual(expect.arrayContaining(now));
+  });
+});

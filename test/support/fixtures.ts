@@ -65,6 +65,7 @@ export const aMetaInstance = (overrides: Partial<MetaInstance> = {}): MetaInstan
   createdBy: 'alice',
   createdAt: AT,
   updatedAt: AT,
+  memberIds: [],
   version: 0,
   ...overrides,
 });

@@ -178,10 +178,13 @@ export interface Harness {
   metrics: PrometheusMetrics;
 }
 
-/** A service context over a fresh in-memory store, the clock at fixtures.ts's NOW, ids counting up per prefix. */
-export function harness(): Harness {
-  const store = new RacingStore(dueTimes);
+/**
+ * A service context over a fresh in-memory store, the clock at fixtures.ts's NOW, ids counting up per prefix. With
+ * `indexLagMs`, index reads lag the table by that long on the test's clock (AWS's GSIs; see MemoryStoreOptions).
+ */
+export function harness(options: { indexLagMs?: number } = {}): Harness {
   const clock = testClock();
+  const store = new RacingStore(dueTimes, { indexLagMs: options.indexLagMs ?? 0, now: () => clock.now().getTime() });
   const agent = scriptedAgent();
   const events: PublishedEvent[] = [];
   const logged: Harness['logged'] = [];

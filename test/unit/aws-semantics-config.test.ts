@@ -12,6 +12,7 @@ describe('FLEETWARD_AWS_SEMANTICS', () => {
       modes: ['throttle'],
       seed: 42,
       throttleShare: 0.02,
+      indexLagMs: 1_000,
     });
     expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'throttle' }, () => 7)?.seed).toBe(7);
     expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'parallel-shards,lambda-timeouts' }, () => 7)?.modes).toEqual(['parallel-shards', 'lambda-timeouts']);
@@ -21,9 +22,17 @@ describe('FLEETWARD_AWS_SEMANTICS', () => {
     expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'all' }, () => 1)?.modes).toEqual([...EMULATED]);
   });
 
+  it('index-lag: index reads lag by FLEETWARD_INDEX_LAG_MS, 1 s unless set', () => {
+    expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'index-lag' }, () => 1)).toMatchObject({ modes: ['index-lag'], indexLagMs: 1_000 });
+    expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'index-lag', FLEETWARD_INDEX_LAG_MS: '250' }, () => 1)?.indexLagMs).toBe(250);
+    expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'index-lag', FLEETWARD_INDEX_LAG_MS: '1s' })).toThrow(/FLEETWARD_INDEX_LAG_MS/);
+  });
+
   it('refuses an unknown mode, a mode not emulated yet, and a bad seed, naming the choices', () => {
     expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'throttle,slow' })).toThrow(/unknown slow; use all, or any of index-lag, throttle/);
-    expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'index-lag' })).toThrow(/index-lag not emulated yet; the local site emulates throttle/);
+    expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'parallel-shards' })).toThrow(
+      /parallel-shards not emulated yet; the local site emulates index-lag, throttle/,
+    );
     expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'throttle', FLEETWARD_AWS_SEMANTICS_SEED: '-1' })).toThrow(AwsSemanticsConfigError);
   });
 });

@@ -1,3 +1,4 @@
+import { IdempotencyPersistenceLayerError } from '@aws-lambda-powertools/idempotency';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBServiceException } from '@aws-sdk/client-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
@@ -33,6 +34,13 @@ describe('classifyError', () => {
 
   it.each(['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded'])('%s is a 503 to retry', (name) => {
     expect(classifyError(serviceError(name))).toMatchObject({ status: 503, code: 'throttled' });
+  });
+
+  it('a throttled call of the idempotency record (Powertools wraps it) is a 503 to retry; another failure of it is ours', () => {
+    const wrapped = (cause: Error) => new IdempotencyPersistenceLayerError('Failed to save in progress record to idempotency store', { cause });
+    expect(classifyError(wrapped(serviceError('ProvisionedThroughputExceededException')))).toMatchObject({ status: 503, code: 'throttled' });
+    expect(classifyError(wrapped(serviceError('ThrottlingException')))).toMatchObject({ status: 503, code: 'throttled' });
+    expect(classifyError(wrapped(serviceError('InternalServerError', 'server')))).toBeUndefined();
   });
 
   it.each([

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { HeartbeatView } from '#domain/health.ts';
-import { backoffMs, reconcileMetaInstance, type Member, type MetaDecision, type MetaRules, type MetaSnapshot } from '#domain/meta-instances.ts';
+import {
+  backoffMs,
+  noReplacements,
+  reconcileMetaInstance,
+  type Member,
+  type MetaDecision,
+  type MetaRules,
+  type MetaSnapshot,
+  type ReplacementsView,
+} from '#domain/meta-instances.ts';
 import { choosePlacement } from '#domain/placement.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { buildOverride } from '#domain/overrides.ts';
@@ -48,11 +57,19 @@ function member(n: number, status: Instance['status'] = 'Ready', machineExtra: P
 
 const freeMachines = (count: number, rack = 'rack-1') => Array.from({ length: count }, (_, i) => machine(`m-free-${rack}-${i}`, rack));
 
-function snapshot(s: { meta: MetaInstance; members?: Member[]; free?: Machine[]; rules?: MetaRules; when?: Date }): MetaSnapshot {
+function snapshot(s: {
+  meta: MetaInstance;
+  members?: Member[];
+  free?: Machine[];
+  rules?: MetaRules;
+  replacements?: ReplacementsView;
+  when?: Date;
+}): MetaSnapshot {
   let next = 0;
   return {
     meta: s.meta,
     members: s.members ?? [],
+    replacements: s.replacements ?? noReplacements,
     candidates: s.free ?? freeMachines(10),
     pinned: new Map(),
     heartbeat,
@@ -130,11 +147,50 @@ describe('backoffMs', () => {
   });
 });
 
+describe('membership and the replacements record, kept on records and written with each decision', () => {
+  it('an instance joins the membership in the change that creates it; one seen Terminated leaves it', () => {
+    const gone = member(3, 'Terminated');
+    const decision = reconcileMetaInstance(
+      snapshot({ meta: meta(3, { memberIds: ['i-1', 'i-2', 'i-3'], consecutiveFailures: 1 }), members: [member(1), member(2), gone] }),
+    );
+    expect(placed(decision).map((i) => i.id)).toEqual(['i-new-1']);
+    expect(metaAfter(decision).memberIds).toEqual(['i-1', 'i-2', 'i-new-1']);
+  });
+
+  it('a member a decision terminates (its machine gone) leaves the membership in that same change', () => {
+    const orphan: Member = { ...member(2), machine: null };
+    const decision = reconcileMetaInstance(snapshot({ meta: meta(2, { status: 'Ready', memberIds: ['i-1', 'i-2'] }), members: [member(1), orphan] }));
+    expect(commit(decision).instances?.map((v) => [v.after.id, v.after.status])).toEqual([['i-2', 'Terminated']]);
+    expect(metaAfter(decision).memberIds).toEqual(['i-1']);
+  });
+
+  it('a placement of replacements adds them to the record, guarded by the version read, keeping only those still in flight', () => {
+    const record = { instanceIds: ['i-elsewhere', 'i-done'], version: 4 };
+    const decision = reconcileMetaInstance(
+      snapshot({
+        meta: meta(3, { consecutiveFailures: 1 }),
+        members: [member(1), member(2)],
+        rules: rules({ maxReplacementsInFlight: 5 }),
+        replacements: { record, inFlight: ['i-elsewhere'] },
+      }),
+    );
+    expect(commit(decision).replacements).toEqual({ before: record, after: { instanceIds: ['i-elsewhere', 'i-new-1'], version: 4 } });
+  });
+
+  it('a first placement is no replacement: the record is not written', () => {
+    expect(commit(reconcileMetaInstance(snapshot({ meta: meta(2), rules: rules({ maxReplacementsInFlight: 5 }) }))).replacements).toBeUndefined();
+  });
+});
+
 describe('replacement cap (max_replacements_in_flight) in reconcileMetaInstance', () => {
-  const cap = (inFlight: number, max = 5) => rules({ replacementsInFlight: inFlight, maxReplacementsInFlight: max });
+  /** The cap, and the site's replacements record holding `inFlight` instances still provisioning. */
+  const cap = (inFlight: number, max = 5) => {
+    const ids = Array.from({ length: inFlight }, (_, i) => `i-elsewhere-${i}`);
+    return { rules: rules({ maxReplacementsInFlight: max }), replacements: { record: { instanceIds: ids, version: 7 }, inFlight: ids } };
+  };
   /** 3 wanted, 2 healthy, one failure already counted: one replacement needed. */
   const replacingOne = (inFlight: number, extra: Partial<MetaInstance> = {}) =>
-    snapshot({ meta: meta(3, { status: 'Placing', consecutiveFailures: 1, ...extra }), members: [member(1), member(2)], rules: cap(inFlight) });
+    snapshot({ meta: meta(3, { status: 'Placing', consecutiveFailures: 1, ...extra }), members: [member(1), member(2)], ...cap(inFlight) });
 
   it('below the cap (3 in flight + 1 needed ≤ 5): placed, and the new instance counts as a replacement', () => {
     const decision = reconcileMetaInstance(replacingOne(3));
@@ -170,7 +226,7 @@ describe('replacement cap (max_replacements_in_flight) in reconcileMetaInstance'
   });
 
   it('several replacements are counted together: 3 in flight + 2 needed = 5 places both; 4 + 2 places one now; 5 + 2 none', () => {
-    const two = (inFlight: number) => snapshot({ meta: meta(3, { consecutiveFailures: 2 }), members: [member(1)], rules: cap(inFlight) });
+    const two = (inFlight: number) => snapshot({ meta: meta(3, { consecutiveFailures: 2 }), members: [member(1)], ...cap(inFlight) });
     expect(placed(reconcileMetaInstance(two(3)))).toHaveLength(2);
     const partly = reconcileMetaInstance(two(4));
     expect(placed(partly)).toHaveLength(1);
@@ -182,7 +238,7 @@ describe('replacement cap (max_replacements_in_flight) in reconcileMetaInstance'
 
   it('a replacement for a meta-instance whose only members all failed is still a replacement (capped)', () => {
     const decision = reconcileMetaInstance(
-      snapshot({ meta: meta(2, { consecutiveFailures: 2 }), members: [member(1, 'Terminated'), member(2, 'Terminated')], rules: cap(5) }),
+      snapshot({ meta: meta(2, { consecutiveFailures: 2 }), members: [member(1, 'Terminated'), member(2, 'Terminated')], ...cap(5) }),
     );
     expect(placed(decision)).toEqual([]);
     expect(metaAfter(decision).placementError).toMatch(/^waiting for a replacement slot/);
@@ -190,7 +246,7 @@ describe('replacement cap (max_replacements_in_flight) in reconcileMetaInstance'
 
   it('initial placements are not capped, even with the site far past the cap, and are not replacements', () => {
     for (const inFlight of [5, 6, 500]) {
-      const decision = reconcileMetaInstance(snapshot({ meta: meta(4), rules: cap(inFlight) }));
+      const decision = reconcileMetaInstance(snapshot({ meta: meta(4), ...cap(inFlight) }));
       const instances = placed(decision);
       expect(instances).toHaveLength(4);
       expect(instances.every((i) => i.replacement === undefined)).toBe(true);
@@ -198,26 +254,26 @@ describe('replacement cap (max_replacements_in_flight) in reconcileMetaInstance'
   });
 
   it('no cap configured: replacements are placed whatever is in flight', () => {
-    expect(placed(reconcileMetaInstance({ ...replacingOne(1_000), rules: rules({ replacementsInFlight: 1_000 }) }))).toHaveLength(1);
+    expect(placed(reconcileMetaInstance({ ...replacingOne(1_000), rules: rules() }))).toHaveLength(1);
   });
 
   it('from failure to waiting: a member fails (released, counted), and the replacement then waits for a slot', () => {
     const broken = member(2, 'Ready', { healthOverrides: [buildOverride('m-member-2', { template: 'degraded' }, 'ops', at)] });
-    const first = reconcileMetaInstance(snapshot({ meta: meta(2, { status: 'Ready' }), members: [member(1), broken], rules: cap(5) }));
+    const first = reconcileMetaInstance(snapshot({ meta: meta(2, { status: 'Ready' }), members: [member(1), broken], ...cap(5) }));
     const afterFailure = metaAfter(first);
     expect(afterFailure).toMatchObject({ consecutiveFailures: 1, lastFailureError: 'machine m-member-2: health-override:degraded' });
     const released = commit(first).instances!.find((v) => v.after.id === 'i-2')!.after;
     expect(released.status).toBe('Terminating');
-    const second = reconcileMetaInstance(snapshot({ meta: afterFailure, members: [member(1), { ...broken, instance: released }], rules: cap(5) }));
+    const second = reconcileMetaInstance(snapshot({ meta: afterFailure, members: [member(1), { ...broken, instance: released }], ...cap(5) }));
     expect(placed(second)).toEqual([]);
     expect(metaAfter(second)).toMatchObject({ status: 'Placing', placementError: 'waiting for a replacement slot: 5 of 5 replacements in flight site-wide' });
-    const third = reconcileMetaInstance(snapshot({ meta: metaAfter(second), members: [member(1), { ...broken, instance: released }], rules: cap(4) }));
+    const third = reconcileMetaInstance(snapshot({ meta: metaAfter(second), members: [member(1), { ...broken, instance: released }], ...cap(4) }));
     expect(placed(third)).toMatchObject([{ replacement: true }]);
   });
 
   it('a group needing more replacements than the cap is replaced a few at a time, the rest waiting for slots', () => {
     const members = Array.from({ length: 6 }, (_, i) => member(i + 1, 'Terminated'));
-    const decision = reconcileMetaInstance(snapshot({ meta: meta(6, { consecutiveFailures: 6 }), members, rules: cap(0, 5) }));
+    const decision = reconcileMetaInstance(snapshot({ meta: meta(6, { consecutiveFailures: 6 }), members, ...cap(0, 5) }));
     expect(placed(decision)).toHaveLength(5);
     expect(decision.kind === 'commit' && decision.change.metaInstances![0]!.after).toMatchObject({
       consecutiveFailures: 6,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { homeRack, reconcileMetaInstance, wantsMoreCandidates, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
+import { homeRack, noReplacements, reconcileMetaInstance, wantsMoreCandidates, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
 import type { Machine, MetaInstance } from '#domain/model.ts';
 import { CANDIDATE_PAGE, MAX_CANDIDATE_PAGES, loadCandidates, type CandidateReader } from '#reconcilers/meta-instance.ts';
 import { aMachine, aMetaInstance, anInstance, NOW } from '#test/support/fixtures.ts';
@@ -17,6 +17,7 @@ function snapshot(meta: Partial<MetaInstance>, members: Member[] = [], pinned: M
   return {
     meta: aMetaInstance(meta),
     members,
+    replacements: noReplacements,
     candidates: [],
     pinned: new Map(pinned.map((m) => [m.id, m])),
     heartbeat: { rosterSeenAt: NOW.toISOString(), timeoutMs: 30_000 },

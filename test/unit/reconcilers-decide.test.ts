@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { cleanupTimings } from '#domain/cleanup.ts';
-import type { MetaSnapshot } from '#domain/meta-instances.ts';
+import { noReplacements, type MetaSnapshot } from '#domain/meta-instances.ts';
 import { buildOverride } from '#domain/overrides.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { instanceReconciler, type InstanceSnapshot } from '#reconcilers/instance.ts';
@@ -184,6 +184,7 @@ describe('meta-instance reconciler', () => {
   const snapshot = (overrides: Partial<MetaSnapshot> = {}): MetaSnapshot => ({
     meta: aMetaInstance(),
     members: [],
+    replacements: noReplacements,
     candidates: [aMachine({ id: 'm-free', lastHeartbeatAt: iso(NOW) })],
     pinned: new Map(),
     heartbeat: { rosterSeenAt: iso(NOW), timeoutMs: 30_000 },
