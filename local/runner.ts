@@ -8,7 +8,7 @@ import { createHttpApi } from '#handlers/api.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
 import { createSweepHandler, eventBridgeHandOff } from '#handlers/sweep.ts';
 import { followUpEvent, SWEEP_FOLLOW_UP } from '#reconcilers/sweep-follow-up.ts';
-import type { SweepPosition } from '#reconcilers/sweep.ts';
+import type { SweepPosition, SweepResult } from '#reconcilers/sweep.ts';
 import { routes } from '#http/routes/index.ts';
 import { createLocalTokenIssuer, type LocalTokenIssuer } from '#http/tokens.ts';
 import type { AppContext } from '#runtime/context.ts';
@@ -20,6 +20,7 @@ import { registerMachines } from '#services/machines.ts';
 import { createDocumentClient, type TableNames } from '#store/client.ts';
 import { randomFor, type AwsSemanticsConfig } from '#local/aws-semantics/config.ts';
 import { injectThrottles } from '#local/aws-semantics/throttle.ts';
+import { overlappingInvocations } from '#local/aws-semantics/overlapping-sweeps.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import type { SigningKey } from '#site/request-signing.ts';
 import { httpSiteAgent } from '#runtime/site-agent.ts';
@@ -40,7 +41,7 @@ import type { StreamChaosConfig } from './stream-chaos.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS } from '#lib/function-timeouts.ts';
 import { HTTP_API_PAYLOAD_BYTES } from '#lib/aws-limits.ts';
 import { auditedStreamFilter, type FilterDisagreement } from './stream-filter-audit.ts';
-import { createStreamPoller } from './stream-poller.ts';
+import { createStreamPoller, type StreamPollerOptions } from './stream-poller.ts';
 import { createTables } from './tables.ts';
 
 export interface LocalSiteOptions {
@@ -75,6 +76,12 @@ export interface LocalSiteOptions {
   streamChaos?: StreamChaosConfig;
   /** FLEETWARD_AWS_SEMANTICS: what AWS does that DynamoDB Local does not (aws-semantics/config.ts). Off when absent. */
   awsSemantics?: AwsSemanticsConfig;
+  /**
+   * What the poller calls instead of the stream handler, for a test that makes the stream behave as AWS's can at a
+   * moment it chooses: batches held back (a slow or throttled function), or records never handled (older than
+   * `maxRecordAge`). Absent: the stream handler itself.
+   */
+  aroundStreamHandler?: (handler: StreamPollerOptions['handler']) => StreamPollerOptions['handler'];
   /** Where the log goes; every line as text on stdout when absent (log-sink.ts). */
   log?: LogSink;
   /** The controller's JSON log lines from this level up (debug, info, warn, error); LOG_LEVEL or info by default. */
@@ -219,7 +226,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
         : createStreamPoller({
             endpoint,
             tableName: names.table,
-            handler: createStreamHandler(ctx),
+            handler: options.aroundStreamHandler ? options.aroundStreamHandler(createStreamHandler(ctx)) : createStreamHandler(ctx),
             filter: streamFilter.filter,
             ...(options.streamChaos ? { chaos: options.streamChaos } : {}),
             ...(recorder ? { onStreamsClient: (client) => recorder.instrument(client, 'dynamodb-streams') } : {}),
@@ -228,16 +235,25 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     // A sweep that runs out of its interval hands the rest to a follow-up through the bus, which the timer runs at once.
     const sweep = createSweepHandler(ctx, eventBridgeHandOff(busName, eventBridge));
     const sweepIntervalMs = options.sweepIntervalMs ?? config.sweep.interval_seconds * 1000;
+    let latestSweptRun = 0;
     const timer = createScheduleTimer({
       intervalMs: sweepIntervalMs,
-      tick: () =>
-        runAsFunction('SweepHandler', () => {
-          const startedAt = Date.now();
-          const event = followUp ? followUpEvent(followUp) : {};
-          followUp = undefined;
-          return sweep(event, () => sweepIntervalMs - (Date.now() - startedAt));
-        }),
+      tick: async (run) => {
+        let result: SweepResult | undefined;
+        try {
+          result = await runAsFunction('SweepHandler', () => {
+            const startedAt = Date.now();
+            const event = followUp ? followUpEvent(followUp) : {};
+            followUp = undefined;
+            // Its lease lasts its interval, as a Lambda run's lasts its invocation's remaining time.
+            return sweep(event, () => sweepIntervalMs - (Date.now() - startedAt), sweepIntervalMs);
+          });
+        } finally {
+          if (!result?.skipped) latestSweptRun = Math.max(latestSweptRun, run);
+        }
+      },
       runAgainAtOnce: () => followUp !== undefined,
+      ...(options.awsSemantics?.modes.includes('overlapping-sweeps') ? { overlap: overlappingInvocations(options.awsSemantics) } : {}),
       name: 'sweep',
       log: (line) => sink.part('schedule', line),
     });
@@ -259,7 +275,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     };
 
     const apiRequests = new Map<string, number>();
-    const counters = () => countersOf({ timer, poller, simulator, apiRequests });
+    const counters = () => countersOf({ timer, latestSweptRun: () => latestSweptRun, poller, simulator, apiRequests });
     const extraRoutes = runnerRoutes({ issuer, health, counters, metrics, simulator });
 
     // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.

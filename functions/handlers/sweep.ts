@@ -15,8 +15,8 @@ export type HandOff = (position: SweepPosition) => Promise<void>;
 
 /** The schedule's target (and its follow-ups'): finish whatever is due that no stream reaction finished. */
 export function createSweepHandler(ctx: AppContext, handOff: HandOff) {
-  return async (event: unknown, timeLeftMs?: () => number): Promise<SweepResult> => {
-    const result = await sweep(ctx, { from: sweepStart(event), ...(timeLeftMs ? { timeLeftMs } : {}) });
+  return async (event: unknown, timeLeftMs?: () => number, leaseMs?: number): Promise<SweepResult> => {
+    const result = await sweep(ctx, { from: sweepStart(event), ...(timeLeftMs ? { timeLeftMs } : {}), ...(leaseMs !== undefined ? { leaseMs } : {}) });
     if (result.followUp) await handOff(result.followUp);
     return result;
   };
@@ -50,5 +50,7 @@ export const handler = buildOnFirstCall(() => {
   const ctx = contextFromEnv(process.env, { agent: signedSiteAgent });
   const sweepOnce = createSweepHandler(ctx, eventBridgeHandOff(process.env.EVENT_BUS_NAME!));
   const marginMs = sweepMarginMs(ctx.config);
-  return withTracingLogsAndMetrics((event: unknown, context: Context) => sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs));
+  return withTracingLogsAndMetrics((event: unknown, context: Context) =>
+    sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs, context.getRemainingTimeInMillis()),
+  );
 });

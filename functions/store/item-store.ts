@@ -279,6 +279,29 @@ export abstract class ItemStore implements FleetStore {
     return safetyOf(await this.getItem(keys.siteSafety));
   }
 
+  async takeLease(name: string, holder: string, until: string, now: string): Promise<boolean> {
+    const stored = await this.getItem(keys.siteLease(name));
+    if (stored && String(stored.until) > now) return false;
+    return this.putLease(name, { holder, until }, stored);
+  }
+
+  async releaseLease(name: string, holder: string, now: string): Promise<void> {
+    const stored = await this.getItem(keys.siteLease(name));
+    if (stored?.holder === holder) await this.putLease(name, { holder, until: now }, stored);
+  }
+
+  /** A lease item written over the one read (by its version): a rival's write in between wins, this one does not. */
+  private async putLease(name: string, lease: { holder: string; until: string }, stored: Item | undefined): Promise<boolean> {
+    const version = stored ? Number(stored.version) : null;
+    try {
+      await this.writeItems([{ put: { ...keys.siteLease(name), ...lease, version: (version ?? -1) + 1 }, expectedVersion: version }]);
+      return true;
+    } catch (error) {
+      if (error instanceof StaleWriteError) return false;
+      throw error;
+    }
+  }
+
   async getSiteHeartbeat(): Promise<SiteHeartbeat | null> {
     return siteHeartbeatOf(await this.getItem(keys.siteHeartbeat));
   }

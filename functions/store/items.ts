@@ -33,6 +33,7 @@ export const keys = {
   siteRosterDigests: { pk: 'SITE', sk: 'ROSTER' },
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
   siteSafety: { pk: 'SITE', sk: 'SAFETY' },
+  siteLease: (name: string) => ({ pk: 'SITE', sk: `LEASE#${name}` }),
   /** One type's racks, grouped by counter shard so the sweep can recount one shard; the rack map pages through them. */
   summaryRack: (machineType: string, rack: string) => ({ pk: `SUMMARY-RACKS#${machineType}`, sk: `${shardKey(shardOf(rack))}#${rack}` }),
   summaryRackShardPrefix: (shard: number) => `${shardKey(shard)}#`,

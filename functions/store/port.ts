@@ -88,6 +88,13 @@ export interface FleetStore {
   getTenant(org: string): Promise<Tenant | null>;
   getCatalog(): Promise<Catalog>;
   getSafety(): Promise<SafetyState | null>;
+  /**
+   * Take the site-wide lease `name` for `holder` until `until` (ISO): true when it was free (never taken, released,
+   * or expired by `now`) and this call won it; false while another holder has it, or when a rival won the race.
+   */
+  takeLease(name: string, holder: string, until: string, now: string): Promise<boolean>;
+  /** Give the lease back, if `holder` still has it. */
+  releaseLease(name: string, holder: string, now: string): Promise<void>;
   getSiteHeartbeat(): Promise<SiteHeartbeat | null>;
   /** The roster buckets stored (BatchGetItem), by bucket id; a bucket never written is left out. */
   getRosterBuckets(ids: string[]): Promise<Map<string, RosterBucket>>;

@@ -8,7 +8,7 @@ import { seededRandom } from '#local/stream-chaos.ts';
  */
 export const AWS_SEMANTICS_MODES = ['index-lag', 'throttle', 'parallel-shards', 'lambda-timeouts', 'overlapping-sweeps'] as const;
 export type AwsSemanticsMode = (typeof AWS_SEMANTICS_MODES)[number];
-export const EMULATED: readonly AwsSemanticsMode[] = ['throttle'];
+export const EMULATED: readonly AwsSemanticsMode[] = ['throttle', 'overlapping-sweeps'];
 
 /** The share of DynamoDB calls the `throttle` mode fails, as a busy table in AWS might. */
 export const DEFAULT_THROTTLE_SHARE = 0.02;

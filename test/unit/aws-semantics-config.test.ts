@@ -16,13 +16,19 @@ describe('FLEETWARD_AWS_SEMANTICS', () => {
     expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'throttle' }, () => 7)?.seed).toBe(7);
   });
 
+  it('overlapping-sweeps is emulated, alone or with others', () => {
+    expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'overlapping-sweeps,throttle' }, () => 3)?.modes).toEqual(['overlapping-sweeps', 'throttle']);
+  });
+
   it('all: every mode the local site emulates', () => {
     expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'all' }, () => 1)?.modes).toEqual([...EMULATED]);
   });
 
   it('refuses an unknown mode, a mode not emulated yet, and a bad seed, naming the choices', () => {
     expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'throttle,slow' })).toThrow(/unknown slow; use all, or any of index-lag, throttle/);
-    expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'index-lag' })).toThrow(/index-lag not emulated yet; the local site emulates throttle/);
+    expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'index-lag' })).toThrow(
+      /index-lag not emulated yet; the local site emulates throttle, overlapping-sweeps/,
+    );
     expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'throttle', FLEETWARD_AWS_SEMANTICS_SEED: '-1' })).toThrow(AwsSemanticsConfigError);
   });
 });

@@ -117,6 +117,25 @@ export function recordsContract(kit: ContractKit): void {
     });
   });
 
+  describe('leases', () => {
+    it('one holder at a time: taken while free, refused while held, free again once given back or expired', async () => {
+      const fresh = await newStore();
+      const [t0, t1, t2, t9] = [0, 1_000, 2_000, 9_000].map((ms) => iso(at(ms))) as [string, string, string, string];
+      const both = await Promise.all([fresh.takeLease('job', 'a', t9, t0), fresh.takeLease('job', 'b', t9, t0)]);
+      expect(both.filter(Boolean)).toHaveLength(1);
+      const holder = both[0] ? 'a' : 'b';
+      const other = holder === 'a' ? 'b' : 'a';
+      expect(await fresh.takeLease('job', other, t9, t1)).toBe(false);
+      // Giving back what one does not hold changes nothing.
+      await fresh.releaseLease('job', other, t1);
+      expect(await fresh.takeLease('job', other, t9, t1)).toBe(false);
+      await fresh.releaseLease('job', holder, t2);
+      expect(await fresh.takeLease('job', other, iso(at(3_000)), t2)).toBe(true);
+      expect(await fresh.takeLease('job', holder, t9, iso(at(3_000)))).toBe(true);
+      expect(await fresh.takeLease('other-job', other, t9, t0)).toBe(true);
+    });
+  });
+
   describe('site heartbeat', () => {
     it('the first write: of two concurrent writers with nothing stored, one wins', async () => {
       const fresh = await newStore();
