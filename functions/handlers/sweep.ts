@@ -7,6 +7,7 @@ import { createLeaseMs } from '#domain/instances.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { contextFromEnv, buildOnFirstCall, withTracingLogsAndMetrics } from '#handlers/lambda-context.ts';
 import { signedSiteAgent } from '#handlers/lambda-site-agent.ts';
+import { repairEvents } from '#handlers/repair-events.ts';
 import { sweep, type SweepPosition, type SweepResult } from '#reconcilers/sweep.ts';
 import { followUpEvent, sweepStart } from '#reconcilers/sweep-follow-up.ts';
 
@@ -47,7 +48,7 @@ export function sweepMarginMs(config: SiteConfig): number {
 }
 
 export const handler = buildOnFirstCall(() => {
-  const ctx = contextFromEnv(process.env, { agent: signedSiteAgent });
+  const ctx = contextFromEnv(process.env, { agent: signedSiteAgent, events: repairEvents });
   const sweepOnce = createSweepHandler(ctx, eventBridgeHandOff(process.env.EVENT_BUS_NAME!));
   const marginMs = sweepMarginMs(ctx.config);
   return withTracingLogsAndMetrics((event: unknown, context: Context) =>

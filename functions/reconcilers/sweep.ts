@@ -10,6 +10,7 @@ import { siteAgentSilence } from '#domain/site-agent-silence.ts';
 import { committedOnce } from '#runtime/retry-on-stale.ts';
 import { repairSummaryShard } from '#reconcilers/summary-repair.ts';
 import { publishFleetMetrics, readFleet, type FleetReading } from '#reconcilers/fleet-metrics.ts';
+import { deliverStrandedOutbox } from '#reconcilers/outbox-fallback.ts';
 
 /** Due entries per read of the due index; the run reconciles them at its own concurrency (runner.ts). */
 export const DUE_PAGE = 200;
@@ -103,18 +104,19 @@ async function checkSiteAgentSilence(ctx: AppContext, run: Run, reading: FleetRe
 /**
  * What a scheduled run does besides the due work, all from one reading of the site taken at its start: the gauges
  * (once per schedule tick, whether or not the due work needs a follow-up run), the stuck-repair watch, the
- * summary's drift repair and the silence check.
+ * summary's drift repair and the silence check; and the outbox events the stream left undelivered.
  */
 async function scheduledChecks(ctx: AppContext, run: Run): Promise<{ reconciled: number; results: Array<PromiseSettledResult<unknown>> }> {
+  // Observed at once: they may fail while the others are still reading.
+  const outbox = Promise.allSettled([deliverStrandedOutbox(ctx)]);
   const reading = await readFleet(ctx);
   publishFleetMetrics(ctx, reading);
-  // Observed at once: they may fail while the silence check is still reading.
   const checks = Promise.allSettled([watchStuckRepairs(ctx, reading.inRepair), repairSummaryShard(ctx, reading.shards)]);
   const silence = checkSiteAgentSilence(ctx, run, reading);
   // Its own failure is one result; the work it started, one each.
   const started = await silence.catch((): SilenceWork => ({ reconciles: [] }));
   const silenceResults = await Promise.allSettled([silence, ...started.reconciles, ...(started.record ? [started.record] : [])]);
-  return { reconciled: started.reconciles.length, results: [...(await checks), ...silenceResults] };
+  return { reconciled: started.reconciles.length, results: [...(await checks), ...silenceResults, ...(await outbox)] };
 }
 
 /** The schedule's sweep: whatever is due and was not finished by a stream reaction (a crash, a lost lease). */

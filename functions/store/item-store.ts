@@ -42,7 +42,9 @@ import {
   summaryShardItem,
   tenantItem,
   machineIdOfKey,
+  positionedOutboxEntryOf,
 } from '#store/items.ts';
+import type { OutboxWindow } from '#domain/outbox.ts';
 import type { Listing, Page } from '#store/paging.ts';
 import {
   StaleWriteError,
@@ -50,7 +52,9 @@ import {
   type DueEntry,
   type DueTimes,
   type FleetStore,
+  type OutboxCursor,
   type PageRequest,
+  type PositionedOutboxEntry,
   type RecordIds,
   type Records,
 } from '#store/port.ts';
@@ -300,6 +304,31 @@ export abstract class ItemStore implements FleetStore {
       if (error instanceof StaleWriteError) return false;
       throw error;
     }
+  }
+
+  async deliveredEventIds(eventIds: string[]): Promise<Set<string>> {
+    const markers = await this.getItems([...new Set(eventIds)].map(keys.eventDelivery));
+    return new Set(markers.map((marker) => String(marker.eventId)));
+  }
+
+  async outboxEntriesOfDay(day: string, window: OutboxWindow, page: PageRequest): Promise<Page<PositionedOutboxEntry>> {
+    const result = await this.queryItems(
+      { index: indexes.eventsByDay, partition: eventDayPartition(day), sort: { between: [window.after, window.until] }, limit: page.limit },
+      page.nextToken,
+    );
+    // The range is inclusive: the entry at `after` was settled before.
+    const items = result.items.filter((item) => item.eventDaySk !== window.after);
+    return { items: items.flatMap((item) => positionedOutboxEntryOf(item) ?? []), nextToken: result.nextToken };
+  }
+
+  async getOutboxCursor(): Promise<OutboxCursor | null> {
+    const item = await this.getItem(keys.siteOutboxCursor);
+    return item ? { through: String(item.through), version: Number(item.version) } : null;
+  }
+
+  async putOutboxCursor(before: OutboxCursor | null, through: string): Promise<void> {
+    const version = before ? before.version + 1 : 0;
+    await this.writeItems([{ put: { ...keys.siteOutboxCursor, through, version }, expectedVersion: before?.version ?? null }]);
   }
 
   async getSiteHeartbeat(): Promise<SiteHeartbeat | null> {

@@ -5,7 +5,21 @@ import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#do
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
+import type { OutboxEntry } from '#domain/events.ts';
+import type { OutboxWindow } from '#domain/outbox.ts';
 import type { Page } from '#store/paging.ts';
+
+/** Where the sweep's outbox fallback has looked up to (domain/outbox.ts), with the version it was written at. */
+export interface OutboxCursor {
+  through: string;
+  version: number;
+}
+
+/** An outbox entry with its place in the eventsByDay index (its position, domain/outbox.ts). */
+export interface PositionedOutboxEntry {
+  position: string;
+  outbox: OutboxEntry;
+}
 
 /** A due-index entry: the kind of record that fell due (a reconciler's entity kind) and its id. */
 export interface DueEntry {
@@ -167,4 +181,11 @@ export interface FleetStore {
   createMachines(machines: Machine[]): Promise<void>;
   /** Record an event's delivery once: false when a marker for `eventId` already exists (nothing is written then). */
   recordEventDelivery(eventId: string, delivered: HistoryEntry): Promise<boolean>;
+  /** Of these event ids, those whose delivery is recorded (BatchGetItem of their markers). */
+  deliveredEventIds(eventIds: string[]): Promise<Set<string>>;
+  /** One UTC day's outbox entries inside `window`, oldest first, paged: one Query of the eventsByDay index. */
+  outboxEntriesOfDay(day: string, window: OutboxWindow, page: PageRequest): Promise<Page<PositionedOutboxEntry>>;
+  getOutboxCursor(): Promise<OutboxCursor | null>;
+  /** Move the cursor on, guarded by the version read (null: none stored); a rival's move in between: StaleWriteError. */
+  putOutboxCursor(before: OutboxCursor | null, through: string): Promise<void>;
 }
