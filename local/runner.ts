@@ -38,7 +38,7 @@ import { createScheduleTimer } from './schedule-timer.ts';
 import { demoFleet } from './site-agent/demo-fleet.ts';
 import { createSiteSimulator, type SiteSimulator } from './site-agent/simulator.ts';
 import type { StreamChaosConfig } from './stream-chaos.ts';
-import { API_FUNCTION_TIMEOUT_SECONDS } from '#lib/function-timeouts.ts';
+import { API_FUNCTION_TIMEOUT_SECONDS, reconcilerTimeoutSeconds } from '#lib/function-timeouts.ts';
 import { HTTP_API_PAYLOAD_BYTES } from '#lib/aws-limits.ts';
 import { auditedStreamFilter, type FilterDisagreement } from './stream-filter-audit.ts';
 import { createStreamPoller, type StreamPollerOptions } from './stream-poller.ts';
@@ -235,6 +235,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     // A sweep that runs out of its interval hands the rest to a follow-up through the bus, which the timer runs at once.
     const sweep = createSweepHandler(ctx, eventBridgeHandOff(busName, eventBridge));
     const sweepIntervalMs = options.sweepIntervalMs ?? config.sweep.interval_seconds * 1000;
+    const sweepLeaseMs = reconcilerTimeoutSeconds(config) * 1000;
     let latestSweptRun = 0;
     const timer = createScheduleTimer({
       intervalMs: sweepIntervalMs,
@@ -245,8 +246,9 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
             const startedAt = Date.now();
             const event = followUp ? followUpEvent(followUp) : {};
             followUp = undefined;
-            // Its lease lasts its interval, as a Lambda run's lasts its invocation's remaining time.
-            return sweep(event, () => sweepIntervalMs - (Date.now() - startedAt), sweepIntervalMs);
+            // Its lease lasts as long as the sweep function may run in AWS, as a Lambda run's lasts its remaining time:
+            // nothing stops a local run at its interval, and a lease that ran out under it would let runs stack up.
+            return sweep(event, () => sweepIntervalMs - (Date.now() - startedAt), sweepLeaseMs);
           });
         } finally {
           if (!result?.skipped) latestSweptRun = Math.max(latestSweptRun, run);
