@@ -89,10 +89,10 @@ Fleetward local site "${config.site.name}" is up.
   dev token      curl -s -X POST ${site.url}/_local/token -d '{"sub":"me","org":"acme","roles":["tenant"]}'
 Press Ctrl-C to stop.`);
   if (awsSemantics) {
-    const left = AWS_SEMANTICS_MODES.filter((mode) => !awsSemantics.modes.includes(mode));
+    const off = AWS_SEMANTICS_MODES.filter((mode) => !awsSemantics.modes.includes(mode));
     console.log(
       `AWS semantics on: ${awsSemantics.modes.join(', ')} (FLEETWARD_AWS_SEMANTICS_SEED=${awsSemantics.seed} replays this run)` +
-        (left.length > 0 ? `; not emulated: ${left.join(', ')}` : ''),
+        (off.length > 0 ? `; off: ${off.join(', ')}` : ''),
     );
   }
 } catch (error) {

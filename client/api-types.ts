@@ -2592,6 +2592,8 @@ export interface operations {
                             sweep: {
                                 /** @default 60 */
                                 interval_seconds: number;
+                                /** @default 300 */
+                                outbox_grace_seconds: number;
                             };
                             site_agent: {
                                 /** @default 60 */

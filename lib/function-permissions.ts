@@ -76,11 +76,12 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
     { sid: 'ListTableStreams', actions: ['dynamodb:ListStreams'], resources: [logicalResource.any] },
     putEventsFrom('PutRepairEvents', EVENT_SOURCE),
   ],
-  // Whatever is due, the fleet gauges, and its own follow-ups (never a repair event: the stream delivers the outbox).
+  // Whatever is due, the fleet gauges, its own follow-ups, and the outbox events the stream left undelivered.
   SweepHandler: [
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem'),
-    queries('allocatable', 'byKind', 'due', 'members', 'repairRequested', 'replacing', 'waiting'),
+    queries('allocatable', 'byKind', 'due', 'eventsByDay', 'members', 'repairRequested', 'replacing', 'waiting'),
     putEventsFrom('PutSweepFollowUp', SWEEP_FOLLOW_UP.source),
+    putEventsFrom('PutRepairEvents', EVENT_SOURCE),
   ],
 };
 

@@ -34,6 +34,11 @@ export class Sweep extends SitePart {
       description: `Fleetward ${site.name}: lets EventBridge Scheduler invoke the sweep function, nothing else`,
     });
     const sweepEvery = sweepRate(site);
+    // Lambda's own retries of an async invocation (two by default) are off, and a queued invocation older than one
+    // interval is dropped: a failed run's work is still due, so the schedule's next run does it. Overlap stays
+    // possible (the schedule, the follow-up rule and a redelivered invocation can each start a run), which the sweep's
+    // lease turns away, so no reserved concurrency is set: it would throttle a follow-up behind a run about to end.
+    sweepFunction.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: sweepEvery });
     new Schedule(this, 'SweepSchedule', {
       description: `Fleetward ${site.name}: sweep every ${sweepEvery.toHumanString()} (timeouts, backoff, stuck repairs)`,
       schedule: ScheduleExpression.rate(sweepEvery),

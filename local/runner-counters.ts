@@ -9,8 +9,12 @@ import type { StreamPoller } from './stream-poller.ts';
  * sleeping; GET /health shows the same figures.
  */
 export interface RunnerCounters {
-  /** Runs of the sweep, scheduled or follow-up. Runs never overlap: once `completed` reaches a run's number, it is over. */
-  sweeps: { started: number; completed: number; failed: number };
+  /**
+   * Runs of the sweep, scheduled or follow-up, numbered from 1 as they begin. `latestSwept` is the highest number of
+   * a run that ended having swept (not turned away by the sweep's lease). Runs that sweep never overlap, the lease
+   * sees to that, so once `latestSwept` passes `started` as read before an action, a whole sweep began after it.
+   */
+  sweeps: { started: number; completed: number; failed: number; latestSwept: number };
   /** Stream handler calls, one batch each; `handled` counts those that ended, whatever came of them. */
   streamBatches: { started: number; handled: number };
   /** `expired`: older than the mapping's maximum record age, never delivered. */
@@ -24,19 +28,21 @@ export interface RunnerCounters {
 
 export interface CountedParts {
   timer: ScheduleTimer;
+  /** The number of the latest sweep run that ended having swept. */
+  latestSweptRun: () => number;
   /** Null when the site runs without one. */
   poller: StreamPoller | null;
   simulator: SiteSimulator;
   apiRequests: ReadonlyMap<string, number>;
 }
 
-export function countersOf({ timer, poller, simulator, apiRequests }: CountedParts): RunnerCounters {
+export function countersOf({ timer, latestSweptRun, poller, simulator, apiRequests }: CountedParts): RunnerCounters {
   const sweeps = timer.stats();
   const stream = poller?.stats();
   const lastFailure = poller?.failures().at(-1);
   const agent = simulator.counters();
   return {
-    sweeps: { started: sweeps.started, completed: sweeps.ticks, failed: sweeps.failures },
+    sweeps: { started: sweeps.started, completed: sweeps.ticks, failed: sweeps.failures, latestSwept: latestSweptRun() },
     streamBatches: { started: stream?.invocations ?? 0, handled: stream?.handled ?? 0 },
     streamRecords: {
       delivered: stream?.delivered ?? 0,

@@ -7,7 +7,7 @@ import { systemClock, type Clock, type IdSource } from '#domain/model.ts';
 import { createHttpApi } from '#handlers/api.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
 import { followUpEvent, SWEEP_FOLLOW_UP } from '#reconcilers/sweep-follow-up.ts';
-import type { SweepPosition } from '#reconcilers/sweep.ts';
+import type { SweepPosition, SweepResult } from '#reconcilers/sweep.ts';
 import { routes } from '#http/routes/index.ts';
 import { createLocalTokenIssuer, type LocalTokenIssuer } from '#http/tokens.ts';
 import type { AppContext } from '#runtime/context.ts';
@@ -20,6 +20,7 @@ import { createDocumentClient, type TableNames } from '#store/client.ts';
 import { randomFor, type AwsSemanticsConfig } from '#local/aws-semantics/config.ts';
 import { injectThrottles } from '#local/aws-semantics/throttle.ts';
 import { injectIndexLag } from '#local/aws-semantics/index-lag.ts';
+import { overlappingInvocations } from '#local/aws-semantics/overlapping-sweeps.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import type { SigningKey } from '#site/request-signing.ts';
 import { httpSiteAgent } from '#runtime/site-agent.ts';
@@ -44,7 +45,7 @@ import { invokeFunction } from './lambda-invocation.ts';
 import { HTTP_API_PAYLOAD_BYTES } from '#lib/aws-limits.ts';
 import { auditedStreamFilter, type FilterDisagreement } from './stream-filter-audit.ts';
 import { watchServerErrors, type ServerErrorAnswer } from './server-errors.ts';
-import { createStreamPoller } from './stream-poller.ts';
+import { createStreamPoller, type StreamPollerOptions } from './stream-poller.ts';
 import { createTables } from './tables.ts';
 
 export interface LocalSiteOptions {
@@ -79,6 +80,12 @@ export interface LocalSiteOptions {
   streamChaos?: StreamChaosConfig;
   /** FLEETWARD_AWS_SEMANTICS: what AWS does that DynamoDB Local does not (aws-semantics/config.ts). Off when absent. */
   awsSemantics?: AwsSemanticsConfig;
+  /**
+   * What the poller calls instead of the stream handler, for a test that makes the stream behave as AWS's can at a
+   * moment it chooses: batches held back (a slow or throttled function), or records never handled (older than
+   * `maxRecordAge`). Absent: the stream handler itself.
+   */
+  aroundStreamHandler?: (handler: StreamPollerOptions['handler']) => StreamPollerOptions['handler'];
   /** Where the log goes; every line as text on stdout when absent (log-sink.ts). */
   log?: LogSink;
   /** The controller's JSON log lines from this level up (debug, info, warn, error); LOG_LEVEL or info by default. */
@@ -227,13 +234,14 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     const streamFilter = auditedStreamFilter(...(mapping ? [mapping.filterPatterns] : []));
     const streamHandler = createStreamHandler(ctx);
     const streamLimits = limitsOf('StreamHandler');
+    const invokeStreamHandler: StreamPollerOptions['handler'] = (event) => invokeFunction(streamLimits, (context) => streamHandler(event, context));
     const poller =
       options.streamPoller === false
         ? null
         : createStreamPoller({
             endpoint,
             tableName: names.table,
-            handler: (event) => invokeFunction(streamLimits, (context) => streamHandler(event, context)),
+            handler: options.aroundStreamHandler ? options.aroundStreamHandler(invokeStreamHandler) : invokeStreamHandler,
             filter: streamFilter.filter,
             ...(mapping ? pollerSettingsOf(mapping) : {}),
             ...(options.streamChaos ? { chaos: options.streamChaos } : {}),
@@ -245,19 +253,29 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     const sweepIntervalMs = options.sweepIntervalMs ?? config.sweep.interval_seconds * 1000;
     const sweepLimits = limitsOf('SweepHandler');
     const sweepMargin = sweepMarginMs(config);
+    let latestSweptRun = 0;
     const timer = createScheduleTimer({
       intervalMs: sweepIntervalMs,
-      tick: () =>
-        runAsFunction('SweepHandler', () =>
-          invokeFunction(sweepLimits, (context) => {
-            const startedAt = Date.now();
-            const event = followUp ? followUpEvent(followUp) : {};
-            followUp = undefined;
-            // As in AWS (handlers/sweep.ts), and within the interval, so the local timer's next run finds it done.
-            return sweep(event, () => Math.min(sweepIntervalMs - (Date.now() - startedAt), context.getRemainingTimeInMillis() - sweepMargin));
-          }),
-        ),
+      tick: async (run) => {
+        let result: SweepResult | undefined;
+        try {
+          result = await runAsFunction('SweepHandler', () =>
+            invokeFunction(sweepLimits, (context) => {
+              const startedAt = Date.now();
+              const event = followUp ? followUpEvent(followUp) : {};
+              followUp = undefined;
+              // As in AWS (handlers/sweep.ts): its lease lasts its invocation's time, and within the interval, so the
+              // local timer's next run finds it done.
+              const timeLeftMs = () => Math.min(sweepIntervalMs - (Date.now() - startedAt), context.getRemainingTimeInMillis() - sweepMargin);
+              return sweep(event, timeLeftMs, context.getRemainingTimeInMillis());
+            }),
+          );
+        } finally {
+          if (!result?.skipped) latestSweptRun = Math.max(latestSweptRun, run);
+        }
+      },
       runAgainAtOnce: () => followUp !== undefined,
+      ...(options.awsSemantics?.modes.includes('overlapping-sweeps') ? { overlap: overlappingInvocations(options.awsSemantics) } : {}),
       name: 'sweep',
       log: (line) => sink.part('schedule', line),
     });
@@ -279,7 +297,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     };
 
     const apiRequests = new Map<string, number>();
-    const counters = () => countersOf({ timer, poller, simulator, apiRequests });
+    const counters = () => countersOf({ timer, latestSweptRun: () => latestSweptRun, poller, simulator, apiRequests });
     const extraRoutes = runnerRoutes({ issuer, health, counters, metrics, simulator });
 
     // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.

@@ -1,12 +1,14 @@
 /**
- * The local stand-in for the EventBridge schedule that drives the sweep. Unlike EventBridge + Lambda it never
- * runs two ticks at once: locally they would share one process and one DynamoDB Local, and a sweep that
- * outlasts the interval is better skipped than stacked.
+ * The local stand-in for the EventBridge schedule that drives the sweep. By default it never runs two ticks at once:
+ * locally they would share one process and one DynamoDB Local, and a sweep that outlasts the interval is better
+ * skipped than stacked. With `overlap` it behaves as EventBridge and Lambda can: a firing starts a tick whatever is
+ * still running, and some firings start twice (an invocation delivered again, or retried after its first failed).
  */
 
 export interface ScheduleTimerOptions {
   intervalMs: number;
-  tick: () => Promise<unknown>;
+  /** One run; `run` is its number among the ticks begun (ScheduleTimerStats.started once it began). */
+  tick: (run: number) => Promise<unknown>;
   /** Asked after each tick: true runs the next tick at once (a sweep handing its unfinished work to a follow-up). */
   runAgainAtOnce?: () => boolean;
   /** Tick once right away at start instead of waiting a full interval. Default false. */
@@ -15,15 +17,17 @@ export interface ScheduleTimerOptions {
   name?: string;
   log?: (line: string) => void;
   now?: () => number;
+  /** Start ticks while others still run; `twice()` says whether a firing starts a second tick alongside its first. */
+  overlap?: { twice: () => boolean };
 }
 
 export interface ScheduleTimerStats {
-  /** Ticks that began. They never overlap: once `ticks` reaches a tick's number, that tick is over. */
+  /** Ticks that began, numbered from 1 (the number each tick is given). Without `overlap` they never overlap. */
   started: number;
   /** Ticks that finished, failed or not. */
   ticks: number;
   failures: number;
-  /** Interval firings dropped because the previous tick was still running. */
+  /** Interval firings dropped because the previous tick was still running (never with `overlap`). */
   skipped: number;
   /** Epoch ms when the last tick began. */
   lastTickAt?: number;
@@ -48,19 +52,27 @@ export function createScheduleTimer(options: ScheduleTimerOptions): ScheduleTime
   const now = options.now ?? Date.now;
   const counters: ScheduleTimerStats = { started: 0, ticks: 0, failures: 0, skipped: 0 };
   let interval: ReturnType<typeof setInterval> | undefined;
-  let inFlight: Promise<void> | undefined;
+  // Ticks in flight, each under a key of its own: a tick leaves the map before it may fire the next.
+  const inFlight = new Map<symbol, Promise<void>>();
 
   function fire(): void {
-    if (inFlight) {
+    if (!options.overlap && inFlight.size > 0) {
       counters.skipped++;
       return;
     }
+    begin();
+    if (options.overlap?.twice()) begin();
+  }
+
+  function begin(): void {
     const startedAt = now();
-    counters.started++;
+    const run = ++counters.started;
     counters.lastTickAt = startedAt;
-    inFlight = (async () => {
+    const key = Symbol(`${name} tick ${run}`);
+    let ended = false;
+    const ticking = (async () => {
       try {
-        await options.tick();
+        await options.tick(run);
       } catch (error) {
         counters.failures++;
         counters.lastError = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
@@ -68,11 +80,14 @@ export function createScheduleTimer(options: ScheduleTimerOptions): ScheduleTime
       } finally {
         counters.ticks++;
         counters.lastDurationMs = now() - startedAt;
-        inFlight = undefined;
+        inFlight.delete(key);
+        ended = true;
       }
       // Not once stopped: stop() waits for the tick in flight, and nothing may start after it.
       if (interval !== undefined && options.runAgainAtOnce?.()) fire();
     })();
+    // A tick that throws before its first await has ended already.
+    if (!ended) inFlight.set(key, ticking);
   }
 
   return {
@@ -85,7 +100,8 @@ export function createScheduleTimer(options: ScheduleTimerOptions): ScheduleTime
     async stop() {
       if (interval) clearInterval(interval);
       interval = undefined;
-      await inFlight;
+      // A tick that ends meanwhile may not start another (interval is unset), so the set only shrinks.
+      while (inFlight.size > 0) await Promise.all(inFlight.values());
     },
 
     running() {

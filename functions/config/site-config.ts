@@ -95,6 +95,8 @@ export const siteConfigSchema = z.strictObject({
   sweep: section({
     // EventBridge Scheduler runs the sweep in AWS, in whole minutes only (the stack says so); locally any interval.
     interval_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 60),
+    // An outbox event the stream has not delivered this long after its commit is the sweep's to deliver.
+    outbox_grace_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 300),
   }),
   site_agent: section({
     report_timeout_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 60),

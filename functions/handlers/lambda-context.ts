@@ -55,9 +55,9 @@ function configFromEnv(env: NodeJS.ProcessEnv): SiteConfig {
 }
 
 /**
- * Where a function's repair events go. Only the stream handler publishes them (the outbox, runtime/events.ts), so
- * only its entry point passes an EventBridge publisher: the other bundles then carry no EventBridge client, and
- * their roles may not put repair events on the bus anyway.
+ * Where a function's repair events go. Only the stream and the sweep publish them (the outbox, runtime/events.ts, and
+ * the sweep's fallback for it), so only their entry points pass an EventBridge publisher: the API bundles then carry
+ * no EventBridge client, and their roles may not put repair events on the bus anyway.
  */
 export interface LambdaContextOptions {
   events?: (busName: string) => EventPublisher;
@@ -70,7 +70,7 @@ export interface LambdaContextOptions {
 }
 
 const noEvents: EventPublisher = {
-  publish: (event) => Promise.reject(new Error(`${event.type}: this function publishes no repair events (the stream handler does)`)),
+  publish: (event) => Promise.reject(new Error(`${event.type}: this function publishes no repair events (the stream and the sweep do)`)),
 };
 
 const notHere = (call: string) => Promise.reject(new Error(`site agent ${call}: this function does not call the site agent (the stream and sweep do)`));

@@ -3,12 +3,12 @@ import '#handlers/lambda-runtime.ts';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { DynamoDBRecord, DynamoDBStreamEvent, Context, DynamoDBBatchResponse } from 'aws-lambda';
 import type { AppContext } from '#runtime/context.ts';
-import { contextFromEnv, buildOnFirstCall, withTracingLogsAndMetrics, sharedTracer } from '#handlers/lambda-context.ts';
+import { contextFromEnv, buildOnFirstCall, withTracingLogsAndMetrics } from '#handlers/lambda-context.ts';
+import { repairEvents } from '#handlers/repair-events.ts';
 import { signedSiteAgent } from '#handlers/lambda-site-agent.ts';
 import { forRequest, requestIdOf } from '#runtime/request-scope.ts';
 import { withTimeLeft } from '#store/deadline.ts';
-import { deliverOutboxEvent, eventBridgePublisher, type EventPublisher } from '#runtime/events.ts';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { deliverOutboxEvent } from '#runtime/events.ts';
 import type { OutboxEntry } from '#domain/events.ts';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
@@ -102,15 +102,6 @@ function reactionDone(ctx: AppContext, changed: ChangedRecord): void {
   const lagMs = ctx.clock.now().getTime() - Date.parse(changed.after.updatedAt);
   ctx.metrics.timing('ReconcileLag', lagMs, { entity: changed.kind });
   ctx.log.info('reaction done', { entity: changed.kind, id: changed.id, lagMs });
-}
-
-// The one function that publishes repair events: the outbox entries the stream carries. Its client is built at the
-// first event, not at a cold start: most batches carry none.
-function repairEvents(busName: string): EventPublisher {
-  let publisher: EventPublisher | undefined;
-  return {
-    publish: (event) => (publisher ??= eventBridgePublisher(busName, sharedTracer.captureAWSv3Client(new EventBridgeClient({})))).publish(event),
-  };
 }
 
 export const handler = buildOnFirstCall(() =>

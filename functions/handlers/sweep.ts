@@ -7,6 +7,7 @@ import { createLeaseMs } from '#domain/instances.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { contextFromEnv, buildOnFirstCall, withTracingLogsAndMetrics } from '#handlers/lambda-context.ts';
 import { signedSiteAgent } from '#handlers/lambda-site-agent.ts';
+import { repairEvents } from '#handlers/repair-events.ts';
 import { sweep, type SweepPosition, type SweepResult } from '#reconcilers/sweep.ts';
 import { followUpEvent, sweepStart } from '#reconcilers/sweep-follow-up.ts';
 import { withTimeLeft } from '#store/deadline.ts';
@@ -16,14 +17,14 @@ export type HandOff = (position: SweepPosition) => Promise<void>;
 
 /** The schedule's target (and its follow-ups'): finish whatever is due that no stream reaction finished. */
 export function createSweepHandler(ctx: AppContext, handOff: HandOff) {
-  const sweepOnce = async (event: unknown, timeLeftMs?: () => number): Promise<SweepResult> => {
-    const result = await sweep(ctx, { from: sweepStart(event), ...(timeLeftMs ? { timeLeftMs } : {}) });
+  const sweepOnce = async (event: unknown, timeLeftMs?: () => number, leaseMs?: number): Promise<SweepResult> => {
+    const result = await sweep(ctx, { from: sweepStart(event), ...(timeLeftMs ? { timeLeftMs } : {}), ...(leaseMs !== undefined ? { leaseMs } : {}) });
     if (result.followUp) await handOff(result.followUp);
     return result;
   };
   // What the run waits for (throttles included) gives up within its time, so it hands off rather than being cut.
-  return (event: unknown, timeLeftMs?: () => number): Promise<SweepResult> =>
-    timeLeftMs ? withTimeLeft(timeLeftMs, () => sweepOnce(event, timeLeftMs)) : sweepOnce(event);
+  return (event: unknown, timeLeftMs?: () => number, leaseMs?: number): Promise<SweepResult> =>
+    timeLeftMs ? withTimeLeft(timeLeftMs, () => sweepOnce(event, timeLeftMs, leaseMs)) : sweepOnce(event, undefined, leaseMs);
 }
 
 export function eventBridgeHandOff(busName: string, client?: EventBridgeClient): HandOff {
@@ -51,8 +52,10 @@ export function sweepMarginMs(config: SiteConfig): number {
 }
 
 export const handler = buildOnFirstCall(() => {
-  const ctx = contextFromEnv(process.env, { agent: signedSiteAgent });
+  const ctx = contextFromEnv(process.env, { agent: signedSiteAgent, events: repairEvents });
   const sweepOnce = createSweepHandler(ctx, eventBridgeHandOff(process.env.EVENT_BUS_NAME!));
   const marginMs = sweepMarginMs(ctx.config);
-  return withTracingLogsAndMetrics((event: unknown, context: Context) => sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs));
+  return withTracingLogsAndMetrics((event: unknown, context: Context) =>
+    sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs, context.getRemainingTimeInMillis()),
+  );
 });

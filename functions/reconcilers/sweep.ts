@@ -5,11 +5,12 @@ import { isEntityRef, registry, type EntityRef } from '#reconcilers/registry.ts'
 import { startRun, type Run } from '#reconcilers/runner.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { watchStuckRepairs } from '#reconcilers/stuck-repairs.ts';
-import { iso } from '#domain/time.ts';
+import { addMs, iso } from '#domain/time.ts';
 import { siteAgentSilence } from '#domain/site-agent-silence.ts';
 import { committedOnce } from '#runtime/retry-on-stale.ts';
 import { repairSummaryShard } from '#reconcilers/summary-repair.ts';
 import { publishFleetMetrics, readFleet, type FleetReading } from '#reconcilers/fleet-metrics.ts';
+import { deliverStrandedOutbox } from '#reconcilers/outbox-fallback.ts';
 
 /** Due entries per read of the due index; the run reconciles them at its own concurrency (runner.ts). */
 export const DUE_PAGE = 200;
@@ -28,6 +29,8 @@ export interface SweepOptions {
   timeLeftMs?: () => number;
   /** A follow-up run: go on through the due index from here; the run that handed over did everything else. */
   from?: SweepPosition | undefined;
+  /** How long this run may live, so how long it holds the sweep's lease. Default: Lambda's longest, 15 minutes. */
+  leaseMs?: number;
 }
 
 export interface SweepResult {
@@ -36,7 +39,17 @@ export interface SweepResult {
   failed: number;
   /** Due work is left: a follow-up run should start at once from here. */
   followUp?: SweepPosition;
+  /** Another run held the sweep's lease: this one did nothing. */
+  skipped?: true;
 }
+
+/**
+ * The schedule and the follow-up rule can start a run while another still goes on (and Lambda may retry an
+ * invocation): runs take the site's sweep lease, so two never do the same work. A run holds it for as long as it can
+ * live (`leaseMs`: its invocation's remaining time) and gives it back when done; a crashed run's lease expires.
+ */
+export const SWEEP_LEASE = 'sweep';
+const DEFAULT_LEASE_MS = 15 * 60_000;
 
 /** The metric the sweep reports (1 while the site agent is silent), which the SiteAgentSilent alarm watches. */
 export const SITE_AGENT_SILENT_METRIC = 'SiteAgentSilent';
@@ -91,22 +104,39 @@ async function checkSiteAgentSilence(ctx: AppContext, run: Run, reading: FleetRe
 /**
  * What a scheduled run does besides the due work, all from one reading of the site taken at its start: the gauges
  * (once per schedule tick, whether or not the due work needs a follow-up run), the stuck-repair watch, the
- * summary's drift repair and the silence check.
+ * summary's drift repair and the silence check; and the outbox events the stream left undelivered.
  */
 async function scheduledChecks(ctx: AppContext, run: Run): Promise<{ reconciled: number; results: Array<PromiseSettledResult<unknown>> }> {
+  // Observed at once: they may fail while the others are still reading.
+  const outbox = Promise.allSettled([deliverStrandedOutbox(ctx)]);
   const reading = await readFleet(ctx);
   publishFleetMetrics(ctx, reading);
-  // Observed at once: they may fail while the silence check is still reading.
   const checks = Promise.allSettled([watchStuckRepairs(ctx, reading.inRepair), repairSummaryShard(ctx, reading.shards)]);
   const silence = checkSiteAgentSilence(ctx, run, reading);
   // Its own failure is one result; the work it started, one each.
   const started = await silence.catch((): SilenceWork => ({ reconciles: [] }));
   const silenceResults = await Promise.allSettled([silence, ...started.reconciles, ...(started.record ? [started.record] : [])]);
-  return { reconciled: started.reconciles.length, results: [...(await checks), ...silenceResults] };
+  return { reconciled: started.reconciles.length, results: [...(await checks), ...silenceResults, ...(await outbox)] };
 }
 
 /** The schedule's sweep: whatever is due and was not finished by a stream reaction (a crash, a lost lease). */
 export async function sweep(ctx: AppContext, options: SweepOptions = {}): Promise<SweepResult> {
+  const holder = ctx.ids.next('sweep');
+  const now = ctx.clock.now();
+  if (!(await ctx.store.takeLease(SWEEP_LEASE, holder, iso(addMs(now, options.leaseMs ?? DEFAULT_LEASE_MS)), iso(now)))) {
+    ctx.log.info('sweep skipped: another run holds the sweep lease');
+    return { due: 0, failed: 0, skipped: true };
+  }
+  try {
+    return await sweepWithLease(ctx, options);
+  } finally {
+    await ctx.store.releaseLease(SWEEP_LEASE, holder, iso(ctx.clock.now())).catch((error: unknown) => {
+      ctx.log.warn('sweep lease not given back; it expires by itself', { error: String(error) });
+    });
+  }
+}
+
+async function sweepWithLease(ctx: AppContext, options: SweepOptions): Promise<SweepResult> {
   const run = startRun(ctx);
   // Side by side with the due pages (and observed at once, so a failure among them is never unhandled).
   const noChecks = { reconciled: 0, results: [] };

@@ -42,7 +42,9 @@ import {
   summaryShardItem,
   tenantItem,
   machineIdOfKey,
+  positionedOutboxEntryOf,
 } from '#store/items.ts';
+import type { OutboxWindow } from '#domain/outbox.ts';
 import type { Listing, Page } from '#store/paging.ts';
 import {
   StaleWriteError,
@@ -50,7 +52,9 @@ import {
   type DueEntry,
   type DueTimes,
   type FleetStore,
+  type OutboxCursor,
   type PageRequest,
+  type PositionedOutboxEntry,
   type RecordIds,
   type Records,
 } from '#store/port.ts';
@@ -283,6 +287,54 @@ export abstract class ItemStore implements FleetStore {
 
   async getSafety(): Promise<SafetyState | null> {
     return safetyOf(await this.getItem(keys.siteSafety));
+  }
+
+  async takeLease(name: string, holder: string, until: string, now: string): Promise<boolean> {
+    const stored = await this.getItem(keys.siteLease(name));
+    if (stored && String(stored.until) > now) return false;
+    return this.putLease(name, { holder, until }, stored);
+  }
+
+  async releaseLease(name: string, holder: string, now: string): Promise<void> {
+    const stored = await this.getItem(keys.siteLease(name));
+    if (stored?.holder === holder) await this.putLease(name, { holder, until: now }, stored);
+  }
+
+  /** A lease item written over the one read (by its version): a rival's write in between wins, this one does not. */
+  private async putLease(name: string, lease: { holder: string; until: string }, stored: Item | undefined): Promise<boolean> {
+    const version = stored ? Number(stored.version) : null;
+    try {
+      await this.writeItems([{ put: { ...keys.siteLease(name), ...lease, version: (version ?? -1) + 1 }, expectedVersion: version }]);
+      return true;
+    } catch (error) {
+      if (error instanceof StaleWriteError) return false;
+      throw error;
+    }
+  }
+
+  async deliveredEventIds(eventIds: string[]): Promise<Set<string>> {
+    const markers = await this.getItems([...new Set(eventIds)].map(keys.eventDelivery));
+    return new Set(markers.map((marker) => String(marker.eventId)));
+  }
+
+  async outboxEntriesOfDay(day: string, window: OutboxWindow, page: PageRequest): Promise<Page<PositionedOutboxEntry>> {
+    const result = await this.queryItems(
+      { index: indexes.eventsByDay, partition: eventDayPartition(day), sort: { between: [window.after, window.until] }, limit: page.limit },
+      page.nextToken,
+    );
+    // The range is inclusive: the entry at `after` was settled before.
+    const items = result.items.filter((item) => item.eventDaySk !== window.after);
+    return { items: items.flatMap((item) => positionedOutboxEntryOf(item) ?? []), nextToken: result.nextToken };
+  }
+
+  async getOutboxCursor(): Promise<OutboxCursor | null> {
+    const item = await this.getItem(keys.siteOutboxCursor);
+    return item ? { through: String(item.through), version: Number(item.version) } : null;
+  }
+
+  async putOutboxCursor(before: OutboxCursor | null, through: string): Promise<void> {
+    const version = before ? before.version + 1 : 0;
+    await this.writeItems([{ put: { ...keys.siteOutboxCursor, through, version }, expectedVersion: before?.version ?? null }]);
   }
 
   async getSiteHeartbeat(): Promise<SiteHeartbeat | null> {

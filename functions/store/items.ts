@@ -1,6 +1,6 @@
 import { inAllocatableIndex } from '#domain/health.ts';
 import { repairStage } from '#domain/stuck-repairs.ts';
-import type { DueEntry } from './port.ts';
+import type { DueEntry, PositionedOutboxEntry } from './port.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { OutboxEntry } from '#domain/events.ts';
 import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.ts';
@@ -34,6 +34,9 @@ export const keys = {
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
   siteSafety: { pk: 'SITE', sk: 'SAFETY' },
   siteReplacements: { pk: 'SITE', sk: 'REPLACEMENTS' },
+  siteLease: (name: string) => ({ pk: 'SITE', sk: `LEASE#${name}` }),
+  /** How far the sweep's outbox fallback has looked (domain/outbox.ts). */
+  siteOutboxCursor: { pk: 'SITE', sk: 'OUTBOX-CURSOR' },
   /** One type's racks, grouped by counter shard so the sweep can recount one shard; the rack map pages through them. */
   summaryRack: (machineType: string, rack: string) => ({ pk: `SUMMARY-RACKS#${machineType}`, sk: `${shardKey(shardOf(rack))}#${rack}` }),
   summaryRackShardPrefix: (shard: number) => `${shardKey(shard)}#`,
@@ -147,10 +150,12 @@ export const staleCheckItem = (check: StaleCheck): Item => ({ ...keys.staleCheck
 
 export const rosterDigestsItem = (digests: RosterDigests): Item => ({ ...keys.siteRosterDigests, ...digests });
 
-/** An entry carrying an event is also in the eventsByDay index, under its UTC day. */
+/** An entry carrying an event is also in the eventsByDay index, under its UTC day, sorted by time: the outbox's order. */
+const eventDayOf = (entry: HistoryEntry, unique: string) =>
+  entry.event ? { eventDayPk: eventDayPartition(utcDay(entry.at)), eventDaySk: `${entry.at}#${unique}` } : {};
+
 export function historyItem(entry: HistoryEntry, unique: string): Item {
-  const eventDay = entry.event ? { eventDayPk: eventDayPartition(utcDay(entry.at)), eventDaySk: `${entry.at}#${unique}` } : {};
-  return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...eventDay, ...entry };
+  return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...eventDayOf(entry, unique), ...entry };
 }
 
 export const eventDayPartition = (day: string): string => `EVENTS#${day}`;
@@ -164,7 +169,12 @@ export function auditItem(entry: AuditEntry, unique: string): Item {
   const key = keys.audit(entry.target, entry.at, unique);
   return { ...key, entity: 'audit', kind: AUDIT_KIND, kindSk: key.sk, actorPk: auditActorPartition(entry.actor), actorSk: key.sk, ...entry };
 }
-export const siteHistoryItem = ({ key, entry }: SiteHistoryEntry): Item => ({ ...keys.siteHistory(key), entity: 'history', ...entry });
+export const siteHistoryItem = ({ key, entry }: SiteHistoryEntry): Item => ({
+  ...keys.siteHistory(key),
+  entity: 'history',
+  ...eventDayOf(entry, key),
+  ...entry,
+});
 export function rackAggregateItem(rack: RackAggregate): Item {
   return { ...keys.summaryRack(rack.machineType, rack.rack), entity: 'summary-rack', ...rack };
 }
@@ -177,6 +187,12 @@ export function summaryShardItem(shard: SummaryShard): Item {
 export function outboxEntryOf(item: Item): OutboxEntry | null {
   if (!item.event) return null;
   return { key: `${String(item.pk)}/${String(item.sk)}`, entry: fromHistoryItem(item) as OutboxEntry['entry'] };
+}
+
+/** An outbox entry read from the eventsByDay index, with its position there. */
+export function positionedOutboxEntryOf(item: Item): PositionedOutboxEntry | null {
+  const outbox = outboxEntryOf(item);
+  return outbox ? { position: String(item.eventDaySk), outbox } : null;
 }
 
 /** One per event id: its delivery was recorded (see FleetStore.recordEventDelivery). */

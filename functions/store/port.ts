@@ -5,7 +5,21 @@ import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#do
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
+import type { OutboxEntry } from '#domain/events.ts';
+import type { OutboxWindow } from '#domain/outbox.ts';
 import type { Page } from '#store/paging.ts';
+
+/** Where the sweep's outbox fallback has looked up to (domain/outbox.ts), with the version it was written at. */
+export interface OutboxCursor {
+  through: string;
+  version: number;
+}
+
+/** An outbox entry with its place in the eventsByDay index (its position, domain/outbox.ts). */
+export interface PositionedOutboxEntry {
+  position: string;
+  outbox: OutboxEntry;
+}
 
 /** A due-index entry: the kind of record that fell due (a reconciler's entity kind) and its id. */
 export interface DueEntry {
@@ -90,6 +104,13 @@ export interface FleetStore {
   getTenant(org: string): Promise<Tenant | null>;
   getCatalog(): Promise<Catalog>;
   getSafety(): Promise<SafetyState | null>;
+  /**
+   * Take the site-wide lease `name` for `holder` until `until` (ISO): true when it was free (never taken, released,
+   * or expired by `now`) and this call won it; false while another holder has it, or when a rival won the race.
+   */
+  takeLease(name: string, holder: string, until: string, now: string): Promise<boolean>;
+  /** Give the lease back, if `holder` still has it. */
+  releaseLease(name: string, holder: string, now: string): Promise<void>;
   getSiteHeartbeat(): Promise<SiteHeartbeat | null>;
   /** The roster buckets stored (BatchGetItem), by bucket id; a bucket never written is left out. */
   getRosterBuckets(ids: string[]): Promise<Map<string, RosterBucket>>;
@@ -168,4 +189,11 @@ export interface FleetStore {
   createMachines(machines: Machine[]): Promise<void>;
   /** Record an event's delivery once: false when a marker for `eventId` already exists (nothing is written then). */
   recordEventDelivery(eventId: string, delivered: HistoryEntry): Promise<boolean>;
+  /** Of these event ids, those whose delivery is recorded (BatchGetItem of their markers). */
+  deliveredEventIds(eventIds: string[]): Promise<Set<string>>;
+  /** One UTC day's outbox entries inside `window`, oldest first, paged: one Query of the eventsByDay index. */
+  outboxEntriesOfDay(day: string, window: OutboxWindow, page: PageRequest): Promise<Page<PositionedOutboxEntry>>;
+  getOutboxCursor(): Promise<OutboxCursor | null>;
+  /** Move the cursor on, guarded by the version read (null: none stored); a rival's move in between: StaleWriteError. */
+  putOutboxCursor(before: OutboxCursor | null, through: string): Promise<void>;
 }

@@ -27,8 +27,17 @@ let site: TestSite;
 let admin: string;
 const tenants: Record<string, string> = {};
 
+// While set, the stream handles nothing until it settles: a test holds the stream's reactions back with it.
+let streamHeld: Promise<void> | undefined;
+
 beforeAll(async () => {
-  site = await startTestSite({ config });
+  site = await startTestSite({
+    config,
+    aroundStreamHandler: (handle) => async (event) => {
+      await streamHeld;
+      return handle(event);
+    },
+  });
   admin = await site.token('provider', ['provider-admin']);
   for (const org of ['acme', 'globex']) tenants[org] = await site.token(org, ['tenant']);
   await site.eventually(
@@ -193,10 +202,19 @@ describe('concurrency', () => {
   });
 
   it('sweeps racing the stream while instances are created make exactly one agent create per instance', async () => {
+    // The stream's reactions wait until a sweep has found work due, so the sweeps certainly take part in the race.
+    let sweepFoundDue!: () => void;
+    streamHeld = new Promise((resolve) => (sweepFoundDue = resolve));
     let sweeping = true;
-    const results: Array<{ due: number; failed: number }> = [];
+    const results: Array<{ due: number; failed: number; skipped?: true }> = [];
     const sweeper = async () => {
-      while (sweeping) results.push(await sweep(site.ctx));
+      while (sweeping) {
+        const result = await sweep(site.ctx);
+        results.push(result);
+        if (result.due > 0) sweepFoundDue();
+        // Another sweeper holds the lease: give the one sweeping (and the stream) the event loop.
+        if (result.skipped) await new Promise((resolve) => setTimeout(resolve, 5));
+      }
     };
     const sweepers = Array.from({ length: 4 }, sweeper);
 
@@ -210,6 +228,8 @@ describe('concurrency', () => {
       for (const r of responses) await waitForStatus('globex', r.body.id, 'Ready');
     } finally {
       sweeping = false;
+      sweepFoundDue();
+      streamHeld = undefined;
       await Promise.all(sweepers);
     }
     await site.streamIdle();
@@ -218,6 +238,8 @@ describe('concurrency', () => {
     expect(results.filter((r) => r.failed > 0)).toEqual([]);
     // The sweeps did find the new instances due (pending) at least once, so they really raced the stream.
     expect(results.some((r) => r.due > 0)).toBe(true);
+    // And they never swept at once: the lease turned the overlapping runs away.
+    expect(results.some((r) => r.skipped)).toBe(true);
     for (const r of responses) {
       const requests = await agentCreates(r.body.id);
       expect(requests.map((q) => [q.name, q.outcome])).toEqual([[r.body.name, 201]]);

@@ -1,7 +1,11 @@
+import { keys } from '#store/items.ts';
+import { SWEEP_LEASE } from '#reconcilers/sweep.ts';
 import { scanTable, type TestSite } from './local-site.ts';
 
-// A dump of a site's tables, to show that a request changed nothing. It leaves out only SITE/HEARTBEAT: the
-// simulated agent keeps beating, and a beat with an unchanged roster rewrites nothing but that item's time.
+// A dump of a site's tables, to show that a request changed nothing. It leaves out only SITE/HEARTBEAT (the
+// simulated agent keeps beating, and a beat with an unchanged roster rewrites nothing but that item's time), the
+// sweep's lease (every run takes it and gives it back, whatever it finds) and the outbox fallback's cursor (every run
+// moves it on as time passes).
 
 export type Snapshot = { table: Map<string, string>; idempotency: Map<string, string> };
 
@@ -22,7 +26,8 @@ const canonical = (value: unknown): unknown =>
 export async function snapshot(site: TestSite): Promise<Snapshot> {
   const toMap = (items: Record<string, unknown>[], key: (item: Record<string, unknown>) => string) =>
     new Map(items.map((item) => [key(item), JSON.stringify(canonical(item))]));
-  const table = (await scanTable(site)).filter((item) => !(item.pk === 'SITE' && item.sk === 'HEARTBEAT'));
+  const left = [keys.siteHeartbeat, keys.siteLease(SWEEP_LEASE), keys.siteOutboxCursor];
+  const table = (await scanTable(site)).filter((item) => !left.some((key) => item.pk === key.pk && item.sk === key.sk));
   const idempotency = await scanTable(site, 'idempotencyTable');
   return { table: toMap(table, (i) => `${i.pk} | ${i.sk}`), idempotency: toMap(idempotency, (i) => String(i.id)) };
 }

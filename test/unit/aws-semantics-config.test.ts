@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AwsSemanticsConfigError, EMULATED, parseAwsSemantics } from '#local/aws-semantics/config.ts';
+import { AWS_SEMANTICS_MODES, AwsSemanticsConfigError, parseAwsSemantics } from '#local/aws-semantics/config.ts';
 
 describe('FLEETWARD_AWS_SEMANTICS', () => {
   it('is off unless set', () => {
@@ -18,8 +18,12 @@ describe('FLEETWARD_AWS_SEMANTICS', () => {
     expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'parallel-shards,lambda-timeouts' }, () => 7)?.modes).toEqual(['parallel-shards', 'lambda-timeouts']);
   });
 
+  it('overlapping-sweeps is emulated, alone or with others', () => {
+    expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'overlapping-sweeps,throttle' }, () => 3)?.modes).toEqual(['overlapping-sweeps', 'throttle']);
+  });
+
   it('all: every mode the local site emulates', () => {
-    expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'all' }, () => 1)?.modes).toEqual([...EMULATED]);
+    expect(parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'all' }, () => 1)?.modes).toEqual([...AWS_SEMANTICS_MODES]);
   });
 
   it('index-lag: index reads lag by FLEETWARD_INDEX_LAG_MS, 1 s unless set', () => {
@@ -28,11 +32,8 @@ describe('FLEETWARD_AWS_SEMANTICS', () => {
     expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'index-lag', FLEETWARD_INDEX_LAG_MS: '1s' })).toThrow(/FLEETWARD_INDEX_LAG_MS/);
   });
 
-  it('refuses an unknown mode, a mode not emulated yet, and a bad seed, naming the choices', () => {
+  it('refuses an unknown mode and a bad seed, naming the choices', () => {
     expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'throttle,slow' })).toThrow(/unknown slow; use all, or any of index-lag, throttle/);
-    expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'parallel-shards' })).toThrow(
-      /parallel-shards not emulated yet; the local site emulates index-lag, throttle/,
-    );
     expect(() => parseAwsSemantics({ FLEETWARD_AWS_SEMANTICS: 'throttle', FLEETWARD_AWS_SEMANTICS_SEED: '-1' })).toThrow(AwsSemanticsConfigError);
   });
 });

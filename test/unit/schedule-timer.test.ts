@@ -124,6 +124,37 @@ describe('schedule timer', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it('with overlap, starts each firing whatever still runs, some of them twice, and stop waits for them all', async () => {
+    const slow = deferred();
+    let concurrent = 0;
+    let maxConcurrent = 0;
+    const runs: number[] = [];
+    const tick = vi.fn(async (run: number) => {
+      runs.push(run);
+      concurrent++;
+      maxConcurrent = Math.max(maxConcurrent, concurrent);
+      await slow.promise;
+      concurrent--;
+    });
+    let firings = 0;
+    const timer = createScheduleTimer({ intervalMs: 100, tick, overlap: { twice: () => ++firings === 2 }, log: () => {} });
+    timer.start();
+    await vi.advanceTimersByTimeAsync(300);
+    // Three firings, the second of them twice, none waiting for the first to end.
+    expect(runs).toEqual([1, 2, 3, 4]);
+    expect(maxConcurrent).toBe(4);
+    expect(timer.stats()).toMatchObject({ started: 4, ticks: 0, skipped: 0 });
+
+    let stopped = false;
+    const stopping = timer.stop().then(() => (stopped = true));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(stopped).toBe(false);
+    slow.resolve();
+    await stopping;
+    expect(timer.stats()).toMatchObject({ started: 4, ticks: 4 });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('rejects a nonsensical interval', () => {
     expect(() => createScheduleTimer({ intervalMs: 0, tick: async () => {} })).toThrow(RangeError);
   });

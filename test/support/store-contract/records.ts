@@ -5,6 +5,7 @@ import { assignInstance } from '#domain/instances.ts';
 import { registerMachine } from '#domain/machines.ts';
 import type { HistoryEntry } from '#domain/model.ts';
 import { iso } from '#domain/time.ts';
+import { publishedEvent, repairEvent } from '#domain/events.ts';
 import { StaleWriteError } from '#store/port.ts';
 import { aMachine, aMetaInstance, T0 } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';
@@ -114,6 +115,60 @@ export function recordsContract(kit: ContractKit): void {
         await rejectionOf(kit.store.commit({ machines: [create(machine('tx-twice')), create(machine('tx-twice', { rack: 'r2' }))], history: [] })),
       ).toBeInstanceOf(Error);
       expect(await kit.store.getMachine('tx-twice')).toBeNull();
+    });
+  });
+
+  describe('leases', () => {
+    it('one holder at a time: taken while free, refused while held, free again once given back or expired', async () => {
+      const fresh = await newStore();
+      const [t0, t1, t2, t9] = [0, 1_000, 2_000, 9_000].map((ms) => iso(at(ms))) as [string, string, string, string];
+      const both = await Promise.all([fresh.takeLease('job', 'a', t9, t0), fresh.takeLease('job', 'b', t9, t0)]);
+      expect(both.filter(Boolean)).toHaveLength(1);
+      const holder = both[0] ? 'a' : 'b';
+      const other = holder === 'a' ? 'b' : 'a';
+      expect(await fresh.takeLease('job', other, t9, t1)).toBe(false);
+      // Giving back what one does not hold changes nothing.
+      await fresh.releaseLease('job', other, t1);
+      expect(await fresh.takeLease('job', other, t9, t1)).toBe(false);
+      await fresh.releaseLease('job', holder, t2);
+      expect(await fresh.takeLease('job', other, iso(at(3_000)), t2)).toBe(true);
+      expect(await fresh.takeLease('job', holder, t9, iso(at(3_000)))).toBe(true);
+      expect(await fresh.takeLease('other-job', other, t9, t0)).toBe(true);
+    });
+  });
+
+  describe('the outbox fallback', () => {
+    it("reads a day's outbox entries inside a window, oldest first, paged, and the delivery markers of some ids", async () => {
+      const fresh = await newStore();
+      const machine = aMachine({ id: 'ob-1' });
+      const event = (ms: number): HistoryEntry => repairEvent('RepairRequested', machine, { actor: 'ops' }, iso(at(ms)));
+      await fresh.commit({ history: [event(3_000), event(1_000), event(2_000), { machineId: 'ob-1', at: iso(at(1_500)), actor: 'ops', action: 'noted' }] });
+      const day = iso(at(0)).slice(0, 10);
+      const whole = { after: iso(at(0)), until: iso(at(10_000)) };
+      const first = await fresh.outboxEntriesOfDay(day, whole, { limit: 2 });
+      const rest = await fresh.outboxEntriesOfDay(day, whole, { limit: 2, nextToken: first.nextToken });
+      const entries = [...first.items, ...rest.items];
+      expect(entries.map((entry) => entry.outbox.entry.at)).toEqual([1_000, 2_000, 3_000].map((ms) => iso(at(ms))));
+      // The window holds what comes after its start, up to its end.
+      const later = await fresh.outboxEntriesOfDay(day, { after: entries[0]!.position, until: iso(at(2_500)) }, { limit: 10 });
+      expect(later.items.map((entry) => entry.position)).toEqual([entries[1]!.position]);
+
+      const ids = entries.map((entry) => publishedEvent(entry.outbox).detail.id);
+      expect(await fresh.deliveredEventIds(ids)).toEqual(new Set());
+      await fresh.recordEventDelivery(ids[1]!, { machineId: 'ob-1', at: iso(at(4_000)), actor: 'event-bus', action: 'event-delivered', eventId: ids[1]! });
+      expect(await fresh.deliveredEventIds(ids)).toEqual(new Set([ids[1]]));
+    });
+
+    it('keeps its cursor guarded by version: of two runs moving it from the same read, one wins', async () => {
+      const fresh = await newStore();
+      expect(await fresh.getOutboxCursor()).toBeNull();
+      await fresh.putOutboxCursor(null, 'p1');
+      const read = (await fresh.getOutboxCursor())!;
+      expect(read).toEqual({ through: 'p1', version: 0 });
+      const moves = await Promise.allSettled([fresh.putOutboxCursor(read, 'p2'), fresh.putOutboxCursor(read, 'p3')]);
+      expect(moves.filter((move) => move.status === 'rejected').map((move) => (move as PromiseRejectedResult).reason)).toEqual([expect.any(StaleWriteError)]);
+      expect((await fresh.getOutboxCursor())?.version).toBe(1);
+      await expect(fresh.putOutboxCursor(null, 'p4')).rejects.toThrow(StaleWriteError);
     });
   });
 
