@@ -10,7 +10,7 @@ import type { SafetyState } from '#domain/safety.ts';
 import {
   AUDIT_KIND,
   eventDayPartition,
-  DUE_PARTITION,
+  duePartitions,
   allocatableRackPrefix,
   auditActorPartition,
   auditItem,
@@ -43,7 +43,7 @@ import {
   tenantItem,
   machineIdOfKey,
 } from '#store/items.ts';
-import type { Listing, Page } from '#store/paging.ts';
+import { decodeMergedPageToken, encodeMergedPageToken, encodePageToken, type Listing, type Page, type PartitionCursor } from '#store/paging.ts';
 import {
   StaleWriteError,
   type AuditFilter,
@@ -135,6 +135,15 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   checkTransactionSize(writes.map((write) => write.put));
   return writes;
 }
+
+/** Due entries in time order, ties by table key: the order one partition of the index holds them in. */
+const compareDueEntries = (a: Item, b: Item): number => {
+  for (const name of [indexes.due.sk, 'pk', 'sk']) {
+    const [x, y] = [String(a[name]), String(b[name])];
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+};
 
 const catalogOf = (item: Item | undefined): Catalog => (item ? { types: item.types as Catalog['types'], version: item.version as number } : emptyCatalog());
 
@@ -450,13 +459,35 @@ export abstract class ItemStore implements FleetStore {
     return { items: result.items.map(fromRackAggregateItem), nextToken: result.nextToken };
   }
 
-  /** Costs what is due, not what the fleet holds. */
+  /**
+   * Costs what is due, not what the fleet holds: one Query of each due shard (keys only), merged by due time. Each
+   * shard is read up to the page's limit, so the earliest `limit` of them all are among what was read; the token
+   * holds where each shard stands.
+   */
   async dueEntities(now: Date, page: PageRequest): Promise<Page<DueEntry>> {
-    const result = await this.queryItems(
-      { index: indexes.due, partition: DUE_PARTITION, sort: { atMost: now.toISOString() }, limit: page.limit },
-      page.nextToken,
+    const sort = { atMost: now.toISOString() };
+    const queries: ItemQuery[] = duePartitions.map((partition) => ({ index: indexes.due, partition, sort, limit: page.limit, entriesOnly: true }));
+    const cursors = decodeMergedPageToken(page.nextToken, queries.length);
+    const pages = await Promise.all(
+      queries.map((query, shard) => {
+        const cursor = cursors[shard];
+        const empty: ItemPage = { items: [] };
+        return cursor === 'done' ? empty : this.queryItems(query, cursor ?? undefined);
+      }),
     );
-    return { items: result.items.map(dueEntryOf), nextToken: result.nextToken };
+    const read = pages.flatMap((found, shard) => found.items.map((entry) => ({ entry, shard })));
+    const taken = read.sort((a, b) => compareDueEntries(a.entry, b.entry)).slice(0, page.limit);
+    const next = cursors.map((cursor, shard): PartitionCursor => {
+      if (cursor === 'done') return cursor;
+      const mine = taken.filter((t) => t.shard === shard);
+      const found = pages[shard]!;
+      if (mine.length === found.items.length && !found.nextToken) return 'done';
+      const last = mine.at(-1)?.entry;
+      if (!last) return cursor;
+      const query = queries[shard]!;
+      return encodePageToken(listingOf(query), Object.fromEntries(keyAttributesOf(query).map((name) => [name, last[name]]))) ?? null;
+    });
+    return { items: taken.map((t) => dueEntryOf(t.entry)), nextToken: encodeMergedPageToken(next) };
   }
 
   private async allItems(query: ItemQuery): Promise<Item[]> {

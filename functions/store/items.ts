@@ -47,7 +47,22 @@ export const machineIdOfKey = (pk: string): string => pk.slice('MACHINE#'.length
 
 const shardKey = (shard: number): string => String(shard).padStart(2, '0');
 
-export const DUE_PARTITION = 'DUE';
+/**
+ * The due index's partition keys. Every write that puts a record in the index, moves its time or takes it out
+ * writes one of them: spread over shards by a hash of the record's key, a fleet-wide burst (every machine due at
+ * once) is a few hundred write units per shard, not all of them on one key. The sweep reads every shard.
+ */
+export const DUE_SHARDS = 32;
+export const duePartitions: readonly string[] = Array.from({ length: DUE_SHARDS }, (_, shard) => `DUE#${String(shard).padStart(2, '0')}`);
+
+/** FNV-1a of the record's partition key: the same record always lands in the same shard. */
+export function duePartitionOf(pk: string): string {
+  let hash = 0x811c9dc5;
+  for (const char of pk) hash = Math.imul(hash ^ char.charCodeAt(0), 0x01000193) >>> 0;
+  return duePartitions[hash % DUE_SHARDS]!;
+}
+
+const dueAttributes = (pk: string, dueAt: string | undefined): Item => (dueAt ? { duePk: duePartitionOf(pk), dueAt } : {});
 export const AUDIT_KIND = 'AUDIT';
 export const auditTargetPartition = (target: string) => `AUDIT#${target}`;
 export const auditActorPartition = (actor: string) => `ACTOR#${actor}`;
@@ -100,7 +115,7 @@ export function machineItem(machine: Machine, dueAt: string | undefined): Item {
     kind: 'MACHINE',
     kindSk: machine.id,
     ...(inAllocatableIndex(machine) ? { allocPk: `ALLOC#${machine.machineType}`, allocSk: allocatableSortKey(machine.rack, machine.id) } : {}),
-    ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
+    ...dueAttributes(keys.machine(machine.id).pk, dueAt),
     ...(repair ? { repairPk: REPAIR_PARTITION, repairSince: `${repair.stage}#${repair.since}#${machine.id}` } : {}),
     ...machine,
   };
@@ -112,7 +127,7 @@ export function instanceItem(instance: Instance, dueAt: string | undefined): Ite
     entity: 'instance',
     orgPk: `ORG#${instance.org}#INSTANCE`,
     orgSk: `${instance.createdAt}#${instance.id}`,
-    ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
+    ...dueAttributes(keys.instance(instance.id).pk, dueAt),
     // The members index holds a meta-instance's members until they are Terminated: a finished member is never
     // looked at again, and the meta-instance reconciler reads this index on every pass.
     ...(instance.metaInstanceId && instance.status !== 'Terminated' ? { memberOf: `META#${instance.metaInstanceId}`, memberSk: instance.id } : {}),
@@ -128,7 +143,7 @@ export function metaInstanceItem(meta: MetaInstance, dueAt: string | undefined):
     ...keys.metaInstance(meta.id),
     entity: 'meta-instance',
     ...(listed ? { kind: 'META', kindSk: `${meta.createdAt}#${meta.id}`, orgPk: `ORG#${meta.org}#META`, orgSk: `${meta.createdAt}#${meta.id}` } : {}),
-    ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
+    ...dueAttributes(keys.metaInstance(meta.id).pk, dueAt),
     ...(waiting ? { waitPk: `WAIT#${meta.machineType}`, waitSk: `${meta.waitingSince ?? meta.createdAt}#${meta.id}` } : {}),
     ...meta,
   };
@@ -139,7 +154,7 @@ export function tenantItem(tenant: Tenant): Item {
 }
 
 export function rosterBucketItem(bucket: RosterBucket, dueAt: string | undefined): Item {
-  return { ...keys.rosterBucket(bucket.id), entity: 'roster-bucket', ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}), ...bucket };
+  return { ...keys.rosterBucket(bucket.id), entity: 'roster-bucket', ...dueAttributes(keys.rosterBucket(bucket.id).pk, dueAt), ...bucket };
 }
 
 export const staleCheckItem = (check: StaleCheck): Item => ({ ...keys.staleCheck(check.id), entity: 'stale-check', ...check });
@@ -201,5 +216,17 @@ export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item)
 export const fromRackAggregateItem = (item: Item): RackAggregate => strip<RackAggregate>(item);
 export const fromSummaryShardItem = (item: Item): SummaryShard => strip<SummaryShard>(item);
 
-/** What a due-index entry points at: the record's own entity (the sweep delivers it to its watchers again). */
-export const dueEntryOf = (item: Item): DueEntry => ({ entity: String(item.entity), id: String(item.id) });
+/** The records the due index holds, by the prefix of their partition key (`keys`). */
+const dueEntityOfPrefix: Record<string, string> = { MACHINE: 'machine', INSTANCE: 'instance', META: 'meta-instance', ROSTER: 'roster-bucket' };
+
+/**
+ * What a due-index entry points at: the record's own entity and id (the sweep delivers it to its watchers again),
+ * read from its table key, which is all the keys-only index holds.
+ */
+export function dueEntryOf(entry: Item): DueEntry {
+  const pk = String(entry.pk);
+  const at = pk.indexOf('#');
+  const entity = dueEntityOfPrefix[pk.slice(0, at)];
+  if (at < 0 || entity === undefined) throw new Error(`the due index holds ${pk}, which is no record the sweep knows`);
+  return { entity, id: pk.slice(at + 1) };
+}
