@@ -4,6 +4,7 @@ import { dueTimes } from '#reconcilers/registry.ts';
 import type { Change } from '#domain/change.ts';
 import type { Clock } from '#domain/model.ts';
 import { createTables } from '#local/tables.ts';
+import { heatReport, streamHeat } from './partition-heat.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import type { AppContext, Log } from '#runtime/context.ts';
 import { inProcessBus } from '#runtime/events.ts';
@@ -213,6 +214,7 @@ export async function heartbeatCost(
     // A walk that ends without settling them all is caught by the allocatable count below.
     const firstRosterMs = (await Promise.race([store.settled(first.changedBuckets), walking.then(() => performance.now())])) - t;
     await walking;
+    const firstRosterDone = new Date();
     const firstRunMs = performance.now() - t;
     const firstRosterJit = compiling();
     const firstWalk = subtractCost(mark(), before);
@@ -272,6 +274,8 @@ export async function heartbeatCost(
 
     const writesPerSecond = idle.writes / simulatedSeconds;
     const bulkUnitsPerChange = firstWalk.writeUnits / ids.length;
+    progress('heartbeat: reading the stream for partition heat');
+    const heat = await streamHeat(endpoint, tableName, { until: firstRosterDone });
     return {
       machines: ids.length,
       heartbeat_timeout: { unit: 's', value: options.timeoutSeconds },
@@ -326,6 +330,11 @@ export async function heartbeatCost(
             "machine's rack (~1.3 KB) and counter item (~2.3 KB at 10,000 machines in racks of 8: the counters of ~20 racks), each written in a transaction",
           value: round(walkCost.writeUnits / Math.max(1, livenessChanges), 3),
         },
+      },
+      partition_heat: {
+        window: 'registration and the first roster with its walk, by wall clock (the beats after them run on a simulated clock, faster than time)',
+        stream_records: heat.records,
+        ...heatReport(heat.heat, ids.length),
       },
     };
   }

@@ -11,6 +11,7 @@ import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { inParallel } from '#store/in-parallel.ts';
 import { countRequests } from './counter.ts';
+import { heatReport, streamHeat } from './partition-heat.ts';
 import { ratio, round, summarize } from './stats.ts';
 
 export interface ScaleSoakOptions {
@@ -148,6 +149,11 @@ export function checkInvariants(input: { machines: Machine[]; instances: Instanc
 export async function scaleSoak(endpoint: string, id: string, options: ScaleSoakOptions, progress: (line: string) => void) {
   const tableName = `bench-scale-${id}`;
   const setupStarted = performance.now();
+  // When each phase began, by wall clock: the hottest keys' seconds fall in one of them.
+  const marks: Record<string, string> = { site_starting: new Date().toISOString() };
+  const mark = (phase: string) => {
+    marks[phase] = new Date().toISOString();
+  };
   const { site, siteLog } = await startBenchSite({
     endpoint,
     tableName,
@@ -156,6 +162,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     onLine: (line) => warnsOrFails(line) && progress(`scale site: ${line}`),
   });
   const siteUpS = round((performance.now() - setupStarted) / 1000, 1);
+  mark('site_up');
   try {
     progress(`scale: site up with ${options.machines} machines in ${siteUpS} s`);
     // The bench's own reads go through a store of their own, outside the site's meter.
@@ -208,6 +215,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       1_000,
     );
     const fleetAllocatableS = round((performance.now() - setupStarted) / 1000 - siteUpS, 1);
+    mark('fleet_allocatable');
     // What the summary counts, checked once on the machines themselves: every one live and in the allocatable index
     // (paged: one Query page stops at 1 MB, about 3,000 machines).
     const fleet = await everything((page) => observer.listMachines(page));
@@ -282,6 +290,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     const meter = countRequests(site.storeClient);
     const meterBefore = { ...meter.total };
     const churnStarted = performance.now();
+    mark('churn_started');
     const deadline = churnStarted + options.churnSeconds * 1000;
     measuring = true;
 
@@ -379,6 +388,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     await Promise.all([...Array.from({ length: options.apiWorkers }, (_, w) => worker(w)), failing]);
     measuring = false;
     const churnMinutes = (performance.now() - churnStarted) / 60_000;
+    mark('churn_over');
     const meterAfter = { ...meter.total };
     progress(`scale: churn over after ${round(churnMinutes * 60, 1)} s; ${failures.length} failures, checking invariants`);
 
@@ -392,6 +402,8 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       Promise.all(orgs.map((org) => everything((page) => observer.listInstances(org, page)))).then((lists) => lists.flat()),
     ]);
     const invariants = checkInvariants({ machines, instances, metas, failures });
+    progress('scale: reading the stream for partition heat');
+    const heat = await streamHeat(endpoint, tableName);
 
     const allCalls = Object.values(latencies).flat();
     const replacedMs = failures.filter((f) => f.replacedMs !== undefined).map((f) => f.replacedMs!);
@@ -442,6 +454,12 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       },
       failures: { planned: failureCount, injected: failures.length, replaced: replacedMs.length, share_of_fleet: ratio(failures.length, options.machines) },
       invariants,
+      partition_heat: {
+        window: "the whole soak: registration, the first roster, the standing load, the churn, the quiet after (the site's stream, every record)",
+        phases: marks,
+        stream_records: heat.records,
+        ...heatReport(heat.heat, options.machines),
+      },
     };
   } finally {
     await site.stop();
