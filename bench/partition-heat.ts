@@ -1,6 +1,9 @@
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, type _Record } from '@aws-sdk/client-dynamodb-streams';
+import type { BatchWriteCommandInput, BatchWriteCommandOutput, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { AttributeValue as LambdaAttributeValue } from 'aws-lambda';
+import { toLambdaRecord } from '#local/lambda-stream-record.ts';
 import { indexes } from '#store/table.ts';
 import { round } from './stats.ts';
 import { itemBytes } from './write-units.ts';
@@ -68,6 +71,23 @@ export function addWrites(heat: Heat, second: number, writes: readonly KeyWrite[
 /** A partition key's family: the key up to its first `#` (`table:MACHINE`, `due:DUE`, `byKind:MACHINE`). */
 const familyOf = (key: string): string => key.split('#')[0]!;
 
+/**
+ * Families with a key per record (a machine's item and history, an instance's, a meta-instance's and its members, an
+ * event's delivery, an audit target's) or per rack: a fleet ten times as large has ten times as many of them, each
+ * as busy as before. Every other family has a number of keys fixed by design (the due shards, the roster buckets, the
+ * summary's, a type's allocatable key, the site's items) or by the tenants (orgs, actors, days), not by the fleet.
+ */
+const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
+  'table:MACHINE',
+  'table:INSTANCE',
+  'table:META',
+  'table:EVENT',
+  'table:STALE-CHECK',
+  'table:AUDIT',
+  'members:META',
+  'table:SUMMARY-RACK',
+]);
+
 export interface HotKey {
   key: string;
   wcu_per_s: number;
@@ -88,18 +108,15 @@ export interface PartitionHeat {
 }
 
 /**
- * The hottest keys, measured and modelled at 100,000 machines. The model: the same workload in the same time. A
- * family of keys with at least one key per 100 machines (a machine's, an instance's, a rack's) keeps each key's
- * rate; a family with fewer (the due shards, the summary, an index's per-type key) has the same keys take every
- * write of a fleet ten times as large, so its rate grows with the fleet.
+ * The hottest keys, measured and modelled at 100,000 machines. The model: the same workload in the same time. A key
+ * of a family that grows with the fleet keeps its rate; any other takes the writes of a fleet that much larger on
+ * the same keys, so its rate grows with the fleet.
  */
 export function heatReport(heat: Heat, machines: number): PartitionHeat {
-  const keysPerFamily = new Map<string, number>();
-  for (const key of heat.keys()) keysPerFamily.set(familyOf(key), (keysPerFamily.get(familyOf(key)) ?? 0) + 1);
   const growth = MODELLED_MACHINES / machines;
   const peaks = [...heat].map(([key, seconds]) => {
     const [second, units] = [...seconds].reduce((top, entry) => (entry[1] > top[1] ? entry : top));
-    const shared = keysPerFamily.get(familyOf(key))! < machines / 100;
+    const shared = !FAMILIES_THAT_GROW_WITH_THE_FLEET.has(familyOf(key));
     return { key, units, modelled: shared ? units * growth : units, at: new Date(second * 1000).toISOString() };
   });
   const top = (by: (peak: (typeof peaks)[number]) => number): HotKey[] =>
@@ -122,25 +139,88 @@ export function heatReport(heat: Heat, machines: number): PartitionHeat {
     meets_goal: max <= HEAT_GOAL_WCU_PER_S && modelledMax <= HEAT_GOAL_WCU_PER_S,
     model:
       'every change in the stream priced by DynamoDB rules (per started KB; each index the old or new image is in, 100 bytes an entry ' +
-      'more; keys-only entries only when they come, go or move), by the second it was written. At 100,000 machines: a key of a family ' +
-      'with fewer keys than one per 100 machines takes its rate times 100,000 / machines; the others keep theirs',
+      'more; keys-only entries only when they come, go or move), by the second it was written. At 100,000 machines, the same workload in ' +
+      'the same time: a key per record or per rack keeps its rate; every other key (a number of them fixed by design) takes it times 100,000 / machines',
   };
 }
 
-const localConfig = (endpoint: string) => ({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-const imageOf = (image: Parameters<typeof unmarshall>[0] | undefined): Item | null => (image ? unmarshall(image) : null);
+/**
+ * When each item was written, by its table key, in order: DynamoDB Local stamps stream records to the minute only,
+ * so the second of a change is taken from the client that sent it (when the write was answered). A key's stream
+ * records come in the order its writes were made, so the n-th record of a key is its n-th write.
+ */
+export interface WriteTimes {
+  /** The time of the key's next write not yet taken. */
+  take(pk: string, sk: string): number | undefined;
+}
 
-/** Every record the table's stream holds from its start (up to `until`), read after the workload, not during it. */
-export async function streamHeat(endpoint: string, table: string, { until }: { until?: Date } = {}): Promise<{ heat: Heat; records: number }> {
+type KeyOf = { pk?: unknown; sk?: unknown } | undefined;
+const WRITTEN_BY = {
+  PutItemCommand: (input: { Item?: KeyOf }) => [input.Item],
+  UpdateItemCommand: (input: { Key?: KeyOf }) => [input.Key],
+  DeleteItemCommand: (input: { Key?: KeyOf }) => [input.Key],
+  TransactWriteItemsCommand: (input: { TransactItems?: Array<{ Put?: { Item?: KeyOf }; Update?: { Key?: KeyOf }; Delete?: { Key?: KeyOf } }> }) =>
+    (input.TransactItems ?? []).map((action) => action.Put?.Item ?? action.Update?.Key ?? action.Delete?.Key),
+} as const;
+
+/** A middleware on the clients that write the table (every one must be watched), noting when each item was written. */
+export function watchWriteTimes(clients: readonly DynamoDBDocumentClient[]): WriteTimes {
+  const times = new Map<string, number[]>();
+  const note = (key: KeyOf, at: number) => {
+    if (key?.pk === undefined) return;
+    const name = `${String(key.pk)}|${String(key.sk)}`;
+    (times.get(name) ?? times.set(name, []).get(name)!).push(at);
+  };
+  for (const client of clients) {
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        const command = String(context.commandName);
+        const input = args.input as Record<string, unknown>;
+        const at = Date.now();
+        if (command in WRITTEN_BY) for (const key of WRITTEN_BY[command as keyof typeof WRITTEN_BY](input as never)) note(key, at);
+        if (command === 'BatchWriteItemCommand') {
+          const unprocessed = new Set(Object.values((result.output as BatchWriteCommandOutput).UnprocessedItems ?? {}).flat());
+          const requests = Object.values((input as BatchWriteCommandInput).RequestItems ?? {}).flat();
+          for (const request of requests.filter((r) => !unprocessed.has(r))) note(request.PutRequest?.Item ?? request.DeleteRequest?.Key, at);
+        }
+        return result;
+      },
+      { step: 'initialize', name: 'fleetward-bench-write-times' },
+    );
+  }
+  return { take: (pk, sk) => times.get(`${pk}|${sk}`)?.shift() };
+}
+
+const localConfig = (endpoint: string) => ({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+/** An image as the stream handler reads it: through Lambda's record shape. */
+const imageOf = (image: Record<string, LambdaAttributeValue> | undefined): Item | null =>
+  image ? unmarshall(image as Parameters<typeof unmarshall>[0]) : null;
+
+/**
+ * Every record the table's stream holds from its start (up to `until`), read after the workload, not during it, each
+ * at the second its write was answered (`writeTimes`) or, for a write no watched client made, its minute.
+ */
+export async function streamHeat(
+  endpoint: string,
+  table: string,
+  { until, writeTimes }: { until?: Date; writeTimes?: WriteTimes } = {},
+): Promise<{ heat: Heat; records: number; unwatched: number }> {
   const dynamo = new DynamoDBClient(localConfig(endpoint));
   const streams = new DynamoDBStreamsClient(localConfig(endpoint));
   const heat: Heat = new Map();
   let records = 0;
-  const take = (record: _Record) => {
+  let unwatched = 0;
+  const take = (record: _Record, arn: string) => {
     const change = record.dynamodb;
-    if (!change?.ApproximateCreationDateTime || (until && change.ApproximateCreationDateTime > until)) return;
-    const second = Math.floor(change.ApproximateCreationDateTime.getTime() / 1000);
-    addWrites(heat, second, partitionWrites(imageOf(change.OldImage), imageOf(change.NewImage)));
+    const images = toLambdaRecord(record, arn).dynamodb!;
+    const keys = images.Keys ? (unmarshall(images.Keys as Parameters<typeof unmarshall>[0]) as { pk: string; sk: string }) : undefined;
+    const written = keys && writeTimes?.take(keys.pk, keys.sk);
+    if (written === undefined) unwatched += 1;
+    const at = written ?? change?.ApproximateCreationDateTime?.getTime();
+    if (at === undefined || (until && at > until.getTime())) return;
+    const second = Math.floor(at / 1000);
+    addWrites(heat, second, partitionWrites(imageOf(images.OldImage), imageOf(images.NewImage)));
     records += 1;
   };
   try {
@@ -154,7 +234,7 @@ export async function streamHeat(endpoint: string, table: string, { until }: { u
           .ShardIterator;
         while (iterator) {
           const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
-          for (const record of page.Records ?? []) take(record);
+          for (const record of page.Records ?? []) take(record, arn);
           // An open shard read to its end answers nothing more.
           iterator = (page.Records ?? []).length > 0 ? page.NextShardIterator : undefined;
         }
@@ -165,5 +245,5 @@ export async function streamHeat(endpoint: string, table: string, { until }: { u
     dynamo.destroy();
     streams.destroy();
   }
-  return { heat, records };
+  return { heat, records, unwatched };
 }

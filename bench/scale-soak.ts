@@ -10,8 +10,11 @@ import { startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { inParallel } from '#store/in-parallel.ts';
+import { parseSiteConfig } from '#config/site-config.ts';
+import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
 import { countRequests } from './counter.ts';
-import { heatReport, streamHeat } from './partition-heat.ts';
+import { siteStartFloorMs } from './site-start-floor.ts';
+import { heatReport, streamHeat, watchWriteTimes, type WriteTimes } from './partition-heat.ts';
 import { ratio, round, summarize } from './stats.ts';
 
 export interface ScaleSoakOptions {
@@ -42,6 +45,9 @@ export const defaultScaleSoakOptions: ScaleSoakOptions = {
   heartbeatIntervalSeconds: 2,
   heartbeatTimeoutSeconds: 15,
 };
+
+/** From the API answering until every machine is allocatable, against the floor of that (site-start-floor.ts). */
+export const SITE_START_GOAL_RATIO = 2;
 
 const MACHINE_TYPES = ['gb200', 'h100'] as const;
 const RACK_SIZE = 20;
@@ -148,15 +154,21 @@ export function checkInvariants(input: { machines: Machine[]; instances: Instanc
 
 export async function scaleSoak(endpoint: string, id: string, options: ScaleSoakOptions, progress: (line: string) => void) {
   const tableName = `bench-scale-${id}`;
+  const floorMs = await siteStartFloorMs(endpoint, id, parseSiteConfig(scaleSiteToml(options), 'scale site').simulator.machines);
+  progress(`scale: the site start's floor, every machine put allocatable: ${floorMs} ms`);
   const setupStarted = performance.now();
   // When each phase began, by wall clock: the hottest keys' seconds fall in one of them.
   const marks: Record<string, string> = { site_starting: new Date().toISOString() };
   const mark = (phase: string) => {
     marks[phase] = new Date().toISOString();
   };
+  let writeTimes: WriteTimes | undefined;
   const { site, siteLog } = await startBenchSite({
     endpoint,
     tableName,
+    onStoreClient: (client) => {
+      writeTimes = watchWriteTimes([client]);
+    },
     toml: scaleSiteToml(options),
     sweepIntervalMs: options.sweepIntervalMs,
     onLine: (line) => warnsOrFails(line) && progress(`scale site: ${line}`),
@@ -403,7 +415,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     ]);
     const invariants = checkInvariants({ machines, instances, metas, failures });
     progress('scale: reading the stream for partition heat');
-    const heat = await streamHeat(endpoint, tableName);
+    const heat = await streamHeat(endpoint, tableName, writeTimes ? { writeTimes } : {});
 
     const allCalls = Object.values(latencies).flat();
     const replacedMs = failures.filter((f) => f.replacedMs !== undefined).map((f) => f.replacedMs!);
@@ -432,6 +444,12 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
           'machine allocatable (`GET /admin/fleet/summary` every second; the machines themselves checked once after)',
         site_up_s: siteUpS,
         fleet_allocatable_after_up_s: fleetAllocatableS,
+        floor_s: round(floorMs / 1000, 1),
+        ratio_to_floor: ratio(fleetAllocatableS * 1000, floorMs),
+        goal_ratio_to_floor: SITE_START_GOAL_RATIO,
+        floor:
+          'the same machine items as the first roster leaves them (live, allocatable), one conditional PutItem each, ' +
+          `${SEPARATE_IN_FLIGHT} in flight, on the part's DynamoDB Local fresh (before the site starts; its table deleted after)`,
       },
       churn_s: round(churnMinutes * 60, 1),
       api: {
@@ -458,6 +476,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
         window: "the whole soak: registration, the first roster, the standing load, the churn, the quiet after (the site's stream, every record)",
         phases: marks,
         stream_records: heat.records,
+        stream_records_unwatched: heat.unwatched,
         ...heatReport(heat.heat, options.machines),
       },
     };

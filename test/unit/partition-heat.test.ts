@@ -43,10 +43,18 @@ describe('partition heat: the write units of an item change, per partition key',
 describe('partition heat report', () => {
   it('takes each key at its hottest second, and models shared keys at 100,000 machines by the growth of the fleet', () => {
     const heat: Heat = new Map();
-    // 1,000 machines: each machine key once; one shared summary key written 40 times in one second, 10 in another.
+    // 1,000 machines: each machine key once; the summary's one key written 40 times in one second, 10 in another.
     for (let n = 0; n < 1_000; n++) addWrites(heat, 100, [{ key: `table:MACHINE#m-${n}`, units: 2 }]);
-    addWrites(heat, 100, Array.from({ length: 40 }, () => ({ key: 'table:SUMMARY', units: 1 })));
-    addWrites(heat, 101, Array.from({ length: 10 }, () => ({ key: 'table:SUMMARY', units: 1 })));
+    addWrites(
+      heat,
+      100,
+      Array.from({ length: 40 }, () => ({ key: 'table:SUMMARY', units: 1 })),
+    );
+    addWrites(
+      heat,
+      101,
+      Array.from({ length: 10 }, () => ({ key: 'table:SUMMARY', units: 1 })),
+    );
     const report = heatReport(heat, 1_000);
     expect(report.max_wcu_per_s).toBe(40);
     expect(report.hottest[0]).toEqual({ key: 'table:SUMMARY', wcu_per_s: 40, at: new Date(100_000).toISOString() });
