@@ -73,9 +73,9 @@ const familyOf = (key: string): string => key.split('#')[0]!;
 
 /**
  * Families with a key per record (a machine's item and history, an instance's, a meta-instance's and its members, an
- * event's delivery, an audit target's) or per rack: a fleet ten times as large has ten times as many of them, each
- * as busy as before. Every other family has a number of keys fixed by design (the due shards, the roster buckets, the
- * summary's, a type's allocatable key, the site's items) or by the tenants (orgs, actors, days), not by the fleet.
+ * event's delivery, an audit target's): a fleet ten times as large has ten times as many of them, each as busy as
+ * before. Every other family has a number of keys fixed by design (the due shards, the roster buckets, the summary's
+ * rack partitions and counters, a type's allocatable key, the site's items) or by the tenants (orgs, actors, days).
  */
 const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
   'table:MACHINE',
@@ -85,7 +85,6 @@ const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
   'table:STALE-CHECK',
   'table:AUDIT',
   'members:META',
-  'table:SUMMARY-RACK',
 ]);
 
 export interface HotKey {
@@ -140,7 +139,7 @@ export function heatReport(heat: Heat, machines: number): PartitionHeat {
     model:
       'every change in the stream priced by DynamoDB rules (per started KB; each index the old or new image is in, 100 bytes an entry ' +
       'more; keys-only entries only when they come, go or move), by the second it was written. At 100,000 machines, the same workload in ' +
-      'the same time: a key per record or per rack keeps its rate; every other key (a number of them fixed by design) takes it times 100,000 / machines',
+      'the same time: a key per record keeps its rate; every other key (a number of them fixed by design) takes it times 100,000 / machines',
   };
 }
 

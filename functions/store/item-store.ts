@@ -5,7 +5,7 @@ import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { checkTransactionSize } from '#store/item-size.ts';
 import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
-import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
+import { COUNTER_ITEMS_PER_SHARD, counterItemsOfShard, SUMMARY_SHARDS, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
   AUDIT_KIND,
@@ -40,6 +40,7 @@ import {
   rackAggregateItem,
   SUMMARY_PARTITION,
   summaryShardItem,
+  summaryRackPartition,
   tenantItem,
   machineIdOfKey,
 } from '#store/items.ts';
@@ -446,17 +447,26 @@ export abstract class ItemStore implements FleetStore {
     return (await this.allItems({ partition: SUMMARY_PARTITION })).map(fromSummaryShardItem);
   }
 
+  /**
+   * A type's racks, or one shard's: its counter items' partitions one after another, the token holding where each
+   * stands. Up to a Query per partition a page.
+   */
   async listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>> {
-    const result = await this.queryItems(
-      {
-        partition: keys.summaryRack(machineType, '').pk,
-        // Recounting a shard must see every rack write its counters already hold.
-        ...(page.shard === undefined ? {} : { sort: { beginsWith: keys.summaryRackShardPrefix(page.shard) }, consistent: true }),
-        limit: page.limit,
-      },
-      page.nextToken,
-    );
-    return { items: result.items.map(fromRackAggregateItem), nextToken: result.nextToken };
+    const counterItems =
+      page.shard === undefined ? Array.from({ length: SUMMARY_SHARDS * COUNTER_ITEMS_PER_SHARD }, (_, i) => i) : counterItemsOfShard(page.shard);
+    // Recounting a shard must see every rack write its counters already hold.
+    const queries: ItemQuery[] = counterItems.map((item) => ({ partition: summaryRackPartition(machineType, item), consistent: page.shard !== undefined }));
+    const cursors = decodeMergedPageToken(page.nextToken, queries.length);
+    const items: Item[] = [];
+    for (const [at, query] of queries.entries()) {
+      const cursor = cursors[at];
+      if (cursor === 'done') continue;
+      const found = await this.queryItems({ ...query, limit: page.limit - items.length }, cursor ?? undefined);
+      items.push(...found.items);
+      cursors[at] = found.nextToken ?? 'done';
+      if (items.length === page.limit) break;
+    }
+    return { items: items.map(fromRackAggregateItem), nextToken: encodeMergedPageToken(cursors) };
   }
 
   /**

@@ -7,7 +7,7 @@ import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import { utcDay } from '#domain/repair-stats.ts';
-import { shardOf, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import { counterItemOf, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
 // item is in a sparse index exactly while its state says it belongs there; `dueAt` is given by the store's owner,
@@ -33,9 +33,12 @@ export const keys = {
   siteRosterDigests: { pk: 'SITE', sk: 'ROSTER' },
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
   siteSafety: { pk: 'SITE', sk: 'SAFETY' },
-  /** One type's racks, grouped by counter shard so the sweep can recount one shard; the rack map pages through them. */
-  summaryRack: (machineType: string, rack: string) => ({ pk: `SUMMARY-RACKS#${machineType}`, sk: `${shardKey(shardOf(rack))}#${rack}` }),
-  summaryRackShardPrefix: (shard: number) => `${shardKey(shard)}#`,
+  /**
+   * One type's racks, a partition per counter item (`counterItemOf`): a fleet-wide change rewrites every rack, and
+   * these spread its writes over every counter item's key instead of one per type. The sweep recounts a shard by
+   * reading its counter items' partitions; the rack map pages through them all.
+   */
+  summaryRack: (machineType: string, rack: string) => ({ pk: summaryRackPartition(machineType, counterItemOf(rack)), sk: rack }),
   /** Every type's counter shards in one partition: the summary is one bounded Query. */
   summaryShard: (machineType: string, shard: number) => ({ pk: SUMMARY_PARTITION, sk: `${machineType}#${shardKey(shard)}` }),
 };
@@ -46,6 +49,8 @@ export const SUMMARY_PARTITION = 'SUMMARY';
 export const machineIdOfKey = (pk: string): string => pk.slice('MACHINE#'.length);
 
 const shardKey = (shard: number): string => String(shard).padStart(2, '0');
+
+export const summaryRackPartition = (machineType: string, counterItem: number): string => `SUMMARY-RACKS#${machineType}#${shardKey(counterItem)}`;
 
 /**
  * The due index's partition keys. Every write that puts a record in the index, moves its time or takes it out
