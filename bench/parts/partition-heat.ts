@@ -1,5 +1,6 @@
 import { HEAT_GOAL_WCU_PER_S, type HotKey } from '../partition-heat.ts';
 import { definePart, type PartResults } from '../part.ts';
+import { ratio } from '../stats.ts';
 import { heartbeatPart } from './heartbeat.ts';
 import { scalePart } from './scale.ts';
 
@@ -23,7 +24,7 @@ function partitionHeat(results: PartResults) {
     hottest: hottest.slice(0, 10),
     modelled_100k_hottest: modelled.slice(0, 10),
     goal_wcu_per_s: HEAT_GOAL_WCU_PER_S,
-    ratio: Math.round((Math.max(max, modelledMax) / HEAT_GOAL_WCU_PER_S) * 1000) / 1000,
+    ratio: ratio(Math.max(max, modelledMax), HEAT_GOAL_WCU_PER_S),
     meets_goal: max <= HEAT_GOAL_WCU_PER_S && modelledMax <= HEAT_GOAL_WCU_PER_S,
     machines: { heartbeat: measured.heartbeat.machines, scale: measured.scale.machines },
     model: both[0]!.model,

@@ -137,6 +137,9 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   return writes;
 }
 
+/** What a partition read to its end gives. */
+const NOTHING_LEFT: ItemPage = { items: [] };
+
 /** Due entries in time order, ties by table key: the order one partition of the index holds them in. */
 const compareDueEntries = (a: Item, b: Item): number => {
   for (const name of [indexes.due.sk, 'pk', 'sk']) {
@@ -481,8 +484,7 @@ export abstract class ItemStore implements FleetStore {
     const pages = await Promise.all(
       queries.map((query, shard) => {
         const cursor = cursors[shard];
-        const empty: ItemPage = { items: [] };
-        return cursor === 'done' ? empty : this.queryItems(query, cursor ?? undefined);
+        return cursor === 'done' ? NOTHING_LEFT : this.queryItems(query, cursor ?? undefined);
       }),
     );
     const read = pages.flatMap((found, shard) => found.items.map((entry) => ({ entry, shard })));
