@@ -4,6 +4,7 @@ import { dueTimes } from '#reconcilers/registry.ts';
 import type { Change } from '#domain/change.ts';
 import type { Clock } from '#domain/model.ts';
 import { createTables } from '#local/tables.ts';
+import { heatReport, streamHeat, watchWriteTimes } from './partition-heat.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import type { AppContext, Log } from '#runtime/context.ts';
 import { inProcessBus } from '#runtime/events.ts';
@@ -146,6 +147,7 @@ export async function heartbeatCost(
   // ask DynamoDB Local for capacity (see CounterOptions.capacity).
   const registrationClient = createDocumentClient(endpoint);
   const registrationRequests = countRequests(registrationClient, { capacity: () => 'none' });
+  const writeTimes = watchWriteTimes([client, registrationClient]);
   const registrationCtx: AppContext = { ...ctx, store: new DynamoFleetStore(registrationClient, tableName, dueTimes) };
   // The 10,000-machine steps take a while: say how far they got now and then.
   const ticker = setInterval(() => progress(`heartbeat: ${requests.counts.TransactWriteItemsCommand ?? 0} transactions so far`), 15_000);
@@ -213,6 +215,7 @@ export async function heartbeatCost(
     // A walk that ends without settling them all is caught by the allocatable count below.
     const firstRosterMs = (await Promise.race([store.settled(first.changedBuckets), walking.then(() => performance.now())])) - t;
     await walking;
+    const firstRosterDone = new Date();
     const firstRunMs = performance.now() - t;
     const firstRosterJit = compiling();
     const firstWalk = subtractCost(mark(), before);
@@ -272,6 +275,8 @@ export async function heartbeatCost(
 
     const writesPerSecond = idle.writes / simulatedSeconds;
     const bulkUnitsPerChange = firstWalk.writeUnits / ids.length;
+    progress('heartbeat: reading the stream for partition heat');
+    const heat = await streamHeat(endpoint, tableName, { until: firstRosterDone, writeTimes });
     return {
       machines: ids.length,
       heartbeat_timeout: { unit: 's', value: options.timeoutSeconds },
@@ -326,6 +331,12 @@ export async function heartbeatCost(
             "machine's rack (~1.3 KB) and counter item (~2.3 KB at 10,000 machines in racks of 8: the counters of ~20 racks), each written in a transaction",
           value: round(walkCost.writeUnits / Math.max(1, livenessChanges), 3),
         },
+      },
+      partition_heat: {
+        window: 'registration and the first roster with its walk, by wall clock (the beats after them run on a simulated clock, faster than time)',
+        stream_records: heat.records,
+        stream_records_unwatched: heat.unwatched,
+        ...heatReport(heat.heat, ids.length),
       },
     };
   }

@@ -10,7 +10,11 @@ import { startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { inParallel } from '#store/in-parallel.ts';
+import { parseSiteConfig } from '#config/site-config.ts';
+import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
 import { countRequests } from './counter.ts';
+import { siteStartFloorMs } from './site-start-floor.ts';
+import { heatReport, streamHeat, watchWriteTimes, type WriteTimes } from './partition-heat.ts';
 import { ratio, round, summarize } from './stats.ts';
 
 export interface ScaleSoakOptions {
@@ -41,6 +45,9 @@ export const defaultScaleSoakOptions: ScaleSoakOptions = {
   heartbeatIntervalSeconds: 2,
   heartbeatTimeoutSeconds: 15,
 };
+
+/** From the API answering until every machine is allocatable, against the floor of that (site-start-floor.ts). */
+export const SITE_START_GOAL_RATIO = 2;
 
 const MACHINE_TYPES = ['gb200', 'h100'] as const;
 const RACK_SIZE = 20;
@@ -147,15 +154,27 @@ export function checkInvariants(input: { machines: Machine[]; instances: Instanc
 
 export async function scaleSoak(endpoint: string, id: string, options: ScaleSoakOptions, progress: (line: string) => void) {
   const tableName = `bench-scale-${id}`;
+  const floorMs = await siteStartFloorMs(endpoint, id, parseSiteConfig(scaleSiteToml(options), 'scale site').simulator.machines);
+  progress(`scale: the site start's floor, every machine put allocatable: ${floorMs} ms`);
   const setupStarted = performance.now();
+  // When each phase began, by wall clock: the hottest keys' seconds fall in one of them.
+  const marks: Record<string, string> = { site_starting: new Date().toISOString() };
+  const mark = (phase: string) => {
+    marks[phase] = new Date().toISOString();
+  };
+  let writeTimes: WriteTimes | undefined;
   const { site, siteLog } = await startBenchSite({
     endpoint,
     tableName,
+    onStoreClient: (client) => {
+      writeTimes = watchWriteTimes([client]);
+    },
     toml: scaleSiteToml(options),
     sweepIntervalMs: options.sweepIntervalMs,
     onLine: (line) => warnsOrFails(line) && progress(`scale site: ${line}`),
   });
   const siteUpS = round((performance.now() - setupStarted) / 1000, 1);
+  mark('site_up');
   try {
     progress(`scale: site up with ${options.machines} machines in ${siteUpS} s`);
     // The bench's own reads go through a store of their own, outside the site's meter.
@@ -208,6 +227,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       1_000,
     );
     const fleetAllocatableS = round((performance.now() - setupStarted) / 1000 - siteUpS, 1);
+    mark('fleet_allocatable');
     // What the summary counts, checked once on the machines themselves: every one live and in the allocatable index
     // (paged: one Query page stops at 1 MB, about 3,000 machines).
     const fleet = await everything((page) => observer.listMachines(page));
@@ -282,6 +302,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     const meter = countRequests(site.storeClient);
     const meterBefore = { ...meter.total };
     const churnStarted = performance.now();
+    mark('churn_started');
     const deadline = churnStarted + options.churnSeconds * 1000;
     measuring = true;
 
@@ -379,6 +400,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     await Promise.all([...Array.from({ length: options.apiWorkers }, (_, w) => worker(w)), failing]);
     measuring = false;
     const churnMinutes = (performance.now() - churnStarted) / 60_000;
+    mark('churn_over');
     const meterAfter = { ...meter.total };
     progress(`scale: churn over after ${round(churnMinutes * 60, 1)} s; ${failures.length} failures, checking invariants`);
 
@@ -392,6 +414,8 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       Promise.all(orgs.map((org) => everything((page) => observer.listInstances(org, page)))).then((lists) => lists.flat()),
     ]);
     const invariants = checkInvariants({ machines, instances, metas, failures });
+    progress('scale: reading the stream for partition heat');
+    const heat = await streamHeat(endpoint, tableName, writeTimes ? { writeTimes } : {});
 
     const allCalls = Object.values(latencies).flat();
     const replacedMs = failures.filter((f) => f.replacedMs !== undefined).map((f) => f.replacedMs!);
@@ -420,6 +444,12 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
           'machine allocatable (`GET /admin/fleet/summary` every second; the machines themselves checked once after)',
         site_up_s: siteUpS,
         fleet_allocatable_after_up_s: fleetAllocatableS,
+        floor_s: round(floorMs / 1000, 1),
+        ratio_to_floor: ratio(fleetAllocatableS * 1000, floorMs),
+        goal_ratio_to_floor: SITE_START_GOAL_RATIO,
+        floor:
+          'the same machine items as the first roster leaves them (live, allocatable), one conditional PutItem each, ' +
+          `${SEPARATE_IN_FLIGHT} in flight, on the part's DynamoDB Local fresh (before the site starts; its table deleted after)`,
       },
       churn_s: round(churnMinutes * 60, 1),
       api: {
@@ -442,6 +472,13 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       },
       failures: { planned: failureCount, injected: failures.length, replaced: replacedMs.length, share_of_fleet: ratio(failures.length, options.machines) },
       invariants,
+      partition_heat: {
+        window: "the whole soak: registration, the first roster, the standing load, the churn, the quiet after (the site's stream, every record)",
+        phases: marks,
+        stream_records: heat.records,
+        stream_records_unwatched: heat.unwatched,
+        ...heatReport(heat.heat, options.machines),
+      },
     };
   } finally {
     await site.stop();

@@ -1,3 +1,4 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { parseSiteConfig } from '#config/site-config.ts';
 import { textLines } from '#local/log-sink.ts';
 import { startLocalSite, type LocalSite } from '#local/runner.ts';
@@ -42,6 +43,8 @@ export interface BenchSiteOptions {
   containerPerRequest?: boolean;
   /** Each line the site logs, for the part to report or count what concerns it. */
   onLine?: (line: string) => void;
+  /** The store's DynamoDB client, before the site's first request (registration included). */
+  onStoreClient?: (client: DynamoDBDocumentClient) => void;
 }
 
 /** Lines of the site's log kept for an error message. */
@@ -57,6 +60,7 @@ export async function startBenchSite(o: BenchSiteOptions): Promise<{ site: Local
     sweepIntervalMs: o.sweepIntervalMs,
     ...(o.streamPoller === undefined ? {} : { streamPoller: o.streamPoller }),
     ...(o.containerPerRequest === undefined ? {} : { containerPerRequest: o.containerPerRequest }),
+    ...(o.onStoreClient === undefined ? {} : { onStoreClient: o.onStoreClient }),
     log: textLines((line) => {
       siteLog.push(line);
       if (siteLog.length > KEPT_LINES) siteLog.shift();

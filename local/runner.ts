@@ -63,6 +63,8 @@ export interface LocalSiteOptions {
   ids?: IdSource;
   /** Register the simulator's demo fleet at start. Default true. */
   registerFleet?: boolean;
+  /** Called with the store's DynamoDB client before its first request (the bench's meters). */
+  onStoreClient?: (client: DynamoDBDocumentClient) => void;
   /**
    * Run the stream poller (the stream reactions). Default true. False leaves the sweep as the only reconciler, as if
    * the stream handler did nothing (the bench's sweep-alone comparison); `streamIdle` then resolves at once.
@@ -194,6 +196,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       : undefined;
     const storeClient = createDocumentClient(endpoint);
     recorder?.instrument(storeClient, 'dynamodb');
+    options.onStoreClient?.(storeClient);
     if (options.awsSemantics?.modes.includes('throttle')) {
       injectThrottles(storeClient, { share: options.awsSemantics.throttleShare, random: randomFor(options.awsSemantics, 'throttle') });
     }

@@ -6,6 +6,7 @@ import { heartbeatPart } from './heartbeat.ts';
 import { hostPart } from './host.ts';
 import { metaPart } from './meta.ts';
 import { monthlyCostPart } from './monthly-cost.ts';
+import { partitionHeatPart } from './partition-heat.ts';
 import { placementPart } from './placement.ts';
 import { scalePart } from './scale.ts';
 import { sweepPart } from './sweep.ts';
@@ -24,4 +25,5 @@ export const parts: readonly AnyPart[] = [
   scalePart,
   workflowsPart,
   monthlyCostPart,
+  partitionHeatPart,
 ];

@@ -34,6 +34,13 @@ export const scalePart = definePart({
     failure_to_replacement_ready_median: scale.reconcile_lag.failure_to_replacement_ready.all?.median ?? null,
     read_units_per_minute: scale.dynamodb_per_minute.read_units,
     write_units_per_minute: scale.dynamodb_per_minute.write_units,
+    site_start: {
+      fleet_allocatable_after_up_s: scale.site_start.fleet_allocatable_after_up_s,
+      floor_s: scale.site_start.floor_s,
+      ratio_to_floor: scale.site_start.ratio_to_floor,
+      goal_ratio_to_floor: scale.site_start.goal_ratio_to_floor,
+      meets_goal: scale.site_start.ratio_to_floor <= scale.site_start.goal_ratio_to_floor,
+    },
     failures_replaced: `${scale.failures.replaced}/${scale.failures.injected}`,
     invariants_hold: scale.invariants.ok,
   }),

@@ -5,12 +5,12 @@ import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { checkTransactionSize } from '#store/item-size.ts';
 import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
-import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
+import { COUNTER_ITEMS_PER_SHARD, counterItemsOfShard, SUMMARY_SHARDS, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
   AUDIT_KIND,
   eventDayPartition,
-  DUE_PARTITION,
+  duePartitions,
   allocatableRackPrefix,
   auditActorPartition,
   auditItem,
@@ -40,12 +40,13 @@ import {
   rackAggregateItem,
   SUMMARY_PARTITION,
   summaryShardItem,
+  summaryRackPartition,
   tenantItem,
   machineIdOfKey,
   positionedOutboxEntryOf,
 } from '#store/items.ts';
 import type { OutboxWindow } from '#domain/outbox.ts';
-import type { Listing, Page } from '#store/paging.ts';
+import { decodeMergedPageToken, encodeMergedPageToken, encodePageToken, type Listing, type Page, type PartitionCursor } from '#store/paging.ts';
 import {
   StaleWriteError,
   type AuditFilter,
@@ -140,6 +141,18 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   checkTransactionSize(writes.map((write) => write.put));
   return writes;
 }
+
+/** What a partition read to its end gives. */
+const NOTHING_LEFT: ItemPage = { items: [] };
+
+/** Due entries in time order, ties by table key: the order one partition of the index holds them in. */
+const compareDueEntries = (a: Item, b: Item): number => {
+  for (const name of [indexes.due.sk, 'pk', 'sk']) {
+    const [x, y] = [String(a[name]), String(b[name])];
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+};
 
 const catalogOf = (item: Item | undefined): Catalog => (item ? { types: item.types as Catalog['types'], version: item.version as number } : emptyCatalog());
 
@@ -495,26 +508,56 @@ export abstract class ItemStore implements FleetStore {
     return (await this.allItems({ partition: SUMMARY_PARTITION })).map(fromSummaryShardItem);
   }
 
+  /**
+   * A type's racks, or one shard's: its counter items' partitions one after another, the token holding where each
+   * stands. Up to a Query per partition a page.
+   */
   async listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>> {
-    const result = await this.queryItems(
-      {
-        partition: keys.summaryRack(machineType, '').pk,
-        // Recounting a shard must see every rack write its counters already hold.
-        ...(page.shard === undefined ? {} : { sort: { beginsWith: keys.summaryRackShardPrefix(page.shard) }, consistent: true }),
-        limit: page.limit,
-      },
-      page.nextToken,
-    );
-    return { items: result.items.map(fromRackAggregateItem), nextToken: result.nextToken };
+    const counterItems =
+      page.shard === undefined ? Array.from({ length: SUMMARY_SHARDS * COUNTER_ITEMS_PER_SHARD }, (_, i) => i) : counterItemsOfShard(page.shard);
+    // Recounting a shard must see every rack write its counters already hold.
+    const queries: ItemQuery[] = counterItems.map((item) => ({ partition: summaryRackPartition(machineType, item), consistent: page.shard !== undefined }));
+    const cursors = decodeMergedPageToken(page.nextToken, queries.length);
+    const items: Item[] = [];
+    for (const [at, query] of queries.entries()) {
+      const cursor = cursors[at];
+      if (cursor === 'done') continue;
+      const found = await this.queryItems({ ...query, limit: page.limit - items.length }, cursor ?? undefined);
+      items.push(...found.items);
+      cursors[at] = found.nextToken ?? 'done';
+      if (items.length === page.limit) break;
+    }
+    return { items: items.map(fromRackAggregateItem), nextToken: encodeMergedPageToken(cursors) };
   }
 
-  /** Costs what is due, not what the fleet holds. */
+  /**
+   * Costs what is due, not what the fleet holds: one Query of each due shard (keys only), merged by due time. Each
+   * shard is read up to the page's limit, so the earliest `limit` of them all are among what was read; the token
+   * holds where each shard stands.
+   */
   async dueEntities(now: Date, page: PageRequest): Promise<Page<DueEntry>> {
-    const result = await this.queryItems(
-      { index: indexes.due, partition: DUE_PARTITION, sort: { atMost: now.toISOString() }, limit: page.limit },
-      page.nextToken,
+    const sort = { atMost: now.toISOString() };
+    const queries: ItemQuery[] = duePartitions.map((partition) => ({ index: indexes.due, partition, sort, limit: page.limit, entriesOnly: true }));
+    const cursors = decodeMergedPageToken(page.nextToken, queries.length);
+    const pages = await Promise.all(
+      queries.map((query, shard) => {
+        const cursor = cursors[shard];
+        return cursor === 'done' ? NOTHING_LEFT : this.queryItems(query, cursor ?? undefined);
+      }),
     );
-    return { items: result.items.map(dueEntryOf), nextToken: result.nextToken };
+    const read = pages.flatMap((found, shard) => found.items.map((entry) => ({ entry, shard })));
+    const taken = read.sort((a, b) => compareDueEntries(a.entry, b.entry)).slice(0, page.limit);
+    const next = cursors.map((cursor, shard): PartitionCursor => {
+      if (cursor === 'done') return cursor;
+      const mine = taken.filter((t) => t.shard === shard);
+      const found = pages[shard]!;
+      if (mine.length === found.items.length && !found.nextToken) return 'done';
+      const last = mine.at(-1)?.entry;
+      if (!last) return cursor;
+      const query = queries[shard]!;
+      return encodePageToken(listingOf(query), Object.fromEntries(keyAttributesOf(query).map((name) => [name, last[name]]))) ?? null;
+    });
+    return { items: taken.map((t) => dueEntryOf(t.entry)), nextToken: encodeMergedPageToken(next) };
   }
 
   private async allItems(query: ItemQuery): Promise<Item[]> {

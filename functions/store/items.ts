@@ -7,7 +7,7 @@ import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import { utcDay } from '#domain/repair-stats.ts';
-import { shardOf, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import { counterItemOf, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
 // item is in a sparse index exactly while its state says it belongs there; `dueAt` is given by the store's owner,
@@ -37,9 +37,12 @@ export const keys = {
   siteLease: (name: string) => ({ pk: 'SITE', sk: `LEASE#${name}` }),
   /** How far the sweep's outbox fallback has looked (domain/outbox.ts). */
   siteOutboxCursor: { pk: 'SITE', sk: 'OUTBOX-CURSOR' },
-  /** One type's racks, grouped by counter shard so the sweep can recount one shard; the rack map pages through them. */
-  summaryRack: (machineType: string, rack: string) => ({ pk: `SUMMARY-RACKS#${machineType}`, sk: `${shardKey(shardOf(rack))}#${rack}` }),
-  summaryRackShardPrefix: (shard: number) => `${shardKey(shard)}#`,
+  /**
+   * One type's racks, a partition per counter item (`counterItemOf`): a fleet-wide change rewrites every rack, and
+   * these spread its writes over every counter item's key instead of one per type. The sweep recounts a shard by
+   * reading its counter items' partitions; the rack map pages through them all.
+   */
+  summaryRack: (machineType: string, rack: string) => ({ pk: summaryRackPartition(machineType, counterItemOf(rack)), sk: rack }),
   /** Every type's counter shards in one partition: the summary is one bounded Query. */
   summaryShard: (machineType: string, shard: number) => ({ pk: SUMMARY_PARTITION, sk: `${machineType}#${shardKey(shard)}` }),
 };
@@ -51,7 +54,24 @@ export const machineIdOfKey = (pk: string): string => pk.slice('MACHINE#'.length
 
 const shardKey = (shard: number): string => String(shard).padStart(2, '0');
 
-export const DUE_PARTITION = 'DUE';
+export const summaryRackPartition = (machineType: string, counterItem: number): string => `SUMMARY-RACKS#${machineType}#${shardKey(counterItem)}`;
+
+/**
+ * The due index's partition keys. Every write that puts a record in the index, moves its time or takes it out
+ * writes one of them: spread over shards by a hash of the record's key, a fleet-wide burst (every machine due at
+ * once) is a few hundred write units per shard, not all of them on one key. The sweep reads every shard.
+ */
+export const DUE_SHARDS = 32;
+export const duePartitions: readonly string[] = Array.from({ length: DUE_SHARDS }, (_, shard) => `DUE#${String(shard).padStart(2, '0')}`);
+
+/** FNV-1a of the record's partition key: the same record always lands in the same shard. */
+export function duePartitionOf(pk: string): string {
+  let hash = 0x811c9dc5;
+  for (const char of pk) hash = Math.imul(hash ^ char.charCodeAt(0), 0x01000193) >>> 0;
+  return duePartitions[hash % DUE_SHARDS]!;
+}
+
+const dueAttributes = (pk: string, dueAt: string | undefined): Item => (dueAt ? { duePk: duePartitionOf(pk), dueAt } : {});
 export const AUDIT_KIND = 'AUDIT';
 export const auditTargetPartition = (target: string) => `AUDIT#${target}`;
 export const auditActorPartition = (actor: string) => `ACTOR#${actor}`;
@@ -104,7 +124,7 @@ export function machineItem(machine: Machine, dueAt: string | undefined): Item {
     kind: 'MACHINE',
     kindSk: machine.id,
     ...(inAllocatableIndex(machine) ? { allocPk: `ALLOC#${machine.machineType}`, allocSk: allocatableSortKey(machine.rack, machine.id) } : {}),
-    ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
+    ...dueAttributes(keys.machine(machine.id).pk, dueAt),
     ...(repair ? { repairPk: REPAIR_PARTITION, repairSince: `${repair.stage}#${repair.since}#${machine.id}` } : {}),
     ...machine,
   };
@@ -116,7 +136,7 @@ export function instanceItem(instance: Instance, dueAt: string | undefined): Ite
     entity: 'instance',
     orgPk: `ORG#${instance.org}#INSTANCE`,
     orgSk: `${instance.createdAt}#${instance.id}`,
-    ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
+    ...dueAttributes(keys.instance(instance.id).pk, dueAt),
     // The members index holds a meta-instance's members until they are Terminated: a finished member is never
     // looked at again, and the meta-instance reconciler reads this index on every pass.
     ...(instance.metaInstanceId && instance.status !== 'Terminated' ? { memberOf: `META#${instance.metaInstanceId}`, memberSk: instance.id } : {}),
@@ -132,7 +152,7 @@ export function metaInstanceItem(meta: MetaInstance, dueAt: string | undefined):
     ...keys.metaInstance(meta.id),
     entity: 'meta-instance',
     ...(listed ? { kind: 'META', kindSk: `${meta.createdAt}#${meta.id}`, orgPk: `ORG#${meta.org}#META`, orgSk: `${meta.createdAt}#${meta.id}` } : {}),
-    ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
+    ...dueAttributes(keys.metaInstance(meta.id).pk, dueAt),
     ...(waiting ? { waitPk: `WAIT#${meta.machineType}`, waitSk: `${meta.waitingSince ?? meta.createdAt}#${meta.id}` } : {}),
     ...meta,
   };
@@ -143,7 +163,7 @@ export function tenantItem(tenant: Tenant): Item {
 }
 
 export function rosterBucketItem(bucket: RosterBucket, dueAt: string | undefined): Item {
-  return { ...keys.rosterBucket(bucket.id), entity: 'roster-bucket', ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}), ...bucket };
+  return { ...keys.rosterBucket(bucket.id), entity: 'roster-bucket', ...dueAttributes(keys.rosterBucket(bucket.id).pk, dueAt), ...bucket };
 }
 
 export const staleCheckItem = (check: StaleCheck): Item => ({ ...keys.staleCheck(check.id), entity: 'stale-check', ...check });
@@ -218,5 +238,17 @@ export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item)
 export const fromRackAggregateItem = (item: Item): RackAggregate => strip<RackAggregate>(item);
 export const fromSummaryShardItem = (item: Item): SummaryShard => strip<SummaryShard>(item);
 
-/** What a due-index entry points at: the record's own entity (the sweep delivers it to its watchers again). */
-export const dueEntryOf = (item: Item): DueEntry => ({ entity: String(item.entity), id: String(item.id) });
+/** The records the due index holds, by the prefix of their partition key (`keys`). */
+const dueEntityOfPrefix: Record<string, string> = { MACHINE: 'machine', INSTANCE: 'instance', META: 'meta-instance', ROSTER: 'roster-bucket' };
+
+/**
+ * What a due-index entry points at: the record's own entity and id (the sweep delivers it to its watchers again),
+ * read from its table key, which is all the keys-only index holds.
+ */
+export function dueEntryOf(entry: Item): DueEntry {
+  const pk = String(entry.pk);
+  const at = pk.indexOf('#');
+  const entity = dueEntityOfPrefix[pk.slice(0, at)];
+  if (at < 0 || entity === undefined) throw new Error(`the due index holds ${pk}, which is no record the sweep knows`);
+  return { entity, id: pk.slice(at + 1) };
+}

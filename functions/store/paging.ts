@@ -77,3 +77,25 @@ const listingDigest = (listing: Listing) =>
     .update(JSON.stringify([listing.index, listing.partition, listing.scope ?? null]))
     .digest('base64url')
     .slice(0, 22);
+
+/** Where a listing merged from several partitions stands in one of them: not begun, a page token in it, or read to its end. */
+export type PartitionCursor = string | null | 'done';
+
+/**
+ * A page token of a listing merged from `count` partitions: one cursor per partition, each a page token of that
+ * partition's own listing (checked by decodePageToken when it is used).
+ */
+export function encodeMergedPageToken(cursors: readonly PartitionCursor[]): string | undefined {
+  if (cursors.every((cursor) => cursor === 'done')) return undefined;
+  return Buffer.from(JSON.stringify({ cursors })).toString('base64url');
+}
+
+export function decodeMergedPageToken(token: string | undefined, count: number): PartitionCursor[] {
+  if (token === undefined) return Array.from({ length: count }, () => null);
+  const decoded = parseToken(token);
+  if (!isRecord(decoded) || !hasExactly(decoded, ['cursors'])) throw invalidPageToken('not a page token');
+  const cursors = decoded.cursors;
+  const valid = (cursor: unknown) => cursor === null || (typeof cursor === 'string' && cursor !== '');
+  if (!Array.isArray(cursors) || cursors.length !== count || !cursors.every(valid)) throw invalidPageToken('not a token of this listing');
+  return cursors as PartitionCursor[];
+}

@@ -16,8 +16,12 @@ export const indexes = {
   byKind: { name: 'byKind', pk: 'kind', sk: 'kindSk', projection: 'KEYS_ONLY' },
   /** A tenant org's instances, newest first by createdAt. */
   byOrg: { name: 'byOrg', pk: 'orgPk', sk: 'orgSk', projection: 'ALL' },
-  /** The sweep's work queue: items with something due at `dueAt` (pk `DUE`). */
-  due: { name: 'due', pk: 'duePk', sk: 'dueAt', projection: 'ALL' },
+  /**
+   * The sweep's work queue: items with something due at `dueAt`, spread over shards (pk `DUE#<nn>`, items.ts
+   * `duePartitionOf`). Keys only: the sweep re-reads each record it redelivers, so an item's other changes never
+   * write the index.
+   */
+  due: { name: 'due', pk: 'duePk', sk: 'dueAt', projection: 'KEYS_ONLY' },
   /** Machines carrying a `repair-request`, oldest request first: what repair tenants claim, and stuck repairs. */
   repairRequested: { name: 'repairRequested', pk: 'repairPk', sk: 'repairSince', projection: 'ALL' },
   /** A meta-instance's members: instances carrying its id (pk `META#<id>`). The binding lives on the instance. */

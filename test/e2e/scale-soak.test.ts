@@ -36,5 +36,12 @@ describe('scale soak, small', () => {
     expect(report.reconcile_lag.create_to_ready.samples + report.reconcile_lag.release_to_terminated.samples).toBeGreaterThan(0);
     expect(report.dynamodb_per_minute.write_units).toBeGreaterThan(0);
     expect(report.dynamodb_per_minute.read_units).toBeGreaterThan(0);
+    // The site's start beside its floor, and every write of the soak in the heat meter, each at its second.
+    expect(report.site_start.floor_s).toBeGreaterThan(0);
+    expect(report.site_start.ratio_to_floor).toBeCloseTo((report.site_start.fleet_allocatable_after_up_s * 1000) / (report.site_start.floor_s * 1000), 0);
+    expect(report.partition_heat.stream_records).toBeGreaterThan(60);
+    expect(report.partition_heat.stream_records_unwatched).toBe(0);
+    expect(report.partition_heat.hottest[0]!.wcu_per_s).toBe(report.partition_heat.max_wcu_per_s);
+    expect(report.partition_heat.max_wcu_per_s).toBeGreaterThan(0);
   }, 60_000);
 });

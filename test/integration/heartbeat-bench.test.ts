@@ -13,6 +13,10 @@ describe('bench heartbeat part at 300 machines', () => {
     expect(result.initial_roster.allocatable).toBe(300);
     expect(result.goals.idle_writes_per_second).toMatchObject({ goal: 0.2, meets_goal: true });
     expect(result.idle.buckets_changed).toBe(0);
+    // Registration and the first roster in the heat meter: every machine written, none at a second no client saw.
+    expect(result.partition_heat.stream_records).toBeGreaterThanOrEqual(2 * 300);
+    expect(result.partition_heat.stream_records_unwatched).toBe(0);
+    expect(result.partition_heat.hottest.map((hot) => hot.key)).toContain('byKind:MACHINE');
     expect(result.changing_roster.liveness_changes).toBeGreaterThanOrEqual(options.stopMachines);
     for (const figure of Object.values(result.goals)) {
       expect(figure.ratio).toBeCloseTo(figure.value / figure.goal, 2);

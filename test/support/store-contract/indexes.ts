@@ -6,6 +6,7 @@ import { assignInstance, releaseInstance } from '#domain/instances.ts';
 import { registerMachine } from '#domain/machines.ts';
 import type { HealthOverride, Machine } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
+import { duePartitionOf, keys } from '#store/items.ts';
 import type { FleetStore } from '#store/port.ts';
 import { aMetaInstance, aRepairRequest, T0 } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';
@@ -203,6 +204,46 @@ export function indexesContract(kit: ContractKit): void {
         history: [],
       });
       expect(await due(now)).not.toContain('instance:due-i-pending');
+    });
+
+    it('is read across its shards: pages in due-time order, each going on where every shard stopped, none twice', async () => {
+      const fresh = await newStore();
+      const now = at(3_600_000);
+      const ids = Array.from({ length: 40 }, (_, n) => `shard-m-${String(n).padStart(2, '0')}`);
+      // Leases that ran out one second apart: due in the order of their ids.
+      const expired = (id: string, n: number) =>
+        create(
+          machine(id, {
+            state: 'Cleanup',
+            instanceId: `x-${id}`,
+            cleanup: { instanceId: `x-${id}`, phase: 'requested', attempts: 1, leaseUntil: iso(addMs(at(0), (n + 1) * 1_000)) },
+          }),
+        );
+      await fresh.commit({ machines: ids.map(expired), history: [] });
+      expect(new Set(ids.map((id) => duePartitionOf(keys.machine(id).pk))).size).toBeGreaterThan(10);
+
+      const paged: string[] = [];
+      let nextToken: string | undefined;
+      do {
+        const page = await fresh.dueEntities(now, { limit: 6, nextToken });
+        expect(page.items.length).toBeLessThanOrEqual(6);
+        paged.push(...page.items.map((ref) => ref.id));
+        nextToken = page.nextToken;
+      } while (nextToken && paged.length < 100);
+      expect(paged).toEqual(ids);
+      // Bounded by the time asked for, in every shard.
+      expect((await fresh.dueEntities(addMs(at(0), 10_500), { limit: 100 })).items.map((ref) => ref.id)).toEqual(ids.slice(0, 10));
+
+      const first = await fresh.dueEntities(now, { limit: 6 });
+      const cursors = JSON.parse(Buffer.from(first.nextToken!, 'base64url').toString('utf8')).cursors as Array<string | null>;
+      const tampered = (edit: (all: Array<string | null>) => unknown) => Buffer.from(JSON.stringify({ cursors: edit([...cursors]) })).toString('base64url');
+      for (const token of ['garbage', tampered((all) => all.slice(1)), tampered((all) => all.map(() => 7))]) {
+        await expect(fresh.dueEntities(now, { limit: 6, nextToken: token })).rejects.toMatchObject({ status: 422, code: 'invalid-page-token' });
+      }
+      // A shard's cursor moved to another shard is no token of that shard's listing.
+      const moved = cursors.findIndex((cursor) => typeof cursor === 'string' && cursor !== 'done');
+      const swapped = tampered((all) => all.map((cursor, shard) => (shard === (moved + 1) % all.length ? all[moved] : cursor)));
+      await expect(fresh.dueEntities(now, { limit: 6, nextToken: swapped })).rejects.toMatchObject({ status: 422, code: 'invalid-page-token' });
     });
   });
 

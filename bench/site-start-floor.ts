@@ -1,0 +1,41 @@
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { livenessChange } from '#domain/heartbeat.ts';
+import { registerMachine } from '#domain/machines.ts';
+import { demoFleet } from '#local/site-agent/demo-fleet.ts';
+import { createTables } from '#local/tables.ts';
+import { dueTimes } from '#reconcilers/registry.ts';
+import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
+import { createDocumentClient } from '#store/client.ts';
+import { inParallel } from '#store/in-parallel.ts';
+import { writesOf } from '#store/item-store.ts';
+import { round } from './stats.ts';
+
+// The floor of a whole site's start: from the moment its API answers until every machine is allocatable, the least
+// any implementation must do is write each machine as allocatable, once, without overwriting one that exists. Here:
+// one conditional PutItem per machine (`attribute_not_exists`), each item as the first roster leaves it (registered,
+// then live, written by the store's own item functions), as many in flight as the runner sends separate writes.
+
+/** ms to put every machine of `groups` allocatable, on a table of its own on `endpoint` (deleted after). */
+export async function siteStartFloorMs(endpoint: string, id: string, groups: Array<{ type: string; count: number; racks: number }>): Promise<number> {
+  const names = { table: `site-start-floor-${id}`, idempotencyTable: `site-start-floor-${id}-idempotency` };
+  await createTables(endpoint, names);
+  const now = new Date();
+  const items = demoFleet(groups).map((m) => {
+    const registered = registerMachine(null, { id: m.id, machineType: m.machineType, rack: m.rack }, 'bench', now)!.machines![0]!.after;
+    const live = livenessChange(registered, true, undefined, now)!;
+    return writesOf({ machines: [{ before: null, after: live }], history: [] }, () => '', dueTimes)[0]!.put;
+  });
+  const client = createDocumentClient(endpoint);
+  const started = performance.now();
+  await inParallel(items, SEPARATE_IN_FLIGHT, async (Item) => {
+    await client.send(new PutCommand({ TableName: names.table, Item, ConditionExpression: 'attribute_not_exists(pk)' }));
+  });
+  const ms = round(performance.now() - started, 1);
+  // Its items must not slow the site down that follows on the same DynamoDB Local.
+  const dynamo = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  for (const table of [names.table, names.idempotencyTable]) await dynamo.send(new DeleteTableCommand({ TableName: table }));
+  dynamo.destroy();
+  client.destroy();
+  return ms;
+}
