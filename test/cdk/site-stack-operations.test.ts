@@ -229,14 +229,15 @@ describe('IAM', () => {
     expect(actionsOf(stream).has('dynamodb:GetRecords')).toBe(true);
     expect(JSON.stringify(stream)).not.toContain(logicalIdOf(stack.idempotencyTable));
     const sweep = statementsOf(stack.sweepFunction.role);
-    // The sweep puts only its own follow-ups on the bus, never a repair event; the stream only repair events.
+    // The sweep puts its own follow-ups on the bus, and repair events the stream left undelivered (its outbox
+    // fallback); the stream only repair events.
     const putsOf = (statements: typeof sweep) => statements.filter((statement) => [statement.Action].flat().includes('events:PutEvents'));
     const onlyFrom = (source: string) =>
       expect.objectContaining({
         Resource: { 'Fn::GetAtt': [logicalIdOf(stack.bus), 'Arn'] },
         Condition: { 'ForAllValues:StringEquals': { 'events:source': [source] }, Null: { 'events:source': 'false' } },
       });
-    expect(putsOf(sweep)).toEqual([onlyFrom(SWEEP_FOLLOW_UP.source)]);
+    expect(putsOf(sweep)).toEqual([onlyFrom(SWEEP_FOLLOW_UP.source), onlyFrom(EVENT_SOURCE)]);
     expect(putsOf(stream)).toEqual([onlyFrom(EVENT_SOURCE)]);
     expect(actionsOf(sweep).has('dynamodb:GetRecords')).toBe(false);
     expect(JSON.stringify(sweep)).not.toContain(logicalIdOf(stack.idempotencyTable));
