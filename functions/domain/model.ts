@@ -1,4 +1,5 @@
 import type { HealthAlert, HealthOverride, Issue } from '#domain/responses.ts';
+import type { InstanceMaintenanceNotice } from '#domain/maintenance.ts';
 import type { RepairLog } from '#domain/safety.ts';
 
 // The records Fleetward keeps. Pure data: the store maps them to DynamoDB items, the API to JSON.
@@ -97,6 +98,8 @@ export interface Instance {
   /** Placed to replace a failed meta-instance member: counts against the site's replacement cap while Provisioning. */
   replacement?: boolean;
   creation: InstanceCreation;
+  /** The open maintenance of its machine: the tenant must hand it back by the notice's deadline. */
+  maintenance?: InstanceMaintenanceNotice;
   /** The API request that last changed it (stamped by the store on that request's behalf; see domain/request-id.ts). */
   lastRequestId?: string;
   createdBy: string;
