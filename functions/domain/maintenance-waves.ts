@@ -1,14 +1,6 @@
 import type { Change, Versioned } from '#domain/change.ts';
 import { maintenanceEvent, maintenanceMachineEvent } from '#domain/maintenance-events.ts';
-import {
-  failuresOf,
-  isOpen,
-  orgHandBackBy,
-  type InstanceMaintenanceNotice,
-  type Maintenance,
-  type MaintenanceMachine,
-  type MaintenanceRules,
-} from '#domain/maintenance.ts';
+import { failuresOf, isOpen, orgHandBackBy, type InstanceMaintenanceNotice, type Maintenance, type MaintenanceMachine } from '#domain/maintenance.ts';
 import type { HealthOverride, HistoryEntry, Instance, Machine } from '#domain/model.ts';
 import { buildOverride, withOverride, withoutOverride } from '#domain/overrides.ts';
 import { addMs, iso } from '#domain/time.ts';
@@ -189,19 +181,53 @@ export function admissible(maintenance: Maintenance, machines: Map<string, Machi
   return maintenance.machineIds.filter((id) => maintenance.machines[id]?.phase === 'waiting' && free(machines.get(id))).slice(0, room);
 }
 
-/** Admitting machines: `in-maintenance` from now; the agent is asked to do the work once this has committed. */
-export function admit(maintenance: Maintenance, ids: string[], now: Date): Change {
+/** Admitted machines whose start the agent never answered before the lease lapsed: asked again. */
+export const unansweredStarts = (maintenance: Maintenance, now: Date): string[] =>
+  maintenance.machineIds.filter((id) => {
+    const m = maintenance.machines[id];
+    return m?.phase === 'in-maintenance' && !m.accepted && m.leaseUntil !== undefined && m.leaseUntil <= iso(now);
+  });
+
+/**
+ * Admitting machines (or asking again about unanswered ones): `in-maintenance` from now, under a lease; the agent is
+ * asked to do the work once this has committed.
+ */
+export function admit(maintenance: Maintenance, ids: string[], now: Date, leaseMs: number): Change {
   const at = iso(now);
+  const leaseUntil = iso(addMs(now, leaseMs));
   const course = { ...maintenance.machines };
-  for (const id of ids) course[id] = { ...course[id]!, phase: 'in-maintenance', startedAt: at };
-  const history: HistoryEntry[] = ids.map((id) => ({
-    machineId: id,
-    at,
-    actor: ACTOR,
-    action: 'maintenance-started',
-    message: `maintenance ${maintenance.id} started`,
-  }));
+  const history: HistoryEntry[] = [];
+  for (const id of ids) {
+    const again = course[id]!.phase === 'in-maintenance';
+    course[id] = { ...course[id]!, phase: 'in-maintenance', startedAt: again ? course[id]!.startedAt! : at, leaseUntil };
+    if (!again) history.push({ machineId: id, at, actor: ACTOR, action: 'maintenance-started', message: `maintenance ${maintenance.id} started` });
+  }
   return { history, maintenances: [step(maintenance, now, { machines: course })] };
+}
+
+/**
+ * The agent's answers to the starts: accepted work awaits its report; a refused start fails the machine as a
+ * failed report would. Null when nothing changes (the machines moved on meanwhile).
+ */
+export function settleStarts(maintenance: Maintenance, answers: Array<{ machine: Machine; accepted: boolean; reason?: string }>, now: Date): Change | null {
+  let current = maintenance;
+  let machines: Versioned<Machine>[] = [];
+  let history: HistoryEntry[] = [];
+  for (const answer of answers) {
+    const course = current.machines[answer.machine.id];
+    if (course?.phase !== 'in-maintenance' || course.accepted) continue;
+    if (answer.accepted) {
+      const { leaseUntil: _settled, ...rest } = course;
+      current = { ...current, machines: { ...current.machines, [answer.machine.id]: { ...rest, accepted: true } } };
+      continue;
+    }
+    const failed = reportWork(current, answer.machine, false, `the site agent refused the work: ${answer.reason ?? 'unknown'}`, now)!;
+    current = failed.maintenances![0]!.after;
+    machines = [...machines, ...(failed.machines ?? [])];
+    history = [...history, ...failed.history];
+  }
+  if (current === maintenance) return null;
+  return { machines, history, maintenances: [{ before: maintenance, after: current }] };
 }
 
 /**
@@ -273,12 +299,36 @@ function completeIfDone(maintenance: Maintenance, changed: Partial<Maintenance>,
   };
 }
 
+/**
+ * The machines a step reads: the fan-out's or the unwind's next chunk while one is under way, else every machine
+ * whose course may still move (held ones for their hand-back, waiting ones for a wave, admitted ones for the agent).
+ */
+export function machinesToRead(maintenance: Maintenance): string[] {
+  const { fannedOut, unwound } = maintenance.progress;
+  if (maintenance.state !== 'Cancelled' && fannedOut < maintenance.machineIds.length) return maintenance.machineIds.slice(fannedOut, fannedOut + FAN_OUT_CHUNK);
+  if (maintenance.state === 'Cancelled' && unwound !== undefined && unwound < fannedOut) {
+    return maintenance.machineIds.slice(unwound, Math.min(unwound + FAN_OUT_CHUNK, fannedOut));
+  }
+  if (!isOpen(maintenance)) return [];
+  const moving = new Set<MaintenanceMachine['phase']>(['held', 'waiting', 'in-maintenance']);
+  return maintenance.machineIds.filter((id) => moving.has(maintenance.machines[id]!.phase));
+}
+
+/** Whether the asynchronous walk (fan-out, or unwind after a cancel) still has machines to do: it is due at once. */
+export const walkPending = (maintenance: Maintenance): boolean =>
+  maintenance.state === 'Cancelled'
+    ? maintenance.progress.unwound !== undefined && maintenance.progress.unwound < maintenance.progress.fannedOut
+    : isOpen(maintenance) && (maintenance.progress.fannedOut < maintenance.machineIds.length || notifyPending(maintenance));
+
+const notifyPending = (maintenance: Maintenance): boolean =>
+  Object.values(maintenance.machines).some((m) => m.org !== undefined && !maintenance.notifiedOrgs.includes(m.org));
+
 /** When a machine handed back at `handedBackAt` is overdue: the provider's promised window has passed. */
 export const overdueAt = (maintenance: Maintenance, m: MaintenanceMachine): string | undefined =>
   m.handedBackAt && !m.returnedAt && !m.overdue ? iso(addMs(new Date(m.handedBackAt), maintenance.windowMinutes * 60_000)) : undefined;
 
 /** When an org must be reminded of its deadline. */
-const reminderAt = (deadline: string, rules: MaintenanceRules): string => iso(addMs(new Date(deadline), -rules.noticeHours * 3_600_000));
+const reminderAt = (maintenance: Maintenance, deadline: string): string => iso(addMs(new Date(deadline), -maintenance.noticeHours * 3_600_000));
 
 const heldOrgs = (maintenance: Maintenance): string[] => [
   ...new Set(
@@ -292,7 +342,7 @@ const heldOrgs = (maintenance: Maintenance): string[] => [
  * What time alone brings: machines that became overdue (MaintenanceOverdue once each, in the maintenance's history
  * and the machine's) and orgs whose reminder is due (MaintenanceHandBackDue once per deadline). Null when nothing.
  */
-export function timeStep(maintenance: Maintenance, now: Date, rules: MaintenanceRules): Change | null {
+export function timeStep(maintenance: Maintenance, now: Date): Change | null {
   if (!isOpen(maintenance)) return null;
   const at = iso(now);
   const history: HistoryEntry[] = [];
@@ -309,7 +359,7 @@ export function timeStep(maintenance: Maintenance, now: Date, rules: Maintenance
   for (const org of heldOrgs(maintenance)) {
     const deadline = orgHandBackBy(maintenance, org)!;
     const key = `${org}#${deadline}`;
-    if (reminded.includes(key) || reminderAt(deadline, rules) > at || history.length >= ORGS_PER_STEP) continue;
+    if (reminded.includes(key) || reminderAt(maintenance, deadline) > at || history.length >= ORGS_PER_STEP) continue;
     reminded.push(key);
     history.push(maintenanceEvent('MaintenanceHandBackDue', maintenance, at, { org, handBackBy: deadline }));
   }
@@ -317,18 +367,18 @@ export function timeStep(maintenance: Maintenance, now: Date, rules: Maintenance
   return { history, maintenances: [step(maintenance, now, { machines: course, reminded })] };
 }
 
-/** The next time something falls due on its own: an overdue machine, a reminder, a deadline. */
-export function nextDueAt(maintenance: Maintenance, rules: MaintenanceRules): string | undefined {
+/** The next time something falls due on its own: an overdue machine, a reminder, a start left unanswered. */
+export function nextDueAt(maintenance: Maintenance): string | undefined {
   if (!isOpen(maintenance)) return undefined;
   const times: string[] = [];
   for (const m of Object.values(maintenance.machines)) {
     const due = overdueAt(maintenance, m);
     if (due) times.push(due);
   }
+  for (const m of Object.values(maintenance.machines)) if (m.phase === 'in-maintenance' && !m.accepted && m.leaseUntil) times.push(m.leaseUntil);
   for (const org of heldOrgs(maintenance)) {
     const deadline = orgHandBackBy(maintenance, org)!;
-    times.push(deadline);
-    if (!maintenance.reminded.includes(`${org}#${deadline}`)) times.push(reminderAt(deadline, rules));
+    if (!maintenance.reminded.includes(`${org}#${deadline}`)) times.push(reminderAt(maintenance, deadline));
   }
   return times.sort()[0];
 }

@@ -44,6 +44,10 @@ export interface MaintenanceMachine {
   returnedAt?: string;
   overdue: boolean;
   message?: string;
+  /** While the agent's start is unanswered: after this, it is asked again (a crash lost the call or its answer). */
+  leaseUntil?: string;
+  /** The agent took the work on: its report is awaited. */
+  accepted?: boolean;
 }
 
 export interface Deferral {
@@ -70,6 +74,8 @@ export interface Maintenance {
   handBackBy: string;
   windowMinutes: number;
   rollout: Rollout;
+  /** `[maintenance] notice_hours` when it was declared: how long before an org's deadline the reminder goes out. */
+  noticeHours: number;
   state: MaintenanceState;
   machines: Record<string, MaintenanceMachine>;
   deferrals: Deferral[];
@@ -93,6 +99,24 @@ export interface Maintenance {
 export interface OpenMaintenances {
   ids: string[];
   version: number;
+}
+
+/** A change of one maintenance with the open list brought along when the maintenance joins or leaves it. */
+export function withOpenList<C extends { maintenances?: Array<{ before: Maintenance | null; after: Maintenance }>; openMaintenances?: unknown }>(
+  change: C,
+  open: OpenMaintenances | null,
+): C {
+  const pair = change.maintenances?.[0];
+  const next = pair ? openListAfter(open, pair.after) : null;
+  return next ? { ...change, openMaintenances: { before: open, after: next } } : change;
+}
+
+/** The open list after a change of one maintenance: it joins when declared and leaves once Completed or Cancelled. */
+export function openListAfter(open: OpenMaintenances | null, after: Maintenance): OpenMaintenances | null {
+  const ids = open?.ids ?? [];
+  const listed = ids.includes(after.id);
+  if (isOpen(after) === listed) return null;
+  return { ids: isOpen(after) ? [...ids, after.id] : ids.filter((id) => id !== after.id), version: open?.version ?? 0 };
 }
 
 export interface MaintenanceRules {
@@ -193,6 +217,7 @@ export function declareMaintenance(
     handBackBy,
     windowMinutes: request.windowMinutes,
     rollout: { maxInFlight: request.rollout?.maxInFlight ?? machineIds.length, haltAfterFailures: request.rollout?.haltAfterFailures ?? 1 },
+    noticeHours: rules.noticeHours,
     state: 'Declared',
     machines: Object.fromEntries(machineIds.map((machineId) => [machineId, { phase: 'waiting', handBackBy, overdue: false }])),
     deferrals: [],

@@ -38,6 +38,8 @@ export interface Machine {
   id: string;
   machineType: string;
   rack: string;
+  /** The NVLink domain it belongs to, when its registration names one: maintenance can be declared on a domain. */
+  nvlinkDomain?: string;
   state: MachineState;
   instanceId?: string;
   labels: Record<string, string>;

@@ -152,7 +152,7 @@ describe('waves', () => {
     expect(admissible(declare(), machines())).toEqual([]);
     const m = fannedOut(declare({ rollout: { maxInFlight: 1 } }, ['m-1', 'm-2']));
     expect(admissible(m, machines())).toEqual(['m-2']);
-    const admitted = stepped(admit(m, ['m-2'], T0));
+    const admitted = stepped(admit(m, ['m-2'], T0, 60_000));
     expect(admitted.machines['m-2']).toMatchObject({ phase: 'in-maintenance', startedAt: iso(T0) });
     expect(admissible(admitted, new Map([...machines(), ['m-1', aMachine({ id: 'm-1' })]]))).toEqual([]);
   });
@@ -166,7 +166,7 @@ describe('waves', () => {
   });
 
   it('returns a machine whose work went well, and completes when every machine is back', () => {
-    let m = stepped(admit(fannedOut(), ['m-2'], T0));
+    let m = stepped(admit(fannedOut(), ['m-2'], T0, 60_000));
     const m2 = fanOutStep(declare(), machines(), instances(), T0)!.machines!.find((p) => p.after.id === 'm-2')!.after;
     const ok = reportWork(m, m2, true, undefined, T0)!;
     expect(ok.machines![0]!.after.healthOverrides).toEqual([]);
@@ -180,7 +180,7 @@ describe('waves', () => {
   });
 
   it('quarantines a failed machine and halts after haltAfterFailures failures until resumed', () => {
-    const m = stepped(admit(fannedOut(declare({ rollout: { maxInFlight: 2, haltAfterFailures: 1 } })), ['m-2'], T0));
+    const m = stepped(admit(fannedOut(declare({ rollout: { maxInFlight: 2, haltAfterFailures: 1 } })), ['m-2'], T0, 60_000));
     const failed = reportWork(m, aMachine({ id: 'm-2' }), false, 'flash failed', T0)!;
     expect(failed.machines![0]!.after.healthOverrides.map((o) => o.source)).toEqual(['tenant-reported-issue']);
     expect(events(failed)).toEqual(['MaintenanceHalted']);
@@ -196,22 +196,22 @@ describe('waves', () => {
 describe('time', () => {
   it('marks a machine overdue once when its window passes before its return', () => {
     const m = fannedOut();
-    const due = nextDueAt(m, RULES)!;
+    const due = nextDueAt(m)!;
     expect(due).toBe(iso(addMs(T0, 240 * 60_000)));
-    expect(timeStep(m, addMs(T0, 239 * 60_000), RULES)).toBeNull();
-    const overdue = timeStep(m, new Date(due), RULES)!;
+    expect(timeStep(m, addMs(T0, 239 * 60_000))).toBeNull();
+    const overdue = timeStep(m, new Date(due))!;
     expect(events(overdue)).toEqual(['MaintenanceOverdue']);
     expect(overdue.history.map((h) => h.machineId)).toEqual(['mnt-1', 'm-2']);
-    expect(timeStep(stepped(overdue), new Date(due), RULES)).toBeNull();
+    expect(timeStep(stepped(overdue), new Date(due))).toBeNull();
   });
 
   it('reminds an org notice_hours before its deadline, once per deadline', () => {
     const m = { ...fannedOut(), windowMinutes: 100 * 24 * 60 };
     const reminder = addMs(T0, 13 * DAY);
-    expect(timeStep(m, addMs(reminder, -1), RULES)).toBeNull();
-    const due = timeStep(m, reminder, RULES)!;
+    expect(timeStep(m, addMs(reminder, -1))).toBeNull();
+    const due = timeStep(m, reminder)!;
     expect(events(due)).toEqual(['MaintenanceHandBackDue']);
-    expect(timeStep(stepped(due), reminder, RULES)).toBeNull();
+    expect(timeStep(stepped(due), reminder)).toBeNull();
   });
 });
 
@@ -238,7 +238,7 @@ describe('deferrals', () => {
 
 describe('cancelling', () => {
   it('takes the override off machines not yet admitted and the notice off instances; admitted ones finish', () => {
-    const admitted = stepped(admit(fannedOut(), ['m-2'], T0));
+    const admitted = stepped(admit(fannedOut(), ['m-2'], T0, 60_000));
     const cancelled = cancelMaintenance(admitted, T0);
     const told = fanOutStep(declare(), machines(), instances(), T0)!;
     const held = new Map(told.machines!.map((p) => [p.after.id, p.after]));
