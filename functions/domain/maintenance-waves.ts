@@ -327,6 +327,9 @@ const notifyPending = (maintenance: Maintenance): boolean =>
 export const overdueAt = (maintenance: Maintenance, m: MaintenanceMachine): string | undefined =>
   m.handedBackAt && !m.returnedAt && !m.overdue ? iso(addMs(new Date(m.handedBackAt), maintenance.windowMinutes * 60_000)) : undefined;
 
+/** Overdue and still not back: what the MaintenanceOverdue alarm counts. */
+export const isOverdueNow = (m: MaintenanceMachine): boolean => m.overdue && m.phase !== 'returned' && m.phase !== 'failed';
+
 /** When an org must be reminded of its deadline. */
 const reminderAt = (maintenance: Maintenance, deadline: string): string => iso(addMs(new Date(deadline), -maintenance.noticeHours * 3_600_000));
 

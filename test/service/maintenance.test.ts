@@ -147,6 +147,27 @@ describe('waves', () => {
   });
 });
 
+describe('overdue machines', () => {
+  it('are marked once when their window passes, and the sweep publishes how many are not back', async () => {
+    const { h } = await site();
+    const { id } = await declare(h.ctx, request({ windowMinutes: 60, rollout: { maxInFlight: 1 } }), ops);
+    await step(h, id);
+    h.clock.advance(61 * 60_000);
+    await sweep(h.ctx);
+    const overdue = Object.entries((await showMaintenance(h.ctx, id)).machines).filter(([, m]) => m.overdue);
+    expect(overdue).toHaveLength(3);
+    expect((await eventsOf(h, id)).filter((type) => type === 'MaintenanceOverdue')).toHaveLength(3);
+    // The gauge counts what the sweep found at its start: the next one sees the machines marked.
+    await sweep(h.ctx);
+    expect(h.gauges.get('MaintenanceOverdue')).toBe(3);
+    const [admitted] = h.agent.maintenanceStarts;
+    await reportMaintenanceWork(h.ctx, admitted!.machineId, { maintenanceId: id, ok: true });
+    await sweep(h.ctx);
+    expect(h.gauges.get('MaintenanceOverdue')).toBe(2);
+    expect((await eventsOf(h, id)).filter((type) => type === 'MaintenanceOverdue')).toHaveLength(3);
+  });
+});
+
 describe('tenants', () => {
   it('see only their own machines and deferral; a deferral accepted moves their deadline', async () => {
     const { h, held } = await site();
