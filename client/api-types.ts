@@ -777,6 +777,7 @@ export interface components {
             createAttempts: number;
             siteName: string;
             failureReason?: string;
+            terminationReason?: string;
             maintenance?: {
                 id: string;
                 /** @enum {string} */

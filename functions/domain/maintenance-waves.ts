@@ -1,6 +1,7 @@
 import type { Change, Versioned } from '#domain/change.ts';
 import { maintenanceEvent, maintenanceMachineEvent } from '#domain/maintenance-events.ts';
 import { failuresOf, isOpen, orgHandBackBy, type InstanceMaintenanceNotice, type Maintenance, type MaintenanceMachine } from '#domain/maintenance.ts';
+import { releaseInstance } from '#domain/instances.ts';
 import type { HealthOverride, HistoryEntry, Instance, Machine } from '#domain/model.ts';
 import { buildOverride, withOverride, withoutOverride } from '#domain/overrides.ts';
 import { addMs, iso } from '#domain/time.ts';
@@ -14,6 +15,8 @@ export const MAINTENANCE_SOURCE = 'maintenance';
 
 /** Machines told per step: each writes its machine, its instance and one history entry, beside the maintenance. */
 export const FAN_OUT_CHUNK = 30;
+/** Instances released per step at a deadline: each writes its instance, its machine and a few history entries. */
+const ENFORCED_PER_STEP = 15;
 /** Orgs told per step (one event each). */
 const ORGS_PER_STEP = 90;
 
@@ -327,6 +330,43 @@ const notifyPending = (maintenance: Maintenance): boolean =>
 export const overdueAt = (maintenance: Maintenance, m: MaintenanceMachine): string | undefined =>
   m.handedBackAt && !m.returnedAt && !m.overdue ? iso(addMs(new Date(m.handedBackAt), maintenance.windowMinutes * 60_000)) : undefined;
 
+/** Held past its deadline and not yet released by Fleetward. */
+const enforceable = (m: MaintenanceMachine, at: string): boolean => m.phase === 'held' && !m.enforcedAt && m.handBackBy <= at;
+
+/** Held machines whose instance must be read to enforce the deadline. */
+export const dueForEnforcement = (maintenance: Maintenance, now: Date): string[] =>
+  isOpen(maintenance) ? maintenance.machineIds.filter((id) => enforceable(maintenance.machines[id]!, iso(now))) : [];
+
+/**
+ * The deadline passed: Fleetward releases the instances still held (as their tenant's release would, no issue),
+ * with terminationReason `maintenance-enforced` and a MaintenanceEnforced each. Null when none is due.
+ */
+export function enforceStep(maintenance: Maintenance, machines: Map<string, Machine>, instances: Map<string, Instance>, now: Date): Change | null {
+  const ids = dueForEnforcement(maintenance, now).slice(0, ENFORCED_PER_STEP);
+  if (ids.length === 0) return null;
+  const at = iso(now);
+  const course = { ...maintenance.machines };
+  const changes: Change[] = [];
+  for (const id of ids) {
+    course[id] = { ...course[id]!, enforcedAt: at };
+    const machine = machines.get(id);
+    const instance = course[id]!.instanceId ? instances.get(course[id]!.instanceId!) : undefined;
+    if (!machine || !instance) continue;
+    const report = { actor: ACTOR, isRepairTenant: false, policy: { kind: 'off' as const } };
+    const decision = releaseInstance({ ...instance, terminationReason: 'maintenance-enforced' }, machine, report, now);
+    if (decision.kind !== 'release') continue;
+    const released = decision.change.instances!.map((pair) => ({ ...pair, before: instance }));
+    const event = maintenanceEvent('MaintenanceEnforced', maintenance, at, { org: instance.org, instanceId: instance.id, machineId: id });
+    changes.push({ ...decision.change, instances: released, history: [...decision.change.history, event] });
+  }
+  return {
+    machines: changes.flatMap((c) => c.machines ?? []),
+    instances: changes.flatMap((c) => c.instances ?? []),
+    history: changes.flatMap((c) => c.history),
+    maintenances: [step(maintenance, now, { machines: course })],
+  };
+}
+
 /** Overdue and still not back: what the MaintenanceOverdue alarm counts. */
 export const isOverdueNow = (m: MaintenanceMachine): boolean => m.overdue && m.phase !== 'returned' && m.phase !== 'failed';
 
@@ -370,7 +410,7 @@ export function timeStep(maintenance: Maintenance, now: Date): Change | null {
   return { history, maintenances: [step(maintenance, now, { machines: course, reminded })] };
 }
 
-/** The next time something falls due on its own: an overdue machine, a reminder, a start left unanswered. */
+/** The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start left unanswered. */
 export function nextDueAt(maintenance: Maintenance): string | undefined {
   if (!isOpen(maintenance)) return undefined;
   const times: string[] = [];
@@ -379,6 +419,7 @@ export function nextDueAt(maintenance: Maintenance): string | undefined {
     if (due) times.push(due);
   }
   for (const m of Object.values(maintenance.machines)) if (m.phase === 'in-maintenance' && !m.accepted && m.leaseUntil) times.push(m.leaseUntil);
+  for (const m of Object.values(maintenance.machines)) if (m.phase === 'held' && !m.enforcedAt) times.push(m.handBackBy);
   for (const org of heldOrgs(maintenance)) {
     const deadline = orgHandBackBy(maintenance, org)!;
     if (!maintenance.reminded.includes(`${org}#${deadline}`)) times.push(reminderAt(maintenance, deadline));

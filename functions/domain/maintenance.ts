@@ -48,6 +48,8 @@ export interface MaintenanceMachine {
   leaseUntil?: string;
   /** The agent took the work on: its report is awaited. */
   accepted?: boolean;
+  /** Its deadline passed while held: Fleetward released the instance then. */
+  enforcedAt?: string;
 }
 
 export interface Deferral {

@@ -95,6 +95,8 @@ export interface Instance {
   createAttempts: number;
   siteName: string;
   failureReason?: string;
+  /** Why Fleetward ended it rather than its tenant: `maintenance-enforced` (its maintenance's deadline passed). */
+  terminationReason?: string;
   /** Set once this member's failure has been counted against its meta-instance. */
   metaFailureCounted?: boolean;
   /** Placed to replace a failed meta-instance member: counts against the site's replacement cap while Provisioning. */

@@ -54,6 +54,7 @@ export const instanceResponse = z.object({
   createAttempts: z.number().int(),
   siteName: z.string(),
   failureReason: z.string().optional(),
+  terminationReason: z.string().optional(),
   maintenance: instanceMaintenanceResponse.optional(),
   createdAt: z.string(),
   updatedAt: z.string(),

@@ -2,6 +2,8 @@ import { withOpenList, type Maintenance, type OpenMaintenances } from '#domain/m
 import {
   admissible,
   admit,
+  dueForEnforcement,
+  enforceStep,
   fanOutStep,
   handedBack,
   machinesToRead,
@@ -65,11 +67,13 @@ export const maintenanceReconciler = defineReconciler({
     const [found, open] = await Promise.all([ctx.store.getMaintenances([id]), ctx.store.getOpenMaintenances()]);
     const maintenance = found.get(id);
     if (!maintenance) return null;
+    const now = ctx.clock.now();
     const machines = await ctx.store.getMachines(machinesToRead(maintenance));
-    const instanceIds = [...machines.values()].flatMap((m) => (m.instanceId ? [m.instanceId] : []));
-    const walking = walkPending(maintenance);
-    const instances = walking && instanceIds.length > 0 ? (await ctx.store.getRecords({ instances: instanceIds })).instances : new Map<string, Instance>();
-    return { maintenance, machines, instances, open, now: ctx.clock.now(), leaseMs: ctx.config.site_agent.report_timeout_seconds * 1000 };
+    // Instances only where a step changes them: the walk's chunk, and held machines past their deadline.
+    const enforced = new Set(dueForEnforcement(maintenance, now));
+    const instanceIds = [...machines.values()].flatMap((m) => (m.instanceId && (walkPending(maintenance) || enforced.has(m.id)) ? [m.instanceId] : []));
+    const instances = instanceIds.length > 0 ? (await ctx.store.getRecords({ instances: instanceIds })).instances : new Map<string, Instance>();
+    return { maintenance, machines, instances, open, now, leaseMs: ctx.config.site_agent.report_timeout_seconds * 1000 };
   },
 
   decide({ maintenance, machines, instances, open, now, leaseMs }: MaintenanceSnapshot) {
@@ -82,6 +86,8 @@ export const maintenanceReconciler = defineReconciler({
         requeueAt: now,
       };
     }
+    const enforced = enforceStep(maintenance, machines, instances, now);
+    if (enforced) return { change: enforced, requeueAt: now, summary: 'maintenance deadline enforced' };
     const timed = timeStep(maintenance, now);
     if (timed) return { change: timed, requeueAt: now, summary: 'maintenance reminders and overdue machines' };
     const starts = [...unansweredStarts(maintenance, now), ...admissible(maintenance, machines)];

@@ -196,6 +196,21 @@ describe('tenants', () => {
   });
 });
 
+describe('the deadline', () => {
+  it('releases what is still held, once, with terminationReason maintenance-enforced', async () => {
+    const { h, held, instanceId } = await site();
+    const { id } = await declare(h.ctx, request({ windowMinutes: 100 * 24 * 60 }), ops);
+    await step(h, id);
+    h.clock.advance(14 * DAY);
+    await sweep(h.ctx);
+    expect(await h.store.getInstance(instanceId)).toMatchObject({ status: 'Terminating', terminationReason: 'maintenance-enforced' });
+    expect((await h.store.getMachine(held))!.state).toBe('Cleanup');
+    await sweep(h.ctx);
+    expect((await eventsOf(h, id)).filter((type) => type === 'MaintenanceEnforced')).toHaveLength(1);
+    expect((await showMaintenance(h.ctx, id)).machines[held]).toMatchObject({ phase: 'held', enforcedAt: expect.any(String) });
+  });
+});
+
 describe('cancelling', () => {
   it('takes the override off machines not yet admitted and the notice off instances; admitted ones finish', async () => {
     const { h, held, instanceId } = await site();
