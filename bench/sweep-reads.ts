@@ -152,6 +152,7 @@ async function clearBacklog(store: DynamoFleetStore, options: SweepReadsOptions)
       },
       // Every DELETE is answered: no report goes missing, so nothing asks where an instance stands.
       status: async () => ({ kind: 'cleaning' }),
+      startMaintenance: () => Promise.reject(new Error('bench: the sweep part declares no maintenance')),
     },
     events: inProcessBus(quiet),
     metrics: { gauge: () => {}, count: () => {}, timing: () => {} },

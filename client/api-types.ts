@@ -534,6 +534,210 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/maintenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every maintenance, newest first, optionally of one state
+         * @description Roles: provider-admin.
+         */
+        get: operations["list-maintenance"];
+        put?: never;
+        /**
+         * Declare planned or emergency maintenance on machines, racks or NVLink domains; the machines are told asynchronously
+         * @description Roles: provider-admin.
+         */
+        post: operations["declare-maintenance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/maintenance/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One maintenance, with every machine’s course and its history (newest first)
+         * @description Roles: provider-admin.
+         */
+        get: operations["get-maintenance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/maintenance/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel: machines not yet admitted lose the override, instances the notice; admitted ones finish
+         * @description Roles: provider-admin.
+         */
+        post: operations["cancel-maintenance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/maintenance/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a halted maintenance: machines are admitted again
+         * @description Roles: provider-admin.
+         */
+        post: operations["resume-maintenance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/maintenance/{id}/deferrals/{org}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept or reject an org's deferral; accepting moves that org's deadline
+         * @description Roles: provider-admin.
+         */
+        post: operations["decide-maintenance-deferral"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/org/{org}/nico/maintenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Open maintenance touching the org's instances (only its own machines and deferral shown)
+         * @description Roles: tenant.
+         */
+        get: operations["list-org-maintenance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/org/{org}/nico/maintenance/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One maintenance as the org sees it; 404 when it touches none of the org's instances
+         * @description Roles: tenant.
+         */
+        get: operations["get-org-maintenance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/org/{org}/nico/maintenance/{id}/hand-back": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hand instances back early: each is released, and its machine goes into maintenance after cleanup
+         * @description Roles: tenant.
+         */
+        post: operations["hand-back-maintenance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/org/{org}/nico/maintenance/{id}/deferral": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for more time to hand back; the provider decides
+         * @description Roles: tenant.
+         */
+        post: operations["request-maintenance-deferral"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/site/v1/machines/{id}/maintenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The site agent reports a machine's maintenance work done (ok) or failed
+         * @description Roles: site-agent.
+         */
+        post: operations["report-maintenance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -573,6 +777,17 @@ export interface components {
             createAttempts: number;
             siteName: string;
             failureReason?: string;
+            terminationReason?: string;
+            maintenance?: {
+                id: string;
+                /** @enum {string} */
+                kind: "planned" | "emergency";
+                /** @enum {string} */
+                category: "firmware" | "hardware" | "network" | "facility" | "other";
+                reason: string;
+                impact?: string;
+                handBackBy: string;
+            };
             createdAt: string;
             updatedAt: string;
         };
@@ -801,6 +1016,94 @@ export interface components {
             before?: unknown;
             after?: unknown;
             requestId: string;
+        };
+        Maintenance: {
+            id: string;
+            /** @enum {string} */
+            kind: "planned" | "emergency";
+            /** @enum {string} */
+            category: "firmware" | "hardware" | "network" | "facility" | "other";
+            reason: string;
+            impact?: string;
+            handBackBy: string;
+            windowMinutes: number;
+            /** @enum {string} */
+            state: "Declared" | "InProgress" | "Halted" | "Completed" | "Cancelled";
+            machines: {
+                [key: string]: {
+                    /** @enum {string} */
+                    phase: "held" | "waiting" | "in-maintenance" | "validating" | "returned" | "failed";
+                    org?: string;
+                    instanceId?: string;
+                    handBackBy: string;
+                    handedBackAt?: string;
+                    startedAt?: string;
+                    returnedAt?: string;
+                    overdue: boolean;
+                    message?: string;
+                };
+            };
+            deferrals: {
+                org: string;
+                until: string;
+                reason: string;
+                /** @enum {string} */
+                state: "requested" | "accepted" | "rejected";
+                decidedBy?: string;
+            }[];
+            createdAt: string;
+            updatedAt: string;
+            completedAt?: string;
+            scope: {
+                machineIds?: string[];
+                racks?: string[];
+                nvlinkDomains?: string[];
+            };
+            machineIds: string[];
+            rollout: {
+                maxInFlight: number;
+                haltAfterFailures: number;
+            };
+            declaredBy: string;
+            history?: components["schemas"]["HistoryEntry"][];
+        };
+        TenantMaintenance: {
+            id: string;
+            /** @enum {string} */
+            kind: "planned" | "emergency";
+            /** @enum {string} */
+            category: "firmware" | "hardware" | "network" | "facility" | "other";
+            reason: string;
+            impact?: string;
+            handBackBy: string;
+            windowMinutes: number;
+            /** @enum {string} */
+            state: "Declared" | "InProgress" | "Halted" | "Completed" | "Cancelled";
+            machines: {
+                [key: string]: {
+                    /** @enum {string} */
+                    phase: "held" | "waiting" | "in-maintenance" | "validating" | "returned" | "failed";
+                    org?: string;
+                    instanceId?: string;
+                    handBackBy: string;
+                    handedBackAt?: string;
+                    startedAt?: string;
+                    returnedAt?: string;
+                    overdue: boolean;
+                    message?: string;
+                };
+            };
+            deferrals: {
+                org: string;
+                until: string;
+                reason: string;
+                /** @enum {string} */
+                state: "requested" | "accepted" | "rejected";
+                decidedBy?: string;
+            }[];
+            createdAt: string;
+            updatedAt: string;
+            completedAt?: string;
         };
     };
     responses: never;
@@ -2632,6 +2935,14 @@ export interface operations {
                                 /** @default 1000 */
                                 account_concurrency: number;
                             };
+                            maintenance: {
+                                /** @default 14 */
+                                min_hand_back_days: number;
+                                /** @default 15 */
+                                emergency_min_hand_back_minutes: number;
+                                /** @default 24 */
+                                notice_hours: number;
+                            };
                             simulator: {
                                 /**
                                  * @default [
@@ -2661,6 +2972,8 @@ export interface operations {
                                 provision_ms: number;
                                 /** @default 200 */
                                 cleanup_ms: number;
+                                /** @default 200 */
+                                maintenance_ms: number;
                             };
                         };
                     };
@@ -3773,6 +4086,984 @@ export interface operations {
                 };
             };
             /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `invalid-state` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-maintenance": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+                state?: "Declared" | "InProgress" | "Halted" | "Completed" | "Cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["Maintenance"][];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "declare-maintenance": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    kind: "planned" | "emergency";
+                    /** @enum {string} */
+                    category: "firmware" | "hardware" | "network" | "facility" | "other";
+                    reason: string;
+                    impact?: string;
+                    scope: {
+                        machineIds?: string[];
+                        racks?: string[];
+                        nvlinkDomains?: string[];
+                    };
+                    handBackBy: string;
+                    windowMinutes: number;
+                    rollout?: {
+                        maxInFlight?: number;
+                        haltAfterFailures?: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Maintenance"];
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `maintenance-overlap` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `unknown-scope`, `empty-scope`, `scope-too-large`, `hand-back-too-soon` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "get-maintenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Maintenance"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "cancel-maintenance": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Maintenance"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `invalid-state` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "resume-maintenance": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Maintenance"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `invalid-state` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "decide-maintenance-deferral": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    decision: "accept" | "reject";
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Maintenance"];
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `invalid-state` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-org-maintenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["TenantMaintenance"][];
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "get-org-maintenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantMaintenance"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "hand-back-maintenance": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    instanceIds: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the change has started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        handedBack: string[];
+                    };
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `not-held` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "request-maintenance-deferral": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    until: string;
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the change has started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantMaintenance"];
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `deferral-not-allowed`, `nothing-held`, `invalid-state` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `deferral-too-short` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "report-maintenance": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    maintenanceId: string;
+                    ok: boolean;
+                    message?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        changed: boolean;
+                        /** @enum {string} */
+                        phase?: "held" | "waiting" | "in-maintenance" | "validating" | "returned" | "failed";
+                        /** @enum {string} */
+                        state: "Declared" | "InProgress" | "Halted" | "Completed" | "Cancelled";
+                    };
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update` */
             409: {
                 headers: {
                     [name: string]: unknown;

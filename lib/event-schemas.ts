@@ -24,6 +24,10 @@ const releasedWithIssue = {
   overrides: ['tenant-reported-issue', 'request-repair'],
 };
 
+/** A firmware wave, as its events name it. */
+const maintenance = { version: 1 as const, at, maintenanceId: 'mnt-4c1e', kind: 'planned' as const, category: 'firmware' as const };
+const handBackBy = '2026-12-07T09:00:00.000Z';
+
 /** One realistic detail per event type, as a consumer receives it; checked against its schema whenever docs are made. */
 export const eventExamples: { [T in EventType]: z.input<(typeof eventCatalog)[T]['detail']> } = {
   MachineQuarantined: { id: '3f1c9a5e-7b2d-5c4e-9f60-1a2b3c4d5e6f', ...releasedWithIssue },
@@ -85,6 +89,12 @@ export const eventExamples: { [T in EventType]: z.input<(typeof eventCatalog)[T]
     silentForSeconds: 120,
     timeoutSeconds: 90,
   },
+  MaintenanceDeclared: { id: '8b9c0d1e-2f3a-5b4c-a5d6-7e8f9a0b1c2d', ...maintenance, org: 'acme', instanceIds: ['i-7f3a', 'i-7f3b'], handBackBy },
+  MaintenanceHandBackDue: { id: '9c0d1e2f-3a4b-5c5d-b6e7-8f9a0b1c2d3e', ...maintenance, org: 'acme', handBackBy },
+  MaintenanceEnforced: { id: '0d1e2f3a-4b5c-5d6e-87f8-9a0b1c2d3e4f', ...maintenance, org: 'acme', instanceId: 'i-7f3a', machineId: 'gb200-r1-01' },
+  MaintenanceHalted: { id: '1e2f3a4b-5c6d-5e7f-98a9-0b1c2d3e4f5a', ...maintenance, failures: 1 },
+  MaintenanceOverdue: { id: '2f3a4b5c-6d7e-5f8a-a9b0-1c2d3e4f5a6b', ...maintenance, machineId: 'gb200-r1-01', handedBackAt: at, windowMinutes: 240 },
+  MaintenanceCompleted: { id: '3a4b5c6d-7e8f-5a9b-b0c1-2d3e4f5a6b7c', ...maintenance, returned: 15, failed: 1 },
 };
 
 /**

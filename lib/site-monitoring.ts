@@ -70,6 +70,12 @@ export class SiteMonitoring extends SitePart {
       fleet.site('RepairsStuck', 'Maximum', Duration.minutes(5)),
       1,
     );
+    alarm(
+      'MaintenanceOverdueAlarm',
+      'machines in declared maintenance are not back within the window the provider promised',
+      fleet.site('MaintenanceOverdue', 'Maximum', Duration.minutes(5)),
+      1,
+    );
     // The fleet's own alarms, also shown on its dashboard.
     const fleetAlarms = [
       alarm(

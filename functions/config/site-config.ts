@@ -118,6 +118,14 @@ export const siteConfigSchema = z.strictObject({
     // unreserved 100 of it, or the deploy fails (checked at synth).
     account_concurrency: z._default(z.int().check(z.minimum(100), z.maximum(1_000_000)), 1000),
   }),
+  maintenance: section({
+    // A planned maintenance's hand-back deadline is at least this far from its declaration (NVIDIA OFM: 2 weeks).
+    min_hand_back_days: z._default(z.int().check(z.minimum(0), z.maximum(365)), 14),
+    // An emergency's may be this soon; 0 means at once.
+    emergency_min_hand_back_minutes: z._default(z.int().check(z.minimum(0), z.maximum(10_080)), 15),
+    // MaintenanceHandBackDue goes out this long before an org's deadline.
+    notice_hours: z._default(z.int().check(z.minimum(0), z.maximum(8_760)), 24),
+  }),
   simulator: section({
     machines: z._default(z.array(simulatedMachineGroup), [
       { type: 'gb200', count: 16, racks: 2 },
@@ -128,6 +136,7 @@ export const siteConfigSchema = z.strictObject({
     heartbeat_parts: z._default(z.union(ROSTER_PART_COUNTS.map((n) => z.literal(n))), 1),
     provision_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
     cleanup_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
+    maintenance_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
   }),
 });
 

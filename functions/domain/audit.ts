@@ -28,13 +28,18 @@ export type AuditAction =
   | 'tenant-capabilities-set'
   | 'held-back-repair-handed-over'
   | 'repair-storm-reset'
-  | 'machines-registered';
+  | 'machines-registered'
+  | 'maintenance-declared'
+  | 'maintenance-cancelled'
+  | 'maintenance-resumed'
+  | 'maintenance-deferral-decided';
 
 export const auditTargets = {
   machine: (id: string) => `machines/${id}`,
   tenant: (org: string) => `tenants/${org}`,
   repairStorm: 'safety/repair-storm',
   registration: 'machines',
+  maintenance: (id: string) => `maintenance/${id}`,
 };
 
 export function auditEntry(by: Requester, now: Date, action: AuditAction, target: string, change: { before?: unknown; after?: unknown }): AuditEntry {

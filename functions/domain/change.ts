@@ -1,6 +1,7 @@
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
+import type { Maintenance, OpenMaintenances } from '#domain/maintenance.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { SiteHistoryEntry } from '#domain/site-agent-silence.ts';
@@ -34,6 +35,9 @@ export interface Change {
   staleChecks?: Versioned<StaleCheck>[];
   /** The fleet summary's aggregates (domain/fleet-summary.ts): a rack's entries and its shard's counters together. */
   fleetSummary?: { racks: Versioned<RackAggregate>[]; shards: Versioned<SummaryShard>[] };
+  /** Declared maintenance (domain/maintenance.ts), and the site's list of open ones that declarations commit against. */
+  maintenances?: Versioned<Maintenance>[];
+  openMaintenances?: Versioned<OpenMaintenances>;
   history: HistoryEntry[];
   /** The provider action this change is, if it is one: written as its own item in the same transaction. */
   audit?: AuditEntry;

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { EVENT_VERSIONS, type EventType } from '#domain/event-versions.ts';
+import { maintenanceCategories, maintenanceKinds } from '#domain/maintenance.ts';
 import { issueSchema } from '#domain/schemas.ts';
 
 // The events repair automation is told about (EventBridge detail types) and the shape of each one's detail. A
@@ -35,6 +36,18 @@ const repairRequestHeldBack = z.literal(true).describe('The repair-storm breaker
 function machineEvent<V extends number, Extra extends z.ZodRawShape>(version: V, description: string, extra: Extra) {
   return { version, description, detail: z.strictObject({ ...common(version), ...machineFields, ...extra }) };
 }
+
+/** What every maintenance event carries: the maintenance it is about. */
+function maintenanceEvent<V extends number, Extra extends z.ZodRawShape>(version: V, description: string, extra: Extra) {
+  const fields = {
+    maintenanceId: z.string().min(1),
+    kind: z.enum(maintenanceKinds),
+    category: z.enum(maintenanceCategories),
+  };
+  return { version, description, detail: z.strictObject({ ...common(version), ...fields, ...extra }) };
+}
+const org = z.string().min(1).describe('The tenant org');
+const handBackBy = timestamp.describe("The org's hand-back deadline");
 
 export const eventCatalog = {
   MachineQuarantined: machineEvent(EVENT_VERSIONS.MachineQuarantined, 'A tenant reported an issue with the machine it released: the machine is quarantined.', {
@@ -86,6 +99,35 @@ export const eventCatalog = {
       timeoutSeconds: z.number().int().min(1).describe("The site's heartbeat timeout"),
     }),
   },
+  MaintenanceDeclared: maintenanceEvent(
+    EVENT_VERSIONS.MaintenanceDeclared,
+    'Maintenance was declared on machines an org holds: one event per org, listing its instances and its hand-back deadline.',
+    { org, instanceIds: z.array(z.string().min(1)).min(1).describe("The org's instances on machines in scope"), handBackBy },
+  ),
+  MaintenanceHandBackDue: maintenanceEvent(
+    EVENT_VERSIONS.MaintenanceHandBackDue,
+    "An org's hand-back deadline is [maintenance] notice_hours away and it still holds machines in scope.",
+    { org, handBackBy },
+  ),
+  MaintenanceEnforced: maintenanceEvent(
+    EVENT_VERSIONS.MaintenanceEnforced,
+    'The hand-back deadline passed: Fleetward released an instance still held (terminationReason maintenance-enforced).',
+    { org, instanceId: z.string().min(1), machineId: z.string().min(1) },
+  ),
+  MaintenanceHalted: maintenanceEvent(
+    EVENT_VERSIONS.MaintenanceHalted,
+    'Machines failed their maintenance rollout.haltAfterFailures times: no machine is admitted until the provider resumes it.',
+    { failures: z.number().int().min(1) },
+  ),
+  MaintenanceOverdue: maintenanceEvent(
+    EVENT_VERSIONS.MaintenanceOverdue,
+    "A machine is not back within the maintenance's window of its hand-back: sent once per machine.",
+    { machineId: z.string().min(1), handedBackAt: timestamp, windowMinutes: z.number().int().min(1) },
+  ),
+  MaintenanceCompleted: maintenanceEvent(EVENT_VERSIONS.MaintenanceCompleted, 'Every machine in scope is returned or failed.', {
+    returned: z.number().int().min(0),
+    failed: z.number().int().min(0),
+  }),
 } as const satisfies { [T in EventType]: { version: (typeof EVENT_VERSIONS)[T]; description: string; detail: z.ZodType } };
 
 export type { EventType, MachineEventType } from '#domain/event-versions.ts';

@@ -10,7 +10,14 @@ export const EVENT_VERSIONS = {
   RepairStormDetected: 1,
   RepairStuck: 1,
   SiteAgentSilent: 1,
+  MaintenanceDeclared: 1,
+  MaintenanceHandBackDue: 1,
+  MaintenanceEnforced: 1,
+  MaintenanceHalted: 1,
+  MaintenanceOverdue: 1,
+  MaintenanceCompleted: 1,
 } as const;
 
 export type EventType = keyof typeof EVENT_VERSIONS;
-export type MachineEventType = Exclude<EventType, 'SiteAgentSilent'>;
+export type MaintenanceEventType = Extract<EventType, `Maintenance${string}`>;
+export type MachineEventType = Exclude<EventType, 'SiteAgentSilent' | MaintenanceEventType>;

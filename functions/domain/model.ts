@@ -1,4 +1,5 @@
 import type { HealthAlert, HealthOverride, Issue } from '#domain/responses.ts';
+import type { InstanceMaintenanceNotice } from '#domain/maintenance.ts';
 import type { RepairLog } from '#domain/safety.ts';
 
 // The records Fleetward keeps. Pure data: the store maps them to DynamoDB items, the API to JSON.
@@ -37,6 +38,8 @@ export interface Machine {
   id: string;
   machineType: string;
   rack: string;
+  /** The NVLink domain it belongs to, when its registration names one: maintenance can be declared on a domain. */
+  nvlinkDomain?: string;
   state: MachineState;
   instanceId?: string;
   labels: Record<string, string>;
@@ -92,11 +95,15 @@ export interface Instance {
   createAttempts: number;
   siteName: string;
   failureReason?: string;
+  /** Why Fleetward ended it rather than its tenant: `maintenance-enforced` (its maintenance's deadline passed). */
+  terminationReason?: string;
   /** Set once this member's failure has been counted against its meta-instance. */
   metaFailureCounted?: boolean;
   /** Placed to replace a failed meta-instance member: counts against the site's replacement cap while Provisioning. */
   replacement?: boolean;
   creation: InstanceCreation;
+  /** The open maintenance of its machine: the tenant must hand it back by the notice's deadline. */
+  maintenance?: InstanceMaintenanceNotice;
   /** The API request that last changed it (stamped by the store on that request's behalf; see domain/request-id.ts). */
   lastRequestId?: string;
   createdBy: string;

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { alertClassifications } from '#site/agent-contract.ts';
 import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
 import { machineIdRule } from '#site/machine-id.ts';
+import { maintenanceCategories, maintenanceKinds, maintenanceStates } from '#domain/maintenance.ts';
 
 // Request shapes of API.md (responses are in responses.ts). The routes validate with them and the OpenAPI
 // document is made from them. `.meta()` documents what the generator cannot derive but the handlers enforce;
@@ -76,6 +77,9 @@ export const params = {
   orgMachine: z.strictObject({ org, machineId }),
   orgMetaInstance: z.strictObject({ org, id: resourceId }),
   tenantOrg: z.strictObject({ org }),
+  maintenance: z.strictObject({ id: resourceId }),
+  maintenanceOrg: z.strictObject({ id: resourceId, org }),
+  orgMaintenance: z.strictObject({ org, id: resourceId }),
 };
 
 export const createInstanceBody = z
@@ -192,3 +196,41 @@ export const emptyQuery = z.strictObject({});
 export const repairStatsQuery = z.strictObject({
   days: z.preprocess(decimalDigits, z.coerce.number().int().min(1).max(90).default(30)),
 });
+
+const nameList = (item: z.ZodType<string>) => z.array(item).min(1).max(1000);
+/** An instant with its offset, e.g. 2026-12-14T09:00:00Z; spelt out as a pattern so the OpenAPI document carries it. */
+const time = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/, 'an ISO 8601 time with its offset, e.g. 2026-12-14T09:00:00Z')
+  .refine((at) => !Number.isNaN(Date.parse(at)), 'not a real time');
+
+/** POST /admin/maintenance. The scope's names are resolved once, here; at least one of them must be given. */
+export const declareMaintenanceBody = z.strictObject({
+  kind: z.enum(maintenanceKinds),
+  category: z.enum(maintenanceCategories),
+  reason: z.string().min(1).max(1024),
+  impact: z.string().max(4096).optional(),
+  scope: z
+    .strictObject({
+      machineIds: nameList(machineId).optional(),
+      racks: nameList(z.string().min(1).max(128)).optional(),
+      nvlinkDomains: nameList(z.string().min(1).max(128)).optional(),
+    })
+    .refine((s) => s.machineIds !== undefined || s.racks !== undefined || s.nvlinkDomains !== undefined, 'name machineIds, racks or nvlinkDomains'),
+  handBackBy: time,
+  windowMinutes: z.number().int().min(1).max(525_600),
+  rollout: z
+    .strictObject({ maxInFlight: z.number().int().min(1).max(10_000).optional(), haltAfterFailures: z.number().int().min(1).max(10_000).optional() })
+    .optional(),
+});
+
+export const maintenanceListQuery = z.strictObject({ ...pageQuery, state: z.enum(maintenanceStates).optional() });
+
+export const deferralDecisionBody = z.strictObject({ decision: z.enum(['accept', 'reject']) });
+
+export const deferralRequestBody = z.strictObject({ until: time, reason: z.string().min(1).max(1024) });
+
+export const handBackBody = z.strictObject({ instanceIds: z.array(resourceId).min(1).max(100) });
+
+/** POST /site/v1/machines/{id}/maintenance: the agent's report of one machine's maintenance work. */
+export const maintenanceReportBody = z.strictObject({ maintenanceId: resourceId, ok: z.boolean(), message: z.string().max(4096).optional() });

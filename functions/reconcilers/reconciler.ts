@@ -1,5 +1,6 @@
 import type { Change, Versioned } from '#domain/change.ts';
 import type { RosterBucket, StaleCheck } from '#domain/heartbeat.ts';
+import type { Maintenance } from '#domain/maintenance.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import type { AppContext } from '#runtime/context.ts';
 import type { RecordIds } from '#store/port.ts';
@@ -15,6 +16,7 @@ export interface RecordTypes {
   'meta-instance': MetaInstance;
   'roster-bucket': RosterBucket;
   'stale-check': StaleCheck;
+  maintenance: Maintenance;
 }
 
 export type RecordKind = keyof RecordTypes;
@@ -163,6 +165,7 @@ const written: { [K in RecordKind]: (change: Change) => Versioned<RecordTypes[K]
   'meta-instance': (change) => change.metaInstances ?? [],
   'roster-bucket': (change) => change.rosterBuckets ?? [],
   'stale-check': (change) => change.staleChecks ?? [],
+  maintenance: (change) => change.maintenances ?? [],
 };
 
 export const recordKinds = Object.keys(written) as RecordKind[];

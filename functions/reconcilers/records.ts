@@ -1,5 +1,5 @@
 import type { AppContext } from '#runtime/context.ts';
-import { fromInstanceItem, fromMachineItem, fromMetaInstanceItem, fromRosterBucketItem, fromStaleCheckItem, keys } from '#store/items.ts';
+import { fromInstanceItem, fromMaintenanceItem, fromMachineItem, fromMetaInstanceItem, fromRosterBucketItem, fromStaleCheckItem, keys } from '#store/items.ts';
 import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
 
 // Where the watched records live in the table: their keys (what the stream filters match), how an item or a stream
@@ -18,6 +18,7 @@ export const recordSources: { [K in RecordKind]: RecordSource<K> } = {
   'meta-instance': { key: keys.metaInstance(''), decode: fromMetaInstanceItem, get: (store, id) => store.getMetaInstance(id) },
   'roster-bucket': { key: keys.rosterBucket(''), decode: fromRosterBucketItem, get: async (store, id) => (await store.getRosterBuckets([id])).get(id) ?? null },
   'stale-check': { key: keys.staleCheck(''), decode: fromStaleCheckItem, get: (store, id) => store.getStaleCheck(id) },
+  maintenance: { key: keys.maintenance(''), decode: fromMaintenanceItem, get: async (store, id) => (await store.getMaintenances([id])).get(id) ?? null },
 };
 
 /** Which watched record a table key names, and its id; null for anything else (history, site items, tenants). */

@@ -1,6 +1,7 @@
 import { fleetSummaryReconciler } from '#reconcilers/fleet-summary.ts';
 import { instanceReconciler } from '#reconcilers/instance.ts';
 import { machineReconciler } from '#reconcilers/machine.ts';
+import { maintenanceReconciler } from '#reconcilers/maintenance.ts';
 import { metaInstanceReconciler } from '#reconcilers/meta-instance.ts';
 import { createRegistry } from '#reconcilers/reconciler.ts';
 import { rosterBucketReconciler } from '#reconcilers/roster-bucket.ts';
@@ -20,6 +21,7 @@ export const reconcilers = [
   staleCheckReconciler,
   waitQueueReconciler,
   fleetSummaryReconciler,
+  maintenanceReconciler,
 ] as const;
 
 export type EntityKind = (typeof reconcilers)[number]['kind'];
@@ -43,4 +45,5 @@ export const dueTimes: DueTimes = {
   instance: (instance) => registry.dueAtOf('instance', instance),
   metaInstance: (meta) => registry.dueAtOf('meta-instance', meta),
   rosterBucket: (bucket) => registry.dueAtOf('roster-bucket', bucket),
+  maintenance: (maintenance) => registry.dueAtOf('maintenance', maintenance),
 };

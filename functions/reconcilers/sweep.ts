@@ -1,3 +1,4 @@
+import { watchOverdueMaintenance } from '#reconcilers/maintenance-overdue.ts';
 import { requestIdOf } from '#runtime/request-scope.ts';
 import { isRecordKind } from '#reconcilers/reconciler.ts';
 import { recordSources } from '#reconcilers/records.ts';
@@ -111,7 +112,8 @@ async function scheduledChecks(ctx: AppContext, run: Run): Promise<{ reconciled:
   const outbox = Promise.allSettled([deliverStrandedOutbox(ctx)]);
   const reading = await readFleet(ctx);
   publishFleetMetrics(ctx, reading);
-  const checks = Promise.allSettled([watchStuckRepairs(ctx, reading.inRepair), repairSummaryShard(ctx, reading.shards)]);
+  // Observed at once: they may fail while the silence check is still reading.
+  const checks = Promise.allSettled([watchStuckRepairs(ctx, reading.inRepair), repairSummaryShard(ctx, reading.shards), watchOverdueMaintenance(ctx)]);
   const silence = checkSiteAgentSilence(ctx, run, reading);
   // Its own failure is one result; the work it started, one each.
   const started = await silence.catch((): SilenceWork => ({ reconciles: [] }));

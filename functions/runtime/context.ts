@@ -5,6 +5,7 @@ import type { DeleteOutcome } from '#domain/cleanup.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import type { Clock, IdSource } from '#domain/model.ts';
 import type { FleetStore } from '#store/port.ts';
+import type { StartMaintenanceRequest } from '#site/agent-contract.ts';
 import type { SafetyRules } from '#domain/safety.ts';
 import type { EventPublisher } from '#runtime/events.ts';
 import type { Dimensions, MetricName } from '#runtime/metric-catalog.ts';
@@ -15,7 +16,11 @@ export interface SiteAgent {
   delete(name: string, call?: AgentCall): Promise<DeleteOutcome>;
   /** Where the agent stands with an instance, asked when the outcome of a create or a cleanup was lost. */
   status(name: string, call?: AgentCall): Promise<InstanceStatusOutcome>;
+  /** Ask for a maintenance's work on a machine: accepted (the agent reports later), refused, or no answer (ask again). */
+  startMaintenance(machineId: string, request: StartMaintenanceRequest, call?: AgentCall): Promise<MaintenanceStartOutcome>;
 }
+
+export type MaintenanceStartOutcome = { kind: 'accepted' } | { kind: 'refused'; reason: string } | { kind: 'error'; reason: string };
 
 export interface Log {
   info(message: string, fields?: Record<string, unknown>): void;

@@ -21,6 +21,7 @@ export const metricCatalog = {
   RepairsInRepair: { kind: 'gauge', help: 'Repair requests claimed by a repair tenant, by machine type' },
   RepairsStuck: { kind: 'gauge', help: 'Repairs past their claim or repair SLA (site-wide, and by machine type)' },
   RepairBreakerTripped: { kind: 'gauge', help: '1 while the repair-storm breaker is tripped, else 0' },
+  MaintenanceOverdue: { kind: 'gauge', help: 'Machines in open maintenance past their window and not back yet (the MaintenanceOverdue alarm)' },
   ReplacementsInFlight: { kind: 'gauge', help: 'Meta-instance replacements still provisioning' },
   SiteAgentSilent: { kind: 'gauge', help: '1 while the site agent has sent no roster within the heartbeat timeout, else 0 (the SiteAgentSilent alarm)' },
   SiteAgentRosterAgeSeconds: { kind: 'gauge', help: "Seconds since the site agent's last heartbeat roster was stored" },

@@ -32,6 +32,11 @@ export function httpSiteAgent(baseUrl: string, config: SiteConfig, keys: Signing
       if (!result.ok) return { kind: 'error', reason: result.reason };
       return result.alreadyGone ? { kind: 'gone' } : { kind: 'accepted' };
     },
+    async startMaintenance(machineId, request, call) {
+      const result = await client.startMaintenance(machineId, request, call);
+      if (result.ok) return { kind: 'accepted' };
+      return result.refused ? { kind: 'refused', reason: result.reason } : { kind: 'error', reason: result.reason };
+    },
     async status(name, call) {
       const result = await client.instanceStatus(name, call);
       return result.ok ? { kind: result.state } : { kind: 'error', reason: result.reason };

@@ -2,7 +2,14 @@
 // the signature in request-signing.ts; this file only performs (signed) calls.
 
 import { STATUS_CODES } from 'node:http';
-import { agentErrorAnswer, agentPaths, instanceStatusAnswer, type CreateInstanceRequest, type InstanceStatusAnswer } from '#site/agent-contract.ts';
+import {
+  agentErrorAnswer,
+  agentPaths,
+  instanceStatusAnswer,
+  type CreateInstanceRequest,
+  type InstanceStatusAnswer,
+  type StartMaintenanceRequest,
+} from '#site/agent-contract.ts';
 import { decideAfterAttempt, firstCreateAttempt, siteNameForAttempt, type CreateOutcome, type CreateRetryPolicy } from '#site/create-retry.ts';
 import { signRequest, type SigningKeySet } from '#site/request-signing.ts';
 import type { SigningKeySource } from '#site/signing-keys.ts';
@@ -40,7 +47,11 @@ export interface SiteAgentClient {
   deleteInstance(siteName: string, options?: CallOptions): Promise<DeleteInstanceResult>;
   /** Where the agent stands with an instance (asked when a cleanup report is overdue). No internal retries. */
   instanceStatus(siteName: string, options?: CallOptions): Promise<InstanceStatusResult>;
+  /** Ask the agent to do maintenance work on a machine; it reports when done. No internal retries: the caller's lease does. */
+  startMaintenance(machineId: string, request: StartMaintenanceRequest, options?: CallOptions): Promise<StartMaintenanceResult>;
 }
+
+export type StartMaintenanceResult = { ok: true } | { ok: false; reason: string; refused: boolean };
 
 /** One call to the agent: its answer, or why there was none. */
 type Exchange =
@@ -160,6 +171,16 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
         await sleep(decision.delayMs);
         progress = decision.next;
       }
+    },
+
+    async startMaintenance(machineId, request, call = {}) {
+      const sent = await exchange('POST', agentPaths.machineMaintenance(machineId), request, call);
+      if (sent.kind !== 'answered') return { ok: false, refused: false, reason: unanswered(sent, 'maintenance start') };
+      const { response } = sent;
+      await response.body?.cancel().catch(() => undefined);
+      if (response.ok) return { ok: true };
+      // A 5xx may be passing: asked again when the lease lapses. A 4xx is the agent's no.
+      return { ok: false, refused: response.status < 500, reason: answeredWith(response, 'maintenance start') };
     },
 
     async deleteInstance(siteName, call = {}) {

@@ -15,7 +15,15 @@ const machineId = z.string().check(z.regex(machineIdRule.pattern, machineIdRule.
 export const agentPaths = {
   instances: '/instances',
   instance: (siteName: string) => `/instances/${encodeURIComponent(siteName)}`,
+  machineMaintenance: (machineId: string) => `/machines/${encodeURIComponent(machineId)}/maintenance`,
 } as const;
+
+/** POST {agent}/machines/{id}/maintenance: do a maintenance's work on the machine and report it (202). */
+export const startMaintenanceRequest = z.strictObject({
+  maintenanceId: text(1, 128),
+  category: z.enum(['firmware', 'hardware', 'network', 'facility', 'other']),
+});
+export type StartMaintenanceRequest = z.infer<typeof startMaintenanceRequest>;
 
 /** POST {agent}/instances. `clientToken` is the same on every attempt of one create. */
 export const createInstanceRequest = z.strictObject({

@@ -6,6 +6,7 @@ import { checkTransactionSize } from '#store/item-size.ts';
 import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
 import { COUNTER_ITEMS_PER_SHARD, counterItemsOfShard, SUMMARY_SHARDS, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import type { Maintenance, MaintenanceState, OpenMaintenances } from '#domain/maintenance.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
   AUDIT_KIND,
@@ -44,6 +45,10 @@ import {
   tenantItem,
   machineIdOfKey,
   positionedOutboxEntryOf,
+  MAINTENANCE_KIND,
+  maintenanceItem,
+  maintenanceStatePartition,
+  fromMaintenanceItem,
 } from '#store/items.ts';
 import type { OutboxWindow } from '#domain/outbox.ts';
 import { decodeMergedPageToken, encodeMergedPageToken, encodePageToken, type Listing, type Page, type PartitionCursor } from '#store/paging.ts';
@@ -132,6 +137,8 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   for (const pair of change.rosterBuckets ?? []) guarded(pair, (bucket) => rosterBucketItem(bucket, due.rosterBucket(bucket)));
   if (change.rosterDigests) guarded(change.rosterDigests, rosterDigestsItem);
   for (const pair of change.staleChecks ?? []) guarded(pair, staleCheckItem);
+  for (const pair of change.maintenances ?? []) guarded(pair, (maintenance) => maintenanceItem(maintenance, due.maintenance(maintenance)));
+  if (change.openMaintenances) guarded(change.openMaintenances, (open) => ({ ...keys.siteOpenMaintenances, ...open }));
   for (const pair of change.fleetSummary?.racks ?? []) guarded(pair, rackAggregateItem);
   for (const pair of change.fleetSummary?.shards ?? []) guarded(pair, summaryShardItem);
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
@@ -247,6 +254,22 @@ export abstract class ItemStore implements FleetStore {
   async getStaleCheck(id: string): Promise<StaleCheck | null> {
     const item = await this.getItem(keys.staleCheck(id));
     return item ? fromStaleCheckItem(item) : null;
+  }
+
+  async getMaintenances(ids: readonly string[]): Promise<Map<string, Maintenance>> {
+    const items = await this.getItems([...new Set(ids)].map(keys.maintenance));
+    return new Map(items.map((item) => [String(item.id), fromMaintenanceItem(item)]));
+  }
+
+  async getOpenMaintenances(): Promise<OpenMaintenances | null> {
+    const item = await this.getItem(keys.siteOpenMaintenances);
+    return item ? { ids: item.ids as string[], version: Number(item.version) } : null;
+  }
+
+  async listMaintenances(page: PageRequest & { state?: MaintenanceState | undefined }): Promise<Page<Maintenance>> {
+    const [index, partition] = page.state ? [indexes.byOrg, maintenanceStatePartition(page.state)] : [indexes.byKind, MAINTENANCE_KIND];
+    const result = await this.queryItems({ index, partition, descending: true, limit: page.limit }, page.nextToken);
+    return { items: result.items.map(fromMaintenanceItem), nextToken: result.nextToken };
   }
 
   async getInstance(id: string): Promise<Instance | null> {

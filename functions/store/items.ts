@@ -5,6 +5,7 @@ import type { AuditEntry } from '#domain/audit.ts';
 import type { OutboxEntry } from '#domain/events.ts';
 import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
+import type { Maintenance } from '#domain/maintenance.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import { utcDay } from '#domain/repair-stats.ts';
 import { counterItemOf, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
@@ -29,6 +30,8 @@ export const keys = {
   audit: (target: string, at: string, unique: string) => ({ pk: auditTargetPartition(target), sk: `${at}#${unique}` }),
   rosterBucket: (id: string) => ({ pk: `ROSTER#${id}`, sk: '#ROSTER' }),
   staleCheck: (id: string) => ({ pk: `STALE-CHECK#${id}`, sk: '#STALE-CHECK' }),
+  maintenance: (id: string) => ({ pk: `MAINTENANCE#${id}`, sk: '#MAINTENANCE' }),
+  siteOpenMaintenances: { pk: 'SITE', sk: 'MAINTENANCE' },
   siteHeartbeat: { pk: 'SITE', sk: 'HEARTBEAT' },
   siteRosterDigests: { pk: 'SITE', sk: 'ROSTER' },
   siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
@@ -72,6 +75,7 @@ export function duePartitionOf(pk: string): string {
 }
 
 const dueAttributes = (pk: string, dueAt: string | undefined): Item => (dueAt ? { duePk: duePartitionOf(pk), dueAt } : {});
+export const MAINTENANCE_KIND = 'MAINTENANCE';
 export const AUDIT_KIND = 'AUDIT';
 export const auditTargetPartition = (target: string) => `AUDIT#${target}`;
 export const auditActorPartition = (actor: string) => `ACTOR#${actor}`;
@@ -166,6 +170,29 @@ export function rosterBucketItem(bucket: RosterBucket, dueAt: string | undefined
   return { ...keys.rosterBucket(bucket.id), entity: 'roster-bucket', ...dueAttributes(keys.rosterBucket(bucket.id).pk, dueAt), ...bucket };
 }
 
+/**
+ * Every maintenance is in byKind (kind `MAINTENANCE`), newest first, and in byOrg under its state
+ * (`MAINTENANCE#<state>`): each listing of `GET /admin/maintenance` is one Query. Its own `kind` (planned or
+ * emergency) is stored as `maintenanceKind`, since `kind` is byKind's key.
+ */
+export function maintenanceItem(maintenance: Maintenance, dueAt: string | undefined): Item {
+  const { kind, ...rest } = maintenance;
+  const sortKey = `${maintenance.createdAt}#${maintenance.id}`;
+  return {
+    ...keys.maintenance(maintenance.id),
+    entity: 'maintenance',
+    kind: MAINTENANCE_KIND,
+    kindSk: sortKey,
+    orgPk: maintenanceStatePartition(maintenance.state),
+    orgSk: sortKey,
+    ...dueAttributes(keys.maintenance(maintenance.id).pk, dueAt),
+    ...rest,
+    maintenanceKind: kind,
+  };
+}
+
+export const maintenanceStatePartition = (state: string): string => `MAINTENANCE#${state}`;
+
 export const staleCheckItem = (check: StaleCheck): Item => ({ ...keys.staleCheck(check.id), entity: 'stale-check', ...check });
 
 export const rosterDigestsItem = (digests: RosterDigests): Item => ({ ...keys.siteRosterDigests, ...digests });
@@ -232,6 +259,10 @@ export const fromInstanceItem = (item: Item): Instance => strip<Instance>(item);
 export const fromMetaInstanceItem = (item: Item): MetaInstance => strip<MetaInstance>(item);
 export const fromTenantItem = (item: Item): Tenant => strip<Tenant>(item);
 export const fromRosterBucketItem = (item: Item): RosterBucket => strip<RosterBucket>(item);
+export function fromMaintenanceItem(item: Item): Maintenance {
+  const { maintenanceKind, ...rest } = strip<Omit<Maintenance, 'kind'> & { maintenanceKind: Maintenance['kind'] }>(item);
+  return { ...rest, kind: maintenanceKind };
+}
 export const fromStaleCheckItem = (item: Item): StaleCheck => strip<StaleCheck>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item);
@@ -239,7 +270,13 @@ export const fromRackAggregateItem = (item: Item): RackAggregate => strip<RackAg
 export const fromSummaryShardItem = (item: Item): SummaryShard => strip<SummaryShard>(item);
 
 /** The records the due index holds, by the prefix of their partition key (`keys`). */
-const dueEntityOfPrefix: Record<string, string> = { MACHINE: 'machine', INSTANCE: 'instance', META: 'meta-instance', ROSTER: 'roster-bucket' };
+const dueEntityOfPrefix: Record<string, string> = {
+  MACHINE: 'machine',
+  INSTANCE: 'instance',
+  META: 'meta-instance',
+  ROSTER: 'roster-bucket',
+  MAINTENANCE: 'maintenance',
+};
 
 /**
  * What a due-index entry points at: the record's own entity and id (the sweep delivers it to its watchers again),

@@ -3,6 +3,7 @@ import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
 import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
+import type { Maintenance, MaintenanceState, OpenMaintenances } from '#domain/maintenance.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { OutboxEntry } from '#domain/events.ts';
@@ -36,6 +37,7 @@ export interface DueTimes {
   instance(instance: Instance): string | undefined;
   metaInstance(meta: MetaInstance): string | undefined;
   rosterBucket(bucket: RosterBucket): string | undefined;
+  maintenance(maintenance: Maintenance): string | undefined;
 }
 
 /**
@@ -116,6 +118,12 @@ export interface FleetStore {
   getRosterBuckets(ids: string[]): Promise<Map<string, RosterBucket>>;
   getRosterDigests(): Promise<RosterDigests | null>;
   getStaleCheck(id: string): Promise<StaleCheck | null>;
+  /** Maintenance records by id (BatchGetItem, strongly consistent); those not found are left out. */
+  getMaintenances(ids: readonly string[]): Promise<Map<string, Maintenance>>;
+  /** The site's list of open maintenance (null before the first declaration). */
+  getOpenMaintenances(): Promise<OpenMaintenances | null>;
+  /** Every maintenance, newest first; with `state`, of that state only (a filter: a page may come back short). */
+  listMaintenances(page: PageRequest & { state?: MaintenanceState | undefined }): Promise<Page<Maintenance>>;
 
   /**
    * Instances bound to a meta-instance, Terminated ones left out (the members index holds only the others): an

@@ -1,11 +1,11 @@
 // The simulated agent's own API, the routes the controller calls (docs/api.md "Site agent"): POST /instances,
-// DELETE and GET /instances/{name}. Like a real agent it serves only signed calls (docs/api.md "Signing"), and plays
+// DELETE and GET /instances/{name}, POST /machines/{id}/maintenance. Like a real agent it serves only signed calls (docs/api.md "Signing"), and plays
 // the faults the /_sim controls queued.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '#domain/model.ts';
 import { REQUEST_ID_HEADER } from '#site/agent-client.ts';
-import { createInstanceRequest, type AgentErrorAnswer, type InstanceAnswer, type InstanceStatusAnswer } from '#site/agent-contract.ts';
+import { createInstanceRequest, startMaintenanceRequest, type AgentErrorAnswer, type InstanceAnswer, type InstanceStatusAnswer } from '#site/agent-contract.ts';
 import { verifyRequest } from '#site/request-signing.ts';
 import { parseJsonBody, readBodyBytes } from '../request-body.ts';
 import type { AgentLoops } from './agent-loops.ts';
@@ -16,7 +16,7 @@ import { sendJson } from './wire.ts';
 export interface AgentApiOptions {
   state: AgentState;
   behaviour: AgentBehaviour;
-  loops: Pick<AgentLoops, 'wait' | 'cleanUp'>;
+  loops: Pick<AgentLoops, 'wait' | 'cleanUp' | 'maintain'>;
   provisionMs: number;
   clock: Clock;
   log: (line: string) => void;
@@ -102,6 +102,29 @@ export function createAgentApi({ state, behaviour, loops, provisionMs, clock, lo
     loops.cleanUp(instance, fails ? { ok: false, message: 'simulated cleanup failure' } : { ok: true }, () => state.endCleanup(name, instance));
   }
 
+  /** Accepts the work (202) and reports it done later, unless a queued fault answers instead (as for a create). */
+  function handleMaintenance(req: IncomingMessage, machineId: string, body: Buffer, res: ServerResponse): void {
+    const parsed = startMaintenanceRequest.safeParse(parseJsonBody(body.toString('utf8')));
+    if (!parsed.success) {
+      sendError(res, 400, { code: 'bad_request', message: parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ') });
+      return;
+    }
+    const fault = behaviour.maintenanceFaults.shift();
+    if (fault === 'network') return void req.socket.destroy();
+    if (fault === 'timeout') {
+      heldOpen.add(res);
+      res.on('close', () => heldOpen.delete(res));
+      return;
+    }
+    if (fault !== undefined) {
+      sendError(res, fault, { code: 'simulated_fault', message: `simulated ${fault}` });
+      return;
+    }
+    sendJson(res, 202, { machineId, maintenanceId: parsed.data.maintenanceId });
+    log(`site-sim: maintenance ${parsed.data.maintenanceId} (${parsed.data.category}) on ${machineId}`);
+    loops.maintain(machineId, parsed.data.maintenanceId);
+  }
+
   function handleStatus(name: string, res: ServerResponse): void {
     const status = state.statusOf(name);
     if (!status) {
@@ -139,6 +162,8 @@ export function createAgentApi({ state, behaviour, loops, provisionMs, clock, lo
         sendJson(res, 405, { code: 'method_not_allowed' });
         return;
       }
+      const maintenance = /^\/machines\/([^/]+)\/maintenance$/.exec(path);
+      if (maintenance && req.method === 'POST') return handleMaintenance(req, decodeURIComponent(maintenance[1] ?? ''), body, res);
       sendJson(res, 404, { code: 'not_found', message: path });
     },
 

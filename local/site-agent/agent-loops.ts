@@ -20,6 +20,8 @@ export interface AgentLoopsOptions {
   /** Send the roster in this many parts a beat, as an agent whose roster outgrows one beat does. Default 1. */
   heartbeatParts?: number;
   cleanupMs: number;
+  /** How long a machine's maintenance work takes (`[simulator] maintenance_ms`). */
+  maintenanceMs: number;
   /** Delays between attempts at a cleanup report the controller did not take. */
   reportRetryDelaysMs: number[];
   log: (line: string) => void;
@@ -45,6 +47,8 @@ export interface AgentLoops {
   wait(ms: number): Promise<boolean>;
   /** Sanitizes the machine for `cleanupMs`, then reports `report` and calls `done`; nothing when stopped before it is clean. */
   cleanUp(instance: AgentInstance, report: CleanupReport, done: () => void): void;
+  /** Works on the machine for `maintenanceMs`, then reports the work done; nothing when stopped before. */
+  maintain(machineId: string, maintenanceId: string): void;
   counters(): AgentLoopCounters;
 }
 
@@ -119,34 +123,37 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
     } while (await wait(options.heartbeatIntervalMs));
   }
 
-  async function reportCleanup(instance: AgentInstance, report: CleanupReport): Promise<void> {
-    const path = `/site/v1/machines/${encodeURIComponent(instance.machineId)}/cleanup`;
+  /** Posts a report about a machine (`kind`: cleanup or maintenance) until the controller takes it; true when it did. */
+  async function report(kind: 'cleanup' | 'maintenance', machineId: string, body: unknown): Promise<boolean> {
+    const path = `/site/v1/machines/${encodeURIComponent(machineId)}/${kind}`;
     for (let attempt = 0; ; attempt++) {
-      if (!isRunning) return;
+      if (!isRunning) return false;
       try {
-        const response = await postToController(path, report);
-        if (response.ok) {
-          counters.cleanupReportsSent++;
-          log(`site-sim: reported cleanup of ${instance.machineId} (${instance.name}): ok=${report.ok}`);
-          return;
-        }
+        const response = await postToController(path, body);
+        if (response.ok) return true;
         // A 4xx will not heal by asking again; only an unwell controller is worth retrying.
         if (response.status < 500) {
-          log(`site-sim: controller refused the cleanup report for ${instance.machineId}: ${response.status}`);
-          return;
+          log(`site-sim: controller refused the ${kind} report for ${machineId}: ${response.status}`);
+          return false;
         }
-        log(`site-sim: cleanup report for ${instance.machineId} answered ${response.status}`);
+        log(`site-sim: ${kind} report for ${machineId} answered ${response.status}`);
       } catch (error) {
-        if (!isRunning) return;
-        log(`site-sim: cleanup report for ${instance.machineId} failed: ${errorText(error)}`);
+        if (!isRunning) return false;
+        log(`site-sim: ${kind} report for ${machineId} failed: ${errorText(error)}`);
       }
       const delay = options.reportRetryDelaysMs[attempt];
       if (delay === undefined) {
-        log(`site-sim: giving up on the cleanup report for ${instance.machineId}`);
-        return;
+        log(`site-sim: giving up on the ${kind} report for ${machineId}`);
+        return false;
       }
-      if (!(await wait(delay))) return;
+      if (!(await wait(delay))) return false;
     }
+  }
+
+  async function reportCleanup(instance: AgentInstance, cleanup: CleanupReport): Promise<void> {
+    if (!(await report('cleanup', instance.machineId, cleanup))) return;
+    counters.cleanupReportsSent++;
+    log(`site-sim: reported cleanup of ${instance.machineId} (${instance.name}): ok=${cleanup.ok}`);
   }
 
   return {
@@ -159,6 +166,13 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
         if (!(await wait(options.cleanupMs))) return;
         await reportCleanup(instance, report);
         done();
+      })();
+    },
+
+    maintain(machineId, maintenanceId) {
+      void (async () => {
+        if (!(await wait(options.maintenanceMs))) return;
+        if (await report('maintenance', machineId, { maintenanceId, ok: true })) log(`site-sim: reported maintenance ${maintenanceId} of ${machineId}: ok`);
       })();
     },
 

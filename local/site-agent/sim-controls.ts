@@ -34,6 +34,8 @@ export interface AgentBehaviour {
   createFaults: CreateFault[];
   /** One per DELETE accepted; false: that cleanup fails. */
   cleanupFaults: boolean[];
+  /** Played one per maintenance start received (the outcomes of a create), then success again. */
+  maintenanceFaults: CreateFault[];
   /** Machines left out of the roster: their beats stop. */
   silencedMachines: Set<string>;
   /** The keys a call may be signed with, by id. */
@@ -68,19 +70,21 @@ const simFaultsBody = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('create'), outcomes: z.array(createFault) }),
   // false = a failed cleanup
   z.strictObject({ op: z.literal('cleanup'), outcomes: z.array(z.boolean()) }),
+  z.strictObject({ op: z.literal('maintenance'), outcomes: z.array(createFault) }),
 ]);
 
 export function createSimControls(machineIds: ReadonlySet<string>, state: AgentState, behaviour: AgentBehaviour, log: (line: string) => void): SimControls {
-  const { createFaults, cleanupFaults, silencedMachines, acceptedKeys, createLog } = behaviour;
+  const { createFaults, cleanupFaults, maintenanceFaults, silencedMachines, acceptedKeys, createLog } = behaviour;
 
   async function control(method: string, path: string, body: unknown): Promise<ControlResponse | undefined> {
     if (path === '/_sim/faults') {
       if (method === 'DELETE') {
         createFaults.length = 0;
         cleanupFaults.length = 0;
+        maintenanceFaults.length = 0;
         return { status: 204 };
       }
-      if (method === 'GET') return { status: 200, body: { create: [...createFaults], cleanup: [...cleanupFaults] } };
+      if (method === 'GET') return { status: 200, body: { create: [...createFaults], cleanup: [...cleanupFaults], maintenance: [...maintenanceFaults] } };
       if (method !== 'POST') return methodNotAllowed();
       return queueFaults(body);
     }
@@ -151,9 +155,9 @@ export function createSimControls(machineIds: ReadonlySet<string>, state: AgentS
     const parsed = simFaultsBody.safeParse(body);
     if (!parsed.success) return invalidBody(parsed.error);
     const request = parsed.data;
-    if (request.op === 'create') createFaults.push(...request.outcomes);
-    else cleanupFaults.push(...request.outcomes);
-    return { status: 200, body: { op: request.op, queued: request.op === 'create' ? [...createFaults] : [...cleanupFaults] } };
+    const queue = { create: createFaults, cleanup: cleanupFaults, maintenance: maintenanceFaults }[request.op] as unknown[];
+    queue.push(...request.outcomes);
+    return { status: 200, body: { op: request.op, queued: [...queue] } };
   }
 
   return {

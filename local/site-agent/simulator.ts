@@ -28,6 +28,8 @@ export interface SiteSimulatorOptions {
   heartbeatParts?: number;
   provisionMs: number;
   cleanupMs: number;
+  /** How long a machine's maintenance work takes. Default 200. */
+  maintenanceMs?: number;
   log?: (line: string) => void;
   clock?: Clock;
   host?: string;
@@ -64,6 +66,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   const behaviour: AgentBehaviour = {
     createFaults: [],
     cleanupFaults: [],
+    maintenanceFaults: [],
     silencedMachines: new Set(),
     acceptedKeys: new Map(options.signingKeys.map((key) => [key.id, key])),
     createLog: [],
@@ -81,6 +84,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     ...(options.heartbeatParts ? { heartbeatParts: options.heartbeatParts } : {}),
     cleanupMs: options.cleanupMs,
+    maintenanceMs: options.maintenanceMs ?? 200,
     reportRetryDelaysMs: options.reportRetryDelaysMs ?? [500, 1000, 2000, 4000],
     log,
   });

@@ -103,6 +103,12 @@ describe('schedule, events and alarms', () => {
       TreatMissingData: 'notBreaching',
       Dimensions: expect.arrayContaining([{ Name: 'site', Value: SITE }]),
     });
+    // The sweep counts machines in open maintenance past their window (reconcilers/maintenance-overdue.ts).
+    expect(alarms.find((a) => a.MetricName === 'MaintenanceOverdue')).toMatchObject({
+      Namespace: 'Fleetward',
+      Threshold: 1,
+      Dimensions: expect.arrayContaining([{ Name: 'site', Value: SITE }]),
+    });
     // The sweep reports 1 while the site agent is silent (reconcilers/sweep.ts).
     expect(alarms.find((a) => a.MetricName === SITE_AGENT_SILENT_METRIC)).toMatchObject({
       Namespace: 'Fleetward',

@@ -106,11 +106,26 @@ async function metaInstance(): Promise<string> {
 }
 
 const kept = await readyInstance('auth-matrix');
+
+/** Maintenance declared on the kept instance's machine, once acme holds it there (the fan-out is asynchronous). */
+async function maintenanceOnKept(): Promise<string> {
+  const handBackBy = new Date(Date.now() + 15 * 86_400_000).toISOString();
+  const body = { kind: 'planned', category: 'firmware', reason: 'auth matrix', scope: { machineIds: [kept.machineId] }, handBackBy, windowMinutes: 60 };
+  const declared = await site.call('POST', '/admin/maintenance', { token: admin, body });
+  expect(declared.status, JSON.stringify(declared.body)).toBe(201);
+  for (let tries = 0; tries < 100; tries++) {
+    const shown = await site.call('GET', `/admin/maintenance/${declared.body.id}`, { token: admin });
+    if (shown.body.machines[kept.machineId].phase === 'held') return declared.body.id;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('the maintenance never reached the kept machine');
+}
 /** What every path names unless its row says otherwise; no call below ends these. */
 const resources = {
   instanceId: kept.id,
   machineId: kept.machineId,
   metaInstanceId: await metaInstance(),
+  maintenanceId: await maintenanceOnKept(),
   rack: (await site.call('GET', `/admin/machines/${kept.machineId}`, { token: admin })).body.rack as string,
   roster: ((await site.call('GET', '/admin/machines?limit=500', { token: admin })).body.items as Array<{ id: string }>).map((m) => ({ id: m.id })),
   /** One resource per route that ends what it names: only its owner's call does, once. */
@@ -199,10 +214,37 @@ const expectations: Record<string, Expectation> = {
   'POST /admin/safety/repair-storm/reset': { row: providerAdmin(200), body: () => ({}) },
   'GET /admin/repairs': { row: providerAdmin(200) },
   'GET /admin/audit': { row: providerAdmin(200) },
+  // The kept machine is in open maintenance already: a second one on it is refused and changes nothing.
+  'POST /admin/maintenance': {
+    row: providerAdmin([409, 'maintenance-overlap']),
+    body: (r) => ({
+      kind: 'emergency',
+      category: 'other',
+      reason: 'auth matrix',
+      scope: { machineIds: [r.machineId] },
+      handBackBy: new Date(Date.now() + 86_400_000).toISOString(),
+      windowMinutes: 60,
+    }),
+  },
+  'GET /admin/maintenance': { row: providerAdmin(200) },
+  'GET /admin/maintenance/{id}': { row: providerAdmin(200) },
+  'POST /admin/maintenance/{id}/cancel': { row: providerAdmin(notFound), path: () => ({ maintenanceId: 'mnt-unknown' }) },
+  'POST /admin/maintenance/{id}/resume': { row: providerAdmin([409, 'invalid-state']) },
+  // The provider's own org asked for no deferral.
+  'POST /admin/maintenance/{id}/deferrals/{org}': { row: providerAdmin(notFound), body: () => ({ decision: 'reject' }) },
+  'GET /v2/org/{org}/nico/maintenance': { row: tenants(200, 200, 200) },
+  'GET /v2/org/{org}/nico/maintenance/{id}': { row: tenants(200, notFound, notFound) },
+  'POST /v2/org/{org}/nico/maintenance/{id}/hand-back': { row: tenants([422, 'not-held'], notFound, notFound), body: () => ({ instanceIds: ['i-unknown'] }) },
+  'POST /v2/org/{org}/nico/maintenance/{id}/deferral': {
+    row: tenants(202, notFound, notFound),
+    body: () => ({ until: new Date(Date.now() + 30 * 86_400_000).toISOString(), reason: 'auth matrix' }),
+  },
 
   // The whole roster, as the agent sends it; a partial one would mark machines silent.
   'POST /site/v1/heartbeats': { row: siteAgent(200), body: (r) => ({ machines: r.roster }) },
   'POST /site/v1/machines/{id}/cleanup': { row: siteAgent([409, 'invalid-state']), body: () => ({ ok: true }) },
+  // The machine is held, not in maintenance work: the report changes nothing.
+  'POST /site/v1/machines/{id}/maintenance': { row: siteAgent(200), body: (r) => ({ maintenanceId: r.maintenanceId, ok: true }) },
 };
 
 const pathFor = (route: ServedRoute, org: string, expectation?: Expectation) => routePath(route, { org, ...resources, ...expectation?.path?.(resources) });

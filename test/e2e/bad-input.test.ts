@@ -162,6 +162,15 @@ function genericCases(route: Route): Case[] {
 
 // ---- specific cases: what each known route must refuse ----------------------------------------------------------
 
+const maintenance = (v: Values, over: Record<string, unknown>) => ({
+  kind: 'planned',
+  category: 'firmware',
+  reason: 'bad input',
+  scope: { machineIds: [v.machineId] },
+  handBackBy: '2030-01-01T00:00:00Z',
+  windowMinutes: 60,
+  ...over,
+});
 const issue = (extra: Record<string, unknown> = {}) => ({ category: 'HARDWARE', summary: 'GPU fell off the bus', ...extra });
 
 type Spec = [
@@ -342,6 +351,15 @@ const specific: Record<string, Spec[]> = {
     ['days=91', () => undefined, ['query.days'], { query: 'days=91' }],
     ['days=1e1', () => undefined, ['query.days'], { query: 'days=1e1' }],
   ],
+  'declare-maintenance': [
+    ['a kind that is neither planned nor emergency', (v) => maintenance(v, { kind: 'routine' }), ['kind']],
+    ['a scope that names nothing', (v) => maintenance(v, { scope: {} }), ['scope']],
+    ['a handBackBy without its offset', (v) => maintenance(v, { handBackBy: '2030-01-01T00:00:00' }), ['handBackBy']],
+    ['windowMinutes of 0', (v) => maintenance(v, { windowMinutes: 0 }), ['windowMinutes']],
+  ],
+  'list-maintenance': [['state=Paused', () => undefined, ['query.state'], { query: 'state=Paused' }]],
+  'decide-maintenance-deferral': [['decision=maybe', () => ({ decision: 'maybe' }), ['decision']]],
+  'hand-back-maintenance': [['no instance ids', () => ({ instanceIds: [] }), ['instanceIds']]],
 };
 
 function specificCases(route: Route): Case[] {

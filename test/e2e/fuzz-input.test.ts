@@ -40,6 +40,20 @@ const validBodies: Record<string, (v: Values) => unknown> = {
   'reset-repair-storm': () => ({ applyHeldBack: false }),
   'post-heartbeats': (v) => ({ machines: [{ id: v.machineId }] }),
   'report-cleanup': () => ({ ok: true, message: 'wiped' }),
+  'declare-maintenance': (v) => ({
+    kind: 'planned',
+    category: 'firmware',
+    reason: 'fuzz',
+    impact: 'a reboot',
+    scope: { machineIds: [v.machineId], racks: ['r1'] },
+    handBackBy: '2030-01-01T00:00:00Z',
+    windowMinutes: 60,
+    rollout: { maxInFlight: 1, haltAfterFailures: 1 },
+  }),
+  'decide-maintenance-deferral': () => ({ decision: 'accept' }),
+  'hand-back-maintenance': (v) => ({ instanceIds: [v.instanceId] }),
+  'request-maintenance-deferral': () => ({ until: '2030-02-01T00:00:00Z', reason: 'fuzz' }),
+  'report-maintenance': () => ({ maintenanceId: 'mnt-1', ok: true, message: 'done' }),
 };
 
 const queryShape = (route: Route): Record<string, unknown> => (route.query as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};

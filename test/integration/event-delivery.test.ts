@@ -36,6 +36,7 @@ function contextOn(tables: Tables, events: EventPublisher): AppContext {
       create: () => Promise.reject(new Error('no site agent call is expected here')),
       delete: () => Promise.reject(new Error('no site agent call is expected here')),
       status: () => Promise.reject(new Error('no site agent call is expected here')),
+      startMaintenance: () => Promise.reject(new Error('no site agent call is expected here')),
     },
     events,
     metrics: prometheusMetrics(),

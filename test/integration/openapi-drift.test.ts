@@ -134,6 +134,20 @@ const samples: Record<string, unknown> = {
   'post-heartbeats': { machines: [{ id: 'gb200-r1-01' }] },
   'report-cleanup': { ok: true, message: 'sanitized' },
   'reset-repair-storm': { applyHeldBack: true },
+  'declare-maintenance': {
+    kind: 'planned',
+    category: 'firmware',
+    reason: 'BMC firmware 2.4',
+    impact: 'a reboot',
+    scope: { machineIds: ['gb200-r1-01'], racks: ['rack-1'], nvlinkDomains: ['nvl-1'] },
+    handBackBy: '2026-12-14T09:00:00.000Z',
+    windowMinutes: 240,
+    rollout: { maxInFlight: 4, haltAfterFailures: 2 },
+  },
+  'decide-maintenance-deferral': { decision: 'accept' },
+  'hand-back-maintenance': { instanceIds: ['i-1'] },
+  'request-maintenance-deferral': { until: '2026-12-30T09:00:00.000Z', reason: 'a training run ends on the 30th' },
+  'report-maintenance': { maintenanceId: 'mnt-1', ok: false, message: 'flash failed' },
 };
 
 interface Variant {

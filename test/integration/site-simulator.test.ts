@@ -204,7 +204,7 @@ describe('simulated site agent: creates', () => {
     });
     expect((await call('POST', '/_sim/faults', { op: 'reboot', outcomes: [] })).status).toBe(422);
     expect((await call('POST', '/_sim/faults', { op: 'cleanup', outcomes: ['yes'] })).status).toBe(422);
-    expect((await call('GET', '/_sim/faults')).body).toEqual({ create: [], cleanup: [] });
+    expect((await call('GET', '/_sim/faults')).body).toEqual({ create: [], cleanup: [], maintenance: [] });
     expect((await call('POST', '/_sim/machines/gb200-r1-01/heartbeat', { stopped: 'yes' })).status).toBe(422);
   });
 

@@ -143,6 +143,7 @@ export interface PathValues {
   instanceId: string;
   machineId: string;
   metaInstanceId?: string;
+  maintenanceId?: string;
   /** Exact values by param name; they win over everything else (e.g. a deliberately invalid `{source}`). */
   params?: Record<string, string>;
   /** For params the helper does not know (a route added later): auth is decided before params are read. */
@@ -162,6 +163,7 @@ export function routePath(route: Pick<Route, 'path'>, values: PathValues): strin
       else if (param === 'machineId' || (param === 'id' && /^machines?$/.test(before))) value = values.machineId;
       else if (param === 'instanceId' || (param === 'id' && /^instances?$/.test(before))) value = values.instanceId;
       else if (param === 'id' && /^meta-instances?$/.test(before)) value = values.metaInstanceId ?? values.fallback ?? 'unknown-meta-instance';
+      else if (param === 'id' && before === 'maintenance') value = values.maintenanceId ?? values.fallback ?? 'unknown-maintenance';
       else if (param === 'source') value = 'tenant-reported-issue';
       else value = values.fallback ?? `unknown-${param}`;
       return encodeURIComponent(value);

@@ -10,7 +10,8 @@ import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import type { Principal } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
-import type { AppContext, SiteAgent } from '#runtime/context.ts';
+import type { AppContext, MaintenanceStartOutcome, SiteAgent } from '#runtime/context.ts';
+import type { StartMaintenanceRequest } from '#site/agent-contract.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { registerMachines } from '#services/machines.ts';
 import type { PublishedEvent } from '#domain/events.ts';
@@ -32,6 +33,7 @@ export function scriptedAgent() {
   const createScript: Array<Scripted<CreateRequest, CreateOutcome>> = [];
   const deleteScript: Array<Scripted<string, DeleteOutcome>> = [];
   const statusScript: Array<Scripted<string, InstanceStatusOutcome>> = [];
+  const maintenanceScript: Array<Scripted<string, MaintenanceStartOutcome>> = [];
   const run = async <R, T>(step: Scripted<R, T> | undefined, request: R, otherwise: T): Promise<T> =>
     step === undefined ? otherwise : typeof step === 'function' ? (step as (r: R) => T | Promise<T>)(request) : step;
   const agent = {
@@ -54,6 +56,13 @@ export function scriptedAgent() {
     async status(name: string): Promise<InstanceStatusOutcome> {
       agent.statuses.push(name);
       return run(statusScript.shift(), name, { kind: 'present' });
+    },
+    maintenanceStarts: [] as Array<{ machineId: string } & StartMaintenanceRequest>,
+    /** The next maintenance starts answer these, in order; unscripted, the agent accepts. */
+    willStartMaintenance: (...outcomes: Array<Scripted<string, MaintenanceStartOutcome>>) => void maintenanceScript.push(...outcomes),
+    async startMaintenance(machineId: string, request: StartMaintenanceRequest): Promise<MaintenanceStartOutcome> {
+      agent.maintenanceStarts.push({ machineId, ...request });
+      return run(maintenanceScript.shift(), machineId, { kind: 'accepted' });
     },
   } satisfies SiteAgent & Record<string, unknown>;
   return agent;

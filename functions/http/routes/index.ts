@@ -5,6 +5,7 @@ import { adminOverrideRoutes } from '#http/routes/admin-overrides.ts';
 import { adminSafetyRoutes } from '#http/routes/admin-safety.ts';
 import { adminRoutes } from '#http/routes/admin.ts';
 import { instanceRoutes } from '#http/routes/instances.ts';
+import { maintenanceRoutes } from '#http/routes/maintenance.ts';
 import { metaInstanceRoutes } from '#http/routes/meta-instances.ts';
 import { openApiRoute } from '#http/routes/openapi.ts';
 import { siteAgentRoutes } from '#http/routes/site-agent.ts';
@@ -24,5 +25,6 @@ export const routes: readonly Route[] = [
   ...adminSafetyRoutes,
   ...adminAuditRoutes,
   ...siteAgentRoutes,
+  ...maintenanceRoutes,
   openApiRoute(() => routes),
 ];

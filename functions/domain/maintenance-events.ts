@@ -1,0 +1,36 @@
+import { EVENT_VERSIONS, type MaintenanceEventType } from '#domain/event-versions.ts';
+import type { Maintenance } from '#domain/maintenance.ts';
+import type { HistoryEntry } from '#domain/model.ts';
+
+// A maintenance's events. Each is carried by a history entry in the maintenance's own history (its subject is the
+// maintenance id), committed with the change it reports; the stream publishes it like any other event.
+
+export function maintenanceEvent(type: MaintenanceEventType, maintenance: Maintenance, at: string, extra: Record<string, unknown>): HistoryEntry {
+  return {
+    machineId: maintenance.id,
+    at,
+    actor: 'fleetward-maintenance',
+    action: 'event-emitted',
+    message: type,
+    event: {
+      type,
+      detail: {
+        version: EVENT_VERSIONS[type],
+        maintenanceId: maintenance.id,
+        kind: maintenance.kind,
+        category: maintenance.category,
+        at,
+        ...extra,
+      },
+    },
+  };
+}
+
+/** The same occurrence in one machine's history, so its history tells it too (published once, from the maintenance's). */
+export const maintenanceMachineEvent = (machineId: string, type: MaintenanceEventType, maintenance: Maintenance, at: string): HistoryEntry => ({
+  machineId,
+  at,
+  actor: 'fleetward-maintenance',
+  action: 'maintenance-event',
+  message: `${type} (maintenance ${maintenance.id})`,
+});

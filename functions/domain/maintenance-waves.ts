@@ -1,0 +1,428 @@
+import type { Change, Versioned } from '#domain/change.ts';
+import { maintenanceEvent, maintenanceMachineEvent } from '#domain/maintenance-events.ts';
+import { failuresOf, isOpen, orgHandBackBy, type InstanceMaintenanceNotice, type Maintenance, type MaintenanceMachine } from '#domain/maintenance.ts';
+import { releaseInstance } from '#domain/instances.ts';
+import type { HealthOverride, HistoryEntry, Instance, Machine } from '#domain/model.ts';
+import { buildOverride, withOverride, withoutOverride } from '#domain/overrides.ts';
+import { addMs, iso } from '#domain/time.ts';
+
+// What a maintenance does to the machines in scope, one bounded step at a time: the fan-out of the override and
+// the instance notice, waves, the agent's reports, overdue machines, reminders and completion. Every step is a pure
+// function of the maintenance and the records it names, and its result is one transaction.
+
+/** The health override source a maintenance writes; it is no tenant's report, so it counts towards no breaker. */
+export const MAINTENANCE_SOURCE = 'maintenance';
+
+/** Machines told per step: each writes its machine, its instance and one history entry, beside the maintenance. */
+export const FAN_OUT_CHUNK = 30;
+/** Instances released per step at a deadline: each writes its instance, its machine and a few history entries. */
+const ENFORCED_PER_STEP = 15;
+/** Orgs told per step (one event each). */
+const ORGS_PER_STEP = 90;
+
+export const ACTOR = 'fleetward-maintenance';
+
+export function maintenanceOverride(maintenance: Maintenance, machineId: string, at: string): HealthOverride {
+  return {
+    source: MAINTENANCE_SOURCE,
+    mode: 'merge',
+    alerts: [
+      {
+        id: 'Maintenance',
+        target: machineId,
+        message: `maintenance ${maintenance.id} (${maintenance.kind}, ${maintenance.category}): ${maintenance.reason}`,
+        classifications: ['PreventAllocations', 'SuppressExternalAlerting'],
+      },
+    ],
+    createdBy: maintenance.declaredBy,
+    createdAt: at,
+  };
+}
+
+/** The maintenance id a machine's override names, if it carries one. */
+export function maintenanceIdOf(machine: Machine): string | undefined {
+  const alert = machine.healthOverrides.find((o) => o.source === MAINTENANCE_SOURCE)?.alerts[0];
+  return alert?.message.match(/^maintenance (\S+) /)?.[1];
+}
+
+export const noticeOf = (maintenance: Maintenance, handBackBy: string): InstanceMaintenanceNotice => ({
+  id: maintenance.id,
+  kind: maintenance.kind,
+  category: maintenance.category,
+  reason: maintenance.reason,
+  ...(maintenance.impact === undefined ? {} : { impact: maintenance.impact }),
+  handBackBy,
+});
+
+const holds = (machine: Machine, instance: Instance | undefined): instance is Instance =>
+  machine.state === 'Assigned' && instance !== undefined && instance.machineId === machine.id && instance.status !== 'Terminated';
+
+const step = (maintenance: Maintenance, now: Date, changed: Partial<Maintenance>): Versioned<Maintenance> => ({
+  before: maintenance,
+  after: { ...maintenance, ...changed, updatedAt: iso(now) },
+});
+
+/**
+ * The next chunk of the fan-out: each machine gets the override, each instance on one the notice, and the machine
+ * is `held` (by that instance's org) or `waiting` (free, or already on its way back). When every machine is told,
+ * the orgs are told, an event per org, a chunk of orgs per step. Null when the fan-out is done.
+ */
+export function fanOutStep(maintenance: Maintenance, chunk: Map<string, Machine>, instances: Map<string, Instance>, now: Date): Change | null {
+  if (maintenance.state === 'Cancelled') return null;
+  const at = iso(now);
+  const from = maintenance.progress.fannedOut;
+  const ids = maintenance.machineIds.slice(from, from + FAN_OUT_CHUNK);
+  if (ids.length === 0) return notifyOrgs(maintenance, now);
+  const machines: Versioned<Machine>[] = [];
+  const touched: Versioned<Instance>[] = [];
+  const history: HistoryEntry[] = [];
+  const course: Record<string, MaintenanceMachine> = { ...maintenance.machines };
+  for (const id of ids) {
+    const machine = chunk.get(id);
+    // A machine deregistered since the declaration has nothing to be done to it.
+    if (!machine) {
+      course[id] = { ...course[id]!, phase: 'returned', returnedAt: at };
+      continue;
+    }
+    const instance = machine.instanceId ? instances.get(machine.instanceId) : undefined;
+    const after: Machine = { ...machine, healthOverrides: withOverride(machine.healthOverrides, maintenanceOverride(maintenance, id, at)), updatedAt: at };
+    machines.push({ before: machine, after });
+    if (holds(machine, instance)) {
+      course[id] = { ...course[id]!, phase: 'held', org: instance.org, instanceId: instance.id };
+      touched.push({ before: instance, after: { ...instance, maintenance: noticeOf(maintenance, course[id]!.handBackBy), updatedAt: at } });
+    } else {
+      course[id] = { ...course[id]!, phase: 'waiting', handedBackAt: at };
+    }
+    history.push({ machineId: id, at, actor: ACTOR, action: 'maintenance-declared', message: `in scope of maintenance ${maintenance.id}` });
+  }
+  const progress = { ...maintenance.progress, fannedOut: from + ids.length };
+  const state = maintenance.state === 'Declared' ? 'InProgress' : maintenance.state;
+  return { machines, instances: touched, history, maintenances: [step(maintenance, now, { machines: course, progress, state })] };
+}
+
+/** Orgs holding machines in scope, each told once (MaintenanceDeclared listing its instance ids). */
+function notifyOrgs(maintenance: Maintenance, now: Date): Change | null {
+  const byOrg = new Map<string, string[]>();
+  for (const m of Object.values(maintenance.machines)) {
+    if (!m.org || !m.instanceId || maintenance.notifiedOrgs.includes(m.org)) continue;
+    byOrg.set(m.org, [...(byOrg.get(m.org) ?? []), m.instanceId]);
+  }
+  const orgs = [...byOrg.keys()].sort().slice(0, ORGS_PER_STEP);
+  if (orgs.length === 0) return null;
+  const at = iso(now);
+  const history = orgs.map((org) =>
+    maintenanceEvent('MaintenanceDeclared', maintenance, at, {
+      org,
+      instanceIds: byOrg.get(org)!,
+      handBackBy: orgHandBackBy(maintenance, org) ?? maintenance.handBackBy,
+    }),
+  );
+  return { history, maintenances: [step(maintenance, now, { notifiedOrgs: [...maintenance.notifiedOrgs, ...orgs] })] };
+}
+
+/**
+ * After a cancel: the next chunk of machines not yet admitted loses the override, their instances the notice. Null
+ * when every one is done.
+ */
+export function unwindStep(maintenance: Maintenance, chunk: Map<string, Machine>, instances: Map<string, Instance>, now: Date): Change | null {
+  const from = maintenance.progress.unwound;
+  if (maintenance.state !== 'Cancelled' || from === undefined) return null;
+  const ids = maintenance.machineIds.slice(from, Math.min(from + FAN_OUT_CHUNK, maintenance.progress.fannedOut));
+  if (ids.length === 0) return null;
+  const at = iso(now);
+  const machines: Versioned<Machine>[] = [];
+  const touched: Versioned<Instance>[] = [];
+  const history: HistoryEntry[] = [];
+  for (const id of ids) {
+    const phase = maintenance.machines[id]?.phase;
+    const machine = chunk.get(id);
+    if (!machine || (phase !== 'held' && phase !== 'waiting') || maintenanceIdOf(machine) !== maintenance.id) continue;
+    machines.push({ before: machine, after: { ...machine, healthOverrides: withoutOverride(machine.healthOverrides, MAINTENANCE_SOURCE), updatedAt: at } });
+    const instance = machine.instanceId ? instances.get(machine.instanceId) : undefined;
+    if (instance?.maintenance?.id === maintenance.id) {
+      const { maintenance: _cleared, ...rest } = instance;
+      touched.push({ before: instance, after: { ...rest, updatedAt: at } });
+    }
+    history.push({ machineId: id, at, actor: ACTOR, action: 'maintenance-cancelled', message: `maintenance ${maintenance.id} was cancelled` });
+  }
+  return {
+    machines,
+    instances: touched,
+    history,
+    maintenances: [step(maintenance, now, { progress: { ...maintenance.progress, unwound: from + ids.length } })],
+  };
+}
+
+/**
+ * A machine in scope that its tenant released and that finished cleanup is free: `held` becomes `waiting`, handed
+ * back now. `machines` are those read for the step, by id.
+ */
+export function handedBack(maintenance: Maintenance, machines: Map<string, Machine>, now: Date): Record<string, MaintenanceMachine> | null {
+  let changed = false;
+  const course = { ...maintenance.machines };
+  for (const [id, m] of Object.entries(maintenance.machines)) {
+    const machine = machines.get(id);
+    if (m.phase !== 'held' || !machine || machine.instanceId === m.instanceId) continue;
+    course[id] = { ...m, phase: 'waiting', handedBackAt: iso(now) };
+    changed = true;
+  }
+  return changed ? course : null;
+}
+
+const free = (machine: Machine | undefined): boolean => machine !== undefined && machine.state === 'Ready' && !machine.instanceId && !machine.cleanup;
+const inFlight = (maintenance: Maintenance): number =>
+  Object.values(maintenance.machines).filter((m) => m.phase === 'in-maintenance' || m.phase === 'validating').length;
+
+/**
+ * The next wave: waiting machines that are free, as many as leave fewer than `maxInFlight` in maintenance or
+ * validating, in scope order. None while the fan-out is under way or the maintenance is not in progress.
+ */
+export function admissible(maintenance: Maintenance, machines: Map<string, Machine>): string[] {
+  if (maintenance.state !== 'InProgress' || maintenance.progress.fannedOut < maintenance.machineIds.length) return [];
+  const room = maintenance.rollout.maxInFlight - inFlight(maintenance);
+  if (room <= 0) return [];
+  return maintenance.machineIds.filter((id) => maintenance.machines[id]?.phase === 'waiting' && free(machines.get(id))).slice(0, room);
+}
+
+/** Admitted machines whose start the agent never answered before the lease lapsed: asked again. */
+export const unansweredStarts = (maintenance: Maintenance, now: Date): string[] =>
+  maintenance.machineIds.filter((id) => {
+    const m = maintenance.machines[id];
+    return m?.phase === 'in-maintenance' && !m.accepted && m.leaseUntil !== undefined && m.leaseUntil <= iso(now);
+  });
+
+/**
+ * Admitting machines (or asking again about unanswered ones): `in-maintenance` from now, under a lease; the agent is
+ * asked to do the work once this has committed.
+ */
+export function admit(maintenance: Maintenance, ids: string[], now: Date, leaseMs: number): Change {
+  const at = iso(now);
+  const leaseUntil = iso(addMs(now, leaseMs));
+  const course = { ...maintenance.machines };
+  const history: HistoryEntry[] = [];
+  for (const id of ids) {
+    const again = course[id]!.phase === 'in-maintenance';
+    course[id] = { ...course[id]!, phase: 'in-maintenance', startedAt: again ? course[id]!.startedAt! : at, leaseUntil };
+    if (!again) history.push({ machineId: id, at, actor: ACTOR, action: 'maintenance-started', message: `maintenance ${maintenance.id} started` });
+  }
+  return { history, maintenances: [step(maintenance, now, { machines: course })] };
+}
+
+/**
+ * The agent's answers to the starts: accepted work awaits its report; a refused start fails the machine as a
+ * failed report would. Null when nothing changes (the machines moved on meanwhile).
+ */
+export function settleStarts(maintenance: Maintenance, answers: Array<{ machine: Machine; accepted: boolean; reason?: string }>, now: Date): Change | null {
+  let current = maintenance;
+  let machines: Versioned<Machine>[] = [];
+  let history: HistoryEntry[] = [];
+  for (const answer of answers) {
+    const course = current.machines[answer.machine.id];
+    if (course?.phase !== 'in-maintenance' || course.accepted) continue;
+    if (answer.accepted) {
+      const { leaseUntil: _settled, ...rest } = course;
+      current = { ...current, machines: { ...current.machines, [answer.machine.id]: { ...rest, accepted: true } } };
+      continue;
+    }
+    const failed = reportWork(current, answer.machine, false, `the site agent refused the work: ${answer.reason ?? 'unknown'}`, now)!;
+    current = failed.maintenances![0]!.after;
+    machines = [...machines, ...(failed.machines ?? [])];
+    history = [...history, ...failed.history];
+  }
+  if (current === maintenance) return null;
+  return { machines, history, maintenances: [{ before: maintenance, after: current }] };
+}
+
+/**
+ * The one place that decides what follows maintenance work the agent reports done. Today the machine is returned:
+ * the override comes off and it goes back to the pool. With validated return it will ask for validation (reason
+ * `maintenance`) and leave the machine `validating` until the validation's outcome is on the machine record.
+ */
+export function maintenanceWorkFinished(course: MaintenanceMachine, machine: Machine, now: Date): { course: MaintenanceMachine; machine: Machine } {
+  const at = iso(now);
+  return {
+    course: { ...course, phase: 'returned', returnedAt: at },
+    machine: { ...machine, healthOverrides: withoutOverride(machine.healthOverrides, MAINTENANCE_SOURCE), updatedAt: at },
+  };
+}
+
+/**
+ * The agent's report of one machine's work. Ok returns it (maintenanceWorkFinished); a failure marks it `failed`
+ * and quarantines it as a fault, and the failure that reaches `haltAfterFailures` halts the maintenance. A report
+ * for a machine not in maintenance changes nothing (null).
+ */
+export function reportWork(maintenance: Maintenance, machine: Machine, ok: boolean, message: string | undefined, now: Date): Change | null {
+  const course = maintenance.machines[machine.id];
+  if (course?.phase !== 'in-maintenance') return null;
+  const at = iso(now);
+  if (ok) {
+    const finished = maintenanceWorkFinished(course, machine, now);
+    const history: HistoryEntry = {
+      machineId: machine.id,
+      at,
+      actor: ACTOR,
+      action: 'maintenance-finished',
+      message: `maintenance ${maintenance.id} finished`,
+    };
+    const machines = { ...maintenance.machines, [machine.id]: finished.course };
+    return completeIfDone(maintenance, { machines }, now, { machines: [{ before: machine, after: finished.machine }], history: [history] });
+  }
+  const summary = `maintenance ${maintenance.id} failed${message ? `: ${message}` : ''}`;
+  const quarantine = buildOverride(machine.id, { template: 'tenant-reported-issue', issue: { category: 'HARDWARE', summary }, message: summary }, ACTOR, at);
+  const quarantined: Machine = {
+    ...machine,
+    healthOverrides: withOverride(withoutOverride(machine.healthOverrides, MAINTENANCE_SOURCE), quarantine),
+    updatedAt: at,
+  };
+  const failed: MaintenanceMachine = { ...course, phase: 'failed', returnedAt: at, ...(message ? { message } : {}) };
+  const machines = { ...maintenance.machines, [machine.id]: failed };
+  const halts = maintenance.state === 'InProgress' && failuresOf({ ...maintenance, machines }) >= maintenance.rollout.haltAfterFailures;
+  const history: HistoryEntry[] = [{ machineId: machine.id, at, actor: ACTOR, action: 'maintenance-failed', message: summary }];
+  if (halts) history.push(maintenanceEvent('MaintenanceHalted', maintenance, at, { failures: failuresOf({ ...maintenance, machines }) }));
+  return completeIfDone(maintenance, { machines, ...(halts ? { state: 'Halted' as const } : {}) }, now, {
+    machines: [{ before: machine, after: quarantined }],
+    history,
+  });
+}
+
+const finished = (m: MaintenanceMachine) => m.phase === 'returned' || m.phase === 'failed';
+
+/** The maintenance as `changed` leaves it, Completed (MaintenanceCompleted) when every machine is returned or failed. */
+function completeIfDone(maintenance: Maintenance, changed: Partial<Maintenance>, now: Date, change: Omit<Change, 'maintenances'>): Change {
+  const machines = changed.machines ?? maintenance.machines;
+  const done = Object.values(machines).every(finished) && maintenance.state !== 'Cancelled';
+  if (!done) return { ...change, maintenances: [step(maintenance, now, changed)] };
+  const at = iso(now);
+  const returned = Object.values(machines).filter((m) => m.phase === 'returned').length;
+  const event = maintenanceEvent('MaintenanceCompleted', maintenance, at, { returned, failed: Object.values(machines).length - returned });
+  return {
+    ...change,
+    history: [...change.history, event],
+    maintenances: [step(maintenance, now, { ...changed, state: 'Completed', completedAt: at })],
+  };
+}
+
+/**
+ * The machines a step reads: the fan-out's or the unwind's next chunk while one is under way, else every machine
+ * whose course may still move (held ones for their hand-back, waiting ones for a wave, admitted ones for the agent).
+ */
+export function machinesToRead(maintenance: Maintenance): string[] {
+  const { fannedOut, unwound } = maintenance.progress;
+  if (maintenance.state !== 'Cancelled' && fannedOut < maintenance.machineIds.length) return maintenance.machineIds.slice(fannedOut, fannedOut + FAN_OUT_CHUNK);
+  if (maintenance.state === 'Cancelled' && unwound !== undefined && unwound < fannedOut) {
+    return maintenance.machineIds.slice(unwound, Math.min(unwound + FAN_OUT_CHUNK, fannedOut));
+  }
+  if (!isOpen(maintenance)) return [];
+  const moving = new Set<MaintenanceMachine['phase']>(['held', 'waiting', 'in-maintenance']);
+  return maintenance.machineIds.filter((id) => moving.has(maintenance.machines[id]!.phase));
+}
+
+/** Whether the asynchronous walk (fan-out, or unwind after a cancel) still has machines to do: it is due at once. */
+export const walkPending = (maintenance: Maintenance): boolean =>
+  maintenance.state === 'Cancelled'
+    ? maintenance.progress.unwound !== undefined && maintenance.progress.unwound < maintenance.progress.fannedOut
+    : isOpen(maintenance) && (maintenance.progress.fannedOut < maintenance.machineIds.length || notifyPending(maintenance));
+
+const notifyPending = (maintenance: Maintenance): boolean =>
+  Object.values(maintenance.machines).some((m) => m.org !== undefined && !maintenance.notifiedOrgs.includes(m.org));
+
+/** When a machine handed back at `handedBackAt` is overdue: the provider's promised window has passed. */
+export const overdueAt = (maintenance: Maintenance, m: MaintenanceMachine): string | undefined =>
+  m.handedBackAt && !m.returnedAt && !m.overdue ? iso(addMs(new Date(m.handedBackAt), maintenance.windowMinutes * 60_000)) : undefined;
+
+/** Held past its deadline and not yet released by Fleetward. */
+const enforceable = (m: MaintenanceMachine, at: string): boolean => m.phase === 'held' && !m.enforcedAt && m.handBackBy <= at;
+
+/** Held machines whose instance must be read to enforce the deadline. */
+export const dueForEnforcement = (maintenance: Maintenance, now: Date): string[] =>
+  isOpen(maintenance) ? maintenance.machineIds.filter((id) => enforceable(maintenance.machines[id]!, iso(now))) : [];
+
+/**
+ * The deadline passed: Fleetward releases the instances still held (as their tenant's release would, no issue),
+ * with terminationReason `maintenance-enforced` and a MaintenanceEnforced each. Null when none is due.
+ */
+export function enforceStep(maintenance: Maintenance, machines: Map<string, Machine>, instances: Map<string, Instance>, now: Date): Change | null {
+  const ids = dueForEnforcement(maintenance, now).slice(0, ENFORCED_PER_STEP);
+  if (ids.length === 0) return null;
+  const at = iso(now);
+  const course = { ...maintenance.machines };
+  const changes: Change[] = [];
+  for (const id of ids) {
+    course[id] = { ...course[id]!, enforcedAt: at };
+    const machine = machines.get(id);
+    const instance = course[id]!.instanceId ? instances.get(course[id]!.instanceId!) : undefined;
+    if (!machine || !instance) continue;
+    const report = { actor: ACTOR, isRepairTenant: false, policy: { kind: 'off' as const } };
+    const decision = releaseInstance({ ...instance, terminationReason: 'maintenance-enforced' }, machine, report, now);
+    if (decision.kind !== 'release') continue;
+    const released = decision.change.instances!.map((pair) => ({ ...pair, before: instance }));
+    const event = maintenanceEvent('MaintenanceEnforced', maintenance, at, { org: instance.org, instanceId: instance.id, machineId: id });
+    changes.push({ ...decision.change, instances: released, history: [...decision.change.history, event] });
+  }
+  return {
+    machines: changes.flatMap((c) => c.machines ?? []),
+    instances: changes.flatMap((c) => c.instances ?? []),
+    history: changes.flatMap((c) => c.history),
+    maintenances: [step(maintenance, now, { machines: course })],
+  };
+}
+
+/** Overdue and still not back: what the MaintenanceOverdue alarm counts. */
+export const isOverdueNow = (m: MaintenanceMachine): boolean => m.overdue && m.phase !== 'returned' && m.phase !== 'failed';
+
+/** When an org must be reminded of its deadline. */
+const reminderAt = (maintenance: Maintenance, deadline: string): string => iso(addMs(new Date(deadline), -maintenance.noticeHours * 3_600_000));
+
+const heldOrgs = (maintenance: Maintenance): string[] => [
+  ...new Set(
+    Object.values(maintenance.machines)
+      .filter((m) => m.phase === 'held' && m.org)
+      .map((m) => m.org!),
+  ),
+];
+
+/**
+ * What time alone brings: machines that became overdue (MaintenanceOverdue once each, in the maintenance's history
+ * and the machine's) and orgs whose reminder is due (MaintenanceHandBackDue once per deadline). Null when nothing.
+ */
+export function timeStep(maintenance: Maintenance, now: Date): Change | null {
+  if (!isOpen(maintenance)) return null;
+  const at = iso(now);
+  const history: HistoryEntry[] = [];
+  const course = { ...maintenance.machines };
+  for (const [id, m] of Object.entries(maintenance.machines)) {
+    const due = overdueAt(maintenance, m);
+    if (!due || due > at) continue;
+    course[id] = { ...m, overdue: true };
+    const detail = { machineId: id, handedBackAt: m.handedBackAt!, windowMinutes: maintenance.windowMinutes };
+    history.push(maintenanceEvent('MaintenanceOverdue', maintenance, at, detail), maintenanceMachineEvent(id, 'MaintenanceOverdue', maintenance, at));
+    if (history.length >= ORGS_PER_STEP) break;
+  }
+  const reminded = [...maintenance.reminded];
+  for (const org of heldOrgs(maintenance)) {
+    const deadline = orgHandBackBy(maintenance, org)!;
+    const key = `${org}#${deadline}`;
+    if (reminded.includes(key) || reminderAt(maintenance, deadline) > at || history.length >= ORGS_PER_STEP) continue;
+    reminded.push(key);
+    history.push(maintenanceEvent('MaintenanceHandBackDue', maintenance, at, { org, handBackBy: deadline }));
+  }
+  if (history.length === 0) return null;
+  return { history, maintenances: [step(maintenance, now, { machines: course, reminded })] };
+}
+
+/** The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start left unanswered. */
+export function nextDueAt(maintenance: Maintenance): string | undefined {
+  if (!isOpen(maintenance)) return undefined;
+  const times: string[] = [];
+  for (const m of Object.values(maintenance.machines)) {
+    const due = overdueAt(maintenance, m);
+    if (due) times.push(due);
+  }
+  for (const m of Object.values(maintenance.machines)) if (m.phase === 'in-maintenance' && !m.accepted && m.leaseUntil) times.push(m.leaseUntil);
+  for (const m of Object.values(maintenance.machines)) if (m.phase === 'held' && !m.enforcedAt) times.push(m.handBackBy);
+  for (const org of heldOrgs(maintenance)) {
+    const deadline = orgHandBackBy(maintenance, org)!;
+    if (!maintenance.reminded.includes(`${org}#${deadline}`)) times.push(reminderAt(maintenance, deadline));
+  }
+  return times.sort()[0];
+}

@@ -1,0 +1,127 @@
+import { withOpenList, type Maintenance, type OpenMaintenances } from '#domain/maintenance.ts';
+import {
+  admissible,
+  admit,
+  dueForEnforcement,
+  enforceStep,
+  fanOutStep,
+  handedBack,
+  machinesToRead,
+  maintenanceIdOf,
+  nextDueAt,
+  settleStarts,
+  timeStep,
+  unansweredStarts,
+  unwindStep,
+  walkPending,
+} from '#domain/maintenance-waves.ts';
+import { isOpen } from '#domain/maintenance.ts';
+import type { Instance, Machine } from '#domain/model.ts';
+import { iso } from '#domain/time.ts';
+import type { AppContext, MaintenanceStartOutcome } from '#runtime/context.ts';
+import { defineReconciler } from '#reconcilers/reconciler.ts';
+import { limiter } from '#store/in-parallel.ts';
+
+// A declared maintenance, one bounded step per pass: the fan-out of its override and notice in chunks (or, after a
+// cancel, their removal), hand-backs, reminders and overdue machines, then waves of starts on the site agent.
+// Level-triggered: each step commits the maintenance's progress with the records it changed, so a crash resumes
+// where the last commit left it; the `due` index holds the maintenance while a walk is pending or a time is coming.
+
+export interface MaintenanceSnapshot {
+  maintenance: Maintenance;
+  machines: Map<string, Machine>;
+  instances: Map<string, Instance>;
+  open: OpenMaintenances | null;
+  now: Date;
+  leaseMs: number;
+}
+
+/** The agent is asked to start the work on these machines, once their admission has committed. */
+export interface MaintenanceStarts {
+  maintenanceId: string;
+  category: Maintenance['category'];
+  machineIds: string[];
+}
+
+type StartAnswers = Array<{ machineId: string; outcome: MaintenanceStartOutcome }>;
+
+/** Agent calls at once per wave: a wave of hundreds must not open hundreds of connections. */
+const STARTS_AT_ONCE = 8;
+
+const free = (machine: Machine): boolean => machine.state === 'Ready' && !machine.instanceId && !machine.cleanup;
+
+export const maintenanceReconciler = defineReconciler({
+  kind: 'maintenance',
+  watches: {
+    maintenance: {
+      concerns: (_before, after, id) => (after && (isOpen(after) || walkPending(after)) ? [id] : []),
+      dueAt: (maintenance) => (walkPending(maintenance) ? maintenance.updatedAt : nextDueAt(maintenance)),
+    },
+    // A machine in scope that came free (its tenant handed it back and cleanup finished) may join a wave.
+    machine: {
+      concerns: (before, after) => (after && free(after) && before && !free(before) ? [maintenanceIdOf(after)] : []),
+    },
+  },
+
+  async load(ctx: AppContext, id: string): Promise<MaintenanceSnapshot | null> {
+    const [found, open] = await Promise.all([ctx.store.getMaintenances([id]), ctx.store.getOpenMaintenances()]);
+    const maintenance = found.get(id);
+    if (!maintenance) return null;
+    const now = ctx.clock.now();
+    const machines = await ctx.store.getMachines(machinesToRead(maintenance));
+    // Instances only where a step changes them: the walk's chunk, and held machines past their deadline.
+    const enforced = new Set(dueForEnforcement(maintenance, now));
+    const instanceIds = [...machines.values()].flatMap((m) => (m.instanceId && (walkPending(maintenance) || enforced.has(m.id)) ? [m.instanceId] : []));
+    const instances = instanceIds.length > 0 ? (await ctx.store.getRecords({ instances: instanceIds })).instances : new Map<string, Instance>();
+    return { maintenance, machines, instances, open, now, leaseMs: ctx.config.site_agent.report_timeout_seconds * 1000 };
+  },
+
+  decide({ maintenance, machines, instances, open, now, leaseMs }: MaintenanceSnapshot) {
+    const walk = fanOutStep(maintenance, machines, instances, now) ?? unwindStep(maintenance, machines, instances, now);
+    if (walk) return { change: withOpenList(walk, open), requeueAt: now, summary: 'maintenance walk step' };
+    const course = isOpen(maintenance) ? handedBack(maintenance, machines, now) : null;
+    if (course) {
+      return {
+        change: { history: [], maintenances: [{ before: maintenance, after: { ...maintenance, machines: course, updatedAt: iso(now) } }] },
+        requeueAt: now,
+      };
+    }
+    const enforced = enforceStep(maintenance, machines, instances, now);
+    if (enforced) return { change: enforced, requeueAt: now, summary: 'maintenance deadline enforced' };
+    const timed = timeStep(maintenance, now);
+    if (timed) return { change: timed, requeueAt: now, summary: 'maintenance reminders and overdue machines' };
+    const starts = [...unansweredStarts(maintenance, now), ...admissible(maintenance, machines)];
+    if (starts.length > 0) {
+      const effect: MaintenanceStarts = { maintenanceId: maintenance.id, category: maintenance.category, machineIds: starts };
+      return { change: admit(maintenance, starts, now, leaseMs), effect, summary: `maintenance wave of ${starts.length}` };
+    }
+    const due = nextDueAt(maintenance);
+    return due ? { requeueAt: new Date(due) } : {};
+  },
+
+  effects: {
+    async perform(ctx: AppContext, starts: MaintenanceStarts): Promise<StartAnswers> {
+      const slot = limiter(STARTS_AT_ONCE);
+      return Promise.all(
+        starts.machineIds.map((machineId) =>
+          slot(async () => {
+            const outcome = await ctx.agent.startMaintenance(machineId, { maintenanceId: starts.maintenanceId, category: starts.category });
+            if (outcome.kind !== 'accepted')
+              ctx.log.warn('site agent maintenance start failed', { machineId, maintenanceId: starts.maintenanceId, ...outcome });
+            return { machineId, outcome };
+          }),
+        ),
+      );
+    },
+    settle({ maintenance, machines, open, now }: MaintenanceSnapshot, _starts: MaintenanceStarts, answers: StartAnswers) {
+      // No answer (a timeout, a 5xx): the lease lapses and the start is sent again.
+      const answered = answers.flatMap(({ machineId, outcome }) => {
+        const machine = machines.get(machineId);
+        if (!machine || outcome.kind === 'error') return [];
+        return [{ machine, accepted: outcome.kind === 'accepted', ...(outcome.kind === 'refused' ? { reason: outcome.reason } : {}) }];
+      });
+      const change = settleStarts(maintenance, answered, now);
+      return change && withOpenList(change, open);
+    },
+  },
+});
