@@ -593,6 +593,7 @@ export interface components {
             id: string;
             machineType: string;
             rack: string;
+            nvlinkDomain?: string;
             /** @enum {string} */
             state: "Ready" | "Assigned" | "Cleanup";
             labels: {
@@ -635,6 +636,7 @@ export interface components {
             id: string;
             machineType: string;
             rack: string;
+            nvlinkDomain?: string;
             /** @enum {string} */
             state: "Ready" | "Assigned" | "Cleanup";
             instanceId?: string;
@@ -661,6 +663,8 @@ export interface components {
             machineIds?: string[];
             placement: {
                 sameRack: boolean;
+                /** @default false */
+                sameNvlinkDomain: boolean;
             };
             labels: {
                 [key: string]: string;
@@ -728,6 +732,14 @@ export interface components {
                             quarantined: number;
                         };
                     };
+                    /** @description Machines that carry an NVLink domain, per domain */
+                    byNvlinkDomain?: {
+                        [key: string]: {
+                            machines: number;
+                            allocatable: number;
+                            quarantined: number;
+                        };
+                    };
                 };
             };
             asOf: string;
@@ -745,6 +757,7 @@ export interface components {
                     quarantined: boolean;
                     live: boolean;
                     lastHeartbeatAt?: string;
+                    nvlinkDomain?: string;
                 };
             };
         };
@@ -1762,12 +1775,15 @@ export interface operations {
                     machineIds?: string[];
                     /**
                      * @default {
-                     *       "sameRack": false
+                     *       "sameRack": false,
+                     *       "sameNvlinkDomain": false
                      *     }
                      */
                     placement?: {
                         /** @default false */
                         sameRack?: boolean;
+                        /** @default false */
+                        sameNvlinkDomain?: boolean;
                     };
                     /** @default {} */
                     labels?: {
@@ -2171,6 +2187,7 @@ export interface operations {
                         id: string;
                         machineType: string;
                         rack?: string;
+                        nvlinkDomain?: string;
                         labels?: {
                             [key: string]: string;
                         };
@@ -2650,6 +2667,7 @@ export interface operations {
                                     count: number;
                                     /** @default 1 */
                                     racks: number;
+                                    nvlink_domain_size?: number;
                                 }[];
                                 /** @default 5 */
                                 heartbeat_interval_seconds: number;

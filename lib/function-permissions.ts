@@ -56,7 +56,7 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   // Instances, meta-instances and tenant machine views; writes are conditional puts and transactions of puts.
   TenantApi: [
     tableItems('GetItem', 'BatchGetItem', 'PutItem'),
-    queries('allocatable', 'byKind', 'byOrg', 'members', 'repairRequested', 'replacing'),
+    queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'members', 'repairRequested', 'replacing'),
     idempotencyRecords,
   ],
   // The provider's routes: also the fleet's registration (BatchWriteItem of new machines), history and audit reads.
@@ -70,7 +70,7 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   // The reconcilers and the outbox: reads the stream (as its event source mapping does) and publishes repair events.
   StreamHandler: [
     tableItems('GetItem', 'BatchGetItem', 'PutItem'),
-    queries('allocatable', 'due', 'members', 'replacing', 'waiting'),
+    queries('allocatable', 'allocatableByDomain', 'due', 'members', 'replacing', 'waiting'),
     { sid: 'ReadTableStream', actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'], resources: [logicalResource.stream] },
     // ListStreams has no resource-level permissions: `*` is the only resource it takes (AWS_ONLY_ACTIONS says why).
     { sid: 'ListTableStreams', actions: ['dynamodb:ListStreams'], resources: [logicalResource.any] },
@@ -79,7 +79,7 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   // Whatever is due, the fleet gauges, and its own follow-ups (never a repair event: the stream delivers the outbox).
   SweepHandler: [
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem'),
-    queries('allocatable', 'byKind', 'due', 'members', 'repairRequested', 'replacing', 'waiting'),
+    queries('allocatable', 'allocatableByDomain', 'byKind', 'due', 'members', 'repairRequested', 'replacing', 'waiting'),
     putEventsFrom('PutSweepFollowUp', SWEEP_FOLLOW_UP.source),
   ],
 };

@@ -2,8 +2,8 @@ import type { Catalog } from '#domain/catalog.ts';
 import { mergeChanges, type Change } from '#domain/change.ts';
 import { allocatability, heartbeatStale, preventingSources, type HeartbeatView } from '#domain/health.ts';
 import { assignInstance, releaseInstance, type NewInstanceSpec } from '#domain/instances.ts';
-import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
-import { choosePlacement, isSatisfied, type Plan } from '#domain/placement.ts';
+import type { Instance, Machine, MetaInstance, Placement } from '#domain/model.ts';
+import { choosePlacement, groupOf, isSatisfied, placeName, type Plan } from '#domain/placement.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { addMs, ageMs, iso } from '#domain/time.ts';
 
@@ -179,13 +179,20 @@ export function wantsMoreCandidates(s: MetaSnapshot): boolean {
   return plan?.kind === 'error' && plan.shortOfCapacity;
 }
 
-/** The one rack a same-rack group is bound to (by its healthy members or its pinned machines), if there is one. */
-export function homeRack(s: Pick<MetaSnapshot, 'meta' | 'members' | 'pinned'>): string | undefined {
-  if (!s.meta.placement.sameRack) return undefined;
-  const racks = new Set<string>();
-  for (const member of s.members) if (isLive(member) && member.machine) racks.add(member.machine.rack);
-  for (const machine of s.pinned.values()) if (machine) racks.add(machine.rack);
-  return racks.size === 1 ? [...racks][0] : undefined;
+/**
+ * Where a together-group is bound (by its healthy members or its pinned machines), if it is bound to one place: the
+ * rack and NVLink domain to read free machines in first. A group in one NVLink domain reads its domain.
+ */
+export function homePlace(s: Pick<MetaSnapshot, 'meta' | 'members' | 'pinned'>): { rack?: string; nvlinkDomain?: string } | undefined {
+  const group = groupOf(s.meta.placement);
+  if (!group) return undefined;
+  const bound = new Map<string | undefined, Machine>();
+  for (const member of s.members) if (isLive(member) && member.machine) bound.set(group(member.machine), member.machine);
+  for (const machine of s.pinned.values()) if (machine) bound.set(group(machine), machine);
+  const [only, ...others] = [...bound];
+  if (!only || others.length > 0 || only[0] === undefined) return undefined;
+  const machine = only[1];
+  return s.meta.placement.sameNvlinkDomain ? { nvlinkDomain: machine.nvlinkDomain! } : { rack: machine.rack };
 }
 
 function place(s: MetaSnapshot): MetaDecision {
@@ -199,9 +206,10 @@ function place(s: MetaSnapshot): MetaDecision {
     return { kind: 'commit', change, summary: 'satisfied' };
   }
   if (plan.kind === 'regroup') {
-    const moving = healthy.filter((m) => m.machine?.rack !== plan.rack).slice(0, MAX_GROUP);
+    const group = groupOf(meta.placement)!;
+    const moving = healthy.filter((m) => !m.machine || group(m.machine) !== plan.place).slice(0, MAX_GROUP);
     const change = mergeChanges(withMeta(meta, {}, now), ...moving.map((m) => releaseMember(m, now)));
-    return { kind: 'commit', change, summary: `moving the group to ${plan.rack}` };
+    return { kind: 'commit', change, summary: `moving the group to ${plan.place}` };
   }
   if (plan.kind === 'error') return placementFailed(s, plan.message);
   // Replacing failed members is capped site-wide, so a fleet-wide event does not turn into a replacement storm.
@@ -234,7 +242,7 @@ export interface MetaInstanceRequest {
   machineType: string;
   minNodes: number;
   machineIds?: string[] | undefined;
-  placement: { sameRack: boolean };
+  placement: Placement;
   labels: Record<string, string>;
 }
 
@@ -250,16 +258,22 @@ export function assertSatisfiable(request: MetaInstanceRequest, catalog: Catalog
   if (request.placement.sameRack && request.minNodes > largestRack) {
     fail(`no rack has ${request.minNodes} ${request.machineType} machines (largest: ${largestRack})`);
   }
+  const largestDomain = Math.max(0, ...Object.values(type!.nvlinkDomains ?? {}));
+  if (request.placement.sameNvlinkDomain && request.minNodes > largestDomain) {
+    fail(`no NVLink domain has ${request.minNodes} ${request.machineType} machines (largest: ${largestDomain})`);
+  }
   const ids = request.machineIds ?? [];
   if (ids.length > request.minNodes) fail(`${ids.length} pinned machines but minNodes is ${request.minNodes}`);
-  const racks = new Set<string>();
+  const group = groupOf(request.placement);
+  const places = new Set<string | undefined>();
   for (const id of ids) {
     const machine = pinned.get(id);
     if (!machine) fail(`pinned machine ${id} is unknown`);
     else if (machine.machineType !== request.machineType) fail(`pinned machine ${id} is a ${machine.machineType}, not a ${request.machineType}`);
-    else racks.add(machine.rack);
+    else if (group) places.add(group(machine));
   }
-  if (request.placement.sameRack && racks.size > 1) fail('pinned machines are in different racks but sameRack was asked for');
+  if (places.has(undefined)) fail('a pinned machine has no NVLink domain but sameNvlinkDomain was asked for');
+  if (places.size > 1) fail(`pinned machines are not in one ${placeName(request.placement)}, which was asked for`);
 }
 
 export function newMetaInstance(id: string, org: string, request: MetaInstanceRequest, createdBy: string, now: Date): MetaInstance {

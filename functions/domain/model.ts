@@ -37,6 +37,8 @@ export interface Machine {
   id: string;
   machineType: string;
   rack: string;
+  /** The NVLink domain it shares GPU memory fabric with (a GB200 NVL72 rack's 18 trays are one), when it has one. */
+  nvlinkDomain?: string;
   state: MachineState;
   instanceId?: string;
   labels: Record<string, string>;
@@ -63,7 +65,7 @@ export interface Machine {
    * registering 10,000 machines writes 10,000 items, not 20,000. Machines registered before that have no such
    * record and a stored `machine-registered` entry instead.
    */
-  registered?: { by: string; machineType: string; rack: string };
+  registered?: { by: string; machineType: string; rack: string; nvlinkDomain?: string };
   version: number;
   createdAt: string;
   updatedAt: string;
@@ -123,6 +125,12 @@ export interface IdSource {
   next(prefix: string): string;
 }
 
+/** Where a meta-instance's members must be together: one rack, one NVLink domain (absent: false). */
+export interface Placement {
+  sameRack: boolean;
+  sameNvlinkDomain?: boolean;
+}
+
 export type MetaInstanceStatus = 'Placing' | 'Ready' | 'Retrying' | 'Deleting' | 'Deleted';
 
 /** "Keep N machines of this type for me": desired state plus the status the reconcilers keep. */
@@ -133,7 +141,7 @@ export interface MetaInstance {
   minNodes: number;
   /** Pinned machines: required members, never silently substituted. */
   machineIds?: string[];
-  placement: { sameRack: boolean };
+  placement: Placement;
   labels: Record<string, string>;
   status: MetaInstanceStatus;
   consecutiveFailures: number;

@@ -51,6 +51,7 @@ const machineFields = {
   id: z.string(),
   machineType: z.string(),
   rack: z.string(),
+  nvlinkDomain: z.string().optional(),
   state: z.enum(machineStates),
   instanceId: z.string().optional(),
   labels,
@@ -73,7 +74,7 @@ export const metaInstanceResponse = z.object({
   machineType: z.string(),
   minNodes: z.number().int(),
   machineIds: z.array(z.string()).optional(),
-  placement: z.object({ sameRack: z.boolean() }),
+  placement: z.object({ sameRack: z.boolean(), sameNvlinkDomain: z.boolean().default(false) }),
   labels,
   status: z.enum(metaInstanceStatuses),
   instanceIds: z.array(z.string()),
@@ -185,6 +186,10 @@ export const fleetSummaryResponse = z.object({
       machines: z.number().int(),
       allocatable: z.number().int(),
       byRack: z.record(z.string(), z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() })).optional(),
+      byNvlinkDomain: z
+        .record(z.string(), z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() }))
+        .optional()
+        .describe('Machines that carry an NVLink domain, per domain'),
     }),
   ),
   asOf: z.string(),
@@ -204,6 +209,7 @@ export const rackResponse = z.object({
       quarantined: z.boolean(),
       live: z.boolean(),
       lastHeartbeatAt: z.string().optional(),
+      nvlinkDomain: z.string().optional(),
     }),
   ),
 });

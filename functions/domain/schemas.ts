@@ -127,7 +127,9 @@ export const createMetaInstanceBody = z.strictObject({
     .max(24)
     .refine((ids) => new Set(ids).size === ids.length, 'machine ids must be unique')
     .optional(),
-  placement: z.strictObject({ sameRack: z.boolean().default(false) }).prefault({ sameRack: false }),
+  placement: z
+    .strictObject({ sameRack: z.boolean().default(false), sameNvlinkDomain: z.boolean().default(false) })
+    .prefault({ sameRack: false, sameNvlinkDomain: false }),
   labels: labels.default({}),
 });
 
@@ -137,7 +139,15 @@ export const listInstancesQuery = z.strictObject({ ...pageQuery, status: z.enum(
 
 export const registerMachinesBody = z.strictObject({
   machines: z
-    .array(z.strictObject({ id: machineId, machineType, rack: z.string().min(1).max(64).optional(), labels: labels.optional() }))
+    .array(
+      z.strictObject({
+        id: machineId,
+        machineType,
+        rack: z.string().min(1).max(64).optional(),
+        nvlinkDomain: z.string().min(1).max(64).optional(),
+        labels: labels.optional(),
+      }),
+    )
     .min(1)
     .max(1000)
     .refine((ms) => new Set(ms.map((m) => m.id)).size === ms.length, 'machine ids must be unique'),

@@ -11,6 +11,7 @@ import {
   AUDIT_KIND,
   eventDayPartition,
   DUE_PARTITION,
+  allocatableDomainPrefix,
   allocatableRackPrefix,
   auditActorPartition,
   auditItem,
@@ -46,6 +47,7 @@ import {
 import type { Listing, Page } from '#store/paging.ts';
 import {
   StaleWriteError,
+  type AllocatablePage,
   type AuditFilter,
   type DueEntry,
   type DueTimes,
@@ -324,19 +326,23 @@ export abstract class ItemStore implements FleetStore {
     return [...onward, ...(await ids({ atMost: start }, limit - onward.length))];
   }
 
-  async allocatableMachinesPage(machineType: string, page: PageRequest & { rack?: string | undefined }): Promise<Page<Machine>> {
-    const rack = page.rack;
+  async allocatableMachinesPage(machineType: string, page: AllocatablePage): Promise<Page<Machine>> {
+    const { rack, nvlinkDomain } = page;
+    const byDomain = nvlinkDomain !== undefined || page.byNvlinkDomain === true;
+    const prefix = nvlinkDomain !== undefined ? allocatableDomainPrefix(nvlinkDomain) : rack !== undefined ? allocatableRackPrefix(rack) : undefined;
     const result = await this.queryItems(
       {
-        index: indexes.allocatable,
-        partition: `ALLOC#${machineType}`,
-        ...(rack === undefined ? {} : { sort: { beginsWith: allocatableRackPrefix(rack) } }),
+        index: byDomain ? indexes.allocatableByDomain : indexes.allocatable,
+        partition: `${byDomain ? 'ALLOC-NVL' : 'ALLOC'}#${machineType}`,
+        ...(prefix === undefined ? {} : { sort: { beginsWith: prefix } }),
         limit: page.limit,
       },
       page.nextToken,
     );
-    // A rack whose name extends this one's with `#` shares the prefix: it is not this rack.
-    const machines = result.items.map(fromMachineItem).filter((machine) => rack === undefined || machine.rack === rack);
+    // A rack or domain whose name extends this one's with `#` shares the prefix: it is not this one.
+    const machines = result.items
+      .map(fromMachineItem)
+      .filter((machine) => (rack === undefined || machine.rack === rack) && (nvlinkDomain === undefined || machine.nvlinkDomain === nvlinkDomain));
     return { items: machines, nextToken: result.nextToken };
   }
 

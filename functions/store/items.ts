@@ -55,6 +55,8 @@ export const auditActorPartition = (actor: string) => `ACTOR#${actor}`;
 /** Free machines are ordered by rack, then id: a rack's free machines come together, and one rack reads alone. */
 export const allocatableSortKey = (rack: string, id: string): string => `${rack}#${id}`;
 export const allocatableRackPrefix = (rack: string): string => allocatableSortKey(rack, '');
+/** Free machines with an NVLink domain are also ordered by domain, then id: a domain's free machines read alone. */
+export const allocatableDomainPrefix = (domain: string): string => `${domain}#`;
 
 type Item = Record<string, unknown>;
 
@@ -65,6 +67,8 @@ const KEY_ATTRIBUTES = [
   'kindSk',
   'allocPk',
   'allocSk',
+  'allocNvlPk',
+  'allocNvlSk',
   'orgPk',
   'orgSk',
   'duePk',
@@ -100,6 +104,9 @@ export function machineItem(machine: Machine, dueAt: string | undefined): Item {
     kind: 'MACHINE',
     kindSk: machine.id,
     ...(inAllocatableIndex(machine) ? { allocPk: `ALLOC#${machine.machineType}`, allocSk: allocatableSortKey(machine.rack, machine.id) } : {}),
+    ...(inAllocatableIndex(machine) && machine.nvlinkDomain !== undefined
+      ? { allocNvlPk: `ALLOC-NVL#${machine.machineType}`, allocNvlSk: `${allocatableDomainPrefix(machine.nvlinkDomain)}${machine.id}` }
+      : {}),
     ...(dueAt ? { duePk: DUE_PARTITION, dueAt } : {}),
     ...(repair ? { repairPk: REPAIR_PARTITION, repairSince: `${repair.stage}#${repair.since}#${machine.id}` } : {}),
     ...machine,

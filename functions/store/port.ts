@@ -37,6 +37,9 @@ export class StaleWriteError extends Error {
   override name = 'StaleWriteError';
 }
 
+/** A page of a type's free machines: all in rack order, one rack's, all with an NVLink domain in domain order, one domain's. */
+export type AllocatablePage = PageRequest & { rack?: string | undefined; nvlinkDomain?: string | undefined; byNvlinkDomain?: boolean | undefined };
+
 export interface PageRequest {
   limit: number;
   nextToken?: string | undefined;
@@ -111,9 +114,10 @@ export interface FleetStore {
   allocatableMachineIds(machineType: string, limit?: number, from?: { rack: string; enough: number }): Promise<string[]>;
   /**
    * The allocatable index page by page, ordered by rack and then id, so a rack's free machines come together;
-   * with `rack`, that rack's free machines only. The index may lag, as above.
+   * with `rack`, that rack's free machines only. With `byNvlinkDomain`, the free machines that carry an NVLink
+   * domain, ordered by domain and then id; with `nvlinkDomain`, that domain's only. The index may lag, as above.
    */
-  allocatableMachinesPage(machineType: string, page: PageRequest & { rack?: string | undefined }): Promise<Page<Machine>>;
+  allocatableMachinesPage(machineType: string, page: AllocatablePage): Promise<Page<Machine>>;
   listMachines(page: PageRequest): Promise<Page<Machine>>;
   /** Every claimed repair, then the unclaimed repair requests older than `unclaimedBefore`, oldest first: one Query. */
   repairsToWatch(unclaimedBefore: Date): Promise<Machine[]>;
