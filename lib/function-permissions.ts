@@ -55,13 +55,13 @@ const putEventsFrom = (sid: string, source: string): Grant => ({
 export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   // Instances, meta-instances and tenant machine views; writes are conditional puts and transactions of puts.
   TenantApi: [
-    tableItems('GetItem', 'BatchGetItem', 'PutItem'),
+    tableItems('GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'),
     queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'members', 'repairRequested', 'replacing'),
     idempotencyRecords,
   ],
   // The provider's routes: also the fleet's registration (BatchWriteItem of new machines), history and audit reads.
   AdminApi: [
-    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'BatchWriteItem'),
+    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'BatchWriteItem'),
     queries('auditByActor', 'byKind', 'eventsByDay', 'members', 'repairRequested', 'replacing'),
     idempotencyRecords,
   ],
@@ -69,7 +69,7 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   SiteAgentApi: [tableItems('GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'), idempotencyRecords],
   // The reconcilers and the outbox: reads the stream (as its event source mapping does) and publishes repair events.
   StreamHandler: [
-    tableItems('GetItem', 'BatchGetItem', 'PutItem'),
+    tableItems('GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'),
     queries('allocatable', 'allocatableByDomain', 'due', 'members', 'replacing', 'waiting'),
     { sid: 'ReadTableStream', actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'], resources: [logicalResource.stream] },
     // ListStreams has no resource-level permissions: `*` is the only resource it takes (AWS_ONLY_ACTIONS says why).
@@ -78,7 +78,7 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   ],
   // Whatever is due, the fleet gauges, and its own follow-ups (never a repair event: the stream delivers the outbox).
   SweepHandler: [
-    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem'),
+    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
     queries('allocatable', 'allocatableByDomain', 'byKind', 'due', 'members', 'repairRequested', 'replacing', 'waiting'),
     putEventsFrom('PutSweepFollowUp', SWEEP_FOLLOW_UP.source),
   ],

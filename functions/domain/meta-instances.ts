@@ -5,6 +5,7 @@ import { assignInstance, releaseInstance, type NewInstanceSpec } from '#domain/i
 import type { Instance, Machine, MetaInstance, Placement } from '#domain/model.ts';
 import { choosePlacement, groupOf, isSatisfied, placeName, type Plan } from '#domain/placement.ts';
 import { Rejection } from '#domain/rejection.ts';
+import { guardOf, type QuotaUsage } from '#domain/quotas.ts';
 import { addMs, ageMs, iso } from '#domain/time.ts';
 
 // Meta-instances: "keep N machines of this type for me". A pure reconciler looks at a snapshot (the meta-instance,
@@ -40,6 +41,8 @@ export interface MetaSnapshot {
   heartbeat: HeartbeatView;
   now: Date;
   rules: MetaRules;
+  /** The org's usage of the type and its quota (domain/quotas.ts); null when it has none; absent when not read. */
+  usage?: QuotaUsage | null;
   /** Ids for the instances a placement creates. */
   newInstance(machine: Machine): NewInstanceSpec;
 }
@@ -219,6 +222,14 @@ function place(s: MetaSnapshot): MetaDecision {
   if (slots <= 0) {
     return placementFailed(s, `waiting for a replacement slot: ${rules.replacementsInFlight ?? 0} of ${cap} replacements in flight site-wide`);
   }
+  const quotaRoom = s.usage?.quota === undefined ? Number.POSITIVE_INFINITY : s.usage.quota - s.usage.used;
+  if (plan.machines.length > quotaRoom) {
+    const { org, machineType, used, quota } = s.usage!;
+    return placementFailed(
+      s,
+      `quota-exceeded: org ${org} holds ${used} of its quota of ${quota} ${machineType} machine(s); ${plan.machines.length} more needed`,
+    );
+  }
   // Under the cap a large group is replaced a few at a time; the rest follow as slots free up.
   const assignments = plan.machines
     .slice(0, Math.min(MAX_GROUP, slots))
@@ -228,6 +239,7 @@ function place(s: MetaSnapshot): MetaDecision {
     ? { status: 'Ready' as const, placementError: undefined, nextAttemptAt: undefined, consecutiveFailures: 0 }
     : { placementError: `waiting for a replacement slot: placed ${assignments.length} of ${plan.machines.length}, cap ${cap} in flight site-wide` };
   const change = mergeChanges(withMeta(meta, status, now), ...assignments.map((a) => a.change));
+  change.quotaGuards = [guardOf(meta.org, meta.machineType, s.usage ?? null)];
   return { kind: 'commit', change, summary: `placed ${assignments.length}` };
 }
 

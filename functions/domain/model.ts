@@ -110,6 +110,8 @@ export interface Instance {
 export interface Tenant {
   org: string;
   capabilities: { targetedInstanceCreation: boolean };
+  /** Most machines of each type the org's instances may hold at once (domain/quotas.ts); a type not named has no quota. */
+  quotas?: Record<string, number>;
   updatedAt: string;
   version: number;
 }

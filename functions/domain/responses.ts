@@ -102,7 +102,16 @@ export const historyEntryResponse = z.object({
   eventId: z.string().optional(),
 });
 
-export const tenantResponse = z.object({ org: z.string(), capabilities: z.object({ targetedInstanceCreation: z.boolean() }), updatedAt: z.string() });
+export const tenantResponse = z.object({
+  org: z.string(),
+  capabilities: z.object({ targetedInstanceCreation: z.boolean() }),
+  quotas: z.record(z.string(), z.number().int()).default({}),
+  usage: z
+    .record(z.string(), z.number().int())
+    .optional()
+    .describe("Machines of each type the org's instances hold now (Provisioning, Ready, Repairing, Terminating)"),
+  updatedAt: z.string(),
+});
 
 export const repairStormResponse = z.object({
   state: z.enum(['closed', 'tripped']),

@@ -167,9 +167,16 @@ export const listMachinesQuery = z.strictObject({
 /** The rack map: one type's racks (by default the first type by name), a page of racks at a time. */
 export const rackListQuery = z.strictObject({ ...pageQuery, machineType: machineType.optional() });
 
-export const tenantBody = z.strictObject({
-  capabilities: z.strictObject({ targetedInstanceCreation: z.boolean() }),
-});
+export const tenantBody = z
+  .strictObject({
+    capabilities: z.strictObject({ targetedInstanceCreation: z.boolean() }).optional(),
+    quotas: z
+      .record(machineType, z.number().int().min(0).max(1_000_000))
+      .refine((q) => Object.keys(q).length <= 50, 'at most 50 machine types')
+      .optional()
+      .describe('Most machines of each type the org may hold at once; replaces the quotas the org had (a type left out has none)'),
+  })
+  .refine((body) => body.capabilities !== undefined || body.quotas !== undefined, 'give capabilities, quotas or both');
 
 /**
  * What the site agent posts, as the agent's contract (agent-contract.ts, zod/mini) has it, in zod for the route's

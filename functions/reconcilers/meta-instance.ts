@@ -91,6 +91,7 @@ export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, memb
     candidates: [],
     pinned: loaded.pinned,
     heartbeat: heartbeat ?? (await loadHeartbeatView(ctx)),
+    usage: live ? await ctx.store.getQuotaUsage(meta.org, meta.machineType) : null,
     now: ctx.clock.now(),
     rules: {
       maxConsecutiveFailures: rules.max_consecutive_failures,

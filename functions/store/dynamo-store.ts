@@ -10,6 +10,7 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
   type QueryCommandInput,
+  type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
@@ -25,6 +26,7 @@ import {
   type ItemPage,
   type ItemQuery,
   type ItemWrite,
+  isUsageWrite,
   type TableKey,
 } from '#store/item-store.ts';
 import { StaleWriteError, type DueTimes } from '#store/port.ts';
@@ -76,17 +78,12 @@ export class DynamoFleetStore extends ItemStore {
 
   /** One conditional transaction; a change of one item is one conditional PutItem: as atomic, at half the price. */
   protected async writeItems(writes: ItemWrite[]): Promise<void> {
-    const puts = writes.map((write) => ({
-      TableName: this.table,
-      Item: write.put,
-      ConditionExpression: write.expectedVersion === null ? 'attribute_not_exists(pk)' : 'version = :expected',
-      ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
-    }));
-    await this.guarded(() =>
-      puts.length === 1
-        ? this.client.send(new PutCommand(puts[0]!))
-        : this.client.send(new TransactWriteCommand({ TransactItems: puts.map((Put) => ({ Put })) })),
-    );
+    const items = writes.map((write) => transactItemOf(this.table, write));
+    await this.guarded(() => {
+      const [only] = items;
+      if (items.length === 1 && only?.Put) return this.client.send(new PutCommand(only.Put));
+      return this.client.send(new TransactWriteCommand({ TransactItems: items }));
+    });
   }
 
   protected async getItem(key: TableKey): Promise<Item | undefined> {
@@ -211,6 +208,49 @@ export class DynamoFleetStore extends ItemStore {
       throw error;
     }
   }
+}
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** One write of a transaction: a guarded put, or a usage counter moved in place (usageAfter in item-store.ts is its rule in memory). */
+export function transactItemOf(table: string, write: ItemWrite): TransactItem {
+  if (!isUsageWrite(write)) {
+    return {
+      Put: {
+        TableName: table,
+        Item: write.put,
+        ConditionExpression: write.expectedVersion === null ? 'attribute_not_exists(pk)' : 'version = :expected',
+        ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
+      },
+    };
+  }
+  const { usage } = write;
+  const quotaSet = usage.setQuota === undefined ? '' : usage.setQuota === null ? ' REMOVE #quota' : ', #quota = :quota';
+  const guard = usage.guard === undefined ? undefined : usage.guard === null ? 'attribute_not_exists(#quota)' : '#quota = :guard AND #used <= :most';
+  return {
+    Update: {
+      TableName: table,
+      Key: usage.key,
+      UpdateExpression: `SET #entity = :entity, #org = :org, #type = :type, #used = if_not_exists(#used, :zero) + :by${quotaSet}`,
+      ...(guard ? { ConditionExpression: guard } : {}),
+      ExpressionAttributeNames: {
+        '#entity': 'entity',
+        '#org': 'org',
+        '#type': 'machineType',
+        '#used': 'used',
+        ...(usage.setQuota !== undefined || usage.guard !== undefined ? { '#quota': 'quota' } : {}),
+      },
+      ExpressionAttributeValues: {
+        ':entity': 'quota-usage',
+        ':org': usage.org,
+        ':type': usage.machineType,
+        ':zero': 0,
+        ':by': usage.by,
+        ...(typeof usage.setQuota === 'number' ? { ':quota': usage.setQuota } : {}),
+        ...(typeof usage.guard === 'number' ? { ':guard': usage.guard, ':most': usage.guard - usage.by } : {}),
+      },
+    },
+  };
 }
 
 function isLostRace(error: unknown): boolean {

@@ -3,6 +3,7 @@ import { repairStage } from '#domain/stuck-repairs.ts';
 import type { DueEntry } from './port.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { OutboxEntry } from '#domain/events.ts';
+import type { QuotaUsage } from '#domain/quotas.ts';
 import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
@@ -18,6 +19,8 @@ export const keys = {
   instance: (id: string) => ({ pk: `INSTANCE#${id}`, sk: '#INSTANCE' }),
   metaInstance: (id: string) => ({ pk: `META#${id}`, sk: '#META' }),
   tenant: (org: string) => ({ pk: `TENANT#${org}`, sk: '#TENANT' }),
+  /** An org's usage counters and quotas, one item per machine type, all in the org's partition: one Query reads them. */
+  quotaUsage: (org: string, machineType: string) => ({ pk: quotaPartition(org), sk: `TYPE#${machineType}` }),
   /** A machine's history, or the site's (SITE_SUBJECT). */
   history: (machineId: string, at: string, unique: string) => ({
     pk: machineId === SITE_SUBJECT ? 'SITE' : `MACHINE#${machineId}`,
@@ -41,6 +44,7 @@ export const keys = {
 };
 
 export const SUMMARY_PARTITION = 'SUMMARY';
+export const quotaPartition = (org: string): string => `QUOTA#${org}`;
 
 /** The machine id of a machine's partition key (`keys.machine`). */
 export const machineIdOfKey = (pk: string): string => pk.slice('MACHINE#'.length);
@@ -205,6 +209,12 @@ export const fromRosterBucketItem = (item: Item): RosterBucket => strip<RosterBu
 export const fromStaleCheckItem = (item: Item): StaleCheck => strip<StaleCheck>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item);
+export const fromQuotaUsageItem = (item: Item): QuotaUsage => ({
+  org: String(item.org),
+  machineType: String(item.machineType),
+  used: Number(item.used ?? 0),
+  ...(typeof item.quota === 'number' ? { quota: item.quota } : {}),
+});
 export const fromRackAggregateItem = (item: Item): RackAggregate => strip<RackAggregate>(item);
 export const fromSummaryShardItem = (item: Item): SummaryShard => strip<SummaryShard>(item);
 

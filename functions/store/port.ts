@@ -1,3 +1,4 @@
+import type { QuotaUsage } from '#domain/quotas.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
@@ -97,6 +98,10 @@ export interface FleetStore {
   getRosterDigests(): Promise<RosterDigests | null>;
   getStaleCheck(id: string): Promise<StaleCheck | null>;
 
+  /** An org's usage of a machine type and its quota (domain/quotas.ts); null when nothing was ever counted or set. */
+  getQuotaUsage(org: string, machineType: string): Promise<QuotaUsage | null>;
+  /** Every machine type an org has a usage item for: one Query of the org's partition. */
+  listQuotaUsage(org: string): Promise<QuotaUsage[]>;
   /** Instances bound to a meta-instance, Terminated ones left out (the members index holds only the others). */
   membersOf(metaInstanceId: string): Promise<Instance[]>;
   /** Newest first; one org's, or the whole site's when `org` is null. */
