@@ -10,7 +10,8 @@ import { machineIdRule } from '#site/machine-id.ts';
 const machineId = z.string().regex(machineIdRule.pattern, machineIdRule.message);
 const org = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits and . _ - (at most 64)');
 const resourceId = z.string().min(1).max(128);
-const machineType = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'lower-case letters, digits and . _ - (at most 64)');
+const machineTypePattern = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+const machineType = z.string().regex(machineTypePattern, 'lower-case letters, digits and . _ - (at most 64)');
 const labelKeyPattern = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/;
 const labelKey = z.string().regex(labelKeyPattern, 'letters, digits and . _ / - (at most 63)');
 const labelValue = z.string().max(1024);
@@ -173,6 +174,7 @@ export const tenantBody = z
     quotas: z
       .record(machineType, z.number().int().min(0).max(1_000_000))
       .refine((q) => Object.keys(q).length <= 50, 'at most 50 machine types')
+      .meta({ propertyNames: { type: 'string', pattern: machineTypePattern.source } })
       .optional()
       .describe('Most machines of each type the org may hold at once; replaces the quotas the org had (a type left out has none)'),
   })
