@@ -61,8 +61,12 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   // commits only while the quota it was decided against still has room (domain/quotas.ts).
   let usage = await ctx.store.getQuotaUsage(principal.org, machineType);
   checkQuota(usage, 1);
-  /** 409 quota-exceeded when the org's quota is used up now: the answer that explains a lost race, if it applies. */
-  const refuseAtQuota = async () => {
+  /**
+   * 409 quota-exceeded when the org's quota is used up now: the answer that explains a lost race, if it applies. Read
+   * again only while there is a quota, or after a lost commit (whose guard also fails on a quota set since).
+   */
+  const refuseAtQuota = async (afterLostCommit = false) => {
+    if (!afterLostCommit && usage?.quota === undefined) return;
     usage = await ctx.store.getQuotaUsage(principal.org, machineType);
     checkQuota(usage, 1);
   };
@@ -117,7 +121,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     const result = await claimMachine(ctx, machineType, id, attempt, (outcome) => 'instance' in outcome);
     if ('instance' in result) return result.instance;
     // Lost to a rival for the machine, or to the org's other creates for the last of its quota: the usage says which.
-    if ('lost' in result) await refuseAtQuota();
+    if ('lost' in result) await refuseAtQuota(true);
     if ('setAside' in result) setAside.add(id);
     if (!('setAside' in result) || result.taken) tried++;
   }

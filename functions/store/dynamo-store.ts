@@ -14,7 +14,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
-import { retryThrottled, untilProcessed } from '#store/throttle.ts';
+import { retryThrottled, throttleDelayMs, untilProcessed } from '#store/throttle.ts';
 import { keys } from '#store/items.ts';
 import {
   ItemStore,
@@ -82,7 +82,9 @@ export class DynamoFleetStore extends ItemStore {
     await this.guarded(() => {
       const [only] = items;
       if (items.length === 1 && only?.Put) return this.client.send(new PutCommand(only.Put));
-      return this.client.send(new TransactWriteCommand({ TransactItems: items }));
+      // Transactions of one org's creates all move its usage counter: one that collided with another is sent again
+      // (its guards are checked afresh), for a short while, before it counts as a lost race.
+      return retryConflicts(() => this.client.send(new TransactWriteCommand({ TransactItems: items })));
     });
   }
 
@@ -251,6 +253,29 @@ export function transactItemOf(table: string, write: ItemWrite): TransactItem {
       },
     },
   };
+}
+
+/** How long a transaction that only collided with another (no guard failed) is sent again. */
+const CONFLICT_RETRY_MS = 1_000;
+
+async function retryConflicts<T>(send: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + CONFLICT_RETRY_MS;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await send();
+    } catch (error) {
+      const delay = throttleDelayMs(attempt);
+      if (!onlyCollided(error) || Date.now() + delay > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}
+
+/** Cancelled because another transaction held one of its items, and for nothing else (no guard failed). */
+function onlyCollided(error: unknown): boolean {
+  if (!(error instanceof TransactionCanceledException) && (error as Error).name !== 'TransactionCanceledException') return false;
+  const codes = ((error as TransactionCanceledException).CancellationReasons ?? []).map((r) => r.Code);
+  return codes.includes('TransactionConflict') && !codes.includes('ConditionalCheckFailed');
 }
 
 function isLostRace(error: unknown): boolean {
