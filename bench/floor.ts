@@ -8,6 +8,7 @@ import { assignInstance, claimCreate, completeCreate, releaseInstance } from '#d
 import type { Instance, Machine } from '#domain/model.ts';
 import { randomIds } from '#handlers/lambda-context.ts';
 import { createDocumentClient } from '#store/client.ts';
+import { transactItemOf } from '#store/dynamo-store.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { writesOf } from '#store/item-store.ts';
 import { fromInstanceItem, keys, machineIdOfKey, machineItem } from '#store/items.ts';
@@ -85,16 +86,7 @@ async function copySiteItems(setting: FloorSetting, to: DynamoDBDocumentClient, 
 /** A decision's writes as one transaction, as dynamo-store.ts writeItems sends a change of several items. */
 function transactionOf(tableName: string, change: Change): TransactWriteCommand {
   const writes = writesOf(change, () => randomUUID().slice(0, 8), dueTimes);
-  return new TransactWriteCommand({
-    TransactItems: writes.map((write) => ({
-      Put: {
-        TableName: tableName,
-        Item: write.put,
-        ConditionExpression: write.expectedVersion === null ? 'attribute_not_exists(pk)' : 'version = :expected',
-        ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
-      },
-    })),
-  });
+  return new TransactWriteCommand({ TransactItems: writes.map((write) => transactItemOf(tableName, write)) });
 }
 
 /** The records a committed change left, versions as the store numbers them. */

@@ -20,7 +20,7 @@ import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, BATCH_WRITES_IN_FLIGHT } from '#store/dynamo-store.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
-import { writesOf } from '#store/item-store.ts';
+import { isUsageWrite, writesOf } from '#store/item-store.ts';
 import { keys, machineItem } from '#store/items.ts';
 import { watchJitCompilers } from './jvm-compiler.ts';
 import { ratio, round } from './stats.ts';
@@ -62,7 +62,9 @@ export async function dynamoDbLocalFloors(client: DynamoDBDocumentClient, table:
   // Each machine's first roster as the walk commits it: a change of one machine, one guarded put.
   const live = registered.map((machine) => {
     const flipped = livenessChange(machine, true, undefined, now)!;
-    return writesOf({ machines: [{ before: machine, after: flipped }], history: [] }, () => '', dueTimes)[0]!;
+    const [write] = writesOf({ machines: [{ before: machine, after: flipped }], history: [] }, () => '', dueTimes);
+    if (!write || isUsageWrite(write)) throw new Error('a machine change writes the machine alone');
+    return write;
   });
   let found = 0;
   const read = await timedStep(javaPid, () =>

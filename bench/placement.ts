@@ -1,8 +1,8 @@
 // How long deciding placements for 1,000 meta-instances on a 10,000-machine fleet with part-used racks takes, and
 // whether any decision reports a placement error while the fleet has room.
-// No DynamoDB: each decision reads its candidates through the service's own loader (loadCandidates) from an
-// in-memory allocatable index ordered as the store orders it (rack, then id), and is checked against a decision
-// that sees every free machine of the type.
+// No DynamoDB: each decision reads its candidates through the service's own loader (loadCandidates) from in-memory
+// allocatable indexes ordered as the store orders them (rack, then id; NVLink domain, then id), and is checked
+// against a decision that sees every free machine of the type.
 
 import type { HeartbeatView } from '#domain/health.ts';
 import { inAllocatableIndex } from '#domain/health.ts';
@@ -25,18 +25,19 @@ export const defaultPlacementOptions: PlacementOptions = { machines: 10_000, met
 const GOAL_ALL_DECISIONS_MS = 1_000;
 
 /**
- * Four types, their share of the fleet and of the requests, and their rack size: gb200 in small racks (1,000 of them
- * on 10,000 machines), mi300x asked for beyond what it has, so some wait.
+ * Four types, their share of the fleet and of the requests, their rack size and NVLink domain size: gb200 in small
+ * racks (1,000 of them on 10,000 machines) that make up NVLink domains of 18 (six racks each), mi300x asked for
+ * beyond what it has, so some wait.
  */
-const TYPES = [
-  { type: 'gb200', fleet: 0.3, demand: 0.25, rackSize: 3 },
+const TYPES: Array<{ type: string; fleet: number; demand: number; rackSize: number; domainSize?: number }> = [
+  { type: 'gb200', fleet: 0.3, demand: 0.25, rackSize: 3, domainSize: 18 },
   { type: 'h100', fleet: 0.35, demand: 0.25, rackSize: 20 },
   { type: 'b200', fleet: 0.25, demand: 0.2, rackSize: 8 },
   { type: 'mi300x', fleet: 0.1, demand: 0.3, rackSize: 20 },
 ];
 /** The first racks of each type (in index order) are part-used: all but one machine hold an instance. */
 const PART_USED_RACKS = 0.7;
-/** minNodes drawn from this list (mean 4.7); sameRack for half of them. */
+/** minNodes drawn from this list (mean 4.7); sameRack for half of them, or on a type with domains sameNvlinkDomain for a third. */
 const MIN_NODES = [1, 1, 1, 2, 2, 4, 4, 8, 8, 16];
 const NOW = new Date('2030-01-01T00:00:00.000Z');
 const AT = NOW.toISOString();
@@ -51,13 +52,14 @@ const degraded = (id: string): HealthOverride => ({
 });
 
 /**
- * The fleet: each type in racks of its size, the first 70% of its racks (in index order) part-used (one machine
- * free, the others holding instances), the rest free; 3% carry a preventing override (out of the allocatable index)
- * and 1% have a stale heartbeat (in the index, which is time-independent, but filtered out by the decision).
+ * The fleet: each type in racks of its size (and NVLink domains of its domain size), the first 70% of its racks (in
+ * index order) part-used (one machine free, the others holding instances), so its first domains are part-used too;
+ * the rest free; 3% carry a preventing override (out of the allocatable index) and 1% have a stale heartbeat (in the
+ * index, which is time-independent, but filtered out by the decision).
  */
 export function buildFleet(count: number, rand: () => number): Machine[] {
   const machines: Machine[] = [];
-  for (const { type, fleet, rackSize } of TYPES) {
+  for (const { type, fleet, rackSize, domainSize } of TYPES) {
     const n = Math.round(count * fleet);
     const partUsedRacks = Math.round((n / rackSize) * PART_USED_RACKS);
     for (let i = 0; i < n; i++) {
@@ -70,6 +72,7 @@ export function buildFleet(count: number, rand: () => number): Machine[] {
         id,
         machineType: type,
         rack,
+        ...(domainSize ? { nvlinkDomain: `${type}-nvl${String(Math.floor(i / domainSize) + 1).padStart(4, '0')}` } : {}),
         ...(used ? { state: 'Assigned' as const, instanceId: `i-held-${id}` } : { state: 'Ready' as const }),
         labels: {},
         healthOverrides: roll < 0.03 ? [degraded(id)] : [],
@@ -97,17 +100,19 @@ function buildRequests(count: number, fleet: Machine[], rand: () => number): Req
   const requests: Request[] = [];
   for (let i = 0; i < count; i++) {
     let roll = rand();
-    const { type, rackSize } = TYPES.find((t) => (roll -= t.demand) < 0) ?? TYPES[0]!;
+    const { type, rackSize, domainSize } = TYPES.find((t) => (roll -= t.demand) < 0) ?? TYPES[0]!;
     const drawn = MIN_NODES[Math.floor(rand() * MIN_NODES.length)]!;
-    const sameRack = rand() < 0.5;
-    // The API refuses a same-rack group larger than the type's racks (422 unsatisfiable): none is asked for.
-    const minNodes = sameRack ? Math.min(drawn, rackSize) : drawn;
+    const together = rand();
+    const sameNvlinkDomain = domainSize !== undefined && together < 1 / 3;
+    const sameRack = domainSize === undefined ? together < 0.5 : together >= 2 / 3;
+    // The API refuses a group larger than the type's racks or domains (422 unsatisfiable): none is asked for.
+    const minNodes = sameRack ? Math.min(drawn, rackSize) : sameNvlinkDomain ? Math.min(drawn, domainSize) : drawn;
     // One in twenty pins a machine: some of those are taken or unhealthy by then, and say so.
     const pin = rand() < 0.05 ? byType.get(type)![Math.floor(rand() * byType.get(type)!.length)]!.id : undefined;
     const meta = newMetaInstance(
       `mi-${String(i).padStart(4, '0')}`,
       `org-${i % 50}`,
-      { machineType: type, minNodes, machineIds: pin ? [pin] : undefined, placement: { sameRack }, labels: {} },
+      { machineType: type, minNodes, machineIds: pin ? [pin] : undefined, placement: { sameRack, sameNvlinkDomain }, labels: {} },
       'bench',
       NOW,
     );
@@ -135,16 +140,24 @@ interface PassResult {
   other: number;
 }
 
-/** How a variant gets a decision's candidates from the type's free machines (ordered as the index is). */
-type LoadVariant = (snapshot: MetaSnapshot, pool: Machine[], counted: { reads: number }) => Promise<Machine[]>;
+/** A type's free machines as its two allocatable indexes order them: by rack, and (those with one) by NVLink domain. */
+interface FreeIndex {
+  byRack: Machine[];
+  byDomain: Machine[];
+}
 
-/** The allocatable index of one type in memory, as the store pages it (offsets as tokens; a rack read alone). */
-function readerOf(pool: Machine[], counted: { reads: number }): CandidateReader {
-  return async ({ limit, nextToken, rack }) => {
+/** How a variant gets a decision's candidates from the type's free machines (ordered as the indexes are). */
+type LoadVariant = (snapshot: MetaSnapshot, pool: FreeIndex, counted: { reads: number }) => Promise<Machine[]>;
+
+/** The allocatable indexes of one type in memory, as the store pages them (offsets as tokens; a rack or domain read alone). */
+function readerOf(pool: FreeIndex, counted: { reads: number }): CandidateReader {
+  return async ({ limit, nextToken, rack, nvlinkDomain, byNvlinkDomain }) => {
     counted.reads++;
-    if (rack !== undefined) return { items: pool.filter((m) => m.rack === rack).slice(0, limit) };
+    if (rack !== undefined) return { items: pool.byRack.filter((m) => m.rack === rack).slice(0, limit) };
+    if (nvlinkDomain !== undefined) return { items: pool.byDomain.filter((m) => m.nvlinkDomain === nvlinkDomain).slice(0, limit) };
+    const ordered = byNvlinkDomain ? pool.byDomain : pool.byRack;
     const from = nextToken === undefined ? 0 : Number(nextToken);
-    return { items: pool.slice(from, from + limit), nextToken: from + limit < pool.length ? String(from + limit) : undefined };
+    return { items: ordered.slice(from, from + limit), nextToken: from + limit < ordered.length ? String(from + limit) : undefined };
   };
 }
 
@@ -154,22 +167,28 @@ export const variants: Record<'as_the_service_loads_them' | 'first_page_only' | 
   /** One fixed page: the first 500 free machines of the type, whatever the decision needs (the baseline for false errors). */
   first_page_only: async (_snapshot, pool, counted) => {
     counted.reads++;
-    return pool.slice(0, CANDIDATE_PAGE);
+    return pool.byRack.slice(0, CANDIDATE_PAGE);
   },
-  whole_type: async (_snapshot, pool) => pool,
+  whole_type: async (_snapshot, pool) => pool.byRack,
 };
 
 const claimsOf = (decision: MetaDecision): Machine[] =>
   decision.kind === 'commit' ? (decision.change.machines ?? []).map((v) => v.after).filter((m) => m.state === 'Assigned') : [];
 
-/** Free machines of each type in the allocatable index, ordered as the index orders them: rack, then id. */
-function indexOf(fleet: Machine[]): Map<string, Machine[]> {
-  const free = new Map<string, Machine[]>();
-  const ordered = fleet.filter(inAllocatableIndex).sort((a, b) => (a.rack === b.rack ? (a.id < b.id ? -1 : 1) : a.rack < b.rack ? -1 : 1));
-  for (const m of ordered) {
-    if (!free.has(m.machineType)) free.set(m.machineType, []);
-    free.get(m.machineType)!.push(m);
+const byKey = (key: (m: Machine) => string) => (a: Machine, b: Machine) => {
+  const [ka, kb] = [key(a), key(b)];
+  return ka === kb ? (a.id < b.id ? -1 : 1) : ka < kb ? -1 : 1;
+};
+
+/** Free machines of each type in the allocatable indexes, ordered as the indexes order them: rack (or domain), then id. */
+function indexOf(fleet: Machine[]): Map<string, FreeIndex> {
+  const free = new Map<string, FreeIndex>();
+  const allocatable = fleet.filter(inAllocatableIndex);
+  for (const m of [...allocatable].sort(byKey((m) => m.rack))) {
+    if (!free.has(m.machineType)) free.set(m.machineType, { byRack: [], byDomain: [] });
+    free.get(m.machineType)!.byRack.push(m);
   }
+  for (const m of allocatable.filter((m) => m.nvlinkDomain !== undefined).sort(byKey((m) => m.nvlinkDomain!))) free.get(m.machineType)!.byDomain.push(m);
   return free;
 }
 
@@ -194,7 +213,7 @@ async function pass(fleet: Machine[], requests: Request[], load: LoadVariant): P
     other: 0,
   };
   for (const { meta } of requests) {
-    const pool = free.get(meta.machineType) ?? [];
+    const pool = free.get(meta.machineType) ?? { byRack: [], byDomain: [] };
     const snapshot: MetaSnapshot = {
       meta,
       members: [],
@@ -230,15 +249,12 @@ async function pass(fleet: Machine[], requests: Request[], load: LoadVariant): P
       result.machinesClaimed += claimed.length;
       const taken = new Set(claimed.map((m) => m.id));
       for (const m of claimed) current.set(m.id, m);
-      free.set(
-        meta.machineType,
-        pool.filter((m) => !taken.has(m.id)),
-      );
+      free.set(meta.machineType, { byRack: pool.byRack.filter((m) => !taken.has(m.id)), byDomain: pool.byDomain.filter((m) => !taken.has(m.id)) });
     } else if (after?.placementError) {
       // Grouped by the kind of message (the numbers in it vary).
       const kind = after.placementError.replace(/\b[a-z0-9]+-r\d+-\d+\b/g, '<machine>').replace(/\b\d+\b/g, 'N');
       result.errors[kind] = (result.errors[kind] ?? 0) + 1;
-      if (claimsOf(reconcileMetaInstance({ ...snapshot, candidates: pool })).length > 0) result.falseErrorIds.add(meta.id);
+      if (claimsOf(reconcileMetaInstance({ ...snapshot, candidates: pool.byRack })).length > 0) result.falseErrorIds.add(meta.id);
     } else {
       result.other++;
     }
@@ -301,7 +317,7 @@ export async function placementBench(options: PlacementOptions = defaultPlacemen
   const fleet = buildFleet(options.machines, seededRandom(7));
   const requests = buildRequests(options.metaInstances, fleet, seededRandom(11));
   const types = Object.fromEntries(
-    TYPES.map(({ type, rackSize }) => {
+    TYPES.map(({ type, rackSize, domainSize }) => {
       const ofType = fleet.filter((m) => m.machineType === type);
       const racks = new Set(ofType.map((m) => m.rack));
       return [
@@ -311,6 +327,13 @@ export async function placementBench(options: PlacementOptions = defaultPlacemen
           rack_size: rackSize,
           racks: racks.size,
           part_used_racks: new Set(ofType.filter((m) => m.state === 'Assigned').map((m) => m.rack)).size,
+          ...(domainSize
+            ? {
+                nvlink_domain_size: domainSize,
+                nvlink_domains: new Set(ofType.map((m) => m.nvlinkDomain)).size,
+                part_used_nvlink_domains: new Set(ofType.filter((m) => m.state === 'Assigned').map((m) => m.nvlinkDomain)).size,
+              }
+            : {}),
           in_allocatable_index: ofType.filter(inAllocatableIndex).length,
           heartbeat_stale: ofType.filter((m) => !m.heartbeatLive).length,
           requests: requests.filter((r) => r.meta.machineType === type).length,
@@ -332,13 +355,14 @@ export async function placementBench(options: PlacementOptions = defaultPlacemen
       types,
       min_nodes_drawn_from: MIN_NODES,
       same_rack: requests.filter((r) => r.meta.placement.sameRack).length,
+      same_nvlink_domain: requests.filter((r) => r.meta.placement.sameNvlinkDomain).length,
       pinned: requests.filter((r) => r.meta.machineIds).length,
       candidate_page: CANDIDATE_PAGE,
       warmup_passes: options.warmupPasses,
       measured_passes: options.passes,
       method:
         'no I/O: each meta-instance (new, no members) is decided on a snapshot whose candidates a variant loads from its ' +
-        "type's free machines in an in-memory allocatable index ordered as the store orders it (rack, then id), shared by all " +
+        "type's free machines in in-memory allocatable indexes ordered as the store orders them (rack or NVLink domain, then id), shared by all " +
         'and shrinking as machines are claimed; loading and reconcileMetaInstance are timed together (performance.now()), ' +
         'after warm-up passes over the same fleet and requests (seeded, identical every run). A placement error is false when ' +
         'reconcileMetaInstance on every free machine of the type places the same meta-instance at that moment (checked untimed)',

@@ -8,7 +8,7 @@ import { dueTimes } from '#reconcilers/registry.ts';
 import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { inParallel } from '#store/in-parallel.ts';
-import { writesOf } from '#store/item-store.ts';
+import { isUsageWrite, writesOf } from '#store/item-store.ts';
 import { round } from './stats.ts';
 
 // The floor of a whole site's start: from the moment its API answers until every machine is allocatable, the least
@@ -24,7 +24,9 @@ export async function siteStartFloorMs(endpoint: string, id: string, groups: Arr
   const items = demoFleet(groups).map((m) => {
     const registered = registerMachine(null, { id: m.id, machineType: m.machineType, rack: m.rack }, 'bench', now)!.machines![0]!.after;
     const live = livenessChange(registered, true, undefined, now)!;
-    return writesOf({ machines: [{ before: null, after: live }], history: [] }, () => '', dueTimes)[0]!.put;
+    const [write] = writesOf({ machines: [{ before: null, after: live }], history: [] }, () => '', dueTimes);
+    if (!write || isUsageWrite(write)) throw new Error('a machine write is one put');
+    return write.put;
   });
   const client = createDocumentClient(endpoint);
   const started = performance.now();

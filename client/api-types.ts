@@ -257,9 +257,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
         /**
-         * Set a tenant org's capabilities
+         * A tenant org's capabilities and quotas, and what its instances hold of each machine type now
+         * @description Roles: provider-admin.
+         */
+        get: operations["show-tenant"];
+        /**
+         * Set a tenant org's capabilities, its quotas per machine type, or both (audited)
          * @description Roles: provider-admin.
          */
         put: operations["set-tenant-capabilities"];
@@ -803,11 +807,18 @@ export interface components {
             }[];
             /** @description With 413: the most bytes the route takes in one body */
             limit?: number;
+            /** @description With 409 `quota-exceeded`: the machine type whose quota it is */
+            machineType?: string;
+            /** @description With 409 `quota-exceeded`: the org's quota of that type */
+            quota?: number;
+            /** @description With 409 `quota-exceeded`: how many of them the org holds */
+            used?: number;
         };
         RepairCandidate: {
             id: string;
             machineType: string;
             rack: string;
+            nvlinkDomain?: string;
             /** @enum {string} */
             state: "Ready" | "Assigned" | "Cleanup";
             labels: {
@@ -850,6 +861,7 @@ export interface components {
             id: string;
             machineType: string;
             rack: string;
+            nvlinkDomain?: string;
             /** @enum {string} */
             state: "Ready" | "Assigned" | "Cleanup";
             instanceId?: string;
@@ -876,6 +888,8 @@ export interface components {
             machineIds?: string[];
             placement: {
                 sameRack: boolean;
+                /** @default false */
+                sameNvlinkDomain: boolean;
             };
             labels: {
                 [key: string]: string;
@@ -920,6 +934,14 @@ export interface components {
             capabilities: {
                 targetedInstanceCreation: boolean;
             };
+            /** @default {} */
+            quotas: {
+                [key: string]: number;
+            };
+            /** @description Machines of each type the org's instances hold now (Provisioning, Ready, Repairing, Terminating) */
+            usage?: {
+                [key: string]: number;
+            };
             updatedAt: string;
         };
         FleetSummary: {
@@ -943,6 +965,14 @@ export interface components {
                             quarantined: number;
                         };
                     };
+                    /** @description Machines that carry an NVLink domain, per domain */
+                    byNvlinkDomain?: {
+                        [key: string]: {
+                            machines: number;
+                            allocatable: number;
+                            quarantined: number;
+                        };
+                    };
                 };
             };
             asOf: string;
@@ -960,6 +990,7 @@ export interface components {
                     quarantined: boolean;
                     live: boolean;
                     lastHeartbeatAt?: string;
+                    nvlinkDomain?: string;
                 };
             };
         };
@@ -2065,12 +2096,15 @@ export interface operations {
                     machineIds?: string[];
                     /**
                      * @default {
-                     *       "sameRack": false
+                     *       "sameRack": false,
+                     *       "sameNvlinkDomain": false
                      *     }
                      */
                     placement?: {
                         /** @default false */
                         sameRack?: boolean;
+                        /** @default false */
+                        sameNvlinkDomain?: boolean;
                     };
                     /** @default {} */
                     labels?: {
@@ -2474,6 +2508,7 @@ export interface operations {
                         id: string;
                         machineType: string;
                         rack?: string;
+                        nvlinkDomain?: string;
                         labels?: {
                             [key: string]: string;
                         };
@@ -2707,6 +2742,73 @@ export interface operations {
             };
         };
     };
+    "show-tenant": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "set-tenant-capabilities": {
         parameters: {
             query?: never;
@@ -2722,8 +2824,12 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    capabilities: {
+                    capabilities?: {
                         targetedInstanceCreation: boolean;
+                    };
+                    /** @description Most machines of each type the org may hold at once; replaces the quotas the org had (a type left out has none) */
+                    quotas?: {
+                        [key: string]: number;
                     };
                 };
             };
@@ -2963,6 +3069,7 @@ export interface operations {
                                     count: number;
                                     /** @default 1 */
                                     racks: number;
+                                    nvlink_domain_size?: number;
                                 }[];
                                 /** @default 5 */
                                 heartbeat_interval_seconds: number;

@@ -55,13 +55,13 @@ const putEventsFrom = (sid: string, source: string): Grant => ({
 export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   // Instances, meta-instances and tenant machine views; writes are conditional puts and transactions of puts.
   TenantApi: [
-    tableItems('GetItem', 'BatchGetItem', 'PutItem'),
-    queries('allocatable', 'byKind', 'byOrg', 'members', 'repairRequested', 'replacing'),
+    tableItems('GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'),
+    queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'members', 'repairRequested', 'replacing'),
     idempotencyRecords,
   ],
   // The provider's routes: also the fleet's registration (BatchWriteItem of new machines), history and audit reads.
   AdminApi: [
-    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'BatchWriteItem'),
+    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'BatchWriteItem'),
     queries('auditByActor', 'byKind', 'eventsByDay', 'members', 'repairRequested', 'replacing'),
     idempotencyRecords,
   ],
@@ -69,8 +69,8 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   SiteAgentApi: [tableItems('GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'), idempotencyRecords],
   // The reconcilers and the outbox: reads the stream (as its event source mapping does) and publishes repair events.
   StreamHandler: [
-    tableItems('GetItem', 'BatchGetItem', 'PutItem'),
-    queries('allocatable', 'due', 'members', 'replacing', 'waiting'),
+    tableItems('GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'),
+    queries('allocatable', 'allocatableByDomain', 'due', 'members', 'replacing', 'waiting'),
     { sid: 'ReadTableStream', actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'], resources: [logicalResource.stream] },
     // ListStreams has no resource-level permissions: `*` is the only resource it takes (AWS_ONLY_ACTIONS says why).
     { sid: 'ListTableStreams', actions: ['dynamodb:ListStreams'], resources: [logicalResource.any] },
@@ -78,8 +78,8 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   ],
   // Whatever is due, the fleet gauges, its own follow-ups, and the outbox events the stream left undelivered.
   SweepHandler: [
-    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem'),
-    queries('allocatable', 'byKind', 'due', 'eventsByDay', 'members', 'repairRequested', 'replacing', 'waiting'),
+    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
+    queries('allocatable', 'allocatableByDomain', 'byKind', 'due', 'eventsByDay', 'members', 'repairRequested', 'replacing', 'waiting'),
     putEventsFrom('PutSweepFollowUp', SWEEP_FOLLOW_UP.source),
     putEventsFrom('PutRepairEvents', EVENT_SOURCE),
   ],

@@ -334,7 +334,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       const fleet = demoFleet(config.simulator.machines);
       await registerMachines(
         ctx,
-        fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack })),
+        fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack, ...(m.nvlinkDomain ? { nvlinkDomain: m.nvlinkDomain } : {}) })),
         { actor: 'local-runner', requestId: 'local-runner-seed' },
       );
     }

@@ -10,6 +10,8 @@ const simulatedMachineGroup = z.strictObject({
   type: z.string().check(z.minLength(1)),
   count: z.int().check(z.minimum(1), z.maximum(100_000)),
   racks: z._default(z.int().check(z.minimum(1)), 1),
+  // Machines per NVLink domain (18 trays in a GB200 NVL72 rack), numbered within the type; absent: no domains.
+  nvlink_domain_size: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
 });
 
 /** API Gateway's route key: the method and the path template as the route table spells them. */

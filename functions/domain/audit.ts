@@ -26,6 +26,7 @@ export type AuditAction =
   | 'health-override-removed'
   | 'labels-changed'
   | 'tenant-capabilities-set'
+  | 'tenant-quotas-set'
   | 'held-back-repair-handed-over'
   | 'repair-storm-reset'
   | 'machines-registered'

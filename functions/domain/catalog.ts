@@ -1,9 +1,9 @@
 import type { Versioned } from '#domain/change.ts';
 import type { Machine } from '#domain/model.ts';
 
-/** How many machines the site has of each type, per rack: what any placement could ever get. */
+/** How many machines the site has of each type, per rack and per NVLink domain: what any placement could ever get. */
 export interface Catalog {
-  types: Record<string, { count: number; racks: Record<string, number> }>;
+  types: Record<string, { count: number; racks: Record<string, number>; nvlinkDomains?: Record<string, number> }>;
   version: number;
 }
 
@@ -46,15 +46,20 @@ function adjust(catalog: Catalog, machine: Machine, delta: 1 | -1): void {
   entry.count += delta;
   entry.racks[machine.rack] = (entry.racks[machine.rack] ?? 0) + delta;
   if (entry.racks[machine.rack] === 0) delete entry.racks[machine.rack];
+  if (machine.nvlinkDomain !== undefined) {
+    const domains = (entry.nvlinkDomains ??= {});
+    domains[machine.nvlinkDomain] = (domains[machine.nvlinkDomain] ?? 0) + delta;
+    if (domains[machine.nvlinkDomain] === 0) delete domains[machine.nvlinkDomain];
+  }
   if (entry.count === 0) delete catalog.types[machine.machineType];
 }
 
-/** The catalog after machines were registered or re-described; null when their types and racks did not change. */
+/** The catalog after machines were registered or re-described; null when their types, racks and domains did not change. */
 export function catalogAfter(catalog: Catalog, machines: Versioned<Machine>[]): Catalog | null {
   const next: Catalog = structuredClone(catalog);
   let changed = false;
   for (const { before, after } of machines) {
-    if (before && before.machineType === after.machineType && before.rack === after.rack) continue;
+    if (before && before.machineType === after.machineType && before.rack === after.rack && before.nvlinkDomain === after.nvlinkDomain) continue;
     if (before) adjust(next, before, -1);
     adjust(next, after, 1);
     changed = true;

@@ -6,6 +6,7 @@ import type { SafetyState } from '#domain/safety.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { SiteHistoryEntry } from '#domain/site-agent-silence.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
+import type { QuotaGuard } from '#domain/quotas.ts';
 
 /** A record as it was read (null when new) and as the decision wants it; the store guards on `before.version`. */
 export interface Versioned<T> {
@@ -43,6 +44,13 @@ export interface Change {
   audit?: AuditEntry;
   /** Site-level entries (events about the site), each written only if its key is new. */
   siteHistory?: SiteHistoryEntry[];
+  /**
+   * The quotas the instances this change counts were decided against (domain/quotas.ts): each (org, type) whose usage
+   * it raises commits only while that quota holds. The usage moves themselves follow from `instances`.
+   */
+  quotaGuards?: QuotaGuard[];
+  /** Quotas the provider sets (a number) or lifts (null), per (org, type), on the usage items. */
+  quotas?: Array<{ org: string; machineType: string; quota: number | null }>;
 }
 
 /**
@@ -56,6 +64,7 @@ export function mergeChanges(...changes: Change[]): Change {
     tenants: changes.flatMap((c) => c.tenants ?? []),
     metaInstances: changes.flatMap((c) => c.metaInstances ?? []),
     history: changes.flatMap((c) => c.history),
+    quotaGuards: changes.flatMap((c) => c.quotaGuards ?? []),
     ...(changes.find((c) => c.safety) ? { safety: changes.find((c) => c.safety)!.safety! } : {}),
     ...(changes.find((c) => c.catalog) ? { catalog: changes.find((c) => c.catalog)!.catalog! } : {}),
     ...(changes.find((c) => c.replacements) ? { replacements: changes.find((c) => c.replacements)!.replacements! } : {}),

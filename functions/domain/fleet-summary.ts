@@ -24,6 +24,7 @@ export interface SummaryEntry {
   /** In the agent's latest roster. */
   live: boolean;
   lastHeartbeatAt?: string;
+  nvlinkDomain?: string;
 }
 
 /** One rack's machines of one type: the aggregate the stream keeps idempotent. */
@@ -86,6 +87,7 @@ export function summaryEntry(machine: Machine): SummaryEntry {
     quarantined: preventingSources(machine.healthOverrides).length > 0,
     live: machine.heartbeatLive,
     ...(machine.lastHeartbeatAt ? { lastHeartbeatAt: machine.lastHeartbeatAt } : {}),
+    ...(machine.nvlinkDomain !== undefined ? { nvlinkDomain: machine.nvlinkDomain } : {}),
   };
 }
 
@@ -109,6 +111,12 @@ export function counterKeys(rack: string, entry: SummaryEntry): string[] {
   if (entry.allocatable)
     keys.push('allocatable', name('rack', rack, 'allocatable'), `seen${SEP}${seen}${SEP}allocatable`, `${name('rackseen', rack)}${SEP}${seen}`);
   if (entry.quarantined) keys.push(name('rack', rack, 'quarantined'));
+  const domain = entry.nvlinkDomain;
+  if (domain !== undefined) {
+    keys.push(name('domain', domain, 'machines'));
+    if (entry.allocatable) keys.push(name('domain', domain, 'allocatable'), `${name('domainseen', domain)}${SEP}${seen}`);
+    if (entry.quarantined) keys.push(name('domain', domain, 'quarantined'));
+  }
   return keys;
 }
 
@@ -200,6 +208,8 @@ export interface TypeSummary {
   machines: number;
   allocatable: number;
   byRack: Record<string, RackTally>;
+  /** Only for a type whose machines carry NVLink domains. */
+  byNvlinkDomain?: Record<string, RackTally>;
 }
 
 export interface FleetSummary {
@@ -234,6 +244,7 @@ export function fleetSummary(shards: SummaryShard[], heartbeat: HeartbeatView, n
   for (const shard of shards) {
     const type = (summary.byType[shard.machineType] ??= { machines: 0, allocatable: 0, byRack: {} });
     const rackOf = (name: string) => (type.byRack[name] ??= { machines: 0, allocatable: 0, quarantined: 0 });
+    const domainOf = (name: string) => ((type.byNvlinkDomain ??= {})[name] ??= { machines: 0, allocatable: 0, quarantined: 0 });
     for (const [counter, count] of Object.entries(shard.counters)) {
       const parts = partsOf(counter);
       if (counter === 'machines') type.machines += count;
@@ -245,6 +256,8 @@ export function fleetSummary(shards: SummaryShard[], heartbeat: HeartbeatView, n
         if (parts[3] === 'machines') summary.stale += count;
         else type.allocatable -= count;
       } else if (parts[0] === 'rackseen' && stale(parts[2]!, parts[3]!)) rackOf(parts[1]!).allocatable -= count;
+      else if (parts[0] === 'domain') domainOf(parts[1]!)[parts[2] as keyof RackTally] += count;
+      else if (parts[0] === 'domainseen' && stale(parts[2]!, parts[3]!)) domainOf(parts[1]!).allocatable -= count;
     }
   }
   for (const [name, type] of Object.entries(summary.byType)) {

@@ -8,6 +8,7 @@ export interface MachineRegistration {
   id: string;
   machineType: string;
   rack?: string;
+  nvlinkDomain?: string | undefined;
   labels?: Record<string, string>;
 }
 
@@ -18,16 +19,19 @@ export interface MachineRegistration {
 export function registerMachine(existing: Machine | null, registration: MachineRegistration, actor: string, now: Date): Change | null {
   const at = iso(now);
   const rack = registration.rack ?? existing?.rack ?? 'default';
+  const nvlinkDomain = registration.nvlinkDomain ?? existing?.nvlinkDomain;
+  const inDomain = nvlinkDomain === undefined ? {} : { nvlinkDomain };
   if (!existing) {
     const machine: Machine = {
       id: registration.id,
       machineType: registration.machineType,
       rack,
+      ...inDomain,
       state: 'Ready',
       labels: registration.labels ?? {},
       healthOverrides: [],
       heartbeatLive: false,
-      registered: { by: actor, machineType: registration.machineType, rack },
+      registered: { by: actor, machineType: registration.machineType, rack, ...inDomain },
       version: 0,
       createdAt: at,
       updatedAt: at,
@@ -35,9 +39,13 @@ export function registerMachine(existing: Machine | null, registration: MachineR
     return { machines: [{ before: null, after: machine }], history: [] };
   }
   const labels = { ...existing.labels, ...registration.labels };
-  const unchanged = existing.machineType === registration.machineType && existing.rack === rack && JSON.stringify(labels) === JSON.stringify(existing.labels);
+  const unchanged =
+    existing.machineType === registration.machineType &&
+    existing.rack === rack &&
+    existing.nvlinkDomain === nvlinkDomain &&
+    JSON.stringify(labels) === JSON.stringify(existing.labels);
   if (unchanged) return null;
-  const after: Machine = { ...existing, machineType: registration.machineType, rack, labels, updatedAt: at };
+  const after: Machine = { ...existing, machineType: registration.machineType, rack, ...inDomain, labels, updatedAt: at };
   return {
     machines: [{ before: existing, after }],
     history: [
@@ -49,6 +57,7 @@ export function registerMachine(existing: Machine | null, registration: MachineR
         changes: {
           machineType: { from: existing.machineType, to: after.machineType },
           rack: { from: existing.rack, to: rack },
+          ...(existing.nvlinkDomain === nvlinkDomain ? {} : { nvlinkDomain: { from: existing.nvlinkDomain ?? null, to: nvlinkDomain ?? null } }),
         },
       },
     ],
@@ -64,7 +73,11 @@ export function registrationEntry(machine: Machine): HistoryEntry | null {
     at: machine.createdAt,
     actor: registered.by,
     action: 'machine-registered',
-    changes: { machineType: { to: registered.machineType }, rack: { to: registered.rack } },
+    changes: {
+      machineType: { to: registered.machineType },
+      rack: { to: registered.rack },
+      ...(registered.nvlinkDomain ? { nvlinkDomain: { to: registered.nvlinkDomain } } : {}),
+    },
   };
 }
 

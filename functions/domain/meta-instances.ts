@@ -2,9 +2,10 @@ import type { Catalog } from '#domain/catalog.ts';
 import { mergeChanges, type Change } from '#domain/change.ts';
 import { allocatability, heartbeatStale, preventingSources, type HeartbeatView } from '#domain/health.ts';
 import { assignInstance, releaseInstance, type NewInstanceSpec } from '#domain/instances.ts';
-import type { Instance, Machine, MetaInstance, ReplacementsInFlight } from '#domain/model.ts';
-import { choosePlacement, isSatisfied, type Plan } from '#domain/placement.ts';
+import type { Instance, Machine, MetaInstance, Placement, ReplacementsInFlight } from '#domain/model.ts';
+import { choosePlacement, groupOf, isSatisfied, placeName, type Plan } from '#domain/placement.ts';
 import { Rejection } from '#domain/rejection.ts';
+import { guardOf, type QuotaUsage } from '#domain/quotas.ts';
 import { addMs, ageMs, iso } from '#domain/time.ts';
 
 // Meta-instances: "keep N machines of this type for me". A pure reconciler looks at a snapshot (the meta-instance,
@@ -50,6 +51,8 @@ export interface MetaSnapshot {
   heartbeat: HeartbeatView;
   now: Date;
   rules: MetaRules;
+  /** The org's usage of the type and its quota (domain/quotas.ts); null when it has none; absent when not read. */
+  usage?: QuotaUsage | null;
   /** Ids for the instances a placement creates. */
   newInstance(machine: Machine): NewInstanceSpec;
 }
@@ -205,13 +208,20 @@ export function wantsMoreCandidates(s: MetaSnapshot): boolean {
   return plan?.kind === 'error' && plan.shortOfCapacity;
 }
 
-/** The one rack a same-rack group is bound to (by its healthy members or its pinned machines), if there is one. */
-export function homeRack(s: Pick<MetaSnapshot, 'meta' | 'members' | 'pinned'>): string | undefined {
-  if (!s.meta.placement.sameRack) return undefined;
-  const racks = new Set<string>();
-  for (const member of s.members) if (isLive(member) && member.machine) racks.add(member.machine.rack);
-  for (const machine of s.pinned.values()) if (machine) racks.add(machine.rack);
-  return racks.size === 1 ? [...racks][0] : undefined;
+/**
+ * Where a together-group is bound (by its healthy members or its pinned machines), if it is bound to one place: the
+ * rack and NVLink domain to read free machines in first. A group in one NVLink domain reads its domain.
+ */
+export function homePlace(s: Pick<MetaSnapshot, 'meta' | 'members' | 'pinned'>): { rack?: string; nvlinkDomain?: string } | undefined {
+  const group = groupOf(s.meta.placement);
+  if (!group) return undefined;
+  const bound = new Map<string | undefined, Machine>();
+  for (const member of s.members) if (isLive(member) && member.machine) bound.set(group(member.machine), member.machine);
+  for (const machine of s.pinned.values()) if (machine) bound.set(group(machine), machine);
+  const [only, ...others] = [...bound];
+  if (!only || others.length > 0 || only[0] === undefined) return undefined;
+  const machine = only[1];
+  return s.meta.placement.sameNvlinkDomain ? { nvlinkDomain: machine.nvlinkDomain! } : { rack: machine.rack };
 }
 
 function place(s: MetaSnapshot): MetaDecision {
@@ -225,9 +235,10 @@ function place(s: MetaSnapshot): MetaDecision {
     return { kind: 'commit', change, summary: 'satisfied' };
   }
   if (plan.kind === 'regroup') {
-    const moving = healthy.filter((m) => m.machine?.rack !== plan.rack).slice(0, MAX_GROUP);
+    const group = groupOf(meta.placement)!;
+    const moving = healthy.filter((m) => !m.machine || group(m.machine) !== plan.place).slice(0, MAX_GROUP);
     const change = mergeChanges(withMeta(meta, {}, now), ...moving.map((m) => releaseMember(m, now)));
-    return { kind: 'commit', change, summary: `moving the group to ${plan.rack}` };
+    return { kind: 'commit', change, summary: `moving the group to ${plan.place}` };
   }
   if (plan.kind === 'error') return placementFailed(s, plan.message);
   // Replacing failed members is capped site-wide, so a fleet-wide event does not turn into a replacement storm.
@@ -236,6 +247,14 @@ function place(s: MetaSnapshot): MetaDecision {
   const inFlight = s.replacements.inFlight.length;
   const slots = cap === undefined || !replacing ? MAX_GROUP : cap - inFlight;
   if (slots <= 0) return placementFailed(s, `waiting for a replacement slot: ${inFlight} of ${cap} replacements in flight site-wide`);
+  const quotaRoom = s.usage?.quota === undefined ? Number.POSITIVE_INFINITY : s.usage.quota - s.usage.used;
+  if (plan.machines.length > quotaRoom) {
+    const { org, machineType, used, quota } = s.usage!;
+    return placementFailed(
+      s,
+      `quota-exceeded: org ${org} holds ${used} of its quota of ${quota} ${machineType} machine(s); ${plan.machines.length} more needed`,
+    );
+  }
   // Under the cap a large group is replaced a few at a time; the rest follow as slots free up.
   const assignments = plan.machines
     .slice(0, Math.min(MAX_GROUP, slots))
@@ -246,6 +265,7 @@ function place(s: MetaSnapshot): MetaDecision {
     : { placementError: `waiting for a replacement slot: placed ${assignments.length} of ${plan.machines.length}, cap ${cap} in flight site-wide` };
   const change = mergeChanges(withMeta(meta, status, now), ...assignments.map((a) => a.change));
   if (replacing) change.replacements = replacementsAfter(s.replacements, change);
+  change.quotaGuards = [guardOf(meta.org, meta.machineType, s.usage ?? null)];
   return { kind: 'commit', change, summary: `placed ${assignments.length}` };
 }
 
@@ -266,7 +286,7 @@ export interface MetaInstanceRequest {
   machineType: string;
   minNodes: number;
   machineIds?: string[] | undefined;
-  placement: { sameRack: boolean };
+  placement: Placement;
   labels: Record<string, string>;
 }
 
@@ -282,16 +302,22 @@ export function assertSatisfiable(request: MetaInstanceRequest, catalog: Catalog
   if (request.placement.sameRack && request.minNodes > largestRack) {
     fail(`no rack has ${request.minNodes} ${request.machineType} machines (largest: ${largestRack})`);
   }
+  const largestDomain = Math.max(0, ...Object.values(type!.nvlinkDomains ?? {}));
+  if (request.placement.sameNvlinkDomain && request.minNodes > largestDomain) {
+    fail(`no NVLink domain has ${request.minNodes} ${request.machineType} machines (largest: ${largestDomain})`);
+  }
   const ids = request.machineIds ?? [];
   if (ids.length > request.minNodes) fail(`${ids.length} pinned machines but minNodes is ${request.minNodes}`);
-  const racks = new Set<string>();
+  const group = groupOf(request.placement);
+  const places = new Set<string | undefined>();
   for (const id of ids) {
     const machine = pinned.get(id);
     if (!machine) fail(`pinned machine ${id} is unknown`);
     else if (machine.machineType !== request.machineType) fail(`pinned machine ${id} is a ${machine.machineType}, not a ${request.machineType}`);
-    else racks.add(machine.rack);
+    else if (group) places.add(group(machine));
   }
-  if (request.placement.sameRack && racks.size > 1) fail('pinned machines are in different racks but sameRack was asked for');
+  if (places.has(undefined)) fail('a pinned machine has no NVLink domain but sameNvlinkDomain was asked for');
+  if (places.size > 1) fail(`pinned machines are not in one ${placeName(request.placement)}, which was asked for`);
 }
 
 export function newMetaInstance(id: string, org: string, request: MetaInstanceRequest, createdBy: string, now: Date): MetaInstance {

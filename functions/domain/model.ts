@@ -38,7 +38,7 @@ export interface Machine {
   id: string;
   machineType: string;
   rack: string;
-  /** The NVLink domain it belongs to, when its registration names one: maintenance can be declared on a domain. */
+  /** The NVLink domain it shares GPU memory fabric with (a GB200 NVL72 rack's 18 trays are one), when it has one. */
   nvlinkDomain?: string;
   state: MachineState;
   instanceId?: string;
@@ -66,7 +66,7 @@ export interface Machine {
    * registering 10,000 machines writes 10,000 items, not 20,000. Machines registered before that have no such
    * record and a stored `machine-registered` entry instead.
    */
-  registered?: { by: string; machineType: string; rack: string };
+  registered?: { by: string; machineType: string; rack: string; nvlinkDomain?: string };
   version: number;
   createdAt: string;
   updatedAt: string;
@@ -115,6 +115,8 @@ export interface Instance {
 export interface Tenant {
   org: string;
   capabilities: { targetedInstanceCreation: boolean };
+  /** Most machines of each type the org's instances may hold at once (domain/quotas.ts); a type not named has no quota. */
+  quotas?: Record<string, number>;
   updatedAt: string;
   version: number;
 }
@@ -128,6 +130,12 @@ export const systemClock: Clock = { now: () => new Date() };
 
 export interface IdSource {
   next(prefix: string): string;
+}
+
+/** Where a meta-instance's members must be together: one rack, one NVLink domain (absent: false). */
+export interface Placement {
+  sameRack: boolean;
+  sameNvlinkDomain?: boolean;
 }
 
 export type MetaInstanceStatus = 'Placing' | 'Ready' | 'Retrying' | 'Deleting' | 'Deleted';
@@ -150,7 +158,7 @@ export interface MetaInstance {
   minNodes: number;
   /** Pinned machines: required members, never silently substituted. */
   machineIds?: string[];
-  placement: { sameRack: boolean };
+  placement: Placement;
   labels: Record<string, string>;
   status: MetaInstanceStatus;
   consecutiveFailures: number;

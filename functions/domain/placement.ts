@@ -1,21 +1,43 @@
-import type { Machine, MetaInstance } from '#domain/model.ts';
+import type { Machine, MetaInstance, Placement } from '#domain/model.ts';
 import type { Member } from '#domain/meta-instances.ts';
 
 /**
  * Where a meta-instance's members go: which free machines to add so the group meets its size and its constraints
- * (pinned machines, one rack), or the rack a same-rack group must move to, or why no placement exists now. Pure:
- * the candidates are what the loader read from the allocatable index.
+ * (pinned machines, one rack, one NVLink domain), or the place a together-group must move to, or why no placement
+ * exists now. Pure: the candidates are what the loader read from the allocatable indexes.
  */
+
+/**
+ * The place members of a together-group share: its rack, its NVLink domain, or both; undefined for a machine that
+ * can never be in such a group (no domain while one is asked for). Null when the group may be anywhere.
+ */
+export type GroupOf = (machine: Machine) => string | undefined;
+
+export function groupOf(placement: Placement): GroupOf | null {
+  const { sameRack, sameNvlinkDomain } = placement;
+  if (!sameNvlinkDomain) return sameRack ? (m) => m.rack : null;
+  if (!sameRack) return (m) => m.nvlinkDomain;
+  return (m) => (m.nvlinkDomain === undefined ? undefined : `${m.rack} / ${m.nvlinkDomain}`);
+}
+
+/** What a group is together in, for messages. */
+export function placeName(placement: Placement): string {
+  if (!placement.sameNvlinkDomain) return 'rack';
+  return placement.sameRack ? 'rack and NVLink domain' : 'NVLink domain';
+}
 
 export function isSatisfied(meta: MetaInstance, healthy: Member[]): boolean {
   if (healthy.length < meta.minNodes) return false;
   const machines = new Set(healthy.map((m) => m.instance.machineId));
   if (!(meta.machineIds ?? []).every((id) => machines.has(id))) return false;
-  return !meta.placement.sameRack || new Set(healthy.map((m) => m.machine?.rack)).size <= 1;
+  const group = groupOf(meta.placement);
+  if (!group) return true;
+  const places = new Set(healthy.map((m) => (m.machine ? group(m.machine) : undefined)));
+  return places.size <= 1 && !places.has(undefined);
 }
 
 /** An error is `shortOfCapacity` when more free machines could resolve it (a pinned machine's state cannot). */
-export type Plan = { kind: 'place'; machines: Machine[] } | { kind: 'regroup'; rack: string } | { kind: 'error'; message: string; shortOfCapacity: boolean };
+export type Plan = { kind: 'place'; machines: Machine[] } | { kind: 'regroup'; place: string } | { kind: 'error'; message: string; shortOfCapacity: boolean };
 
 /**
  * The free machines, starting at a place that depends on the meta-instance: any machines will do, and
@@ -31,7 +53,7 @@ function startingAt(pool: Machine[], metaId: string): Machine[] {
 
 /**
  * Which machines to add. A failed member is replaced alone when the constraints still hold with the others;
- * otherwise (same rack no longer possible) the group moves to a rack that can hold it whole.
+ * otherwise (same place no longer possible) the group moves to a place that can hold it whole.
  */
 export function choosePlacement(
   meta: MetaInstance,
@@ -52,30 +74,38 @@ export function choosePlacement(
   }
   const needed = Math.max(meta.minNodes - healthy.length - chosen.length, 0);
   const pool = free.filter((m) => !held.has(m.id) && !chosen.some((c) => c.id === m.id));
-  if (!meta.placement.sameRack) {
+  const group = groupOf(meta.placement);
+  if (!group) {
     if (pool.length < needed)
       return { kind: 'error', message: `needs ${needed} more ${meta.machineType} machine(s); ${pool.length} free`, shortOfCapacity: true };
     return { kind: 'place', machines: [...chosen, ...startingAt(pool, meta.id).slice(0, needed)] };
   }
-  const racks = new Set([...healthy.map((m) => m.machine?.rack ?? ''), ...chosen.map((m) => m.rack)]);
-  const byRack = new Map<string, Machine[]>();
-  for (const machine of pool) byRack.set(machine.rack, [...(byRack.get(machine.rack) ?? []), machine]);
-  if (racks.size === 1) {
-    const [rack] = racks;
-    const inRack = byRack.get(rack!) ?? [];
-    if (inRack.length >= needed) return { kind: 'place', machines: [...chosen, ...inRack.slice(0, needed)] };
+  const what = placeName(meta.placement);
+  if (chosen.some((m) => group(m) === undefined)) {
+    return { kind: 'error', message: `a pinned machine has no NVLink domain but one ${what} was asked for`, shortOfCapacity: false };
   }
-  if (racks.size === 0) {
-    const best = [...byRack.entries()].sort((a, b) => b[1].length - a[1].length)[0];
+  const places = new Set([...healthy.map((m) => (m.machine ? group(m.machine) : undefined) ?? ''), ...chosen.map((m) => group(m)!)]);
+  const byPlace = new Map<string, Machine[]>();
+  for (const machine of pool) {
+    const place = group(machine);
+    if (place !== undefined) byPlace.set(place, [...(byPlace.get(place) ?? []), machine]);
+  }
+  if (places.size === 1) {
+    const [place] = places;
+    const inPlace = byPlace.get(place!) ?? [];
+    if (inPlace.length >= needed) return { kind: 'place', machines: [...chosen, ...inPlace.slice(0, needed)] };
+  }
+  if (places.size === 0) {
+    const best = [...byPlace.entries()].sort((a, b) => b[1].length - a[1].length)[0];
     if (best && best[1].length >= needed) return { kind: 'place', machines: best[1].slice(0, needed) };
   }
-  // The group cannot stay where it is: find a rack that can hold all of it (pinned machines fix the rack).
-  const pinnedRacks = new Set(chosen.map((m) => m.rack));
-  const freeIn = (rack: string) => (byRack.get(rack) ?? []).length + healthy.filter((m) => m.machine?.rack === rack).length;
-  const target = [...byRack.keys()]
-    .filter((rack) => pinnedRacks.size === 0 || (pinnedRacks.size === 1 && pinnedRacks.has(rack)))
-    .find((rack) => freeIn(rack) + (pinnedRacks.has(rack) ? chosen.length : 0) >= meta.minNodes);
-  if (target && healthy.length > 0) return { kind: 'regroup', rack: target };
-  const best = Math.max(0, ...[...byRack.keys()].map(freeIn));
-  return { kind: 'error', message: `no rack has ${meta.minNodes} free ${meta.machineType} machine(s) together (best: ${best})`, shortOfCapacity: true };
+  // The group cannot stay where it is: find a place that can hold all of it (pinned machines fix the place).
+  const pinnedPlaces = new Set(chosen.map((m) => group(m)!));
+  const freeIn = (place: string) => (byPlace.get(place) ?? []).length + healthy.filter((m) => m.machine !== null && group(m.machine) === place).length;
+  const target = [...byPlace.keys()]
+    .filter((place) => pinnedPlaces.size === 0 || (pinnedPlaces.size === 1 && pinnedPlaces.has(place)))
+    .find((place) => freeIn(place) + (pinnedPlaces.has(place) ? chosen.length : 0) >= meta.minNodes);
+  if (target && healthy.length > 0) return { kind: 'regroup', place: target };
+  const best = Math.max(0, ...[...byPlace.keys()].map(freeIn));
+  return { kind: 'error', message: `no ${what} has ${meta.minNodes} free ${meta.machineType} machine(s) together (best: ${best})`, shortOfCapacity: true };
 }

@@ -2,6 +2,12 @@
  * A decision that says no: the API answers it as a problem document with this status and stable code.
  * Lives in the domain so that pure decisions can refuse without knowing about HTTP.
  */
+export interface QuotaExcess {
+  machineType: string;
+  quota: number;
+  used: number;
+}
+
 export class Rejection extends Error {
   override name = 'Rejection';
   readonly status: number;
@@ -9,13 +15,16 @@ export class Rejection extends Error {
   readonly errors: Array<{ path: string; message: string }> | undefined;
   /** The bound a refusal for size names (a 413's bytes). */
   readonly limit: number | undefined;
+  /** The quota a `quota-exceeded` refusal names, and how much of it the org holds. */
+  readonly quota: QuotaExcess | undefined;
 
-  constructor(status: number, code: string, detail: string, errors?: Array<{ path: string; message: string }>, limit?: number) {
+  constructor(status: number, code: string, detail: string, errors?: Array<{ path: string; message: string }>, limit?: number, quota?: QuotaExcess) {
     super(detail);
     this.status = status;
     this.code = code;
     this.errors = errors;
     this.limit = limit;
+    this.quota = quota;
   }
 }
 

@@ -64,6 +64,7 @@ const machineFields = {
   id: z.string(),
   machineType: z.string(),
   rack: z.string(),
+  nvlinkDomain: z.string().optional(),
   state: z.enum(machineStates),
   instanceId: z.string().optional(),
   labels,
@@ -86,7 +87,7 @@ export const metaInstanceResponse = z.object({
   machineType: z.string(),
   minNodes: z.number().int(),
   machineIds: z.array(z.string()).optional(),
-  placement: z.object({ sameRack: z.boolean() }),
+  placement: z.object({ sameRack: z.boolean(), sameNvlinkDomain: z.boolean().default(false) }),
   labels,
   status: z.enum(metaInstanceStatuses),
   instanceIds: z.array(z.string()),
@@ -114,7 +115,16 @@ export const historyEntryResponse = z.object({
   eventId: z.string().optional(),
 });
 
-export const tenantResponse = z.object({ org: z.string(), capabilities: z.object({ targetedInstanceCreation: z.boolean() }), updatedAt: z.string() });
+export const tenantResponse = z.object({
+  org: z.string(),
+  capabilities: z.object({ targetedInstanceCreation: z.boolean() }),
+  quotas: z.record(z.string(), z.number().int()).default({}),
+  usage: z
+    .record(z.string(), z.number().int())
+    .optional()
+    .describe("Machines of each type the org's instances hold now (Provisioning, Ready, Repairing, Terminating)"),
+  updatedAt: z.string(),
+});
 
 export const repairStormResponse = z.object({
   state: z.enum(['closed', 'tripped']),
@@ -198,6 +208,10 @@ export const fleetSummaryResponse = z.object({
       machines: z.number().int(),
       allocatable: z.number().int(),
       byRack: z.record(z.string(), z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() })).optional(),
+      byNvlinkDomain: z
+        .record(z.string(), z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() }))
+        .optional()
+        .describe('Machines that carry an NVLink domain, per domain'),
     }),
   ),
   asOf: z.string(),
@@ -217,6 +231,7 @@ export const rackResponse = z.object({
       quarantined: z.boolean(),
       live: z.boolean(),
       lastHeartbeatAt: z.string().optional(),
+      nvlinkDomain: z.string().optional(),
     }),
   ),
 });

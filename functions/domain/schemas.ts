@@ -11,7 +11,8 @@ import { maintenanceCategories, maintenanceKinds, maintenanceStates } from '#dom
 const machineId = z.string().regex(machineIdRule.pattern, machineIdRule.message);
 const org = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits and . _ - (at most 64)');
 const resourceId = z.string().min(1).max(128);
-const machineType = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'lower-case letters, digits and . _ - (at most 64)');
+const machineTypePattern = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+const machineType = z.string().regex(machineTypePattern, 'lower-case letters, digits and . _ - (at most 64)');
 const labelKeyPattern = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/;
 const labelKey = z.string().regex(labelKeyPattern, 'letters, digits and . _ / - (at most 63)');
 const labelValue = z.string().max(1024);
@@ -131,7 +132,9 @@ export const createMetaInstanceBody = z.strictObject({
     .max(24)
     .refine((ids) => new Set(ids).size === ids.length, 'machine ids must be unique')
     .optional(),
-  placement: z.strictObject({ sameRack: z.boolean().default(false) }).prefault({ sameRack: false }),
+  placement: z
+    .strictObject({ sameRack: z.boolean().default(false), sameNvlinkDomain: z.boolean().default(false) })
+    .prefault({ sameRack: false, sameNvlinkDomain: false }),
   labels: labels.default({}),
 });
 
@@ -141,7 +144,15 @@ export const listInstancesQuery = z.strictObject({ ...pageQuery, status: z.enum(
 
 export const registerMachinesBody = z.strictObject({
   machines: z
-    .array(z.strictObject({ id: machineId, machineType, rack: z.string().min(1).max(64).optional(), labels: labels.optional() }))
+    .array(
+      z.strictObject({
+        id: machineId,
+        machineType,
+        rack: z.string().min(1).max(64).optional(),
+        nvlinkDomain: z.string().min(1).max(64).optional(),
+        labels: labels.optional(),
+      }),
+    )
     .min(1)
     .max(1000)
     .refine((ms) => new Set(ms.map((m) => m.id)).size === ms.length, 'machine ids must be unique'),
@@ -161,9 +172,17 @@ export const listMachinesQuery = z.strictObject({
 /** The rack map: one type's racks (by default the first type by name), a page of racks at a time. */
 export const rackListQuery = z.strictObject({ ...pageQuery, machineType: machineType.optional() });
 
-export const tenantBody = z.strictObject({
-  capabilities: z.strictObject({ targetedInstanceCreation: z.boolean() }),
-});
+export const tenantBody = z
+  .strictObject({
+    capabilities: z.strictObject({ targetedInstanceCreation: z.boolean() }).optional(),
+    quotas: z
+      .record(machineType, z.number().int().min(0).max(1_000_000))
+      .refine((q) => Object.keys(q).length <= 50, 'at most 50 machine types')
+      .meta({ propertyNames: { type: 'string', pattern: machineTypePattern.source } })
+      .optional()
+      .describe('Most machines of each type the org may hold at once; replaces the quotas the org had (a type left out has none)'),
+  })
+  .refine((body) => body.capabilities !== undefined || body.quotas !== undefined, 'give capabilities, quotas or both');
 
 /**
  * What the site agent posts, as the agent's contract (agent-contract.ts, zod/mini) has it, in zod for the route's

@@ -34,6 +34,9 @@ export const problemSchema = z
     code: z.string(),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
     limit: z.number().int().optional().openapi({ description: 'With 413: the most bytes the route takes in one body' }),
+    machineType: z.string().optional().openapi({ description: 'With 409 `quota-exceeded`: the machine type whose quota it is' }),
+    quota: z.number().int().optional().openapi({ description: "With 409 `quota-exceeded`: the org's quota of that type" }),
+    used: z.number().int().optional().openapi({ description: 'With 409 `quota-exceeded`: how many of them the org holds' }),
   })
   .openapi('Problem');
 // Compile-time guard: the schema and problem.ts's `Problem` must describe the same object.

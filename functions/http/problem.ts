@@ -16,6 +16,10 @@ export interface Problem {
   errors?: FieldError[];
   /** With 413: the most bytes the route takes in one body. */
   limit?: number;
+  /** With 409 `quota-exceeded`: the machine type, the org's quota of it and how many it holds. */
+  machineType?: string;
+  quota?: number;
+  used?: number;
 }
 
 const titles: Record<number, string> = {
@@ -46,6 +50,7 @@ export function toProblem(error: Rejection): Problem {
     code: error.code,
     ...(error.errors ? { errors: error.errors } : {}),
     ...(error.limit !== undefined ? { limit: error.limit } : {}),
+    ...(error.quota ?? {}),
   };
 }
 

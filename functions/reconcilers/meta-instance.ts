@@ -1,6 +1,6 @@
 import { preventingSources } from '#domain/health.ts';
 import {
-  homeRack,
+  homePlace,
   noReplacements,
   reconcileMetaInstance,
   wantsMoreCandidates,
@@ -12,7 +12,7 @@ import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import type { HeartbeatView } from '#domain/health.ts';
 import type { AppContext } from '#runtime/context.ts';
 import type { Page } from '#store/paging.ts';
-import type { PageRequest } from '#store/port.ts';
+import type { AllocatablePage } from '#store/port.ts';
 import { heartbeatViewOf, loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
 
@@ -59,13 +59,13 @@ export const CANDIDATE_PAGE = 500;
 export const MAX_CANDIDATE_PAGES = 10;
 
 /** One read of a machine type's allocatable index (FleetStore.allocatableMachinesPage, bound to the type). */
-export type CandidateReader = (page: PageRequest & { rack?: string }) => Promise<Page<Machine>>;
+export type CandidateReader = (page: AllocatablePage) => Promise<Page<Machine>>;
 
 /**
  * The free machines a decision needs, read until it has them: none while it would not fail for want of them, the
- * group's own rack first, then the type's index page by page in rack order (so racks come whole and a rack with
- * room is found wherever it lies) up to MAX_CANDIDATE_PAGES. Pinned machines fix a same-rack group's rack: only
- * that rack is read.
+ * group's own place (rack or NVLink domain) first, then the type's index page by page in the order of the places it
+ * needs (racks, or NVLink domains: so they come whole and one with room is found wherever it lies) up to
+ * MAX_CANDIDATE_PAGES. Pinned machines fix a together-group's place: only that place is read.
  */
 export async function loadCandidates(snapshot: MetaSnapshot, read: CandidateReader): Promise<Machine[]> {
   const s: MetaSnapshot = { ...snapshot, candidates: [] };
@@ -78,14 +78,15 @@ export async function loadCandidates(snapshot: MetaSnapshot, read: CandidateRead
     }
   };
   if (!wantsMoreCandidates(s)) return s.candidates;
-  const rack = homeRack(s);
-  if (rack !== undefined) {
-    add((await read({ rack, limit: CANDIDATE_PAGE })).items);
+  const home = homePlace(s);
+  if (home !== undefined) {
+    add((await read({ ...home, limit: CANDIDATE_PAGE })).items);
     if (s.meta.machineIds?.length || !wantsMoreCandidates(s)) return s.candidates;
   }
+  const order = s.meta.placement.sameNvlinkDomain ? { byNvlinkDomain: true } : {};
   let nextToken: string | undefined;
   for (let reads = 0; reads < MAX_CANDIDATE_PAGES; reads++) {
-    const page = await read({ limit: CANDIDATE_PAGE, nextToken });
+    const page = await read({ ...order, limit: CANDIDATE_PAGE, nextToken });
     add(page.items);
     nextToken = page.nextToken;
     if (!nextToken || !wantsMoreCandidates(s)) break;
@@ -112,6 +113,7 @@ export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, memb
     candidates: [],
     pinned: loaded.pinned,
     heartbeat: heartbeat ?? (await loadHeartbeatView(ctx)),
+    usage: live ? await ctx.store.getQuotaUsage(meta.org, meta.machineType) : null,
     now: ctx.clock.now(),
     rules: {
       maxConsecutiveFailures: rules.max_consecutive_failures,
@@ -131,7 +133,7 @@ export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, memb
 /** Instance statuses a meta-instance decision reads a member in: live ones, and Failed (counted once). */
 const COUNTED: ReadonlySet<Instance['status']> = new Set(['Provisioning', 'Ready', 'Repairing', 'Failed']);
 
-/** What of a bound machine a member's health and placement depend on (memberFailure, homeRack). */
+/** What of a bound machine a member's health and placement depend on (memberFailure, homePlace). */
 const memberHealthOf = (machine: Machine): string =>
   JSON.stringify([
     preventingSources(machine.healthOverrides),
@@ -139,6 +141,7 @@ const memberHealthOf = (machine: Machine): string =>
     machine.lastHeartbeatAt ?? null,
     machine.heartbeatStaleAt ?? null,
     machine.rack,
+    machine.nvlinkDomain ?? null,
   ]);
 
 export const metaInstanceReconciler = defineReconciler({

@@ -5,6 +5,7 @@ import type { Instance, Issue, Machine, Principal } from '#domain/model.ts';
 import { repairPolicy, type RepairPolicy, type SafetyState } from '#domain/safety.ts';
 import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.ts';
 import { repairClaimBlockers } from '#domain/repair.ts';
+import { checkQuota, guardOf } from '#domain/quotas.ts';
 import { patchInstance as decidePatch, type InstancePatch } from '#domain/machine-edits.ts';
 import { safetyRules, type AppContext } from '#runtime/context.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
@@ -56,6 +57,19 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   let site = await siteView(ctx);
   if (!site.catalog.types[machineType] && site.cached) site = await siteView(ctx, { fresh: true });
   if (!site.catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
+  // The org's usage of the type: a create past its quota is refused before any machine is read, and the claim
+  // commits only while the quota it was decided against still has room (domain/quotas.ts).
+  let usage = await ctx.store.getQuotaUsage(principal.org, machineType);
+  checkQuota(usage, 1);
+  /**
+   * 409 quota-exceeded when the org's quota is used up now: the answer that explains a lost race, if it applies. Read
+   * again only while there is a quota, or after a lost commit (whose guard also fails on a quota set since).
+   */
+  const refuseAtQuota = async (afterLostCommit = false) => {
+    if (!afterLostCommit && usage?.quota === undefined) return;
+    usage = await ctx.store.getQuotaUsage(principal.org, machineType);
+    checkQuota(usage, 1);
+  };
   const outOfTime = () => ctx.deadline !== undefined && ctx.deadline - Date.now() < LAST_TRY_RESERVE_MS;
   const noCapacity = () => conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
   const setAside = new Set<string>();
@@ -69,6 +83,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     if (free.length === 0) throw noCapacity();
     const lostEveryTry = tried === PLACEMENT_TRIES || (tried > 0 && outOfTime());
     if (lostEveryTry) {
+      await refuseAtQuota();
       // Capacity remains: this request was unlucky, not refused. A 409 like any lost race; retrying is safe.
       throw conflict(
         'concurrent-update',
@@ -79,8 +94,13 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     const open = candidates.open(free);
     if (open.length === 0) {
       // Every free machine read is being claimed by another create of this process: what they leave is read next.
-      if (outOfTime()) throw conflict('concurrent-update', `concurrent creates are claiming every free ${machineType} machine; retry the request`);
+      if (outOfTime()) {
+        await refuseAtQuota();
+        throw conflict('concurrent-update', `concurrent creates are claiming every free ${machineType} machine; retry the request`);
+      }
       await Promise.allSettled(candidates.busy(free));
+      // The claims waited for may have used up the org's quota.
+      await refuseAtQuota();
       continue;
     }
     const id = open[Math.floor(Math.random() * open.length)]!;
@@ -95,10 +115,13 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
       // Gone from the index since it was read: a rival took it, a lost race like a failed commit.
       if (!machine || !allocatable) return { setAside: true, taken: !machine || !inAllocatableIndex(machine) };
       const { change, instance } = assignInstance(machine, spec, now);
-      return (await committedOnce(() => ctx.store.commit(change))) ? { instance } : { lost: true };
+      const guarded = { ...change, quotaGuards: [guardOf(principal.org, machineType, usage)] };
+      return (await committedOnce(() => ctx.store.commit(guarded))) ? { instance } : { lost: true };
     };
     const result = await claimMachine(ctx, machineType, id, attempt, (outcome) => 'instance' in outcome);
     if ('instance' in result) return result.instance;
+    // Lost to a rival for the machine, or to the org's other creates for the last of its quota: the usage says which.
+    if ('lost' in result) await refuseAtQuota(true);
     if ('setAside' in result) setAside.add(id);
     if (!('setAside' in result) || result.taken) tried++;
   }
@@ -118,8 +141,10 @@ async function createOnMachine(ctx: AppContext, principal: Principal, machineId:
     if (blockers.length > 0) {
       throw conflict('machine-unavailable', `machine ${machineId} cannot be claimed for repair: ${blockers.join(', ')}`);
     }
+    const usage = await ctx.store.getQuotaUsage(principal.org, machine.machineType);
+    checkQuota(usage, 1);
     const { change, instance } = assignInstance(machine, spec, ctx.clock.now());
-    await ctx.store.commit(change);
+    await ctx.store.commit({ ...change, quotaGuards: [guardOf(principal.org, machine.machineType, usage)] });
     return instance;
   });
 }

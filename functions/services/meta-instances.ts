@@ -8,6 +8,7 @@ import {
 import type { MetaInstance, Principal } from '#domain/model.ts';
 import { metaInstanceView } from '#domain/views.ts';
 import { notFound } from '#domain/rejection.ts';
+import { assertWithinQuota, checkQuota } from '#domain/quotas.ts';
 import type { Page } from '#store/paging.ts';
 import { loadMembers, loadMetaSnapshot, loadPinned } from '#reconcilers/meta-instance.ts';
 import type { AppContext } from '#runtime/context.ts';
@@ -15,10 +16,14 @@ import { retryOnStale } from '#runtime/retry-on-stale.ts';
 
 export async function createMetaInstance(ctx: AppContext, principal: Principal, request: MetaInstanceRequest) {
   assertSatisfiable(request, await ctx.store.getCatalog(), await loadPinned(ctx, request.machineIds));
+  assertWithinQuota(await ctx.store.getQuotaUsage(principal.org, request.machineType), request.minNodes);
   const meta = newMetaInstance(ctx.ids.next('mi'), principal.org, request, principal.sub, ctx.clock.now());
   // The record and its first placement commit together: 201 comes back with instances, or Placing with the reason.
   const created = await retryOnStale(async () => {
-    const decision = reconcileMetaInstance(await loadMetaSnapshot(ctx, meta, []));
+    const snapshot = await loadMetaSnapshot(ctx, meta, []);
+    // Placing it would take the org past its quota: refused, nothing recorded.
+    checkQuota(snapshot.usage ?? null, meta.minNodes);
+    const decision = reconcileMetaInstance(snapshot);
     if (decision.kind === 'none') throw new Error('a new meta-instance always gets a first decision');
     const change = decision.change;
     change.metaInstances = (change.metaInstances ?? []).map((v) => (v.after.id === meta.id ? { before: null, after: v.after } : v));

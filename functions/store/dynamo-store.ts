@@ -10,10 +10,11 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
   type QueryCommandInput,
+  type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
-import { retryThrottled, untilProcessed } from '#store/throttle.ts';
+import { retryThrottled, throttleDelayMs, untilProcessed } from '#store/throttle.ts';
 import { keys } from '#store/items.ts';
 import {
   ItemStore,
@@ -25,6 +26,7 @@ import {
   type ItemPage,
   type ItemQuery,
   type ItemWrite,
+  isUsageWrite,
   type TableKey,
 } from '#store/item-store.ts';
 import { StaleWriteError, type DueTimes } from '#store/port.ts';
@@ -76,17 +78,14 @@ export class DynamoFleetStore extends ItemStore {
 
   /** One conditional transaction; a change of one item is one conditional PutItem: as atomic, at half the price. */
   protected async writeItems(writes: ItemWrite[]): Promise<void> {
-    const puts = writes.map((write) => ({
-      TableName: this.table,
-      Item: write.put,
-      ConditionExpression: write.expectedVersion === null ? 'attribute_not_exists(pk)' : 'version = :expected',
-      ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
-    }));
-    await this.guarded(() =>
-      puts.length === 1
-        ? this.client.send(new PutCommand(puts[0]!))
-        : this.client.send(new TransactWriteCommand({ TransactItems: puts.map((Put) => ({ Put })) })),
-    );
+    const items = writes.map((write) => transactItemOf(this.table, write));
+    await this.guarded(() => {
+      const [only] = items;
+      if (items.length === 1 && only?.Put) return this.client.send(new PutCommand(only.Put));
+      // Transactions of one org's creates all move its usage counter: one that collided with another is sent again
+      // (its guards are checked afresh), for a short while, before it counts as a lost race.
+      return retryConflicts(() => this.client.send(new TransactWriteCommand({ TransactItems: items })));
+    });
   }
 
   protected async getItem(key: TableKey): Promise<Item | undefined> {
@@ -211,6 +210,72 @@ export class DynamoFleetStore extends ItemStore {
       throw error;
     }
   }
+}
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** One write of a transaction: a guarded put, or a usage counter moved in place (usageAfter in item-store.ts is its rule in memory). */
+export function transactItemOf(table: string, write: ItemWrite): TransactItem {
+  if (!isUsageWrite(write)) {
+    return {
+      Put: {
+        TableName: table,
+        Item: write.put,
+        ConditionExpression: write.expectedVersion === null ? 'attribute_not_exists(pk)' : 'version = :expected',
+        ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
+      },
+    };
+  }
+  const { usage } = write;
+  const quotaSet = usage.setQuota === undefined ? '' : usage.setQuota === null ? ' REMOVE #quota' : ', #quota = :quota';
+  const guard = usage.guard === undefined ? undefined : usage.guard === null ? 'attribute_not_exists(#quota)' : '#quota = :guard AND #used <= :most';
+  return {
+    Update: {
+      TableName: table,
+      Key: usage.key,
+      UpdateExpression: `SET #entity = :entity, #org = :org, #type = :type, #used = if_not_exists(#used, :zero) + :by${quotaSet}`,
+      ...(guard ? { ConditionExpression: guard } : {}),
+      ExpressionAttributeNames: {
+        '#entity': 'entity',
+        '#org': 'org',
+        '#type': 'machineType',
+        '#used': 'used',
+        ...(usage.setQuota !== undefined || usage.guard !== undefined ? { '#quota': 'quota' } : {}),
+      },
+      ExpressionAttributeValues: {
+        ':entity': 'quota-usage',
+        ':org': usage.org,
+        ':type': usage.machineType,
+        ':zero': 0,
+        ':by': usage.by,
+        ...(typeof usage.setQuota === 'number' ? { ':quota': usage.setQuota } : {}),
+        ...(typeof usage.guard === 'number' ? { ':guard': usage.guard, ':most': usage.guard - usage.by } : {}),
+      },
+    },
+  };
+}
+
+/** How long a transaction that only collided with another (no guard failed) is sent again. */
+const CONFLICT_RETRY_MS = 1_000;
+
+async function retryConflicts<T>(send: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + CONFLICT_RETRY_MS;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await send();
+    } catch (error) {
+      const delay = throttleDelayMs(attempt);
+      if (!onlyCollided(error) || Date.now() + delay > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}
+
+/** Cancelled because another transaction held one of its items, and for nothing else (no guard failed). */
+function onlyCollided(error: unknown): boolean {
+  if (!(error instanceof TransactionCanceledException) && (error as Error).name !== 'TransactionCanceledException') return false;
+  const codes = ((error as TransactionCanceledException).CancellationReasons ?? []).map((r) => r.Code);
+  return codes.includes('TransactionConflict') && !codes.includes('ConditionalCheckFailed');
 }
 
 function isLostRace(error: unknown): boolean {

@@ -3,6 +3,7 @@ import type { Catalog } from '#domain/catalog.ts';
 import { emptyCatalog } from '#domain/catalog.ts';
 import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { checkTransactionSize } from '#store/item-size.ts';
+import { usageMoves, usageRef, type QuotaUsage } from '#domain/quotas.ts';
 import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
 import { COUNTER_ITEMS_PER_SHARD, counterItemsOfShard, SUMMARY_SHARDS, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
@@ -12,6 +13,7 @@ import {
   AUDIT_KIND,
   eventDayPartition,
   duePartitions,
+  allocatableDomainPrefix,
   allocatableRackPrefix,
   auditActorPartition,
   auditItem,
@@ -49,11 +51,14 @@ import {
   maintenanceItem,
   maintenanceStatePartition,
   fromMaintenanceItem,
+  fromQuotaUsageItem,
+  quotaPartition,
 } from '#store/items.ts';
 import type { OutboxWindow } from '#domain/outbox.ts';
 import { decodeMergedPageToken, encodeMergedPageToken, encodePageToken, type Listing, type Page, type PartitionCursor } from '#store/paging.ts';
 import {
   StaleWriteError,
+  type AllocatablePage,
   type AuditFilter,
   type DueEntry,
   type DueTimes,
@@ -104,7 +109,27 @@ export interface ItemPage {
 
 /** A record written whole, guarded by the version it was read at or by not existing yet. */
 export type GuardedPut = { put: Item; expectedVersion: number | null };
-export type ItemWrite = GuardedPut;
+/**
+ * An (org, type)'s usage counter moved by `by` without reading it (domain/quotas.ts), or its quota set (a number) or
+ * lifted (null). `guard` is the quota an increment was decided against: null, the item must have no quota; a
+ * number, the item must still have that quota and room for `by` under it.
+ */
+export type UsageWrite = { usage: { key: TableKey; org: string; machineType: string; by: number; guard?: number | null; setQuota?: number | null } };
+export type ItemWrite = GuardedPut | UsageWrite;
+
+export const isUsageWrite = (write: ItemWrite): write is UsageWrite => 'usage' in write;
+
+/** The item a usage write leaves, given the item as it is (undefined when there is none yet), or null when its guard fails. */
+export function usageAfter(write: UsageWrite['usage'], stored: Item | undefined): Item | null {
+  const used = Number(stored?.used ?? 0);
+  const quota = typeof stored?.quota === 'number' ? stored.quota : undefined;
+  if (write.guard === null && quota !== undefined) return null;
+  if (typeof write.guard === 'number' && (quota !== write.guard || used + write.by > write.guard)) return null;
+  const after: Item = { ...(stored ?? {}), ...write.key, entity: 'quota-usage', org: write.org, machineType: write.machineType, used: used + write.by };
+  if (write.setQuota === null) delete after.quota;
+  else if (write.setQuota !== undefined) after.quota = write.setQuota;
+  return after;
+}
 
 export const TRANSACTION_LIMIT = MAX_TRANSACTION_ITEMS;
 
@@ -144,8 +169,16 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
   if (change.audit) writes.push({ put: auditItem(change.audit, uniqueSuffix()), expectedVersion: null });
   for (const entry of change.siteHistory ?? []) writes.push({ put: siteHistoryItem(entry), expectedVersion: null });
+  const guards = new Map((change.quotaGuards ?? []).map((g) => [usageRef(g.org, g.machineType), g.quota]));
+  for (const move of usageMoves(change.instances ?? [])) {
+    const guard = move.by > 0 ? guards.get(usageRef(move.org, move.machineType)) : undefined;
+    writes.push({ usage: { key: keys.quotaUsage(move.org, move.machineType), ...move, ...(guard === undefined ? {} : { guard }) } });
+  }
+  for (const { org, machineType, quota } of change.quotas ?? []) {
+    writes.push({ usage: { key: keys.quotaUsage(org, machineType), org, machineType, by: 0, setQuota: quota } });
+  }
   if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
-  checkTransactionSize(writes.map((write) => write.put));
+  checkTransactionSize(writes.map((write) => (isUsageWrite(write) ? { ...write.usage.key, ...write.usage } : write.put)));
   return writes;
 }
 
@@ -377,6 +410,15 @@ export abstract class ItemStore implements FleetStore {
     return siteHeartbeatOf(await this.getItem(keys.siteHeartbeat));
   }
 
+  async getQuotaUsage(org: string, machineType: string): Promise<QuotaUsage | null> {
+    const item = await this.getItem(keys.quotaUsage(org, machineType));
+    return item ? fromQuotaUsageItem(item) : null;
+  }
+
+  async listQuotaUsage(org: string): Promise<QuotaUsage[]> {
+    return (await this.allItems({ partition: quotaPartition(org) })).map(fromQuotaUsageItem);
+  }
+
   async membersOf(metaInstanceId: string): Promise<Instance[]> {
     return (await this.allItems({ index: indexes.members, partition: `META#${metaInstanceId}` })).map(fromInstanceItem);
   }
@@ -418,19 +460,23 @@ export abstract class ItemStore implements FleetStore {
     return [...onward, ...(await ids({ atMost: start }, limit - onward.length))];
   }
 
-  async allocatableMachinesPage(machineType: string, page: PageRequest & { rack?: string | undefined }): Promise<Page<Machine>> {
-    const rack = page.rack;
+  async allocatableMachinesPage(machineType: string, page: AllocatablePage): Promise<Page<Machine>> {
+    const { rack, nvlinkDomain } = page;
+    const byDomain = nvlinkDomain !== undefined || page.byNvlinkDomain === true;
+    const prefix = nvlinkDomain !== undefined ? allocatableDomainPrefix(nvlinkDomain) : rack !== undefined ? allocatableRackPrefix(rack) : undefined;
     const result = await this.queryItems(
       {
-        index: indexes.allocatable,
-        partition: `ALLOC#${machineType}`,
-        ...(rack === undefined ? {} : { sort: { beginsWith: allocatableRackPrefix(rack) } }),
+        index: byDomain ? indexes.allocatableByDomain : indexes.allocatable,
+        partition: `${byDomain ? 'ALLOC-NVL' : 'ALLOC'}#${machineType}`,
+        ...(prefix === undefined ? {} : { sort: { beginsWith: prefix } }),
         limit: page.limit,
       },
       page.nextToken,
     );
-    // A rack whose name extends this one's with `#` shares the prefix: it is not this rack.
-    const machines = result.items.map(fromMachineItem).filter((machine) => rack === undefined || machine.rack === rack);
+    // A rack or domain whose name extends this one's with `#` shares the prefix: it is not this one.
+    const machines = result.items
+      .map(fromMachineItem)
+      .filter((machine) => (rack === undefined || machine.rack === rack) && (nvlinkDomain === undefined || machine.nvlinkDomain === nvlinkDomain));
     return { items: machines, nextToken: result.nextToken };
   }
 

@@ -3,6 +3,7 @@ import { repairStage } from '#domain/stuck-repairs.ts';
 import type { DueEntry, PositionedOutboxEntry } from './port.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { OutboxEntry } from '#domain/events.ts';
+import type { QuotaUsage } from '#domain/quotas.ts';
 import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { Maintenance } from '#domain/maintenance.ts';
@@ -19,6 +20,8 @@ export const keys = {
   instance: (id: string) => ({ pk: `INSTANCE#${id}`, sk: '#INSTANCE' }),
   metaInstance: (id: string) => ({ pk: `META#${id}`, sk: '#META' }),
   tenant: (org: string) => ({ pk: `TENANT#${org}`, sk: '#TENANT' }),
+  /** An org's usage counters and quotas, one item per machine type, all in the org's partition: one Query reads them. */
+  quotaUsage: (org: string, machineType: string) => ({ pk: quotaPartition(org), sk: `TYPE#${machineType}` }),
   /** A machine's history, or the site's (SITE_SUBJECT). */
   history: (machineId: string, at: string, unique: string) => ({
     pk: machineId === SITE_SUBJECT ? 'SITE' : `MACHINE#${machineId}`,
@@ -51,6 +54,7 @@ export const keys = {
 };
 
 export const SUMMARY_PARTITION = 'SUMMARY';
+export const quotaPartition = (org: string): string => `QUOTA#${org}`;
 
 /** The machine id of a machine's partition key (`keys.machine`). */
 export const machineIdOfKey = (pk: string): string => pk.slice('MACHINE#'.length);
@@ -83,6 +87,8 @@ export const auditActorPartition = (actor: string) => `ACTOR#${actor}`;
 /** Free machines are ordered by rack, then id: a rack's free machines come together, and one rack reads alone. */
 export const allocatableSortKey = (rack: string, id: string): string => `${rack}#${id}`;
 export const allocatableRackPrefix = (rack: string): string => allocatableSortKey(rack, '');
+/** Free machines with an NVLink domain are also ordered by domain, then id: a domain's free machines read alone. */
+export const allocatableDomainPrefix = (domain: string): string => `${domain}#`;
 
 type Item = Record<string, unknown>;
 
@@ -93,6 +99,8 @@ const KEY_ATTRIBUTES = [
   'kindSk',
   'allocPk',
   'allocSk',
+  'allocNvlPk',
+  'allocNvlSk',
   'orgPk',
   'orgSk',
   'duePk',
@@ -128,6 +136,9 @@ export function machineItem(machine: Machine, dueAt: string | undefined): Item {
     kind: 'MACHINE',
     kindSk: machine.id,
     ...(inAllocatableIndex(machine) ? { allocPk: `ALLOC#${machine.machineType}`, allocSk: allocatableSortKey(machine.rack, machine.id) } : {}),
+    ...(inAllocatableIndex(machine) && machine.nvlinkDomain !== undefined
+      ? { allocNvlPk: `ALLOC-NVL#${machine.machineType}`, allocNvlSk: `${allocatableDomainPrefix(machine.nvlinkDomain)}${machine.id}` }
+      : {}),
     ...dueAttributes(keys.machine(machine.id).pk, dueAt),
     ...(repair ? { repairPk: REPAIR_PARTITION, repairSince: `${repair.stage}#${repair.since}#${machine.id}` } : {}),
     ...machine,
@@ -266,6 +277,12 @@ export function fromMaintenanceItem(item: Item): Maintenance {
 export const fromStaleCheckItem = (item: Item): StaleCheck => strip<StaleCheck>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item);
+export const fromQuotaUsageItem = (item: Item): QuotaUsage => ({
+  org: String(item.org),
+  machineType: String(item.machineType),
+  used: Number(item.used ?? 0),
+  ...(typeof item.quota === 'number' ? { quota: item.quota } : {}),
+});
 export const fromRackAggregateItem = (item: Item): RackAggregate => strip<RackAggregate>(item);
 export const fromSummaryShardItem = (item: Item): SummaryShard => strip<SummaryShard>(item);
 

@@ -10,6 +10,8 @@ import {
   type ItemPage,
   type ItemQuery,
   type ItemWrite,
+  isUsageWrite,
+  usageAfter,
   type SortCondition,
   type TableKey,
 } from '#store/item-store.ts';
@@ -71,17 +73,19 @@ export class MemoryFleetStore extends ItemStore {
   protected async writeItems(writes: ItemWrite[]): Promise<void> {
     const written = new Set<string>();
     for (const write of writes) {
-      const key = itemKey(write.put as TableKey);
+      const key = itemKey(isUsageWrite(write) ? write.usage.key : (write.put as TableKey));
       // DynamoDB refuses a transaction that touches one item twice (ValidationException): a bug, not a lost race.
       if (written.has(key)) throw new Error(`a transaction cannot write ${key} twice`);
       written.add(key);
     }
-    const guardsHold = writes.every((write) => {
+    const items = writes.map((write) => {
+      if (isUsageWrite(write)) return usageAfter(write.usage, this.items.get(itemKey(write.usage.key)));
       const stored = this.items.get(itemKey(write.put as TableKey));
-      return write.expectedVersion === null ? stored === undefined : stored?.version === write.expectedVersion;
+      const holds = write.expectedVersion === null ? stored === undefined : stored?.version === write.expectedVersion;
+      return holds ? write.put : null;
     });
-    if (!guardsHold) throw new StaleWriteError('a record changed since it was read');
-    for (const write of writes) this.put(write.put);
+    if (items.some((item) => item === null)) throw new StaleWriteError('a record changed since it was read');
+    for (const item of items) this.put(item!);
   }
 
   protected async getItem(key: TableKey): Promise<Item | undefined> {

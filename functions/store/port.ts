@@ -1,3 +1,4 @@
+import type { QuotaUsage } from '#domain/quotas.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
@@ -52,6 +53,9 @@ export class ThrottledError extends Error {
 export class StaleWriteError extends Error {
   override name = 'StaleWriteError';
 }
+
+/** A page of a type's free machines: all in rack order, one rack's, all with an NVLink domain in domain order, one domain's. */
+export type AllocatablePage = PageRequest & { rack?: string | undefined; nvlinkDomain?: string | undefined; byNvlinkDomain?: boolean | undefined };
 
 export interface PageRequest {
   limit: number;
@@ -125,6 +129,10 @@ export interface FleetStore {
   /** Every maintenance, newest first; with `state`, of that state only (a filter: a page may come back short). */
   listMaintenances(page: PageRequest & { state?: MaintenanceState | undefined }): Promise<Page<Maintenance>>;
 
+  /** An org's usage of a machine type and its quota (domain/quotas.ts); null when nothing was ever counted or set. */
+  getQuotaUsage(org: string, machineType: string): Promise<QuotaUsage | null>;
+  /** Every machine type an org has a usage item for: one Query of the org's partition. */
+  listQuotaUsage(org: string): Promise<QuotaUsage[]>;
   /**
    * Instances bound to a meta-instance, Terminated ones left out (the members index holds only the others): an
    * observer's view, which may lag. Decisions read the membership on the meta-instance's record.
@@ -148,9 +156,10 @@ export interface FleetStore {
   allocatableMachineIds(machineType: string, limit?: number, from?: { rack: string; enough: number }): Promise<string[]>;
   /**
    * The allocatable index page by page, ordered by rack and then id, so a rack's free machines come together;
-   * with `rack`, that rack's free machines only. The index may lag, as above.
+   * with `rack`, that rack's free machines only. With `byNvlinkDomain`, the free machines that carry an NVLink
+   * domain, ordered by domain and then id; with `nvlinkDomain`, that domain's only. The index may lag, as above.
    */
-  allocatableMachinesPage(machineType: string, page: PageRequest & { rack?: string | undefined }): Promise<Page<Machine>>;
+  allocatableMachinesPage(machineType: string, page: AllocatablePage): Promise<Page<Machine>>;
   listMachines(page: PageRequest): Promise<Page<Machine>>;
   /** Every claimed repair, then the unclaimed repair requests older than `unclaimedBefore`, oldest first: one Query. */
   repairsToWatch(unclaimedBefore: Date): Promise<Machine[]>;

@@ -2,13 +2,16 @@ export interface SimulatedMachine {
   id: string;
   machineType: string;
   rack: string;
+  nvlinkDomain?: string;
 }
 
 /**
  * The demo fleet: ids like `gb200-r1-01` (type, rack, number in the rack). Racks are numbered across all groups so
- * that a rack holds one machine type, as real GPU racks do, and ids stay unique and stable for a given config.
+ * that a rack holds one machine type, as real GPU racks do, and ids stay unique and stable for a given config. With
+ * `nvlink_domain_size`, the type's machines in order form NVLink domains of that many, numbered within the type
+ * (`gb200-nvl1`, `gb200-nvl2`, ...).
  */
-export function demoFleet(groups: Array<{ type: string; count: number; racks: number }>): SimulatedMachine[] {
+export function demoFleet(groups: Array<{ type: string; count: number; racks: number; nvlink_domain_size?: number | undefined }>): SimulatedMachine[] {
   const machines: SimulatedMachine[] = [];
   let rackOffset = 0;
   for (const group of groups) {
@@ -25,6 +28,7 @@ export function demoFleet(groups: Array<{ type: string; count: number; racks: nu
         id: `${group.type}-r${rackNumber}-${String(inRack[rack]).padStart(width, '0')}`,
         machineType: group.type,
         rack: `rack-${rackNumber}`,
+        ...(group.nvlink_domain_size ? { nvlinkDomain: `${group.type}-nvl${Math.floor(i / group.nvlink_domain_size) + 1}` } : {}),
       });
     }
     rackOffset += racks;

@@ -206,6 +206,7 @@ const expectations: Record<string, Expectation> = {
   'DELETE /admin/machines/{id}/health-overrides/{source}': { row: providerAdmin(notFound), path: () => ({ params: { source: 'out-for-repair' } }) },
   'PATCH /admin/machines/{id}/labels': { row: providerAdmin(200), body: labels },
   'PUT /admin/tenants/{org}': { row: providerAdmin(200), body: () => ({ capabilities: { targetedInstanceCreation: false } }) },
+  'GET /admin/tenants/{org}': { row: providerAdmin(200) },
   'GET /admin/config': { row: providerAdmin(200) },
   'GET /admin/fleet/summary': { row: providerAdmin(200) },
   'GET /admin/fleet/repair-stats': { row: providerAdmin(200) },

@@ -289,7 +289,9 @@ const specific: Record<string, Spec[]> = {
     ['1001 machines', () => ({ machines: Array.from({ length: 1001 }, (_, i) => ({ id: `bulk-${i}`, machineType: 'gb200' })) }), ['machines']],
   ],
   'set-tenant-capabilities': [
-    ['no capabilities', () => ({}), ['capabilities']],
+    ['neither capabilities nor quotas', () => ({}), ['']],
+    ['a negative quota', () => ({ quotas: { gb200: -1 } }), ['quotas.gb200']],
+    ['a quota that is not a whole number', () => ({ quotas: { gb200: 1.5 } }), ['quotas.gb200']],
     ['capabilities that is not an object', () => ({ capabilities: true }), ['capabilities']],
     ['targetedInstanceCreation as a string', () => ({ capabilities: { targetedInstanceCreation: 'true' } }), ['capabilities.targetedInstanceCreation']],
     ['an unknown capability', () => ({ capabilities: { targetedInstanceCreation: true, superpowers: true } }), ['capabilities.superpowers']],

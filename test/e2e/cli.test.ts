@@ -157,6 +157,17 @@ describe('fleetward CLI', () => {
     expect((await admin(['tenant', 'set-capability', 'fixit', '--targeted-instance-creation', 'maybe'])).code).toBe(2);
   });
 
+  it('tenant quota set and show: the quota per type and what the org holds; a malformed quota is a usage error', async () => {
+    const set = (await ok(admin, ['tenant', 'quota', 'set', 'quota-org', 'gb200=3', 'h100=0', '-o', 'json'])).json();
+    expect(set).toMatchObject({ org: 'quota-org', quotas: { gb200: 3, h100: 0 } });
+    const shown = await ok(admin, ['tenant', 'quota', 'show', 'quota-org']);
+    expect(shown.stdout).toMatch(/^MACHINE TYPE\s+QUOTA\s+USED$/m);
+    expect(shown.stdout).toMatch(/^gb200\s+3\s+0$/m);
+    expect(shown.stdout).toMatch(/^h100\s+0\s+0$/m);
+    expect((await admin(['tenant', 'quota', 'set', 'quota-org', 'gb200'])).code).toBe(2);
+    expect((await ok(admin, ['tenant', 'quota', 'set', 'quota-org', '-o', 'json'])).json().quotas).toEqual({});
+  });
+
   it('instance create --wait, show, list, release with an issue --wait; the machine is quarantined, then back in the pool', async () => {
     const tenant = cliFor(site.url, tenantToken);
     const created = await ok(tenant, ['instance', 'create', '--machine-type', 'gb200', '--name', 'train-1', '--label', 'team=ml', '--wait', '-o', 'json']);

@@ -128,9 +128,15 @@ const samples: Record<string, unknown> = {
   'update-machine': { labels: { repair_status: 'Completed', repair_eta: null } },
   'update-machine-labels': { labels: { repair_status: 'Completed', repair_eta: null } },
   'add-health-override': { template: 'request-repair', message: 'manual repair', mode: 'merge' },
-  'create-meta-instance': { machineType: 'gb200', minNodes: 2, machineIds: ['gb200-r1-01'], placement: { sameRack: true }, labels: { team: 'ml' } },
-  'register-machines': { machines: [{ id: 'gb200-r9-01', machineType: 'gb200', rack: 'rack-9', labels: { pool: 'a' } }] },
-  'set-tenant-capabilities': { capabilities: { targetedInstanceCreation: true } },
+  'create-meta-instance': {
+    machineType: 'gb200',
+    minNodes: 2,
+    machineIds: ['gb200-r1-01'],
+    placement: { sameRack: true, sameNvlinkDomain: false },
+    labels: { team: 'ml' },
+  },
+  'register-machines': { machines: [{ id: 'gb200-r9-01', machineType: 'gb200', rack: 'rack-9', nvlinkDomain: 'gb200-nvl9', labels: { pool: 'a' } }] },
+  'set-tenant-capabilities': { capabilities: { targetedInstanceCreation: true }, quotas: { gb200: 10 } },
   'post-heartbeats': { machines: [{ id: 'gb200-r1-01' }] },
   'report-cleanup': { ok: true, message: 'sanitized' },
   'reset-repair-storm': { applyHeldBack: true },
@@ -301,6 +307,7 @@ describe('the OpenAPI document matches what the handlers enforce', () => {
     await documented('add-health-override', `/admin/machines/${first.machineId}/health-overrides`, admin, { template: 'degraded' });
     await documented('remove-health-override', `/admin/machines/${first.machineId}/health-overrides/degraded`, admin);
     await documented('set-tenant-capabilities', '/admin/tenants/acme', admin, { capabilities: { targetedInstanceCreation: false } });
+    await documented('show-tenant', '/admin/tenants/acme', admin);
     const meta = await documented('create-meta-instance', '/v2/org/acme/nico/meta-instance', tenant, { machineType: 'h100' });
     await documented('delete-meta-instance', `/v2/org/acme/nico/meta-instance/${meta.id}`, tenant);
   });

@@ -4,7 +4,7 @@ import { createInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride, patchMachineLabels, removeHealthOverride, tenantPatchMachineLabels } from '#services/machine-actions.ts';
 import { registerMachines } from '#services/machines.ts';
 import { resetRepairStorm } from '#services/safety.ts';
-import { setTenantCapabilities } from '#services/tenants.ts';
+import { setTenant } from '#services/tenants.ts';
 import type { FleetStore } from '#store/port.ts';
 import { harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { NOW, ops } from '#test/support/fixtures.ts';
@@ -77,8 +77,8 @@ describe('the audit log', () => {
 
   it('capability grants: the capabilities before and after', async () => {
     const h = harness();
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: false }, ops);
+    await setTenant(h.ctx, 'fixit', { capabilities: { targetedInstanceCreation: true } }, ops);
+    await setTenant(h.ctx, 'fixit', { capabilities: { targetedInstanceCreation: false } }, ops);
     expect(await audit(h.store, { target: 'tenants/fixit' })).toEqual([
       {
         at,
@@ -137,7 +137,7 @@ describe('the audit log', () => {
   it("a tenant's own label edits are not provider actions", async () => {
     const h = await site();
     const fixit = tenant('fixit', 'fred');
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
+    await setTenant(h.ctx, 'fixit', { capabilities: { targetedInstanceCreation: true } }, ops);
     await addHealthOverride(h.ctx, 'gb200-1', { template: 'request-repair' }, ops);
     const instance = await createInstance(h.ctx, fixit, { machineId: 'gb200-1' });
     await tenantPatchMachineLabels(h.ctx, fixit, instance.machineId, { repair_status: 'InProgress' });

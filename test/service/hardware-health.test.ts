@@ -4,7 +4,7 @@ import { createInstance, releaseInstance } from '#services/instances.ts';
 import { tenantPatchMachineLabels } from '#services/machine-actions.ts';
 import { createMetaInstance, showMetaInstance } from '#services/meta-instances.ts';
 import { resetRepairStorm, showSafety } from '#services/safety.ts';
-import { setTenantCapabilities } from '#services/tenants.ts';
+import { setTenant } from '#services/tenants.ts';
 import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
 
@@ -99,7 +99,7 @@ describe('a health alert in a heartbeat', () => {
   it('a repair tenant can claim the machine; completing the repair leaves hardware-health to the agent', async () => {
     const h = await site();
     const fixit = tenant('fixit', 'repair-bot');
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
+    await setTenant(h.ctx, 'fixit', { capabilities: { targetedInstanceCreation: true } }, ops);
     await beat(h, roster(20), { 'gb200-3': [gpu] });
 
     const claim = await createInstance(h.ctx, fixit, { machineId: 'gb200-3' });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Change } from '#domain/change.ts';
 import { createInstance, LAST_TRY_RESERVE_MS, patchInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
-import { setTenantCapabilities } from '#services/tenants.ts';
+import { setTenant } from '#services/tenants.ts';
 import type { FleetStore } from '#store/port.ts';
 import { harness, rejection, siteWith, tenant } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
@@ -98,7 +98,7 @@ describe('createInstance on a named machine (repair tenants)', () => {
     const h = harness();
     await siteWith(h, { gb200: 1 });
     expect(await rejection(createInstance(h.ctx, repairer, { machineId: 'gb200-1' }))).toMatchObject({ status: 403, code: 'capability-required' });
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
+    await setTenant(h.ctx, 'fixit', { capabilities: { targetedInstanceCreation: true } }, ops);
     expect(await rejection(createInstance(h.ctx, repairer, { machineId: 'gb200-1' }))).toMatchObject({ status: 409, code: 'machine-unavailable' });
     expect(await rejection(createInstance(h.ctx, repairer, { machineId: 'nope' }))).toMatchObject({ status: 404 });
   });
@@ -106,7 +106,7 @@ describe('createInstance on a named machine (repair tenants)', () => {
   it('claims a machine that carries a repair request', async () => {
     const h = harness();
     await siteWith(h, { gb200: 1 });
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
+    await setTenant(h.ctx, 'fixit', { capabilities: { targetedInstanceCreation: true } }, ops);
     await addHealthOverride(h.ctx, 'gb200-1', { template: 'request-repair', message: 'fans' }, ops);
     const instance = await createInstance(h.ctx, repairer, { machineId: 'gb200-1' });
     expect(instance).toMatchObject({ org: 'fixit', machineId: 'gb200-1', status: 'Provisioning' });

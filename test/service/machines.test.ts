@@ -3,7 +3,7 @@ import { createInstance } from '#services/instances.ts';
 import { addHealthOverride, patchMachineLabels, removeHealthOverride, tenantPatchMachineLabels, tenantShowMachine } from '#services/machine-actions.ts';
 import { listMachines, machineHistory, REGISTRATION_RESERVE_MS, registerMachines, showMachine } from '#services/machines.ts';
 import { ThrottledError } from '#store/port.ts';
-import { setTenantCapabilities } from '#services/tenants.ts';
+import { setTenant } from '#services/tenants.ts';
 import { bucketOf, RECHECK } from '#domain/heartbeat.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { harness, reconcile, rejection, siteWith, tenant } from '#test/support/service-harness.ts';
@@ -159,7 +159,7 @@ describe('tenant views of machines', () => {
     expect(await rejection(tenantShowMachine(h.ctx, alice, other))).toMatchObject({ status: 404 });
 
     const repairer = tenant('fixit', 'bob');
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
+    await setTenant(h.ctx, 'fixit', { capabilities: { targetedInstanceCreation: true } }, ops);
     const seen = await tenantShowMachine(h.ctx, repairer, instance.machineId);
     // Another tenant's instance is not shown to the repair tenant.
     expect(seen).not.toHaveProperty('instanceId');

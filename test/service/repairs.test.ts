@@ -4,7 +4,7 @@ import { addHealthOverride } from '#services/machine-actions.ts';
 import { resetRepairStorm, showSafety } from '#services/safety.ts';
 import { listRepairs } from '#services/stuck-repairs.ts';
 import { watchStuckRepairs } from '#reconcilers/stuck-repairs.ts';
-import { setTenantCapabilities } from '#services/tenants.ts';
+import { setTenant } from '#services/tenants.ts';
 import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
 
@@ -87,7 +87,7 @@ describe('stuck repairs', () => {
     await watchStuckRepairs(h.ctx);
     // The agent kept beating all along: the machine is live when the repair tenant claims it.
     await beat(h, ['gb200-1', 'gb200-2']);
-    await setTenantCapabilities(h.ctx, 'fixit', { targetedInstanceCreation: true }, ops);
+    await setTenant(h.ctx, 'fixit', { capabilities: { targetedInstanceCreation: true } }, ops);
     await createInstance(h.ctx, tenant('fixit', 'bob'), { machineId: 'gb200-1' });
     expect(await watchStuckRepairs(h.ctx)).toEqual([]);
 

@@ -4,6 +4,7 @@ import { auditAndSummaryContract } from './store-contract/audit-and-summary.ts';
 import { indexesContract } from './store-contract/indexes.ts';
 import { contractKit } from './store-contract/kit.ts';
 import { listingsContract } from './store-contract/listings.ts';
+import { quotasContract } from './store-contract/quotas.ts';
 import { recordsContract } from './store-contract/records.ts';
 
 /**
@@ -20,4 +21,5 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
   indexesContract(kit);
   listingsContract(kit);
   auditAndSummaryContract(kit);
+  quotasContract(kit);
 }

@@ -51,6 +51,28 @@ describe('summaryChange', () => {
     expect(summary.byType.gb200!.byRack).toEqual({ r1: { machines: 2, allocatable: 1, quarantined: 1 } });
   });
 
+  it('counts per NVLink domain, staleness applied at read time, and moves a machine between domains exactly', () => {
+    const stale = iso(addMs(T0, -120_000));
+    const machines = [
+      aMachine({ id: 'a', version: 1, nvlinkDomain: 'd1', healthOverrides: [aRepairRequest('a')] }),
+      aMachine({ id: 'b', version: 1, nvlinkDomain: 'd1' }),
+      aMachine({ id: 'c', version: 1, nvlinkDomain: 'd2', heartbeatLive: false, lastHeartbeatAt: stale }),
+      aMachine({ id: 'd', version: 1 }),
+    ];
+    const { rack, shard } = keep(machines);
+    const summary = fleetSummary([shard!], heartbeat, T0);
+    expect(summary.byType.gb200!.byNvlinkDomain).toEqual({
+      d1: { machines: 2, allocatable: 1, quarantined: 1 },
+      d2: { machines: 1, allocatable: 0, quarantined: 0 },
+    });
+    const moved = applied(summaryChange(summaryOfOne(aMachine({ id: 'b', version: 2, nvlinkDomain: 'd2' }), rack, shard)), rack, shard);
+    expect(fleetSummary([moved.shard!], heartbeat, T0).byType.gb200!.byNvlinkDomain).toEqual({
+      d1: { machines: 1, allocatable: 0, quarantined: 1 },
+      d2: { machines: 2, allocatable: 1, quarantined: 0 },
+    });
+    expect(fleetSummary([keep([aMachine({ version: 1 })]).shard!], heartbeat, T0).byType.gb200!.byNvlinkDomain).toBeUndefined();
+  });
+
   it('a machine that left the rack is taken out of it, and only then', () => {
     const { rack, shard } = keep([aMachine({ version: 1 })]);
     const counted = { machineId: 'm-1', machineType: 'gb200', rack: 'r1' };

@@ -43,6 +43,15 @@ describe('registerMachine', () => {
     });
   });
 
+  it('an NVLink domain is kept from registration, kept when omitted, and a change of it is recorded', () => {
+    const created = registerMachine(null, { id: 'm-9', machineType: 'gb200', rack: 'r1', nvlinkDomain: 'nvl-1' }, 'ops', NOW)!.machines![0]!.after;
+    expect(created).toMatchObject({ nvlinkDomain: 'nvl-1', registered: { by: 'ops', machineType: 'gb200', rack: 'r1', nvlinkDomain: 'nvl-1' } });
+    expect(registerMachine(created, { id: 'm-9', machineType: 'gb200', rack: 'r1' }, 'ops', NOW)).toBeNull();
+    const moved = registerMachine(created, { id: 'm-9', machineType: 'gb200', rack: 'r1', nvlinkDomain: 'nvl-2' }, 'ops', NOW)!;
+    expect(moved.machines![0]!.after.nvlinkDomain).toBe('nvl-2');
+    expect(moved.history[0]!.changes).toMatchObject({ nvlinkDomain: { from: 'nvl-1', to: 'nvl-2' } });
+  });
+
   it('a new machine without rack or labels goes to rack "default" with no labels', () => {
     const after = registerMachine(null, { id: 'm-9', machineType: 'h100' }, 'ops', NOW)!.machines![0]!.after;
     expect(after.rack).toBe('default');

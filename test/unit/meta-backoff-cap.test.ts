@@ -323,7 +323,7 @@ describe('choosePlacement (what the cap counts)', () => {
   it('same rack with no room left in it: the group regroups to a rack that holds it whole', () => {
     expect(choosePlacement(meta(2, { placement: { sameRack: true } }), [member(1)], freeMachines(3, 'rack-2'), new Map(), isFree)).toEqual({
       kind: 'regroup',
-      rack: 'rack-2',
+      place: 'rack-2',
     });
   });
 });

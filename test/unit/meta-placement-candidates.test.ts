@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { homeRack, noReplacements, reconcileMetaInstance, wantsMoreCandidates, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
+import { homePlace, noReplacements, reconcileMetaInstance, wantsMoreCandidates, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
 import type { Machine, MetaInstance } from '#domain/model.ts';
 import { CANDIDATE_PAGE, MAX_CANDIDATE_PAGES, loadCandidates, type CandidateReader } from '#reconcilers/meta-instance.ts';
 import { aMachine, aMetaInstance, anInstance, NOW } from '#test/support/fixtures.ts';
@@ -73,13 +73,13 @@ describe('wantsMoreCandidates', () => {
   });
 });
 
-describe('homeRack', () => {
+describe('homePlace', () => {
   it('is the one rack a same-rack group is bound to by its members or pinned machines', () => {
-    expect(homeRack(snapshot({ minNodes: 2, placement: { sameRack: true } }, [memberOn(free('a', 'r7'))]))).toBe('r7');
-    expect(homeRack(snapshot({ minNodes: 2, placement: { sameRack: true }, machineIds: ['p'] }, [], [free('p', 'r3')]))).toBe('r3');
-    expect(homeRack(snapshot({ minNodes: 2, placement: { sameRack: false } }, [memberOn(free('a', 'r7'))]))).toBeUndefined();
-    expect(homeRack(snapshot({ minNodes: 3, placement: { sameRack: true } }, [memberOn(free('a', 'r7')), memberOn(free('b', 'r8'))]))).toBeUndefined();
-    expect(homeRack(snapshot({ minNodes: 2, placement: { sameRack: true } }))).toBeUndefined();
+    expect(homePlace(snapshot({ minNodes: 2, placement: { sameRack: true } }, [memberOn(free('a', 'r7'))]))).toEqual({ rack: 'r7' });
+    expect(homePlace(snapshot({ minNodes: 2, placement: { sameRack: true }, machineIds: ['p'] }, [], [free('p', 'r3')]))).toEqual({ rack: 'r3' });
+    expect(homePlace(snapshot({ minNodes: 2, placement: { sameRack: false } }, [memberOn(free('a', 'r7'))]))).toBeUndefined();
+    expect(homePlace(snapshot({ minNodes: 3, placement: { sameRack: true } }, [memberOn(free('a', 'r7')), memberOn(free('b', 'r8'))]))).toBeUndefined();
+    expect(homePlace(snapshot({ minNodes: 2, placement: { sameRack: true } }))).toBeUndefined();
   });
 });
 
@@ -123,5 +123,75 @@ describe('loadCandidates', () => {
     const candidates = await loadCandidates(snapshot({ minNodes: 2, placement: { sameRack: true } }), read);
     expect(reads).toHaveLength(MAX_CANDIDATE_PAGES);
     expect(candidates).toHaveLength(CANDIDATE_PAGE * MAX_CANDIDATE_PAGES);
+  });
+});
+
+describe('placement in one NVLink domain', () => {
+  /** The type's free machines in both indexes' orders: by rack, and (those with a domain) by domain, each then id. */
+  function indexes(machines: Machine[]) {
+    const byRack = [...machines].sort((a, b) => (a.rack === b.rack ? a.id.localeCompare(b.id) : a.rack.localeCompare(b.rack)));
+    const byDomain = machines
+      .filter((m) => m.nvlinkDomain !== undefined)
+      .sort((a, b) => (a.nvlinkDomain === b.nvlinkDomain ? a.id.localeCompare(b.id) : a.nvlinkDomain!.localeCompare(b.nvlinkDomain!)));
+    const reads: Array<Record<string, unknown>> = [];
+    const read: CandidateReader = async ({ limit, nextToken, rack, nvlinkDomain, byNvlinkDomain }) => {
+      reads.push({
+        ...(rack === undefined ? {} : { rack }),
+        ...(nvlinkDomain === undefined ? {} : { nvlinkDomain }),
+        ...(byNvlinkDomain ? { byNvlinkDomain } : {}),
+      });
+      const pool =
+        rack !== undefined
+          ? byRack.filter((m) => m.rack === rack)
+          : nvlinkDomain !== undefined
+            ? byDomain.filter((m) => m.nvlinkDomain === nvlinkDomain)
+            : byNvlinkDomain
+              ? byDomain
+              : byRack;
+      const from = nextToken === undefined ? 0 : Number(nextToken);
+      return { items: pool.slice(from, from + limit), nextToken: from + limit < pool.length ? String(from + limit) : undefined };
+    };
+    return { read, reads };
+  }
+  const inDomain = (id: string, rack: string, nvlinkDomain: string) => free(id, rack, { nvlinkDomain });
+
+  it('finds a domain with room beyond the first page, across racks, reading the domain index in domain order', async () => {
+    // 600 domains with one free machine each, then one domain whose 4 free machines lie in 4 racks that sort first.
+    const fragmented = Array.from({ length: 600 }, (_, d) => inDomain(`f${d}`, `r${String(d).padStart(4, '0')}`, `d${String(d).padStart(4, '0')}`));
+    const roomy = ['a1', 'a2', 'a3', 'a4'].map((rack) => inDomain(`w-${rack}`, rack, 'z-domain'));
+    const { read, reads } = indexes([...fragmented, ...roomy, free('no-domain', 'a0')]);
+    const s = snapshot({ minNodes: 4, placement: { sameRack: false, sameNvlinkDomain: true } });
+    const candidates = await loadCandidates(s, read);
+    expect(reads).toEqual([{ byNvlinkDomain: true }, { byNvlinkDomain: true }]);
+    const decision = reconcileMetaInstance({ ...s, candidates });
+    expect(decision.kind).toBe('commit');
+    if (decision.kind !== 'commit') return;
+    expect(decision.change.machines!.map((v) => v.after.nvlinkDomain)).toEqual(Array(4).fill('z-domain'));
+    expect(decision.change.metaInstances![0]!.after.status).toBe('Ready');
+  });
+
+  it("replaces a member in the group's own domain with one read of that domain, never a machine without a domain", async () => {
+    const { read, reads } = indexes([inDomain('home-1', 'r9', 'dom-h'), free('plain', 'r1'), inDomain('other', 'r1', 'dom-o')]);
+    const s = snapshot({ minNodes: 2, placement: { sameRack: false, sameNvlinkDomain: true }, status: 'Placing' }, [memberOn(inDomain('held', 'r1', 'dom-h'))]);
+    const candidates = await loadCandidates(s, read);
+    expect(reads).toEqual([{ nvlinkDomain: 'dom-h' }]);
+    const decision = reconcileMetaInstance({ ...s, candidates });
+    if (decision.kind !== 'commit') throw new Error('expected a placement');
+    expect(decision.change.machines!.map((v) => v.after.id)).toEqual(['home-1']);
+  });
+
+  it('says no domain has room, with the best one, when none has', async () => {
+    const { read } = indexes([
+      inDomain('a', 'r1', 'd1'),
+      inDomain('b', 'r1', 'd1'),
+      inDomain('c', 'r2', 'd2'),
+      free('x', 'r3'),
+      free('y', 'r3'),
+      free('z', 'r3'),
+    ]);
+    const s = snapshot({ minNodes: 3, placement: { sameRack: false, sameNvlinkDomain: true } });
+    const decision = reconcileMetaInstance({ ...s, candidates: await loadCandidates(s, read) });
+    if (decision.kind !== 'commit') throw new Error('expected a placement error');
+    expect(decision.change.metaInstances![0]!.after.placementError).toBe('no NVLink domain has 3 free gb200 machine(s) together (best: 2)');
   });
 });

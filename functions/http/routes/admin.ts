@@ -3,7 +3,7 @@ import { siteConfigSchema, type SiteConfig } from '#config/site-config.ts';
 import { historyListResponse, machineListResponse, machineResponse, registrationResponse, tenantResponse } from '#domain/responses.ts';
 import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
 import { listMachines, machineHistory, registerMachines, showMachine } from '#services/machines.ts';
-import { setTenantCapabilities } from '#services/tenants.ts';
+import { setTenant, showTenant } from '#services/tenants.ts';
 import { defineRoute, listResult, REGISTRATION_MAX_BODY_BYTES, type Route } from '#http/route.ts';
 import { version } from '#http/version.ts';
 
@@ -77,13 +77,24 @@ export const adminRoutes: Route[] = [
     method: 'PUT',
     path: '/admin/tenants/{org}',
     roles: ['provider-admin'],
-    summary: "Set a tenant org's capabilities",
+    summary: "Set a tenant org's capabilities, its quotas per machine type, or both (audited)",
     params: params.tenantOrg,
     query: emptyQuery,
     body: tenantBody,
     bodyRequired: true,
     responses: { 200: tenantResponse },
-    handle: async ({ requester, params: p, body }, ctx) => ({ status: 200, body: await setTenantCapabilities(ctx, p.org, body.capabilities, requester) }),
+    handle: async ({ requester, params: p, body }, ctx) => ({ status: 200, body: await setTenant(ctx, p.org, body, requester) }),
+  }),
+  defineRoute({
+    operationId: 'show-tenant',
+    method: 'GET',
+    path: '/admin/tenants/{org}',
+    roles: ['provider-admin'],
+    summary: "A tenant org's capabilities and quotas, and what its instances hold of each machine type now",
+    params: params.tenantOrg,
+    query: emptyQuery,
+    responses: { 200: tenantResponse },
+    handle: async ({ params: p }, ctx) => ({ status: 200, body: await showTenant(ctx, p.org) }),
   }),
   defineRoute({
     operationId: 'show-config',

@@ -131,6 +131,39 @@ export function indexesContract(kit: ContractKit): void {
     });
   });
 
+  describe('allocatable index by NVLink domain', () => {
+    const type = 'nvl-type';
+    const ids = (machines: Machine[]) => machines.map((m) => m.id);
+
+    beforeAll(async () => {
+      // Domains across racks, ids against domain order; d1 is a prefix of d10 by name; one machine has no domain.
+      const placed: Array<[string, string, string | undefined]> = [
+        ['nv-a', 'r1', 'd2'],
+        ['nv-b', 'r2', 'd10'],
+        ['nv-c', 'r2', 'd1'],
+        ['nv-d', 'r1', 'd1'],
+        ['nv-e', 'r1', undefined],
+        ['nv-f', 'r3', 'd2'],
+      ];
+      const changes = placed.map(([id, rack, nvlinkDomain]) => registerMachine(null, { id, machineType: type, rack, nvlinkDomain }, 'ops', T0)!);
+      await kit.store.commit({ machines: changes.flatMap((c) => c.machines!), history: [] });
+      const taken = (await kit.store.getMachine('nv-f'))!;
+      await kit.store.commit(assignInstance(taken, { id: 'nv-i', org: 'acme', name: 'job', labels: {}, clientToken: 'ct-nv', createdBy: 'alice' }, T0).change);
+    });
+
+    it('pages the free machines that carry a domain domain by domain, and reads one domain alone', async () => {
+      const first = await kit.store.allocatableMachinesPage(type, { limit: 2, byNvlinkDomain: true });
+      expect(ids(first.items)).toEqual(['nv-c', 'nv-d']);
+      const second = await kit.store.allocatableMachinesPage(type, { limit: 2, byNvlinkDomain: true, nextToken: first.nextToken });
+      expect(ids(second.items)).toEqual(['nv-b', 'nv-a']);
+      expect(ids((await kit.store.allocatableMachinesPage(type, { limit: 10, nvlinkDomain: 'd1' })).items)).toEqual(['nv-c', 'nv-d']);
+      expect(ids((await kit.store.allocatableMachinesPage(type, { limit: 10, nvlinkDomain: 'd2' })).items)).toEqual(['nv-a']);
+      expect((await kit.store.allocatableMachinesPage(type, { limit: 10, nvlinkDomain: 'd3' })).items).toEqual([]);
+      // The rack order still holds every free machine, with or without a domain.
+      expect(ids((await kit.store.allocatableMachinesPage(type, { limit: 10, rack: 'r1' })).items)).toEqual(['nv-a', 'nv-d', 'nv-e']);
+    });
+  });
+
   describe('due index', () => {
     it('returns what is due now and not what is leased into the future', async () => {
       const now = at(3_600_000);
