@@ -2532,6 +2532,19 @@ export interface operations {
                                 name: string;
                                 /** Format: uri */
                                 agent_url?: string;
+                                /** @default dc1 */
+                                region: string;
+                            };
+                            catalog: {
+                                /**
+                                 * @default {
+                                 *       "gb200": 4,
+                                 *       "h100": 8
+                                 *     }
+                                 */
+                                gpus_per_machine: {
+                                    [key: string]: number;
+                                };
                             };
                             auth: {
                                 /** @default https://fleetward.local/ */
@@ -2661,6 +2674,8 @@ export interface operations {
                                 cleanup_ms: number;
                             };
                         };
+                        /** @description Machine types of the site that [catalog] gpus_per_machine does not name: 0 GPUs each */
+                        typesWithoutGpuCount: string[];
                     };
                 };
             };
