@@ -1,6 +1,7 @@
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
+import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { SiteHistoryEntry } from '#domain/site-agent-silence.ts';
@@ -32,6 +33,8 @@ export interface Change {
   staleChecks?: Versioned<StaleCheck>[];
   /** The fleet summary's aggregates (domain/fleet-summary.ts): a rack's entries and its shard's counters together. */
   fleetSummary?: { racks: Versioned<RackAggregate>[]; shards: Versioned<SummaryShard>[] };
+  /** Tenant orgs' capacity (domain/org-capacity.ts): machines' node items and their orgs' counter shards together. */
+  orgCapacity?: { nodes: Versioned<CapacityNode>[]; shards: Versioned<OrgCapacityShard>[] };
   history: HistoryEntry[];
   /** The provider action this change is, if it is one: written as its own item in the same transaction. */
   audit?: AuditEntry;

@@ -2,6 +2,7 @@ import { fleetSummaryReconciler } from '#reconcilers/fleet-summary.ts';
 import { instanceReconciler } from '#reconcilers/instance.ts';
 import { machineReconciler } from '#reconcilers/machine.ts';
 import { metaInstanceReconciler } from '#reconcilers/meta-instance.ts';
+import { orgCapacityReconciler } from '#reconcilers/org-capacity.ts';
 import { createRegistry } from '#reconcilers/reconciler.ts';
 import { rosterBucketReconciler } from '#reconcilers/roster-bucket.ts';
 import { staleCheckReconciler } from '#reconcilers/stale-check.ts';
@@ -20,6 +21,7 @@ export const reconcilers = [
   staleCheckReconciler,
   waitQueueReconciler,
   fleetSummaryReconciler,
+  orgCapacityReconciler,
 ] as const;
 
 export type EntityKind = (typeof reconcilers)[number]['kind'];

@@ -47,6 +47,8 @@ import type { Listing, Page } from '#store/paging.ts';
 import {
   StaleWriteError,
   type AuditFilter,
+  type CapacityItemIds,
+  type CapacityItems,
   type DueEntry,
   type DueTimes,
   type FleetStore,
@@ -55,6 +57,15 @@ import {
   type Records,
 } from '#store/port.ts';
 import { indexes } from '#store/table.ts';
+import {
+  capacityKeys,
+  capacityNodeItem,
+  fromCapacityNodeItem,
+  fromOrgCapacityShardItem,
+  ORG_CAPACITY_KIND,
+  orgCapacityShardItem,
+} from '#store/capacity-items.ts';
+import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
 
 // What both implementations share: which item each record becomes, which index each listing reads and how, and
 // which writes a decision turns into. An implementation only supplies the table primitives (get, query, count,
@@ -128,6 +139,8 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   for (const pair of change.staleChecks ?? []) guarded(pair, staleCheckItem);
   for (const pair of change.fleetSummary?.racks ?? []) guarded(pair, rackAggregateItem);
   for (const pair of change.fleetSummary?.shards ?? []) guarded(pair, summaryShardItem);
+  for (const pair of change.orgCapacity?.nodes ?? []) guarded(pair, capacityNodeItem);
+  for (const pair of change.orgCapacity?.shards ?? []) guarded(pair, orgCapacityShardItem);
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
   if (change.audit) writes.push({ put: auditItem(change.audit, uniqueSuffix()), expectedVersion: null });
   for (const entry of change.siteHistory ?? []) writes.push({ put: siteHistoryItem(entry), expectedVersion: null });
@@ -457,6 +470,46 @@ export abstract class ItemStore implements FleetStore {
       page.nextToken,
     );
     return { items: result.items.map(dueEntryOf), nextToken: result.nextToken };
+  }
+
+  async getCapacityItems(ids: CapacityItemIds): Promise<CapacityItems> {
+    const wanted = new Map<string, TableKey>();
+    const want = (key: TableKey) => wanted.set(tableKeyOf(key), key);
+    for (const id of ids.machines ?? []) want(keys.machine(id));
+    for (const id of ids.nodes ?? []) want(capacityKeys.node(id));
+    for (const id of ids.instances ?? []) want(keys.instance(id));
+    for (const { org, shard } of ids.shards ?? []) want(capacityKeys.shard(org, shard));
+    const items = await this.getItems([...wanted.values()]);
+    const of = (entity: string) => items.filter((item) => item.entity === entity);
+    return {
+      machines: new Map(of('machine').map((item) => [String(item.id), fromMachineItem(item)])),
+      instances: new Map(of('instance').map((item) => [String(item.id), fromInstanceItem(item)])),
+      nodes: new Map(of('capacity-node').map((item) => [String(item.machineId), fromCapacityNodeItem(item)])),
+      shards: of('org-capacity').map(fromOrgCapacityShardItem),
+    };
+  }
+
+  /** Bounded by ORG_CAPACITY_SHARDS items, whatever the org holds. */
+  async orgCapacityShards(org: string): Promise<OrgCapacityShard[]> {
+    return (await this.allItems({ partition: capacityKeys.shardPartition(org), consistent: true })).map(fromOrgCapacityShardItem);
+  }
+
+  async capacityOrgs(): Promise<string[]> {
+    const entries = await this.allItems({ index: indexes.byKind, partition: ORG_CAPACITY_KIND, entriesOnly: true });
+    return [...new Set(entries.map((item) => String(item.kindSk).split('#')[0]!))].sort();
+  }
+
+  async listCapacityNodes(org: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<CapacityNode>> {
+    const result = await this.queryItems(
+      {
+        index: indexes.byOrg,
+        partition: capacityKeys.nodesOfOrg(org),
+        ...(page.shard === undefined ? {} : { sort: { beginsWith: capacityKeys.nodesOfShard(page.shard) } }),
+        limit: page.limit,
+      },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromCapacityNodeItem), nextToken: result.nextToken };
   }
 
   private async allItems(query: ItemQuery): Promise<Item[]> {

@@ -6,6 +6,7 @@ import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { Page } from '#store/paging.ts';
+import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
 
 /** A due-index entry: the kind of record that fell due (a reconciler's entity kind) and its id. */
 export interface DueEntry {
@@ -60,6 +61,22 @@ export interface Records {
   catalog?: Catalog;
   siteHeartbeat?: SiteHeartbeat | null;
   safety?: SafetyState | null;
+}
+
+/** What `getCapacityItems` reads: machines, their node items and instances, and orgs' counter shards. */
+export interface CapacityItemIds {
+  machines?: readonly string[];
+  nodes?: readonly string[];
+  instances?: readonly string[];
+  shards?: ReadonlyArray<{ org: string; shard: number }>;
+}
+
+export interface CapacityItems {
+  machines: Map<string, Machine>;
+  instances: Map<string, Instance>;
+  /** By machine id. */
+  nodes: Map<string, CapacityNode>;
+  shards: OrgCapacityShard[];
 }
 
 /** Which audit entries to list; each given filter narrows the listing. `since` is an ISO time (UTC, with ms). */
@@ -142,6 +159,14 @@ export interface FleetStore {
   summaryShards(): Promise<SummaryShard[]>;
   /** One type's racks with their machines' entries, grouped by counter shard (or one shard's), by rack name within. */
   listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>>;
+  /** Tenant orgs' capacity (domain/org-capacity.ts): records of several kinds in one strongly consistent batch read. */
+  getCapacityItems(ids: CapacityItemIds): Promise<CapacityItems>;
+  /** One org's counter shards: a bounded read, whatever the org holds. */
+  orgCapacityShards(org: string): Promise<OrgCapacityShard[]>;
+  /** The orgs that have capacity counters. */
+  capacityOrgs(): Promise<string[]>;
+  /** An org's delivered machines' node records, ordered by counter shard and machine id (or one shard's); the index may lag. */
+  listCapacityNodes(org: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<CapacityNode>>;
   /** What the sweep must look at: records whose due time has come (at or before `now`), earliest first. */
   dueEntities(now: Date, page: PageRequest): Promise<Page<DueEntry>>;
 
