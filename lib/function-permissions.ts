@@ -76,10 +76,10 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
     { sid: 'ListTableStreams', actions: ['dynamodb:ListStreams'], resources: [logicalResource.any] },
     putEventsFrom('PutRepairEvents', EVENT_SOURCE),
   ],
-  // Whatever is due, the fleet gauges, and its own follow-ups (never a repair event: the stream delivers the outbox).
+  // Whatever is due, the fleet gauges, the counters' drift repairs, and its own follow-ups (never a repair event: the stream delivers the outbox).
   SweepHandler: [
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem'),
-    queries('allocatable', 'byKind', 'due', 'members', 'repairRequested', 'replacing', 'waiting'),
+    queries('allocatable', 'byKind', 'byOrg', 'due', 'members', 'repairRequested', 'replacing', 'waiting'),
     putEventsFrom('PutSweepFollowUp', SWEEP_FOLLOW_UP.source),
   ],
 };

@@ -3,8 +3,8 @@ import { capacityShardOf } from '#domain/org-capacity.ts';
 
 // Keys and item shapes of a tenant org's capacity (domain/org-capacity.ts). A machine's node item stays at one key
 // whichever org has it; while an org has it, it is in the byOrg index under that org, ordered by counter shard and
-// machine id, so the org's node listing and a shard's recount are each one Query. An org's counter shards share a
-// partition (one Query reads them all), and are in byKind under ORG-CAPACITY: the sweep's list of orgs to recount.
+// machine id, so the org's node listing and a shard's recount are each one Query. An org's counter shards are read
+// by key (one batch read), and are in byKind under ORG-CAPACITY: the sweep's list of orgs to recount.
 
 type Item = Record<string, unknown>;
 
@@ -15,7 +15,6 @@ const shardKey = (shard: number): string => String(shard).padStart(2, '0');
 export const capacityKeys = {
   node: (machineId: string) => ({ pk: `CAPACITY-NODE#${machineId}`, sk: '#NODE' }),
   shard: (org: string, shard: number) => ({ pk: `ORG-CAPACITY#${org}`, sk: shardKey(shard) }),
-  shardPartition: (org: string) => `ORG-CAPACITY#${org}`,
   nodesOfOrg: (org: string) => `ORG#${org}#NODE`,
   nodesOfShard: (shard: number) => `${shardKey(shard)}#`,
 };

@@ -65,7 +65,7 @@ import {
   ORG_CAPACITY_KIND,
   orgCapacityShardItem,
 } from '#store/capacity-items.ts';
-import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
+import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/org-capacity.ts';
 
 // What both implementations share: which item each record becomes, which index each listing reads and how, and
 // which writes a decision turns into. An implementation only supplies the table primitives (get, query, count,
@@ -489,9 +489,10 @@ export abstract class ItemStore implements FleetStore {
     };
   }
 
-  /** Bounded by ORG_CAPACITY_SHARDS items, whatever the org holds. */
+  /** ORG_CAPACITY_SHARDS items by key, whatever the org holds: one BatchGetItem. */
   async orgCapacityShards(org: string): Promise<OrgCapacityShard[]> {
-    return (await this.allItems({ partition: capacityKeys.shardPartition(org), consistent: true })).map(fromOrgCapacityShardItem);
+    const shards = Array.from({ length: ORG_CAPACITY_SHARDS }, (_, shard) => capacityKeys.shard(org, shard));
+    return (await this.getItems(shards)).map(fromOrgCapacityShardItem).sort((a, b) => a.shard - b.shard);
   }
 
   async capacityOrgs(): Promise<string[]> {

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliFor } from '#test/support/cli.ts';
 import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
 
 // A tenant org's capacity (GET .../capacity) and node records (GET .../nodes) through the whole local runner: the
@@ -136,6 +137,19 @@ cleanup_ms = 20
         expect(node.project).toBe(instance.labels.project);
       }
     }
+
+    // The CLI shows the same, for people (a row per type) and for scripts (the API's answer).
+    const cli = cliFor(site.url, tenant.acme);
+    const { asOf: _asOf, ...shown } = (await cli(['capacity', 'show', '-f', 'json'])).json();
+    const { asOf: _apiAsOf, ...api } = (await site.call('GET', '/v2/org/acme/nico/capacity', { token: tenant.acme! })).body;
+    expect(shown).toEqual(api);
+    const table = (await cli(['capacity', 'show'])).stdout;
+    expect(table).toMatch(/^TYPE\s+DELIVERED\s+HEALTHY\s+RESERVED\s+IN USE/);
+    for (const [type, counts] of Object.entries(api.byType as Record<string, { delivered: { machines: number; gpus: number } }>)) {
+      expect(table).toMatch(new RegExp(`^${type}\\s+${counts.delivered.machines} \\(${counts.delivered.gpus} GPUs\\)`, 'm'));
+    }
+    const nodes = (await cli(['capacity', 'nodes', '-f', 'json'])).json();
+    expect(nodes.items).toEqual(await all('/v2/org/acme/nico/nodes', tenant.acme!));
   });
 
   it("shows an org only its own: another org's is not found, and an org without machines has no counts", async () => {

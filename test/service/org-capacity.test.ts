@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Change } from '#domain/change.ts';
 import type { Instance, Machine } from '#domain/model.ts';
 import { ORG_CAPACITY_SHARDS } from '#domain/org-capacity.ts';
@@ -156,5 +156,22 @@ describe('org capacity', () => {
     expect(repaired).toBe(1);
     expect((await h.store.orgCapacityShards('acme')).map((s) => s.counters)).toEqual(healthy.map((s) => s.counters));
     expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.delivered).toEqual(count(5, 4));
+  });
+
+  it('reads the same, whatever the org holds: its counter items in one batch read, and the site heartbeat', async () => {
+    const readsFor = async (delivered: number) => {
+      const h = harness();
+      const records = recordStream(h);
+      await siteWith(h, { gb200: delivered });
+      for (let i = 0; i < delivered; i++) await createInstance(h.ctx, alice, { machineType: 'gb200' });
+      await deliver(h, records, 19);
+      const primitives = h.store as unknown as Record<'getItem' | 'getItems' | 'queryItems', () => Promise<unknown>>;
+      const spies = (['getItem', 'getItems', 'queryItems'] as const).map((name) => [name, vi.spyOn(primitives, name)] as const);
+      expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.delivered.machines).toBe(delivered);
+      return Object.fromEntries(spies.map(([name, spy]) => [name, spy.mock.calls.length]));
+    };
+    const small = await readsFor(4);
+    expect(small).toEqual({ getItem: 1, getItems: 1, queryItems: 0 });
+    expect(await readsFor(120)).toEqual(small);
   });
 });
