@@ -47,8 +47,8 @@ cleanup_ms = 20
     });
     admin = await site.token('provider', ['provider-admin'], 'ops');
     for (const org of ORGS) tenant[org] = await site.token(org, ['tenant']);
-    await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true&limit=100', { token: admin })).body.items.length >= 24, 20_000);
-  });
+    await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true&limit=100', { token: admin })).body.items.length >= 24, 60_000);
+  }, 90_000);
   afterAll(async () => site?.stop());
 
   async function all<T>(path: string, token: string): Promise<T[]> {
