@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
+import { capacityCommand } from './commands/capacity.ts';
 import { completionCommand } from './commands/completion.ts';
 import { auditCommand } from './commands/audit.ts';
 import { devCommand } from './commands/dev.ts';
@@ -30,6 +31,7 @@ export function buildProgram(deps: RuntimeDeps = {}): Command {
     machineCommand,
     instanceCommand,
     metaInstanceCommand,
+    capacityCommand,
     tenantCommand,
     safetyCommand,
     repairsCommand,

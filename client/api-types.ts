@@ -186,6 +186,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/org/{org}/nico/capacity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's delivered, healthy, reserved and in-use machines and GPUs, per machine type
+         * @description Roles: tenant.
+         */
+        get: operations["show-capacity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/org/{org}/nico/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's delivered machines, one node record each
+         * @description Roles: tenant.
+         */
+        get: operations["list-nodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/machines": {
         parameters: {
             query?: never;
@@ -2416,6 +2456,187 @@ export interface operations {
             };
         };
     };
+    "show-capacity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        asOf: string;
+                        byType: {
+                            [key: string]: {
+                                gpusPerMachine: number;
+                                delivered: {
+                                    machines: number;
+                                    gpus: number;
+                                };
+                                healthy: {
+                                    machines: number;
+                                    gpus: number;
+                                };
+                                reserved: {
+                                    machines: number;
+                                    gpus: number;
+                                };
+                                inUse: {
+                                    machines: number;
+                                    gpus: number;
+                                };
+                                quota?: {
+                                    machines: number;
+                                    gpus: number;
+                                };
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-nodes": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            nodeId: string;
+                            /** @enum {string} */
+                            health: "healthy" | "unhealthy";
+                            healthDetail: string[];
+                            instanceId?: string;
+                            createdAt: string;
+                            machineType: string;
+                            gpuCount: number;
+                            org: string;
+                            project?: string;
+                            inUse: boolean;
+                            region: string;
+                            reservationId?: string;
+                        }[];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "list-machines": {
         parameters: {
             query?: {
@@ -2941,6 +3162,19 @@ export interface operations {
                                 name: string;
                                 /** Format: uri */
                                 agent_url?: string;
+                                /** @default dc1 */
+                                region: string;
+                            };
+                            catalog: {
+                                /**
+                                 * @default {
+                                 *       "gb200": 4,
+                                 *       "h100": 8
+                                 *     }
+                                 */
+                                gpus_per_machine: {
+                                    [key: string]: number;
+                                };
                             };
                             auth: {
                                 /** @default https://fleetward.local/ */
@@ -3083,6 +3317,8 @@ export interface operations {
                                 maintenance_ms: number;
                             };
                         };
+                        /** @description Machine types of the site that [catalog] gpus_per_machine does not name: 0 GPUs each */
+                        typesWithoutGpuCount: string[];
                     };
                 };
             };

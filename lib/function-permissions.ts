@@ -76,10 +76,11 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
     { sid: 'ListTableStreams', actions: ['dynamodb:ListStreams'], resources: [logicalResource.any] },
     putEventsFrom('PutRepairEvents', EVENT_SOURCE),
   ],
-  // Whatever is due, the fleet gauges, its own follow-ups, and the outbox events the stream left undelivered.
+  // Whatever is due, the fleet gauges, the counters' drift repairs, its own follow-ups, and the outbox events the stream
+  // left undelivered.
   SweepHandler: [
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
-    queries('allocatable', 'allocatableByDomain', 'byKind', 'due', 'eventsByDay', 'members', 'repairRequested', 'replacing', 'waiting'),
+    queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'due', 'eventsByDay', 'members', 'repairRequested', 'replacing', 'waiting'),
     putEventsFrom('PutSweepFollowUp', SWEEP_FOLLOW_UP.source),
     putEventsFrom('PutRepairEvents', EVENT_SOURCE),
   ],

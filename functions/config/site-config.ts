@@ -62,6 +62,12 @@ export const siteConfigSchema = z.strictObject({
   site: section({
     name: z._default(z.string().check(z.regex(/^[a-z0-9][a-z0-9-]*$/, 'lower-case letters, digits and dashes')), 'local'),
     agent_url: z.optional(z.url()),
+    // Where the site is, as a tenant's node records name it (GET /v2/org/{org}/nico/nodes).
+    region: z._default(z.string().check(z.regex(/^[a-z0-9][a-z0-9-]*$/, 'lower-case letters, digits and dashes')), 'dc1'),
+  }),
+  catalog: section({
+    // GPUs per machine of a type, for the tenant's capacity in GPUs; a type without an entry counts 0 (GET /admin/config names it).
+    gpus_per_machine: z._default(z.record(z.string().check(z.minLength(1)), z.int().check(z.minimum(0), z.maximum(1024))), { gb200: 4, h100: 8 }),
   }),
   auth: section({
     issuer: z._default(z.string().check(z.minLength(1)), 'https://fleetward.local/'),

@@ -2,6 +2,7 @@ import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { Maintenance, OpenMaintenances } from '#domain/maintenance.ts';
+import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
 import type { SiteHistoryEntry } from '#domain/site-agent-silence.ts';
@@ -39,6 +40,8 @@ export interface Change {
   /** Declared maintenance (domain/maintenance.ts), and the site's list of open ones that declarations commit against. */
   maintenances?: Versioned<Maintenance>[];
   openMaintenances?: Versioned<OpenMaintenances>;
+  /** Tenant orgs' capacity (domain/org-capacity.ts): machines' node items and their orgs' counter shards together. */
+  orgCapacity?: { nodes: Versioned<CapacityNode>[]; shards: Versioned<OrgCapacityShard>[] };
   history: HistoryEntry[];
   /** The provider action this change is, if it is one: written as its own item in the same transaction. */
   audit?: AuditEntry;

@@ -42,6 +42,8 @@ export interface Machine {
   nvlinkDomain?: string;
   state: MachineState;
   instanceId?: string;
+  /** The reservation that holds it for one org, while one does. */
+  reservation?: { id: string; org: string };
   labels: Record<string, string>;
   healthOverrides: HealthOverride[];
   /** Last time the site agent saw it, when known individually (see domain/heartbeat.ts). */

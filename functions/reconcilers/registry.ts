@@ -3,6 +3,7 @@ import { instanceReconciler } from '#reconcilers/instance.ts';
 import { machineReconciler } from '#reconcilers/machine.ts';
 import { maintenanceReconciler } from '#reconcilers/maintenance.ts';
 import { metaInstanceReconciler } from '#reconcilers/meta-instance.ts';
+import { orgCapacityReconciler } from '#reconcilers/org-capacity.ts';
 import { createRegistry } from '#reconcilers/reconciler.ts';
 import { rosterBucketReconciler } from '#reconcilers/roster-bucket.ts';
 import { staleCheckReconciler } from '#reconcilers/stale-check.ts';
@@ -22,6 +23,7 @@ export const reconcilers = [
   waitQueueReconciler,
   fleetSummaryReconciler,
   maintenanceReconciler,
+  orgCapacityReconciler,
 ] as const;
 
 export type EntityKind = (typeof reconcilers)[number]['kind'];

@@ -10,6 +10,7 @@ import { addMs, iso } from '#domain/time.ts';
 import { siteAgentSilence } from '#domain/site-agent-silence.ts';
 import { committedOnce } from '#runtime/retry-on-stale.ts';
 import { repairSummaryShard } from '#reconcilers/summary-repair.ts';
+import { repairOrgCapacityShard } from '#reconcilers/org-capacity-repair.ts';
 import { publishFleetMetrics, readFleet, type FleetReading } from '#reconcilers/fleet-metrics.ts';
 import { deliverStrandedOutbox } from '#reconcilers/outbox-fallback.ts';
 
@@ -105,7 +106,8 @@ async function checkSiteAgentSilence(ctx: AppContext, run: Run, reading: FleetRe
 /**
  * What a scheduled run does besides the due work, all from one reading of the site taken at its start: the gauges
  * (once per schedule tick, whether or not the due work needs a follow-up run), the stuck-repair watch, the
- * summary's drift repair and the silence check; and the outbox events the stream left undelivered.
+ * summary's and the org capacity counters' drift repairs and the silence check; and the outbox events the stream left
+ * undelivered.
  */
 async function scheduledChecks(ctx: AppContext, run: Run): Promise<{ reconciled: number; results: Array<PromiseSettledResult<unknown>> }> {
   // Observed at once: they may fail while the others are still reading.
@@ -113,7 +115,12 @@ async function scheduledChecks(ctx: AppContext, run: Run): Promise<{ reconciled:
   const reading = await readFleet(ctx);
   publishFleetMetrics(ctx, reading);
   // Observed at once: they may fail while the silence check is still reading.
-  const checks = Promise.allSettled([watchStuckRepairs(ctx, reading.inRepair), repairSummaryShard(ctx, reading.shards), watchOverdueMaintenance(ctx)]);
+  const checks = Promise.allSettled([
+    watchStuckRepairs(ctx, reading.inRepair),
+    repairSummaryShard(ctx, reading.shards),
+    watchOverdueMaintenance(ctx),
+    repairOrgCapacityShard(ctx),
+  ]);
   const silence = checkSiteAgentSilence(ctx, run, reading);
   // Its own failure is one result; the work it started, one each.
   const started = await silence.catch((): SilenceWork => ({ reconciles: [] }));

@@ -60,6 +60,8 @@ import {
   StaleWriteError,
   type AllocatablePage,
   type AuditFilter,
+  type CapacityItemIds,
+  type CapacityItems,
   type DueEntry,
   type DueTimes,
   type FleetStore,
@@ -70,6 +72,15 @@ import {
   type Records,
 } from '#store/port.ts';
 import { indexes } from '#store/table.ts';
+import {
+  capacityKeys,
+  capacityNodeItem,
+  fromCapacityNodeItem,
+  fromOrgCapacityShardItem,
+  ORG_CAPACITY_KIND,
+  orgCapacityShardItem,
+} from '#store/capacity-items.ts';
+import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/org-capacity.ts';
 
 // What both implementations share: which item each record becomes, which index each listing reads and how, and
 // which writes a decision turns into. An implementation only supplies the table primitives (get, query, count,
@@ -166,6 +177,8 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   if (change.openMaintenances) guarded(change.openMaintenances, (open) => ({ ...keys.siteOpenMaintenances, ...open }));
   for (const pair of change.fleetSummary?.racks ?? []) guarded(pair, rackAggregateItem);
   for (const pair of change.fleetSummary?.shards ?? []) guarded(pair, summaryShardItem);
+  for (const pair of change.orgCapacity?.nodes ?? []) guarded(pair, capacityNodeItem);
+  for (const pair of change.orgCapacity?.shards ?? []) guarded(pair, orgCapacityShardItem);
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
   if (change.audit) writes.push({ put: auditItem(change.audit, uniqueSuffix()), expectedVersion: null });
   for (const entry of change.siteHistory ?? []) writes.push({ put: siteHistoryItem(entry), expectedVersion: null });
@@ -627,6 +640,47 @@ export abstract class ItemStore implements FleetStore {
       return encodePageToken(listingOf(query), Object.fromEntries(keyAttributesOf(query).map((name) => [name, last[name]]))) ?? null;
     });
     return { items: taken.map((t) => dueEntryOf(t.entry)), nextToken: encodeMergedPageToken(next) };
+  }
+
+  async getCapacityItems(ids: CapacityItemIds): Promise<CapacityItems> {
+    const wanted = new Map<string, TableKey>();
+    const want = (key: TableKey) => wanted.set(tableKeyOf(key), key);
+    for (const id of ids.machines ?? []) want(keys.machine(id));
+    for (const id of ids.nodes ?? []) want(capacityKeys.node(id));
+    for (const id of ids.instances ?? []) want(keys.instance(id));
+    for (const { org, shard } of ids.shards ?? []) want(capacityKeys.shard(org, shard));
+    const items = await this.getItems([...wanted.values()]);
+    const of = (entity: string) => items.filter((item) => item.entity === entity);
+    return {
+      machines: new Map(of('machine').map((item) => [String(item.id), fromMachineItem(item)])),
+      instances: new Map(of('instance').map((item) => [String(item.id), fromInstanceItem(item)])),
+      nodes: new Map(of('capacity-node').map((item) => [String(item.machineId), fromCapacityNodeItem(item)])),
+      shards: of('org-capacity').map(fromOrgCapacityShardItem),
+    };
+  }
+
+  /** ORG_CAPACITY_SHARDS items by key, whatever the org holds: one BatchGetItem. */
+  async orgCapacityShards(org: string): Promise<OrgCapacityShard[]> {
+    const shards = Array.from({ length: ORG_CAPACITY_SHARDS }, (_, shard) => capacityKeys.shard(org, shard));
+    return (await this.getItems(shards)).map(fromOrgCapacityShardItem).sort((a, b) => a.shard - b.shard);
+  }
+
+  async capacityOrgs(): Promise<string[]> {
+    const entries = await this.allItems({ index: indexes.byKind, partition: ORG_CAPACITY_KIND, entriesOnly: true });
+    return [...new Set(entries.map((item) => String(item.kindSk).split('#')[0]!))].sort();
+  }
+
+  async listCapacityNodes(org: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<CapacityNode>> {
+    const result = await this.queryItems(
+      {
+        index: indexes.byOrg,
+        partition: capacityKeys.nodesOfOrg(org),
+        ...(page.shard === undefined ? {} : { sort: { beginsWith: capacityKeys.nodesOfShard(page.shard) } }),
+        limit: page.limit,
+      },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromCapacityNodeItem), nextToken: result.nextToken };
   }
 
   private async allItems(query: ItemQuery): Promise<Item[]> {

@@ -10,6 +10,7 @@ import type { SafetyState } from '#domain/safety.ts';
 import type { OutboxEntry } from '#domain/events.ts';
 import type { OutboxWindow } from '#domain/outbox.ts';
 import type { Page } from '#store/paging.ts';
+import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
 
 /** Where the sweep's outbox fallback has looked up to (domain/outbox.ts), with the version it was written at. */
 export interface OutboxCursor {
@@ -82,6 +83,22 @@ export interface Records {
   siteHeartbeat?: SiteHeartbeat | null;
   safety?: SafetyState | null;
   replacements?: ReplacementsInFlight | null;
+}
+
+/** What `getCapacityItems` reads: machines, their node items and instances, and orgs' counter shards. */
+export interface CapacityItemIds {
+  machines?: readonly string[];
+  nodes?: readonly string[];
+  instances?: readonly string[];
+  shards?: ReadonlyArray<{ org: string; shard: number }>;
+}
+
+export interface CapacityItems {
+  machines: Map<string, Machine>;
+  instances: Map<string, Instance>;
+  /** By machine id. */
+  nodes: Map<string, CapacityNode>;
+  shards: OrgCapacityShard[];
 }
 
 /** Which audit entries to list; each given filter narrows the listing. `since` is an ISO time (UTC, with ms). */
@@ -188,6 +205,14 @@ export interface FleetStore {
   summaryShards(): Promise<SummaryShard[]>;
   /** One type's racks with their machines' entries, grouped by counter shard (or one shard's), by rack name within. */
   listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>>;
+  /** Tenant orgs' capacity (domain/org-capacity.ts): records of several kinds in one strongly consistent batch read. */
+  getCapacityItems(ids: CapacityItemIds): Promise<CapacityItems>;
+  /** One org's counter shards: a bounded read, whatever the org holds. */
+  orgCapacityShards(org: string): Promise<OrgCapacityShard[]>;
+  /** The orgs that have capacity counters. */
+  capacityOrgs(): Promise<string[]>;
+  /** An org's delivered machines' node records, ordered by counter shard and machine id (or one shard's); the index may lag. */
+  listCapacityNodes(org: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<CapacityNode>>;
   /** What the sweep must look at: records whose due time has come (at or before `now`), earliest first. */
   dueEntities(now: Date, page: PageRequest): Promise<Page<DueEntry>>;
 

@@ -32,7 +32,10 @@ describe('the defaults: auto-repair on, repair-storm breaker at max_fraction = 0
     expect(body.config).toMatchObject({
       auto_machine_repair_plugin: { enabled: true },
       repair_storm: { max_quarantines: 10, max_fraction: 0.1, window_minutes: 60 },
+      site: { region: 'dc1' },
+      catalog: { gpus_per_machine: { gb200: 4, h100: 8 } },
     });
+    expect(body.typesWithoutGpuCount).toEqual([]);
   });
 
   it(`a fleet of ${FLEET}: two reports get repair requests, the third (more than 10% of the fleet, far below max_quarantines) trips the breaker`, {
@@ -69,7 +72,6 @@ describe('auto-repair off ([auto_machine_repair_plugin] enabled = false, everyth
     const { body } = await site.call('GET', '/admin/config', { token: who.admin });
     expect(body.config).toMatchObject({ auto_machine_repair_plugin: { enabled: false }, repair_storm: { max_fraction: 0.1 } });
   });
-
   it('a release with an issue quarantines, but requests no repair and emits no RepairRequested; nothing is held back, so the breaker stays closed', {
     timeout: 60_000,
   }, async () => {
@@ -86,5 +88,18 @@ describe('auto-repair off ([auto_machine_repair_plugin] enabled = false, everyth
     expect(deliveredOf(site, 'RepairRequested')).toEqual([]);
     expect(deliveredOf(site, 'RepairStormDetected')).toEqual([]);
     expect((await site.call('GET', '/admin/safety', { token: who.admin })).body.repairStorm).toEqual({ state: 'closed', heldBack: [] });
+  });
+});
+
+describe('a machine type that [catalog] gpus_per_machine does not name', () => {
+  let site: TestSite;
+  let who: Actors;
+  beforeAll(async () => ({ site, who } = await start(`${simulatorOnly}\n[site]\nregion = "eu-north-2"\n[catalog]\ngpus_per_machine = { h100 = 8 }\n`)));
+  afterAll(async () => site?.stop());
+
+  it('counts 0 GPUs and is named by GET /admin/config', async () => {
+    const { body } = await site.call('GET', '/admin/config', { token: who.admin });
+    expect(body.config).toMatchObject({ site: { region: 'eu-north-2' }, catalog: { gpus_per_machine: { h100: 8 } } });
+    expect(body.typesWithoutGpuCount).toEqual(['gb200']);
   });
 });

@@ -355,9 +355,11 @@ describe('registry', () => {
         { entity: 'meta-instance', id: 'mi-1' },
         { entity: 'wait-queue', id: 'gb200' },
         { entity: 'fleet-summary', id: JSON.stringify(['m-1', 'gb200', 'r1']) },
+        // It leaves its org's capacity.
+        { entity: 'org-capacity', id: 'm-1' },
       ]),
     );
-    expect(refs).toHaveLength(3);
+    expect(refs).toHaveLength(4);
   });
 
   it("looks at a machine itself only while it is in cleanup: nothing else is the machine reconciler's to do", () => {

@@ -3,6 +3,7 @@ import { siteConfigSchema, type SiteConfig } from '#config/site-config.ts';
 import { historyListResponse, machineListResponse, machineResponse, registrationResponse, tenantResponse } from '#domain/responses.ts';
 import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
 import { listMachines, machineHistory, registerMachines, showMachine } from '#services/machines.ts';
+import { configInForce } from '#services/site-config.ts';
 import { setTenant, showTenant } from '#services/tenants.ts';
 import { defineRoute, listResult, REGISTRATION_MAX_BODY_BYTES, type Route } from '#http/route.ts';
 import { version } from '#http/version.ts';
@@ -103,7 +104,13 @@ export const adminRoutes: Route[] = [
     roles: ['provider-admin'],
     summary: 'The site config in force and the running version',
     query: emptyQuery,
-    responses: { 200: z.object({ version: z.string(), config: siteConfigDocumented }) },
-    handle: async (_request, ctx) => ({ status: 200, body: { version, config: ctx.config } }),
+    responses: {
+      200: z.object({
+        version: z.string(),
+        config: siteConfigDocumented,
+        typesWithoutGpuCount: z.array(z.string()).meta({ description: 'Machine types of the site that [catalog] gpus_per_machine does not name: 0 GPUs each' }),
+      }),
+    },
+    handle: async (_request, ctx) => ({ status: 200, body: { version, ...(await configInForce(ctx)) } }),
   }),
 ];

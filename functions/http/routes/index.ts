@@ -9,6 +9,7 @@ import { maintenanceRoutes } from '#http/routes/maintenance.ts';
 import { metaInstanceRoutes } from '#http/routes/meta-instances.ts';
 import { openApiRoute } from '#http/routes/openapi.ts';
 import { siteAgentRoutes } from '#http/routes/site-agent.ts';
+import { tenantCapacityRoutes } from '#http/routes/tenant-capacity.ts';
 import { tenantMachineRoutes } from '#http/routes/tenant-machines.ts';
 
 /**
@@ -19,6 +20,7 @@ export const routes: readonly Route[] = [
   ...instanceRoutes,
   ...tenantMachineRoutes,
   ...metaInstanceRoutes,
+  ...tenantCapacityRoutes,
   ...adminRoutes,
   ...adminFleetRoutes,
   ...adminOverrideRoutes,

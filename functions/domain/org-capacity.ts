@@ -1,0 +1,230 @@
+import type { Change } from '#domain/change.ts';
+import { heartbeatStale, preventingSources, type HeartbeatView } from '#domain/health.ts';
+import type { Instance, InstanceStatus, Machine } from '#domain/model.ts';
+
+// A tenant org's capacity (CAP01) without reading its machines. Each machine has one node item holding what its
+// org's capacity counts of it (null while no org has it); per org, a few shard items hold counters. A decision reads
+// the machine, its instance and its node item as they are now, and moves the counters by the exact difference
+// between the node's old and new entry, all in one transaction guarded by version: a duplicated, late or replayed
+// stream record finds the node already in line and changes nothing. Heartbeat staleness changes with time alone, so
+// the counters count fit machines by heartbeat class (roster membership and last heartbeat) and the reader applies
+// the heartbeat rule to each class, as the fleet summary does.
+
+/** What an org's capacity counts of one delivered machine; also its node record (CAP02). */
+export interface CapacityEntry {
+  org: string;
+  machineType: string;
+  /** In one of the org's reservations. */
+  reserved: boolean;
+  reservationId?: string;
+  /** Holding the org's Ready or Repairing instance. */
+  inUse: boolean;
+  instanceId?: string;
+  /** The instance's label `project`. */
+  project?: string;
+  /** What keeps it out of allocation (health override sources, a failed cleanup); empty when nothing does. */
+  unfit: string[];
+  live: boolean;
+  lastHeartbeatAt?: string;
+  createdAt: string;
+}
+
+/** One machine's node item: its entry while some org has it, null otherwise. */
+export interface CapacityNode {
+  machineId: string;
+  entry: CapacityEntry | null;
+  version: number;
+}
+
+/** Counters of one org's machines whose ids hash to `shard`. */
+export interface OrgCapacityShard {
+  org: string;
+  shard: number;
+  counters: Record<string, number>;
+  version: number;
+}
+
+/** Shards per org: a burst of one org's changes spreads over this many counter items, and a read takes them all. */
+export const ORG_CAPACITY_SHARDS = 4;
+
+export function capacityShardOf(machineId: string): number {
+  let hash = 0;
+  for (const char of machineId) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+  return hash % ORG_CAPACITY_SHARDS;
+}
+
+/** A reservation holding a machine for an org. */
+export interface MachineReservation {
+  id: string;
+  org: string;
+}
+
+/** The reservation a machine is in, if any: the one place capacity learns it. */
+export const reservationOf = (machine: Machine): MachineReservation | undefined => machine.reservation;
+
+/** Statuses in which an instance holds its machine; of those, the ones in which the tenant uses it. */
+const HOLDING: ReadonlySet<InstanceStatus> = new Set(['Provisioning', 'Ready', 'Repairing', 'Terminating']);
+const IN_USE: ReadonlySet<InstanceStatus> = new Set(['Ready', 'Repairing']);
+
+/** The instance holding the machine, if the machine's record and the instance's agree on it. */
+export const holderOf = (machine: Machine, instance: Instance | null): Instance | null =>
+  instance && machine.instanceId === instance.id && instance.machineId === machine.id && HOLDING.has(instance.status) ? instance : null;
+
+/** The machine as its org's capacity counts it: null when neither an instance nor a reservation gives it to an org. */
+export function capacityEntryOf(machine: Machine, instance: Instance | null): CapacityEntry | null {
+  const holder = holderOf(machine, instance);
+  const reservation = reservationOf(machine);
+  const org = holder?.org ?? reservation?.org;
+  if (org === undefined) return null;
+  const reserved = reservation !== undefined && reservation.org === org;
+  const project = holder?.labels.project;
+  return {
+    org,
+    machineType: machine.machineType,
+    reserved,
+    ...(reserved ? { reservationId: reservation.id } : {}),
+    inUse: holder !== null && IN_USE.has(holder.status),
+    ...(holder ? { instanceId: holder.id } : {}),
+    ...(project !== undefined ? { project } : {}),
+    unfit: [...preventingSources(machine.healthOverrides), ...(machine.cleanup?.phase === 'failed' ? ['cleanup-failed'] : [])].sort(),
+    live: machine.heartbeatLive,
+    ...(machine.lastHeartbeatAt ? { lastHeartbeatAt: machine.lastHeartbeatAt } : {}),
+    createdAt: machine.createdAt,
+  };
+}
+
+// Counter names: `|`-separated parts, each URI-encoded (a machine type may hold any character).
+const SEP = '|';
+const name = (...parts: string[]): string => parts.map(encodeURIComponent).join(SEP);
+const partsOf = (counter: string): string[] => counter.split(SEP).map(decodeURIComponent);
+
+/** The counters one delivered machine adds, each by one. */
+export function capacityCounterKeys(entry: CapacityEntry): string[] {
+  const keys = [name(entry.machineType, 'delivered')];
+  if (entry.reserved) keys.push(name(entry.machineType, 'reserved'));
+  if (entry.inUse) keys.push(name(entry.machineType, 'inUse'));
+  if (entry.unfit.length === 0) keys.push(name(entry.machineType, 'fit', entry.live ? 'live' : 'off', entry.lastHeartbeatAt ?? ''));
+  return keys;
+}
+
+/** Counters moved by `delta`; names that reach zero are dropped. */
+export function movedCounters(counters: Record<string, number>, delta: Record<string, number>): Record<string, number> {
+  const next = { ...counters };
+  for (const [key, by] of Object.entries(delta)) {
+    const value = (next[key] ?? 0) + by;
+    if (value === 0) delete next[key];
+    else next[key] = value;
+  }
+  return next;
+}
+
+export const orgShardRef = (org: string, shard: number): string => JSON.stringify([org, shard]);
+
+/** What a batch of machines' capacity needs, read as it is now. */
+export interface CapacitySnapshot {
+  machineIds: string[];
+  machines: Map<string, Machine>;
+  instances: Map<string, Instance>;
+  nodes: Map<string, CapacityNode>;
+  /** By `orgShardRef`, every shard an old or new entry counts in; null when not stored yet. */
+  shards: Map<string, OrgCapacityShard | null>;
+}
+
+/** The node entries the machines now have, by machine id. */
+export function entriesNow({
+  machineIds,
+  machines,
+  instances,
+}: Pick<CapacitySnapshot, 'machineIds' | 'machines' | 'instances'>): Map<string, CapacityEntry | null> {
+  return new Map(
+    machineIds.map((id) => {
+      const machine = machines.get(id);
+      const instance = machine?.instanceId ? (instances.get(machine.instanceId) ?? null) : null;
+      return [id, machine ? capacityEntryOf(machine, instance) : null];
+    }),
+  );
+}
+
+const sameEntry = (a: CapacityEntry | null, b: CapacityEntry | null): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/** Each node brought in line with its machine, and its org's counters moved by the difference; null when all are in line. */
+export function capacityChange(snapshot: CapacitySnapshot): Change | null {
+  const deltas = new Map<string, Record<string, number>>();
+  const move = (machineId: string, entry: CapacityEntry | null, by: number) => {
+    if (!entry) return;
+    const ref = orgShardRef(entry.org, capacityShardOf(machineId));
+    const delta = deltas.get(ref) ?? deltas.set(ref, {}).get(ref)!;
+    for (const key of capacityCounterKeys(entry)) delta[key] = (delta[key] ?? 0) + by;
+  };
+  const nodes = [...entriesNow(snapshot)].flatMap(([machineId, entry]) => {
+    const before = snapshot.nodes.get(machineId) ?? null;
+    if (sameEntry(before?.entry ?? null, entry)) return [];
+    move(machineId, before?.entry ?? null, -1);
+    move(machineId, entry, 1);
+    return [{ before, after: { machineId, entry, version: before?.version ?? 0 } }];
+  });
+  if (nodes.length === 0) return null;
+  const shards = [...deltas].map(([ref, delta]) => {
+    const before = snapshot.shards.get(ref) ?? null;
+    const [org, shard] = JSON.parse(ref) as [string, number];
+    return { before, after: { org, shard, counters: movedCounters(before?.counters ?? {}, delta), version: before?.version ?? 0 } };
+  });
+  return { orgCapacity: { nodes, shards }, history: [] };
+}
+
+export interface CapacityCount {
+  machines: number;
+  gpus: number;
+}
+
+export interface TypeCapacity {
+  gpusPerMachine: number;
+  delivered: CapacityCount;
+  healthy: CapacityCount;
+  reserved: CapacityCount;
+  inUse: CapacityCount;
+}
+
+export interface OrgCapacity {
+  asOf: string;
+  byType: Record<string, TypeCapacity>;
+}
+
+/** The org's capacity from its counter shards: healthy is its fit machines whose heartbeat class is fresh now. */
+export function orgCapacity(shards: OrgCapacityShard[], gpusPerMachine: (machineType: string) => number, heartbeat: HeartbeatView, now: Date): OrgCapacity {
+  const machines = new Map<string, Record<'delivered' | 'healthy' | 'reserved' | 'inUse', number>>();
+  for (const shard of shards) {
+    for (const [counter, count] of Object.entries(shard.counters)) {
+      const [machineType, what, live, lastHeartbeatAt] = partsOf(counter) as [string, string, string?, string?];
+      const counts = machines.get(machineType) ?? machines.set(machineType, { delivered: 0, healthy: 0, reserved: 0, inUse: 0 }).get(machineType)!;
+      if (what === 'fit') {
+        const probe = { heartbeatLive: live === 'live', ...(lastHeartbeatAt ? { lastHeartbeatAt } : {}) } as Machine;
+        if (!heartbeatStale(probe, heartbeat, now)) counts.healthy += count;
+      } else counts[what as 'delivered' | 'reserved' | 'inUse'] += count;
+    }
+  }
+  const byType: Record<string, TypeCapacity> = {};
+  for (const [machineType, counts] of [...machines].sort(([a], [b]) => a.localeCompare(b))) {
+    if (counts.delivered === 0) continue;
+    const gpus = gpusPerMachine(machineType);
+    const count = (n: number): CapacityCount => ({ machines: n, gpus: n * gpus });
+    byType[machineType] = {
+      gpusPerMachine: gpus,
+      delivered: count(counts.delivered),
+      healthy: count(counts.healthy),
+      reserved: count(counts.reserved),
+      inUse: count(counts.inUse),
+    };
+  }
+  return { asOf: now.toISOString(), byType };
+}
+
+/** One org shard's counters recounted from its node items, as the sweep's drift repair does. */
+export function recountedCounters(org: string, nodes: CapacityNode[]): Record<string, number> {
+  const delta: Record<string, number> = {};
+  for (const { entry } of nodes) if (entry?.org === org) for (const key of capacityCounterKeys(entry)) delta[key] = (delta[key] ?? 0) + 1;
+  return movedCounters({}, delta);
+}
+
+export const sameCounters = (a: Record<string, number>, b: Record<string, number>): boolean =>
+  Object.keys(movedCounters(a, Object.fromEntries(Object.entries(b).map(([key, value]) => [key, -value])))).length === 0;

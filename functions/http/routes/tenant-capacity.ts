@@ -1,0 +1,35 @@
+import { capacityNodeListResponse, orgCapacityResponse } from '#domain/capacity-responses.ts';
+import { emptyQuery, listQuery, params } from '#domain/schemas.ts';
+import { listOrgNodes, readOrgCapacity } from '#services/org-capacity.ts';
+import { defineRoute, listResult, type Route } from '#http/route.ts';
+
+const base = '/v2/org/{org}/nico';
+
+/** A tenant org's governance view (CAP01, CAP02): its own capacity counts and delivered machines. */
+export const tenantCapacityRoutes: Route[] = [
+  defineRoute({
+    operationId: 'show-capacity',
+    method: 'GET',
+    path: `${base}/capacity`,
+    roles: ['tenant'],
+    summary: "The org's delivered, healthy, reserved and in-use machines and GPUs, per machine type",
+    params: params.org,
+    query: emptyQuery,
+    responses: { 200: orgCapacityResponse },
+    handle: async ({ params: p }, ctx) => ({ status: 200, body: await readOrgCapacity(ctx, p.org) }),
+  }),
+  defineRoute({
+    operationId: 'list-nodes',
+    method: 'GET',
+    path: `${base}/nodes`,
+    roles: ['tenant'],
+    summary: "The org's delivered machines, one node record each",
+    params: params.org,
+    query: listQuery,
+    responses: { 200: capacityNodeListResponse },
+    handle: async ({ params: p, query }, ctx) => {
+      const page = await listOrgNodes(ctx, p.org, query);
+      return listResult(page.items, page.nextToken);
+    },
+  }),
+];

@@ -1,0 +1,84 @@
+import type { Instance, Machine } from '#domain/model.ts';
+import { preventingSources } from '#domain/health.ts';
+import { capacityChange, capacityShardOf, entriesNow, orgShardRef, reservationOf, type CapacitySnapshot } from '#domain/org-capacity.ts';
+import type { AppContext } from '#runtime/context.ts';
+import { defineReconciler, fellDue, roomFor } from '#reconcilers/reconciler.ts';
+
+// Keeps tenant orgs' capacity (domain/org-capacity.ts) in step with machines and the instances on them. An id is a
+// machine id; machines of one counter shard are reconciled together, so a burst of changes costs a transaction per
+// batch, and batches of one shard never race each other within a run.
+
+/** What capacity counts of a machine, but for its instance's status and labels (the instance watch covers those). */
+const capacityView = (machine: Machine): string =>
+  JSON.stringify([
+    machine.instanceId,
+    reservationOf(machine),
+    machine.machineType,
+    preventingSources(machine.healthOverrides),
+    machine.cleanup?.phase === 'failed',
+    machine.heartbeatLive,
+    machine.lastHeartbeatAt,
+  ]);
+
+const delivered = (machine: Machine | null): boolean => machine !== null && (machine.instanceId !== undefined || reservationOf(machine) !== undefined);
+
+/** A batch's machines with their node items and counters: one node and up to two counter items each (old org, new org). */
+const BATCH_MACHINES = 40;
+
+export const orgCapacityReconciler = defineReconciler({
+  kind: 'org-capacity',
+  settlesOrFails: true,
+  watches: {
+    machine: {
+      concerns: (before, after, id) => {
+        if (before === null && after === null) return [id];
+        if (!delivered(before) && !delivered(after)) return [];
+        if (before && after && !fellDue(before, after) && capacityView(before) === capacityView(after)) return [];
+        return [id];
+      },
+    },
+    instance: {
+      concerns: (before, after) => {
+        const instance = after ?? before;
+        if (!instance) return [];
+        const project = (i: Instance | null) => i?.labels.project;
+        const changed = before === null || after === null || fellDue(before, after) || before.status !== after.status || project(before) !== project(after);
+        return changed ? [instance.machineId] : [];
+      },
+    },
+  },
+  batch: {
+    groupOf: (id: string) => String(capacityShardOf(id)),
+    room: roomFor(BATCH_MACHINES),
+    load: loadCapacity,
+  },
+  load: (ctx: AppContext, id: string) => loadCapacity(ctx, [id]),
+  /** A lost race (another run's batch of the same shard) looks again at once: nothing else would bring these back. */
+  decide(snapshot: CapacitySnapshot) {
+    const change = capacityChange(snapshot);
+    return change ? { change, retryIfLost: true } : {};
+  },
+});
+
+/**
+ * The machines and their node items, then their instances with the counter shards the nodes name, then any shard an
+ * instance's org adds: two reads, three when a machine changed org.
+ */
+async function loadCapacity(ctx: AppContext, ids: string[]): Promise<CapacitySnapshot | null> {
+  const machineIds = [...new Set(ids)];
+  const first = await ctx.store.getCapacityItems({ machines: machineIds, nodes: machineIds });
+  const shardsOf = (entries: Iterable<[string, { org: string } | null | undefined]>) =>
+    [...entries].flatMap(([machineId, owner]) => (owner ? [{ org: owner.org, shard: capacityShardOf(machineId) }] : []));
+  const known = [
+    ...shardsOf([...first.nodes].map(([id, node]) => [id, node.entry])),
+    ...shardsOf([...first.machines].map(([id, machine]) => [id, reservationOf(machine)])),
+  ];
+  const instanceIds = [...first.machines.values()].flatMap((m) => (m.instanceId ? [m.instanceId] : []));
+  const second = await ctx.store.getCapacityItems({ instances: instanceIds, shards: known });
+  const snapshot = { machineIds, machines: first.machines, instances: second.instances, nodes: first.nodes };
+  const shards = new Map(second.shards.map((s) => [orgShardRef(s.org, s.shard), s]));
+  const wanted = [...known, ...shardsOf(entriesNow(snapshot))];
+  const missing = wanted.filter(({ org, shard }) => !shards.has(orgShardRef(org, shard)) && !known.some((k) => k.org === org && k.shard === shard));
+  if (missing.length > 0) for (const s of (await ctx.store.getCapacityItems({ shards: missing })).shards) shards.set(orgShardRef(s.org, s.shard), s);
+  return { ...snapshot, shards: new Map(wanted.map(({ org, shard }) => [orgShardRef(org, shard), shards.get(orgShardRef(org, shard)) ?? null])) };
+}

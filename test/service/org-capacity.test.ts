@@ -1,0 +1,177 @@
+import { describe, expect, it, vi } from 'vitest';
+import type { Change } from '#domain/change.ts';
+import type { Instance, Machine } from '#domain/model.ts';
+import { ORG_CAPACITY_SHARDS } from '#domain/org-capacity.ts';
+import { registry } from '#reconcilers/registry.ts';
+import { startRun } from '#reconcilers/runner.ts';
+import { repairOrgCapacityShard } from '#reconcilers/org-capacity-repair.ts';
+import { createInstance, releaseInstance } from '#services/instances.ts';
+import { addHealthOverride } from '#services/machine-actions.ts';
+import { listOrgNodes, readOrgCapacity } from '#services/org-capacity.ts';
+import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
+import { ops } from '#test/support/fixtures.ts';
+
+const alice = tenant('acme', 'alice');
+const bob = tenant('globex', 'bob');
+
+type StreamRecord = { kind: 'machine'; before: Machine | null; after: Machine } | { kind: 'instance'; before: Instance | null; after: Instance };
+
+/** Every machine and instance record committed, as the table stream would carry it (services do not reconcile). */
+function recordStream(h: Harness): StreamRecord[] {
+  const records: StreamRecord[] = [];
+  const commit = h.store.commit.bind(h.store);
+  h.store.commit = async (change: Change) => {
+    await commit(change);
+    const stored = <T extends { version: number }>(pair: { before: T | null; after: T }) => ({
+      before: pair.before,
+      after: { ...pair.after, version: (pair.before?.version ?? -1) + 1 },
+    });
+    for (const pair of change.machines ?? []) records.push({ kind: 'machine', ...stored(pair) });
+    for (const pair of change.instances ?? []) records.push({ kind: 'instance', ...stored(pair) });
+  };
+  return records;
+}
+
+/** Deliver the stream out of order, every third record twice, in concurrent batches, as Lambda may. */
+async function deliver(h: Harness, records: StreamRecord[], seed: number): Promise<void> {
+  const delivered = [...records, ...records.filter((_, i) => i % 3 === 0)];
+  let state = seed;
+  for (let i = delivered.length - 1; i > 0; i--) {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    const j = state % (i + 1);
+    [delivered[i], delivered[j]] = [delivered[j]!, delivered[i]!];
+  }
+  const concerned = (r: StreamRecord) =>
+    r.kind === 'machine' ? registry.concernedBy('machine', r.before, r.after, r.after.id) : registry.concernedBy('instance', r.before, r.after, r.after.id);
+  const batches: StreamRecord[][] = [];
+  for (let i = 0; i < delivered.length; i += 20) batches.push(delivered.slice(i, i + 20));
+  await Promise.all(batches.map((batch) => startRun(h.ctx).reconcile(batch.flatMap(concerned))));
+}
+
+async function setInstanceStatus(h: Harness, id: string, status: Instance['status']) {
+  const before = (await h.store.getInstance(id))!;
+  await h.store.commit({ instances: [{ before, after: { ...before, status } }], history: [] });
+}
+
+async function reserve(h: Harness, machineId: string, reservation: { id: string; org: string }) {
+  const before = (await h.store.getMachine(machineId))!;
+  await h.store.commit({ machines: [{ before, after: { ...before, reservation } }], history: [] });
+}
+
+const count = (machines: number, gpus: number) => ({ machines, gpus: machines * gpus });
+
+describe('org capacity', () => {
+  it('counts delivered, healthy, reserved and in-use machines per org, whatever order and however often the stream delivers', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    await siteWith(h, { gb200: 6, h100: 4 });
+    const acme = [
+      await createInstance(h.ctx, alice, { machineType: 'gb200', labels: { project: 'llm' } }),
+      await createInstance(h.ctx, alice, { machineType: 'gb200' }),
+      await createInstance(h.ctx, alice, { machineType: 'gb200' }),
+    ];
+    const globex = [await createInstance(h.ctx, bob, { machineType: 'h100' }), await createInstance(h.ctx, bob, { machineType: 'h100' })];
+    await setInstanceStatus(h, acme[0]!.id, 'Ready');
+    await setInstanceStatus(h, acme[1]!.id, 'Repairing');
+    await addHealthOverride(h.ctx, acme[2]!.machineId, { template: 'out-for-repair' }, ops);
+    const free = ['gb200-1', 'gb200-2', 'gb200-3', 'gb200-4', 'gb200-5', 'gb200-6'].find((id) => !acme.some((i) => i.machineId === id))!;
+    await reserve(h, free, { id: 'rsv-1', org: 'acme' });
+    await releaseInstance(h.ctx, bob, globex[1]!.id);
+
+    await deliver(h, records, 7);
+    const statuses = async (instances: Instance[]) => Promise.all(instances.map(async (i) => (await h.store.getInstance(i.id))?.status));
+    // The stream's reactions provisioned the rest (the scripted agent); the released one waits for its cleanup.
+    expect(await statuses(acme)).toEqual(['Ready', 'Repairing', 'Ready']);
+    expect(await statuses(globex)).toEqual(['Ready', 'Terminating']);
+
+    const acmeNow = await readOrgCapacity(h.ctx, 'acme');
+    expect(acmeNow).toEqual({
+      asOf: h.clock.now().toISOString(),
+      byType: { gb200: { gpusPerMachine: 4, delivered: count(4, 4), healthy: count(3, 4), reserved: count(1, 4), inUse: count(3, 4) } },
+    });
+    expect((await readOrgCapacity(h.ctx, 'globex')).byType).toEqual({
+      h100: { gpusPerMachine: 8, delivered: count(2, 8), healthy: count(2, 8), reserved: count(0, 8), inUse: count(1, 8) },
+    });
+
+    const nodes = (await listOrgNodes(h.ctx, 'acme', { limit: 10 })).items;
+    expect(nodes.map((n) => n.nodeId).sort()).toEqual([...acme.map((i) => i.machineId), free].sort());
+    expect(nodes.find((n) => n.nodeId === acme[0]!.machineId)).toMatchObject({
+      instanceId: acme[0]!.id,
+      project: 'llm',
+      inUse: true,
+      health: 'healthy',
+      region: 'dc1',
+    });
+    expect(nodes.find((n) => n.nodeId === acme[2]!.machineId)).toMatchObject({ health: 'unhealthy', healthDetail: ['out-for-repair'], inUse: true });
+    expect(nodes.find((n) => n.nodeId === free)).toMatchObject({ reservationId: 'rsv-1', inUse: false, gpuCount: 4 });
+    expect(nodes.find((n) => n.nodeId === free)?.instanceId).toBeUndefined();
+
+    // Delivering everything again, late, changes nothing.
+    const stored = async () => [...(await h.store.orgCapacityShards('acme')), ...(await h.store.orgCapacityShards('globex'))];
+    const before = await stored();
+    await deliver(h, records, 11);
+    expect(await stored()).toEqual(before);
+
+    // A terminated instance gives its machine back: it leaves the org's counts and nodes.
+    await setInstanceStatus(h, globex[1]!.id, 'Terminated');
+    await deliver(h, records.splice(0), 13);
+    expect((await readOrgCapacity(h.ctx, 'globex')).byType.h100?.delivered).toEqual(count(1, 8));
+    expect((await listOrgNodes(h.ctx, 'globex', { limit: 10 })).items.map((n) => n.nodeId)).toEqual([globex[0]!.machineId]);
+  });
+
+  it('counts no machine healthy once its heartbeat is stale, with no write at all', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    await siteWith(h, { gb200: 2 });
+    await createInstance(h.ctx, alice, { machineType: 'gb200' });
+    await deliver(h, records, 3);
+    expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.healthy).toEqual(count(1, 4));
+    h.clock.advance(10 * 60_000);
+    expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200).toMatchObject({ delivered: count(1, 4), healthy: count(0, 4) });
+    const [node] = (await listOrgNodes(h.ctx, 'acme', { limit: 10 })).items;
+    expect(node).toMatchObject({ health: 'unhealthy', healthDetail: ['heartbeat-stale'] });
+    await beat(h, ['gb200-1', 'gb200-2']);
+    expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.healthy).toEqual(count(1, 4));
+  });
+
+  it('the sweep recounts a drifted org shard from its nodes, one org shard per run', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    await siteWith(h, { gb200: 8 });
+    for (let i = 0; i < 5; i++) await createInstance(h.ctx, alice, { machineType: 'gb200' });
+    await deliver(h, records, 5);
+    const healthy = await h.store.orgCapacityShards('acme');
+    const [damaged] = healthy;
+    await h.store.commit({
+      orgCapacity: { nodes: [], shards: [{ before: damaged!, after: { ...damaged!, counters: { 'gb200|delivered': 99 } } }] },
+      history: [],
+    });
+    expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.delivered.machines).toBeGreaterThan(99);
+
+    let repaired = 0;
+    for (let run = 0; run < 2 * ORG_CAPACITY_SHARDS; run++) {
+      repaired += Number((await repairOrgCapacityShard(h.ctx)).repaired);
+      h.clock.advance(60_000);
+    }
+    expect(repaired).toBe(1);
+    expect((await h.store.orgCapacityShards('acme')).map((s) => s.counters)).toEqual(healthy.map((s) => s.counters));
+    expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.delivered).toEqual(count(5, 4));
+  });
+
+  it('reads the same, whatever the org holds: its counter items in one batch read, and the site heartbeat', async () => {
+    const readsFor = async (delivered: number) => {
+      const h = harness();
+      const records = recordStream(h);
+      await siteWith(h, { gb200: delivered });
+      for (let i = 0; i < delivered; i++) await createInstance(h.ctx, alice, { machineType: 'gb200' });
+      await deliver(h, records, 19);
+      const primitives = h.store as unknown as Record<'getItem' | 'getItems' | 'queryItems', () => Promise<unknown>>;
+      const spies = (['getItem', 'getItems', 'queryItems'] as const).map((name) => [name, vi.spyOn(primitives, name)] as const);
+      expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.delivered.machines).toBe(delivered);
+      return Object.fromEntries(spies.map(([name, spy]) => [name, spy.mock.calls.length]));
+    };
+    const small = await readsFor(4);
+    expect(small).toEqual({ getItem: 1, getItems: 1, queryItems: 0 });
+    expect(await readsFor(120)).toEqual(small);
+  });
+});
