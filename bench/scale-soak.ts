@@ -444,7 +444,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
           'machine allocatable (`GET /admin/fleet/summary` every second; the machines themselves checked once after)',
         site_up_s: siteUpS,
         fleet_allocatable_after_up_s: fleetAllocatableS,
-        floor_s: round(floorMs / 1000, 1),
+        floor_s: round(floorMs / 1000, 3),
         ratio_to_floor: ratio(fleetAllocatableS * 1000, floorMs),
         goal_ratio_to_floor: SITE_START_GOAL_RATIO,
         floor:

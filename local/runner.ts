@@ -146,6 +146,9 @@ function countingRequests<E extends { routeKey: string }, C, R>(counts: Map<stri
   };
 }
 
+/** How many sweep intervals one hold of the sweep's lease lasts locally, before its run renews it. */
+const SWEEP_LEASE_HOLD_INTERVALS = 3;
+
 /**
  * The whole site in one process: DynamoDB Local, the real handler modules behind an API Gateway v2 adapter, the
  * stream poller, the schedule timer and the simulated site agent with its demo fleet.
@@ -268,10 +271,12 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
               const startedAt = Date.now();
               const event = followUp ? followUpEvent(followUp) : {};
               followUp = undefined;
-              // As in AWS (handlers/sweep.ts): its lease lasts its invocation's time, and within the interval, so the
-              // local timer's next run finds it done.
+              // As in AWS (handlers/sweep.ts), and within the interval, so the local timer's next run finds it done. Its
+              // lease is held a few intervals at a time, renewed while the run lasts: after a crash, the sweeps of the
+              // restarted site wait that long for the dead run's lease, not the function's whole timeout.
               const timeLeftMs = () => Math.min(sweepIntervalMs - (Date.now() - startedAt), context.getRemainingTimeInMillis() - sweepMargin);
-              return sweep(event, timeLeftMs, context.getRemainingTimeInMillis());
+              const lifeMs = context.getRemainingTimeInMillis();
+              return sweep(event, timeLeftMs, { holdMs: Math.min(SWEEP_LEASE_HOLD_INTERVALS * sweepIntervalMs, lifeMs), lifeMs });
             }),
           );
         } finally {

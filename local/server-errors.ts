@@ -16,7 +16,8 @@ export function watchServerErrors(server: Server): () => ServerErrorAnswer[] {
   const answers: ServerErrorAnswer[] = [];
   server.prependListener('request', (req, res) => {
     res.once('finish', () => {
-      if (res.statusCode < 500) return;
+      // Only the API's answers (API Gateway names each with its request id): /health's 503 is the runner's own report.
+      if (res.statusCode < 500 || !res.hasHeader('apigw-requestid')) return;
       const retryAfter = res.getHeader('retry-after');
       answers.push({
         method: req.method ?? 'GET',

@@ -8,7 +8,9 @@ import type { AppContext } from '#runtime/context.ts';
 import { contextFromEnv, buildOnFirstCall, withTracingLogsAndMetrics } from '#handlers/lambda-context.ts';
 import { signedSiteAgent } from '#handlers/lambda-site-agent.ts';
 import { repairEvents } from '#handlers/repair-events.ts';
-import { sweep, type SweepPosition, type SweepResult } from '#reconcilers/sweep.ts';
+import { sweep, type SweepOptions, type SweepPosition, type SweepResult } from '#reconcilers/sweep.ts';
+
+type SweepLease = NonNullable<SweepOptions['lease']>;
 import { followUpEvent, sweepStart } from '#reconcilers/sweep-follow-up.ts';
 import { withTimeLeft } from '#store/deadline.ts';
 
@@ -17,14 +19,14 @@ export type HandOff = (position: SweepPosition) => Promise<void>;
 
 /** The schedule's target (and its follow-ups'): finish whatever is due that no stream reaction finished. */
 export function createSweepHandler(ctx: AppContext, handOff: HandOff) {
-  const sweepOnce = async (event: unknown, timeLeftMs?: () => number, leaseMs?: number): Promise<SweepResult> => {
-    const result = await sweep(ctx, { from: sweepStart(event), ...(timeLeftMs ? { timeLeftMs } : {}), ...(leaseMs !== undefined ? { leaseMs } : {}) });
+  const sweepOnce = async (event: unknown, timeLeftMs?: () => number, lease?: SweepLease): Promise<SweepResult> => {
+    const result = await sweep(ctx, { from: sweepStart(event), ...(timeLeftMs ? { timeLeftMs } : {}), ...(lease ? { lease } : {}) });
     if (result.followUp) await handOff(result.followUp);
     return result;
   };
   // What the run waits for (throttles included) gives up within its time, so it hands off rather than being cut.
-  return (event: unknown, timeLeftMs?: () => number, leaseMs?: number): Promise<SweepResult> =>
-    timeLeftMs ? withTimeLeft(timeLeftMs, () => sweepOnce(event, timeLeftMs, leaseMs)) : sweepOnce(event, undefined, leaseMs);
+  return (event: unknown, timeLeftMs?: () => number, lease?: SweepLease): Promise<SweepResult> =>
+    timeLeftMs ? withTimeLeft(timeLeftMs, () => sweepOnce(event, timeLeftMs, lease)) : sweepOnce(event, undefined, lease);
 }
 
 export function eventBridgeHandOff(busName: string, client?: EventBridgeClient): HandOff {
@@ -56,6 +58,9 @@ export const handler = buildOnFirstCall(() => {
   const sweepOnce = createSweepHandler(ctx, eventBridgeHandOff(process.env.EVENT_BUS_NAME!));
   const marginMs = sweepMarginMs(ctx.config);
   return withTracingLogsAndMetrics((event: unknown, context: Context) =>
-    sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs, context.getRemainingTimeInMillis()),
+    sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs, {
+      holdMs: context.getRemainingTimeInMillis(),
+      lifeMs: context.getRemainingTimeInMillis(),
+    }),
   );
 });

@@ -31,8 +31,11 @@ export interface SweepOptions {
   timeLeftMs?: () => number;
   /** A follow-up run: go on through the due index from here; the run that handed over did everything else. */
   from?: SweepPosition | undefined;
-  /** How long this run may live, so how long it holds the sweep's lease. Default: Lambda's longest, 15 minutes. */
-  leaseMs?: number;
+  /**
+   * The sweep's lease: how long one hold lasts (`holdMs`), renewed while the run goes on but never past how long the run
+   * may live (`lifeMs`, its invocation's remaining time). Default: one hold for Lambda's longest run, 15 minutes.
+   */
+  lease?: { holdMs: number; lifeMs: number };
 }
 
 export interface SweepResult {
@@ -47,11 +50,12 @@ export interface SweepResult {
 
 /**
  * The schedule and the follow-up rule can start a run while another still goes on (and Lambda may retry an
- * invocation): runs take the site's sweep lease, so two never do the same work. A run holds it for as long as it can
- * live (`leaseMs`: its invocation's remaining time) and gives it back when done; a crashed run's lease expires.
+ * invocation): runs take the site's sweep lease, so two never do the same work. A run holds it for at most as long as
+ * it can live, renewing a shorter hold while it goes on, and gives it back when done. A crashed run's lease expires at
+ * the end of its hold, so the runs after a crash wait one hold at most, not a whole invocation.
  */
 export const SWEEP_LEASE = 'sweep';
-const DEFAULT_LEASE_MS = 15 * 60_000;
+const DEFAULT_LEASE = { holdMs: 15 * 60_000, lifeMs: 15 * 60_000 };
 
 /** The metric the sweep reports (1 while the site agent is silent), which the SiteAgentSilent alarm watches. */
 export const SITE_AGENT_SILENT_METRIC = 'SiteAgentSilent';
@@ -132,13 +136,26 @@ async function scheduledChecks(ctx: AppContext, run: Run): Promise<{ reconciled:
 export async function sweep(ctx: AppContext, options: SweepOptions = {}): Promise<SweepResult> {
   const holder = ctx.ids.next('sweep');
   const now = ctx.clock.now();
-  if (!(await ctx.store.takeLease(SWEEP_LEASE, holder, iso(addMs(now, options.leaseMs ?? DEFAULT_LEASE_MS)), iso(now)))) {
+  const { holdMs, lifeMs } = options.lease ?? DEFAULT_LEASE;
+  const endsAt = addMs(now, lifeMs).getTime();
+  const holdUntil = () => iso(new Date(Math.min(addMs(ctx.clock.now(), holdMs).getTime(), endsAt)));
+  if (!(await ctx.store.takeLease(SWEEP_LEASE, holder, holdUntil(), iso(now)))) {
     ctx.log.info('sweep skipped: another run holds the sweep lease');
     return { due: 0, failed: 0, skipped: true };
   }
+  const renewing =
+    lifeMs > holdMs
+      ? setInterval(() => {
+          ctx.store.renewLease(SWEEP_LEASE, holder, holdUntil()).catch((error: unknown) => {
+            ctx.log.warn('sweep lease not renewed; it expires at the end of its hold', { error: String(error) });
+          });
+        }, holdMs / 3)
+      : undefined;
+  renewing?.unref();
   try {
     return await sweepWithLease(ctx, options);
   } finally {
+    clearInterval(renewing);
     await ctx.store.releaseLease(SWEEP_LEASE, holder, iso(ctx.clock.now())).catch((error: unknown) => {
       ctx.log.warn('sweep lease not given back; it expires by itself', { error: String(error) });
     });

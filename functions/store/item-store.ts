@@ -377,9 +377,13 @@ export abstract class ItemStore implements FleetStore {
     return this.putLease(name, { holder, until }, stored);
   }
 
-  async releaseLease(name: string, holder: string, now: string): Promise<void> {
+  async renewLease(name: string, holder: string, until: string): Promise<boolean> {
     const stored = await this.getItem(keys.siteLease(name));
-    if (stored?.holder === holder) await this.putLease(name, { holder, until: now }, stored);
+    return stored?.holder === holder && this.putLease(name, { holder, until }, stored);
+  }
+
+  async releaseLease(name: string, holder: string, now: string): Promise<void> {
+    await this.renewLease(name, holder, now);
   }
 
   /** A lease item written over the one read (by its version): a rival's write in between wins, this one does not. */

@@ -132,6 +132,8 @@ export interface FleetStore {
    * or expired by `now`) and this call won it; false while another holder has it, or when a rival won the race.
    */
   takeLease(name: string, holder: string, until: string, now: string): Promise<boolean>;
+  /** Hold the lease until `until` (ISO), if `holder` still has it: true when it does. */
+  renewLease(name: string, holder: string, until: string): Promise<boolean>;
   /** Give the lease back, if `holder` still has it. */
   releaseLease(name: string, holder: string, now: string): Promise<void>;
   getSiteHeartbeat(): Promise<SiteHeartbeat | null>;

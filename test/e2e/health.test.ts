@@ -27,7 +27,7 @@ describe('GET /health of the local runner', () => {
   it('answers 503 naming DynamoDB and the stalled poller while DynamoDB Local is down, and 200 once it is back', { timeout: 120_000 }, async () => {
     const port = await freePort();
     dynamo = await startDynamoDbLocal({ port, persistDir: dataDir });
-    site = await startTestSite({ dynamoEndpoint: dynamo.endpoint, healthStallAfterMs: 1_500 });
+    site = await startTestSite({ dynamoEndpoint: dynamo.endpoint, healthStallAfterMs: 1_500, breaksItsDatabase: true });
 
     const up = await healthNaming((down) => down.length === 0, 200);
     expect(up.body).toMatchObject({

@@ -135,6 +135,17 @@ export function recordsContract(kit: ContractKit): void {
       expect(await fresh.takeLease('job', holder, t9, iso(at(3_000)))).toBe(true);
       expect(await fresh.takeLease('other-job', other, t9, t0)).toBe(true);
     });
+
+    it('renewed only by its holder: a renewal keeps others out past the first hold, and a lapsed hold lets them in', async () => {
+      const fresh = await newStore();
+      const [t0, t2, t4] = [0, 2_000, 4_000].map((ms) => iso(at(ms))) as [string, string, string];
+      expect(await fresh.takeLease('job', 'a', t2, t0)).toBe(true);
+      expect(await fresh.renewLease('job', 'b', t4)).toBe(false);
+      expect(await fresh.renewLease('job', 'a', t4)).toBe(true);
+      expect(await fresh.takeLease('job', 'b', t4, iso(at(3_000)))).toBe(false);
+      expect(await fresh.takeLease('job', 'b', iso(at(6_000)), t4)).toBe(true);
+      expect(await fresh.renewLease('job', 'a', iso(at(8_000)))).toBe(false);
+    });
   });
 
   describe('the outbox fallback', () => {
