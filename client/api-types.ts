@@ -166,7 +166,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/admin/meta-instances": {
+    "/openapi.json": {
         parameters: {
             query?: never;
             header?: never;
@@ -174,10 +174,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Every meta-instance on the site, newest first
-         * @description Roles: provider-admin.
+         * This OpenAPI 3.1 document
+         * @description Public: no token needed.
          */
-        get: operations["list-all-meta-instances"];
+        get: operations["get-openapi"];
         put?: never;
         post?: never;
         delete?: never;
@@ -494,6 +494,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/meta-instances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every meta-instance on the site, newest first
+         * @description Roles: provider-admin.
+         */
+        get: operations["list-all-meta-instances"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/site/v1/heartbeats": {
         parameters: {
             query?: never;
@@ -528,26 +548,6 @@ export interface paths {
          * @description Roles: site-agent.
          */
         post: operations["report-cleanup"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/openapi.json": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * This OpenAPI 3.1 document
-         * @description Public: no token needed.
-         */
-        get: operations["get-openapi"];
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2008,12 +2008,9 @@ export interface operations {
             };
         };
     };
-    "list-all-meta-instances": {
+    "get-openapi": {
         parameters: {
-            query?: {
-                limit?: number;
-                nextToken?: string;
-            };
+            query?: never;
             header?: never;
             path?: never;
             cookie?: never;
@@ -2027,36 +2024,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        items: components["schemas"]["MetaInstance"][];
-                        nextToken?: string;
+                        [key: string]: unknown;
                     };
-                };
-            };
-            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unprocessable content. Problem codes: `validation-failed` */
@@ -3589,6 +3558,77 @@ export interface operations {
             };
         };
     };
+    "list-all-meta-instances": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["MetaInstance"][];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "post-heartbeats": {
         parameters: {
             query?: never;
@@ -3791,46 +3831,6 @@ export interface operations {
                 };
             };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Internal error. Problem codes: `internal-error` */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "get-openapi": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Unprocessable content. Problem codes: `validation-failed` */
             422: {
                 headers: {
                     [name: string]: unknown;
