@@ -67,6 +67,7 @@ const bundleAliases = {
   semver: join(projectRoot, 'lib', 'semver-gte.ts'),
   '@aws-lambda-powertools/jmespath': join(projectRoot, 'lib', 'jmespath-fields.ts'),
   '@aws-lambda-powertools/jmespath/functions': join(projectRoot, 'lib', 'jmespath-fields.ts'),
+  'mnemonist/lru-cache': join(projectRoot, 'lib', 'lru-cache.ts'),
 };
 
 /** Writes the document where the bundling step copies it from: the cloud assembly's directory (cdk.out). */
