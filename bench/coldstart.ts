@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, DynamoDBStreamEvent } from 'aws-lambda';
 import { createTables } from '#local/tables.ts';
+import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import type { TableNames } from '#store/client.ts';
 import { synthesizeBundles, synthesizeFloorBundle, type SynthesizedBundle } from './bundles.ts';
 import { ratio, round, summarize } from './stats.ts';
@@ -126,6 +127,14 @@ function eventFor(bundle: SynthesizedBundle): unknown {
     return stream;
   }
   if (bundle.name === 'SweepHandler') return {};
+  // Each API function serves its own route group alone: a request of that group.
+  if (bundle.name === 'AdminApi')
+    return httpEvent('GET', '/admin/machines', '/admin/machines', { sub: 'bench-admin', org: 'provider', roles: '[provider-admin]' });
+  if (bundle.name === 'SiteAgentApi') {
+    const heartbeat = httpEvent('POST', '/site/v1/heartbeats', '/site/v1/heartbeats', { sub: 'bench-agent', org: 'site', roles: '[site-agent]' });
+    const machines = demoFleet([{ type: 'gb200', count: 2, racks: 1 }]).map((machine) => ({ id: machine.id }));
+    return { ...heartbeat, headers: { ...heartbeat.headers, 'content-type': 'application/json' }, body: JSON.stringify({ machines }) };
+  }
   const path = '/v2/org/{org}/nico/instance';
   return httpEvent('GET', path, path.replace('{org}', ORG), { sub: 'bench-tenant', org: ORG, roles: '[tenant]' });
 }
@@ -188,7 +197,8 @@ export async function coldstartBench(endpoint: string, id: string, options: Cold
         method:
           "cdk synth of sites/example-aws.toml with bundling (local esbuild); each function's index.mjs imported in a fresh `node` " +
           "process with the template's environment (table and bus names pointed at DynamoDB Local), then its handler invoked once: " +
-          "api GET /v2/org/{org}/nico/instance as a tenant, stream one machine MODIFY record, sweep the schedule's event. Timed " +
+          'TenantApi GET /v2/org/{org}/nico/instance as a tenant, AdminApi GET /admin/machines as a provider admin, SiteAgentApi ' +
+          "POST /site/v1/heartbeats of two machines, stream one machine MODIFY record, sweep the schedule's event. Timed " +
           "inside the process with performance.now(): import, first invoke; whole_process adds Node's own start and exit",
       },
       floor: {

@@ -166,26 +166,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/admin/meta-instances": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Every meta-instance on the site, newest first
-         * @description Roles: provider-admin.
-         */
-        get: operations["list-all-meta-instances"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v2/org/{org}/nico/capacity": {
         parameters: {
             query?: never;
@@ -218,6 +198,106 @@ export interface paths {
          * @description Roles: tenant.
          */
         get: operations["list-nodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/org/{org}/nico/maintenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Open maintenance touching the org's instances (only its own machines and deferral shown)
+         * @description Roles: tenant.
+         */
+        get: operations["list-org-maintenance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/org/{org}/nico/maintenance/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One maintenance as the org sees it; 404 when it touches none of the org's instances
+         * @description Roles: tenant.
+         */
+        get: operations["get-org-maintenance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/org/{org}/nico/maintenance/{id}/hand-back": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hand instances back early: each is released, and its machine goes into maintenance after cleanup
+         * @description Roles: tenant.
+         */
+        post: operations["hand-back-maintenance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/org/{org}/nico/maintenance/{id}/deferral": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for more time to hand back; the provider decides
+         * @description Roles: tenant.
+         */
+        post: operations["request-maintenance-deferral"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This OpenAPI 3.1 document
+         * @description Public: no token needed.
+         */
+        get: operations["get-openapi"];
         put?: never;
         post?: never;
         delete?: never;
@@ -538,40 +618,20 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/site/v1/heartbeats": {
+    "/admin/meta-instances": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get?: never;
-        put?: never;
         /**
-         * The site agent's heartbeat: every machine it sees, in one roster, with the health alerts it reports for them
-         * @description Roles: site-agent.
+         * Every meta-instance on the site, newest first
+         * @description Roles: provider-admin.
          */
-        post: operations["post-heartbeats"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/site/v1/machines/{id}/cleanup": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
+        get: operations["list-all-meta-instances"];
         put?: never;
-        /**
-         * The site agent reports that it sanitized a machine (or failed to)
-         * @description Roles: site-agent.
-         */
-        post: operations["report-cleanup"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -682,47 +742,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v2/org/{org}/nico/maintenance": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Open maintenance touching the org's instances (only its own machines and deferral shown)
-         * @description Roles: tenant.
-         */
-        get: operations["list-org-maintenance"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/org/{org}/nico/maintenance/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * One maintenance as the org sees it; 404 when it touches none of the org's instances
-         * @description Roles: tenant.
-         */
-        get: operations["get-org-maintenance"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/org/{org}/nico/maintenance/{id}/hand-back": {
+    "/site/v1/heartbeats": {
         parameters: {
             query?: never;
             header?: never;
@@ -732,17 +752,17 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Hand instances back early: each is released, and its machine goes into maintenance after cleanup
-         * @description Roles: tenant.
+         * The site agent's heartbeat: every machine it sees, in one roster, with the health alerts it reports for them
+         * @description Roles: site-agent.
          */
-        post: operations["hand-back-maintenance"];
+        post: operations["post-heartbeats"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/v2/org/{org}/nico/maintenance/{id}/deferral": {
+    "/site/v1/machines/{id}/cleanup": {
         parameters: {
             query?: never;
             header?: never;
@@ -752,10 +772,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Ask for more time to hand back; the provider decides
-         * @description Roles: tenant.
+         * The site agent reports that it sanitized a machine (or failed to)
+         * @description Roles: site-agent.
          */
-        post: operations["request-maintenance-deferral"];
+        post: operations["report-cleanup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -776,26 +796,6 @@ export interface paths {
          * @description Roles: site-agent.
          */
         post: operations["report-maintenance"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/openapi.json": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * This OpenAPI 3.1 document
-         * @description Public: no token needed.
-         */
-        get: operations["get-openapi"];
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -943,6 +943,44 @@ export interface components {
             nextAttemptAt?: string;
             createdAt: string;
             updatedAt: string;
+        };
+        TenantMaintenance: {
+            id: string;
+            /** @enum {string} */
+            kind: "planned" | "emergency";
+            /** @enum {string} */
+            category: "firmware" | "hardware" | "network" | "facility" | "other";
+            reason: string;
+            impact?: string;
+            handBackBy: string;
+            windowMinutes: number;
+            /** @enum {string} */
+            state: "Declared" | "InProgress" | "Halted" | "Completed" | "Cancelled";
+            machines: {
+                [key: string]: {
+                    /** @enum {string} */
+                    phase: "held" | "waiting" | "in-maintenance" | "validating" | "returned" | "failed";
+                    org?: string;
+                    instanceId?: string;
+                    handBackBy: string;
+                    handedBackAt?: string;
+                    startedAt?: string;
+                    returnedAt?: string;
+                    overdue: boolean;
+                    message?: string;
+                };
+            };
+            deferrals: {
+                org: string;
+                until: string;
+                reason: string;
+                /** @enum {string} */
+                state: "requested" | "accepted" | "rejected";
+                decidedBy?: string;
+            }[];
+            createdAt: string;
+            updatedAt: string;
+            completedAt?: string;
         };
         HistoryEntry: {
             machineId: string;
@@ -1137,44 +1175,6 @@ export interface components {
             };
             declaredBy: string;
             history?: components["schemas"]["HistoryEntry"][];
-        };
-        TenantMaintenance: {
-            id: string;
-            /** @enum {string} */
-            kind: "planned" | "emergency";
-            /** @enum {string} */
-            category: "firmware" | "hardware" | "network" | "facility" | "other";
-            reason: string;
-            impact?: string;
-            handBackBy: string;
-            windowMinutes: number;
-            /** @enum {string} */
-            state: "Declared" | "InProgress" | "Halted" | "Completed" | "Cancelled";
-            machines: {
-                [key: string]: {
-                    /** @enum {string} */
-                    phase: "held" | "waiting" | "in-maintenance" | "validating" | "returned" | "failed";
-                    org?: string;
-                    instanceId?: string;
-                    handBackBy: string;
-                    handedBackAt?: string;
-                    startedAt?: string;
-                    returnedAt?: string;
-                    overdue: boolean;
-                    message?: string;
-                };
-            };
-            deferrals: {
-                org: string;
-                until: string;
-                reason: string;
-                /** @enum {string} */
-                state: "requested" | "accepted" | "rejected";
-                decidedBy?: string;
-            }[];
-            createdAt: string;
-            updatedAt: string;
-            completedAt?: string;
         };
     };
     responses: never;
@@ -2385,77 +2385,6 @@ export interface operations {
             };
         };
     };
-    "list-all-meta-instances": {
-        parameters: {
-            query?: {
-                limit?: number;
-                nextToken?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        items: components["schemas"]["MetaInstance"][];
-                        nextToken?: string;
-                    };
-                };
-            };
-            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Unprocessable content. Problem codes: `validation-failed` */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Internal error. Problem codes: `internal-error` */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     "show-capacity": {
         parameters: {
             query?: never;
@@ -2615,6 +2544,394 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-org-maintenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["TenantMaintenance"][];
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "get-org-maintenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantMaintenance"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "hand-back-maintenance": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    instanceIds: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the change has started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        handedBack: string[];
+                    };
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `not-held` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "request-maintenance-deferral": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    until: string;
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the change has started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantMaintenance"];
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `deferral-not-allowed`, `nothing-held`, `invalid-state` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `deferral-too-short` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "get-openapi": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description Unprocessable content. Problem codes: `validation-failed` */
@@ -4245,35 +4562,17 @@ export interface operations {
             };
         };
     };
-    "post-heartbeats": {
+    "list-all-meta-instances": {
         parameters: {
-            query?: never;
-            header?: {
-                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
-                "Idempotency-Key"?: string;
+            query?: {
+                limit?: number;
+                nextToken?: string;
             };
+            header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": {
-                    machines: {
-                        id: string;
-                        alerts?: {
-                            id: string;
-                            message: string;
-                            classifications: ("PreventAllocations" | "SuppressExternalAlerting" | "PreventInstanceDeletion")[];
-                        }[];
-                    }[];
-                    /** @description One part of a roster too large for one beat: the machines whose bucket (SHA-256 of the id, first 4 bytes big-endian, modulo 64) modulo `count` is `index` */
-                    part?: {
-                        index: number;
-                        count: 1 | 2 | 4 | 8 | 16 | 32 | 64;
-                    };
-                };
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description OK */
             200: {
@@ -4282,21 +4581,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        received: number;
-                        stored: boolean;
-                        rosterBucketsChanged: number;
+                        items: components["schemas"]["MetaInstance"][];
+                        nextToken?: string;
                     };
                 };
             };
-            /** @description Bad request. Problem codes: `invalid-json` */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
             401: {
                 headers: {
@@ -4324,129 +4613,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update` */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `roster-part-mismatch` */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Internal error. Problem codes: `internal-error` */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "report-cleanup": {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
-                "Idempotency-Key"?: string;
-            };
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    ok: boolean;
-                    message?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Machine"];
-                };
-            };
-            /** @description Bad request. Problem codes: `invalid-json` */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `invalid-state` */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4985,172 +5152,46 @@ export interface operations {
             };
         };
     };
-    "list-org-maintenance": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        items: components["schemas"]["TenantMaintenance"][];
-                    };
-                };
-            };
-            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Unprocessable content. Problem codes: `validation-failed` */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Internal error. Problem codes: `internal-error` */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "get-org-maintenance": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org: string;
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TenantMaintenance"];
-                };
-            };
-            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Unprocessable content. Problem codes: `validation-failed` */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Internal error. Problem codes: `internal-error` */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "hand-back-maintenance": {
+    "post-heartbeats": {
         parameters: {
             query?: never;
             header?: {
                 /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
                 "Idempotency-Key"?: string;
             };
-            path: {
-                org: string;
-                id: string;
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
                 "application/json": {
-                    instanceIds: string[];
+                    machines: {
+                        id: string;
+                        alerts?: {
+                            id: string;
+                            message: string;
+                            classifications: ("PreventAllocations" | "SuppressExternalAlerting" | "PreventInstanceDeletion")[];
+                        }[];
+                    }[];
+                    /** @description One part of a roster too large for one beat: the machines whose bucket (SHA-256 of the id, first 4 bytes big-endian, modulo 64) modulo `count` is `index` */
+                    part?: {
+                        index: number;
+                        count: 1 | 2 | 4 | 8 | 16 | 32 | 64;
+                    };
                 };
             };
         };
         responses: {
-            /** @description Accepted: the change has started */
-            202: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        handedBack: string[];
+                        received: number;
+                        stored: boolean;
+                        rosterBucketsChanged: number;
                     };
                 };
             };
@@ -5208,7 +5249,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `not-held` */
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `roster-part-mismatch` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5228,7 +5269,7 @@ export interface operations {
             };
         };
     };
-    "request-maintenance-deferral": {
+    "report-cleanup": {
         parameters: {
             query?: never;
             header?: {
@@ -5236,7 +5277,6 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
-                org: string;
                 id: string;
             };
             cookie?: never;
@@ -5244,19 +5284,19 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    until: string;
-                    reason: string;
+                    ok: boolean;
+                    message?: string;
                 };
             };
         };
         responses: {
-            /** @description Accepted: the change has started */
-            202: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TenantMaintenance"];
+                    "application/json": components["schemas"]["Machine"];
                 };
             };
             /** @description Bad request. Problem codes: `invalid-json` */
@@ -5295,7 +5335,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `deferral-not-allowed`, `nothing-held`, `invalid-state` */
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `invalid-state` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5313,7 +5353,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `deferral-too-short` */
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5425,46 +5465,6 @@ export interface operations {
                 };
             };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Internal error. Problem codes: `internal-error` */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "get-openapi": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Unprocessable content. Problem codes: `validation-failed` */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -4,9 +4,10 @@ import { routes } from '#http/routes/index.ts';
 import type { Role } from '#domain/model.ts';
 
 /**
- * Route groups, one Lambda function each, all running the same api handler module (which serves any route of
- * the table). Why split at all: each group scales, warms and fails on its own. The site agent's heartbeats are
- * steady, frequent traffic that keeps its function warm and must not queue behind tenant bursts; tenant calls
+ * Route groups, one Lambda function each, all running the same api handler module, each given its group's routes
+ * alone (functions/handlers/api-<group>.ts), so that no bundle carries another group's code. Why split at all:
+ * each group scales, warms and fails on its own. The site agent's heartbeats are steady, frequent traffic that
+ * keeps its function warm and must not queue behind tenant bursts; tenant calls
  * are latency-sensitive and bursty; provider-admin calls are rare and would otherwise pay cold starts inside
  * the tenant function's pool or force it to scale. Why not one function per route: thirty functions would each
  * be cold most of the time, which is worse for cold starts, not better.

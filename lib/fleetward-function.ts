@@ -9,12 +9,16 @@ import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { BUNDLED_OPENAPI_FILE } from '#http/openapi-served.ts';
 import { version } from '#http/version.ts';
+import type { RouteGroup } from './api-routes.ts';
 
 /** The repository root: the project NodejsFunction bundles from (package.json, its `imports`, the lock file). */
 export const projectRoot = resolve(import.meta.dirname, '..');
 
-/** Lambda entry points, each exporting `handler`; the local runner imports these very modules. */
-export const handlerEntry = (name: 'api' | 'stream' | 'sweep') => join(projectRoot, 'functions', 'handlers', `${name}.ts`);
+/**
+ * Lambda entry points, each exporting `handler`: one per API route group (its routes only) and the stream and sweep
+ * handlers, whose modules the local runner imports too.
+ */
+export const handlerEntry = (name: `api-${RouteGroup}` | 'stream' | 'sweep') => join(projectRoot, 'functions', 'handlers', `${name}.ts`);
 
 /** The Lambda runtime DESIGN.md pins: the code, its dependencies and the tests are verified on Node 22. */
 export const FUNCTION_RUNTIME = Runtime.NODEJS_22_X;
@@ -61,6 +65,9 @@ const bundleAliases = {
   'node:http': join(projectRoot, 'lib', 'node-http-cjs.ts'),
   http: join(projectRoot, 'lib', 'node-http-cjs.ts'),
   semver: join(projectRoot, 'lib', 'semver-gte.ts'),
+  '@aws-lambda-powertools/jmespath': join(projectRoot, 'lib', 'jmespath-fields.ts'),
+  '@aws-lambda-powertools/jmespath/functions': join(projectRoot, 'lib', 'jmespath-fields.ts'),
+  'mnemonist/lru-cache': join(projectRoot, 'lib', 'lru-cache.ts'),
 };
 
 /** Writes the document where the bundling step copies it from: the cloud assembly's directory (cdk.out). */
@@ -81,11 +88,14 @@ const shellQuote = (path: string) => `'${path.replaceAll("'", "'\\''")}'`;
  */
 export class FleetwardFunction extends Construct {
   readonly function: NodejsFunction;
+  /** The module bundled: what the function runs. */
+  readonly entry: string;
   readonly role: Role;
   readonly logGroup: LogGroup;
 
   constructor(scope: Construct, id: string, props: FleetwardFunctionProps) {
     super(scope, id);
+    this.entry = props.entry;
     this.logGroup = new LogGroup(this, 'Logs', { retention: props.logRetention, removalPolicy: RemovalPolicy.RETAIN });
     // No AWSLambdaBasicExecutionRole: it allows writing to every log group in the account.
     this.role = new Role(this, 'Role', {

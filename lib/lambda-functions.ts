@@ -8,5 +8,5 @@ import type { RouteGroup } from './api-routes.ts';
 export const FUNCTION_NAMES = ['TenantApi', 'AdminApi', 'SiteAgentApi', 'StreamHandler', 'SweepHandler'] as const;
 export type FunctionName = (typeof FUNCTION_NAMES)[number];
 
-/** The function serving each route group (lib/api-routes.ts): one per group, all running the api handler. */
+/** The function serving each route group (lib/api-routes.ts): one per group, each with its group's entry (functions/handlers/api-<group>.ts). */
 export const API_FUNCTION_OF: Record<RouteGroup, FunctionName> = { tenant: 'TenantApi', admin: 'AdminApi', 'site-agent': 'SiteAgentApi' };

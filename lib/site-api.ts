@@ -86,7 +86,7 @@ export interface SiteApiProps {
 export class SiteApi extends SitePart {
   readonly httpApi: HttpApi;
   readonly stage: HttpStage;
-  /** One function per route group, all running the api handler module (lib/api-routes.ts says why). */
+  /** One function per route group, each bundling its group's routes only (lib/api-routes.ts says why). */
   readonly functions: Record<RouteGroup, FleetwardFunction>;
 
   constructor(scope: Construct, id: string, props: SiteApiProps) {
@@ -161,7 +161,7 @@ export class SiteApi extends SitePart {
     const openApiDocument = apiOpenApiDocument();
     const functionOf = (group: RouteGroup) =>
       siteFunction(this, API_FUNCTION_OF[group], {
-        entry: handlerEntry('api'),
+        entry: handlerEntry(`api-${group}`),
         description: `Fleetward ${site.name}: HTTP API, ${routesOf[group]}`,
         environment,
         memorySize: 1024,

@@ -322,8 +322,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       handler: countingRequests(
         apiRequests,
         options.containerPerRequest
-          ? (event, context) => createHttpApi({ ...ctx, config: structuredClone(ctx.config) }, idempotency, logger)(event, context)
-          : createHttpApi(ctx, idempotency, logger),
+          ? (event, context) => createHttpApi(routes, { ...ctx, config: structuredClone(ctx.config) }, idempotency, logger)(event, context)
+          : createHttpApi(routes, ctx, idempotency, logger),
       ),
       verifyToken: (token) => issuer.verify(token) as Promise<Record<string, unknown>>,
       extraRoutes,

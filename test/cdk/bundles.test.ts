@@ -12,6 +12,8 @@ import { createTables } from '#local/tables.ts';
 import { synthesizeBundles, synthesizeFloorBundle, type SynthesizedBundle } from '../../bench/bundles.ts';
 import { httpEvent, invokeInFreshProcess, localEnvironment } from '../../bench/coldstart.ts';
 import { BUNDLE_LIMIT_BYTES } from '#lib/fleetward-function.ts';
+import { apiRouteSpecs, ROUTE_GROUPS, routeKeyOf } from '#lib/api-routes.ts';
+import { API_FUNCTION_OF } from '#lib/lambda-functions.ts';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
@@ -46,6 +48,8 @@ const invokeApi = (path: string, claims?: Record<string, string>) =>
 describe('the deployed bundles', () => {
   // A byte count, not a timing: it holds on any host. The cold-start figures are the bench's.
   it('are each at most 600 KB minified', () => {
+    const room = (bundle: SynthesizedBundle) => `${bundle.name} ${bundle.bytes} bytes (${BUNDLE_LIMIT_BYTES - bundle.bytes} to spare)`;
+    console.info(`bundles: ${bundles.map(room).join(', ')}`);
     for (const bundle of bundles) expect(bundle.bytes, bundle.name).toBeLessThanOrEqual(BUNDLE_LIMIT_BYTES);
   });
 
@@ -56,10 +60,41 @@ describe('the deployed bundles', () => {
     for (const bundle of bundles) expect(floor.bytes, bundle.name).toBeLessThan(bundle.bytes);
   }, 60_000);
 
-  it('are one per kind of function, the API functions sharing one asset', () => {
+  it('are one per function, each API function with an asset of its own', () => {
     expect(bundles.map((b) => b.name)).toEqual(['TenantApi', 'AdminApi', 'SiteAgentApi', 'StreamHandler', 'SweepHandler']);
-    expect(new Set(bundles.filter((b) => b.name.endsWith('Api')).map((b) => b.dir)).size).toBe(1);
+    expect(new Set(bundles.map((b) => b.dir)).size).toBe(bundles.length);
   });
+
+  it("serve each API function's own route group and no other route, as the stack wires them", () => {
+    // Every route of the table, asked of each API bundle in one fresh process without a token: a route the bundle
+    // holds answers (401, or 200 for the public document); any other is unknown to it (404 route-not-found).
+    const routeKeys = apiRouteSpecs().map(routeKeyOf);
+    for (const group of ROUTE_GROUPS) {
+      const bundle = bundles.find((b) => b.name === API_FUNCTION_OF[group])!;
+      const script = `const { handler } = await import(${JSON.stringify(`file://${bundle.file}`)});
+        const held = [];
+        for (const key of ${JSON.stringify(routeKeys)}) {
+          const [method, path] = key.split(' ');
+          const event = { version: '2.0', routeKey: key, rawPath: path, rawQueryString: '', headers: {}, isBase64Encoded: false,
+            requestContext: { requestId: key, routeKey: key, stage: '$default', timeEpoch: Date.now(), http: { method, path, sourceIp: '127.0.0.1' } } };
+          const answer = await handler(event, { awsRequestId: key, getRemainingTimeInMillis: () => 10000 });
+          if (!(answer.statusCode === 404 && JSON.parse(answer.body).code === 'route-not-found')) held.push(key);
+        }
+        process.stdout.write(JSON.stringify(held));
+        process.exit(0);`;
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        env: { PATH: process.env.PATH ?? '', ...localEnvironment(bundle, inject('dynamoEndpoint'), names) },
+        encoding: 'utf8',
+      });
+      const held = (JSON.parse(child.stdout.slice(child.stdout.lastIndexOf('['))) as string[]).sort();
+      const wired = apiRouteSpecs()
+        .filter((route) => route.group === group)
+        .map(routeKeyOf)
+        .sort();
+      expect(wired.length, group).toBeGreaterThan(0);
+      expect(held, bundle.name).toEqual(wired);
+    }
+  }, 60_000);
 
   it('ship the API its OpenAPI document beside the code, and nothing else but the source map and the license notices', () => {
     expect(readdirSync(api().dir).sort()).toEqual(['index.mjs', 'index.mjs.LEGAL.txt', 'index.mjs.map', BUNDLED_OPENAPI_FILE]);
@@ -181,6 +216,27 @@ describe('the deployed bundles', () => {
     expect(result.statusCode).toBe(200);
     expect(JSON.parse(result.body)).toEqual(JSON.parse(JSON.stringify(openApiDocument(routes))));
   }, 30_000);
+
+  it("remember an answer by its Idempotency-Key and refuse the key with another body (Powertools' key paths, on the field-path stand-in)", async () => {
+    const admin = bundles.find((b) => b.name === 'AdminApi')!;
+    const put = (key: string, targetedInstanceCreation: boolean) => {
+      const event = httpEvent('PUT', '/admin/tenants/{org}', '/admin/tenants/bundle-org', { sub: 'bundle-admin', org: 'provider', roles: '[provider-admin]' });
+      const headers = { ...event.headers, 'content-type': 'application/json', 'idempotency-key': key };
+      const body = JSON.stringify({ capabilities: { targetedInstanceCreation } });
+      return invokeInFreshProcess(admin, localEnvironment(admin, inject('dynamoEndpoint'), names), {
+        ...event,
+        headers,
+        body,
+        pathParameters: { org: 'bundle-org' },
+      });
+    };
+    const first = (await put('bundle-key-1', true)).result as { statusCode: number; body: string };
+    expect(first.statusCode).toBe(200);
+    expect((await put('bundle-key-1', true)).result).toMatchObject({ statusCode: 200, body: first.body });
+    const reused = (await put('bundle-key-1', false)).result as { statusCode: number; body: string };
+    expect([reused.statusCode, JSON.parse(reused.body).code]).toEqual([422, 'idempotency-key-reused']);
+    expect((await put('bundle-key-2', false)).result).toMatchObject({ statusCode: 200 });
+  }, 60_000);
 
   it('answer a tenant from DynamoDB with credentials from the environment, as on Lambda', async () => {
     const path = '/v2/org/bundle-org/nico/instance';

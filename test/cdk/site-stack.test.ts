@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entityOfRecord, eventOfRecord } from '#handlers/stream.ts';
 import { idempotencyTableDefinition, tableDefinition } from '#store/table.ts';
 import { apiRouteSpecs, ROUTE_GROUPS } from '#lib/api-routes.ts';
+import { handlerEntry } from '#lib/fleetward-function.ts';
 import type { SiteStack } from '#lib/site-stack.ts';
 import { parseFilterPattern, passesAnyFilter } from '#lib/lambda-event-filter.ts';
 import { streamFilters } from '#lib/stream-filters.ts';
@@ -207,8 +208,9 @@ describe('HTTP API', () => {
     }
   });
 
-  it('runs one function per route group, all on the api handler module, with access logs on the stage', () => {
+  it("runs one function per route group, each on its group's own entry, with access logs on the stage", () => {
     expect(Object.keys(stack.apiFunctions).sort()).toEqual([...ROUTE_GROUPS].sort());
+    for (const group of ROUTE_GROUPS) expect(stack.apiFunctions[group].entry, group).toBe(handlerEntry(`api-${group}`));
     template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       StageName: '$default',
       AutoDeploy: true,

@@ -1,32 +1,10 @@
 import type { Route } from '#http/route.ts';
-import { adminAuditRoutes } from '#http/routes/admin-audit.ts';
-import { adminFleetRoutes } from '#http/routes/admin-fleet.ts';
-import { adminOverrideRoutes } from '#http/routes/admin-overrides.ts';
-import { adminSafetyRoutes } from '#http/routes/admin-safety.ts';
-import { adminRoutes } from '#http/routes/admin.ts';
-import { instanceRoutes } from '#http/routes/instances.ts';
-import { maintenanceRoutes } from '#http/routes/maintenance.ts';
-import { metaInstanceRoutes } from '#http/routes/meta-instances.ts';
-import { openApiRoute } from '#http/routes/openapi.ts';
-import { siteAgentRoutes } from '#http/routes/site-agent.ts';
-import { tenantCapacityRoutes } from '#http/routes/tenant-capacity.ts';
-import { tenantMachineRoutes } from '#http/routes/tenant-machines.ts';
+import { adminGroupRoutes } from '#http/routes/admin-group.ts';
+import { siteAgentGroupRoutes } from '#http/routes/site-agent-group.ts';
+import { tenantGroupRoutes } from '#http/routes/tenant-group.ts';
 
 /**
- * Every API route: static data that the Lambda handlers and the local runner serve (with a context), and that
- * CDK and the OpenAPI generator read as it is.
+ * Every API route: what the local runner serves, the OpenAPI document lists and CDK wires into the HTTP API. Each
+ * deployed function imports only its own group's table (functions/handlers/api-*.ts), so it bundles no other route.
  */
-export const routes: readonly Route[] = [
-  ...instanceRoutes,
-  ...tenantMachineRoutes,
-  ...metaInstanceRoutes,
-  ...tenantCapacityRoutes,
-  ...adminRoutes,
-  ...adminFleetRoutes,
-  ...adminOverrideRoutes,
-  ...adminSafetyRoutes,
-  ...adminAuditRoutes,
-  ...siteAgentRoutes,
-  ...maintenanceRoutes,
-  openApiRoute(() => routes),
-];
+export const routes: readonly Route[] = [...tenantGroupRoutes, ...adminGroupRoutes, ...siteAgentGroupRoutes];

@@ -24,7 +24,8 @@ const admin = '/admin/maintenance';
 const tenant = '/v2/org/{org}/nico/maintenance';
 
 /** Declared maintenance: the provider's routes, the tenant's, and the site agent's report (API.md "Maintenance"). */
-export const maintenanceRoutes: Route[] = [
+/** The provider's: declare, list, show, cancel, resume, decide deferrals. */
+export const adminMaintenanceRoutes: Route[] = [
   defineRoute({
     operationId: 'declare-maintenance',
     method: 'POST',
@@ -106,6 +107,10 @@ export const maintenanceRoutes: Route[] = [
     errors: [[409, 'invalid-state']],
     handle: async ({ requester, params: p, body }, ctx) => ({ status: 200, body: await decideOrgDeferral(ctx, p.id, p.org, body.decision, requester) }),
   }),
+];
+
+/** A tenant's: the maintenance touching its instances, hand-back and deferral. */
+export const tenantMaintenanceRoutes: Route[] = [
   defineRoute({
     operationId: 'list-org-maintenance',
     method: 'GET',
@@ -161,6 +166,10 @@ export const maintenanceRoutes: Route[] = [
     ],
     handle: async ({ principal, params: p, body }, ctx) => ({ status: 202, body: await askForDeferral(ctx, principal, p.id, body.until, body.reason) }),
   }),
+];
+
+/** The site agent's report of its maintenance work. */
+export const siteAgentMaintenanceRoutes: Route[] = [
   defineRoute({
     operationId: 'report-maintenance',
     method: 'POST',

@@ -55,14 +55,4 @@ export const metaInstanceRoutes: Route[] = [
     responses: { 202: metaInstanceResponse },
     handle: async ({ principal, params: p }, ctx) => ({ status: 202, body: await deleteMetaInstance(ctx, principal, p.id) }),
   }),
-  defineRoute({
-    operationId: 'list-all-meta-instances',
-    method: 'GET',
-    path: '/admin/meta-instances',
-    roles: ['provider-admin'],
-    summary: 'Every meta-instance on the site, newest first',
-    query: listQuery,
-    responses: { 200: metaInstanceListResponse },
-    handle: async ({ query }, ctx) => page(await listMetaInstances(ctx, null, query)),
-  }),
 ];

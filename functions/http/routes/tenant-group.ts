@@ -1,0 +1,17 @@
+import type { Route } from '#http/route.ts';
+import { instanceRoutes } from '#http/routes/instances.ts';
+import { tenantMaintenanceRoutes } from '#http/routes/maintenance.ts';
+import { tenantCapacityRoutes } from '#http/routes/tenant-capacity.ts';
+import { metaInstanceRoutes } from '#http/routes/meta-instances.ts';
+import { openApiRoute } from '#http/routes/openapi.ts';
+import { tenantMachineRoutes } from '#http/routes/tenant-machines.ts';
+
+/** The routes the TenantApi function serves: a tenant's own, and the public document (lib/api-routes.ts). */
+export const tenantGroupRoutes: readonly Route[] = [
+  ...instanceRoutes,
+  ...tenantMachineRoutes,
+  ...metaInstanceRoutes,
+  ...tenantCapacityRoutes,
+  ...tenantMaintenanceRoutes,
+  openApiRoute,
+];
