@@ -183,6 +183,8 @@ export interface TypeCapacity {
   healthy: CapacityCount;
   reserved: CapacityCount;
   inUse: CapacityCount;
+  /** The org's quota of the type (Quotas), in machines and the GPUs they hold, when one is set. */
+  quota?: CapacityCount;
 }
 
 export interface OrgCapacity {
@@ -190,8 +192,17 @@ export interface OrgCapacity {
   byType: Record<string, TypeCapacity>;
 }
 
-/** The org's capacity from its counter shards: healthy is its fit machines whose heartbeat class is fresh now. */
-export function orgCapacity(shards: OrgCapacityShard[], gpusPerMachine: (machineType: string) => number, heartbeat: HeartbeatView, now: Date): OrgCapacity {
+/**
+ * The org's capacity from its counter shards: healthy is its fit machines whose heartbeat class is fresh now. A type
+ * with a quota is shown even before anything of it is delivered.
+ */
+export function orgCapacity(
+  shards: OrgCapacityShard[],
+  quotas: Readonly<Record<string, number>>,
+  gpusPerMachine: (machineType: string) => number,
+  heartbeat: HeartbeatView,
+  now: Date,
+): OrgCapacity {
   const machines = new Map<string, Record<'delivered' | 'healthy' | 'reserved' | 'inUse', number>>();
   for (const shard of shards) {
     for (const [counter, count] of Object.entries(shard.counters)) {
@@ -203,9 +214,11 @@ export function orgCapacity(shards: OrgCapacityShard[], gpusPerMachine: (machine
       } else counts[what as 'delivered' | 'reserved' | 'inUse'] += count;
     }
   }
+  for (const machineType of Object.keys(quotas)) if (!machines.has(machineType)) machines.set(machineType, { delivered: 0, healthy: 0, reserved: 0, inUse: 0 });
   const byType: Record<string, TypeCapacity> = {};
   for (const [machineType, counts] of [...machines].sort(([a], [b]) => a.localeCompare(b))) {
-    if (counts.delivered === 0) continue;
+    const quota = quotas[machineType];
+    if (counts.delivered === 0 && quota === undefined) continue;
     const gpus = gpusPerMachine(machineType);
     const count = (n: number): CapacityCount => ({ machines: n, gpus: n * gpus });
     byType[machineType] = {
@@ -214,6 +227,7 @@ export function orgCapacity(shards: OrgCapacityShard[], gpusPerMachine: (machine
       healthy: count(counts.healthy),
       reserved: count(counts.reserved),
       inUse: count(counts.inUse),
+      ...(quota !== undefined ? { quota: count(quota) } : {}),
     };
   }
   return { asOf: now.toISOString(), byType };

@@ -8,10 +8,14 @@ import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import type { Page } from '#store/paging.ts';
 import type { PageRequest } from '#store/port.ts';
 
-/** An org's capacity from its counter shards: one Query of at most ORG_CAPACITY_SHARDS items and the site heartbeat. */
+/**
+ * An org's capacity from its counter shards: one Query of at most ORG_CAPACITY_SHARDS items, one of its quota usage
+ * items (one per machine type) and the site heartbeat.
+ */
 export async function readOrgCapacity(ctx: AppContext, org: string): Promise<OrgCapacity> {
-  const [shards, heartbeat] = await Promise.all([ctx.store.orgCapacityShards(org), loadHeartbeatView(ctx)]);
-  return orgCapacity(shards, (type) => gpusPerMachine(ctx.config, type), heartbeat, ctx.clock.now());
+  const [shards, usage, heartbeat] = await Promise.all([ctx.store.orgCapacityShards(org), ctx.store.listQuotaUsage(org), loadHeartbeatView(ctx)]);
+  const quotas = Object.fromEntries(usage.flatMap((u) => (u.quota !== undefined ? [[u.machineType, u.quota] as const] : [])));
+  return orgCapacity(shards, quotas, (type) => gpusPerMachine(ctx.config, type), heartbeat, ctx.clock.now());
 }
 
 /** A page of the org's delivered machines as node records (CAP02), from the byOrg index: one Query a page. */

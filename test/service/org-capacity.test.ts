@@ -8,6 +8,7 @@ import { repairOrgCapacityShard } from '#reconcilers/org-capacity-repair.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { listOrgNodes, readOrgCapacity } from '#services/org-capacity.ts';
+import { setTenant } from '#services/tenants.ts';
 import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
 
@@ -61,6 +62,17 @@ async function reserve(h: Harness, machineId: string, reservation: { id: string;
 const count = (machines: number, gpus: number) => ({ machines, gpus: machines * gpus });
 
 describe('org capacity', () => {
+  it("shows the org's quota per type, in machines and GPUs, a type with a quota even before anything is delivered", async () => {
+    const h = harness();
+    await siteWith(h, { gb200: 2, h100: 2 });
+    await setTenant(h.ctx, 'acme', { quotas: { gb200: 3, h100: 2 } }, ops);
+    expect((await readOrgCapacity(h.ctx, 'acme')).byType).toEqual({
+      gb200: { gpusPerMachine: 4, delivered: count(0, 4), healthy: count(0, 4), reserved: count(0, 4), inUse: count(0, 4), quota: count(3, 4) },
+      h100: { gpusPerMachine: 8, delivered: count(0, 8), healthy: count(0, 8), reserved: count(0, 8), inUse: count(0, 8), quota: count(2, 8) },
+    });
+    expect((await readOrgCapacity(h.ctx, 'globex')).byType).toEqual({});
+  });
+
   it('counts delivered, healthy, reserved and in-use machines per org, whatever order and however often the stream delivers', async () => {
     const h = harness();
     const records = recordStream(h);
@@ -158,7 +170,7 @@ describe('org capacity', () => {
     expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.delivered).toEqual(count(5, 4));
   });
 
-  it('reads the same, whatever the org holds: its counter items in one batch read, and the site heartbeat', async () => {
+  it('reads the same, whatever the org holds: its counter items in one batch read, its quotas in one query, and the site heartbeat', async () => {
     const readsFor = async (delivered: number) => {
       const h = harness();
       const records = recordStream(h);
@@ -171,7 +183,7 @@ describe('org capacity', () => {
       return Object.fromEntries(spies.map(([name, spy]) => [name, spy.mock.calls.length]));
     };
     const small = await readsFor(4);
-    expect(small).toEqual({ getItem: 1, getItems: 1, queryItems: 0 });
+    expect(small).toEqual({ getItem: 1, getItems: 1, queryItems: 1 });
     expect(await readsFor(120)).toEqual(small);
   });
 });
