@@ -216,6 +216,7 @@ describe('concurrency', () => {
         if (result.skipped) await new Promise((resolve) => setTimeout(resolve, 5));
       }
     };
+    const siteSweepsBefore = site.counters().sweeps.completed;
     const sweepers = Array.from({ length: 4 }, sweeper);
 
     const responses = await Promise.all(
@@ -236,8 +237,9 @@ describe('concurrency', () => {
 
     expect(results.length).toBeGreaterThan(4);
     expect(results.filter((r) => r.failed > 0)).toEqual([]);
-    // The sweeps did find the new instances due (pending) at least once, so they really raced the stream.
-    expect(results.some((r) => r.due > 0)).toBe(true);
+    // Sweeps did the work while the stream was held: these sweepers found the new instances due (pending), or the
+    // site's own timer, which also takes the lease, swept them first.
+    expect(results.some((r) => r.due > 0) || site.counters().sweeps.completed > siteSweepsBefore).toBe(true);
     // And they never swept at once: the lease turned the overlapping runs away.
     expect(results.some((r) => r.skipped)).toBe(true);
     for (const r of responses) {

@@ -304,15 +304,18 @@ beforeAll(async () => {
   await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: tokens['provider-admin'] })).body.items.length === 6);
   const created = await site.call('POST', '/v2/org/acme/nico/instance', { token: tokens.tenant, body: { machineType: 'gb200', name: 'fuzz-target' } });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
-  await site.call('POST', '/v2/org/acme/nico/instance', { token: tokens.tenant, body: { machineType: 'h100', name: 'fuzz-second' } });
+  const second = await site.call('POST', '/v2/org/acme/nico/instance', { token: tokens.tenant, body: { machineType: 'h100', name: 'fuzz-second' } });
   const machines = await site.call('GET', '/admin/machines?limit=1', { token: tokens['provider-admin'] });
   const instances = await site.call('GET', '/v2/org/acme/nico/instance?limit=1', { token: tokens.tenant });
   values = { instanceId: created.body.id, machineId: created.body.machineId, machinesToken: machines.body.nextToken, instancesToken: instances.body.nextToken };
   expect(values.machinesToken && values.instancesToken).toBeTruthy();
-  await site.eventually(
-    async () => (await site.call('GET', `/v2/org/acme/nico/instance/${values.instanceId}`, { token: tokens.tenant })).body.status === 'Ready',
-  );
+  // Both instances settled, and everything the site does about them done (the stream, and a sweep after it): a run's
+  // "changes nothing" then sees only what its request did.
+  for (const id of [values.instanceId, second.body.id]) {
+    await site.eventually(async () => (await site.call('GET', `/v2/org/acme/nico/instance/${id}`, { token: tokens.tenant })).body.status === 'Ready');
+  }
   await site.streamIdle();
+  await site.afterNextSweep();
 }, 60_000);
 afterAll(async () => site?.stop());
 
