@@ -135,7 +135,7 @@ export async function heartbeatCost(
     config: parseSiteConfig(`[site]\nname = "bench-heartbeat"\n[heartbeat]\ntimeout_seconds = ${options.timeoutSeconds}\n`, 'heartbeat bench config'),
     clock,
     ids: randomIds,
-    agent: { create: noAgent, delete: noAgent, status: noAgent },
+    agent: { create: noAgent, delete: noAgent, status: noAgent, validate: noAgent },
     // As the local site wires them (local/runner.ts).
     events: inProcessBus(log),
     metrics: prometheusMetrics(),

@@ -170,6 +170,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       heartbeatParts: config.simulator.heartbeat_parts,
       provisionMs: config.simulator.provision_ms,
       cleanupMs: config.simulator.cleanup_ms,
+      validationMs: config.simulator.validation_ms,
       ...(options.persistDir ? { stateFile: join(options.persistDir, 'site-agent.json') } : {}),
       log: (line) => sink.part('simulator', line),
     });

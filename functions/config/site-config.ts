@@ -96,6 +96,14 @@ export const siteConfigSchema = z.strictObject({
     // EventBridge Scheduler runs the sweep in AWS, in whole minutes only (the stack says so); locally any interval.
     interval_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 60),
   }),
+  validation: section({
+    // The returns after which a machine is allocatable only once the site agent's validation passed; [] turns it off.
+    after: z._default(z.array(z.enum(['repair', 'maintenance', 'registration'])), ['repair', 'maintenance', 'registration']),
+    // Handed to the agent as it is.
+    suite: z._default(z.string().check(z.minLength(1), z.maxLength(100)), 'standard'),
+    // Past it the validation raises ValidationStuck (once) and the agent is asked again.
+    timeout_minutes: z._default(z.number().check(z.gt(0), z.maximum(10_080)), 120),
+  }),
   site_agent: section({
     report_timeout_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 60),
     // The keys the controller signs its calls to the agent with (docs/deploy.md); required for a deployed site.
@@ -126,6 +134,7 @@ export const siteConfigSchema = z.strictObject({
     heartbeat_parts: z._default(z.union(ROSTER_PART_COUNTS.map((n) => z.literal(n))), 1),
     provision_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
     cleanup_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
+    validation_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
   }),
 });
 

@@ -28,7 +28,9 @@ export type AuditAction =
   | 'tenant-capabilities-set'
   | 'held-back-repair-handed-over'
   | 'repair-storm-reset'
-  | 'machines-registered';
+  | 'machines-registered'
+  | 'validation-requested'
+  | 'machine-retired';
 
 export const auditTargets = {
   machine: (id: string) => `machines/${id}`,

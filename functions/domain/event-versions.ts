@@ -10,6 +10,10 @@ export const EVENT_VERSIONS = {
   RepairStormDetected: 1,
   RepairStuck: 1,
   SiteAgentSilent: 1,
+  ValidationPassed: 1,
+  ValidationFailed: 1,
+  ValidationStuck: 1,
+  MachineRetired: 1,
 } as const;
 
 export type EventType = keyof typeof EVENT_VERSIONS;

@@ -1,6 +1,8 @@
 import { alertClassifications } from '#site/agent-contract.ts';
 import type { MachineState, InstanceStatus, MetaInstanceStatus } from '#domain/model.ts';
 import { instanceStatuses, issueCategories } from '#domain/schemas.ts';
+import { validationReasons } from '#domain/validation.ts';
+import { lifecycles } from '#domain/lifecycle.ts';
 import * as z from 'zod';
 
 // What the API answers with (API.md "Objects"). Each schema lists exactly what is exposed: a view is built by
@@ -47,6 +49,21 @@ export const instanceResponse = z.object({
   updatedAt: z.string(),
 });
 
+export const machineValidationResponse = z.object({
+  id: z.string(),
+  state: z.enum(['running', 'passed', 'failed']),
+  reason: z.enum(validationReasons),
+  suite: z.string(),
+  requestedAt: z.string(),
+  finishedAt: z.string().optional(),
+  results: z.array(z.object({ test: z.string(), passed: z.boolean(), message: z.string().optional() })).optional(),
+  askedAt: z.string().optional().describe('When the site agent accepted the request'),
+  reportDueBy: z.string().optional().describe('Its report is awaited until then; past it, ValidationStuck (once) and the agent is asked again'),
+  attempts: z.number().int().describe('Calls sent to the site agent for it'),
+  error: z.string().optional().describe('Why the last call to the site agent failed'),
+  stuckAt: z.string().optional().describe('When it first overran timeout_minutes'),
+});
+
 const machineFields = {
   id: z.string(),
   machineType: z.string(),
@@ -59,6 +76,9 @@ const machineFields = {
   notAllocatableReasons: z.array(z.string()),
   lastHeartbeatAt: z.string().optional(),
   cleanup: z.object({ phase: z.enum(['pending', 'requested', 'failed']), attempts: z.number().int(), error: z.string().optional() }).optional(),
+  validation: machineValidationResponse.optional(),
+  lifecycle: z.enum(lifecycles).describe('Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")'),
+  retired: z.object({ at: z.string(), by: z.string(), reason: z.string() }).optional(),
   version: z.number().int(),
 };
 
@@ -179,6 +199,7 @@ export const fleetSummaryResponse = z.object({
   stale: z.number().int(),
   byState: counts,
   byOverride: counts,
+  byLifecycle: counts.describe('Machines by lifecycle; retired machines count here and nowhere else'),
   byType: z.record(
     z.string(),
     z.object({
@@ -204,6 +225,7 @@ export const rackResponse = z.object({
       quarantined: z.boolean(),
       live: z.boolean(),
       lastHeartbeatAt: z.string().optional(),
+      lifecycle: z.enum(lifecycles).optional(),
     }),
   ),
 });
@@ -242,6 +264,7 @@ export const componentNames: ReadonlyArray<readonly [z.ZodType, string]> = [
   [healthOverrideResponse, 'HealthOverride'],
   [instanceResponse, 'Instance'],
   [machineResponse, 'Machine'],
+  [machineValidationResponse, 'MachineValidation'],
   [repairCandidateResponse, 'RepairCandidate'],
   [metaInstanceResponse, 'MetaInstance'],
   [historyEntryResponse, 'HistoryEntry'],

@@ -74,7 +74,12 @@ const noEvents: EventPublisher = {
 };
 
 const notHere = (call: string) => Promise.reject(new Error(`site agent ${call}: this function does not call the site agent (the stream and sweep do)`));
-const noAgent: SiteAgent = { create: () => notHere('create'), delete: () => notHere('delete'), status: () => notHere('status') };
+const noAgent: SiteAgent = {
+  create: () => notHere('create'),
+  delete: () => notHere('delete'),
+  status: () => notHere('status'),
+  validate: () => notHere('validate'),
+};
 
 /** The context of a deployed Lambda, from its environment; built once per cold start. */
 export function contextFromEnv(env: NodeJS.ProcessEnv = process.env, options: LambdaContextOptions = {}): AppContext & { idempotency: IdempotencyPersistence } {

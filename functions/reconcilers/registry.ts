@@ -5,6 +5,7 @@ import { metaInstanceReconciler } from '#reconcilers/meta-instance.ts';
 import { createRegistry } from '#reconcilers/reconciler.ts';
 import { rosterBucketReconciler } from '#reconcilers/roster-bucket.ts';
 import { staleCheckReconciler } from '#reconcilers/stale-check.ts';
+import { validationReconciler } from '#reconcilers/validation.ts';
 import { waitQueueReconciler } from '#reconcilers/wait-queue.ts';
 import type { DueEntry, DueTimes } from '#store/port.ts';
 
@@ -19,6 +20,7 @@ export const reconcilers = [
   rosterBucketReconciler,
   staleCheckReconciler,
   waitQueueReconciler,
+  validationReconciler,
   fleetSummaryReconciler,
 ] as const;
 

@@ -43,6 +43,7 @@ export function forRequest(ctx: AppContext, requestId: string | undefined, deadl
       create: (request) => agent.create(request, { requestId }),
       delete: (name) => agent.delete(name, { requestId }),
       status: (name) => agent.status(name, { requestId }),
+      validate: (machineId, request) => agent.validate(machineId, request, { requestId }),
     },
   };
 }

@@ -2,7 +2,14 @@
 // the signature in request-signing.ts; this file only performs (signed) calls.
 
 import { STATUS_CODES } from 'node:http';
-import { agentErrorAnswer, agentPaths, instanceStatusAnswer, type CreateInstanceRequest, type InstanceStatusAnswer } from '#site/agent-contract.ts';
+import {
+  agentErrorAnswer,
+  agentPaths,
+  instanceStatusAnswer,
+  type CreateInstanceRequest,
+  type InstanceStatusAnswer,
+  type ValidationRequest,
+} from '#site/agent-contract.ts';
 import { decideAfterAttempt, firstCreateAttempt, siteNameForAttempt, type CreateOutcome, type CreateRetryPolicy } from '#site/create-retry.ts';
 import { signRequest, type SigningKeySet } from '#site/request-signing.ts';
 import type { SigningKeySource } from '#site/signing-keys.ts';
@@ -27,6 +34,8 @@ export type CreateInstanceResult =
 
 export type DeleteInstanceResult = { ok: true; status: number; alreadyGone: boolean } | { ok: false; reason: string; status?: number };
 
+export type AcceptedResult = { ok: true } | { ok: false; reason: string; status?: number };
+
 export type InstanceStatusResult = { ok: true; state: InstanceStatusAnswer['state'] | 'absent' } | { ok: false; reason: string; status?: number };
 
 /** Sent as `x-request-id`, so the agent's logs name the API request an instance call works for. */
@@ -40,6 +49,8 @@ export interface SiteAgentClient {
   deleteInstance(siteName: string, options?: CallOptions): Promise<DeleteInstanceResult>;
   /** Where the agent stands with an instance (asked when a cleanup report is overdue). No internal retries. */
   instanceStatus(siteName: string, options?: CallOptions): Promise<InstanceStatusResult>;
+  /** Ask the agent to validate a machine; it reports later. No internal retries: the caller owns the claim. */
+  validateMachine(machineId: string, request: ValidationRequest, options?: CallOptions): Promise<AcceptedResult>;
 }
 
 /** One call to the agent: its answer, or why there was none. */
@@ -194,6 +205,14 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
         };
       }
       return { ok: true, state: answer.data.state };
+    },
+
+    async validateMachine(machineId, request, call = {}) {
+      const sent = await exchange('POST', agentPaths.validation(machineId), request, call);
+      if (sent.kind !== 'answered') return { ok: false, reason: unanswered(sent, 'validation request') };
+      const { response } = sent;
+      await response.body?.cancel().catch(() => undefined);
+      return response.ok ? { ok: true } : { ok: false, status: response.status, reason: answeredWith(response, 'validation request') };
     },
   };
 }

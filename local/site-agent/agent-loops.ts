@@ -2,7 +2,7 @@
 // reports it posts, and the provisioning delay of a create. stop() cancels every timer and outbound call.
 
 import { bucketInPart, bucketOf } from '#domain/heartbeat.ts';
-import type { CleanupReport, HeartbeatBody } from '#site/agent-contract.ts';
+import type { CleanupReport, HeartbeatBody, ValidationReportBody } from '#site/agent-contract.ts';
 import type { AgentInstance } from './agent-state.ts';
 import { errorText } from './wire.ts';
 
@@ -30,6 +30,8 @@ export interface AgentLoopCounters {
   heartbeatsSent: number;
   /** Cleanup reports the controller took. */
   cleanupReportsSent: number;
+  /** Validation reports the controller took. */
+  validationReportsSent: number;
   /** Timers that will still fire: provisioning, cleanup, the next beat, a report's retry. */
   timersPending: number;
   /** Calls to the controller not yet answered. */
@@ -45,6 +47,8 @@ export interface AgentLoops {
   wait(ms: number): Promise<boolean>;
   /** Sanitizes the machine for `cleanupMs`, then reports `report` and calls `done`; nothing when stopped before it is clean. */
   cleanUp(instance: AgentInstance, report: CleanupReport, done: () => void): void;
+  /** Validates the machine for `delayMs`, then reports `report`; nothing when stopped before. */
+  validate(machineId: string, report: ValidationReportBody, delayMs: number): void;
   counters(): AgentLoopCounters;
 }
 
@@ -54,7 +58,7 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
   let outbound = new AbortController();
   let isRunning = false;
   let heartbeatLoop: Promise<void> | undefined;
-  const counters = { heartbeatsSent: 0, cleanupReportsSent: 0, callsInFlight: 0 };
+  const counters = { heartbeatsSent: 0, cleanupReportsSent: 0, validationReportsSent: 0, callsInFlight: 0 };
 
   function wait(ms: number): Promise<boolean> {
     return new Promise((resolve) => {
@@ -119,34 +123,37 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
     } while (await wait(options.heartbeatIntervalMs));
   }
 
-  async function reportCleanup(instance: AgentInstance, report: CleanupReport): Promise<void> {
-    const path = `/site/v1/machines/${encodeURIComponent(instance.machineId)}/cleanup`;
+  /** Posts a report until the controller takes it (true) or refuses it, giving up after the retry delays run out. */
+  async function report(what: 'cleanup' | 'validation', machineId: string, body: unknown): Promise<boolean> {
+    const path = `/site/v1/machines/${encodeURIComponent(machineId)}/${what}`;
     for (let attempt = 0; ; attempt++) {
-      if (!isRunning) return;
+      if (!isRunning) return false;
       try {
-        const response = await postToController(path, report);
-        if (response.ok) {
-          counters.cleanupReportsSent++;
-          log(`site-sim: reported cleanup of ${instance.machineId} (${instance.name}): ok=${report.ok}`);
-          return;
-        }
+        const response = await postToController(path, body);
+        if (response.ok) return true;
         // A 4xx will not heal by asking again; only an unwell controller is worth retrying.
         if (response.status < 500) {
-          log(`site-sim: controller refused the cleanup report for ${instance.machineId}: ${response.status}`);
-          return;
+          log(`site-sim: controller refused the ${what} report for ${machineId}: ${response.status}`);
+          return false;
         }
-        log(`site-sim: cleanup report for ${instance.machineId} answered ${response.status}`);
+        log(`site-sim: ${what} report for ${machineId} answered ${response.status}`);
       } catch (error) {
-        if (!isRunning) return;
-        log(`site-sim: cleanup report for ${instance.machineId} failed: ${errorText(error)}`);
+        if (!isRunning) return false;
+        log(`site-sim: ${what} report for ${machineId} failed: ${errorText(error)}`);
       }
       const delay = options.reportRetryDelaysMs[attempt];
       if (delay === undefined) {
-        log(`site-sim: giving up on the cleanup report for ${instance.machineId}`);
-        return;
+        log(`site-sim: giving up on the ${what} report for ${machineId}`);
+        return false;
       }
-      if (!(await wait(delay))) return;
+      if (!(await wait(delay))) return false;
     }
+  }
+
+  async function reportCleanup(instance: AgentInstance, cleanup: CleanupReport): Promise<void> {
+    if (!(await report('cleanup', instance.machineId, cleanup))) return;
+    counters.cleanupReportsSent++;
+    log(`site-sim: reported cleanup of ${instance.machineId} (${instance.name}): ok=${cleanup.ok}`);
   }
 
   return {
@@ -154,11 +161,20 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
     running: () => isRunning,
     counters: () => ({ ...counters, timersPending: timers.size }),
 
-    cleanUp(instance, report, done) {
+    cleanUp(instance, cleanup, done) {
       void (async () => {
         if (!(await wait(options.cleanupMs))) return;
-        await reportCleanup(instance, report);
+        await reportCleanup(instance, cleanup);
         done();
+      })();
+    },
+
+    validate(machineId, validation, delayMs) {
+      void (async () => {
+        if (!(await wait(delayMs))) return;
+        if (!(await report('validation', machineId, validation))) return;
+        counters.validationReportsSent++;
+        log(`site-sim: reported validation ${validation.validationId} of ${machineId}: passed=${validation.passed}`);
       })();
     },
 

@@ -28,6 +28,8 @@ export interface SiteSimulatorOptions {
   heartbeatParts?: number;
   provisionMs: number;
   cleanupMs: number;
+  /** How long a validation takes before the agent reports it. Default 200. */
+  validationMs?: number;
   log?: (line: string) => void;
   clock?: Clock;
   host?: string;
@@ -63,10 +65,12 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   const state = createAgentState(machineIds, options.stateFile);
   const behaviour: AgentBehaviour = {
     createFaults: [],
+    powerFaults: [],
+    validationOutcomes: new Map(),
     cleanupFaults: [],
     silencedMachines: new Set(),
     acceptedKeys: new Map(options.signingKeys.map((key) => [key.id, key])),
-    createLog: [],
+    requestLog: [],
   };
   const loops = createAgentLoops({
     roster: () =>
@@ -84,7 +88,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     reportRetryDelaysMs: options.reportRetryDelaysMs ?? [500, 1000, 2000, 4000],
     log,
   });
-  const api = createAgentApi({ state, behaviour, loops, provisionMs: options.provisionMs, clock, log });
+  const api = createAgentApi({ state, behaviour, loops, provisionMs: options.provisionMs, validationMs: options.validationMs ?? 200, clock, log });
   const controls = createSimControls(machineIds, state, behaviour, log);
   let server: Server | undefined;
   let baseUrl: string | undefined;
@@ -100,7 +104,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
       return baseUrl;
     },
     running: () => loops.running(),
-    counters: () => ({ ...loops.counters(), createsReceived: behaviour.createLog.length }),
+    counters: () => ({ ...loops.counters(), createsReceived: behaviour.requestLog.filter((r) => r.kind === 'create').length }),
     control: controls.control,
     handleControl: controls.handleControl,
 

@@ -35,6 +35,7 @@ function contextOn(tables: Tables, events: EventPublisher): AppContext {
       create: () => Promise.reject(new Error('no site agent call is expected here')),
       delete: () => Promise.reject(new Error('no site agent call is expected here')),
       status: () => Promise.reject(new Error('no site agent call is expected here')),
+      validate: () => Promise.reject(new Error('no site agent call is expected here')),
     },
     events,
     metrics: prometheusMetrics(),

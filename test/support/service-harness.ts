@@ -3,6 +3,7 @@ import { parseSiteConfig } from '#config/site-config.ts';
 import { dueTimes } from '#reconcilers/registry.ts';
 import type { DeleteOutcome } from '#domain/cleanup.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
+import type { ValidationCallOutcome } from '#domain/validation.ts';
 import type { Change } from '#domain/change.ts';
 import type { CreateOutcome } from '#domain/instances.ts';
 import type { AgentAlert } from '#domain/agent-alerts.ts';
@@ -25,6 +26,7 @@ import { prometheusMetrics, type PrometheusMetrics } from '#runtime/prometheus-m
 // Services run for real on the in-memory store, with a clock, ids, a site agent and an event bus the test controls.
 
 type CreateRequest = Parameters<SiteAgent['create']>[0];
+type ValidateCall = { machineId: string; request: Parameters<SiteAgent['validate']>[1] };
 type Scripted<R, T> = T | ((request: R) => T | Promise<T>);
 
 /** A site agent in process: answers what the test scripted (success by default) and remembers every call. */
@@ -32,17 +34,21 @@ export function scriptedAgent() {
   const createScript: Array<Scripted<CreateRequest, CreateOutcome>> = [];
   const deleteScript: Array<Scripted<string, DeleteOutcome>> = [];
   const statusScript: Array<Scripted<string, InstanceStatusOutcome>> = [];
+  const validateScript: Array<Scripted<ValidateCall, ValidationCallOutcome>> = [];
   const run = async <R, T>(step: Scripted<R, T> | undefined, request: R, otherwise: T): Promise<T> =>
     step === undefined ? otherwise : typeof step === 'function' ? (step as (r: R) => T | Promise<T>)(request) : step;
   const agent = {
     creates: [] as CreateRequest[],
     deletes: [] as string[],
     statuses: [] as string[],
+    validations: [] as ValidateCall[],
     /** The next create calls answer these, in order (an outcome, or a function of the request run during the call). */
     willCreate: (...outcomes: Array<Scripted<CreateRequest, CreateOutcome>>) => void createScript.push(...outcomes),
     willDelete: (...outcomes: Array<Scripted<string, DeleteOutcome>>) => void deleteScript.push(...outcomes),
     /** The next status questions answer these, in order; unscripted, the agent still holds the instance (present). */
     willAnswerStatus: (...outcomes: Array<Scripted<string, InstanceStatusOutcome>>) => void statusScript.push(...outcomes),
+    /** The next validation requests answer these, in order; unscripted, the agent accepts. */
+    willValidate: (...outcomes: Array<Scripted<ValidateCall, ValidationCallOutcome>>) => void validateScript.push(...outcomes),
     async create(request: CreateRequest): Promise<CreateOutcome> {
       agent.creates.push(request);
       return run(createScript.shift(), request, { ok: true, siteName: request.name, attempts: 1 });
@@ -54,6 +60,11 @@ export function scriptedAgent() {
     async status(name: string): Promise<InstanceStatusOutcome> {
       agent.statuses.push(name);
       return run(statusScript.shift(), name, { kind: 'present' });
+    },
+    async validate(machineId: string, request: ValidateCall['request']): Promise<ValidationCallOutcome> {
+      const call = { machineId, request };
+      agent.validations.push(call);
+      return run(validateScript.shift(), call, { ok: true });
     },
   } satisfies SiteAgent & Record<string, unknown>;
   return agent;
@@ -158,12 +169,16 @@ export function testClock(start: Date = NOW) {
   };
 }
 
-/** Fast create retries, as in the other test tiers; everything else as a site's defaults. */
-const SERVICE_TEST_CONFIG = `
+/**
+ * Fast create retries, as in the other test tiers; no validated return (the scripted agent never reports; tests of
+ * validation pass a config that turns it on); everything else as a site's defaults.
+ */
+export const SERVICE_TEST_CONFIG = `
 [instance_create_retry]
 base_delay_ms = 10
 timeout_ms = 2000
 `;
+const WITHOUT_VALIDATION = `${SERVICE_TEST_CONFIG}[validation]\nafter = []\n`;
 
 export interface Harness {
   ctx: AppContext;
@@ -179,7 +194,7 @@ export interface Harness {
 }
 
 /** A service context over a fresh in-memory store, the clock at fixtures.ts's NOW, ids counting up per prefix. */
-export function harness(): Harness {
+export function harness(configToml = WITHOUT_VALIDATION): Harness {
   const store = new RacingStore(dueTimes);
   const clock = testClock();
   const agent = scriptedAgent();
@@ -192,7 +207,7 @@ export function harness(): Harness {
   const log = (level: string) => (message: string, fields?: Record<string, unknown>) => void logged.push({ level, message, fields });
   const ctx: AppContext = {
     store,
-    config: parseSiteConfig(SERVICE_TEST_CONFIG, 'service test config'),
+    config: parseSiteConfig(configToml, 'service test config'),
     clock,
     ids: {
       next: (prefix) => {

@@ -9,6 +9,8 @@ import { metaInstanceRoutes } from '#http/routes/meta-instances.ts';
 import { openApiRoute } from '#http/routes/openapi.ts';
 import { siteAgentRoutes } from '#http/routes/site-agent.ts';
 import { tenantMachineRoutes } from '#http/routes/tenant-machines.ts';
+import { validationRoutes } from '#http/routes/validation.ts';
+import { retirementRoutes } from '#http/routes/retirement.ts';
 
 /**
  * Every API route: static data that the Lambda handlers and the local runner serve (with a context), and that
@@ -23,6 +25,8 @@ export const routes: readonly Route[] = [
   ...adminOverrideRoutes,
   ...adminSafetyRoutes,
   ...adminAuditRoutes,
+  ...validationRoutes,
+  ...retirementRoutes,
   ...siteAgentRoutes,
   openApiRoute(() => routes),
 ];
