@@ -95,7 +95,8 @@ export function renderMachine(m: Machine): string {
 export function validationLine(v: NonNullable<Machine['validation']>): string {
   const failed = (v.results ?? []).filter((r) => !r.passed).map((r) => r.test);
   const when = v.finishedAt ? `at ${v.finishedAt}` : `since ${v.requestedAt} (${age(v.requestedAt)})`;
-  return `${v.state} (${v.reason}, ${v.suite}) ${v.id} ${when}${failed.length > 0 ? `; failed: ${failed.join(', ')}` : ''}${v.stuckAt ? '; overran its timeout' : ''}`;
+  const notes = [...(failed.length > 0 ? [`failed: ${failed.join(', ')}`] : []), ...(v.stuckAt ? ['overran its timeout'] : [])];
+  return [`${v.state} (${v.reason}, ${v.suite}) ${v.id} ${when}`, ...notes].join('; ');
 }
 
 export const renderLabels = (labels: Record<string, string>): string =>

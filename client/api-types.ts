@@ -633,6 +633,13 @@ export interface components {
             createAttempts: number;
             siteName: string;
             failureReason?: string;
+            /**
+             * @description The machine's health as the tenant may know it (docs/api.md "Tenant view")
+             * @enum {string}
+             */
+            health: "healthy" | "degraded" | "maintenance-required";
+            /** @description The alerts' tenant messages, or a generic text; never a provider's private message */
+            healthDetail?: string;
             createdAt: string;
             updatedAt: string;
         };

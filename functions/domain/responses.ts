@@ -3,6 +3,7 @@ import type { MachineState, InstanceStatus, MetaInstanceStatus } from '#domain/m
 import { instanceStatuses, issueCategories } from '#domain/schemas.ts';
 import { validationReasons } from '#domain/validation.ts';
 import { lifecycles } from '#domain/lifecycle.ts';
+import { instanceHealths } from '#domain/tenant-health.ts';
 import * as z from 'zod';
 
 // What the API answers with (API.md "Objects"). Each schema lists exactly what is exposed: a view is built by
@@ -45,6 +46,8 @@ export const instanceResponse = z.object({
   createAttempts: z.number().int(),
   siteName: z.string(),
   failureReason: z.string().optional(),
+  health: z.enum(instanceHealths).describe('The machine\'s health as the tenant may know it (docs/api.md "Tenant view")'),
+  healthDetail: z.string().optional().describe("The alerts' tenant messages, or a generic text; never a provider's private message"),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

@@ -3,10 +3,10 @@ import { startTestSite, testConfig, type TestSite } from '#test/support/local-si
 import {
   actors,
   claimForRepair,
+  cleanedUp,
   deliveredOf,
   machine,
   reportIssue,
-  repairRelease,
   runInstance,
   setRepairStatus,
   sources,
@@ -61,13 +61,14 @@ describe('validated return', () => {
     expect(deliveredOf(site, 'ValidationPassed').length).toBeGreaterThanOrEqual(6);
   });
 
-  it('a completed repair is validated before the pool takes the machine back', { timeout: 30_000 }, async () => {
+  it('a completed repair is validated before the pool takes the machine back', { timeout: 60_000 }, async () => {
     const id = await reportIssue(site, who, { category: 'hardware', summary: 'Xid 79' });
     const repairInstance = await claimForRepair(site, who, id);
     await setRepairStatus(site, who, id, 'Completed');
     await site.call('POST', `/_sim/machines/${id}/validation`, { body: { outcome: 'pass', delayMs: 600 } });
-    await repairRelease(site, who, repairInstance, id);
-    const returning = await machine(site, who.admin, id);
+    const released = await site.call('DELETE', `/v2/org/fixit/nico/instance/${repairInstance}`, { token: who.repairer, body: { isRepairTenant: true } });
+    expect(released.status).toBe(202);
+    const returning = await cleanedUp(site, who.admin, id);
     expect(returning.validation).toMatchObject({ state: 'running', reason: 'repair' });
     expect(returning.allocatable).toBe(false);
     expect(returning.notAllocatableReasons).toContain('health-override:validation');
