@@ -199,10 +199,17 @@ const expectations: Record<string, Expectation> = {
   'POST /admin/safety/repair-storm/reset': { row: providerAdmin(200), body: () => ({}) },
   'GET /admin/repairs': { row: providerAdmin(200) },
   'GET /admin/audit': { row: providerAdmin(200) },
+  // The kept instance's machine: a tenant holds it, so it is neither validated nor retired under them.
+  'POST /admin/machines/{id}/validation': { row: providerAdmin([409, 'machine-in-use']) },
+  'POST /admin/machines/{id}/retire': { row: providerAdmin([409, 'machine-in-use']), body: () => ({ reason: 'auth matrix' }) },
 
   // The whole roster, as the agent sends it; a partial one would mark machines silent.
   'POST /site/v1/heartbeats': { row: siteAgent(200), body: (r) => ({ machines: r.roster }) },
   'POST /site/v1/machines/{id}/cleanup': { row: siteAgent([409, 'invalid-state']), body: () => ({ ok: true }) },
+  'POST /site/v1/machines/{id}/validation': {
+    row: siteAgent([409, 'stale-validation']),
+    body: () => ({ validationId: 'v-not-asked', passed: true, results: [] }),
+  },
 };
 
 const pathFor = (route: ServedRoute, org: string, expectation?: Expectation) => routePath(route, { org, ...resources, ...expectation?.path?.(resources) });

@@ -40,6 +40,8 @@ const validBodies: Record<string, (v: Values) => unknown> = {
   'reset-repair-storm': () => ({ applyHeldBack: false }),
   'post-heartbeats': (v) => ({ machines: [{ id: v.machineId }] }),
   'report-cleanup': () => ({ ok: true, message: 'wiped' }),
+  'report-validation': () => ({ validationId: 'v-fuzz', passed: false, results: [{ test: 'dcgm-diag', passed: false, message: 'Xid 79' }] }),
+  'retire-machine': () => ({ reason: 'fuzzed' }),
 };
 
 const queryShape = (route: Route): Record<string, unknown> => (route.query as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};
