@@ -132,7 +132,11 @@ export async function heartbeatCost(
   const noAgent = () => Promise.reject(new Error('bench: the heartbeat part never calls the site agent'));
   const ctx: AppContext = {
     store,
-    config: parseSiteConfig(`[site]\nname = "bench-heartbeat"\n[heartbeat]\ntimeout_seconds = ${options.timeoutSeconds}\n`, 'heartbeat bench config'),
+    // No validation after registration: this part measures heartbeats, and its context has no site agent.
+    config: parseSiteConfig(
+      `[site]\nname = "bench-heartbeat"\n[heartbeat]\ntimeout_seconds = ${options.timeoutSeconds}\n[validation]\nafter = []\n`,
+      'heartbeat bench config',
+    ),
     clock,
     ids: randomIds,
     agent: { create: noAgent, delete: noAgent, status: noAgent, validate: noAgent },
