@@ -192,7 +192,7 @@ export const retireBody = z.strictObject({ reason: z.string().min(1).max(1024) }
 export const validationReportBody = z.strictObject({
   validationId: z.string().min(1).max(128),
   passed: z.boolean(),
-  results: z.array(z.strictObject({ test: z.string().min(1).max(128), passed: z.boolean(), message: z.string().max(4096).optional() })).max(256),
+  results: z.array(z.strictObject({ test: z.string().min(1).max(128), passed: z.boolean(), message: z.string().max(1024).optional() })).max(64),
 });
 
 export const emptyQuery = z.strictObject({});

@@ -34,13 +34,14 @@ export const validationRequest = z.strictObject({
 export type ValidationRequest = z.infer<typeof validationRequest>;
 
 /** One test of a validation as the agent reports it. */
-export const validationResult = z.strictObject({ test: text(1, 128), passed: z.boolean(), message: z.optional(text(0, 4096)) });
+export const validationResult = z.strictObject({ test: text(1, 128), passed: z.boolean(), message: z.optional(text(0, 1024)) });
 
 /** POST /site/v1/machines/{id}/validation: the agent's report of a validation it was asked for. */
 export const validationReport = z.strictObject({
   validationId: text(1, 128),
   passed: z.boolean(),
-  results: z.array(validationResult).check(z.maxLength(256)),
+  // Bounded so that the machine's record, which keeps them, stays far below DynamoDB's item size.
+  results: z.array(validationResult).check(z.maxLength(64)),
 });
 export type ValidationReportBody = z.infer<typeof validationReport>;
 
