@@ -21,6 +21,7 @@ import { iso } from '#domain/time.ts';
 import type { AppContext, MaintenanceStartOutcome } from '#runtime/context.ts';
 import { defineReconciler } from '#reconcilers/reconciler.ts';
 import { limiter } from '#store/in-parallel.ts';
+import { maintenanceDueAt } from '#reconcilers/due-times.ts';
 
 // A declared maintenance, one bounded step per pass: the fan-out of its override and notice in chunks (or, after a
 // cancel, their removal), hand-backs, reminders and overdue machines, then waves of starts on the site agent.
@@ -55,7 +56,7 @@ export const maintenanceReconciler = defineReconciler({
   watches: {
     maintenance: {
       concerns: (_before, after, id) => (after && (isOpen(after) || walkPending(after)) ? [id] : []),
-      dueAt: (maintenance) => (walkPending(maintenance) ? maintenance.updatedAt : nextDueAt(maintenance)),
+      dueAt: maintenanceDueAt,
     },
     // A machine in scope that came free (its tenant handed it back and cleanup finished) may join a wave.
     machine: {
