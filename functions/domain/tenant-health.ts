@@ -1,4 +1,5 @@
 import type { HealthAlert, Instance, Machine } from '#domain/model.ts';
+import type { InstanceMaintenanceNotice } from '#domain/maintenance.ts';
 import { SOURCES } from '#domain/overrides.ts';
 
 // What a tenant learns about the health of the machine under its instance (docs/api.md "Tenant view"): one word,
@@ -23,9 +24,15 @@ function degradingAlerts(machine: Machine): HealthAlert[] {
   });
 }
 
+const maintenanceDetail = (notice: InstanceMaintenanceNotice): string =>
+  `${notice.kind} maintenance ${notice.id} (${notice.category}): hand the instance back by ${notice.handBackBy}`;
+
 /** The instance's health, judged on its machine only while the instance is the machine's current one. */
 export function instanceHealth(instance: Instance, machine: Machine | null): { health: InstanceHealth; healthDetail?: string } {
-  if (!ON_MACHINE.has(instance.status) || machine?.instanceId !== instance.id) return { health: 'healthy' };
+  if (!ON_MACHINE.has(instance.status)) return { health: 'healthy' };
+  // A declared maintenance wants the machine back: the notice is the tenant's own (docs/api.md "Declared maintenance").
+  if (instance.maintenance) return { health: 'maintenance-required', healthDetail: maintenanceDetail(instance.maintenance) };
+  if (machine?.instanceId !== instance.id) return { health: 'healthy' };
   const alerts = degradingAlerts(machine);
   if (alerts.length === 0) return { health: 'healthy' };
   const messages = [...new Set(alerts.flatMap((a) => (a.tenantMessage ? [a.tenantMessage] : [])))];

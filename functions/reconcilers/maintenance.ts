@@ -13,6 +13,7 @@ import {
   timeStep,
   unansweredStarts,
   unwindStep,
+  validationSettled,
   walkPending,
 } from '#domain/maintenance-waves.ts';
 import { isOpen } from '#domain/maintenance.ts';
@@ -50,6 +51,8 @@ type StartAnswers = Array<{ machineId: string; outcome: MaintenanceStartOutcome 
 const STARTS_AT_ONCE = 8;
 
 const free = (machine: Machine): boolean => machine.state === 'Ready' && !machine.instanceId && !machine.cleanup;
+const validationFinished = (before: Machine, after: Machine): boolean =>
+  before.validation?.state === 'running' && after.validation?.id === before.validation.id && after.validation.state !== 'running';
 
 export const maintenanceReconciler = defineReconciler({
   kind: 'maintenance',
@@ -59,8 +62,9 @@ export const maintenanceReconciler = defineReconciler({
       dueAt: maintenanceDueAt,
     },
     // A machine in scope that came free (its tenant handed it back and cleanup finished) may join a wave.
+    // So may one whose validation after the work finished (validated return): its course then moves on.
     machine: {
-      concerns: (before, after) => (after && free(after) && before && !free(before) ? [maintenanceIdOf(after)] : []),
+      concerns: (before, after) => (after && before && ((free(after) && !free(before)) || validationFinished(before, after)) ? [maintenanceIdOf(after)] : []),
     },
   },
 
@@ -91,6 +95,8 @@ export const maintenanceReconciler = defineReconciler({
     if (enforced) return { change: enforced, requeueAt: now, summary: 'maintenance deadline enforced' };
     const timed = timeStep(maintenance, now);
     if (timed) return { change: timed, requeueAt: now, summary: 'maintenance reminders and overdue machines' };
+    const validated = validationSettled(maintenance, machines, now);
+    if (validated) return { change: withOpenList(validated, open), requeueAt: now, summary: 'maintenance validation settled' };
     const starts = [...unansweredStarts(maintenance, now), ...admissible(maintenance, machines)];
     if (starts.length > 0) {
       const effect: MaintenanceStarts = { maintenanceId: maintenance.id, category: maintenance.category, machineIds: starts };

@@ -39,4 +39,12 @@ describe('instance health', () => {
     expect(instanceHealth(anInstance({ status: 'Terminated' }), held({ healthOverrides: [online] }))).toEqual({ health: 'healthy' });
     expect(instanceHealth(ready, null)).toEqual({ health: 'healthy' });
   });
+
+  it('is maintenance-required while the instance carries a maintenance notice, worded from the notice alone', () => {
+    const notice = { id: 'mnt-1', kind: 'planned' as const, category: 'firmware' as const, reason: 'BMC firmware', handBackBy: AT };
+    const internal = buildOverride('m-1', { template: 'internal-maintenance', message: 'rack 7 PDU swap' }, 'ops', AT);
+    const answer = instanceHealth({ ...ready, maintenance: notice }, held({ healthOverrides: [internal] }));
+    expect(answer).toEqual({ health: 'maintenance-required', healthDetail: `planned maintenance mnt-1 (firmware): hand the instance back by ${AT}` });
+    expect(instanceHealth({ ...anInstance({ status: 'Terminated' }), maintenance: notice }, held())).toEqual({ health: 'healthy' });
+  });
 });
