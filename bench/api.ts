@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LocalSite } from '#local/runner.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { fastSiteToml, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';

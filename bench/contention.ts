@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Worker } from 'node:worker_threads';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import type { DynamoDbLocal } from '#local/dynamodb-local.ts';
 import { fastSiteToml, freeMachines, startBenchSite } from './site.ts';
 import { PLACEMENT_TRIES } from '#services/instances.ts';

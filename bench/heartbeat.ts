@@ -1,6 +1,6 @@
 import { parseSiteConfig } from '#config/site-config.ts';
 import { bucketSettled, REFRESH_DIVISOR } from '#domain/heartbeat.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import type { Change } from '#domain/change.ts';
 import type { Clock } from '#domain/model.ts';
 import { createTables } from '#local/tables.ts';
@@ -133,10 +133,14 @@ export async function heartbeatCost(
   const noAgent = () => Promise.reject(new Error('bench: the heartbeat part never calls the site agent'));
   const ctx: AppContext = {
     store,
-    config: parseSiteConfig(`[site]\nname = "bench-heartbeat"\n[heartbeat]\ntimeout_seconds = ${options.timeoutSeconds}\n`, 'heartbeat bench config'),
+    // No validation after registration: this part measures heartbeats, and its context has no site agent.
+    config: parseSiteConfig(
+      `[site]\nname = "bench-heartbeat"\n[heartbeat]\ntimeout_seconds = ${options.timeoutSeconds}\n[validation]\nafter = []\n`,
+      'heartbeat bench config',
+    ),
     clock,
     ids: randomIds,
-    agent: { create: noAgent, delete: noAgent, status: noAgent, startMaintenance: noAgent },
+    agent: { create: noAgent, delete: noAgent, status: noAgent, startMaintenance: noAgent, validate: noAgent },
     // As the local site wires them (local/runner.ts).
     events: inProcessBus(log),
     metrics: prometheusMetrics(),

@@ -11,7 +11,7 @@
 // Node's speed on a fixed loop of arithmetic says how this host's CPU compares with another's.
 
 import { BatchGetCommand, BatchWriteCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { livenessChange } from '#domain/heartbeat.ts';
 import { registerMachine } from '#domain/machines.ts';
 import { createTables } from '#local/tables.ts';

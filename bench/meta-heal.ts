@@ -2,7 +2,7 @@
 // runner; stream-driven, and on a second site where only the sweep reconciles.
 
 import type { Instance } from '#domain/model.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import type { LocalSite } from '#local/runner.ts';
 import { fastSiteToml, freeMachines, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';

@@ -4,7 +4,7 @@ import { livenessChange } from '#domain/heartbeat.ts';
 import { registerMachine } from '#domain/machines.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { createTables } from '#local/tables.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { inParallel } from '#store/in-parallel.ts';

@@ -2,7 +2,7 @@
 // against what one full Scan of the same table consumes.
 
 import { ScanCommand, BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import type { HealthOverride, Machine } from '#domain/model.ts';
 import { createTables } from '#local/tables.ts';
 import { createDocumentClient } from '#store/client.ts';
@@ -153,6 +153,7 @@ async function clearBacklog(store: DynamoFleetStore, options: SweepReadsOptions)
       // Every DELETE is answered: no report goes missing, so nothing asks where an instance stands.
       status: async () => ({ kind: 'cleaning' }),
       startMaintenance: () => Promise.reject(new Error('bench: the sweep part declares no maintenance')),
+      validate: () => Promise.reject(new Error('bench: the sweep part never validates')),
     },
     events: inProcessBus(quiet),
     metrics: { gauge: () => {}, count: () => {}, timing: () => {} },

@@ -3,7 +3,7 @@
 // whether one stream batch reconciles an entity more than once.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { DynamoDBStreamsClient, GetRecordsCommand } from '@aws-sdk/client-dynamodb-streams';
 import type { Instance } from '#domain/model.ts';
 import type { LocalSite } from '#local/runner.ts';

@@ -74,18 +74,29 @@ export function renderMachine(m: Machine): string {
     ['type', m.machineType],
     ['rack', m.rack],
     ['state', m.state],
+    ['lifecycle', m.lifecycle],
     ['instance', m.instanceId],
     ['allocatable', m.allocatable ? 'yes' : `no (${m.notAllocatableReasons.join(', ')})`],
     ['last heartbeat', m.lastHeartbeatAt ? `${m.lastHeartbeatAt} (${age(m.lastHeartbeatAt)})` : undefined],
     ...(m.cleanup
       ? ([['cleanup', `${m.cleanup.phase}, ${m.cleanup.attempts} attempt(s)${m.cleanup.error ? `: ${m.cleanup.error}` : ''}`]] as Array<[string, unknown]>)
       : []),
+    ['validation', m.validation ? validationLine(m.validation) : undefined],
+    ['retired', m.retired ? `${m.retired.at} by ${m.retired.by}: ${m.retired.reason}` : undefined],
     ['labels', formatLabels(m.labels)],
     ['version', m.version],
   ]);
   const alerts = renderHealthAlerts(m);
   const probes = alerts ? `\n\nHealth alerts (site agent):\n${indent(alerts)}` : '';
   return `${block}\n\nHealth overrides:\n${indent(renderOverrides(m.healthOverrides))}${probes}`;
+}
+
+/** `passed (repair, standard) at ...` with the failed tests, or how long a running one has been waited for. */
+export function validationLine(v: NonNullable<Machine['validation']>): string {
+  const failed = (v.results ?? []).filter((r) => !r.passed).map((r) => r.test);
+  const when = v.finishedAt ? `at ${v.finishedAt}` : `since ${v.requestedAt} (${age(v.requestedAt)})`;
+  const notes = [...(failed.length > 0 ? [`failed: ${failed.join(', ')}`] : []), ...(v.stuckAt ? ['overran its timeout'] : [])];
+  return [`${v.state} (${v.reason}, ${v.suite}) ${v.id} ${when}`, ...notes].join('; ');
 }
 
 export const renderLabels = (labels: Record<string, string>): string =>

@@ -742,6 +742,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/machines/{id}/validation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask the site agent to validate the machine (reason provider); the validation running already is the answer to a repeat
+         * @description Roles: provider-admin.
+         */
+        post: operations["request-machine-validation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/machines/{id}/retire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retire the machine for good: never allocated again, out of the capacity counts, its history kept
+         * @description Roles: provider-admin.
+         */
+        post: operations["retire-machine"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/site/v1/heartbeats": {
         parameters: {
             query?: never;
@@ -802,6 +842,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/site/v1/machines/{id}/validation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The site agent reports a validation it was asked for: passed returns the machine, failed quarantines it as a reported fault
+         * @description Roles: site-agent.
+         */
+        post: operations["report-validation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -832,6 +892,13 @@ export interface components {
                 impact?: string;
                 handBackBy: string;
             };
+            /**
+             * @description The machine's health as the tenant may know it (docs/api.md "Tenant view")
+             * @enum {string}
+             */
+            health: "healthy" | "degraded" | "maintenance-required";
+            /** @description The alerts' tenant messages, or a generic text; never a provider's private message */
+            healthDetail?: string;
             createdAt: string;
             updatedAt: string;
         };
@@ -874,6 +941,17 @@ export interface components {
                 attempts: number;
                 error?: string;
             };
+            validation?: components["schemas"]["MachineValidation"];
+            /**
+             * @description Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")
+             * @enum {string}
+             */
+            lifecycle: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
+            retired?: {
+                at: string;
+                by: string;
+                reason: string;
+            };
             version: number;
         };
         HealthOverride: {
@@ -897,6 +975,31 @@ export interface components {
             summary: string;
             details?: string;
         };
+        MachineValidation: {
+            id: string;
+            /** @enum {string} */
+            state: "running" | "passed" | "failed";
+            /** @enum {string} */
+            reason: "repair" | "maintenance" | "registration" | "provider";
+            suite: string;
+            requestedAt: string;
+            finishedAt?: string;
+            results?: {
+                test: string;
+                passed: boolean;
+                message?: string;
+            }[];
+            /** @description When the site agent accepted the request */
+            askedAt?: string;
+            /** @description Its report is awaited until then; past it, ValidationStuck (once) and the agent is asked again */
+            reportDueBy?: string;
+            /** @description Calls sent to the site agent for it */
+            attempts: number;
+            /** @description Why the last call to the site agent failed */
+            error?: string;
+            /** @description When it first overran timeout_minutes */
+            stuckAt?: string;
+        };
         Machine: {
             id: string;
             machineType: string;
@@ -917,6 +1020,17 @@ export interface components {
                 phase: "pending" | "requested" | "failed";
                 attempts: number;
                 error?: string;
+            };
+            validation?: components["schemas"]["MachineValidation"];
+            /**
+             * @description Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")
+             * @enum {string}
+             */
+            lifecycle: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
+            retired?: {
+                at: string;
+                by: string;
+                reason: string;
             };
             version: number;
         };
@@ -1032,6 +1146,10 @@ export interface components {
             byOverride: {
                 [key: string]: number;
             };
+            /** @description Machines by lifecycle; retired machines count here and nowhere else */
+            byLifecycle: {
+                [key: string]: number;
+            };
             byType: {
                 [key: string]: {
                     machines: number;
@@ -1069,6 +1187,8 @@ export interface components {
                     live: boolean;
                     lastHeartbeatAt?: string;
                     nvlinkDomain?: string;
+                    /** @enum {string} */
+                    lifecycle?: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
                 };
             };
         };
@@ -3555,6 +3675,20 @@ export interface operations {
                                 /** @default 300 */
                                 outbox_grace_seconds: number;
                             };
+                            validation: {
+                                /**
+                                 * @default [
+                                 *       "repair",
+                                 *       "maintenance",
+                                 *       "registration"
+                                 *     ]
+                                 */
+                                after: ("repair" | "maintenance" | "registration")[];
+                                /** @default standard */
+                                suite: string;
+                                /** @default 120 */
+                                timeout_minutes: number;
+                            };
                             site_agent: {
                                 /** @default 60 */
                                 report_timeout_seconds: number;
@@ -3632,6 +3766,8 @@ export interface operations {
                                 cleanup_ms: number;
                                 /** @default 200 */
                                 maintenance_ms: number;
+                                /** @default 200 */
+                                validation_ms: number;
                             };
                         };
                         /** @description Machine types of the site that [catalog] gpus_per_machine does not name: 0 GPUs each */
@@ -5152,6 +5288,188 @@ export interface operations {
             };
         };
     };
+    "request-machine-validation": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted: the change has started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MachineValidation"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `machine-in-use` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "retire-machine": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Machine"];
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `machine-in-use` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "post-heartbeats": {
         parameters: {
             query?: never;
@@ -5447,6 +5765,115 @@ export interface operations {
                 };
             };
             /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "report-validation": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    validationId: string;
+                    passed: boolean;
+                    results: {
+                        test: string;
+                        passed: boolean;
+                        message?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Machine"];
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `stale-validation` */
             409: {
                 headers: {
                     [name: string]: unknown;

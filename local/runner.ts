@@ -1,5 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { SiteConfig } from '#config/site-config.ts';
@@ -190,6 +190,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       provisionMs: config.simulator.provision_ms,
       cleanupMs: config.simulator.cleanup_ms,
       maintenanceMs: config.simulator.maintenance_ms,
+      validationMs: config.simulator.validation_ms,
       ...(options.persistDir ? { stateFile: join(options.persistDir, 'site-agent.json') } : {}),
       log: (line) => sink.part('simulator', line),
     });

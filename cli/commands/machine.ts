@@ -5,7 +5,17 @@ import { CliError } from '../errors.ts';
 import { advance, entriesSince } from '../history.ts';
 import { renderRow, renderTable } from '../output.ts';
 import { action, collectLabel, parseBoolean, parseCount, parsePositiveInt, parseSeconds, type Runtime, type RuntimeDeps } from '../runtime.ts';
-import { historyColumns, machineColumns, renderLabels, renderMachine, renderOverrides, renderSummary, type HistoryEntry, type Machine } from '../views.ts';
+import {
+  historyColumns,
+  machineColumns,
+  renderLabels,
+  renderMachine,
+  renderOverrides,
+  renderSummary,
+  validationLine,
+  type HistoryEntry,
+  type Machine,
+} from '../views.ts';
 import { waitFor } from '../wait.ts';
 
 // `fleetward machine ...`: the operator's view of a machine (carbide-admin-cli's `machine show`,
@@ -140,6 +150,42 @@ export function machineCommand(deps: RuntimeDeps): Command {
         } finally {
           process.off('SIGINT', onInterrupt);
         }
+      }),
+    );
+
+  machine
+    .command('validate')
+    .description('ask the site agent to validate the machine (provider-admin); it leaves allocation until the validation passes')
+    .argument('<machine-id>')
+    .option('--wait', 'wait until the validation has finished, showing progress on stderr')
+    .option('--timeout <seconds>', 'how long --wait waits', parseSeconds, 600)
+    .action(
+      action(deps, async (rt, [id], o: { wait?: boolean; timeout: number }) => {
+        let validation = await rt.client.post('/admin/machines/{id}/validation', { params: { path: { id } } });
+        if (o.wait && validation.state === 'running') {
+          const requested = validation.id;
+          const m = await waitFor({
+            label: `validation ${requested} of ${id}`,
+            poll: () => rt.client.get('/admin/machines/{id}', { params: { path: { id } } }),
+            check: (x) => (x.validation?.id !== requested || x.validation.state !== 'running' ? 'done' : 'waiting'),
+            describe: (x) => (x.validation ? validationLine(x.validation) : 'no validation'),
+            timeoutMs: o.timeout * 1000,
+          });
+          validation = m.validation ?? validation;
+        }
+        rt.out.result(validation, () => validationLine(validation));
+      }),
+    );
+
+  machine
+    .command('retire')
+    .description('take the machine out for good (provider-admin): never allocated again, its history kept')
+    .argument('<machine-id>')
+    .requiredOption('--reason <text>', 'why, for the history and the MachineRetired event')
+    .action(
+      action(deps, async (rt, [id], o: { reason: string }) => {
+        const m = await rt.client.post('/admin/machines/{id}/retire', { params: { path: { id } }, body: { reason: o.reason } });
+        rt.out.result(m, () => renderMachine(m));
       }),
     );
 

@@ -106,6 +106,14 @@ export const siteConfigSchema = z.strictObject({
     // An outbox event the stream has not delivered this long after its commit is the sweep's to deliver.
     outbox_grace_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 300),
   }),
+  validation: section({
+    // The returns after which a machine is allocatable only once the site agent's validation passed; [] turns it off.
+    after: z._default(z.array(z.enum(['repair', 'maintenance', 'registration'])), ['repair', 'maintenance', 'registration']),
+    // Handed to the agent as it is.
+    suite: z._default(z.string().check(z.minLength(1), z.maxLength(100)), 'standard'),
+    // Past it the validation raises ValidationStuck (once) and the agent is asked again.
+    timeout_minutes: z._default(z.number().check(z.gt(0), z.maximum(10_080)), 120),
+  }),
   site_agent: section({
     report_timeout_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 60),
     // The keys the controller signs its calls to the agent with (docs/deploy.md); required for a deployed site.
@@ -145,6 +153,7 @@ export const siteConfigSchema = z.strictObject({
     provision_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
     cleanup_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
     maintenance_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
+    validation_ms: z._default(z.int().check(z.minimum(0), z.maximum(600_000)), 200),
   }),
 });
 

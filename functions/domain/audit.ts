@@ -33,7 +33,9 @@ export type AuditAction =
   | 'maintenance-declared'
   | 'maintenance-cancelled'
   | 'maintenance-resumed'
-  | 'maintenance-deferral-decided';
+  | 'maintenance-deferral-decided'
+  | 'validation-requested'
+  | 'machine-retired';
 
 export const auditTargets = {
   machine: (id: string) => `machines/${id}`,

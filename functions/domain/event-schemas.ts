@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { EVENT_VERSIONS, type EventType } from '#domain/event-versions.ts';
 import { maintenanceCategories, maintenanceKinds } from '#domain/maintenance.ts';
 import { issueSchema } from '#domain/schemas.ts';
+import { validationReasons } from '#domain/validation.ts';
 
 // The events repair automation is told about (EventBridge detail types) and the shape of each one's detail. A
 // detail changes shape only together with its type's `version` (event-versions.ts). docs/events/ holds the JSON Schemas made from these
@@ -32,6 +33,15 @@ const earlierReports = z
   .array(z.strictObject({ at: timestamp, issue: issueSchema.optional() }))
   .describe('The reports that count towards escalation, oldest first');
 const repairRequestHeldBack = z.literal(true).describe('The repair-storm breaker held the repair request back');
+
+const validationFields = {
+  validationId: z.string().min(1),
+  reason: z.enum(validationReasons).describe('Why the machine was validated'),
+  suite: z.string().min(1).describe('The suite the agent ran'),
+  results: z
+    .array(z.strictObject({ test: z.string().min(1), passed: z.boolean(), message: z.string().optional() }))
+    .describe('What the agent reported, test by test'),
+};
 
 function machineEvent<V extends number, Extra extends z.ZodRawShape>(version: V, description: string, extra: Extra) {
   return { version, description, detail: z.strictObject({ ...common(version), ...machineFields, ...extra }) };
@@ -88,6 +98,30 @@ export const eventCatalog = {
       waitingMinutes: z.number().int().min(0),
     },
   ),
+  ValidationPassed: machineEvent(
+    EVENT_VERSIONS.ValidationPassed,
+    "The site agent's validation of the machine passed: its validation override is gone, and it is allocatable unless something else holds it.",
+    validationFields,
+  ),
+  ValidationFailed: machineEvent(
+    EVENT_VERSIONS.ValidationFailed,
+    "The site agent's validation of the machine failed: a reported fault, quarantined by a validation-failed override (one alert per failed test).",
+    validationFields,
+  ),
+  ValidationStuck: machineEvent(
+    EVENT_VERSIONS.ValidationStuck,
+    'The site agent accepted a validation and did not report it within timeout_minutes: raised once per validation, and the agent is asked again.',
+    {
+      validationId: validationFields.validationId,
+      reason: validationFields.reason,
+      suite: validationFields.suite,
+      askedAt: timestamp.describe('When the agent accepted the validation'),
+      timeoutMinutes: z.number().positive().describe("The site's [validation] timeout_minutes"),
+    },
+  ),
+  MachineRetired: machineEvent(EVENT_VERSIONS.MachineRetired, 'A provider retired the machine: it is never allocated again, and keeps its history.', {
+    reason: z.string().min(1).describe("The provider's reason"),
+  }),
   SiteAgentSilent: {
     version: EVENT_VERSIONS.SiteAgentSilent,
     description: "The site agent sent no roster for longer than the heartbeat timeout: every machine's heartbeat is stale.",

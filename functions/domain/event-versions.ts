@@ -16,6 +16,10 @@ export const EVENT_VERSIONS = {
   MaintenanceHalted: 1,
   MaintenanceOverdue: 1,
   MaintenanceCompleted: 1,
+  ValidationPassed: 1,
+  ValidationFailed: 1,
+  ValidationStuck: 1,
+  MachineRetired: 1,
 } as const;
 
 export type EventType = keyof typeof EVENT_VERSIONS;

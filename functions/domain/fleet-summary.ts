@@ -1,6 +1,7 @@
 import type { Change } from '#domain/change.ts';
 import { heartbeatStale, inAllocatableIndex, preventingSources, type HeartbeatView } from '#domain/health.ts';
 import type { Machine, MachineState } from '#domain/model.ts';
+import { lifecycleOf, type Lifecycle } from '#domain/lifecycle.ts';
 
 // Fleet counts without reading the fleet. The stream keeps, per (type, rack), one small item mapping each machine
 // to a compact entry stamped with the machine's version, and per type a few shard items of counters. A machine's
@@ -25,6 +26,8 @@ export interface SummaryEntry {
   live: boolean;
   lastHeartbeatAt?: string;
   nvlinkDomain?: string;
+  /** Absent in an entry written before lifecycles were counted (the sweep's recount adds it). */
+  lifecycle?: Lifecycle;
 }
 
 /** One rack's machines of one type: the aggregate the stream keeps idempotent. */
@@ -88,6 +91,7 @@ export function summaryEntry(machine: Machine): SummaryEntry {
     live: machine.heartbeatLive,
     ...(machine.lastHeartbeatAt ? { lastHeartbeatAt: machine.lastHeartbeatAt } : {}),
     ...(machine.nvlinkDomain !== undefined ? { nvlinkDomain: machine.nvlinkDomain } : {}),
+    lifecycle: lifecycleOf(machine),
   };
 }
 
@@ -100,6 +104,8 @@ const seenKey = (entry: Pick<SummaryEntry, 'live' | 'lastHeartbeatAt'>): string 
 
 /** The counters one machine adds: each name by one. */
 export function counterKeys(rack: string, entry: SummaryEntry): string[] {
+  // A retired machine is no capacity: it counts under its lifecycle alone.
+  if (entry.lifecycle === 'retired') return [name('lifecycle', 'retired')];
   const seen = seenKey(entry);
   const keys = [
     'machines',
@@ -107,6 +113,7 @@ export function counterKeys(rack: string, entry: SummaryEntry): string[] {
     ...entry.overrides.map((o) => name('override', o)),
     name('rack', rack, 'machines'),
     `seen${SEP}${seen}${SEP}machines`,
+    ...(entry.lifecycle ? [name('lifecycle', entry.lifecycle)] : []),
   ];
   if (entry.allocatable)
     keys.push('allocatable', name('rack', rack, 'allocatable'), `seen${SEP}${seen}${SEP}allocatable`, `${name('rackseen', rack)}${SEP}${seen}`);
@@ -218,6 +225,7 @@ export interface FleetSummary {
   stale: number;
   byState: Record<string, number>;
   byOverride: Record<string, number>;
+  byLifecycle: Record<string, number>;
   byType: Record<string, TypeSummary>;
   asOf: string;
 }
@@ -233,7 +241,16 @@ function staleClass(live: string, lastHeartbeatAt: string, heartbeat: HeartbeatV
  * heartbeat is stale (as the listing's `allocatable` does), so it is computed per heartbeat class at read time.
  */
 export function fleetSummary(shards: SummaryShard[], heartbeat: HeartbeatView, now: Date): FleetSummary {
-  const summary: FleetSummary = { machines: 0, allocatable: 0, stale: 0, byState: {}, byOverride: {}, byType: {}, asOf: now.toISOString() };
+  const summary: FleetSummary = {
+    machines: 0,
+    allocatable: 0,
+    stale: 0,
+    byState: {},
+    byOverride: {},
+    byLifecycle: {},
+    byType: {},
+    asOf: now.toISOString(),
+  };
   const bump = (counts: Record<string, number>, key: string, by: number) => void (counts[key] = (counts[key] ?? 0) + by);
   const staleByClass = new Map<string, boolean>();
   const stale = (live: string, lastHeartbeatAt: string) => {
@@ -251,6 +268,7 @@ export function fleetSummary(shards: SummaryShard[], heartbeat: HeartbeatView, n
       else if (counter === 'allocatable') type.allocatable += count;
       else if (parts[0] === 'state') bump(summary.byState, parts[1]!, count);
       else if (parts[0] === 'override') bump(summary.byOverride, parts[1]!, count);
+      else if (parts[0] === 'lifecycle') bump(summary.byLifecycle, parts[1]!, count);
       else if (parts[0] === 'rack') rackOf(parts[1]!)[parts[2] as keyof RackTally] += count;
       else if (parts[0] === 'seen' && stale(parts[1]!, parts[2]!)) {
         if (parts[3] === 'machines') summary.stale += count;

@@ -58,6 +58,7 @@ export function allocatability(machine: Machine, heartbeat: HeartbeatView, now: 
 
 function standingReasons(machine: Machine): string[] {
   const reasons: string[] = [];
+  if (machine.retired) reasons.push('retired');
   if (machine.state !== 'Ready') reasons.push(`state:${machine.state}`);
   if (machine.instanceId !== undefined) reasons.push('assigned');
   if (machine.cleanup?.phase === 'failed') reasons.push('cleanup-failed');

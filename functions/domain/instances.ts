@@ -1,13 +1,14 @@
 import type { Change } from '#domain/change.ts';
 import type { HistoryEntry, Instance, Machine } from '#domain/model.ts';
 import { hasOverride, SOURCES } from '#domain/overrides.ts';
-import { applyOverrideEdits, releaseOverrideEdits, type ReleaseReport } from '#domain/repair.ts';
+import { applyOverrideEdits, releaseOverrideEdits, type OverrideEdits, type ReleaseReport } from '#domain/repair.ts';
 import { logged, type RepairLog } from '#domain/safety.ts';
 import { repairEvent } from '#domain/events.ts';
 import { startCleanup } from '#domain/cleanup.ts';
 import { conflict } from '#domain/rejection.ts';
 import { statusCheckDelayMs, type InstanceStatusOutcome } from '#domain/status-checks.ts';
 import { addMs, ageMs, iso } from '#domain/time.ts';
+import { withValidationStarted } from '#domain/validation.ts';
 
 export interface NewInstanceSpec {
   id: string;
@@ -89,7 +90,9 @@ export function releaseInstance(instance: Instance, machine: Machine, report: Re
   const edits = cleanup ? releaseOverrideEdits(machine, report, at) : { add: [], remove: [], events: [] };
   const { overrides, history } = applyOverrideEdits(machine, edits, report.actor, at, instance.id);
   const repairLog = cleanup ? logRelease(machine, report, edits, at) : machine.repairLog;
-  const machines = cleanup ? [{ before: machine, after: { ...cleanup.after, healthOverrides: overrides, ...(repairLog ? { repairLog } : {}) } }] : [];
+  const cleaned = cleanup && { ...cleanup.after, healthOverrides: overrides, ...(repairLog ? { repairLog } : {}) };
+  const validated = cleaned && repairedForValidation(cleaned, report, edits, at);
+  const machines = cleaned ? [{ before: machine, after: validated?.machine ?? cleaned }] : [];
   const released: HistoryEntry = {
     machineId: machine.id,
     at,
@@ -109,9 +112,16 @@ export function releaseInstance(instance: Instance, machine: Machine, report: Re
     change: {
       instances: [{ before: instance, after: terminating }],
       machines,
-      history: [released, ...history, ...events],
+      history: [released, ...history, ...events, ...(validated?.history ?? [])],
     },
   };
+}
+
+/** A repair completed with nothing new reported: with validation after repair, it is validated before the pool takes it. */
+function repairedForValidation(machine: Machine, report: ReleaseReport, edits: OverrideEdits, at: string) {
+  const request = report.validateAfterRepair;
+  if (!request || !edits.events.includes('RepairCompleted') || edits.add.length > 0) return undefined;
+  return withValidationStarted(machine, { id: request.validationId, reason: 'repair', suite: request.suite, actor: report.actor, at });
 }
 
 /** Tenant reports and completed repairs go into the machine's repair log, which escalation reads. */

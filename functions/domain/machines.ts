@@ -3,6 +3,8 @@ import { allocatability, lastSeenAt, type HeartbeatView } from '#domain/health.t
 import type { HistoryEntry, Machine } from '#domain/model.ts';
 import { machineResponse, viewOf } from '#domain/responses.ts';
 import { iso } from '#domain/time.ts';
+import { commissioned } from '#domain/validation.ts';
+import { lifecycleOf } from '#domain/lifecycle.ts';
 
 export interface MachineRegistration {
   id: string;
@@ -14,9 +16,16 @@ export interface MachineRegistration {
 
 /**
  * Register a machine or update its description. Type, rack and the given labels are the provider's to set;
- * state, instance and overrides are never touched by a re-registration.
+ * state, instance and overrides are never touched by a re-registration. A new machine given `commissioning` (the
+ * site validates after registration) starts that validation with it.
  */
-export function registerMachine(existing: Machine | null, registration: MachineRegistration, actor: string, now: Date): Change | null {
+export function registerMachine(
+  existing: Machine | null,
+  registration: MachineRegistration,
+  actor: string,
+  now: Date,
+  commissioning?: { validationId: string; suite: string },
+): Change | null {
   const at = iso(now);
   const rack = registration.rack ?? existing?.rack ?? 'default';
   const nvlinkDomain = registration.nvlinkDomain ?? existing?.nvlinkDomain;
@@ -36,7 +45,8 @@ export function registerMachine(existing: Machine | null, registration: MachineR
       createdAt: at,
       updatedAt: at,
     };
-    return { machines: [{ before: null, after: machine }], history: [] };
+    const after = commissioning ? commissioned(machine, { id: commissioning.validationId, suite: commissioning.suite, actor, at }) : machine;
+    return { machines: [{ before: null, after }], history: [] };
   }
   const labels = { ...existing.labels, ...registration.labels };
   const unchanged =
@@ -95,7 +105,12 @@ export function historyPage(machine: Machine, stored: { items: HistoryEntry[]; n
 export function machineView(machine: Machine, heartbeat: HeartbeatView, now: Date) {
   const { lastHeartbeatAt: _recorded, ...record } = machine;
   const seen = lastSeenAt(machine, heartbeat);
-  return viewOf(machineResponse, { ...record, ...allocatability(machine, heartbeat, now), ...(seen ? { lastHeartbeatAt: seen } : {}) });
+  return viewOf(machineResponse, {
+    ...record,
+    ...allocatability(machine, heartbeat, now),
+    lifecycle: lifecycleOf(machine),
+    ...(seen ? { lastHeartbeatAt: seen } : {}),
+  });
 }
 
 export type MachineView = ReturnType<typeof machineView>;

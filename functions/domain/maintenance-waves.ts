@@ -5,6 +5,7 @@ import { releaseInstance } from '#domain/instances.ts';
 import type { HealthOverride, HistoryEntry, Instance, Machine } from '#domain/model.ts';
 import { buildOverride, withOverride, withoutOverride } from '#domain/overrides.ts';
 import { addMs, iso } from '#domain/time.ts';
+import { withValidationStarted } from '#domain/validation.ts';
 
 // What a maintenance does to the machines in scope, one bounded step at a time: the fan-out of the override and
 // the instance notice, waves, the agent's reports, overdue machines, reminders and completion. Every step is a pure
@@ -233,30 +234,54 @@ export function settleStarts(maintenance: Maintenance, answers: Array<{ machine:
   return { machines, history, maintenances: [{ before: maintenance, after: current }] };
 }
 
+/** A validation to start as maintenance work finishes (`[validation] after` names `maintenance`). */
+export interface ValidationAfterWork {
+  id: string;
+  suite: string;
+}
+
 /**
- * The one place that decides what follows maintenance work the agent reports done. Today the machine is returned:
- * the override comes off and it goes back to the pool. With validated return it will ask for validation (reason
- * `maintenance`) and leave the machine `validating` until the validation's outcome is on the machine record.
+ * The one place that decides what follows maintenance work the agent reports done. Without validation the machine
+ * is returned: the override comes off and it goes back to the pool. With it, a validation (reason `maintenance`)
+ * starts and the machine stays `validating`, still under the maintenance override, until the validation's outcome
+ * is on the machine record (validationSettled).
  */
-export function maintenanceWorkFinished(course: MaintenanceMachine, machine: Machine, now: Date): { course: MaintenanceMachine; machine: Machine } {
+export function maintenanceWorkFinished(
+  course: MaintenanceMachine,
+  machine: Machine,
+  now: Date,
+  validation?: ValidationAfterWork,
+): { course: MaintenanceMachine; machine: Machine; history: HistoryEntry[] } {
   const at = iso(now);
+  if (validation) {
+    const started = withValidationStarted(machine, { id: validation.id, reason: 'maintenance', suite: validation.suite, actor: ACTOR, at });
+    return { course: { ...course, phase: 'validating', validationId: validation.id }, machine: started.machine, history: started.history };
+  }
   return {
     course: { ...course, phase: 'returned', returnedAt: at },
     machine: { ...machine, healthOverrides: withoutOverride(machine.healthOverrides, MAINTENANCE_SOURCE), updatedAt: at },
+    history: [],
   };
 }
 
 /**
- * The agent's report of one machine's work. Ok returns it (maintenanceWorkFinished); a failure marks it `failed`
+ * The agent's report of one machine's work. Ok finishes it (maintenanceWorkFinished); a failure marks it `failed`
  * and quarantines it as a fault, and the failure that reaches `haltAfterFailures` halts the maintenance. A report
  * for a machine not in maintenance changes nothing (null).
  */
-export function reportWork(maintenance: Maintenance, machine: Machine, ok: boolean, message: string | undefined, now: Date): Change | null {
+export function reportWork(
+  maintenance: Maintenance,
+  machine: Machine,
+  ok: boolean,
+  message: string | undefined,
+  now: Date,
+  validation?: ValidationAfterWork,
+): Change | null {
   const course = maintenance.machines[machine.id];
   if (course?.phase !== 'in-maintenance') return null;
   const at = iso(now);
   if (ok) {
-    const finished = maintenanceWorkFinished(course, machine, now);
+    const finished = maintenanceWorkFinished(course, machine, now, validation);
     const history: HistoryEntry = {
       machineId: machine.id,
       at,
@@ -265,7 +290,10 @@ export function reportWork(maintenance: Maintenance, machine: Machine, ok: boole
       message: `maintenance ${maintenance.id} finished`,
     };
     const machines = { ...maintenance.machines, [machine.id]: finished.course };
-    return completeIfDone(maintenance, { machines }, now, { machines: [{ before: machine, after: finished.machine }], history: [history] });
+    return completeIfDone(maintenance, { machines }, now, {
+      machines: [{ before: machine, after: finished.machine }],
+      history: [history, ...finished.history],
+    });
   }
   const summary = `maintenance ${maintenance.id} failed${message ? `: ${message}` : ''}`;
   const quarantine = buildOverride(machine.id, { template: 'tenant-reported-issue', issue: { category: 'HARDWARE', summary }, message: summary }, ACTOR, at);
@@ -274,15 +302,46 @@ export function reportWork(maintenance: Maintenance, machine: Machine, ok: boole
     healthOverrides: withOverride(withoutOverride(machine.healthOverrides, MAINTENANCE_SOURCE), quarantine),
     updatedAt: at,
   };
-  const failed: MaintenanceMachine = { ...course, phase: 'failed', returnedAt: at, ...(message ? { message } : {}) };
-  const machines = { ...maintenance.machines, [machine.id]: failed };
+  return courseFailed(maintenance, { before: machine, after: quarantined }, summary, now, message);
+}
+
+/** A machine's course failed: counted towards `haltAfterFailures`, and the failure that reaches it halts the maintenance. */
+function courseFailed(maintenance: Maintenance, machine: Versioned<Machine>, summary: string, now: Date, message?: string): Change {
+  const at = iso(now);
+  const id = machine.after.id;
+  const failed: MaintenanceMachine = { ...maintenance.machines[id]!, phase: 'failed', returnedAt: at, ...(message ? { message } : {}) };
+  const machines = { ...maintenance.machines, [id]: failed };
   const halts = maintenance.state === 'InProgress' && failuresOf({ ...maintenance, machines }) >= maintenance.rollout.haltAfterFailures;
-  const history: HistoryEntry[] = [{ machineId: machine.id, at, actor: ACTOR, action: 'maintenance-failed', message: summary }];
+  const history: HistoryEntry[] = [{ machineId: id, at, actor: ACTOR, action: 'maintenance-failed', message: summary }];
   if (halts) history.push(maintenanceEvent('MaintenanceHalted', maintenance, at, { failures: failuresOf({ ...maintenance, machines }) }));
-  return completeIfDone(maintenance, { machines, ...(halts ? { state: 'Halted' as const } : {}) }, now, {
-    machines: [{ before: machine, after: quarantined }],
-    history,
-  });
+  return completeIfDone(maintenance, { machines, ...(halts ? { state: 'Halted' as const } : {}) }, now, { machines: [machine], history });
+}
+
+/**
+ * A `validating` machine whose validation has finished, as its record says: passed returns it (the maintenance
+ * override comes off), failed fails its course (the validation's own override keeps it quarantined). One machine
+ * per step, so that every step stays one small transaction; null when none has finished.
+ */
+export function validationSettled(maintenance: Maintenance, machines: Map<string, Machine>, now: Date): Change | null {
+  for (const id of maintenance.machineIds) {
+    const course = maintenance.machines[id];
+    const machine = machines.get(id);
+    const validation = machine?.validation;
+    if (course?.phase !== 'validating' || !machine || validation?.id !== course.validationId || validation?.state === 'running') continue;
+    const at = iso(now);
+    const released: Machine = { ...machine, healthOverrides: withoutOverride(machine.healthOverrides, MAINTENANCE_SOURCE), updatedAt: at };
+    if (validation?.state === 'failed') {
+      const summary = `maintenance ${maintenance.id} failed: validation ${validation.id} failed`;
+      return courseFailed(maintenance, { before: machine, after: released }, summary, now, `validation ${validation.id} failed`);
+    }
+    const returned: MaintenanceMachine = { ...course, phase: 'returned', returnedAt: at };
+    const history: HistoryEntry = { machineId: id, at, actor: ACTOR, action: 'maintenance-finished', message: `maintenance ${maintenance.id}: validated` };
+    return completeIfDone(maintenance, { machines: { ...maintenance.machines, [id]: returned } }, now, {
+      machines: [{ before: machine, after: released }],
+      history: [history],
+    });
+  }
+  return null;
 }
 
 const finished = (m: MaintenanceMachine) => m.phase === 'returned' || m.phase === 'failed';
@@ -313,7 +372,7 @@ export function machinesToRead(maintenance: Maintenance): string[] {
     return maintenance.machineIds.slice(unwound, Math.min(unwound + FAN_OUT_CHUNK, fannedOut));
   }
   if (!isOpen(maintenance)) return [];
-  const moving = new Set<MaintenanceMachine['phase']>(['held', 'waiting', 'in-maintenance']);
+  const moving = new Set<MaintenanceMachine['phase']>(['held', 'waiting', 'in-maintenance', 'validating']);
   return maintenance.machineIds.filter((id) => moving.has(maintenance.machines[id]!.phase));
 }
 

@@ -48,6 +48,8 @@ export interface MaintenanceMachine {
   leaseUntil?: string;
   /** The agent took the work on: its report is awaited. */
   accepted?: boolean;
+  /** The validation started when the work finished (phase `validating`): its outcome on the machine decides. */
+  validationId?: string;
   /** Its deadline passed while held: Fleetward released the instance then. */
   enforcedAt?: string;
 }

@@ -1,6 +1,8 @@
 import type { HealthAlert, HealthOverride, Issue } from '#domain/responses.ts';
 import type { InstanceMaintenanceNotice } from '#domain/maintenance.ts';
 import type { RepairLog } from '#domain/safety.ts';
+import type { MachineValidation } from '#domain/validation.ts';
+import type { Retirement } from '#domain/retirement.ts';
 
 // The records Fleetward keeps. Pure data: the store maps them to DynamoDB items, the API to JSON.
 
@@ -69,6 +71,10 @@ export interface Machine {
    * record and a stored `machine-registered` entry instead.
    */
   registered?: { by: string; machineType: string; rack: string; nvlinkDomain?: string };
+  /** The site agent's latest validation of it (domain/validation.ts): while running, it keeps out of allocation. */
+  validation?: MachineValidation;
+  /** Taken out for good by a provider: never allocated again (domain/retirement.ts). */
+  retired?: Retirement;
   version: number;
   createdAt: string;
   updatedAt: string;

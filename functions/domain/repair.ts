@@ -13,6 +13,8 @@ export interface ReleaseReport {
   isRepairTenant: boolean;
   /** What a regular tenant's issue leads to beyond quarantine: auto-repair, the storm breaker, escalation. */
   policy: RepairPolicy;
+  /** The site validates after repair: a completed repair starts this validation instead of returning to the pool. */
+  validateAfterRepair?: { validationId: string; suite: string } | undefined;
 }
 
 export interface OverrideEdits {

@@ -2,6 +2,9 @@ import { alertClassifications } from '#site/agent-contract.ts';
 import type { MachineState, InstanceStatus, MetaInstanceStatus } from '#domain/model.ts';
 import { instanceStatuses, issueCategories } from '#domain/schemas.ts';
 import { machinePhases, maintenanceCategories, maintenanceKinds, maintenanceStates } from '#domain/maintenance.ts';
+import { validationReasons } from '#domain/validation.ts';
+import { lifecycles } from '#domain/lifecycle.ts';
+import { instanceHealths } from '#domain/tenant-health.ts';
 import * as z from 'zod';
 
 // What the API answers with (API.md "Objects"). Each schema lists exactly what is exposed: a view is built by
@@ -56,8 +59,25 @@ export const instanceResponse = z.object({
   failureReason: z.string().optional(),
   terminationReason: z.string().optional(),
   maintenance: instanceMaintenanceResponse.optional(),
+  health: z.enum(instanceHealths).describe('The machine\'s health as the tenant may know it (docs/api.md "Tenant view")'),
+  healthDetail: z.string().optional().describe("The alerts' tenant messages, or a generic text; never a provider's private message"),
   createdAt: z.string(),
   updatedAt: z.string(),
+});
+
+export const machineValidationResponse = z.object({
+  id: z.string(),
+  state: z.enum(['running', 'passed', 'failed']),
+  reason: z.enum(validationReasons),
+  suite: z.string(),
+  requestedAt: z.string(),
+  finishedAt: z.string().optional(),
+  results: z.array(z.object({ test: z.string(), passed: z.boolean(), message: z.string().optional() })).optional(),
+  askedAt: z.string().optional().describe('When the site agent accepted the request'),
+  reportDueBy: z.string().optional().describe('Its report is awaited until then; past it, ValidationStuck (once) and the agent is asked again'),
+  attempts: z.number().int().describe('Calls sent to the site agent for it'),
+  error: z.string().optional().describe('Why the last call to the site agent failed'),
+  stuckAt: z.string().optional().describe('When it first overran timeout_minutes'),
 });
 
 const machineFields = {
@@ -73,6 +93,9 @@ const machineFields = {
   notAllocatableReasons: z.array(z.string()),
   lastHeartbeatAt: z.string().optional(),
   cleanup: z.object({ phase: z.enum(['pending', 'requested', 'failed']), attempts: z.number().int(), error: z.string().optional() }).optional(),
+  validation: machineValidationResponse.optional(),
+  lifecycle: z.enum(lifecycles).describe('Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")'),
+  retired: z.object({ at: z.string(), by: z.string(), reason: z.string() }).optional(),
   version: z.number().int(),
 };
 
@@ -202,6 +225,7 @@ export const fleetSummaryResponse = z.object({
   stale: z.number().int(),
   byState: counts,
   byOverride: counts,
+  byLifecycle: counts.describe('Machines by lifecycle; retired machines count here and nowhere else'),
   byType: z.record(
     z.string(),
     z.object({
@@ -232,6 +256,7 @@ export const rackResponse = z.object({
       live: z.boolean(),
       lastHeartbeatAt: z.string().optional(),
       nvlinkDomain: z.string().optional(),
+      lifecycle: z.enum(lifecycles).optional(),
     }),
   ),
 });
@@ -325,6 +350,7 @@ export const componentNames: ReadonlyArray<readonly [z.ZodType, string]> = [
   [healthOverrideResponse, 'HealthOverride'],
   [instanceResponse, 'Instance'],
   [machineResponse, 'Machine'],
+  [machineValidationResponse, 'MachineValidation'],
   [repairCandidateResponse, 'RepairCandidate'],
   [metaInstanceResponse, 'MetaInstance'],
   [historyEntryResponse, 'HistoryEntry'],

@@ -210,6 +210,14 @@ export const cleanupReportBody = z.strictObject({
   message: z.string().max(4096).optional(),
 });
 
+export const retireBody = z.strictObject({ reason: z.string().min(1).max(1024) });
+
+export const validationReportBody = z.strictObject({
+  validationId: z.string().min(1).max(128),
+  passed: z.boolean(),
+  results: z.array(z.strictObject({ test: z.string().min(1).max(128), passed: z.boolean(), message: z.string().max(1024).optional() })).max(64),
+});
+
 export const emptyQuery = z.strictObject({});
 
 export const repairStatsQuery = z.strictObject({

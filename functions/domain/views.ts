@@ -1,12 +1,16 @@
 import { isLive, type Member } from '#domain/meta-instances.ts';
-import type { Instance, MetaInstance } from '#domain/model.ts';
+import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
+import { instanceHealth } from '#domain/tenant-health.ts';
 import { instanceResponse, metaInstanceResponse, viewOf } from '#domain/responses.ts';
 
 // Records as the API shows them. Apart from the domain rules, so that only the API's bundle builds the response
 // schemas at its cold start: the stream and the sweep use those rules and never answer a request.
 
-/** The instance as the API shows it (API.md "Instance"): what the response schema lists, nothing else. */
-export const instanceView = (instance: Instance) => viewOf(instanceResponse, instance);
+/**
+ * The instance as the API shows it (API.md "Instance"): what the response schema lists, nothing else, with its health
+ * judged on `machine` (null when not read: an instance just placed, or one no longer on a machine).
+ */
+export const instanceView = (instance: Instance, machine: Machine | null) => viewOf(instanceResponse, { ...instance, ...instanceHealth(instance, machine) });
 
 /** The meta-instance as the API shows it (API.md "MetaInstance"), with the instances it holds now. */
 export const metaInstanceView = (meta: MetaInstance, members: Member[]) =>

@@ -1,6 +1,6 @@
 import { Metrics as PowertoolsMetrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import { METRICS_KEY } from '@aws-lambda-powertools/commons';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
@@ -79,6 +79,7 @@ const noAgent: SiteAgent = {
   delete: () => notHere('delete'),
   status: () => notHere('status'),
   startMaintenance: () => notHere('maintenance start'),
+  validate: () => notHere('validate'),
 };
 
 /** The context of a deployed Lambda, from its environment; built once per cold start. */

@@ -6,6 +6,7 @@ import type { RecordIds } from '#store/port.ts';
 import type { Change } from '#domain/change.ts';
 import { committedById, defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
 import { recordCreateOutcome } from '#runtime/create-metrics.ts';
+import { instanceDueAt } from '#reconcilers/due-times.ts';
 
 // A Provisioning instance gets the site agent's create: claimed under a lease (so a duplicated trigger never sends a
 // second one), sent, and its outcome recorded: Ready, or Failed with its machine sent through cleanup. A claim that
@@ -38,14 +39,7 @@ export const instanceReconciler = defineReconciler({
           : after.status === 'Provisioning' && (after.creation.phase === 'pending' || (after.creation.phase === 'in-flight' && fellDue(before, after)))
             ? [{ id, related: { machines: [after.machineId] } }]
             : [],
-      dueAt(instance) {
-        if (instance.status !== 'Provisioning') return undefined;
-        const { creation } = instance;
-        if (creation.phase === 'pending') return instance.updatedAt;
-        // A claim whose holder crashed lapses: the agent is then asked where the create stands.
-        if (creation.phase === 'in-flight') return creation.leaseUntil;
-        return undefined;
-      },
+      dueAt: instanceDueAt,
     },
   },
 

@@ -5,6 +5,7 @@ import { siteCleanupTimings, type AppContext } from '#runtime/context.ts';
 import type { RecordIds } from '#store/port.ts';
 import type { Change } from '#domain/change.ts';
 import { committedById, defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
+import { cleanupDueAt } from '#reconcilers/due-times.ts';
 
 // A machine in Cleanup gets the site agent's DELETE for its last instance: claimed under a lease, sent, and its
 // answer recorded; the agent's cleanup report (an API call) then returns the machine to the pool. A report that is
@@ -40,11 +41,7 @@ export const machineReconciler = defineReconciler({
         if (!cleanup || (cleanup.phase !== 'pending' && !fellDue(before, after))) return [];
         return [{ id, related: { instances: [cleanup.instanceId] } }];
       },
-      dueAt(machine) {
-        const cleanup = machine.cleanup;
-        if (machine.state !== 'Cleanup' || !cleanup || cleanup.phase === 'failed') return undefined;
-        return cleanup.phase === 'pending' ? machine.updatedAt : cleanup.leaseUntil;
-      },
+      dueAt: cleanupDueAt,
     },
     // A release that waited for the instance's create call can go ahead once that call is over. A create that
     // ended Ready was not released meanwhile (a release makes the instance Terminating, and the outcome keeps that).

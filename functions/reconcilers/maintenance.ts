@@ -13,6 +13,7 @@ import {
   timeStep,
   unansweredStarts,
   unwindStep,
+  validationSettled,
   walkPending,
 } from '#domain/maintenance-waves.ts';
 import { isOpen } from '#domain/maintenance.ts';
@@ -21,6 +22,7 @@ import { iso } from '#domain/time.ts';
 import type { AppContext, MaintenanceStartOutcome } from '#runtime/context.ts';
 import { defineReconciler } from '#reconcilers/reconciler.ts';
 import { limiter } from '#store/in-parallel.ts';
+import { maintenanceDueAt } from '#reconcilers/due-times.ts';
 
 // A declared maintenance, one bounded step per pass: the fan-out of its override and notice in chunks (or, after a
 // cancel, their removal), hand-backs, reminders and overdue machines, then waves of starts on the site agent.
@@ -49,17 +51,20 @@ type StartAnswers = Array<{ machineId: string; outcome: MaintenanceStartOutcome 
 const STARTS_AT_ONCE = 8;
 
 const free = (machine: Machine): boolean => machine.state === 'Ready' && !machine.instanceId && !machine.cleanup;
+const validationFinished = (before: Machine, after: Machine): boolean =>
+  before.validation?.state === 'running' && after.validation?.id === before.validation.id && after.validation.state !== 'running';
 
 export const maintenanceReconciler = defineReconciler({
   kind: 'maintenance',
   watches: {
     maintenance: {
       concerns: (_before, after, id) => (after && (isOpen(after) || walkPending(after)) ? [id] : []),
-      dueAt: (maintenance) => (walkPending(maintenance) ? maintenance.updatedAt : nextDueAt(maintenance)),
+      dueAt: maintenanceDueAt,
     },
     // A machine in scope that came free (its tenant handed it back and cleanup finished) may join a wave.
+    // So may one whose validation after the work finished (validated return): its course then moves on.
     machine: {
-      concerns: (before, after) => (after && free(after) && before && !free(before) ? [maintenanceIdOf(after)] : []),
+      concerns: (before, after) => (after && before && ((free(after) && !free(before)) || validationFinished(before, after)) ? [maintenanceIdOf(after)] : []),
     },
   },
 
@@ -90,6 +95,8 @@ export const maintenanceReconciler = defineReconciler({
     if (enforced) return { change: enforced, requeueAt: now, summary: 'maintenance deadline enforced' };
     const timed = timeStep(maintenance, now);
     if (timed) return { change: timed, requeueAt: now, summary: 'maintenance reminders and overdue machines' };
+    const validated = validationSettled(maintenance, machines, now);
+    if (validated) return { change: withOpenList(validated, open), requeueAt: now, summary: 'maintenance validation settled' };
     const starts = [...unansweredStarts(maintenance, now), ...admissible(maintenance, machines)];
     if (starts.length > 0) {
       const effect: MaintenanceStarts = { maintenanceId: maintenance.id, category: maintenance.category, machineIds: starts };

@@ -15,6 +15,7 @@ import type { Page } from '#store/paging.ts';
 import type { AllocatablePage } from '#store/port.ts';
 import { heartbeatViewOf, loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
+import { memberMachineDueAt, metaInstanceDueAt } from '#reconcilers/due-times.ts';
 
 // A meta-instance is kept in line with its spec: failed members out and counted, replacements placed, a deleted one
 // emptied. Each pass commits one decision; the next pass decides on the state that decision left.
@@ -149,11 +150,7 @@ export const metaInstanceReconciler = defineReconciler({
   watches: {
     'meta-instance': {
       concerns: (_before, _after, id) => [id],
-      dueAt(meta) {
-        if (meta.status === 'Deleting') return meta.updatedAt;
-        if (meta.status === 'Placing' || meta.status === 'Retrying') return meta.nextAttemptAt ?? meta.updatedAt;
-        return undefined;
-      },
+      dueAt: metaInstanceDueAt,
     },
     // A member that appears, goes or changes status may fail the meta-instance or free a place in it; a member
     // that was not live and is not live now (Terminating to Terminated) changes nothing a decision reads.
@@ -172,14 +169,7 @@ export const metaInstanceReconciler = defineReconciler({
         if (!after.boundMetaInstanceId) return [];
         return before.boundMetaInstanceId !== after.boundMetaInstanceId || memberHealthOf(before) !== memberHealthOf(after) ? [after.boundMetaInstanceId] : [];
       },
-      // The sweep must find a failed member's machine too, not only the stream: at once for a health override, and
-      // once the heartbeat counts as stale for a stopped one (which no write announces).
-      dueAt(machine) {
-        if (!machine.boundMetaInstanceId || machine.state !== 'Assigned') return undefined;
-        if (preventingSources(machine.healthOverrides).length > 0) return machine.updatedAt;
-        if (!machine.heartbeatLive && machine.heartbeatStaleAt) return machine.heartbeatStaleAt;
-        return undefined;
-      },
+      dueAt: memberMachineDueAt,
     },
   },
 

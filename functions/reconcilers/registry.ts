@@ -7,12 +7,14 @@ import { orgCapacityReconciler } from '#reconcilers/org-capacity.ts';
 import { createRegistry } from '#reconcilers/reconciler.ts';
 import { rosterBucketReconciler } from '#reconcilers/roster-bucket.ts';
 import { staleCheckReconciler } from '#reconcilers/stale-check.ts';
+import { validationReconciler } from '#reconcilers/validation.ts';
 import { waitQueueReconciler } from '#reconcilers/wait-queue.ts';
-import type { DueEntry, DueTimes } from '#store/port.ts';
+import type { DueEntry } from '#store/port.ts';
 
 /**
  * Every reconciler, in one place. The stream handler and the sweep run them (runner.ts); the stream filters of the
- * CDK stack (lib/stream-filters.ts) and the due times the store writes (store/items.ts) are derived from this list.
+ * CDK stack (lib/stream-filters.ts) are derived from this list; the due times the store writes come from the same
+ * rules, kept apart in reconcilers/due-times.ts so that the API functions need no reconciler.
  */
 export const reconcilers = [
   instanceReconciler,
@@ -21,6 +23,7 @@ export const reconcilers = [
   rosterBucketReconciler,
   staleCheckReconciler,
   waitQueueReconciler,
+  validationReconciler,
   fleetSummaryReconciler,
   maintenanceReconciler,
   orgCapacityReconciler,
@@ -40,12 +43,3 @@ export const isEntityKind = (value: unknown): value is EntityKind => typeof valu
 
 /** A due-index entry some reconciler knows (an entry of a kind no longer reconciled is passed over). */
 export const isEntityRef = (entry: DueEntry): entry is EntityRef => isEntityKind(entry.entity);
-
-/** The due index's times, by the reconcilers' rules: what the store is given to write (store/port.ts DueTimes). */
-export const dueTimes: DueTimes = {
-  machine: (machine) => registry.dueAtOf('machine', machine),
-  instance: (instance) => registry.dueAtOf('instance', instance),
-  metaInstance: (meta) => registry.dueAtOf('meta-instance', meta),
-  rosterBucket: (bucket) => registry.dueAtOf('roster-bucket', bucket),
-  maintenance: (maintenance) => registry.dueAtOf('maintenance', maintenance),
-};

@@ -3,6 +3,7 @@ import type { Machine } from '#domain/model.ts';
 import { heartbeatTimeoutMs, safetyRules, type AppContext } from '#runtime/context.ts';
 import { loadFleetSize } from '#runtime/fleet-size.ts';
 import { defineReconciler } from '#reconcilers/reconciler.ts';
+import { rosterBucketDueAt } from '#reconcilers/due-times.ts';
 
 // A roster bucket whose ids or alerts changed (a beat) or that a registration asked to recheck: its machines'
 // liveness and hardware-health override are brought in line with it, a chunk per commit, then the bucket is marked
@@ -23,7 +24,7 @@ export const rosterBucketReconciler = defineReconciler({
     'roster-bucket': {
       // Marking the bucket applied is a change too: that one needs no walk.
       concerns: (_before, after, id) => (after && bucketSettled(after) ? [] : [id]),
-      dueAt: (bucket) => (bucketSettled(bucket) ? undefined : bucket.changedAt),
+      dueAt: rosterBucketDueAt,
     },
   },
 

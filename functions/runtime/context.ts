@@ -3,6 +3,8 @@ import { cleanupTimings, type CleanupTimings } from '#domain/cleanup.ts';
 import type { CreateOutcome } from '#domain/instances.ts';
 import type { DeleteOutcome } from '#domain/cleanup.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
+import type { ValidationCallOutcome, ValidationRules } from '#domain/validation.ts';
+import type { ValidationRequest } from '#site/agent-contract.ts';
 import type { Clock, IdSource } from '#domain/model.ts';
 import type { FleetStore } from '#store/port.ts';
 import type { StartMaintenanceRequest } from '#site/agent-contract.ts';
@@ -18,6 +20,8 @@ export interface SiteAgent {
   status(name: string, call?: AgentCall): Promise<InstanceStatusOutcome>;
   /** Ask for a maintenance's work on a machine: accepted (the agent reports later), refused, or no answer (ask again). */
   startMaintenance(machineId: string, request: StartMaintenanceRequest, call?: AgentCall): Promise<MaintenanceStartOutcome>;
+  /** Ask the agent to validate a machine (it reports through the API later). */
+  validate(machineId: string, request: ValidationRequest, call?: AgentCall): Promise<ValidationCallOutcome>;
 }
 
 export type MaintenanceStartOutcome = { kind: 'accepted' } | { kind: 'refused'; reason: string } | { kind: 'error'; reason: string };
@@ -57,6 +61,14 @@ export interface AppContext {
 }
 
 export const siteCleanupTimings = (config: SiteConfig): CleanupTimings => cleanupTimings(config.site_agent.report_timeout_seconds * 1000);
+
+/** The site's validation rules; a call to the agent is claimed for as long as one create attempt may take, and some. */
+export const validationRules = (config: SiteConfig): ValidationRules => ({
+  after: config.validation.after,
+  suite: config.validation.suite,
+  timeoutMs: config.validation.timeout_minutes * 60_000,
+  callLeaseMs: config.instance_create_retry.timeout_ms + 5_000,
+});
 
 export const heartbeatTimeoutMs = (config: SiteConfig): number => config.heartbeat.timeout_seconds * 1000;
 

@@ -44,6 +44,7 @@ export function forRequest(ctx: AppContext, requestId: string | undefined, deadl
       delete: (name) => agent.delete(name, { requestId }),
       status: (name) => agent.status(name, { requestId }),
       startMaintenance: (machineId, request) => agent.startMaintenance(machineId, request, { requestId }),
+      validate: (machineId, request) => agent.validate(machineId, request, { requestId }),
     },
   };
 }

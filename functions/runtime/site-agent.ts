@@ -41,5 +41,9 @@ export function httpSiteAgent(baseUrl: string, config: SiteConfig, keys: Signing
       const result = await client.instanceStatus(name, call);
       return result.ok ? { kind: result.state } : { kind: 'error', reason: result.reason };
     },
+    async validate(machineId, request, call) {
+      const result = await client.validateMachine(machineId, request, call);
+      return result.ok ? { ok: true } : { ok: false, reason: result.reason };
+    },
   };
 }

@@ -7,7 +7,8 @@ import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.
 import { repairClaimBlockers } from '#domain/repair.ts';
 import { checkQuota, guardOf } from '#domain/quotas.ts';
 import { patchInstance as decidePatch, type InstancePatch } from '#domain/machine-edits.ts';
-import { safetyRules, type AppContext } from '#runtime/context.ts';
+import { safetyRules, validationRules, type AppContext } from '#runtime/context.ts';
+import { validationRequired } from '#domain/validation.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { loadFleetSize } from '#runtime/fleet-size.ts';
 import { committedOnce, retryOnStale } from '#runtime/retry-on-stale.ts';
@@ -180,7 +181,13 @@ export async function releaseInstance(
     const instance = await loadOwnInstance(ctx, principal, id);
     const machine = await requireMachine(ctx, instance.machineId);
     const { policy, safety } = await repairPolicyFor(ctx, machine, request);
-    const report = { actor: principal.sub, issue: request.issue, isRepairTenant: request.isRepairTenant ?? false, policy };
+    const report = {
+      actor: principal.sub,
+      issue: request.issue,
+      isRepairTenant: request.isRepairTenant ?? false,
+      policy,
+      validateAfterRepair: request.isRepairTenant && validationRequired(validationRules(ctx.config), 'repair') ? validationIdentity(ctx) : undefined,
+    };
     const decision = decideRelease(instance, machine, report, ctx.clock.now());
     if (decision.kind === 'unchanged') return { changed: false, instance };
     await ctx.store.commit({ ...decision.change, ...(safety ? { safety } : {}) });
@@ -188,12 +195,24 @@ export async function releaseInstance(
   });
 }
 
+/** A new validation's id and the site's suite. */
+export const validationIdentity = (ctx: AppContext) => ({ validationId: ctx.ids.next('v'), suite: ctx.config.validation.suite });
+
 /**
  * What a tenant's issue report leads to beyond quarantine (domain/safety.ts `repairPolicy`). Counting the quarantine
  * changes the site's safety record, which commits with the release.
  */
 async function repairPolicyFor(ctx: AppContext, machine: Machine, request: ReleaseRequest): Promise<{ policy: RepairPolicy; safety?: Versioned<SafetyState> }> {
-  if (request.isRepairTenant || !request.issue || !ctx.config.auto_machine_repair_plugin.enabled) return { policy: { kind: 'off' } };
+  if (request.isRepairTenant || !request.issue) return { policy: { kind: 'off' } };
+  return reportedFaultPolicy(ctx, machine);
+}
+
+/**
+ * What a reported fault (a tenant's issue, a failed validation) leads to beyond quarantine, by the site's auto-repair
+ * switch, breaker and escalation rules; the safety record it changes commits with the fault.
+ */
+export async function reportedFaultPolicy(ctx: AppContext, machine: Machine): Promise<{ policy: RepairPolicy; safety?: Versioned<SafetyState> }> {
+  if (!ctx.config.auto_machine_repair_plugin.enabled) return { policy: { kind: 'off' } };
   const [stored, fleetSize] = await Promise.all([ctx.store.getSafety(), loadFleetSize(ctx)]);
   const { policy, safety } = repairPolicy(machine, { autoRepair: true, safety: stored, fleetSize, now: ctx.clock.now(), rules: safetyRules(ctx.config) });
   return { policy, ...(safety ? { safety: { before: stored, after: safety } } : {}) };

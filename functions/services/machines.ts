@@ -7,7 +7,8 @@ import { bucketOf, recheck } from '#domain/heartbeat.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
 import type { Page } from '#store/paging.ts';
 import { ThrottledError, type PageRequest } from '#store/port.ts';
-import type { AppContext } from '#runtime/context.ts';
+import { validationRules, type AppContext } from '#runtime/context.ts';
+import { validationRequired } from '#domain/validation.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { requireMachine } from '#services/instances.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
@@ -32,7 +33,11 @@ export async function registerMachines(ctx: AppContext, registrations: MachineRe
   const decide = async (chunk: MachineRegistration[]): Promise<Change[]> => {
     const existing = await ctx.store.getMachines(chunk.map((r) => r.id));
     const now = ctx.clock.now();
-    return chunk.map((r) => registerMachine(existing.get(r.id) ?? null, r, by.actor, now)).filter((c): c is Change => c !== null);
+    const commissioning = (r: MachineRegistration) =>
+      !existing.has(r.id) && validationRequired(validationRules(ctx.config), 'registration')
+        ? { validationId: ctx.ids.next('v'), suite: ctx.config.validation.suite }
+        : undefined;
+    return chunk.map((r) => registerMachine(existing.get(r.id) ?? null, r, by.actor, now, commissioning(r))).filter((c): c is Change => c !== null);
   };
   const byId = new Map(registrations.map((r) => [r.id, r]));
   const decided = await decide([...byId.values()]);

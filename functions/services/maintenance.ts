@@ -18,7 +18,8 @@ import { reportWork } from '#domain/maintenance-waves.ts';
 import type { HistoryEntry } from '#domain/model.ts';
 import { notFound } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
-import type { AppContext } from '#runtime/context.ts';
+import { validationRequired } from '#domain/validation.ts';
+import { validationRules, type AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import type { PageRequest } from '#store/port.ts';
 
@@ -163,7 +164,11 @@ export async function reportMaintenanceWork(
     ]);
     if (!found) throw notFound(`machine ${machineId}`);
     const maintenance = await requireMaintenance(ctx, report.maintenanceId);
-    const change = reportWork(maintenance, found, report.ok, report.message, ctx.clock.now());
+    // Validated return: the work done, the machine is validated before it goes back (domain/maintenance-waves.ts).
+    const validation = validationRequired(validationRules(ctx.config), 'maintenance')
+      ? { id: ctx.ids.next('v'), suite: ctx.config.validation.suite }
+      : undefined;
+    const change = reportWork(maintenance, found, report.ok, report.message, ctx.clock.now(), validation);
     if (!change) return { changed: false, maintenance };
     await ctx.store.commit(withOpenList(change, open));
     return { changed: true, maintenance: change.maintenances![0]!.after };

@@ -9,6 +9,7 @@ import {
   type CreateInstanceRequest,
   type InstanceStatusAnswer,
   type StartMaintenanceRequest,
+  type ValidationRequest,
 } from '#site/agent-contract.ts';
 import { decideAfterAttempt, firstCreateAttempt, siteNameForAttempt, type CreateOutcome, type CreateRetryPolicy } from '#site/create-retry.ts';
 import { signRequest, type SigningKeySet } from '#site/request-signing.ts';
@@ -34,6 +35,8 @@ export type CreateInstanceResult =
 
 export type DeleteInstanceResult = { ok: true; status: number; alreadyGone: boolean } | { ok: false; reason: string; status?: number };
 
+export type AcceptedResult = { ok: true } | { ok: false; reason: string; status?: number };
+
 export type InstanceStatusResult = { ok: true; state: InstanceStatusAnswer['state'] | 'absent' } | { ok: false; reason: string; status?: number };
 
 /** Sent as `x-request-id`, so the agent's logs name the API request an instance call works for. */
@@ -49,6 +52,8 @@ export interface SiteAgentClient {
   instanceStatus(siteName: string, options?: CallOptions): Promise<InstanceStatusResult>;
   /** Ask the agent to do maintenance work on a machine; it reports when done. No internal retries: the caller's lease does. */
   startMaintenance(machineId: string, request: StartMaintenanceRequest, options?: CallOptions): Promise<StartMaintenanceResult>;
+  /** Ask the agent to validate a machine; it reports later. No internal retries: the caller owns the claim. */
+  validateMachine(machineId: string, request: ValidationRequest, options?: CallOptions): Promise<AcceptedResult>;
 }
 
 export type StartMaintenanceResult = { ok: true } | { ok: false; reason: string; refused: boolean };
@@ -215,6 +220,14 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
         };
       }
       return { ok: true, state: answer.data.state };
+    },
+
+    async validateMachine(machineId, request, call = {}) {
+      const sent = await exchange('POST', agentPaths.validation(machineId), request, call);
+      if (sent.kind !== 'answered') return { ok: false, reason: unanswered(sent, 'validation request') };
+      const { response } = sent;
+      await response.body?.cancel().catch(() => undefined);
+      return response.ok ? { ok: true } : { ok: false, status: response.status, reason: answeredWith(response, 'validation request') };
     },
   };
 }

@@ -16,6 +16,8 @@ export const agentPaths = {
   instances: '/instances',
   instance: (siteName: string) => `/instances/${encodeURIComponent(siteName)}`,
   machineMaintenance: (machineId: string) => `/machines/${encodeURIComponent(machineId)}/maintenance`,
+  validation: (machineId: string) => `/machines/${encodeURIComponent(machineId)}/validation`,
+  power: (siteName: string) => `/instances/${encodeURIComponent(siteName)}/power`,
 } as const;
 
 /** POST {agent}/machines/{id}/maintenance: do a maintenance's work on the machine and report it (202). */
@@ -24,6 +26,32 @@ export const startMaintenanceRequest = z.strictObject({
   category: z.enum(['firmware', 'hardware', 'network', 'facility', 'other']),
 });
 export type StartMaintenanceRequest = z.infer<typeof startMaintenanceRequest>;
+
+export const powerActions = ['cycle', 'off', 'on'] as const;
+
+/** POST {agent}/instances/{name}/power (202). */
+export const powerRequest = z.strictObject({ action: z.enum(powerActions) });
+export type PowerRequest = z.infer<typeof powerRequest>;
+
+/** POST {agent}/machines/{id}/validation: run the suite on the machine and report it under `validationId` (202). */
+export const validationRequest = z.strictObject({
+  validationId: text(1, 128),
+  suite: text(1, 100),
+  reason: z.enum(['repair', 'maintenance', 'registration', 'provider']),
+});
+export type ValidationRequest = z.infer<typeof validationRequest>;
+
+/** One test of a validation as the agent reports it. */
+export const validationResult = z.strictObject({ test: text(1, 128), passed: z.boolean(), message: z.optional(text(0, 1024)) });
+
+/** POST /site/v1/machines/{id}/validation: the agent's report of a validation it was asked for. */
+export const validationReport = z.strictObject({
+  validationId: text(1, 128),
+  passed: z.boolean(),
+  // Bounded so that the machine's record, which keeps them, stays far below DynamoDB's item size.
+  results: z.array(validationResult).check(z.maxLength(64)),
+});
+export type ValidationReportBody = z.infer<typeof validationReport>;
 
 /** POST {agent}/instances. `clientToken` is the same on every attempt of one create. */
 export const createInstanceRequest = z.strictObject({

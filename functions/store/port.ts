@@ -31,7 +31,7 @@ export interface DueEntry {
 }
 
 /**
- * When each record next falls due, by the reconcilers' rules (functions/reconcilers/registry.ts `dueTimes`): the
+ * When each record next falls due, by the reconcilers' rules (functions/reconcilers/due-times.ts `dueTimes`): the
  * store writes it into the due index with the record. Given to the store, so the store knows no reconciler.
  */
 export interface DueTimes {

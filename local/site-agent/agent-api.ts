@@ -1,11 +1,20 @@
 // The simulated agent's own API, the routes the controller calls (docs/api.md "Site agent"): POST /instances,
-// DELETE and GET /instances/{name}, POST /machines/{id}/maintenance. Like a real agent it serves only signed calls (docs/api.md "Signing"), and plays
+// DELETE and GET /instances/{name}, POST /instances/{name}/power, POST /machines/{id}/validation and
+// POST /machines/{id}/maintenance. Like a real agent it serves only signed calls (docs/api.md "Signing"), and plays
 // the faults the /_sim controls queued.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '#domain/model.ts';
 import { REQUEST_ID_HEADER } from '#site/agent-client.ts';
-import { createInstanceRequest, startMaintenanceRequest, type AgentErrorAnswer, type InstanceAnswer, type InstanceStatusAnswer } from '#site/agent-contract.ts';
+import {
+  createInstanceRequest,
+  powerRequest,
+  startMaintenanceRequest,
+  validationRequest,
+  type AgentErrorAnswer,
+  type InstanceAnswer,
+  type InstanceStatusAnswer,
+} from '#site/agent-contract.ts';
 import { verifyRequest } from '#site/request-signing.ts';
 import { parseJsonBody, readBodyBytes } from '../request-body.ts';
 import type { AgentLoops } from './agent-loops.ts';
@@ -16,8 +25,10 @@ import { sendJson } from './wire.ts';
 export interface AgentApiOptions {
   state: AgentState;
   behaviour: AgentBehaviour;
-  loops: Pick<AgentLoops, 'wait' | 'cleanUp' | 'maintain'>;
+  loops: Pick<AgentLoops, 'wait' | 'cleanUp' | 'maintain' | 'validate'>;
   provisionMs: number;
+  /** How long a validation runs before the agent reports it (unless the machine's next result says otherwise). */
+  validationMs: number;
   clock: Clock;
   log: (line: string) => void;
 }
@@ -29,7 +40,10 @@ export interface AgentApi {
   closeHeldOpen(): void;
 }
 
-export function createAgentApi({ state, behaviour, loops, provisionMs, clock, log }: AgentApiOptions): AgentApi {
+/** The tests every suite runs here: a real agent runs DCGM diagnostics, NCCL and fabric checks. */
+export const SIMULATED_SUITE_TESTS = ['dcgm-diag', 'nccl-all-reduce', 'nvlink-bandwidth'] as const;
+
+export function createAgentApi({ state, behaviour, loops, provisionMs, validationMs, clock, log }: AgentApiOptions): AgentApi {
   const heldOpen = new Set<ServerResponse>();
 
   async function handleCreate(req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<void> {
@@ -42,7 +56,13 @@ export function createAgentApi({ state, behaviour, loops, provisionMs, clock, lo
     const request = parsed.data;
     const requestId = req.headers[REQUEST_ID_HEADER];
     const record = (outcome: CreateRequestOutcome) =>
-      behaviour.createLog.push({ ...request, outcome, at: clock.now().toISOString(), ...(typeof requestId === 'string' ? { requestId } : {}) });
+      behaviour.requestLog.push({
+        kind: 'create',
+        ...request,
+        outcome,
+        at: clock.now().toISOString(),
+        ...(typeof requestId === 'string' ? { requestId } : {}),
+      });
     const fault = behaviour.createFaults.shift();
 
     if (fault === 'network') {
@@ -125,6 +145,61 @@ export function createAgentApi({ state, behaviour, loops, provisionMs, clock, lo
     loops.maintain(machineId, parsed.data.maintenanceId);
   }
 
+  /** Accepts at once (202), runs the suite for `validationMs`, then reports; the machine's queued result decides how. */
+  function handleValidation(machineId: string, body: Buffer, res: ServerResponse): void {
+    const parsed = validationRequest.safeParse(parseJsonBody(body.toString('utf8')));
+    if (!parsed.success) {
+      sendError(res, 400, { code: 'bad_request', message: parsed.error.issues.map((i) => i.message).join('; ') });
+      return;
+    }
+    const request = parsed.data;
+    const next = behaviour.validationOutcomes.get(machineId) ?? { outcome: 'pass' as const };
+    behaviour.validationOutcomes.delete(machineId);
+    behaviour.requestLog.push({ kind: 'validation', machineId, ...request, outcome: next.outcome, at: clock.now().toISOString() });
+    sendJson(res, 202, { validationId: request.validationId });
+    if (next.outcome === 'never') return;
+    const failing = new Set(next.outcome === 'fail' ? (next.failing?.length ? next.failing : [SIMULATED_SUITE_TESTS[0]]) : []);
+    const tests = [...new Set([...SIMULATED_SUITE_TESTS, ...failing])];
+    const results = tests.map((test) => (failing.has(test) ? { test, passed: false, message: `simulated failure of ${test}` } : { test, passed: true }));
+    loops.validate(machineId, { validationId: request.validationId, passed: failing.size === 0, results }, next.delayMs ?? validationMs);
+  }
+
+  /** Power actions on an instance the agent holds: recorded, and answered as the queued power faults say. */
+  function handlePower(name: string, body: Buffer, req: IncomingMessage, res: ServerResponse): void {
+    const parsed = powerRequest.safeParse(parseJsonBody(body.toString('utf8')));
+    if (!parsed.success) {
+      sendError(res, 400, { code: 'bad_request', message: parsed.error.issues.map((i) => i.message).join('; ') });
+      return;
+    }
+    const fault = behaviour.powerFaults.shift();
+    const requestId = req.headers[REQUEST_ID_HEADER];
+    const outcome: CreateRequestOutcome = fault ?? (state.statusOf(name) === 'present' ? 202 : 404);
+    behaviour.requestLog.push({
+      kind: 'power',
+      name,
+      action: parsed.data.action,
+      outcome,
+      at: clock.now().toISOString(),
+      ...(typeof requestId === 'string' ? { requestId } : {}),
+    });
+    if (outcome === 'network') return void req.socket.destroy();
+    if (outcome === 'timeout') {
+      heldOpen.add(res);
+      res.on('close', () => heldOpen.delete(res));
+      return;
+    }
+    if (outcome === 404) {
+      sendError(res, 404, { code: 'not_found', message: `no instance named ${name}` });
+      return;
+    }
+    if (outcome !== 202) {
+      sendError(res, outcome, { code: 'simulated_fault', message: `simulated ${outcome}` });
+      return;
+    }
+    log(`site-sim: power ${parsed.data.action} of ${name}`);
+    sendJson(res, 202, { name, action: parsed.data.action });
+  }
+
   function handleStatus(name: string, res: ServerResponse): void {
     const status = state.statusOf(name);
     if (!status) {
@@ -154,11 +229,31 @@ export function createAgentApi({ state, behaviour, loops, provisionMs, clock, lo
         sendJson(res, 405, { code: 'method_not_allowed' });
         return;
       }
+      const at = clock.now().toISOString();
       const named = /^\/instances\/([^/]+)$/.exec(path);
       if (named) {
         const name = decodeURIComponent(named[1] ?? '');
-        if (req.method === 'DELETE') return handleDelete(name, res);
-        if (req.method === 'GET') return handleStatus(name, res);
+        const seen = { name, at, ...(typeof requestId === 'string' ? { requestId } : {}) };
+        if (req.method === 'DELETE') {
+          behaviour.requestLog.push({ kind: 'delete', ...seen });
+          return handleDelete(name, res);
+        }
+        if (req.method === 'GET') {
+          behaviour.requestLog.push({ kind: 'status', ...seen });
+          return handleStatus(name, res);
+        }
+        sendJson(res, 405, { code: 'method_not_allowed' });
+        return;
+      }
+      const power = /^\/instances\/([^/]+)\/power$/.exec(path);
+      if (power) {
+        if (req.method === 'POST') return handlePower(decodeURIComponent(power[1] ?? ''), body, req, res);
+        sendJson(res, 405, { code: 'method_not_allowed' });
+        return;
+      }
+      const validation = /^\/machines\/([^/]+)\/validation$/.exec(path);
+      if (validation) {
+        if (req.method === 'POST') return handleValidation(decodeURIComponent(validation[1] ?? ''), body, res);
         sendJson(res, 405, { code: 'method_not_allowed' });
         return;
       }

@@ -2,7 +2,7 @@
 // reports it posts, and the provisioning delay of a create. stop() cancels every timer and outbound call.
 
 import { bucketInPart, bucketOf } from '#domain/heartbeat.ts';
-import type { CleanupReport, HeartbeatBody } from '#site/agent-contract.ts';
+import type { CleanupReport, HeartbeatBody, ValidationReportBody } from '#site/agent-contract.ts';
 import type { AgentInstance } from './agent-state.ts';
 import { errorText } from './wire.ts';
 
@@ -32,6 +32,8 @@ export interface AgentLoopCounters {
   heartbeatsSent: number;
   /** Cleanup reports the controller took. */
   cleanupReportsSent: number;
+  /** Validation reports the controller took. */
+  validationReportsSent: number;
   /** Timers that will still fire: provisioning, cleanup, the next beat, a report's retry. */
   timersPending: number;
   /** Calls to the controller not yet answered. */
@@ -49,6 +51,8 @@ export interface AgentLoops {
   cleanUp(instance: AgentInstance, report: CleanupReport, done: () => void): void;
   /** Works on the machine for `maintenanceMs`, then reports the work done; nothing when stopped before. */
   maintain(machineId: string, maintenanceId: string): void;
+  /** Validates the machine for `delayMs`, then reports `report`; nothing when stopped before. */
+  validate(machineId: string, report: ValidationReportBody, delayMs: number): void;
   counters(): AgentLoopCounters;
 }
 
@@ -58,7 +62,7 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
   let outbound = new AbortController();
   let isRunning = false;
   let heartbeatLoop: Promise<void> | undefined;
-  const counters = { heartbeatsSent: 0, cleanupReportsSent: 0, callsInFlight: 0 };
+  const counters = { heartbeatsSent: 0, cleanupReportsSent: 0, validationReportsSent: 0, callsInFlight: 0 };
 
   function wait(ms: number): Promise<boolean> {
     return new Promise((resolve) => {
@@ -123,8 +127,8 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
     } while (await wait(options.heartbeatIntervalMs));
   }
 
-  /** Posts a report about a machine (`kind`: cleanup or maintenance) until the controller takes it; true when it did. */
-  async function report(kind: 'cleanup' | 'maintenance', machineId: string, body: unknown): Promise<boolean> {
+  /** Posts a report about a machine (cleanup, maintenance or validation) until the controller takes it; true when it did. */
+  async function report(kind: 'cleanup' | 'maintenance' | 'validation', machineId: string, body: unknown): Promise<boolean> {
     const path = `/site/v1/machines/${encodeURIComponent(machineId)}/${kind}`;
     for (let attempt = 0; ; attempt++) {
       if (!isRunning) return false;
@@ -161,10 +165,10 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
     running: () => isRunning,
     counters: () => ({ ...counters, timersPending: timers.size }),
 
-    cleanUp(instance, report, done) {
+    cleanUp(instance, cleanup, done) {
       void (async () => {
         if (!(await wait(options.cleanupMs))) return;
-        await reportCleanup(instance, report);
+        await reportCleanup(instance, cleanup);
         done();
       })();
     },
@@ -173,6 +177,15 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
       void (async () => {
         if (!(await wait(options.maintenanceMs))) return;
         if (await report('maintenance', machineId, { maintenanceId, ok: true })) log(`site-sim: reported maintenance ${maintenanceId} of ${machineId}: ok`);
+      })();
+    },
+
+    validate(machineId, validation, delayMs) {
+      void (async () => {
+        if (!(await wait(delayMs))) return;
+        if (!(await report('validation', machineId, validation))) return;
+        counters.validationReportsSent++;
+        log(`site-sim: reported validation ${validation.validationId} of ${machineId}: passed=${validation.passed}`);
       })();
     },
 

@@ -28,10 +28,28 @@ export interface CreateRequestRecord {
   requestId?: string;
 }
 
-/** What the controls change in how the agent behaves, and the log of creates they show. */
+/** The next result of a machine's validation (POST /_sim/machines/{id}/validation); `never` never reports. */
+export interface SimValidationOutcome {
+  outcome: 'pass' | 'fail' | 'never';
+  failing?: string[] | undefined;
+  delayMs?: number | undefined;
+}
+
+/** Every call the agent received, by kind: what GET /_sim/requests lists. */
+export type AgentRequestRecord =
+  | ({ kind: 'create' } & CreateRequestRecord)
+  | { kind: 'delete' | 'status'; name: string; at: string; requestId?: string }
+  | { kind: 'validation'; machineId: string; validationId: string; suite: string; reason: string; outcome: SimValidationOutcome['outcome']; at: string }
+  | { kind: 'power'; name: string; action: string; outcome: CreateRequestOutcome; at: string; requestId?: string };
+
+/** What the controls change in how the agent behaves, and the log of calls they show. */
 export interface AgentBehaviour {
   /** Played one per create received, then success again. */
   createFaults: CreateFault[];
+  /** Played one per power action received, then success again (the outcomes of a create). */
+  powerFaults: CreateFault[];
+  /** The next validation's result, by machine; each is used once, then validations pass again. */
+  validationOutcomes: Map<string, SimValidationOutcome>;
   /** One per DELETE accepted; false: that cleanup fails. */
   cleanupFaults: boolean[];
   /** Played one per maintenance start received (the outcomes of a create), then success again. */
@@ -40,7 +58,7 @@ export interface AgentBehaviour {
   silencedMachines: Set<string>;
   /** The keys a call may be signed with, by id. */
   acceptedKeys: Map<string, SigningKey>;
-  createLog: CreateRequestRecord[];
+  requestLog: AgentRequestRecord[];
 }
 
 export interface ControlResponse {
@@ -66,15 +84,21 @@ const createFaultStatuses = new Set([400, 404, 409, 422, 429, 500, 501, 502, 503
 const createFault = z.union([z.literal(['network', 'timeout']), z.number().refine((n) => createFaultStatuses.has(n))], {
   error: `a create outcome is "network", "timeout" or one of ${[...createFaultStatuses].join(', ')}`,
 });
+const simValidationBody = z.strictObject({
+  outcome: z.enum(['pass', 'fail', 'never']),
+  failing: z.array(z.string().min(1).max(128)).max(64).optional(),
+  delayMs: z.number().int().min(0).max(600_000).optional(),
+});
 const simFaultsBody = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('create'), outcomes: z.array(createFault) }),
+  z.strictObject({ op: z.literal('power'), outcomes: z.array(createFault) }),
   // false = a failed cleanup
   z.strictObject({ op: z.literal('cleanup'), outcomes: z.array(z.boolean()) }),
   z.strictObject({ op: z.literal('maintenance'), outcomes: z.array(createFault) }),
 ]);
 
 export function createSimControls(machineIds: ReadonlySet<string>, state: AgentState, behaviour: AgentBehaviour, log: (line: string) => void): SimControls {
-  const { createFaults, cleanupFaults, maintenanceFaults, silencedMachines, acceptedKeys, createLog } = behaviour;
+  const { createFaults, powerFaults, cleanupFaults, maintenanceFaults, silencedMachines, acceptedKeys, requestLog } = behaviour;
 
   async function control(method: string, path: string, body: unknown): Promise<ControlResponse | undefined> {
     if (path === '/_sim/faults') {
@@ -82,22 +106,27 @@ export function createSimControls(machineIds: ReadonlySet<string>, state: AgentS
         createFaults.length = 0;
         cleanupFaults.length = 0;
         maintenanceFaults.length = 0;
+        powerFaults.length = 0;
         return { status: 204 };
       }
-      if (method === 'GET') return { status: 200, body: { create: [...createFaults], cleanup: [...cleanupFaults], maintenance: [...maintenanceFaults] } };
+      if (method === 'GET') {
+        return { status: 200, body: { create: [...createFaults], cleanup: [...cleanupFaults], power: [...powerFaults], maintenance: [...maintenanceFaults] } };
+      }
       if (method !== 'POST') return methodNotAllowed();
       return queueFaults(body);
     }
     if (path === '/_sim/requests') {
-      if (method === 'GET') return { status: 200, body: { items: createLog.map((r) => ({ ...r })) } };
+      if (method === 'GET') return { status: 200, body: { items: requestLog.map((r) => ({ ...r })) } };
       if (method === 'DELETE') {
-        createLog.length = 0;
+        requestLog.length = 0;
         return { status: 204 };
       }
       return methodNotAllowed();
     }
     const heartbeat = /^\/_sim\/machines\/([^/]+)\/heartbeat$/.exec(path);
     if (heartbeat) return heartbeatControl(method, decodeURIComponent(heartbeat[1] ?? ''), body);
+    const validation = /^\/_sim\/machines\/([^/]+)\/validation$/.exec(path);
+    if (validation) return validationControl(method, decodeURIComponent(validation[1] ?? ''), body);
     const probes = /^\/_sim\/machines\/([^/]+)\/health$/.exec(path);
     if (probes) return healthControl(method, decodeURIComponent(probes[1] ?? ''), body);
     if (path === '/_sim/keys') return keysControl(method, body);
@@ -117,6 +146,16 @@ export function createSimControls(machineIds: ReadonlySet<string>, state: AgentS
     else silencedMachines.delete(id);
     log(`site-sim: heartbeats of ${id} ${stopped ? 'stopped' : 'resumed'}`);
     return { status: 200, body: { id, stopped } };
+  }
+
+  function validationControl(method: string, id: string, body: unknown): ControlResponse {
+    if (method !== 'POST') return methodNotAllowed();
+    if (!machineIds.has(id)) return problem(notFound(`machine ${id}`));
+    const parsed = simValidationBody.safeParse(body);
+    if (!parsed.success) return invalidBody(parsed.error);
+    behaviour.validationOutcomes.set(id, parsed.data);
+    log(`site-sim: next validation of ${id}: ${parsed.data.outcome}`);
+    return { status: 200, body: { id, next: parsed.data } };
   }
 
   function healthControl(method: string, id: string, body: unknown): ControlResponse {
@@ -155,7 +194,7 @@ export function createSimControls(machineIds: ReadonlySet<string>, state: AgentS
     const parsed = simFaultsBody.safeParse(body);
     if (!parsed.success) return invalidBody(parsed.error);
     const request = parsed.data;
-    const queue = { create: createFaults, cleanup: cleanupFaults, maintenance: maintenanceFaults }[request.op] as unknown[];
+    const queue = { create: createFaults, power: powerFaults, cleanup: cleanupFaults, maintenance: maintenanceFaults }[request.op] as unknown[];
     queue.push(...request.outcomes);
     return { status: 200, body: { op: request.op, queued: [...queue] } };
   }

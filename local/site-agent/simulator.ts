@@ -30,6 +30,8 @@ export interface SiteSimulatorOptions {
   cleanupMs: number;
   /** How long a machine's maintenance work takes. Default 200. */
   maintenanceMs?: number;
+  /** How long a validation takes before the agent reports it. Default 200. */
+  validationMs?: number;
   log?: (line: string) => void;
   clock?: Clock;
   host?: string;
@@ -65,11 +67,13 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
   const state = createAgentState(machineIds, options.stateFile);
   const behaviour: AgentBehaviour = {
     createFaults: [],
+    powerFaults: [],
+    validationOutcomes: new Map(),
     cleanupFaults: [],
     maintenanceFaults: [],
     silencedMachines: new Set(),
     acceptedKeys: new Map(options.signingKeys.map((key) => [key.id, key])),
-    createLog: [],
+    requestLog: [],
   };
   const loops = createAgentLoops({
     roster: () =>
@@ -88,7 +92,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     reportRetryDelaysMs: options.reportRetryDelaysMs ?? [500, 1000, 2000, 4000],
     log,
   });
-  const api = createAgentApi({ state, behaviour, loops, provisionMs: options.provisionMs, clock, log });
+  const api = createAgentApi({ state, behaviour, loops, provisionMs: options.provisionMs, validationMs: options.validationMs ?? 200, clock, log });
   const controls = createSimControls(machineIds, state, behaviour, log);
   let server: Server | undefined;
   let baseUrl: string | undefined;
@@ -104,7 +108,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
       return baseUrl;
     },
     running: () => loops.running(),
-    counters: () => ({ ...loops.counters(), createsReceived: behaviour.createLog.length }),
+    counters: () => ({ ...loops.counters(), createsReceived: behaviour.requestLog.filter((r) => r.kind === 'create').length }),
     control: controls.control,
     handleControl: controls.handleControl,
 

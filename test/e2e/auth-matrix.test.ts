@@ -243,12 +243,19 @@ const expectations: Record<string, Expectation> = {
     row: tenants(202, notFound, notFound),
     body: () => ({ until: new Date(Date.now() + 30 * 86_400_000).toISOString(), reason: 'auth matrix' }),
   },
+  // The kept instance's machine: a tenant holds it, so it is neither validated nor retired under them.
+  'POST /admin/machines/{id}/validation': { row: providerAdmin([409, 'machine-in-use']) },
+  'POST /admin/machines/{id}/retire': { row: providerAdmin([409, 'machine-in-use']), body: () => ({ reason: 'auth matrix' }) },
 
   // The whole roster, as the agent sends it; a partial one would mark machines silent.
   'POST /site/v1/heartbeats': { row: siteAgent(200), body: (r) => ({ machines: r.roster }) },
   'POST /site/v1/machines/{id}/cleanup': { row: siteAgent([409, 'invalid-state']), body: () => ({ ok: true }) },
   // The machine is held, not in maintenance work: the report changes nothing.
   'POST /site/v1/machines/{id}/maintenance': { row: siteAgent(200), body: (r) => ({ maintenanceId: r.maintenanceId, ok: true }) },
+  'POST /site/v1/machines/{id}/validation': {
+    row: siteAgent([409, 'stale-validation']),
+    body: () => ({ validationId: 'v-not-asked', passed: true, results: [] }),
+  },
 };
 
 const pathFor = (route: ServedRoute, org: string, expectation?: Expectation) => routePath(route, { org, ...resources, ...expectation?.path?.(resources) });

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Machine } from '#domain/model.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { iso } from '#domain/time.ts';
 import { DUE_PAGE } from '#reconcilers/sweep.ts';
 import { SWEEP_FOLLOW_UP } from '#reconcilers/sweep-follow-up.ts';

@@ -278,4 +278,19 @@ describe('fleetward CLI', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('no profile "nope"');
   });
+  it('machine validate --wait asks the agent and shows the outcome; machine retire takes a free machine out for good', async () => {
+    const { items } = (await site.call('GET', '/admin/machines?allocatable=true&machineType=gb200', { token: adminToken })).body;
+    const id = items[0].id as string;
+    const validated = await ok(admin, ['machine', 'validate', id, '--wait', '--timeout', '30', '-o', 'json']);
+    expect(validated.json()).toMatchObject({ state: 'passed', reason: 'provider', suite: 'standard' });
+    const shown = await ok(admin, ['machine', 'show', id]);
+    expect(shown.stdout).toMatch(/^lifecycle:\s+available$/m);
+    expect(shown.stdout).toMatch(/^validation:\s+passed \(provider, standard\)/m);
+
+    const retired = await ok(admin, ['machine', 'retire', id, '--reason', 'end of life', '-o', 'json']);
+    expect(retired.json()).toMatchObject({ id, lifecycle: 'retired', allocatable: false, retired: { reason: 'end of life', by: 'ops' } });
+    expect(retired.json().notAllocatableReasons).toContain('retired');
+    const withoutReason = await admin(['machine', 'retire', id]);
+    expect(withoutReason.code).toBe(2);
+  });
 });

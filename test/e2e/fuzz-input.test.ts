@@ -54,6 +54,8 @@ const validBodies: Record<string, (v: Values) => unknown> = {
   'hand-back-maintenance': (v) => ({ instanceIds: [v.instanceId] }),
   'request-maintenance-deferral': () => ({ until: '2030-02-01T00:00:00Z', reason: 'fuzz' }),
   'report-maintenance': () => ({ maintenanceId: 'mnt-1', ok: true, message: 'done' }),
+  'report-validation': () => ({ validationId: 'v-fuzz', passed: false, results: [{ test: 'dcgm-diag', passed: false, message: 'Xid 79' }] }),
+  'retire-machine': () => ({ reason: 'fuzzed' }),
 };
 
 const queryShape = (route: Route): Record<string, unknown> => (route.query as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};

@@ -52,6 +52,9 @@ maintenance_ms = 50
       async () => (await site.call('GET', `/v2/org/acme/nico/instance/${instance.id}`, { token: who.tenant })).body.maintenance,
     );
     expect(notice).toMatchObject({ id, kind: 'planned', category: 'firmware', impact: 'each machine reboots once' });
+    const noticed = await site.call('GET', `/v2/org/acme/nico/instance/${instance.id}`, { token: who.tenant });
+    expect(noticed.body).toMatchObject({ health: 'maintenance-required' });
+    expect(noticed.body.healthDetail).toContain(id);
     await site.eventually(async () => deliveredOf(site, 'MaintenanceDeclared').length === 1);
     expect(deliveredOf(site, 'MaintenanceDeclared')[0]!.detail).toMatchObject({ maintenanceId: id, org: 'acme', instanceIds: [instance.id] });
 
@@ -66,7 +69,10 @@ maintenance_ms = 50
     // The free machine of the rack goes through its wave while the held one waits for its tenant.
     const free = machineIds.find((m) => m !== instance.machineId)!;
     await site.eventually(async () => (await show(id)).machines[free].phase === 'returned');
-    expect(sources(await machine(site, who.admin, free))).toEqual([]);
+    // Validated return: the work done, the machine passed a validation for maintenance before it came back.
+    const returned = await machine(site, who.admin, free);
+    expect(sources(returned)).toEqual([]);
+    expect(returned).toMatchObject({ lifecycle: 'available', validation: { reason: 'maintenance', state: 'passed' } });
 
     const handBack = await site.call('POST', `/v2/org/acme/nico/maintenance/${id}/hand-back`, { token: who.tenant, body: { instanceIds: [instance.id] } });
     expect(handBack.status, JSON.stringify(handBack.body)).toBe(202);

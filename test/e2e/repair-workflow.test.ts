@@ -105,11 +105,12 @@ describe('repair workflow with auto-repair on', () => {
     expect(after.allocatable).toBe(false);
   });
 
-  it('Q4: a completed repair returns the machine to the pool and a tenant can use it again', async () => {
+  it('Q4: a completed repair returns the machine to the pool, once validated, and a tenant can use it again', async () => {
     const machineId = await reportIssue(site, who);
     const repairInstance = await claimForRepair(site, who, machineId);
     await setRepairStatus(site, who, machineId, 'completed');
     const after = await repairRelease(site, who, repairInstance, machineId);
+    expect(after.validation).toMatchObject({ reason: 'repair', state: 'passed' });
     expect(sources(after)).toEqual([]);
     expect(after.allocatable).toBe(true);
     await site.eventually(async () => site.events.delivered.some((e) => e.type === 'RepairCompleted' && e.detail.machineId === machineId));

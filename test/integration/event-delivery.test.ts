@@ -1,6 +1,6 @@
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultSiteConfig } from '#config/site-config.ts';
 import { eventCatalog, type EventType } from '#domain/event-schemas.ts';
@@ -37,6 +37,7 @@ function contextOn(tables: Tables, events: EventPublisher): AppContext {
       delete: () => Promise.reject(new Error('no site agent call is expected here')),
       status: () => Promise.reject(new Error('no site agent call is expected here')),
       startMaintenance: () => Promise.reject(new Error('no site agent call is expected here')),
+      validate: () => Promise.reject(new Error('no site agent call is expected here')),
     },
     events,
     metrics: prometheusMetrics(),

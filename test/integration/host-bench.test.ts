@@ -1,6 +1,6 @@
 import { describe, expect, inject, it } from 'vitest';
 import { createDocumentClient } from '#store/client.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { besideFloors } from '../../bench/host.ts';
 import { PartResults } from '../../bench/part.ts';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { registerMachine } from '#domain/machines.ts';
 import type { Machine } from '#domain/model.ts';
 import { injectIndexLag } from '#local/aws-semantics/index-lag.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { MemoryFleetStore } from '#store/memory-store.ts';

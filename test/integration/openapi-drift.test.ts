@@ -139,6 +139,8 @@ const samples: Record<string, unknown> = {
   'set-tenant-capabilities': { capabilities: { targetedInstanceCreation: true }, quotas: { gb200: 10 } },
   'post-heartbeats': { machines: [{ id: 'gb200-r1-01' }] },
   'report-cleanup': { ok: true, message: 'sanitized' },
+  'report-validation': { validationId: 'v-1', passed: false, results: [{ test: 'dcgm-diag', passed: false, message: 'Xid 79' }] },
+  'retire-machine': { reason: 'end of life' },
   'reset-repair-storm': { applyHeldBack: true },
   'declare-maintenance': {
     kind: 'planned',

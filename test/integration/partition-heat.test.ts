@@ -3,7 +3,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { streamHeat, watchWriteTimes } from '#bench/partition-heat.ts';
 import { registerMachine } from '#domain/machines.ts';
 import { createTables } from '#local/tables.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { T0 } from '#test/support/fixtures.ts';

@@ -1,6 +1,6 @@
 import { describe } from 'vitest';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { MemoryFleetStore } from '#store/memory-store.ts';
 import { storeContract } from '#test/support/store-contract.ts';
 import { freshTables } from '#test/support/tables.ts';

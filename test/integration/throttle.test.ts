@@ -7,7 +7,7 @@ import { registerMachine } from '#domain/machines.ts';
 import { aMachine, T0 } from '#test/support/fixtures.ts';
 import { injectThrottles } from '#local/aws-semantics/throttle.ts';
 import { seededRandom } from '#local/stream-chaos.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { ThrottledError } from '#store/port.ts';

@@ -57,12 +57,14 @@ async function countedFromListing(h: Harness) {
   const bump = (counts: Record<string, number>, name: string) => void (counts[name] = (counts[name] ?? 0) + 1);
   const byState: Record<string, number> = {};
   const byOverride: Record<string, number> = {};
+  const byLifecycle: Record<string, number> = {};
   const byType: Record<
     string,
     { machines: number; allocatable: number; byRack: Record<string, { machines: number; allocatable: number; quarantined: number }> }
   > = {};
   for (const view of views) {
     bump(byState, view.state);
+    bump(byLifecycle, view.lifecycle);
     for (const source of new Set(view.healthOverrides.map((o) => o.source))) bump(byOverride, source);
     const type = (byType[view.machineType] ??= { machines: 0, allocatable: 0, byRack: {} });
     const rack = (type.byRack[view.rack] ??= { machines: 0, allocatable: 0, quarantined: 0 });
@@ -80,6 +82,7 @@ async function countedFromListing(h: Harness) {
     stale: views.filter((v) => v.notAllocatableReasons.includes('heartbeat-stale')).length,
     byState,
     byOverride,
+    byLifecycle,
     byType,
   };
 }

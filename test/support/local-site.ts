@@ -24,6 +24,7 @@ machines = [ { type = "gb200", count = 4, racks = 2 }, { type = "h100", count = 
 heartbeat_interval_seconds = 0.2
 provision_ms = 20
 cleanup_ms = 20
+validation_ms = 20
 `,
   );
 }
@@ -83,6 +84,7 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> & { wat
   });
   const invariants =
     (watch ?? (siteOverrides.awsSemantics ?? awsSemantics) != null) ? watchInvariants(inject('dynamoEndpoint'), site.tableNames.table, config) : undefined;
+  if ((overrides.registerFleet ?? true) && config.validation.after.includes('registration')) await commissioned(site);
   const call: TestSite['call'] = async (method, path, options = {}) => {
     const response = await fetch(`${site.url}${path}`, {
       method,
@@ -136,6 +138,26 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> & { wat
     call,
     eventually,
   };
+}
+
+/**
+ * Site ready: the seeded fleet has passed its first validation (commissioning, docs/api.md "Validation"), so a test
+ * starts from a fleet the site allocates from, as it did before validation after registration existed.
+ */
+async function commissioned(site: LocalSite, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let running = 0;
+    let nextToken: string | undefined;
+    do {
+      const page = await site.ctx.store.listMachines({ limit: 1000, ...(nextToken ? { nextToken } : {}) });
+      running += page.items.filter((m) => m.validation?.state === 'running').length;
+      nextToken = page.nextToken;
+    } while (nextToken);
+    if (running === 0) return;
+    if (Date.now() > deadline) throw new Error(`${running} machines still commissioning after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** Real values for a route's `{param}` segments, chosen by the param's name and the segment before it. */

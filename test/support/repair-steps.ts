@@ -94,11 +94,21 @@ export async function setRepairStatus(site: TestSite, who: Actors, machineId: st
   expect(patched.status, JSON.stringify(patched.body)).toBe(200);
 }
 
+/** A repair tenant's release; returns the machine once cleaned up and, when the release started one, validated. */
 export async function repairRelease(site: TestSite, who: Actors, instanceId: string, machineId: string, issue?: unknown) {
   const released = await site.call('DELETE', `/v2/org/fixit/nico/instance/${instanceId}`, {
     token: who.repairer,
     body: { isRepairTenant: true, ...(issue ? { machineHealthIssue: issue } : {}) },
   });
   expect(released.status, JSON.stringify(released.body)).toBe(202);
-  return cleanedUp(site, who.admin, machineId);
+  await cleanedUp(site, who.admin, machineId);
+  return validated(site, who.admin, machineId);
+}
+
+/** Wait until no validation of the machine is running (docs/api.md "Validated return"). */
+export async function validated(site: TestSite, admin: string, id: string) {
+  return site.eventually(async () => {
+    const m = await machine(site, admin, id);
+    return m.validation?.state === 'running' ? undefined : m;
+  });
 }

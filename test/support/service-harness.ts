@@ -1,8 +1,9 @@
 import { expect } from 'vitest';
 import { parseSiteConfig } from '#config/site-config.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import type { DeleteOutcome } from '#domain/cleanup.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
+import type { ValidationCallOutcome } from '#domain/validation.ts';
 import type { Change } from '#domain/change.ts';
 import type { CreateOutcome } from '#domain/instances.ts';
 import type { AgentAlert } from '#domain/agent-alerts.ts';
@@ -26,6 +27,7 @@ import { prometheusMetrics, type PrometheusMetrics } from '#runtime/prometheus-m
 // Services run for real on the in-memory store, with a clock, ids, a site agent and an event bus the test controls.
 
 type CreateRequest = Parameters<SiteAgent['create']>[0];
+type ValidateCall = { machineId: string; request: Parameters<SiteAgent['validate']>[1] };
 type Scripted<R, T> = T | ((request: R) => T | Promise<T>);
 
 /** A site agent in process: answers what the test scripted (success by default) and remembers every call. */
@@ -34,17 +36,21 @@ export function scriptedAgent() {
   const deleteScript: Array<Scripted<string, DeleteOutcome>> = [];
   const statusScript: Array<Scripted<string, InstanceStatusOutcome>> = [];
   const maintenanceScript: Array<Scripted<string, MaintenanceStartOutcome>> = [];
+  const validateScript: Array<Scripted<ValidateCall, ValidationCallOutcome>> = [];
   const run = async <R, T>(step: Scripted<R, T> | undefined, request: R, otherwise: T): Promise<T> =>
     step === undefined ? otherwise : typeof step === 'function' ? (step as (r: R) => T | Promise<T>)(request) : step;
   const agent = {
     creates: [] as CreateRequest[],
     deletes: [] as string[],
     statuses: [] as string[],
+    validations: [] as ValidateCall[],
     /** The next create calls answer these, in order (an outcome, or a function of the request run during the call). */
     willCreate: (...outcomes: Array<Scripted<CreateRequest, CreateOutcome>>) => void createScript.push(...outcomes),
     willDelete: (...outcomes: Array<Scripted<string, DeleteOutcome>>) => void deleteScript.push(...outcomes),
     /** The next status questions answer these, in order; unscripted, the agent still holds the instance (present). */
     willAnswerStatus: (...outcomes: Array<Scripted<string, InstanceStatusOutcome>>) => void statusScript.push(...outcomes),
+    /** The next validation requests answer these, in order; unscripted, the agent accepts. */
+    willValidate: (...outcomes: Array<Scripted<ValidateCall, ValidationCallOutcome>>) => void validateScript.push(...outcomes),
     async create(request: CreateRequest): Promise<CreateOutcome> {
       agent.creates.push(request);
       return run(createScript.shift(), request, { ok: true, siteName: request.name, attempts: 1 });
@@ -63,6 +69,11 @@ export function scriptedAgent() {
     async startMaintenance(machineId: string, request: StartMaintenanceRequest): Promise<MaintenanceStartOutcome> {
       agent.maintenanceStarts.push({ machineId, ...request });
       return run(maintenanceScript.shift(), machineId, { kind: 'accepted' });
+    },
+    async validate(machineId: string, request: ValidateCall['request']): Promise<ValidationCallOutcome> {
+      const call = { machineId, request };
+      agent.validations.push(call);
+      return run(validateScript.shift(), call, { ok: true });
     },
   } satisfies SiteAgent & Record<string, unknown>;
   return agent;
@@ -167,12 +178,16 @@ export function testClock(start: Date = NOW) {
   };
 }
 
-/** Fast create retries, as in the other test tiers; everything else as a site's defaults. */
-const SERVICE_TEST_CONFIG = `
+/**
+ * Fast create retries, as in the other test tiers; no validated return (the scripted agent never reports; tests of
+ * validation pass a config that turns it on); everything else as a site's defaults.
+ */
+export const SERVICE_TEST_CONFIG = `
 [instance_create_retry]
 base_delay_ms = 10
 timeout_ms = 2000
 `;
+const WITHOUT_VALIDATION = `${SERVICE_TEST_CONFIG}[validation]\nafter = []\n`;
 
 export interface Harness {
   ctx: AppContext;
@@ -190,8 +205,9 @@ export interface Harness {
 /**
  * A service context over a fresh in-memory store, the clock at fixtures.ts's NOW, ids counting up per prefix. With
  * `indexLagMs`, index reads lag the table by that long on the test's clock (AWS's GSIs; see MemoryStoreOptions).
+ * `configToml` is the site's config; by default no event starts a validation (`[validation] after = []`).
  */
-export function harness(options: { indexLagMs?: number } = {}): Harness {
+export function harness(options: { indexLagMs?: number; configToml?: string } = {}): Harness {
   const clock = testClock();
   const store = new RacingStore(dueTimes, { indexLagMs: options.indexLagMs ?? 0, now: () => clock.now().getTime() });
   const agent = scriptedAgent();
@@ -204,7 +220,7 @@ export function harness(options: { indexLagMs?: number } = {}): Harness {
   const log = (level: string) => (message: string, fields?: Record<string, unknown>) => void logged.push({ level, message, fields });
   const ctx: AppContext = {
     store,
-    config: parseSiteConfig(SERVICE_TEST_CONFIG, 'service test config'),
+    config: parseSiteConfig(options.configToml ?? WITHOUT_VALIDATION, 'service test config'),
     clock,
     ids: {
       next: (prefix) => {

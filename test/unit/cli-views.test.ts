@@ -13,6 +13,7 @@ const machine = (overrides: Machine['healthOverrides']): Machine => ({
   healthOverrides: overrides,
   allocatable: false,
   notAllocatableReasons: ['health-override:hardware-health'],
+  lifecycle: 'quarantined',
   version: 3,
 });
 const hardwareHealth = {

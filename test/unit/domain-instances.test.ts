@@ -380,7 +380,7 @@ describe('recordCreateCheck', () => {
 describe('instanceView', () => {
   it('shows the API fields and hides creation, createdBy and version', () => {
     const full = instance({ status: 'Failed', failureReason: 'boom', metaInstanceId: 'mi-1', createAttempts: 3, siteName: 'job-r3' });
-    const view = instanceView(full);
+    const view = instanceView(full, null);
     expect(view).toEqual({
       id: 'i-1',
       org: 'acme',
@@ -393,6 +393,7 @@ describe('instanceView', () => {
       createAttempts: 3,
       siteName: 'job-r3',
       failureReason: 'boom',
+      health: 'healthy',
       createdAt: iso(T0),
       updatedAt: iso(T0),
     });
@@ -403,7 +404,7 @@ describe('instanceView', () => {
 
   it('leaves out a field the record gains later: the response schema lists what is shown', () => {
     const record = { ...instance({ replacement: true, metaFailureCounted: true }), leaseOwner: 'sweep-7' };
-    const view = instanceView(record);
+    const view = instanceView(record, null);
     for (const hidden of ['leaseOwner', 'replacement', 'metaFailureCounted']) expect(view).not.toHaveProperty(hidden);
     expect(view).toMatchObject({ id: 'i-1', status: record.status });
   });

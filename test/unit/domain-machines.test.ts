@@ -132,6 +132,7 @@ describe('machineView', () => {
       allocatable: true,
       notAllocatableReasons: [],
       lastHeartbeatAt: iso(T0),
+      lifecycle: 'available',
       version: 8,
     });
   });
@@ -156,6 +157,7 @@ describe('machineView', () => {
       notAllocatableReasons: ['state:Cleanup', 'assigned', 'cleanup-failed', 'health-override:repair-request', 'heartbeat-stale'],
       lastHeartbeatAt: iso(addMs(T0, -5_000)),
       cleanup: { phase: 'failed', attempts: 2, error: 'GPU stuck' },
+      lifecycle: 'cleanup',
       version: 8,
     });
   });

@@ -24,6 +24,7 @@ import {
   reportWork,
   timeStep,
   unwindStep,
+  validationSettled,
 } from '#domain/maintenance-waves.ts';
 import type { Instance, Machine } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
@@ -190,6 +191,49 @@ describe('waves', () => {
     const resumed = resumeMaintenance(halted, T0);
     expect(resumed.state).toBe('InProgress');
     expect(rejection(() => resumeMaintenance(resumed, T0)).code).toBe('invalid-state');
+  });
+});
+
+describe('validated return after maintenance', () => {
+  const VALIDATION = { id: 'v-1', suite: 'standard' };
+  /** m-2 admitted and its work reported done with validation on: validating, under both overrides. */
+  const validating = (over: Partial<DeclareRequest> = {}) => {
+    const m = stepped(admit(fannedOut(declare(over)), ['m-2'], T0, 60_000));
+    const m2 = fanOutStep(declare(over), machines(), instances(), T0)!.machines!.find((p) => p.after.id === 'm-2')!.after;
+    const reported = reportWork(m, m2, true, undefined, T0, VALIDATION)!;
+    return { maintenance: stepped(reported), machine: reported.machines![0]!.after, reported };
+  };
+  const finished = (machine: Machine, state: 'passed' | 'failed'): Machine => ({ ...machine, validation: { ...machine.validation!, state } });
+
+  it('starts a validation for maintenance as the work is reported done, and keeps the machine out of the pool meanwhile', () => {
+    const { maintenance, machine, reported } = validating();
+    expect(maintenance.machines['m-2']).toMatchObject({ phase: 'validating', validationId: 'v-1' });
+    expect(machine.validation).toMatchObject({ id: 'v-1', state: 'running', reason: 'maintenance', suite: 'standard' });
+    expect(machine.healthOverrides.map((o) => o.source).sort()).toEqual([MAINTENANCE_SOURCE, 'validation']);
+    expect(reported.history.map((h) => h.action)).toContain('validation-requested');
+    expect(validationSettled(maintenance, new Map([['m-2', machine]]), T0)).toBeNull();
+  });
+
+  it('returns the machine once its validation passed: the maintenance override comes off', () => {
+    const { maintenance, machine } = validating();
+    const settled = validationSettled(maintenance, new Map([['m-2', finished(machine, 'passed')]]), T0)!;
+    expect(stepped(settled).machines['m-2']).toMatchObject({ phase: 'returned', returnedAt: iso(T0) });
+    expect(settled.machines![0]!.after.healthOverrides.map((o) => o.source)).not.toContain(MAINTENANCE_SOURCE);
+  });
+
+  it('fails the course of a machine whose validation failed, which counts towards haltAfterFailures', () => {
+    const { maintenance, machine } = validating({ rollout: { maxInFlight: 2, haltAfterFailures: 1 } });
+    const settled = validationSettled(maintenance, new Map([['m-2', finished(machine, 'failed')]]), T0)!;
+    expect(stepped(settled).machines['m-2']).toMatchObject({ phase: 'failed', message: 'validation v-1 failed' });
+    expect(stepped(settled).state).toBe('Halted');
+    expect(events(settled)).toEqual(['MaintenanceHalted']);
+    expect(settled.machines![0]!.after.healthOverrides.map((o) => o.source)).not.toContain(MAINTENANCE_SOURCE);
+  });
+
+  it('leaves a machine whose record holds another validation than the one the maintenance started', () => {
+    const { maintenance, machine } = validating();
+    const other = { ...machine, validation: { ...machine.validation!, id: 'v-other', state: 'passed' as const } };
+    expect(validationSettled(maintenance, new Map([['m-2', other]]), T0)).toBeNull();
   });
 });
 

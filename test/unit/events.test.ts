@@ -11,6 +11,8 @@ import type { HistoryEntry, Issue, Machine } from '#domain/model.ts';
 import { buildOverride } from '#domain/overrides.ts';
 import type { ReleaseReport } from '#domain/repair.ts';
 import { stuckRepairAlert, watchRepair } from '#domain/stuck-repairs.ts';
+import { overrunValidation, recordValidationReport, withValidationStarted } from '#domain/validation.ts';
+import { retireMachine } from '#domain/retirement.ts';
 import { eventOfRecord } from '#handlers/stream.ts';
 import { eventDocs, eventExamples, eventJsonSchema } from '#lib/event-schemas.ts';
 import { historyItem, keys } from '#store/items.ts';
@@ -38,6 +40,11 @@ function released(machine: Machine, r: ReleaseReport): HistoryEntry[] {
   return decision.change.history;
 }
 
+const validating = withValidationStarted(aMachine(), { id: 'v-1', reason: 'repair', suite: 'standard', actor: 'repair-bot', at: AT }).machine;
+const asked: Machine = { ...validating, validation: { ...validating.validation!, askedAt: AT, reportDueBy: AT } };
+const passedTest = { test: 'dcgm-diag', passed: true };
+const failedTest = { test: 'nccl-all-reduce', passed: false, message: 'bus bandwidth low' };
+
 /** Every way the domain emits an event, each with the entries its change commits. */
 function emitted(): Array<[string, HistoryEntry[]]> {
   const stuck = withRepairRequest({});
@@ -52,6 +59,10 @@ function emitted(): Array<[string, HistoryEntry[]]> {
     ['admin repair request', addOverride(aMachine(), { template: 'request-repair', message: 'manual' }, 'admin', NOW).change.history],
     ['stuck repair', stuckRepairAlert(stuck, watch, AT).history],
     ['caused by an API request', [repairEvent('RepairRequested', aMachine(), { actor: 'admin', requestId: 'req-1' }, AT)]],
+    ['validation passed', recordValidationReport(validating, { validationId: 'v-1', passed: true, results: [passedTest] }, { kind: 'off' }, NOW).history],
+    ['validation failed', recordValidationReport(validating, { validationId: 'v-1', passed: false, results: [failedTest] }, { kind: 'request' }, NOW).history],
+    ['validation overdue', overrunValidation(asked, new Date(Date.parse(AT) + 3_600_000), { timeoutMs: 60_000 })!.history],
+    ['machine retired', retireMachine(aMachine(), 'end of life', 'admin', NOW)!.history],
   ];
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { repairEvent } from '#domain/events.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { stampRequestId } from '#domain/request-id.ts';
 import type { AgentCall, AppContext } from '#runtime/context.ts';
 import { forRequest } from '#runtime/request-scope.ts';

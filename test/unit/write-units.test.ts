@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { itemBytes, putWriteUnits, transactionWriteUnits } from '../../bench/write-units.ts';
 import type { Machine } from '#domain/model.ts';
-import { dueTimes } from '#reconcilers/registry.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
 import { machineItem } from '#store/items.ts';
 import { aMachine } from '#test/support/fixtures.ts';
 

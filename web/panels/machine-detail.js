@@ -24,11 +24,22 @@ function changeText(changes) {
   return Object.entries(changes ?? {}).map(([field, c]) => `${field}: ${show(c?.from)} → ${show(c?.to)}`);
 }
 
+/** "passed (repair, standard) at …; failed: nccl-all-reduce", or how long a running one has been waited for. */
+function validationText(/** @type {Machine['validation']} */ v, /** @type {number} */ now) {
+  if (!v) return 'never validated';
+  const failed = (v.results ?? []).filter((r) => !r.passed).map((r) => r.test);
+  const when = v.finishedAt ? `finished ${since(v.finishedAt, now)} ago` : `running for ${since(v.requestedAt, now)}`;
+  const notes = [...(failed.length > 0 ? [`failed: ${failed.join(', ')}`] : []), ...(v.stuckAt ? ['overran its timeout'] : [])];
+  return [`${v.state} (${v.reason}, suite ${v.suite}), ${when}`, ...notes].join('; ');
+}
+
 /** The machine's facts, its last heartbeat "… ago" included. */
 const factsOf = (/** @type {Machine} */ m, /** @type {number} */ now) => ({
   machineType: m.machineType,
   rack: m.rack,
   state: `${m.state}${m.cleanup ? ` (cleanup ${m.cleanup.phase}${m.cleanup.error ? `: ${m.cleanup.error}` : ''})` : ''}`,
+  lifecycle: m.lifecycle,
+  validation: validationText(m.validation, now),
   instanceId: m.instanceId,
   allocatable: m.allocatable ? 'yes' : `no: ${m.notAllocatableReasons.join(', ')}`,
   heartbeatAt: m.lastHeartbeatAt,
@@ -45,6 +56,10 @@ const facts = (/** @type {ReturnType<typeof factsOf>} */ f) =>
     h('dd', null, f.rack),
     h('dt', null, 'State'),
     h('dd', { 'data-testid': 'detail-state' }, f.state),
+    h('dt', null, 'Lifecycle'),
+    h('dd', { 'data-testid': 'detail-lifecycle' }, f.lifecycle),
+    h('dt', null, 'Validation'),
+    h('dd', { 'data-testid': 'detail-validation' }, f.validation),
     h('dt', null, 'Instance'),
     h('dd', null, f.instanceId ? h('code', null, f.instanceId) : 'none'),
     h('dt', null, 'Allocatable'),

@@ -6,6 +6,8 @@ import { adminOverrideRoutes } from '#http/routes/admin-overrides.ts';
 import { adminSafetyRoutes } from '#http/routes/admin-safety.ts';
 import { adminRoutes } from '#http/routes/admin.ts';
 import { adminMaintenanceRoutes } from '#http/routes/maintenance.ts';
+import { retirementRoutes } from '#http/routes/retirement.ts';
+import { adminValidationRoutes } from '#http/routes/validation.ts';
 
 /** The routes the AdminApi function serves: the provider admin's (lib/api-routes.ts). */
 export const adminGroupRoutes: readonly Route[] = [
@@ -16,4 +18,6 @@ export const adminGroupRoutes: readonly Route[] = [
   ...adminAuditRoutes,
   ...adminMetaInstanceRoutes,
   ...adminMaintenanceRoutes,
+  ...adminValidationRoutes,
+  ...retirementRoutes,
 ];

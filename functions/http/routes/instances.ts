@@ -3,14 +3,15 @@ import type { Instance } from '#domain/model.ts';
 import { instanceListResponse, instanceResponse } from '#domain/responses.ts';
 import { createInstanceBody, emptyQuery, listInstancesQuery, params, patchInstanceBody, releaseInstanceBody, releaseV1Body } from '#domain/schemas.ts';
 import { createInstance, loadOwnInstance, patchInstance, releaseInstance } from '#services/instances.ts';
+import { instanceViews, instanceWithHealth } from '#services/tenant-health.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 const base = '/v2/org/{org}/nico/instance';
 
-/** 202 when the release started now, 200 when the instance was already on its way out. */
+/** 202 when the release started now, 200 when the instance was already on its way out (no longer on its machine). */
 const released = ({ changed, instance }: { changed: boolean; instance: Instance }) => ({
   status: changed ? (202 as const) : (200 as const),
-  body: instanceView(instance),
+  body: instanceView(instance, null),
 });
 const releaseResponses = { 202: instanceResponse, 200: instanceResponse };
 
@@ -32,7 +33,8 @@ export const instanceRoutes: Route[] = [
       [403, 'capability-required'],
       [422, 'unknown-machine-type'],
     ],
-    handle: async ({ principal, body }, ctx) => ({ status: 201, body: instanceView(await createInstance(ctx, principal, body)) }),
+    // Just placed on a machine that was allocatable: healthy, with no read of it again.
+    handle: async ({ principal, body }, ctx) => ({ status: 201, body: instanceView(await createInstance(ctx, principal, body), null) }),
   }),
   defineRoute({
     operationId: 'list-instances',
@@ -45,7 +47,7 @@ export const instanceRoutes: Route[] = [
     responses: { 200: instanceListResponse },
     handle: async ({ principal, query }, ctx) => {
       const page = await ctx.store.listInstances(principal.org, query);
-      return listResult(page.items.map(instanceView), page.nextToken);
+      return listResult(await instanceViews(ctx, page.items), page.nextToken);
     },
   }),
   defineRoute({
@@ -57,7 +59,7 @@ export const instanceRoutes: Route[] = [
     params: params.orgInstance,
     query: emptyQuery,
     responses: { 200: instanceResponse },
-    handle: async ({ principal, params: p }, ctx) => ({ status: 200, body: instanceView(await loadOwnInstance(ctx, principal, p.id)) }),
+    handle: async ({ principal, params: p }, ctx) => ({ status: 200, body: await instanceWithHealth(ctx, await loadOwnInstance(ctx, principal, p.id)) }),
   }),
   defineRoute({
     operationId: 'delete-instance',
@@ -91,7 +93,10 @@ export const instanceRoutes: Route[] = [
       [409, 'invalid-state'],
       [409, 'full-repair-active'],
     ],
-    handle: async ({ principal, params: p, body }, ctx) => ({ status: 200, body: instanceView(await patchInstance(ctx, principal, p.id, body)) }),
+    handle: async ({ principal, params: p, body }, ctx) => ({
+      status: 200,
+      body: await instanceWithHealth(ctx, await patchInstance(ctx, principal, p.id, body)),
+    }),
   }),
   defineRoute({
     operationId: 'release-instance',

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { dueRules, dueTimes } from '#reconcilers/due-times.ts';
+import type { RecordKind } from '#reconcilers/reconciler.ts';
+import { reconcilers } from '#reconcilers/registry.ts';
+import { aMachine } from '#test/support/fixtures.ts';
+
+describe('the due-time rules the store writes', () => {
+  it("are exactly the rules the registry's reconcilers watch with, kind by kind", () => {
+    for (const kind of Object.keys(dueRules) as RecordKind[]) {
+      const watched = reconcilers.flatMap((r) => {
+        const dueAt = (r.watches as Partial<Record<RecordKind, { dueAt?: unknown }>>)[kind]?.dueAt;
+        return dueAt ? [dueAt] : [];
+      });
+      expect(new Set<unknown>(dueRules[kind]), kind).toEqual(new Set(watched));
+    }
+  });
+
+  it("write a record's earliest due time of all its rules", () => {
+    const cleaning = aMachine({
+      state: 'Cleanup',
+      instanceId: 'i-1',
+      updatedAt: 'B',
+      cleanup: { instanceId: 'i-1', phase: 'requested', attempts: 1, leaseUntil: 'C' },
+    });
+    expect(dueTimes.machine(cleaning)).toBe('C');
+    expect(dueTimes.machine(aMachine())).toBeUndefined();
+  });
+});
