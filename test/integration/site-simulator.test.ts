@@ -204,7 +204,7 @@ describe('simulated site agent: creates', () => {
     });
     expect((await call('POST', '/_sim/faults', { op: 'reboot', outcomes: [] })).status).toBe(422);
     expect((await call('POST', '/_sim/faults', { op: 'cleanup', outcomes: ['yes'] })).status).toBe(422);
-    expect((await call('GET', '/_sim/faults')).body).toEqual({ create: [], cleanup: [], maintenance: [] });
+    expect((await call('GET', '/_sim/faults')).body).toEqual({ create: [], cleanup: [], maintenance: [], power: [] });
     expect((await call('POST', '/_sim/machines/gb200-r1-01/heartbeat', { stopped: 'yes' })).status).toBe(422);
   });
 
@@ -303,7 +303,8 @@ describe('simulated site agent: signed calls only', () => {
     expect(reads).toBe(1);
     expect(await client.createInstance(request)).toEqual({ ok: true, siteName: 'job', attempts: 1 });
     expect(reads).toBe(2);
-    expect((await requestsSeen()).map((r: { name: string; outcome: unknown }) => [r.name, r.outcome])).toEqual([['job', 201]]);
+    const creates = (await requestsSeen()).filter((r: { kind: string }) => r.kind === 'create');
+    expect(creates.map((r: { name: string; outcome: unknown }) => [r.name, r.outcome])).toEqual([['job', 201]]);
     expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'present' });
     expect(reads).toBe(2);
   });
