@@ -9,6 +9,7 @@ interface ListedMachine {
   machineType: string;
   rack: string;
   state: string;
+  lifecycle: string;
   allocatable: boolean;
   notAllocatableReasons: string[];
   healthOverrides: Array<{ source: string }>;
@@ -45,6 +46,7 @@ describe('GET /admin/fleet/summary', () => {
       stale: items.filter((m) => m.notAllocatableReasons.includes('heartbeat-stale')).length,
       byState: tally((m) => [m.state]),
       byOverride: tally((m) => [...new Set(m.healthOverrides.map((o) => o.source))]),
+      byLifecycle: tally((m) => [m.lifecycle]),
       byRack: tally((m) => [`${m.machineType}/${m.rack}`]),
     };
   }
