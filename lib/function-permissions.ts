@@ -55,14 +55,16 @@ const putEventsFrom = (sid: string, source: string): Grant => ({
 export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   // Instances, meta-instances and tenant machine views; writes are conditional puts and transactions of puts.
   TenantApi: [
-    tableItems('GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'),
-    queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'members', 'repairRequested', 'replacing'),
+    // Query: an org's quota usage items, one partition (its capacity answer).
+    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
+    queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'repairRequested'),
     idempotencyRecords,
   ],
   // The provider's routes: also the fleet's registration (BatchWriteItem of new machines), history and audit reads.
   AdminApi: [
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'BatchWriteItem'),
-    queries('auditByActor', 'byKind', 'eventsByDay', 'members', 'repairRequested', 'replacing'),
+    // byOrg: maintenance listed by state.
+    queries('auditByActor', 'byKind', 'byOrg', 'eventsByDay', 'repairRequested', 'replacing'),
     idempotencyRecords,
   ],
   // Heartbeats (the roster time is one guarded UpdateItem) and cleanup reports: by key only, no index.
@@ -70,7 +72,7 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   // The reconcilers and the outbox: reads the stream (as its event source mapping does) and publishes repair events.
   StreamHandler: [
     tableItems('GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'),
-    queries('allocatable', 'allocatableByDomain', 'due', 'members', 'replacing', 'waiting'),
+    queries('allocatable', 'allocatableByDomain', 'due', 'waiting'),
     { sid: 'ReadTableStream', actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'], resources: [logicalResource.stream] },
     // ListStreams has no resource-level permissions: `*` is the only resource it takes (AWS_ONLY_ACTIONS says why).
     { sid: 'ListTableStreams', actions: ['dynamodb:ListStreams'], resources: [logicalResource.any] },
@@ -80,7 +82,7 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   // left undelivered.
   SweepHandler: [
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
-    queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'due', 'eventsByDay', 'members', 'repairRequested', 'replacing', 'waiting'),
+    queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'due', 'eventsByDay', 'repairRequested', 'replacing', 'waiting'),
     putEventsFrom('PutSweepFollowUp', SWEEP_FOLLOW_UP.source),
     putEventsFrom('PutRepairEvents', EVENT_SOURCE),
   ],
