@@ -158,7 +158,7 @@ export function claimValidationCall(machine: Machine, now: Date, rules: Validati
 export type ValidationCallOutcome = { ok: true } | { ok: false; reason: string };
 
 /** Backoff of the next call after a failed one: doubling from 5 s, at most 5 minutes. */
-const retryDelayMs = (attempts: number): number => Math.min(5_000 * 2 ** Math.max(0, attempts - 1), 300_000);
+export const validationCallRetryDelayMs = (attempts: number): number => Math.min(5_000 * 2 ** Math.max(0, attempts - 1), 300_000);
 
 /** What the agent answered to the call claimed for validation `validationId`; null when that is no longer current. */
 export function recordValidationCall(
@@ -174,7 +174,7 @@ export function recordValidationCall(
   const { leaseUntil: _claimed, error: _previous, ...rest } = validation;
   const after: MachineValidation = outcome.ok
     ? { ...rest, askedAt: at, reportDueBy: iso(addMs(now, rules.timeoutMs)) }
-    : { ...rest, leaseUntil: iso(addMs(now, retryDelayMs(validation.attempts))), error: outcome.reason };
+    : { ...rest, leaseUntil: iso(addMs(now, validationCallRetryDelayMs(validation.attempts))), error: outcome.reason };
   return { machines: [{ before: machine, after: withValidation(machine, after, at) }], history: [] };
 }
 

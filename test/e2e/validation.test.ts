@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { validationWithinMs } from '#test/support/bounds.ts';
+import { startTestSite, TEST_SWEEP_INTERVAL_MS, testConfig, type TestSite } from '#test/support/local-site.ts';
 import {
   actors,
   claimForRepair,
@@ -33,6 +34,11 @@ timeout_minutes = 0.05
 max_fraction = 1
 `);
 
+const VALIDATION_WITHIN_MS = validationWithinMs(config, TEST_SWEEP_INTERVAL_MS);
+const STUCK_WITHIN_MS = VALIDATION_WITHIN_MS + config.validation.timeout_minutes * 60_000;
+/** A test waits for one validation, or two with the stuck one's timeout between them, and a few quick steps around. */
+const CASE_WITHIN_MS = STUCK_WITHIN_MS + VALIDATION_WITHIN_MS + 10_000;
+
 let site: TestSite;
 let who: Actors;
 beforeAll(async () => {
@@ -46,7 +52,8 @@ const validationsSent = async (machineId: string): Promise<Received[]> =>
   ((await site.call('GET', '/_sim/requests')).body.items as Received[]).filter((r) => r.kind === 'validation' && r.machineId === machineId);
 
 const validationOf = async (id: string) => (await machine(site, who.admin, id)).validation;
-const finished = (id: string) => site.eventually(async () => ((await validationOf(id))?.state !== 'running' ? machine(site, who.admin, id) : undefined));
+const finished = (id: string) =>
+  site.eventually(async () => ((await validationOf(id))?.state !== 'running' ? machine(site, who.admin, id) : undefined), VALIDATION_WITHIN_MS);
 
 describe('validated return', () => {
   it('every registered machine passed its first validation before the site was ready, and is allocatable', async () => {
@@ -62,7 +69,7 @@ describe('validated return', () => {
     await site.eventually(async () => deliveredOf(site, 'ValidationPassed').length >= 6);
   });
 
-  it('a completed repair is validated before the pool takes the machine back', { timeout: 60_000 }, async () => {
+  it('a completed repair is validated before the pool takes the machine back', { timeout: CASE_WITHIN_MS }, async () => {
     const id = await reportIssue(site, who, { category: 'hardware', summary: 'Xid 79' });
     const repairInstance = await claimForRepair(site, who, id);
     await setRepairStatus(site, who, id, 'Completed');
@@ -79,7 +86,7 @@ describe('validated return', () => {
     await site.eventually(async () => deliveredOf(site, 'ValidationPassed', id).some((e) => e.detail.reason === 'repair'));
   });
 
-  it('a failed validation is a reported fault: one alert per failed test, and a repair request', { timeout: 30_000 }, async () => {
+  it('a failed validation is a reported fault: one alert per failed test, and a repair request', { timeout: CASE_WITHIN_MS }, async () => {
     const { body: free } = await site.call('GET', '/admin/machines?allocatable=true', { token: who.admin });
     const id = free.items[0].id as string;
     await site.call('POST', `/_sim/machines/${id}/validation`, { body: { outcome: 'fail', failing: ['nccl-all-reduce', 'ib-loopback'] } });
@@ -114,13 +121,13 @@ describe('validated return', () => {
     expect(refused.body.code).toBe('machine-in-use');
   });
 
-  it('a validation never reported raises ValidationStuck once and is asked again, whose report then counts', { timeout: 30_000 }, async () => {
+  it('a validation never reported raises ValidationStuck once and is asked again, whose report then counts', { timeout: CASE_WITHIN_MS }, async () => {
     const { body: free } = await site.call('GET', '/admin/machines?allocatable=true', { token: who.admin });
     const id = free.items[0].id as string;
     await site.call('POST', `/_sim/machines/${id}/validation`, { body: { outcome: 'never' } });
     const asked = await site.call('POST', `/admin/machines/${id}/validation`, { token: who.admin });
     expect(asked.status).toBe(202);
-    const stuck = await site.eventually(async () => deliveredOf(site, 'ValidationStuck', id)[0], 15_000);
+    const stuck = await site.eventually(async () => deliveredOf(site, 'ValidationStuck', id)[0], STUCK_WITHIN_MS);
     expect(stuck.detail).toMatchObject({ validationId: asked.body.id, timeoutMinutes: 0.05 });
     const passed = await finished(id);
     expect(passed.validation).toMatchObject({ id: asked.body.id, state: 'passed' });

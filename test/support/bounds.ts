@@ -1,5 +1,7 @@
 import type { SiteConfig } from '#config/site-config.ts';
 import { createLeaseMs } from '#domain/instances.ts';
+import { validationCallRetryDelayMs } from '#domain/validation.ts';
+import { validationRules } from '#runtime/context.ts';
 import { reconcilerTimeoutSeconds } from '#lib/function-timeouts.ts';
 
 // How long a test may wait for the site to do something, derived from the config it runs: a bound is what the
@@ -23,3 +25,13 @@ export const createCallMs = (config: SiteConfig): number => {
 
 /** How long TestSite.afterNextSweep may take: a sweep that begins after now, then the stream reactions to what it wrote. */
 export const afterNextSweepWithinMs = (config: SiteConfig, sweepIntervalMs: number): number => sweepWithinMs(config, sweepIntervalMs) + reconcilerRunMs(config);
+
+/**
+ * A validation asked for now has been reported within this, one lost or refused agent call included: the call's
+ * lease or its retry delay lapses, a sweep brings the machine back, the call is sent again, the suite runs.
+ */
+export const validationWithinMs = (config: SiteConfig, sweepIntervalMs: number): number => {
+  const { callLeaseMs } = validationRules(config);
+  const firstCallMs = Math.max(callLeaseMs, validationCallRetryDelayMs(1));
+  return firstCallMs + sweepWithinMs(config, sweepIntervalMs) + callLeaseMs + config.simulator.validation_ms;
+};
