@@ -239,7 +239,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     };
 
     const { limitsOf, streamMapping: mapping } = await siteFunctions(config, options.awsSemantics, (line) => sink.part('runner', line));
-    const streamFilter = auditedStreamFilter(...(mapping ? [mapping.filterPatterns] : []));
+    const streamFilter = auditedStreamFilter(mapping.filterPatterns);
     const streamHandler = createStreamHandler(ctx);
     const streamLimits = limitsOf('StreamHandler');
     const invokeStreamHandler: StreamPollerOptions['handler'] = (event) => invokeFunction(streamLimits, (context) => streamHandler(event, context));
@@ -251,7 +251,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
             tableName: names.table,
             handler: options.aroundStreamHandler ? options.aroundStreamHandler(invokeStreamHandler) : invokeStreamHandler,
             filter: streamFilter.filter,
-            ...(mapping ? pollerSettingsOf(mapping) : {}),
+            ...pollerSettingsOf(mapping, { parallelShards: options.awsSemantics?.modes.includes('parallel-shards') ?? false }),
             ...(options.streamChaos ? { chaos: options.streamChaos } : {}),
             ...(recorder ? { onStreamsClient: (client) => recorder.instrument(client, 'dynamodb-streams') } : {}),
             log: (line) => sink.part('stream', line),

@@ -1,4 +1,4 @@
-import { allocatability, inAllocatableIndex, rosterStale } from '#domain/health.ts';
+import { allocatability, rosterStale } from '#domain/health.ts';
 import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances.ts';
 import type { Versioned } from '#domain/change.ts';
 import type { Instance, Issue, Machine, Principal } from '#domain/model.ts';
@@ -24,12 +24,13 @@ export interface CreateInstanceRequest {
 }
 
 /**
- * Machines a create tries to claim before it gives up. Each try reads a fresh page of the allocatable index (so it
- * never retries a machine it has seen taken), from a rack picked at random, and picks one of it at random (so
- * concurrent creates spread over the free machines instead of all racing for the first), leaving out those that
- * other creates of the same process are claiming (claims-in-flight.ts). The index holds ids only: the picked machine
- * alone is read. One that a rival took since the index was read counts as a try; one whose heartbeat is stale is set
- * aside without counting. The bound keeps a create's work and latency bounded however many requests contend.
+ * Commits a create may lose to rivals before it gives up. Each try reads a fresh page of the allocatable index, from a
+ * rack picked at random, and picks one of it at random (so concurrent creates spread over the free machines instead of
+ * all racing for the first), leaving out those that other creates of the same process are claiming
+ * (claims-in-flight.ts). The index holds ids only: the picked machine alone is read. One found taken or stale when read
+ * is set aside, and the next page reads that many more ids, so a lagging index (AWS's GSIs trail their table) that
+ * still lists machines just taken costs a read each, not the request. The bounds keep a create's work and latency
+ * bounded however many requests contend.
  */
 export const PLACEMENT_TRIES = 4;
 /**
@@ -79,10 +80,10 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     // A silent agent leaves no machine fresh: no read of each candidate to find that out.
     if (rosterStale(site.heartbeat, now) && site.cached) site = await siteView(ctx, { fresh: true });
     if (rosterStale(site.heartbeat, now)) throw noCapacity();
-    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE, site.randomRack(machineType));
+    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE + setAside.size, site.randomRack(machineType));
     const free = candidates.page.filter((id) => !setAside.has(id));
     if (free.length === 0) throw noCapacity();
-    const lostEveryTry = tried === PLACEMENT_TRIES || (tried > 0 && outOfTime());
+    const lostEveryTry = tried === PLACEMENT_TRIES || setAside.size >= CANDIDATE_PAGE || (tried + setAside.size > 0 && outOfTime());
     if (lostEveryTry) {
       await refuseAtQuota();
       // Capacity remains: this request was unlucky, not refused. A 409 like any lost race; retrying is safe.
@@ -113,8 +114,8 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
         site = await siteView(ctx, { fresh: true });
         allocatable = allocatability(machine, site.heartbeat, now).allocatable;
       }
-      // Gone from the index since it was read: a rival took it, a lost race like a failed commit.
-      if (!machine || !allocatable) return { setAside: true, taken: !machine || !inAllocatableIndex(machine) };
+      // Taken by a rival since the index was read (or before, the index lagging), or its heartbeat stale.
+      if (!machine || !allocatable) return { setAside: true };
       const { change, instance } = assignInstance(machine, spec, now);
       const guarded = { ...change, quotaGuards: [guardOf(principal.org, machineType, usage)] };
       return (await committedOnce(() => ctx.store.commit(guarded))) ? { instance } : { lost: true };
@@ -124,12 +125,12 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     // Lost to a rival for the machine, or to the org's other creates for the last of its quota: the usage says which.
     if ('lost' in result) await refuseAtQuota(true);
     if ('setAside' in result) setAside.add(id);
-    if (!('setAside' in result) || result.taken) tried++;
+    else tried++;
   }
 }
 
 /** One try of a create: the machine claimed, lost to a rival's commit, or found not allocatable when read. */
-type ClaimTry = { instance: Instance } | { lost: true } | { setAside: true; taken: boolean };
+type ClaimTry = { instance: Instance } | { lost: true } | { setAside: true };
 
 /** Targeted creation, for repair tenants: only with the capability, and only on a machine awaiting repair. */
 async function createOnMachine(ctx: AppContext, principal: Principal, machineId: string, spec: NewInstanceSpec): Promise<Instance> {

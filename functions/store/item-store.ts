@@ -530,7 +530,14 @@ export abstract class ItemStore implements FleetStore {
 
   async listHistory(machineId: string, page: PageRequest): Promise<Page<HistoryEntry>> {
     const result = await this.queryItems(
-      { partition: keys.history(machineId, '', '').pk, sort: { beginsWith: keys.historyPrefix }, descending: true, limit: page.limit },
+      {
+        partition: keys.history(machineId, '', '').pk,
+        sort: { beginsWith: keys.historyPrefix },
+        descending: true,
+        limit: page.limit,
+        // A machine's own partition, read strongly: whoever just acted on the machine sees the entry it wrote.
+        consistent: true,
+      },
       page.nextToken,
     );
     return { items: result.items.map(fromHistoryItem), nextToken: result.nextToken };

@@ -3,34 +3,26 @@ import { functionTimeoutSeconds } from '#lib/function-timeouts.ts';
 import type { FunctionName } from '#lib/lambda-functions.ts';
 import type { FunctionLimits } from '#local/lambda-invocation.ts';
 import type { AwsSemanticsConfig } from './config.ts';
-import { readStackSettings, type StackSettings, type StreamMappingSettings } from './stack-settings.ts';
+import { readStreamMapping, type StreamMappingSettings } from './stack-settings.ts';
 
 export interface SiteFunctions {
-  /** How the runner invokes a function: its timeout (the template's under the modes), and whether it stops it there. */
+  /** How the runner invokes a function: its timeout, and whether it stops it there. */
   limitsOf(functionName: FunctionName): FunctionLimits;
-  /** The stream's event source mapping from the template, under `parallel-shards`; the poller's own defaults otherwise. */
-  streamMapping: StreamMappingSettings | undefined;
+  /** The stream's event source mapping, from the template. */
+  streamMapping: StreamMappingSettings;
 }
 
 /**
- * The site's functions as the runner runs them with FLEETWARD_AWS_SEMANTICS `modes`: under `parallel-shards` or
- * `lambda-timeouts` the stack's template says (read once, see stack-settings.ts); otherwise the timeouts the stack is
- * given (lib/function-timeouts.ts), never enforced.
+ * The site's functions as the runner runs them with FLEETWARD_AWS_SEMANTICS `modes`. The stream's mapping is the
+ * template's (read once, see stack-settings.ts). The timeouts are those the stack is given (lib/function-timeouts.ts,
+ * which test/cdk/stack-settings.test.ts finds in the template for any config), enforced under `lambda-timeouts` only.
  */
 export async function siteFunctions(config: SiteConfig, semantics: AwsSemanticsConfig | undefined, log: (line: string) => void): Promise<SiteFunctions> {
-  const emulates = (mode: AwsSemanticsConfig['modes'][number]) => semantics?.modes.includes(mode) ?? false;
-  let stack: StackSettings | undefined;
-  if (emulates('parallel-shards') || emulates('lambda-timeouts')) {
-    const read = await readStackSettings(config);
-    stack = read.settings;
-    log(`the stack's settings from its template (${read.source === 'cache' ? 'cached' : 'synthesized'}, ${read.ms} ms)`);
-  }
+  const mapping = await readStreamMapping();
+  log(`the stream's event source mapping from the stack's template (${mapping.source === 'cache' ? 'cached' : 'synthesized'}, ${mapping.ms} ms)`);
+  const stopAtTimeout = semantics?.modes.includes('lambda-timeouts') ?? false;
   return {
-    limitsOf: (functionName) => ({
-      functionName,
-      timeoutMs: (stack?.functionTimeoutSeconds[functionName] ?? functionTimeoutSeconds(functionName, config)) * 1000,
-      stopAtTimeout: emulates('lambda-timeouts'),
-    }),
-    streamMapping: emulates('parallel-shards') ? stack?.streamMapping : undefined,
+    limitsOf: (functionName) => ({ functionName, timeoutMs: functionTimeoutSeconds(functionName, config) * 1000, stopAtTimeout }),
+    streamMapping: mapping.settings.streamMapping,
   };
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import type { SiteConfig } from '#config/site-config.ts';
+import { defaultSiteConfig, type SiteConfig } from '#config/site-config.ts';
 import { FUNCTION_NAMES, type FunctionName } from '#lib/lambda-functions.ts';
 
 /**
@@ -110,4 +110,13 @@ export async function readStackSettings(config: SiteConfig, cacheDir = join(root
   writeFileSync(partial, JSON.stringify(settings));
   renameSync(partial, file);
   return { settings, source: 'synthesized', ms: Math.round(performance.now() - startedAt) };
+}
+
+/**
+ * The stream's event source mapping as the stack deploys it. It is the same whatever the site config
+ * (test/cdk/stack-settings.test.ts), so it is read from the default config's template: one synthesis per change of
+ * the sources, shared by every site the tests start.
+ */
+export async function readStreamMapping(cacheDir?: string): Promise<ReadStackSettings> {
+  return readStackSettings(defaultSiteConfig(), cacheDir);
 }

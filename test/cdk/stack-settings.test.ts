@@ -6,7 +6,7 @@ import { defaultSiteConfig } from '#config/site-config.ts';
 import { functionTimeoutSeconds } from '#lib/function-timeouts.ts';
 import { FUNCTION_NAMES } from '#lib/lambda-functions.ts';
 import { streamFilters } from '#lib/stream-filters.ts';
-import { readStackSettings } from '#local/aws-semantics/stack-settings.ts';
+import { readStackSettings, readStreamMapping } from '#local/aws-semantics/stack-settings.ts';
 
 // The local runner's reading of the synthesized template (FLEETWARD_AWS_SEMANTICS parallel-shards and
 // lambda-timeouts): what the stack deploys, not a copy of it, cached per config and sources.
@@ -34,11 +34,15 @@ describe('the stack settings the local runner reads', () => {
     console.log(`stack settings: synthesized in ${first.ms} ms, read from the cache in ${again.ms} ms`);
   }, 120_000);
 
-  it('are synthesized again for another site config', async () => {
+  it('are synthesized again for another site config, whose stream mapping is the same (read from the default one)', async () => {
     const config = defaultSiteConfig();
     config.instance_create_retry.max_attempts += 5;
+    config.sweep.interval_seconds *= 2;
     const other = await readStackSettings(config, cacheDir);
     expect(other.source).toBe('synthesized');
+    const mapping = await readStreamMapping(cacheDir);
+    expect(mapping.source).toBe('cache');
+    expect(other.settings.streamMapping).toEqual(mapping.settings.streamMapping);
     expect(other.settings.functionTimeoutSeconds.StreamHandler).toBe(functionTimeoutSeconds('StreamHandler', config));
     expect(readdirSync(cacheDir).filter((file) => file.endsWith('.json'))).toHaveLength(2);
   }, 120_000);

@@ -124,7 +124,10 @@ describe('concurrency', () => {
   }, 90_000);
 
   it('an Idempotency-Key replay returns the same instance and assigns nothing more; another body with the key is 422', async () => {
-    const assigned = async () => (await machines('state=Assigned')).length;
+    const assigned = async () => {
+      await site.indexesCaughtUp();
+      return (await machines('state=Assigned')).length;
+    };
     const before = await assigned();
     const key = 'create-idem-1';
     const body = { machineType: 'h100', name: 'idem-one' };
@@ -147,6 +150,7 @@ describe('concurrency', () => {
     expectProblem(reused, 422, 'idempotency-key-reused');
     expect(await assigned()).toBe(before + 1);
 
+    await site.indexesCaughtUp();
     const listed = (await site.call('GET', `${instancePath('acme')}?limit=500`, { token: tenants.acme })).body.items as Array<{ id: string; name: string }>;
     expect(listed.filter((i) => i.name === 'idem-one' || i.name === 'idem-two').map((i) => i.id)).toEqual([first.body.id]);
     await waitForStatus('acme', first.body.id, 'Ready');
@@ -154,7 +158,10 @@ describe('concurrency', () => {
   });
 
   it('concurrent requests with one Idempotency-Key create one instance: the others replay it or are told it is in progress', async () => {
-    const assigned = async () => (await machines('state=Assigned')).length;
+    const assigned = async () => {
+      await site.indexesCaughtUp();
+      return (await machines('state=Assigned')).length;
+    };
     const before = await assigned();
     const body = { machineType: 'h100', name: 'idem-burst' };
     const responses = await Promise.all(

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig, type TestSite } from '#test/support/local-site.ts';
-import { instanceStatus, machine, readySite, type Actors } from '#test/support/repair-steps.ts';
+import { instanceStatus, listedWith, machine, readySite, type Actors } from '#test/support/repair-steps.ts';
 
 // 6 gb200 in two racks of 3, 2 h100 in one rack; a 3 s heartbeat timeout so a stopped machine goes stale fast. Not
 // shorter: on a loaded CI host a live machine's beats (every 0.1 s) can be held up past 1 s, and a member then replaced
@@ -141,8 +141,7 @@ describe('meta-instances', () => {
     const other = await site.token('globex', ['tenant']);
     expect((await site.call('GET', `/v2/org/globex/nico/meta-instance/${created.id}`, { token: other })).status).toBe(404);
     expect((await site.call('GET', '/v2/org/globex/nico/meta-instance', { token: other })).body.items).toEqual([]);
-    const all = (await site.call('GET', '/admin/meta-instances', { token: who.admin })).body.items;
-    expect(all.map((m: { id: string }) => m.id)).toContain(created.id);
+    await listedWith(site, '/admin/meta-instances', who.admin, created.id);
     await remove(created.id);
   });
 });

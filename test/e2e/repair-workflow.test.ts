@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig, type TestSite } from '#test/support/local-site.ts';
 import {
+  listedWith,
   claimForRepair,
   machine,
   readySite,
@@ -74,11 +75,8 @@ describe('repair workflow with auto-repair on', () => {
     const m = await machine(site, who.admin, machineId);
     expect(sources(m)).toEqual(['repair-request', 'tenant-reported-issue']);
     expect(m.allocatable).toBe(false);
-    const listed = await site.call('GET', '/v2/org/fixit/nico/machine?healthOverride=repair-request', { token: who.repairer });
-    expect(listed.status).toBe(200);
-    expect(listed.body.items.map((x: { id: string }) => x.id)).toContain(machineId);
-    const adminListed = await site.call('GET', '/admin/machines?healthOverride=repair-request', { token: who.admin });
-    expect(adminListed.body.items.map((x: { id: string }) => x.id)).toContain(machineId);
+    await listedWith(site, '/v2/org/fixit/nico/machine?healthOverride=repair-request', who.repairer, machineId);
+    await listedWith(site, '/admin/machines?healthOverride=repair-request', who.admin, machineId);
     // Repair automation was told, not left to poll.
     await site.eventually(async () =>
       ['MachineQuarantined', 'RepairRequested'].every((type) => site.events.delivered.some((e) => e.type === type && e.detail.machineId === machineId)),

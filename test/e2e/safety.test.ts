@@ -334,6 +334,7 @@ describe('stuck repairs (offset clock)', () => {
     });
   }
   const repairs = async (query = '') => {
+    await site.indexesCaughtUp();
     const listed = await site.call('GET', `/admin/repairs${query}`, { token: who.admin });
     expect(listed.status).toBe(200);
     return listed.body.items as Array<{ machineId: string; since: string; waitingMinutes: number; stage: string }>;

@@ -33,7 +33,7 @@ async function setup(handler: StreamPollerOptions['handler'], options: Partial<S
     tableName: tables.names.table,
     handler,
     pollIntervalMs: 20,
-    ...pollerSettingsOf(mapping),
+    ...pollerSettingsOf(mapping, { parallelShards: true }),
     filter: auditedStreamFilter(mapping.filterPatterns).filter,
     retryDelayMs: 1,
     log: (line) => lines.push(line),
@@ -52,7 +52,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe('the stream poller under parallel-shards', () => {
   it('takes the mapping from the template: batch size, retries, record age, bisect, filters', () => {
     expect(mapping).toMatchObject({ batchSize: 100, maximumRetryAttempts: 10, maximumRecordAgeSeconds: 3600, bisectBatchOnFunctionError: true });
-    expect(pollerSettingsOf(mapping)).toMatchObject({ batchSize: 100, maxRetries: 10, maxRecordAgeMs: 3_600_000, bisectOnError: true });
+    expect(pollerSettingsOf(mapping, { parallelShards: true })).toMatchObject({
+      batchSize: 100,
+      maxRetries: 10,
+      maxRecordAgeMs: 3_600_000,
+      bisectOnError: true,
+    });
+    expect(pollerSettingsOf(mapping, { parallelShards: false })).not.toHaveProperty('parallel');
     expect(mapping.filterPatterns.length).toBeGreaterThan(0);
   });
 

@@ -44,6 +44,12 @@ export interface TestSite extends LocalSite {
    * nothing waits for this after the action.
    */
   afterNextSweep(): Promise<void>;
+  /**
+   * Resolves once the indexes show every write made before the call: at once on DynamoDB Local, after
+   * FLEETWARD_INDEX_LAG_MS under `index-lag`. A test that counts through a list that nothing more was written waits
+   * for this first, as a list read at once may not show a write yet (docs/api.md).
+   */
+  indexesCaughtUp(): Promise<void>;
   token(org: string, roles: Role[], sub?: string): Promise<string>;
   call(
     method: string,
@@ -133,6 +139,10 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> & { wat
     async afterNextSweep() {
       await nextSweepDone(site.counters, sweepWithinMs(config, sweepIntervalMs));
       await site.streamIdle(reconcilerRunMs(config));
+    },
+    indexesCaughtUp: async () => {
+      const semantics = siteOverrides.awsSemantics ?? awsSemantics;
+      if (semantics?.modes.includes('index-lag')) await new Promise((resolve) => setTimeout(resolve, semantics.indexLagMs));
     },
     token: (org, roles, sub = `${org}-user`) => site.issuer.mint({ sub, org, roles }),
     call,

@@ -59,8 +59,12 @@ export const deliveredOf = (site: TestSite, type: string, machineId?: string): D
 
 export const sources = (m: { healthOverrides: Array<{ source: string }> }) => m.healthOverrides.map((o) => o.source).sort();
 
-/** A tenant runs an instance on a machine of `type`; returns the instance once Ready. */
+/**
+ * A tenant runs an instance on a machine of `type`; returns the instance once Ready. The create picks from the
+ * allocatable index, so it waits until that shows the machines the test just freed.
+ */
 export async function runInstance(site: TestSite, who: Actors, type = 'gb200') {
+  await site.indexesCaughtUp();
   const created = await site.call('POST', '/v2/org/acme/nico/instance', { token: who.tenant, body: { machineType: type } });
   expect(created.status).toBe(201);
   return instanceStatus(site, who.tenant, 'acme', created.body.id, 'Ready');
@@ -110,5 +114,18 @@ export async function validated(site: TestSite, admin: string, id: string) {
   return site.eventually(async () => {
     const m = await machine(site, admin, id);
     return m.validation?.state === 'running' ? undefined : m;
+  });
+}
+
+/**
+ * The ids a list answers once it includes `id`: lists read indexes, which may lag a moment behind a write
+ * (docs/api.md; FLEETWARD_AWS_SEMANTICS=index-lag), so a test waits for its write to show rather than reading once.
+ */
+export async function listedWith(site: TestSite, path: string, token: string, id: string): Promise<string[]> {
+  return site.eventually(async () => {
+    const { status, body } = await site.call('GET', path, { token });
+    if (status !== 200) throw new Error(`GET ${path} answered ${status}: ${JSON.stringify(body)}`);
+    const ids = (body.items as Array<{ id: string }>).map((item) => item.id);
+    return ids.includes(id) ? ids : undefined;
   });
 }
