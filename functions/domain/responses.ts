@@ -122,11 +122,12 @@ export const metaInstanceResponse = z.object({
   updatedAt: z.string(),
 });
 
+/** Who did what, when: the head of a machine's history entry and of an audit entry alike. */
+const actionFields = { at: z.string(), actor: z.string(), action: z.string() };
+
 export const historyEntryResponse = z.object({
   machineId: z.string(),
-  at: z.string(),
-  actor: z.string(),
-  action: z.string(),
+  ...actionFields,
   instanceId: z.string().optional(),
   message: z.string().optional(),
   changes: z.record(z.string(), z.object({ from: z.unknown().optional(), to: z.unknown().optional() })).optional(),
@@ -172,9 +173,7 @@ export const repairResponse = z.object({
 });
 
 export const auditEntryResponse = z.object({
-  at: z.string(),
-  actor: z.string(),
-  action: z.string(),
+  ...actionFields,
   /** The resource acted on, as its path below /admin: `machines/m-1`, `tenants/acme`, `safety/repair-storm`, `machines`. */
   target: z.string(),
   before: z.unknown().optional(),
