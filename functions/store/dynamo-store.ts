@@ -82,9 +82,11 @@ export class DynamoFleetStore extends ItemStore {
     await this.guarded(() => {
       const [only] = items;
       if (items.length === 1 && only?.Put) return this.client.send(new PutCommand(only.Put));
+      const send = () => this.client.send(new TransactWriteCommand({ TransactItems: items }));
       // Transactions of one org's creates all move its usage counter: one that collided with another is sent again
-      // (its guards are checked afresh), for a short while, before it counts as a lost race.
-      return retryConflicts(() => this.client.send(new TransactWriteCommand({ TransactItems: items })));
+      // (its guards are checked afresh), for a short while, before it counts as a lost race. Any other collision is
+      // a lost race at once, for its caller to decide again.
+      return writes.some(isUsageWrite) ? retryConflicts(send) : send();
     });
   }
 
