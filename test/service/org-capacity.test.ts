@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { Instance, Machine } from '#domain/model.ts';
+import type { Instance } from '#domain/model.ts';
 import { ORG_CAPACITY_SHARDS } from '#domain/org-capacity.ts';
 import { repairOrgCapacityShard } from '#reconcilers/org-capacity-repair.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
