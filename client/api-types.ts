@@ -2711,8 +2711,7 @@ export interface operations {
             query?: {
                 /** @description The `cursor` of the previous answer; absent or `0`: from the first entry kept */
                 since?: string;
-                /** @description At most this many entries (1..500, default 100) */
-                limit?: string;
+                limit?: number;
             };
             header?: never;
             path: {

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { capacityChanges, capacityReasons } from '#domain/capacity-events.ts';
+import { pageQuery } from '#domain/schemas.ts';
 
 // The capacity-events feed as a tenant reads it (docs/api.md "The org's capacity events"): its own entries, after a
 // cursor, and nothing of another org.
@@ -12,13 +13,7 @@ export const capacityCursor = z
 
 export const capacityEventsQuery = z.strictObject({
   since: capacityCursor.optional(),
-  limit: z
-    .string()
-    .regex(/^[0-9]{1,3}$/, 'decimal digits only')
-    .transform(Number)
-    .pipe(z.number().int().min(1).max(500))
-    .optional()
-    .meta({ description: 'At most this many entries (1..500, default 100)' }),
+  limit: pageQuery.limit,
 });
 
 export const capacityEventResponse = z.object({

@@ -78,7 +78,7 @@ describe('capacity events', () => {
     });
 
     // Nothing of it is another org's.
-    expect((await readCapacityEvents(h.ctx, 'globex', {})).items).toEqual([]);
+    expect((await readCapacityEvents(h.ctx, 'globex', { limit: 50 })).items).toEqual([]);
   });
 
   it('numbers every entry once, without gaps, whatever order and however often the stream delivers, and keeps the ids', async () => {
@@ -138,7 +138,7 @@ describe('capacity events', () => {
     await siteWith(h, { gb200: 1 });
     await reserve(h, 'gb200-1', { id: 'rsv-1', org: 'acme' });
     await deliver(h, records.splice(0), 1);
-    expect(await readCapacityEvents(h.ctx, 'acme', { since: '1' })).toEqual({ items: [], cursor: '1' });
-    expect(await rejection(readCapacityEvents(h.ctx, 'acme', { since: '2' }))).toMatchObject({ status: 422, code: 'invalid-cursor' });
+    expect(await readCapacityEvents(h.ctx, 'acme', { since: '1', limit: 50 })).toEqual({ items: [], cursor: '1' });
+    expect(await rejection(readCapacityEvents(h.ctx, 'acme', { since: '2', limit: 50 }))).toMatchObject({ status: 422, code: 'invalid-cursor' });
   });
 });
