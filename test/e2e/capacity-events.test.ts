@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Machine } from '#domain/model.ts';
 import { deliveredOf, instanceStatus, readySite, type Actors } from '#test/support/repair-steps.ts';
+import { cliFor, shown } from '#test/support/cli.ts';
 import { expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
 
 // The capacity-events feed (GET .../capacity-events) through the whole local runner, its table stream duplicating,
@@ -179,4 +180,40 @@ validation_ms = 50
     expectProblem(await feed('globex', cursor, globex), 422, 'invalid-cursor');
     expectProblem(await feed('acme', cursor, globex), 404);
   }, 180_000);
+
+  it('fleetward capacity events prints the feed, goes on from --since, and --follow prints new entries until Ctrl-C', async () => {
+    const cli = cliFor(site.url, who.tenant);
+    const args = ['capacity', 'events', '-f', 'json'];
+    const all = await cli(args);
+    expect(all.code, shown(args, all)).toBe(0);
+    const lines = (text: string) =>
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Entry);
+    const printed = lines(all.stdout);
+    expect(printed.length).toBeGreaterThan(0);
+    const cursor = all.stderr.match(/cursor: (\d+)/)?.[1];
+    expect(cursor).toBe(String(printed.length));
+    const none = await cli([...args, '--since', cursor!]);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toContain(`cursor: ${cursor}`);
+
+    const follow = cli.start([...args, '--since', cursor!, '--follow', '--interval', '0.2']);
+    let stdout = '';
+    let stderr = '';
+    follow.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    follow.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => follow.on('close', resolve));
+    const spare = printed.find((e) => e.reason === 'reservation-released')!.machineId;
+    try {
+      await reserve(spare, { id: 'rsv-2', org: 'acme' });
+      await site.eventually(async () => lines(stdout).length >= 1, 30_000);
+      expect(lines(stdout).map((e) => [e.machineId, e.change, e.reason])).toEqual([[spare, 'delivered', 'reservation']]);
+    } finally {
+      follow.kill('SIGINT');
+    }
+    expect(await exited, `stderr: ${stderr}`).toBe(0);
+    expect(stderr).toContain(`cursor: ${Number(cursor) + 1}`);
+  }, 60_000);
 });
