@@ -1,5 +1,5 @@
 import { capacityMovesOf, feedEntriesOf, standingOf, type CapacityMove, type CapacityStanding } from '#domain/capacity-events.ts';
-import type { Change } from '#domain/change.ts';
+import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { heartbeatStale, preventingSources, type HeartbeatView } from '#domain/health.ts';
 import type { Instance, InstanceStatus, Machine } from '#domain/model.ts';
 
@@ -180,9 +180,11 @@ export function feedMovesNow(snapshot: Pick<CapacitySnapshot, 'machineIds' | 'ma
 
 /**
  * Each node brought in line with its machine, its org's counters moved by the difference, and the feed's entries of
- * its change with their events; null when all are in line.
+ * its change with their events; null when all are in line. Machines whose writes would take the change past one
+ * transaction are left for the next pass (`deferred`): each costs its node, a counter item per org it first names, and
+ * an entry and an event per move.
  */
-export function capacityChange(snapshot: CapacitySnapshot): Change | null {
+export function capacityChange(snapshot: CapacitySnapshot): { change: Change | null; deferred: string[] } {
   const deltas = new Map<string, Record<string, number>>();
   const move = (machineId: string, entry: CapacityEntry | null, by: number) => {
     if (!entry) return;
@@ -192,15 +194,26 @@ export function capacityChange(snapshot: CapacitySnapshot): Change | null {
   };
   const standings = standingsNow(snapshot);
   const feedMoves = feedMovesNow(snapshot);
+  const deferred: string[] = [];
+  let items = 0;
   const nodes = [...entriesNow(snapshot)].flatMap(([machineId, entry]) => {
     const before = snapshot.nodes.get(machineId) ?? null;
     const standing = standings.get(machineId) ?? null;
     if (same(before?.entry ?? null, entry) && same(before?.standing ?? null, standing)) return [];
+    const newShards = new Set(
+      [before?.entry, entry].flatMap((e) => (e ? [orgShardRef(e.org, capacityShardOf(machineId))] : [])).filter((ref) => !deltas.has(ref)),
+    );
+    const cost = 1 + newShards.size + 2 * (feedMoves.get(machineId)?.length ?? 0);
+    if (deferred.length > 0 || items + cost > MAX_TRANSACTION_ITEMS) {
+      deferred.push(machineId);
+      return [];
+    }
+    items += cost;
     move(machineId, before?.entry ?? null, -1);
     move(machineId, entry, 1);
     return [{ before, after: { machineId, entry, standing, version: before?.version ?? 0 } }];
   });
-  if (nodes.length === 0) return null;
+  if (nodes.length === 0) return { change: null, deferred };
   const feed = feedEntriesOf(
     nodes.flatMap(({ before, after }) => {
       const moves = feedMoves.get(after.machineId);
@@ -215,7 +228,8 @@ export function capacityChange(snapshot: CapacitySnapshot): Change | null {
     const [org, shard] = JSON.parse(ref) as [string, number];
     return { before, after: { org, shard, counters: movedCounters(before?.counters ?? {}, delta), version: before?.version ?? 0 } };
   });
-  return { orgCapacity: { nodes, shards }, history: feed.events, ...(feed.entries.length > 0 ? { capacityFeed: feed.entries } : {}) };
+  const change = { orgCapacity: { nodes, shards }, history: feed.events, ...(feed.entries.length > 0 ? { capacityFeed: feed.entries } : {}) };
+  return { change, deferred };
 }
 
 export interface CapacityCount {

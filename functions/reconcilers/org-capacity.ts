@@ -26,9 +26,10 @@ const delivered = (machine: Machine | null): boolean => machine !== null && (mac
 
 /**
  * A batch's machines with their node items and counters: one node and up to two counter items each (old org, new
- * org), and per capacity-events entry the entry and its event (a machine moves rarely, and to one org at a time).
+ * org), and per capacity-events entry the entry and its event. What does not fit one transaction waits for the next
+ * pass (domain/org-capacity.ts `capacityChange`).
  */
-const BATCH_MACHINES = 24;
+const BATCH_MACHINES = 40;
 
 export const orgCapacityReconciler = defineReconciler({
   kind: 'org-capacity',
@@ -58,10 +59,16 @@ export const orgCapacityReconciler = defineReconciler({
     load: loadCapacity,
   },
   load: (ctx: AppContext, id: string) => loadCapacity(ctx, [id]),
-  /** A lost race (another run's batch of the same shard) looks again at once: nothing else would bring these back. */
+  /**
+   * A lost race (another run's batch of the same shard, or of the same org's feed) looks again at once: nothing else
+   * would bring these back. So do machines that did not fit this change's transaction.
+   */
   decide(snapshot: CapacitySnapshot) {
-    const change = capacityChange(snapshot);
-    return change ? { change, retryIfLost: true } : {};
+    const { change, deferred } = capacityChange(snapshot);
+    return {
+      ...(change ? { change, retryIfLost: true } : {}),
+      ...(deferred.length > 0 ? { requeueAt: new Date(snapshot.now) } : {}),
+    };
   },
 });
 

@@ -9,7 +9,11 @@ import {
   type CapacityMove,
   type CapacityStanding,
 } from '#domain/capacity-events.ts';
+import { MAX_TRANSACTION_ITEMS } from '#domain/change.ts';
 import type { HealthOverride, Instance, Machine } from '#domain/model.ts';
+import { capacityChange, type CapacityNode } from '#domain/org-capacity.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
+import { writesOf } from '#store/item-store.ts';
 import { aMachine, anInstance, aRepairRequest, AT } from '#test/support/fixtures.ts';
 
 const maintenance: HealthOverride = {
@@ -191,5 +195,32 @@ describe('capacity events', () => {
     expect(contiguousAfter(3, [entry(4), entry(5), entry(7)]).map((e) => e.seq)).toEqual([4, 5]);
     expect(contiguousAfter(3, [entry(5), entry(6)])).toEqual([]);
     expect(contiguousAfter(0, [entry(2), entry(1)]).map((e) => e.seq)).toEqual([1, 2]);
+  });
+});
+
+describe('a batch of capacity changes', () => {
+  it('commits what fits one transaction and leaves the rest for the next pass, until every machine is in line', () => {
+    const ids = Array.from({ length: 30 }, (_, i) => `m-${i}`);
+    const machines = new Map(ids.map((id) => [id, aMachine({ id, reservation: { id: 'rsv-g', org: 'globex' } })]));
+    const acme = (id: string) => standingOf(aMachine({ id, reservation: { id: 'rsv-a', org: 'acme' } }), null);
+    const nodes = new Map<string, CapacityNode>(ids.map((id) => [id, { machineId: id, entry: null, standing: acme(id), version: 3 }]));
+    const heads = new Map([
+      ['acme', 0],
+      ['globex', 0],
+    ]);
+    const entries: CapacityFeedEntry[] = [];
+    for (let pass = 1; pass <= 3; pass++) {
+      const { change, deferred } = capacityChange({ machineIds: ids, machines, instances: new Map(), nodes, shards: new Map(), feedHeads: heads, now: AT });
+      if (!change) break;
+      expect(writesOf(change, () => 'u', dueTimes).length).toBeLessThanOrEqual(MAX_TRANSACTION_ITEMS);
+      for (const { after } of change.orgCapacity!.nodes) nodes.set(after.machineId, { ...after, version: after.version + 1 });
+      for (const entry of change.capacityFeed ?? []) heads.set(entry.org, entry.seq);
+      entries.push(...(change.capacityFeed ?? []));
+      expect(deferred.length > 0).toBe(nodes.size > 0 && [...nodes.values()].some((n) => n.standing?.reservation?.org === 'acme'));
+    }
+    expect(entries.filter((e) => e.org === 'acme').map((e) => [e.machineId, e.change, e.reason])).toEqual(
+      ids.map((id) => [id, 'withdrawn', 'reservation-released']),
+    );
+    expect(entries.filter((e) => e.org === 'globex').map((e) => e.seq)).toEqual(ids.map((_, i) => i + 1));
   });
 });
