@@ -1,8 +1,9 @@
 import { eventIdOf } from '#domain/events.ts';
 import { EVENT_VERSIONS } from '#domain/event-versions.ts';
-import { MAINTENANCE_ALERT } from '#domain/lifecycle.ts';
+import { preventingSources } from '#domain/health.ts';
+import { MAINTENANCE_SOURCE } from '#domain/maintenance-waves.ts';
 import type { HistoryEntry, Instance, Machine } from '#domain/model.ts';
-import { hasOverride, SOURCES } from '#domain/overrides.ts';
+import { SOURCES } from '#domain/overrides.ts';
 import { VALIDATION_SOURCES } from '#domain/validation.ts';
 
 // The capacity-events feed (CAP03): when capacity the provider hands an org arrives or goes, and why. Each machine's
@@ -54,19 +55,19 @@ export interface CapacityFeedEntry extends CapacityMove {
 const LIVE: ReadonlySet<Instance['status']> = new Set(['Provisioning', 'Ready', 'Repairing']);
 
 /** Overrides that put a machine in the repair flow: a reported fault, a repair request, an escalation, a failed validation. */
-const REPAIR_SOURCES = [SOURCES.repairRequest, SOURCES.outForRepair, SOURCES.tenantReportedIssue, VALIDATION_SOURCES.failed];
-
-const underMaintenance = (machine: Machine): boolean => machine.healthOverrides.some((o) => o.alerts.some((a) => a.id === MAINTENANCE_ALERT));
+const REPAIR_SOURCES: ReadonlySet<string> = new Set([SOURCES.repairRequest, SOURCES.outForRepair, SOURCES.tenantReportedIssue, VALIDATION_SOURCES.failed]);
 
 /**
- * Why the machine is out of service. Declared maintenance reaches a machine while its tenant still holds it (the
+ * Why the machine is out of service, judged on the overrides in effect (as allocation judges them: an operator's
+ * `replace` override hides the rest). Declared maintenance reaches a machine while its tenant still holds it (the
  * hand-back window): it takes the machine only once no instance holds it. A repair request takes it at once.
  */
 function outOfService(machine: Machine, held: boolean): OutOfService | undefined {
   if (machine.retired) return 'retired';
-  const validating = machine.validation?.state === 'running' ? machine.validation.reason : undefined;
-  if (!held && (underMaintenance(machine) || validating === 'maintenance' || validating === 'provider')) return 'maintenance';
-  if (REPAIR_SOURCES.some((source) => hasOverride(machine, source)) || validating === 'repair') return 'repair';
+  const preventing = preventingSources(machine.healthOverrides);
+  const validating = machine.validation?.state === 'running' && preventing.includes(VALIDATION_SOURCES.running) ? machine.validation.reason : undefined;
+  if (!held && (preventing.includes(MAINTENANCE_SOURCE) || validating === 'maintenance' || validating === 'provider')) return 'maintenance';
+  if (preventing.some((source) => REPAIR_SOURCES.has(source)) || validating === 'repair') return 'repair';
   return undefined;
 }
 

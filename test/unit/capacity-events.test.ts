@@ -14,6 +14,7 @@ import type { HealthOverride, Instance, Machine } from '#domain/model.ts';
 import { capacityChange, type CapacityNode } from '#domain/org-capacity.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { writesOf } from '#store/item-store.ts';
+import { withValidationStarted, type ValidationReason } from '#domain/validation.ts';
 import { aMachine, anInstance, aRepairRequest, AT } from '#test/support/fixtures.ts';
 
 const maintenance: HealthOverride = {
@@ -24,53 +25,65 @@ const maintenance: HealthOverride = {
   createdAt: AT,
 };
 const reserved = { id: 'res-1', org: 'acme' };
+/** The fields of a machine of the reservation whose validation (for `reason`) is running: the record and its override. */
+const validating = (reason: ValidationReason): Partial<Machine> => {
+  const { validation, healthOverrides } = withValidationStarted(aMachine({ reservation: reserved }), {
+    id: 'v-1',
+    reason,
+    suite: 's',
+    actor: 'ops',
+    at: AT,
+  }).machine;
+  return { reservation: reserved, validation, healthOverrides };
+};
 const held = (status: Instance['status'] = 'Ready', org = 'acme') => anInstance({ status, org });
 const on = (machine: Partial<Machine>, instance: Instance | null = null) =>
   standingOf(aMachine({ ...(instance ? { instanceId: instance.id, state: 'Assigned' as const } : {}), ...machine }), instance);
 
-/** The moves of a machine walking through these standings, from none. */
-function walk(...standings: CapacityStanding[]): CapacityMove[] {
+/** The moves of each step of a machine walking through these standings, from none. */
+function steps(...standings: CapacityStanding[]): CapacityMove[][] {
   let before: CapacityStanding | null = null;
-  return standings.flatMap((after) => {
+  return standings.map((after) => {
     const moves = capacityMovesOf(before, after);
     before = after;
     return moves;
   });
 }
 
+const walk = (...standings: CapacityStanding[]): CapacityMove[] => steps(...standings).flat();
+const acme = (change: CapacityMove['change'], reason: CapacityMove['reason']): CapacityMove[] => [{ org: 'acme', change, reason }];
+
 describe('capacity events', () => {
   it('a reserved machine is delivered with its reservation, withdrawn for repair and back, and withdrawn when it leaves', () => {
     expect(
-      walk(
+      steps(
         on({}),
         on({ reservation: reserved }),
         on({ reservation: reserved, healthOverrides: [aRepairRequest()] }),
-        on({ reservation: reserved, validation: { id: 'v-1', state: 'running', reason: 'repair', suite: 's', requestedAt: AT, attempts: 0 } }),
+        on(validating('repair')),
         on({ reservation: reserved }),
         on({}),
       ),
     ).toEqual([
-      { org: 'acme', change: 'delivered', reason: 'reservation' },
-      { org: 'acme', change: 'withdrawn', reason: 'repair' },
-      { org: 'acme', change: 'delivered', reason: 'repair-return' },
-      { org: 'acme', change: 'withdrawn', reason: 'reservation-released' },
+      [],
+      acme('delivered', 'reservation'),
+      acme('withdrawn', 'repair'),
+      [],
+      acme('delivered', 'repair-return'),
+      acme('withdrawn', 'reservation-released'),
     ]);
   });
 
   it('declared maintenance takes a held machine at its hand-back, not while the org still holds it', () => {
     expect(
-      walk(
+      steps(
         on({ reservation: reserved }, held()),
         on({ reservation: reserved, healthOverrides: [maintenance] }, held()),
         on({ reservation: reserved, healthOverrides: [maintenance], state: 'Cleanup' }, held('Terminating')),
-        on({ reservation: reserved, validation: { id: 'v-1', state: 'running', reason: 'maintenance', suite: 's', requestedAt: AT, attempts: 0 } }),
+        on(validating('maintenance')),
         on({ reservation: reserved }),
       ),
-    ).toEqual([
-      { org: 'acme', change: 'delivered', reason: 'reservation' },
-      { org: 'acme', change: 'withdrawn', reason: 'maintenance' },
-      { org: 'acme', change: 'delivered', reason: 'maintenance-return' },
-    ]);
+    ).toEqual([acme('delivered', 'reservation'), [], acme('withdrawn', 'maintenance'), [], acme('delivered', 'maintenance-return')]);
   });
 
   it("an org's own create and release of an unreserved machine are no entries; the provider taking it is one", () => {
