@@ -5,6 +5,7 @@ import type { Column } from './output.ts';
 
 export type Capacity = Answer<'/v2/org/{org}/nico/capacity', 'get'>;
 export type Node = Item<'/v2/org/{org}/nico/nodes'>;
+export type CapacityEvent = Answer<'/v2/org/{org}/nico/capacity-events', 'get'>['items'][number];
 type CapacityRow = Capacity['byType'][string] & { machineType: string };
 type Count = { machines: number; gpus: number };
 
@@ -34,4 +35,13 @@ export const nodeColumns: Column<Node>[] = [
   { header: 'project', value: (n) => n.project },
   { header: 'reservation', value: (n) => n.reservationId },
   { header: 'region', value: (n) => n.region },
+];
+
+export const capacityEventColumns: Column<CapacityEvent>[] = [
+  { header: 'at', value: (e) => e.at },
+  { header: 'change', value: (e) => e.change },
+  { header: 'reason', value: (e) => e.reason },
+  { header: 'node', value: (e) => e.machineId },
+  { header: 'type', value: (e) => e.machineType },
+  { header: 'id', value: (e) => e.id },
 ];

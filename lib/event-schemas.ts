@@ -144,6 +144,26 @@ export const eventExamples: { [T in EventType]: z.input<(typeof eventCatalog)[T]
   MaintenanceHalted: { id: '1e2f3a4b-5c6d-5e7f-98a9-0b1c2d3e4f5a', ...maintenance, failures: 1 },
   MaintenanceOverdue: { id: '2f3a4b5c-6d7e-5f8a-a9b0-1c2d3e4f5a6b', ...maintenance, machineId: 'gb200-r1-01', handedBackAt: at, windowMinutes: 240 },
   MaintenanceCompleted: { id: '3a4b5c6d-7e8f-5a9b-b0c1-2d3e4f5a6b7c', ...maintenance, returned: 15, failed: 1 },
+  CapacityDelivered: {
+    id: '5b6c7d8e-9f0a-5b1c-a2d3-e4f5a6b7c8d9',
+    version: 1,
+    at,
+    entryId: '0c9d8e7f-6a5b-5c4d-b3e2-f1a0b9c8d7e6',
+    org: 'acme',
+    machineId: machine.machineId,
+    machineType: machine.machineType,
+    reason: 'repair-return',
+  },
+  CapacityWithdrawn: {
+    id: '6c7d8e9f-0a1b-5c2d-b3e4-f5a6b7c8d9e0',
+    version: 1,
+    at,
+    entryId: '7d8e9f0a-1b2c-5d3e-84f5-a6b7c8d9e0f1',
+    org: 'acme',
+    machineId: machine.machineId,
+    machineType: machine.machineType,
+    reason: 'maintenance',
+  },
 };
 
 /**

@@ -71,7 +71,8 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   SiteAgentApi: [tableItems('GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'), idempotencyRecords],
   // The reconcilers and the outbox: reads the stream (as its event source mapping does) and publishes repair events.
   StreamHandler: [
-    tableItems('GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'),
+    // Query: an org's capacity-events feed, its last entry (one partition).
+    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
     queries('allocatable', 'allocatableByDomain', 'due', 'waiting'),
     { sid: 'ReadTableStream', actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'], resources: [logicalResource.stream] },
     // ListStreams has no resource-level permissions: `*` is the only resource it takes (AWS_ONLY_ACTIONS says why).

@@ -1,10 +1,11 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Command } from 'commander';
-import { renderTable } from '../output.ts';
-import { action, parsePositiveInt, type RuntimeDeps } from '../runtime.ts';
-import { capacityColumns, capacityRows, nodeColumns } from '../capacity-views.ts';
+import { renderRow, renderTable } from '../output.ts';
+import { action, parsePositiveInt, parseSeconds, type Runtime, type RuntimeDeps } from '../runtime.ts';
+import { capacityColumns, capacityEventColumns, capacityRows, nodeColumns, type CapacityEvent } from '../capacity-views.ts';
 import { orgOption, type OrgOption } from './org-resource.ts';
 
-// `fleetward capacity ...`: the org's governance view (`/v2/org/{org}/nico/capacity`, `.../nodes`).
+// `fleetward capacity ...`: the org's governance view (`/v2/org/{org}/nico/capacity`, `.../nodes`, `.../capacity-events`).
 
 export function capacityCommand(deps: RuntimeDeps): Command {
   const capacity = new Command('capacity').description("the org's capacity: delivered, healthy, reserved and in-use machines and GPUs");
@@ -33,5 +34,43 @@ export function capacityCommand(deps: RuntimeDeps): Command {
       }),
     );
 
+  capacity
+    .command('events')
+    .description('capacity delivered to and withdrawn from the org, with the reason, oldest first')
+    .option('--since <cursor>', 'the cursor a previous run printed last (default: from the first entry)')
+    .option('--follow', 'keep polling and print new entries as they come, until Ctrl-C')
+    .option('--interval <seconds>', 'how often --follow polls', parseSeconds, 2)
+    .addOption(orgOption())
+    .action(
+      action(deps, async (rt, _args, o: OrgOption & { since?: string; follow?: boolean; interval: number }) => {
+        const org = rt.org(o.org);
+        const print = (items: CapacityEvent[]) => {
+          for (const item of items) rt.out.record(item, () => renderRow(item, capacityEventColumns));
+        };
+        // Ctrl-C ends a follow as asked for: exit 0, nothing half-printed, and the cursor to go on from on stderr.
+        const stop = new AbortController();
+        const onInterrupt = () => stop.abort();
+        if (o.follow) process.once('SIGINT', onInterrupt);
+        let cursor = o.since ?? '0';
+        try {
+          for (;;) {
+            const page = await eventsAfter(rt, org, cursor);
+            print(page.items);
+            cursor = page.cursor;
+            if (page.items.length > 0) continue;
+            if (!o.follow) break;
+            await sleep(o.interval * 1000, undefined, { signal: stop.signal }).catch(() => undefined);
+            if (stop.signal.aborted) break;
+          }
+        } finally {
+          process.off('SIGINT', onInterrupt);
+        }
+        rt.out.note(`cursor: ${cursor}`);
+      }),
+    );
+
   return capacity;
 }
+
+const eventsAfter = (rt: Runtime, org: string, since: string) =>
+  rt.client.get('/v2/org/{org}/nico/capacity-events', { params: { path: { org }, query: { since, limit: 500 } } });

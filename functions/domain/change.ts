@@ -1,4 +1,5 @@
 import type { AuditEntry } from '#domain/audit.ts';
+import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { Maintenance, OpenMaintenances } from '#domain/maintenance.ts';
@@ -42,6 +43,8 @@ export interface Change {
   openMaintenances?: Versioned<OpenMaintenances>;
   /** Tenant orgs' capacity (domain/org-capacity.ts): machines' node items and their orgs' counter shards together. */
   orgCapacity?: { nodes: Versioned<CapacityNode>[]; shards: Versioned<OrgCapacityShard>[] };
+  /** Entries of orgs' capacity-events feeds, each written only while its org's `seq` is free. */
+  capacityFeed?: CapacityFeedEntry[];
   history: HistoryEntry[];
   /** The provider action this change is, if it is one: written as its own item in the same transaction. */
   audit?: AuditEntry;

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import type { capacityReasons } from '#domain/capacity-events.ts';
 import { EVENT_VERSIONS, type EventType } from '#domain/event-versions.ts';
 import { maintenanceCategories, maintenanceKinds } from '#domain/maintenance.ts';
 import { issueSchema } from '#domain/schemas.ts';
@@ -57,6 +58,18 @@ function maintenanceEvent<V extends number, Extra extends z.ZodRawShape>(version
   return { version, description, detail: z.strictObject({ ...common(version), ...fields, ...extra }) };
 }
 const org = z.string().min(1).describe('The tenant org');
+
+/** What a capacity event carries: the entry of the org's capacity-events feed it mirrors. */
+function capacityEvent<V extends number>(version: V, description: string, reasons: ReadonlyArray<(typeof capacityReasons)[number]>) {
+  const fields = {
+    entryId: z.string().min(1).describe("The id of the entry in the org's capacity-events feed (GET /v2/org/{org}/nico/capacity-events)"),
+    org,
+    machineId: z.string().min(1),
+    machineType: z.string().min(1),
+    reason: z.enum(reasons as [string, ...string[]]).describe('Why the capacity changed'),
+  };
+  return { version, description, detail: z.strictObject({ ...common(version), ...fields }) };
+}
 const handBackBy = timestamp.describe("The org's hand-back deadline");
 
 export const eventCatalog = {
@@ -162,6 +175,16 @@ export const eventCatalog = {
     returned: z.number().int().min(0),
     failed: z.number().int().min(0),
   }),
+  CapacityDelivered: capacityEvent(
+    EVENT_VERSIONS.CapacityDelivered,
+    'A machine was delivered to the org: its reservation took it, or it came back to the org from repair or maintenance.',
+    ['reservation', 'repair-return', 'maintenance-return'],
+  ),
+  CapacityWithdrawn: capacityEvent(
+    EVENT_VERSIONS.CapacityWithdrawn,
+    "A machine was withdrawn from the org: it left the org's reservation, or went to repair or maintenance, or was retired.",
+    ['reservation-released', 'repair', 'maintenance', 'retired'],
+  ),
 } as const satisfies { [T in EventType]: { version: (typeof EVENT_VERSIONS)[T]; description: string; detail: z.ZodType } };
 
 export type { EventType, MachineEventType } from '#domain/event-versions.ts';

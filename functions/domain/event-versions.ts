@@ -20,8 +20,11 @@ export const EVENT_VERSIONS = {
   ValidationFailed: 1,
   ValidationStuck: 1,
   MachineRetired: 1,
+  CapacityDelivered: 1,
+  CapacityWithdrawn: 1,
 } as const;
 
 export type EventType = keyof typeof EVENT_VERSIONS;
 export type MaintenanceEventType = Extract<EventType, `Maintenance${string}`>;
-export type MachineEventType = Exclude<EventType, 'SiteAgentSilent' | MaintenanceEventType>;
+export type CapacityEventType = Extract<EventType, `Capacity${string}`>;
+export type MachineEventType = Exclude<EventType, 'SiteAgentSilent' | MaintenanceEventType | CapacityEventType>;

@@ -1,4 +1,5 @@
-import type { Change } from '#domain/change.ts';
+import { capacityMovesOf, feedEntriesOf, standingOf, type CapacityMove, type CapacityStanding } from '#domain/capacity-events.ts';
+import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { heartbeatStale, preventingSources, type HeartbeatView } from '#domain/health.ts';
 import type { Instance, InstanceStatus, Machine } from '#domain/model.ts';
 
@@ -33,6 +34,8 @@ export interface CapacityEntry {
 export interface CapacityNode {
   machineId: string;
   entry: CapacityEntry | null;
+  /** The machine's standing as the capacity-events feed last accounted it (domain/capacity-events.ts); absent before the feed. */
+  standing?: CapacityStanding | null;
   version: number;
 }
 
@@ -128,6 +131,9 @@ export interface CapacitySnapshot {
   nodes: Map<string, CapacityNode>;
   /** By `orgShardRef`, every shard an old or new entry counts in; null when not stored yet. */
   shards: Map<string, OrgCapacityShard | null>;
+  /** The last `seq` of each org's capacity-events feed that a move of these machines numbers on from (0: none yet). */
+  feedHeads: Map<string, number>;
+  now: string;
 }
 
 /** The node entries the machines now have, by machine id. */
@@ -145,10 +151,40 @@ export function entriesNow({
   );
 }
 
-const sameEntry = (a: CapacityEntry | null, b: CapacityEntry | null): boolean => JSON.stringify(a) === JSON.stringify(b);
+/** The standings the machines now have, by machine id (null for a machine that is gone). */
+function standingsNow({
+  machineIds,
+  machines,
+  instances,
+}: Pick<CapacitySnapshot, 'machineIds' | 'machines' | 'instances'>): Map<string, CapacityStanding | null> {
+  return new Map(
+    machineIds.map((id) => {
+      const machine = machines.get(id);
+      const instance = machine?.instanceId ? (instances.get(machine.instanceId) ?? null) : null;
+      return [id, machine ? standingOf(machine, instance) : null];
+    }),
+  );
+}
 
-/** Each node brought in line with its machine, and its org's counters moved by the difference; null when all are in line. */
-export function capacityChange(snapshot: CapacitySnapshot): Change | null {
+const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/** The capacity-events moves of each machine whose standing changed since its node last accounted it. */
+export function feedMovesNow(snapshot: Pick<CapacitySnapshot, 'machineIds' | 'machines' | 'instances' | 'nodes'>): Map<string, CapacityMove[]> {
+  const moves = new Map<string, CapacityMove[]>();
+  for (const [machineId, standing] of standingsNow(snapshot)) {
+    const ofMachine = capacityMovesOf(snapshot.nodes.get(machineId)?.standing ?? null, standing);
+    if (ofMachine.length > 0) moves.set(machineId, ofMachine);
+  }
+  return moves;
+}
+
+/**
+ * Each node brought in line with its machine, its org's counters moved by the difference, and the feed's entries of
+ * its change with their events; null when all are in line. Machines whose writes would take the change past one
+ * transaction are left for the next pass (`deferred`): each costs its node, a counter item per org it first names, and
+ * an entry and an event per move.
+ */
+export function capacityChange(snapshot: CapacitySnapshot): { change: Change | null; deferred: string[] } {
   const deltas = new Map<string, Record<string, number>>();
   const move = (machineId: string, entry: CapacityEntry | null, by: number) => {
     if (!entry) return;
@@ -156,20 +192,44 @@ export function capacityChange(snapshot: CapacitySnapshot): Change | null {
     const delta = deltas.get(ref) ?? deltas.set(ref, {}).get(ref)!;
     for (const key of capacityCounterKeys(entry)) delta[key] = (delta[key] ?? 0) + by;
   };
+  const standings = standingsNow(snapshot);
+  const feedMoves = feedMovesNow(snapshot);
+  const deferred: string[] = [];
+  let items = 0;
   const nodes = [...entriesNow(snapshot)].flatMap(([machineId, entry]) => {
     const before = snapshot.nodes.get(machineId) ?? null;
-    if (sameEntry(before?.entry ?? null, entry)) return [];
+    const standing = standings.get(machineId) ?? null;
+    if (same(before?.entry ?? null, entry) && same(before?.standing ?? null, standing)) return [];
+    const newShards = new Set(
+      [before?.entry, entry].flatMap((e) => (e ? [orgShardRef(e.org, capacityShardOf(machineId))] : [])).filter((ref) => !deltas.has(ref)),
+    );
+    const cost = 1 + newShards.size + 2 * (feedMoves.get(machineId)?.length ?? 0);
+    if (deferred.length > 0 || items + cost > MAX_TRANSACTION_ITEMS) {
+      deferred.push(machineId);
+      return [];
+    }
+    items += cost;
     move(machineId, before?.entry ?? null, -1);
     move(machineId, entry, 1);
-    return [{ before, after: { machineId, entry, version: before?.version ?? 0 } }];
+    return [{ before, after: { machineId, entry, standing, version: before?.version ?? 0 } }];
   });
-  if (nodes.length === 0) return null;
+  if (nodes.length === 0) return { change: null, deferred };
+  const feed = feedEntriesOf(
+    nodes.flatMap(({ before, after }) => {
+      const moves = feedMoves.get(after.machineId);
+      const machineType = snapshot.machines.get(after.machineId)?.machineType ?? before?.entry?.machineType;
+      return moves && machineType ? [{ machineId: after.machineId, machineType, nodeVersion: (before?.version ?? -1) + 1, moves }] : [];
+    }),
+    snapshot.feedHeads,
+    snapshot.now,
+  );
   const shards = [...deltas].map(([ref, delta]) => {
     const before = snapshot.shards.get(ref) ?? null;
     const [org, shard] = JSON.parse(ref) as [string, number];
     return { before, after: { org, shard, counters: movedCounters(before?.counters ?? {}, delta), version: before?.version ?? 0 } };
   });
-  return { orgCapacity: { nodes, shards }, history: [] };
+  const change = { orgCapacity: { nodes, shards }, history: feed.events, ...(feed.entries.length > 0 ? { capacityFeed: feed.entries } : {}) };
+  return { change, deferred };
 }
 
 export interface CapacityCount {

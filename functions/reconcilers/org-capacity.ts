@@ -1,6 +1,7 @@
 import type { Instance, Machine } from '#domain/model.ts';
 import { preventingSources } from '#domain/health.ts';
-import { capacityChange, capacityShardOf, entriesNow, orgShardRef, reservationOf, type CapacitySnapshot } from '#domain/org-capacity.ts';
+import { capacityChange, capacityShardOf, entriesNow, feedMovesNow, orgShardRef, reservationOf, type CapacitySnapshot } from '#domain/org-capacity.ts';
+import { iso } from '#domain/time.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { defineReconciler, fellDue, roomFor } from '#reconcilers/reconciler.ts';
 
@@ -18,11 +19,16 @@ const capacityView = (machine: Machine): string =>
     machine.cleanup?.phase === 'failed',
     machine.heartbeatLive,
     machine.lastHeartbeatAt,
+    machine.retired !== undefined,
   ]);
 
 const delivered = (machine: Machine | null): boolean => machine !== null && (machine.instanceId !== undefined || reservationOf(machine) !== undefined);
 
-/** A batch's machines with their node items and counters: one node and up to two counter items each (old org, new org). */
+/**
+ * A batch's machines with their node items and counters: one node and up to two counter items each (old org, new
+ * org), and per capacity-events entry the entry and its event. What does not fit one transaction waits for the next
+ * pass (domain/org-capacity.ts `capacityChange`).
+ */
 const BATCH_MACHINES = 40;
 
 export const orgCapacityReconciler = defineReconciler({
@@ -53,16 +59,23 @@ export const orgCapacityReconciler = defineReconciler({
     load: loadCapacity,
   },
   load: (ctx: AppContext, id: string) => loadCapacity(ctx, [id]),
-  /** A lost race (another run's batch of the same shard) looks again at once: nothing else would bring these back. */
+  /**
+   * A lost race (another run's batch of the same shard, or of the same org's feed) looks again at once: nothing else
+   * would bring these back. So do machines that did not fit this change's transaction.
+   */
   decide(snapshot: CapacitySnapshot) {
-    const change = capacityChange(snapshot);
-    return change ? { change, retryIfLost: true } : {};
+    const { change, deferred } = capacityChange(snapshot);
+    return {
+      ...(change ? { change, retryIfLost: true } : {}),
+      ...(deferred.length > 0 ? { requeueAt: new Date(snapshot.now) } : {}),
+    };
   },
 });
 
 /**
  * The machines and their node items, then their instances with the counter shards the nodes name, then any shard an
- * instance's org adds: two reads, three when a machine changed org.
+ * instance's org adds: two reads, three when a machine changed org; and the feed heads of the orgs whose
+ * capacity-events feed gets entries (one Query each), only then.
  */
 async function loadCapacity(ctx: AppContext, ids: string[]): Promise<CapacitySnapshot | null> {
   const machineIds = [...new Set(ids)];
@@ -80,5 +93,11 @@ async function loadCapacity(ctx: AppContext, ids: string[]): Promise<CapacitySna
   const wanted = [...known, ...shardsOf(entriesNow(snapshot))];
   const missing = wanted.filter(({ org, shard }) => !shards.has(orgShardRef(org, shard)) && !known.some((k) => k.org === org && k.shard === shard));
   if (missing.length > 0) for (const s of (await ctx.store.getCapacityItems({ shards: missing })).shards) shards.set(orgShardRef(s.org, s.shard), s);
-  return { ...snapshot, shards: new Map(wanted.map(({ org, shard }) => [orgShardRef(org, shard), shards.get(orgShardRef(org, shard)) ?? null])) };
+  const feedOrgs = [...feedMovesNow(snapshot).values()].flatMap((moves) => moves.map((move) => move.org));
+  return {
+    ...snapshot,
+    shards: new Map(wanted.map(({ org, shard }) => [orgShardRef(org, shard), shards.get(orgShardRef(org, shard)) ?? null])),
+    feedHeads: feedOrgs.length > 0 ? await ctx.store.capacityFeedHeads(feedOrgs) : new Map(),
+    now: iso(ctx.clock.now()),
+  };
 }

@@ -1,10 +1,12 @@
+import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
 import { capacityShardOf } from '#domain/org-capacity.ts';
 
 // Keys and item shapes of a tenant org's capacity (domain/org-capacity.ts). A machine's node item stays at one key
 // whichever org has it; while an org has it, it is in the byOrg index under that org, ordered by counter shard and
 // machine id, so the org's node listing and a shard's recount are each one Query. An org's counter shards are read
-// by key (one batch read), and are in byKind under ORG-CAPACITY: the sweep's list of orgs to recount.
+// by key (one batch read), and are in byKind under ORG-CAPACITY: the sweep's list of orgs to recount. An org's
+// capacity-events feed is one partition of the table ordered by `seq` (zero-padded), read strongly consistent.
 
 type Item = Record<string, unknown>;
 
@@ -17,7 +19,12 @@ export const capacityKeys = {
   shard: (org: string, shard: number) => ({ pk: `ORG-CAPACITY#${org}`, sk: shardKey(shard) }),
   nodesOfOrg: (org: string) => `ORG#${org}#NODE`,
   nodesOfShard: (shard: number) => `${shardKey(shard)}#`,
+  feedOf: (org: string) => `CAPACITY-FEED#${org}`,
+  feedEntry: (org: string, seq: number) => ({ pk: capacityKeys.feedOf(org), sk: feedSk(seq) }),
 };
+
+/** Sequence numbers sort as strings: 15 digits hold more entries than an org will ever have. */
+export const feedSk = (seq: number): string => String(seq).padStart(15, '0');
 
 export function capacityNodeItem(node: CapacityNode): Item {
   const listed = node.entry ? { orgPk: capacityKeys.nodesOfOrg(node.entry.org), orgSk: `${shardKey(capacityShardOf(node.machineId))}#${node.machineId}` } : {};
@@ -37,6 +44,7 @@ export function orgCapacityShardItem(shard: OrgCapacityShard): Item {
 export const fromCapacityNodeItem = (item: Item): CapacityNode => ({
   machineId: String(item.machineId),
   entry: (item.entry ?? null) as CapacityNode['entry'],
+  ...(item.standing !== undefined ? { standing: item.standing as CapacityNode['standing'] } : {}),
   version: Number(item.version),
 });
 
@@ -45,4 +53,17 @@ export const fromOrgCapacityShardItem = (item: Item): OrgCapacityShard => ({
   shard: Number(item.shard),
   counters: (item.counters ?? {}) as Record<string, number>,
   version: Number(item.version),
+});
+
+export const capacityFeedItem = (entry: CapacityFeedEntry): Item => ({ ...capacityKeys.feedEntry(entry.org, entry.seq), entity: 'capacity-feed', ...entry });
+
+export const fromCapacityFeedItem = (item: Item): CapacityFeedEntry => ({
+  org: String(item.org),
+  seq: Number(item.seq),
+  id: String(item.id),
+  at: String(item.at),
+  machineId: String(item.machineId),
+  machineType: String(item.machineType),
+  change: item.change as CapacityFeedEntry['change'],
+  reason: item.reason as CapacityFeedEntry['reason'],
 });

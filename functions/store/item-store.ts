@@ -75,12 +75,16 @@ import { indexes } from '#store/table.ts';
 import {
   capacityKeys,
   capacityNodeItem,
+  capacityFeedItem,
+  feedSk,
+  fromCapacityFeedItem,
   fromCapacityNodeItem,
   fromOrgCapacityShardItem,
   ORG_CAPACITY_KIND,
   orgCapacityShardItem,
 } from '#store/capacity-items.ts';
 import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/org-capacity.ts';
+import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 
 // What both implementations share: which item each record becomes, which index each listing reads and how, and
 // which writes a decision turns into. An implementation only supplies the table primitives (get, query, count,
@@ -179,6 +183,7 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   for (const pair of change.fleetSummary?.shards ?? []) guarded(pair, summaryShardItem);
   for (const pair of change.orgCapacity?.nodes ?? []) guarded(pair, capacityNodeItem);
   for (const pair of change.orgCapacity?.shards ?? []) guarded(pair, orgCapacityShardItem);
+  for (const entry of change.capacityFeed ?? []) writes.push({ put: capacityFeedItem(entry), expectedVersion: null });
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
   if (change.audit) writes.push({ put: auditItem(change.audit, uniqueSuffix()), expectedVersion: null });
   for (const entry of change.siteHistory ?? []) writes.push({ put: siteHistoryItem(entry), expectedVersion: null });
@@ -692,6 +697,21 @@ export abstract class ItemStore implements FleetStore {
       page.nextToken,
     );
     return { items: result.items.map(fromCapacityNodeItem), nextToken: result.nextToken };
+  }
+
+  async capacityFeedHeads(orgs: readonly string[]): Promise<Map<string, number>> {
+    const heads = await Promise.all(
+      [...new Set(orgs)].map(async (org) => {
+        const last = await this.queryItems({ partition: capacityKeys.feedOf(org), descending: true, limit: 1, consistent: true });
+        return [org, last.items[0] ? Number(last.items[0].seq) : 0] as const;
+      }),
+    );
+    return new Map(heads);
+  }
+
+  async capacityFeedAfter(org: string, after: number, limit: number): Promise<CapacityFeedEntry[]> {
+    const page = await this.queryItems({ partition: capacityKeys.feedOf(org), sort: { atLeast: feedSk(after + 1) }, limit, consistent: true });
+    return page.items.map(fromCapacityFeedItem);
   }
 
   private async allItems(query: ItemQuery): Promise<Item[]> {

@@ -11,6 +11,7 @@ import type { OutboxEntry } from '#domain/events.ts';
 import type { OutboxWindow } from '#domain/outbox.ts';
 import type { Page } from '#store/paging.ts';
 import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
+import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 
 /** Where the sweep's outbox fallback has looked up to (domain/outbox.ts), with the version it was written at. */
 export interface OutboxCursor {
@@ -215,6 +216,10 @@ export interface FleetStore {
   capacityOrgs(): Promise<string[]>;
   /** An org's delivered machines' node records, ordered by counter shard and machine id (or one shard's); the index may lag. */
   listCapacityNodes(org: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<CapacityNode>>;
+  /** The last `seq` of each org's capacity-events feed (0 for one without entries): one strongly consistent Query each. */
+  capacityFeedHeads(orgs: readonly string[]): Promise<Map<string, number>>;
+  /** Up to `limit` entries of an org's capacity-events feed from `seq` `after + 1` on, in `seq` order: one strongly consistent Query. */
+  capacityFeedAfter(org: string, after: number, limit: number): Promise<CapacityFeedEntry[]>;
   /** What the sweep must look at: records whose due time has come (at or before `now`), earliest first. */
   dueEntities(now: Date, page: PageRequest): Promise<Page<DueEntry>>;
 

@@ -195,6 +195,7 @@ const expectations: Record<string, Expectation> = {
   // Each org's own counts and nodes: another org's path is 404 (the matrix's {org} check below).
   'GET /v2/org/{org}/nico/capacity': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/nodes': { row: tenants(200, 200, 200) },
+  'GET /v2/org/{org}/nico/capacity-events': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(200, notFound, notFound) },
   'DELETE /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(202, notFound, notFound), path: (r) => ({ metaInstanceId: r.doomed.meta }) },
 

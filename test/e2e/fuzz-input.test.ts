@@ -175,6 +175,12 @@ function defectsOf(route: Route, values: Values): Defect[] {
     );
     defects.push((r) => badLimit.map((limit) => ({ ...r, query: [...r.query, ['limit', limit] as [string, string]] })));
   }
+  if ('since' in shape) {
+    const refused = fc
+      .oneof(inUrl, fc.constantFrom('-1', '01', '1e3', ' 1', '1.0', '9'.repeat(16), '2030-13-01T00:00:00Z'))
+      .filter((since) => !route.query!.safeParse({ since }).success);
+    defects.push((r) => refused.map((since) => ({ ...r, query: [...r.query, ['since', since] as [string, string]] })));
+  }
   if ('nextToken' in shape) {
     const own = { 'list-machines': values.machinesToken, 'list-instances': values.instancesToken }[route.operationId];
     const foreign = own === values.machinesToken ? values.instancesToken : values.machinesToken;

@@ -1,9 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { Change } from '#domain/change.ts';
-import type { Instance, Machine } from '#domain/model.ts';
+import type { Instance } from '#domain/model.ts';
 import { ORG_CAPACITY_SHARDS } from '#domain/org-capacity.ts';
-import { registry } from '#reconcilers/registry.ts';
-import { startRun } from '#reconcilers/runner.ts';
 import { repairOrgCapacityShard } from '#reconcilers/org-capacity-repair.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
@@ -11,43 +8,10 @@ import { listOrgNodes, readOrgCapacity } from '#services/org-capacity.ts';
 import { setTenant } from '#services/tenants.ts';
 import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
+import { deliver, recordStream } from '#test/support/recorded-stream.ts';
 
 const alice = tenant('acme', 'alice');
 const bob = tenant('globex', 'bob');
-
-type StreamRecord = { kind: 'machine'; before: Machine | null; after: Machine } | { kind: 'instance'; before: Instance | null; after: Instance };
-
-/** Every machine and instance record committed, as the table stream would carry it (services do not reconcile). */
-function recordStream(h: Harness): StreamRecord[] {
-  const records: StreamRecord[] = [];
-  const commit = h.store.commit.bind(h.store);
-  h.store.commit = async (change: Change) => {
-    await commit(change);
-    const stored = <T extends { version: number }>(pair: { before: T | null; after: T }) => ({
-      before: pair.before,
-      after: { ...pair.after, version: (pair.before?.version ?? -1) + 1 },
-    });
-    for (const pair of change.machines ?? []) records.push({ kind: 'machine', ...stored(pair) });
-    for (const pair of change.instances ?? []) records.push({ kind: 'instance', ...stored(pair) });
-  };
-  return records;
-}
-
-/** Deliver the stream out of order, every third record twice, in concurrent batches, as Lambda may. */
-async function deliver(h: Harness, records: StreamRecord[], seed: number): Promise<void> {
-  const delivered = [...records, ...records.filter((_, i) => i % 3 === 0)];
-  let state = seed;
-  for (let i = delivered.length - 1; i > 0; i--) {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    const j = state % (i + 1);
-    [delivered[i], delivered[j]] = [delivered[j]!, delivered[i]!];
-  }
-  const concerned = (r: StreamRecord) =>
-    r.kind === 'machine' ? registry.concernedBy('machine', r.before, r.after, r.after.id) : registry.concernedBy('instance', r.before, r.after, r.after.id);
-  const batches: StreamRecord[][] = [];
-  for (let i = 0; i < delivered.length; i += 20) batches.push(delivered.slice(i, i + 20));
-  await Promise.all(batches.map((batch) => startRun(h.ctx).reconcile(batch.flatMap(concerned))));
-}
 
 async function setInstanceStatus(h: Harness, id: string, status: Instance['status']) {
   const before = (await h.store.getInstance(id))!;

@@ -5,6 +5,7 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { eventCatalog, EVENT_TYPES, type EventType } from '#domain/event-schemas.ts';
 import { eventIdOf, publishedEvent, repairEvent, type OutboxEntry } from '#domain/events.ts';
+import { feedEntriesOf } from '#domain/capacity-events.ts';
 import { releaseInstance } from '#domain/instances.ts';
 import { addOverride } from '#domain/machine-edits.ts';
 import type { HistoryEntry, Issue, Machine } from '#domain/model.ts';
@@ -63,6 +64,24 @@ function emitted(): Array<[string, HistoryEntry[]]> {
     ['validation failed', recordValidationReport(validating, { validationId: 'v-1', passed: false, results: [failedTest] }, { kind: 'request' }, NOW).history],
     ['validation overdue', overrunValidation(asked, new Date(Date.parse(AT) + 3_600_000), { timeoutMs: 60_000 })!.history],
     ['machine retired', retireMachine(aMachine(), 'end of life', 'admin', NOW)!.history],
+    [
+      'capacity delivered and withdrawn',
+      feedEntriesOf(
+        [
+          {
+            machineId: 'm-1',
+            machineType: 'gb200',
+            nodeVersion: 3,
+            moves: [
+              { org: 'acme', change: 'withdrawn', reason: 'reservation-released' },
+              { org: 'globex', change: 'delivered', reason: 'reservation' },
+            ],
+          },
+        ],
+        new Map(),
+        AT,
+      ).events,
+    ],
   ];
 }
 

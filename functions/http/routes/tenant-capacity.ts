@@ -1,11 +1,13 @@
 import { capacityNodeListResponse, orgCapacityResponse } from '#domain/capacity-responses.ts';
+import { capacityEventsQuery, capacityEventsResponse } from '#domain/capacity-feed-schemas.ts';
+import { readCapacityEvents } from '#services/capacity-events.ts';
 import { emptyQuery, listQuery, params } from '#domain/schemas.ts';
 import { listOrgNodes, readOrgCapacity } from '#services/org-capacity.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 const base = '/v2/org/{org}/nico';
 
-/** A tenant org's governance view (CAP01, CAP02): its own capacity counts and delivered machines. */
+/** A tenant org's governance view (CAP01, CAP02, CAP03): its own capacity counts, delivered machines and their changes. */
 export const tenantCapacityRoutes: Route[] = [
   defineRoute({
     operationId: 'show-capacity',
@@ -31,5 +33,17 @@ export const tenantCapacityRoutes: Route[] = [
       const page = await listOrgNodes(ctx, p.org, query);
       return listResult(page.items, page.nextToken);
     },
+  }),
+  defineRoute({
+    operationId: 'list-capacity-events',
+    method: 'GET',
+    path: `${base}/capacity-events`,
+    roles: ['tenant'],
+    summary: "The org's capacity delivered and withdrawn, with the reason, after a cursor",
+    params: params.org,
+    query: capacityEventsQuery,
+    responses: { 200: capacityEventsResponse },
+    errors: [[422, 'invalid-cursor']],
+    handle: async ({ params: p, query }, ctx) => ({ status: 200, body: await readCapacityEvents(ctx, p.org, query) }),
   }),
 ];
