@@ -5,6 +5,8 @@ import { machinePhases, maintenanceCategories, maintenanceKinds, maintenanceStat
 import { validationReasons } from '#domain/validation.ts';
 import { lifecycles } from '#domain/lifecycle.ts';
 import { instanceHealths } from '#domain/tenant-health.ts';
+import { powerResults, powerStates } from '#domain/power.ts';
+import { powerActions } from '#site/agent-contract.ts';
 import * as z from 'zod';
 
 // What the API answers with (API.md "Objects"). Each schema lists exactly what is exposed: a view is built by
@@ -45,6 +47,16 @@ export const instanceMaintenanceResponse = z.object({
   handBackBy: z.string(),
 });
 
+/** The instance's latest power action (docs/api.md "Power"). */
+export const instancePowerResponse = z.object({
+  state: z.enum(powerStates).describe('cycling while a cycle waits for the site agent; then what the accepted action left, or the state before a failed one'),
+  action: z.enum(powerActions),
+  requestedAt: z.string(),
+  result: z.enum(powerResults).describe('pending until the site agent accepted the action or it failed'),
+  finishedAt: z.string().optional(),
+  error: z.string().optional().describe('Why the action failed'),
+});
+
 export const instanceResponse = z.object({
   id: z.string(),
   org: z.string(),
@@ -59,6 +71,7 @@ export const instanceResponse = z.object({
   failureReason: z.string().optional(),
   terminationReason: z.string().optional(),
   maintenance: instanceMaintenanceResponse.optional(),
+  power: instancePowerResponse.optional(),
   health: z.enum(instanceHealths).describe('The machine\'s health as the tenant may know it (docs/api.md "Tenant view")'),
   healthDetail: z.string().optional().describe("The alerts' tenant messages, or a generic text; never a provider's private message"),
   createdAt: z.string(),

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { alertClassifications } from '#site/agent-contract.ts';
+import { alertClassifications, powerActions } from '#site/agent-contract.ts';
 import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
 import { machineIdRule } from '#site/machine-id.ts';
 import { maintenanceCategories, maintenanceKinds, maintenanceStates } from '#domain/maintenance.ts';
@@ -109,6 +109,8 @@ export const patchInstanceBody = z.strictObject({
   labels: labelPatch.optional(),
   onlineRepair: z.strictObject({ enabled: z.boolean(), issue: issueSchema.optional() }).optional(),
 });
+
+export const powerInstanceBody = z.strictObject({ action: z.enum(powerActions) });
 
 export const releaseV1Body = z.strictObject({ id: resourceId, issue: issueSchema.optional() });
 

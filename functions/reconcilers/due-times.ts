@@ -4,6 +4,7 @@ import { nextDueAt, walkPending } from '#domain/maintenance-waves.ts';
 import type { Maintenance } from '#domain/maintenance.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { validationDueAt } from '#domain/validation.ts';
+import { powerDueAt } from '#domain/power.ts';
 import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
 import type { DueTimes } from '#store/port.ts';
 
@@ -59,7 +60,7 @@ type DueRule<K extends RecordKind> = (record: RecordTypes[K]) => string | undefi
 /** Every reconciler's rule, by the kind of record it is about. */
 export const dueRules: { [K in RecordKind]: ReadonlyArray<DueRule<K>> } = {
   machine: [cleanupDueAt, memberMachineDueAt, validationDueAt],
-  instance: [instanceDueAt],
+  instance: [instanceDueAt, powerDueAt],
   'meta-instance': [metaInstanceDueAt],
   'roster-bucket': [rosterBucketDueAt],
   'stale-check': [],
