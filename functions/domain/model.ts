@@ -4,6 +4,7 @@ import type { RepairLog } from '#domain/safety.ts';
 import type { MachineValidation } from '#domain/validation.ts';
 import type { Retirement } from '#domain/retirement.ts';
 import type { InstancePower } from '#domain/power.ts';
+import type { MemberReplacement } from '#domain/member-replacement.ts';
 
 // The records Fleetward keeps. Pure data: the store maps them to DynamoDB items, the API to JSON.
 
@@ -185,6 +186,8 @@ export interface MetaInstance {
    * commit writes the list.
    */
   memberIds?: string[];
+  /** Members being replaced, on the tenant's request or for declared maintenance (domain/member-replacement.ts). */
+  memberReplacements?: MemberReplacement[];
   /** The API request that last changed it (stamped by the store on that request's behalf; see domain/request-id.ts). */
   lastRequestId?: string;
   createdBy: string;

@@ -6,6 +6,7 @@ import { validationReasons } from '#domain/validation.ts';
 import { lifecycles } from '#domain/lifecycle.ts';
 import { instanceHealths } from '#domain/tenant-health.ts';
 import { powerResults, powerStates } from '#domain/power.ts';
+import { replacementReasons } from '#domain/member-replacement.ts';
 import { powerActions } from '#site/agent-contract.ts';
 import * as z from 'zod';
 
@@ -127,6 +128,17 @@ export const metaInstanceResponse = z.object({
   labels,
   status: z.enum(metaInstanceStatuses),
   instanceIds: z.array(z.string()),
+  memberReplacements: z
+    .array(
+      z.object({
+        instanceId: z.string(),
+        reason: z.enum(replacementReasons),
+        requestedAt: z.string(),
+        successorId: z.string().optional().describe('The member placed first; the outgoing one is released once it is Ready'),
+      }),
+    )
+    .optional()
+    .describe('Members being replaced (docs/api.md "Replacing a member")'),
   consecutiveFailures: z.number().int(),
   lastFailureError: z.string().optional(),
   placementError: z.string().optional(),

@@ -112,6 +112,8 @@ export const patchInstanceBody = z.strictObject({
 
 export const powerInstanceBody = z.strictObject({ action: z.enum(powerActions) });
 
+export const replaceMemberBody = z.strictObject({ instanceId: resourceId, issue: issueSchema.optional() });
+
 export const releaseV1Body = z.strictObject({ id: resourceId, issue: issueSchema.optional() });
 
 export const labelsPatchBody = z.strictObject({

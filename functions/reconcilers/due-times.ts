@@ -30,9 +30,9 @@ export function cleanupDueAt(machine: Machine): string | undefined {
   return cleanup.phase === 'pending' ? machine.updatedAt : cleanup.leaseUntil;
 }
 
-/** Meta-instance reconciler: one being deleted, placed or retried. */
+/** Meta-instance reconciler: one being deleted, placed or retried, or replacing a member. */
 export function metaInstanceDueAt(meta: MetaInstance): string | undefined {
-  if (meta.status === 'Deleting') return meta.updatedAt;
+  if (meta.status === 'Deleting' || meta.memberReplacements?.length) return meta.updatedAt;
   if (meta.status === 'Placing' || meta.status === 'Retrying') return meta.nextAttemptAt ?? meta.updatedAt;
   return undefined;
 }

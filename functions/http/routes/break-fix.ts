@@ -1,6 +1,7 @@
 import { instanceView } from '#domain/views.ts';
-import { instanceResponse } from '#domain/responses.ts';
-import { emptyQuery, params, powerInstanceBody } from '#domain/schemas.ts';
+import { instanceResponse, metaInstanceResponse } from '#domain/responses.ts';
+import { emptyQuery, params, powerInstanceBody, replaceMemberBody } from '#domain/schemas.ts';
+import { replaceMember } from '#services/member-replacement.ts';
 import { requestInstancePower } from '#services/power.ts';
 import { defineRoute, type Route } from '#http/route.ts';
 
@@ -26,6 +27,23 @@ export const breakFixRoutes: Route[] = [
     handle: async ({ principal, params: p, body }, ctx) => ({
       status: 202,
       body: instanceView(await requestInstancePower(ctx, principal, p.id, body.action), null),
+    }),
+  }),
+  defineRoute({
+    operationId: 'replace-meta-instance-member',
+    method: 'POST',
+    path: '/v2/org/{org}/nico/meta-instance/{id}/replace',
+    roles: ['tenant'],
+    summary: 'Replace one member: make-before-break when capacity allows, else at once; an issue quarantines the old machine',
+    params: params.orgMetaInstance,
+    query: emptyQuery,
+    body: replaceMemberBody,
+    bodyRequired: true,
+    responses: { 202: metaInstanceResponse },
+    errors: [[409, 'invalid-state']],
+    handle: async ({ principal, params: p, body }, ctx) => ({
+      status: 202,
+      body: await replaceMember(ctx, principal, p.id, { instanceId: body.instanceId, issue: body.issue }),
     }),
   }),
 ];
