@@ -326,6 +326,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/org/{org}/nico/repair-tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's reported issues as repair tickets, newest first, told from the machines' history
+         * @description Roles: tenant.
+         */
+        get: operations["list-repair-tickets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -1186,6 +1206,7 @@ export interface components {
                     [key: string]: unknown;
                 };
             };
+            reportingOrg?: string;
             eventId?: string;
         };
         Tenant: {
@@ -3300,6 +3321,93 @@ export interface operations {
                 };
             };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-repair-tickets": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            id: string;
+                            machineId: string;
+                            instanceId: string;
+                            /** @enum {string} */
+                            category: "HARDWARE" | "NETWORK" | "PERFORMANCE" | "OTHER";
+                            summary: string;
+                            /** @enum {string} */
+                            state: "open" | "in-repair" | "resolved" | "unresolved";
+                            openedAt: string;
+                            updatedAt: string;
+                            closedAt?: string;
+                            /** @enum {string} */
+                            action?: "repaired" | "validated" | "retired" | "no-fault-found";
+                        }[];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
             422: {
                 headers: {
                     [name: string]: unknown;

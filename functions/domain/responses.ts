@@ -7,6 +7,7 @@ import { lifecycles } from '#domain/lifecycle.ts';
 import { instanceHealths } from '#domain/tenant-health.ts';
 import { powerResults, powerStates } from '#domain/power.ts';
 import { replacementReasons } from '#domain/member-replacement.ts';
+import { ticketActions, ticketStates } from '#domain/repair-tickets.ts';
 import { powerActions } from '#site/agent-contract.ts';
 import * as z from 'zod';
 
@@ -159,6 +160,8 @@ export const historyEntryResponse = z.object({
   labels: labels.optional(),
   /** An event for repair automation; the stream publishes it once this entry is committed (an outbox). */
   event: z.object({ type: z.string(), detail: z.record(z.string(), z.unknown()) }).optional(),
+  /** The tenant org whose report this release is: it opens one of the org's repair tickets (docs/api.md "Repair tickets"). */
+  reportingOrg: z.string().optional(),
   /** The id of the event an `event-delivered` entry reports (its detail's `id`). */
   eventId: z.string().optional(),
 });
@@ -207,6 +210,20 @@ export const auditEntryResponse = z.object({
   requestId: z.string(),
 });
 
+/** One of an org's reported issues and what became of it (docs/api.md "Repair tickets"). */
+export const repairTicketResponse = z.object({
+  id: z.string(),
+  machineId: z.string(),
+  instanceId: z.string(),
+  category: z.enum(issueCategories),
+  summary: z.string(),
+  state: z.enum(ticketStates),
+  openedAt: z.string(),
+  updatedAt: z.string(),
+  closedAt: z.string().optional(),
+  action: z.enum(ticketActions).optional(),
+});
+
 export const registrationResponse = z.object({ upserted: z.number().int() });
 
 export const heartbeatReceiptResponse = z.object({ received: z.number().int(), stored: z.boolean(), rosterBucketsChanged: z.number().int() });
@@ -222,6 +239,7 @@ export const historyListResponse = listOf(historyEntryResponse);
 export const healthOverrideListResponse = listOf(healthOverrideResponse);
 export const repairListResponse = listOf(repairResponse);
 export const auditListResponse = listOf(auditEntryResponse);
+export const repairTicketListResponse = listOf(repairTicketResponse);
 
 const counts = z.record(z.string(), z.number().int());
 

@@ -59,6 +59,12 @@ export const pageQuery = {
 
 export const listQuery = z.strictObject(pageQuery);
 
+/** Each ticket costs a read of its machine's history: a page is at most 50. */
+export const repairTicketsQuery = z.strictObject({
+  limit: z.preprocess(decimalDigits, z.coerce.number().int().min(1).max(50).default(20)),
+  nextToken: pageQuery.nextToken,
+});
+
 export const auditQuery = z.strictObject({
   ...pageQuery,
   actor: z.string().min(1).max(256).optional(),

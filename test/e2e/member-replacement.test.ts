@@ -77,6 +77,11 @@ describe('replacing a meta-instance member', () => {
     const old = await machine(site, who.admin, outgoing.machineId);
     expect(sources(old)).toEqual(expect.arrayContaining(['tenant-reported-issue']));
     expect(await recordedAt(outgoing.machineId, 'member-replacement-requested', outgoing.id)).toBeDefined();
+    // The issue is the tenant's report, as on its own release: one of its repair tickets.
+    const tickets = (await site.call('GET', '/v2/org/acme/nico/repair-tickets', { token: who.tenant })).body.items;
+    expect(tickets).toEqual(
+      expect.arrayContaining([expect.objectContaining({ machineId: outgoing.machineId, instanceId: outgoing.id, summary: 'NVLink errors' })]),
+    );
 
     expect((await site.call('DELETE', `/v2/org/acme/nico/meta-instance/${group.id}`, { token: who.tenant })).status).toBe(202);
   });

@@ -1,9 +1,10 @@
 import { instanceView } from '#domain/views.ts';
-import { instanceResponse, metaInstanceResponse } from '#domain/responses.ts';
-import { emptyQuery, params, powerInstanceBody, replaceMemberBody } from '#domain/schemas.ts';
+import { instanceResponse, metaInstanceResponse, repairTicketListResponse } from '#domain/responses.ts';
+import { emptyQuery, params, powerInstanceBody, repairTicketsQuery, replaceMemberBody } from '#domain/schemas.ts';
+import { listRepairTickets } from '#services/repair-tickets.ts';
 import { replaceMember } from '#services/member-replacement.ts';
 import { requestInstancePower } from '#services/power.ts';
-import { defineRoute, type Route } from '#http/route.ts';
+import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 // The tenant's break-fix primitives (docs/api.md "Break-fix"): power actions, a meta-instance member's replacement,
 // and the org's repair tickets.
@@ -45,5 +46,19 @@ export const breakFixRoutes: Route[] = [
       status: 202,
       body: await replaceMember(ctx, principal, p.id, { instanceId: body.instanceId, issue: body.issue }),
     }),
+  }),
+  defineRoute({
+    operationId: 'list-repair-tickets',
+    method: 'GET',
+    path: '/v2/org/{org}/nico/repair-tickets',
+    roles: ['tenant'],
+    summary: "The org's reported issues as repair tickets, newest first, told from the machines' history",
+    params: params.org,
+    query: repairTicketsQuery,
+    responses: { 200: repairTicketListResponse },
+    handle: async ({ principal, query }, ctx) => {
+      const page = await listRepairTickets(ctx, principal.org, query);
+      return listResult(page.items, page.nextToken);
+    },
   }),
 ];
