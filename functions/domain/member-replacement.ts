@@ -143,6 +143,15 @@ function releaseOutgoing(s: MetaSnapshot, replacement: MemberReplacement, remain
 }
 
 /**
+ * Whether a replacement still has work: its outgoing member runs on its machine, and, for a maintenance's, the
+ * maintenance is still on that machine or a successor was placed already (a cancelled maintenance ends the rest).
+ */
+function stillWanted(replacement: MemberReplacement, outgoing: Member | undefined): boolean {
+  if (!running(outgoing) || !outgoing!.machine) return false;
+  return replacement.reason !== 'maintenance' || replacement.successorId !== undefined || hasOverride(outgoing!.machine, MAINTENANCE_SOURCE);
+}
+
+/**
  * One step of the meta-instance's replacements, or null when none has anything to do now (placement goes on):
  * members under maintenance join the list; finished entries leave it; a Ready successor releases its outgoing member;
  * a failed one is forgotten (its failure was counted) so the entry is decided again; an entry awaiting a successor
@@ -161,9 +170,7 @@ export function replaceMembers(s: MetaSnapshot): MetaDecision | null {
   }
   if (entries.length === 0) return null;
   const byId = new Map(s.members.map((m) => [m.instance.id, m]));
-  // Done once the outgoing member is gone; a maintenance's entry, also once the maintenance left the machine first.
-  const stillUnder = (r: MemberReplacement) => r.reason !== 'maintenance' || r.successorId || hasOverride(byId.get(r.instanceId)!.machine!, MAINTENANCE_SOURCE);
-  const current = entries.filter((r) => running(byId.get(r.instanceId)) && byId.get(r.instanceId)!.machine && stillUnder(r));
+  const current = entries.filter((r) => stillWanted(r, byId.get(r.instanceId)));
   if (current.length < entries.length) {
     return { kind: 'commit', change: withMeta(meta, { memberReplacements: current }, now), summary: 'replacements done' };
   }
