@@ -140,7 +140,7 @@ export async function heartbeatCost(
     ),
     clock,
     ids: randomIds,
-    agent: { create: noAgent, delete: noAgent, status: noAgent, startMaintenance: noAgent, validate: noAgent },
+    agent: { create: noAgent, delete: noAgent, status: noAgent, startMaintenance: noAgent, validate: noAgent, power: noAgent },
     // As the local site wires them (local/runner.ts).
     events: inProcessBus(log),
     metrics: prometheusMetrics(),

@@ -154,6 +154,7 @@ async function clearBacklog(store: DynamoFleetStore, options: SweepReadsOptions)
       status: async () => ({ kind: 'cleaning' }),
       startMaintenance: () => Promise.reject(new Error('bench: the sweep part declares no maintenance')),
       validate: () => Promise.reject(new Error('bench: the sweep part never validates')),
+      power: () => Promise.reject(new Error('bench: the sweep part asks for no power action')),
     },
     events: inProcessBus(quiet),
     metrics: { gauge: () => {}, count: () => {}, timing: () => {} },

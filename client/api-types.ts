@@ -306,6 +306,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/org/{org}/nico/instance/{id}/power": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Power-cycle, power off or power on an instance (202: recorded, sent to the site agent next)
+         * @description Roles: tenant.
+         */
+        post: operations["power-instance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/org/{org}/nico/meta-instance/{id}/replace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace one member: make-before-break when capacity allows, else at once; an issue quarantines the old machine
+         * @description Roles: tenant.
+         */
+        post: operations["replace-meta-instance-member"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/org/{org}/nico/repair-tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's reported issues as repair tickets, newest first, told from the machines' history
+         * @description Roles: tenant.
+         */
+        get: operations["list-repair-tickets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -912,6 +972,24 @@ export interface components {
                 impact?: string;
                 handBackBy: string;
             };
+            power?: {
+                /**
+                 * @description cycling while a cycle waits for the site agent; then what the accepted action left, or the state before a failed one
+                 * @enum {string}
+                 */
+                state: "on" | "off" | "cycling";
+                /** @enum {string} */
+                action: "cycle" | "off" | "on";
+                requestedAt: string;
+                /**
+                 * @description pending until the site agent accepted the action or it failed
+                 * @enum {string}
+                 */
+                result: "pending" | "accepted" | "failed";
+                finishedAt?: string;
+                /** @description Why the action failed */
+                error?: string;
+            };
             /**
              * @description The machine's health as the tenant may know it (docs/api.md "Tenant view")
              * @enum {string}
@@ -1071,6 +1149,15 @@ export interface components {
             /** @enum {string} */
             status: "Placing" | "Ready" | "Retrying" | "Deleting" | "Deleted";
             instanceIds: string[];
+            /** @description Members being replaced (docs/api.md "Replacing a member") */
+            memberReplacements?: {
+                instanceId: string;
+                /** @enum {string} */
+                reason: "tenant" | "maintenance";
+                requestedAt: string;
+                /** @description The member placed first; the outgoing one is released once it is Ready */
+                successorId?: string;
+            }[];
             consecutiveFailures: number;
             lastFailureError?: string;
             placementError?: string;
@@ -1139,6 +1226,7 @@ export interface components {
                     [key: string]: unknown;
                 };
             };
+            reportingOrg?: string;
             eventId?: string;
         };
         Tenant: {
@@ -3119,6 +3207,311 @@ export interface operations {
                 };
             };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `deferral-too-short` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "power-instance": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    action: "cycle" | "off" | "on";
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the change has started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Instance"];
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `invalid-state`, `power-action-in-progress` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "replace-meta-instance-member": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                org: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    instanceId: string;
+                    issue?: {
+                        /**
+                         * @description One of HARDWARE, NETWORK, PERFORMANCE, OTHER; the server normalises the value (e.g. letter case) before checking it.
+                         * @enum {string}
+                         */
+                        category: "HARDWARE" | "NETWORK" | "PERFORMANCE" | "OTHER";
+                        summary: string;
+                        details?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the change has started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetaInstance"];
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `invalid-state` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-repair-tickets": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            id: string;
+                            machineId: string;
+                            instanceId: string;
+                            /** @enum {string} */
+                            category: "HARDWARE" | "NETWORK" | "PERFORMANCE" | "OTHER";
+                            summary: string;
+                            /** @enum {string} */
+                            state: "open" | "in-repair" | "resolved" | "unresolved";
+                            openedAt: string;
+                            updatedAt: string;
+                            closedAt?: string;
+                            /** @enum {string} */
+                            action?: "repaired" | "validated" | "retired" | "no-fault-found";
+                        }[];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
             422: {
                 headers: {
                     [name: string]: unknown;

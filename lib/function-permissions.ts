@@ -55,7 +55,7 @@ const putEventsFrom = (sid: string, source: string): Grant => ({
 export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   // Instances, meta-instances and tenant machine views; writes are conditional puts and transactions of puts.
   TenantApi: [
-    // Query: an org's quota usage items, one partition (its capacity answer).
+    // Query: an org's quota usage items, one partition (its capacity answer); a reported machine's history (repair tickets).
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
     queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'repairRequested'),
     idempotencyRecords,

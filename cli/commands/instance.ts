@@ -1,4 +1,4 @@
-import { Command, Option } from 'commander';
+import { Argument, Command, Option } from 'commander';
 import { renderTable } from '../output.ts';
 import {
   action,
@@ -36,7 +36,7 @@ function waitForStatus(rt: Runtime, o: OrgOption & WaitFlags, id: string, until:
 }
 
 export function instanceCommand(deps: RuntimeDeps): Command {
-  const instance = new Command('instance').description("the org's instances: create, list, show, release, online repair");
+  const instance = new Command('instance').description("the org's instances: create, list, show, release, power, online repair");
 
   addWaitOptions(
     instance
@@ -98,6 +98,30 @@ export function instanceCommand(deps: RuntimeDeps): Command {
       });
       if (o.wait && released.status !== 'Terminated') released = await waitForStatus(rt, o, id, 'Terminated');
       rt.out.result(released, () => renderInstance(released));
+    }),
+  );
+
+  addWaitOptions(
+    instance
+      .command('power')
+      .description('power-cycle, power off or power on a running instance through the site agent (202: pending)')
+      .argument('<instance-id>')
+      .addArgument(new Argument('<action>').choices(['cycle', 'off', 'on']))
+      .addOption(orgOption()),
+    'the site agent accepted the action (or it failed)',
+  ).action(
+    action(deps, async (rt, [id, powerAction], o: OrgOption & WaitFlags) => {
+      let asked = await rt.client.post('/v2/org/{org}/nico/instance/{id}/power', { params: one(rt, o, id), body: { action: powerAction } });
+      if (o.wait && asked.power?.result === 'pending') {
+        asked = await waitFor({
+          label: `power ${powerAction} of instance ${id}`,
+          poll: () => getInstance(rt, o, id),
+          check: (i) => (i.power?.result === 'accepted' ? 'done' : i.power?.result === 'failed' ? 'failed' : 'waiting'),
+          describe: (i) => (i.power ? `${i.power.state}, ${i.power.result}${i.power.error ? ` (${i.power.error})` : ''}` : 'no power action'),
+          timeoutMs: o.timeout * 1000,
+        });
+      }
+      rt.out.result(asked, () => renderInstance(asked));
     }),
   );
 

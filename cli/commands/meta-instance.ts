@@ -1,7 +1,18 @@
 import { Command } from 'commander';
 import { ApiError } from '../errors.ts';
 import { renderTable } from '../output.ts';
-import { action, addWaitOptions, collect, collectLabel, parsePositiveInt, type Runtime, type RuntimeDeps } from '../runtime.ts';
+import {
+  action,
+  addIssueOptions,
+  addWaitOptions,
+  collect,
+  collectLabel,
+  issueFrom,
+  parsePositiveInt,
+  type IssueFlags,
+  type Runtime,
+  type RuntimeDeps,
+} from '../runtime.ts';
 import { metaInstanceColumns, renderMetaInstance, type MetaInstance } from '../views.ts';
 import { waitFor } from '../wait.ts';
 import { addShowCommand, orgOption, type OrgOption, type WaitFlags } from './org-resource.ts';
@@ -95,6 +106,36 @@ export function metaInstanceCommand(deps: RuntimeDeps): Command {
         return;
       }
       rt.out.result(deleted, () => `deleting meta-instance ${id}\n${renderMetaInstance(deleted)}`);
+    }),
+  );
+
+  addWaitOptions(
+    addIssueOptions(
+      meta
+        .command('replace')
+        .description('replace one member: a new one placed first when capacity allows, else at once; an issue quarantines the old machine')
+        .argument('<meta-instance-id>')
+        .argument('<instance-id>', 'the member to replace')
+        .addOption(orgOption()),
+    ),
+    'the member is replaced',
+  ).action(
+    action(deps, async (rt, [id, instanceId], o: OrgOption & WaitFlags & IssueFlags) => {
+      const issue = issueFrom(o);
+      let replaced = await rt.client.post('/v2/org/{org}/nico/meta-instance/{id}/replace', {
+        params: one(rt, o, id),
+        body: { instanceId, ...(issue ? { issue } : {}) },
+      });
+      if (o.wait) {
+        replaced = await waitFor({
+          label: `replacement of ${instanceId} in meta-instance ${id}`,
+          poll: () => getMeta(rt, o, id),
+          check: (m) => (!m.instanceIds.includes(instanceId) && !m.memberReplacements?.length && m.instanceIds.length >= m.minNodes ? 'done' : 'waiting'),
+          describe,
+          timeoutMs: o.timeout * 1000,
+        });
+      }
+      rt.out.result(replaced, () => renderMetaInstance(replaced));
     }),
   );
 

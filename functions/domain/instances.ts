@@ -100,6 +100,8 @@ export function releaseInstance(instance: Instance, machine: Machine, report: Re
     action: report.isRepairTenant ? 'instance-released-by-repair-tenant' : 'instance-released',
     instanceId: instance.id,
     ...(report.issue ? { issue: report.issue } : {}),
+    // A tenant's own report opens one of its org's repair tickets (domain/repair-tickets.ts).
+    ...(report.issue && !report.isRepairTenant ? { reportingOrg: instance.org } : {}),
     labels: instance.labels,
     ...(report.isRepairTenant ? { message: `repair_status: ${machine.labels.repair_status ?? 'Unknown'}` } : {}),
     changes: { status: { from: instance.status, to: 'Terminating' }, state: { from: machine.state, to: 'Cleanup' } },

@@ -2,11 +2,14 @@ import type { Catalog } from '#domain/catalog.ts';
 import { mergeChanges, type Change } from '#domain/change.ts';
 import { allocatability, heartbeatStale, preventingSources, type HeartbeatView } from '#domain/health.ts';
 import { assignInstance, releaseInstance, type NewInstanceSpec } from '#domain/instances.ts';
-import type { Instance, Machine, MetaInstance, Placement, ReplacementsInFlight } from '#domain/model.ts';
+import type { Instance, Machine, MetaInstance, Placement } from '#domain/model.ts';
 import { choosePlacement, groupOf, isSatisfied, placeName, type Plan } from '#domain/placement.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { guardOf, type QuotaUsage } from '#domain/quotas.ts';
 import { addMs, ageMs, iso } from '#domain/time.ts';
+import { replacementsAfter, withMeta, type ReplacementsView } from '#domain/meta-changes.ts';
+import { replaceMembers, wantsSuccessorCandidates, type FaultRules } from '#domain/member-replacement.ts';
+import { MAINTENANCE_SOURCE } from '#domain/maintenance-waves.ts';
 
 // Meta-instances: "keep N machines of this type for me". A pure reconciler looks at a snapshot (the meta-instance,
 // its members — the instances its record lists, with their machines — and the free machines of its type) and returns
@@ -31,11 +34,7 @@ export interface MetaRules {
   maxReplacementsInFlight?: number;
 }
 
-/** The site's replacements record as read, and which of its instances are still Provisioning (read with it). */
-export interface ReplacementsView {
-  record: ReplacementsInFlight | null;
-  inFlight: string[];
-}
+export type { ReplacementsView };
 
 export const noReplacements: ReplacementsView = { record: null, inFlight: [] };
 
@@ -53,6 +52,8 @@ export interface MetaSnapshot {
   rules: MetaRules;
   /** The org's usage of the type and its quota (domain/quotas.ts); null when it has none; absent when not read. */
   usage?: QuotaUsage | null;
+  /** The site's repair rules, read when a member replacement carries the tenant's issue (domain/member-replacement.ts). */
+  faults?: FaultRules;
   /** Ids for the instances a placement creates. */
   newInstance(machine: Machine): NewInstanceSpec;
 }
@@ -70,7 +71,8 @@ export function memberFailure(member: Member, heartbeat: HeartbeatView, now: Dat
   if (!machine) return 'machine is gone';
   // Online repair is the tenant's own, sanctioned repair: it never counts as a failure.
   if (instance.status === 'Repairing') return null;
-  const preventing = preventingSources(machine.healthOverrides);
+  // Declared maintenance is no fault: the member is replaced before its machine is handed back (member-replacement.ts).
+  const preventing = preventingSources(machine.healthOverrides).filter((source) => source !== MAINTENANCE_SOURCE);
   if (preventing.length > 0) return `health-override:${preventing[0]}`;
   if (heartbeatStale(machine, heartbeat, now)) return 'heartbeat-stale';
   return null;
@@ -78,16 +80,6 @@ export function memberFailure(member: Member, heartbeat: HeartbeatView, now: Dat
 
 /** A member still holding (or getting) its machine: what the meta-instance counts as its instances. */
 export const isLive = (member: Member) => LIVE.has(member.instance.status);
-
-const WAITS: ReadonlySet<MetaInstance['status']> = new Set(['Placing', 'Retrying']);
-
-function withMeta(meta: MetaInstance, next: Partial<MetaInstance>, now: Date): Change {
-  const after: MetaInstance = { ...meta, ...next, updatedAt: iso(now) };
-  // Waiting meta-instances are served in the order they started waiting.
-  if (!WAITS.has(after.status)) after.waitingSince = undefined;
-  else if (!WAITS.has(meta.status) || !meta.waitingSince) after.waitingSince = iso(now);
-  return { metaInstances: [{ before: meta, after }], history: [] };
-}
 
 function releaseMember(member: Member, now: Date, why?: string): Change {
   const decision = releaseInstance(member.instance, member.machine!, { actor: ACTOR, isRepairTenant: false, policy: { kind: 'off' } }, now);
@@ -113,7 +105,7 @@ export function reconcileMetaInstance(s: MetaSnapshot): MetaDecision {
   const { meta, now } = s;
   if (meta.status === 'Deleted') return withMembership(releaseStragglers(s), meta, s.members);
   if (meta.status === 'Deleting') return withMembership(finishDeleting(meta, s.members, now), meta, s.members);
-  return withMembership(recordFailures(s) ?? place(s), meta, s.members);
+  return withMembership(recordFailures(s) ?? replaceMembers(s) ?? place(s), meta, s.members);
 }
 
 /**
@@ -204,6 +196,7 @@ export function wantsMoreCandidates(s: MetaSnapshot): boolean {
   if (s.meta.status === 'Deleting' || s.meta.status === 'Deleted') return false;
   // Failed members are released first; the next pass, on fresh state, places their replacements.
   if (recordFailures(s)) return false;
+  if (wantsSuccessorCandidates(s)) return true;
   const plan = planOf(s, s.members.filter(isLive));
   return plan?.kind === 'error' && plan.shortOfCapacity;
 }
@@ -267,12 +260,6 @@ function place(s: MetaSnapshot): MetaDecision {
   if (replacing) change.replacements = replacementsAfter(s.replacements, change);
   change.quotaGuards = [guardOf(meta.org, meta.machineType, s.usage ?? null)];
   return { kind: 'commit', change, summary: `placed ${assignments.length}` };
-}
-
-/** The replacements record with this change's new instances added, and those no longer in flight dropped. */
-function replacementsAfter(view: ReplacementsView, change: Change): Change['replacements'] {
-  const placed = (change.instances ?? []).filter((v) => v.before === null).map((v) => v.after.id);
-  return { before: view.record, after: { instanceIds: [...view.inFlight, ...placed], version: view.record?.version ?? 0 } };
 }
 
 /** A placement error is written once per distinct message, so a meta-instance waiting for capacity costs nothing. */
@@ -345,6 +332,6 @@ export function newMetaInstance(id: string, org: string, request: MetaInstanceRe
 export function deleteMetaInstance(meta: MetaInstance, members: Member[], now: Date): MetaDecision {
   if (meta.status === 'Deleting' || meta.status === 'Deleted') return none;
   const live = members.filter((m) => isLive(m) && m.machine).slice(0, MAX_GROUP);
-  const change = mergeChanges(withMeta(meta, { status: 'Deleting' }, now), ...live.map((m) => releaseMember(m, now)));
+  const change = mergeChanges(withMeta(meta, { status: 'Deleting', memberReplacements: undefined }, now), ...live.map((m) => releaseMember(m, now)));
   return withMembership({ kind: 'commit', change, summary: `delete requested; released ${live.length}` }, meta, members);
 }

@@ -3,6 +3,8 @@ import type { InstanceMaintenanceNotice } from '#domain/maintenance.ts';
 import type { RepairLog } from '#domain/safety.ts';
 import type { MachineValidation } from '#domain/validation.ts';
 import type { Retirement } from '#domain/retirement.ts';
+import type { InstancePower } from '#domain/power.ts';
+import type { MemberReplacement } from '#domain/member-replacement.ts';
 
 // The records Fleetward keeps. Pure data: the store maps them to DynamoDB items, the API to JSON.
 
@@ -112,6 +114,8 @@ export interface Instance {
   creation: InstanceCreation;
   /** The open maintenance of its machine: the tenant must hand it back by the notice's deadline. */
   maintenance?: InstanceMaintenanceNotice;
+  /** The tenant's latest power action and where it stands (domain/power.ts). */
+  power?: InstancePower;
   /** The API request that last changed it (stamped by the store on that request's behalf; see domain/request-id.ts). */
   lastRequestId?: string;
   createdBy: string;
@@ -182,6 +186,8 @@ export interface MetaInstance {
    * commit writes the list.
    */
   memberIds?: string[];
+  /** Members being replaced, on the tenant's request or for declared maintenance (domain/member-replacement.ts). */
+  memberReplacements?: MemberReplacement[];
   /** The API request that last changed it (stamped by the store on that request's behalf; see domain/request-id.ts). */
   lastRequestId?: string;
   createdBy: string;

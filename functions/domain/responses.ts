@@ -5,6 +5,10 @@ import { machinePhases, maintenanceCategories, maintenanceKinds, maintenanceStat
 import { validationReasons } from '#domain/validation.ts';
 import { lifecycles } from '#domain/lifecycle.ts';
 import { instanceHealths } from '#domain/tenant-health.ts';
+import { powerResults, powerStates } from '#domain/power.ts';
+import { replacementReasons } from '#domain/member-replacement.ts';
+import { ticketActions, ticketStates } from '#domain/repair-tickets.ts';
+import { powerActions } from '#site/agent-contract.ts';
 import * as z from 'zod';
 
 // What the API answers with (API.md "Objects"). Each schema lists exactly what is exposed: a view is built by
@@ -45,6 +49,16 @@ export const instanceMaintenanceResponse = z.object({
   handBackBy: z.string(),
 });
 
+/** The instance's latest power action (docs/api.md "Power"). */
+export const instancePowerResponse = z.object({
+  state: z.enum(powerStates).describe('cycling while a cycle waits for the site agent; then what the accepted action left, or the state before a failed one'),
+  action: z.enum(powerActions),
+  requestedAt: z.string(),
+  result: z.enum(powerResults).describe('pending until the site agent accepted the action or it failed'),
+  finishedAt: z.string().optional(),
+  error: z.string().optional().describe('Why the action failed'),
+});
+
 export const instanceResponse = z.object({
   id: z.string(),
   org: z.string(),
@@ -59,6 +73,7 @@ export const instanceResponse = z.object({
   failureReason: z.string().optional(),
   terminationReason: z.string().optional(),
   maintenance: instanceMaintenanceResponse.optional(),
+  power: instancePowerResponse.optional(),
   health: z.enum(instanceHealths).describe('The machine\'s health as the tenant may know it (docs/api.md "Tenant view")'),
   healthDetail: z.string().optional().describe("The alerts' tenant messages, or a generic text; never a provider's private message"),
   createdAt: z.string(),
@@ -114,6 +129,17 @@ export const metaInstanceResponse = z.object({
   labels,
   status: z.enum(metaInstanceStatuses),
   instanceIds: z.array(z.string()),
+  memberReplacements: z
+    .array(
+      z.object({
+        instanceId: z.string(),
+        reason: z.enum(replacementReasons),
+        requestedAt: z.string(),
+        successorId: z.string().optional().describe('The member placed first; the outgoing one is released once it is Ready'),
+      }),
+    )
+    .optional()
+    .describe('Members being replaced (docs/api.md "Replacing a member")'),
   consecutiveFailures: z.number().int(),
   lastFailureError: z.string().optional(),
   placementError: z.string().optional(),
@@ -135,6 +161,8 @@ export const historyEntryResponse = z.object({
   labels: labels.optional(),
   /** An event for repair automation; the stream publishes it once this entry is committed (an outbox). */
   event: z.object({ type: z.string(), detail: z.record(z.string(), z.unknown()) }).optional(),
+  /** The tenant org whose report this release is: it opens one of the org's repair tickets (docs/api.md "Repair tickets"). */
+  reportingOrg: z.string().optional(),
   /** The id of the event an `event-delivered` entry reports (its detail's `id`). */
   eventId: z.string().optional(),
 });
@@ -181,6 +209,20 @@ export const auditEntryResponse = z.object({
   requestId: z.string(),
 });
 
+/** One of an org's reported issues and what became of it (docs/api.md "Repair tickets"). */
+export const repairTicketResponse = z.object({
+  id: z.string(),
+  machineId: z.string(),
+  instanceId: z.string(),
+  category: z.enum(issueCategories),
+  summary: z.string(),
+  state: z.enum(ticketStates),
+  openedAt: z.string(),
+  updatedAt: z.string(),
+  closedAt: z.string().optional(),
+  action: z.enum(ticketActions).optional(),
+});
+
 export const registrationResponse = z.object({ upserted: z.number().int() });
 
 export const heartbeatReceiptResponse = z.object({ received: z.number().int(), stored: z.boolean(), rosterBucketsChanged: z.number().int() });
@@ -196,6 +238,7 @@ export const historyListResponse = listOf(historyEntryResponse);
 export const healthOverrideListResponse = listOf(healthOverrideResponse);
 export const repairListResponse = listOf(repairResponse);
 export const auditListResponse = listOf(auditEntryResponse);
+export const repairTicketListResponse = listOf(repairTicketResponse);
 
 const counts = z.record(z.string(), z.number().int());
 

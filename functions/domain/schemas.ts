@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { alertClassifications } from '#site/agent-contract.ts';
+import { alertClassifications, powerActions } from '#site/agent-contract.ts';
 import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
 import { machineIdRule } from '#site/machine-id.ts';
 import { maintenanceCategories, maintenanceKinds, maintenanceStates } from '#domain/maintenance.ts';
@@ -59,6 +59,12 @@ export const pageQuery = {
 
 export const listQuery = z.strictObject(pageQuery);
 
+/** Each ticket costs a read of its machine's history: a page is at most 50. */
+export const repairTicketsQuery = z.strictObject({
+  limit: z.preprocess(decimalDigits, z.coerce.number().int().min(1).max(50).default(20)),
+  nextToken: pageQuery.nextToken,
+});
+
 export const auditQuery = z.strictObject({
   ...pageQuery,
   actor: z.string().min(1).max(256).optional(),
@@ -109,6 +115,10 @@ export const patchInstanceBody = z.strictObject({
   labels: labelPatch.optional(),
   onlineRepair: z.strictObject({ enabled: z.boolean(), issue: issueSchema.optional() }).optional(),
 });
+
+export const powerInstanceBody = z.strictObject({ action: z.enum(powerActions) });
+
+export const replaceMemberBody = z.strictObject({ instanceId: resourceId, issue: issueSchema.optional() });
 
 export const releaseV1Body = z.strictObject({ id: resourceId, issue: issueSchema.optional() });
 

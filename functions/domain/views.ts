@@ -1,6 +1,7 @@
 import { isLive, type Member } from '#domain/meta-instances.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { instanceHealth } from '#domain/tenant-health.ts';
+import { powerView } from '#domain/power.ts';
 import { instanceResponse, metaInstanceResponse, viewOf } from '#domain/responses.ts';
 
 // Records as the API shows them. Apart from the domain rules, so that only the API's bundle builds the response
@@ -10,7 +11,8 @@ import { instanceResponse, metaInstanceResponse, viewOf } from '#domain/response
  * The instance as the API shows it (API.md "Instance"): what the response schema lists, nothing else, with its health
  * judged on `machine` (null when not read: an instance just placed, or one no longer on a machine).
  */
-export const instanceView = (instance: Instance, machine: Machine | null) => viewOf(instanceResponse, { ...instance, ...instanceHealth(instance, machine) });
+export const instanceView = (instance: Instance, machine: Machine | null) =>
+  viewOf(instanceResponse, { ...instance, ...instanceHealth(instance, machine), power: instance.power && powerView(instance.power) });
 
 /** The meta-instance as the API shows it (API.md "MetaInstance"), with the instances it holds now. */
 export const metaInstanceView = (meta: MetaInstance, members: Member[]) =>

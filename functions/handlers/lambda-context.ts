@@ -80,6 +80,7 @@ const noAgent: SiteAgent = {
   status: () => notHere('status'),
   startMaintenance: () => notHere('maintenance start'),
   validate: () => notHere('validate'),
+  power: () => notHere('power'),
 };
 
 /** The context of a deployed Lambda, from its environment; built once per cold start. */

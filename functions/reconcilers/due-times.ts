@@ -4,6 +4,7 @@ import { nextDueAt, walkPending } from '#domain/maintenance-waves.ts';
 import type { Maintenance } from '#domain/maintenance.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { validationDueAt } from '#domain/validation.ts';
+import { powerDueAt } from '#domain/power.ts';
 import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
 import type { DueTimes } from '#store/port.ts';
 
@@ -29,9 +30,9 @@ export function cleanupDueAt(machine: Machine): string | undefined {
   return cleanup.phase === 'pending' ? machine.updatedAt : cleanup.leaseUntil;
 }
 
-/** Meta-instance reconciler: one being deleted, placed or retried. */
+/** Meta-instance reconciler: one being deleted, placed or retried, or replacing a member. */
 export function metaInstanceDueAt(meta: MetaInstance): string | undefined {
-  if (meta.status === 'Deleting') return meta.updatedAt;
+  if (meta.status === 'Deleting' || meta.memberReplacements?.length) return meta.updatedAt;
   if (meta.status === 'Placing' || meta.status === 'Retrying') return meta.nextAttemptAt ?? meta.updatedAt;
   return undefined;
 }
@@ -59,7 +60,7 @@ type DueRule<K extends RecordKind> = (record: RecordTypes[K]) => string | undefi
 /** Every reconciler's rule, by the kind of record it is about. */
 export const dueRules: { [K in RecordKind]: ReadonlyArray<DueRule<K>> } = {
   machine: [cleanupDueAt, memberMachineDueAt, validationDueAt],
-  instance: [instanceDueAt],
+  instance: [instanceDueAt, powerDueAt],
   'meta-instance': [metaInstanceDueAt],
   'roster-bucket': [rosterBucketDueAt],
   'stale-check': [],

@@ -10,7 +10,9 @@ import {
 } from '#domain/meta-instances.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import type { HeartbeatView } from '#domain/health.ts';
-import type { AppContext } from '#runtime/context.ts';
+import { safetyRules, type AppContext } from '#runtime/context.ts';
+import { loadFleetSize } from '#runtime/fleet-size.ts';
+import type { FaultRules } from '#domain/member-replacement.ts';
 import type { Page } from '#store/paging.ts';
 import type { AllocatablePage } from '#store/port.ts';
 import { heartbeatViewOf, loadHeartbeatView } from '#runtime/heartbeat-view.ts';
@@ -52,6 +54,12 @@ export async function loadPinned(ctx: AppContext, ids: string[] = []): Promise<M
   if (ids.length === 0) return new Map();
   const machines = await ctx.store.getMachines(ids);
   return new Map(ids.map((id) => [id, machines.get(id) ?? null]));
+}
+
+/** What the site's repair rules decide a reported fault on: read only for a replacement that carries the tenant's issue. */
+async function loadFaultRules(ctx: AppContext): Promise<FaultRules> {
+  const [safety, fleetSize] = await Promise.all([ctx.store.getSafety(), loadFleetSize(ctx)]);
+  return { autoRepair: ctx.config.auto_machine_repair_plugin.enabled, safety, fleetSize, rules: safetyRules(ctx.config) };
 }
 
 /** Free machines per read of the allocatable index. */
@@ -107,8 +115,10 @@ export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, memb
     members ? loadPinned(ctx, pinnedIds).then((pinned) => ({ members, pinned })) : loadMembers(ctx, meta, pinnedIds),
     live ? loadReplacements(ctx) : noReplacements,
   ]);
+  const faults = live && meta.memberReplacements?.some((r) => r.issue) ? await loadFaultRules(ctx) : undefined;
   const snapshot: MetaSnapshot = {
     meta,
+    ...(faults ? { faults } : {}),
     members: loaded.members,
     replacements,
     candidates: [],

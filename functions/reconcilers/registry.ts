@@ -4,6 +4,7 @@ import { machineReconciler } from '#reconcilers/machine.ts';
 import { maintenanceReconciler } from '#reconcilers/maintenance.ts';
 import { metaInstanceReconciler } from '#reconcilers/meta-instance.ts';
 import { orgCapacityReconciler } from '#reconcilers/org-capacity.ts';
+import { powerReconciler } from '#reconcilers/power.ts';
 import { createRegistry } from '#reconcilers/reconciler.ts';
 import { rosterBucketReconciler } from '#reconcilers/roster-bucket.ts';
 import { staleCheckReconciler } from '#reconcilers/stale-check.ts';
@@ -27,6 +28,7 @@ export const reconcilers = [
   fleetSummaryReconciler,
   maintenanceReconciler,
   orgCapacityReconciler,
+  powerReconciler,
 ] as const;
 
 export type EntityKind = (typeof reconcilers)[number]['kind'];

@@ -4,7 +4,8 @@ import type { CreateOutcome } from '#domain/instances.ts';
 import type { DeleteOutcome } from '#domain/cleanup.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import type { ValidationCallOutcome, ValidationRules } from '#domain/validation.ts';
-import type { ValidationRequest } from '#site/agent-contract.ts';
+import type { PowerRequest, ValidationRequest } from '#site/agent-contract.ts';
+import type { PowerCallOutcome, PowerRules } from '#domain/power.ts';
 import type { Clock, IdSource } from '#domain/model.ts';
 import type { FleetStore } from '#store/port.ts';
 import type { StartMaintenanceRequest } from '#site/agent-contract.ts';
@@ -22,6 +23,8 @@ export interface SiteAgent {
   startMaintenance(machineId: string, request: StartMaintenanceRequest, call?: AgentCall): Promise<MaintenanceStartOutcome>;
   /** Ask the agent to validate a machine (it reports through the API later). */
   validate(machineId: string, request: ValidationRequest, call?: AgentCall): Promise<ValidationCallOutcome>;
+  /** Ask for a power action on an instance (by its site name): accepted, refused, or no answer (ask again). */
+  power(name: string, request: PowerRequest, call?: AgentCall): Promise<PowerCallOutcome>;
 }
 
 export type MaintenanceStartOutcome = { kind: 'accepted' } | { kind: 'refused'; reason: string } | { kind: 'error'; reason: string };
@@ -69,6 +72,9 @@ export const validationRules = (config: SiteConfig): ValidationRules => ({
   timeoutMs: config.validation.timeout_minutes * 60_000,
   callLeaseMs: config.instance_create_retry.timeout_ms + 5_000,
 });
+
+/** A power call is claimed for as long as one agent call may take, and some; an action is given up after 5 calls. */
+export const powerRules = (config: SiteConfig): PowerRules => ({ callLeaseMs: config.instance_create_retry.timeout_ms + 5_000, maxAttempts: 5 });
 
 export const heartbeatTimeoutMs = (config: SiteConfig): number => config.heartbeat.timeout_seconds * 1000;
 

@@ -45,6 +45,7 @@ export function forRequest(ctx: AppContext, requestId: string | undefined, deadl
       status: (name) => agent.status(name, { requestId }),
       startMaintenance: (machineId, request) => agent.startMaintenance(machineId, request, { requestId }),
       validate: (machineId, request) => agent.validate(machineId, request, { requestId }),
+      power: (name, request) => agent.power(name, request, { requestId }),
     },
   };
 }

@@ -41,6 +41,11 @@ export function httpSiteAgent(baseUrl: string, config: SiteConfig, keys: Signing
       const result = await client.instanceStatus(name, call);
       return result.ok ? { kind: result.state } : { kind: 'error', reason: result.reason };
     },
+    async power(name, request, call) {
+      const result = await client.powerInstance(name, request, call);
+      if (result.ok) return { kind: 'accepted' };
+      return result.refused ? { kind: 'refused', reason: result.reason } : { kind: 'error', reason: result.reason };
+    },
     async validate(machineId, request, call) {
       const result = await client.validateMachine(machineId, request, call);
       return result.ok ? { ok: true } : { ok: false, reason: result.reason };

@@ -34,7 +34,7 @@ export async function createMetaInstance(ctx: AppContext, principal: Principal, 
   return showMetaInstance(ctx, principal, meta.id);
 }
 
-async function loadOwn(ctx: AppContext, principal: Principal, id: string): Promise<MetaInstance> {
+export async function loadOwn(ctx: AppContext, principal: Principal, id: string): Promise<MetaInstance> {
   const meta = await ctx.store.getMetaInstance(id);
   if (!meta || meta.org !== principal.org || meta.status === 'Deleted') throw notFound(`meta-instance ${id}`);
   return meta;

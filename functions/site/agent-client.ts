@@ -8,6 +8,7 @@ import {
   instanceStatusAnswer,
   type CreateInstanceRequest,
   type InstanceStatusAnswer,
+  type PowerRequest,
   type StartMaintenanceRequest,
   type ValidationRequest,
 } from '#site/agent-contract.ts';
@@ -54,6 +55,8 @@ export interface SiteAgentClient {
   startMaintenance(machineId: string, request: StartMaintenanceRequest, options?: CallOptions): Promise<StartMaintenanceResult>;
   /** Ask the agent to validate a machine; it reports later. No internal retries: the caller owns the claim. */
   validateMachine(machineId: string, request: ValidationRequest, options?: CallOptions): Promise<AcceptedResult>;
+  /** Ask the agent for a power action on an instance. No internal retries: the caller owns the claim. */
+  powerInstance(siteName: string, request: PowerRequest, options?: CallOptions): Promise<StartMaintenanceResult>;
 }
 
 export type StartMaintenanceResult = { ok: true } | { ok: false; reason: string; refused: boolean };
@@ -220,6 +223,16 @@ export function createSiteAgentClient(options: SiteAgentClientOptions): SiteAgen
         };
       }
       return { ok: true, state: answer.data.state };
+    },
+
+    async powerInstance(siteName, request, call = {}) {
+      const sent = await exchange('POST', agentPaths.power(siteName), request, call);
+      if (sent.kind !== 'answered') return { ok: false, refused: false, reason: unanswered(sent, 'power action') };
+      const { response } = sent;
+      await response.body?.cancel().catch(() => undefined);
+      if (response.ok) return { ok: true };
+      // A 5xx may be passing: sent again after a backoff. A 4xx is the agent's no (404: it holds no such instance).
+      return { ok: false, refused: response.status < 500, reason: answeredWith(response, 'power action') };
     },
 
     async validateMachine(machineId, request, call = {}) {

@@ -12,6 +12,7 @@ import type { SafetyState } from '#domain/safety.ts';
 import {
   AUDIT_KIND,
   eventDayPartition,
+  reportPartition,
   duePartitions,
   allocatableDomainPrefix,
   allocatableRackPrefix,
@@ -546,6 +547,18 @@ export abstract class ItemStore implements FleetStore {
       page.nextToken,
     );
     return { items: result.items.map(fromHistoryItem), nextToken: result.nextToken };
+  }
+
+  async listReports(org: string, page: PageRequest): Promise<Page<HistoryEntry>> {
+    const result = await this.queryItems({ index: indexes.byOrg, partition: reportPartition(org), descending: true, limit: page.limit }, page.nextToken);
+    return { items: result.items.map(fromHistoryItem), nextToken: result.nextToken };
+  }
+
+  async historySince(machineId: string, at: string, limit: number): Promise<HistoryEntry[]> {
+    const { pk } = keys.history(machineId, '', '');
+    // Sort keys are `HISTORY#<ISO time>#<unique>`: every one from `at` on sorts below `HISTORY#~`.
+    const result = await this.queryItems({ partition: pk, sort: { between: [`${keys.historyPrefix}${at}`, `${keys.historyPrefix}~`] }, limit });
+    return result.items.map(fromHistoryItem);
   }
 
   /** One Query (paged) of the sparse eventsByDay index: costs the day's events, not the fleet. */

@@ -212,8 +212,14 @@ export const rosterDigestsItem = (digests: RosterDigests): Item => ({ ...keys.si
 const eventDayOf = (entry: HistoryEntry, unique: string) =>
   entry.event ? { eventDayPk: eventDayPartition(utcDay(entry.at)), eventDaySk: `${entry.at}#${unique}` } : {};
 
+/** An org's issue report (a release with an issue) is also in byOrg under the org's reports, newest first: its repair tickets. */
+const reportOf = (entry: HistoryEntry, unique: string) =>
+  entry.reportingOrg ? { orgPk: reportPartition(entry.reportingOrg), orgSk: `${entry.at}#${entry.machineId}#${unique}` } : {};
+
+export const reportPartition = (org: string): string => `ORG#${org}#REPORT`;
+
 export function historyItem(entry: HistoryEntry, unique: string): Item {
-  return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...eventDayOf(entry, unique), ...entry };
+  return { ...keys.history(entry.machineId, entry.at, unique), entity: 'history', ...eventDayOf(entry, unique), ...reportOf(entry, unique), ...entry };
 }
 
 export const eventDayPartition = (day: string): string => `EVENTS#${day}`;

@@ -189,6 +189,10 @@ export interface FleetStore {
   listInstances(org: string, page: PageRequest & { status?: string | undefined }): Promise<Page<Instance>>;
   /** A machine's history, newest first. */
   listHistory(machineId: string, page: PageRequest): Promise<Page<HistoryEntry>>;
+  /** An org's issue reports (its releases with an issue: history entries with `reportingOrg`), newest first: one Query. */
+  listReports(org: string, page: PageRequest): Promise<Page<HistoryEntry>>;
+  /** A machine's history from `at` on (that instant included), oldest first, at most `limit` entries: one Query. */
+  historySince(machineId: string, at: string, limit: number): Promise<HistoryEntry[]>;
   /** Every history entry carrying an event on one UTC day (`yyyy-mm-dd`), oldest first: what repair stats count. */
   eventsOnDay(day: string): Promise<HistoryEntry[]>;
   /** Provider actions, newest first. */

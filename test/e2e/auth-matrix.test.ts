@@ -198,6 +198,12 @@ const expectations: Record<string, Expectation> = {
   'GET /v2/org/{org}/nico/capacity-events': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(200, notFound, notFound) },
   'DELETE /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(202, notFound, notFound), path: (r) => ({ metaInstanceId: r.doomed.meta }) },
+  // The kept instance is Ready (its maintenance waits for it): its owner's cycle is taken, nobody else finds it.
+  'POST /v2/org/{org}/nico/instance/{id}/power': { row: tenants(202, notFound, notFound), body: () => ({ action: 'cycle' }) },
+  // No member of that id: its owner reads the meta-instance and finds none; nobody else finds the meta-instance.
+  'POST /v2/org/{org}/nico/meta-instance/{id}/replace': { row: tenants(notFound, notFound, notFound), body: () => ({ instanceId: 'i-unknown' }) },
+  // Each org's own reports: another org's path is 404 (the matrix's {org} check below).
+  'GET /v2/org/{org}/nico/repair-tickets': { row: tenants(200, 200, 200) },
 
   'GET /admin/meta-instances': { row: providerAdmin(200) },
   // Re-registering a machine as it is changes nothing.

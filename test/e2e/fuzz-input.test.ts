@@ -56,6 +56,8 @@ const validBodies: Record<string, (v: Values) => unknown> = {
   'report-maintenance': () => ({ maintenanceId: 'mnt-1', ok: true, message: 'done' }),
   'report-validation': () => ({ validationId: 'v-fuzz', passed: false, results: [{ test: 'dcgm-diag', passed: false, message: 'Xid 79' }] }),
   'retire-machine': () => ({ reason: 'fuzzed' }),
+  'power-instance': () => ({ action: 'cycle' }),
+  'replace-meta-instance-member': (v) => ({ instanceId: v.instanceId, issue: { category: 'HARDWARE', summary: 'NVLink errors' } }),
 };
 
 const queryShape = (route: Route): Record<string, unknown> => (route.query as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};

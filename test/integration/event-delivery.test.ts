@@ -38,6 +38,7 @@ function contextOn(tables: Tables, events: EventPublisher): AppContext {
       status: () => Promise.reject(new Error('no site agent call is expected here')),
       startMaintenance: () => Promise.reject(new Error('no site agent call is expected here')),
       validate: () => Promise.reject(new Error('no site agent call is expected here')),
+      power: () => Promise.reject(new Error('no site agent call is expected here')),
     },
     events,
     metrics: prometheusMetrics(),

@@ -141,6 +141,8 @@ const samples: Record<string, unknown> = {
   'report-cleanup': { ok: true, message: 'sanitized' },
   'report-validation': { validationId: 'v-1', passed: false, results: [{ test: 'dcgm-diag', passed: false, message: 'Xid 79' }] },
   'retire-machine': { reason: 'end of life' },
+  'power-instance': { action: 'cycle' },
+  'replace-meta-instance-member': { instanceId: 'i-1', issue },
   'reset-repair-storm': { applyHeldBack: true },
   'declare-maintenance': {
     kind: 'planned',

@@ -4,6 +4,7 @@ import { dueTimes } from '#reconcilers/due-times.ts';
 import type { DeleteOutcome } from '#domain/cleanup.ts';
 import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
 import type { ValidationCallOutcome } from '#domain/validation.ts';
+import type { PowerCallOutcome } from '#domain/power.ts';
 import type { Change } from '#domain/change.ts';
 import type { CreateOutcome } from '#domain/instances.ts';
 import type { AgentAlert } from '#domain/agent-alerts.ts';
@@ -37,6 +38,7 @@ export function scriptedAgent() {
   const statusScript: Array<Scripted<string, InstanceStatusOutcome>> = [];
   const maintenanceScript: Array<Scripted<string, MaintenanceStartOutcome>> = [];
   const validateScript: Array<Scripted<ValidateCall, ValidationCallOutcome>> = [];
+  const powerScript: Array<Scripted<string, PowerCallOutcome>> = [];
   const run = async <R, T>(step: Scripted<R, T> | undefined, request: R, otherwise: T): Promise<T> =>
     step === undefined ? otherwise : typeof step === 'function' ? (step as (r: R) => T | Promise<T>)(request) : step;
   const agent = {
@@ -74,6 +76,13 @@ export function scriptedAgent() {
       const call = { machineId, request };
       agent.validations.push(call);
       return run(validateScript.shift(), call, { ok: true });
+    },
+    powerCalls: [] as Array<{ name: string; action: string }>,
+    /** The next power actions answer these, in order; unscripted, the agent accepts. */
+    willPower: (...outcomes: Array<Scripted<string, PowerCallOutcome>>) => void powerScript.push(...outcomes),
+    async power(name: string, request: { action: string }): Promise<PowerCallOutcome> {
+      agent.powerCalls.push({ name, action: request.action });
+      return run(powerScript.shift(), name, { kind: 'accepted' });
     },
   } satisfies SiteAgent & Record<string, unknown>;
   return agent;

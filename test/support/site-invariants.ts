@@ -2,6 +2,7 @@ import { ScanCommand, TransactGetCommand, type DynamoDBDocumentClient } from '@a
 import type { SiteConfig } from '#config/site-config.ts';
 import { publishedEvent } from '#domain/events.ts';
 import type { Instance, MetaInstance } from '#domain/model.ts';
+import { surplusAllowed } from '#domain/member-replacement.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { fromInstanceItem, fromMetaInstanceItem, outboxEntryOf } from '#store/items.ts';
 
@@ -42,10 +43,12 @@ export function violationsOf(items: readonly Item[], config: Pick<SiteConfig, 'm
   for (const metaItem of items.filter((i) => i.entity === 'meta-instance')) {
     const meta: MetaInstance = fromMetaInstanceItem(metaItem);
     const members = byMeta.get(meta.id) ?? [];
-    if (members.length > meta.minNodes) {
+    // A successor placed before its outgoing member is released is the one surplus a replacement may hold.
+    const allowed = meta.minNodes + surplusAllowed(meta);
+    if (members.length > allowed) {
       found.push({
         rule: 'meta-instance-over-min-nodes',
-        detail: `meta-instance ${meta.id} wants ${meta.minNodes} and has ${members.length} live: ${members.map((i) => i.id).join(', ')}`,
+        detail: `meta-instance ${meta.id} may hold ${allowed} (minNodes ${meta.minNodes}), has ${members.length} live: ${members.map((i) => i.id).join(', ')}`,
         keys: [keyOf(metaItem), ...members.map(keyOf)],
       });
     }

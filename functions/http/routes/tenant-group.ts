@@ -1,5 +1,6 @@
 import type { Route } from '#http/route.ts';
 import { instanceRoutes } from '#http/routes/instances.ts';
+import { breakFixRoutes } from '#http/routes/break-fix.ts';
 import { tenantMaintenanceRoutes } from '#http/routes/maintenance.ts';
 import { tenantCapacityRoutes } from '#http/routes/tenant-capacity.ts';
 import { metaInstanceRoutes } from '#http/routes/meta-instances.ts';
@@ -13,5 +14,6 @@ export const tenantGroupRoutes: readonly Route[] = [
   ...metaInstanceRoutes,
   ...tenantCapacityRoutes,
   ...tenantMaintenanceRoutes,
+  ...breakFixRoutes,
   openApiRoute,
 ];

@@ -100,6 +100,39 @@ export function listingsContract(kit: ContractKit): void {
     });
   });
 
+  describe('listReports and historySince (repair tickets)', () => {
+    it("lists an org's reports newest first, paged, and a machine's history from an instant on, oldest first", async () => {
+      const entry = (machineId: string, ms: number, action: string, reportingOrg?: string): HistoryEntry => ({
+        machineId,
+        at: iso(at(ms)),
+        actor: 'acme-user',
+        action,
+        ...(reportingOrg ? { reportingOrg, issue: { category: 'HARDWARE', summary: `${action} on ${machineId}` } } : {}),
+      });
+      await kit.store.commit({
+        history: [entry('rep-a', 1_000, 'released', 'rep-acme'), entry('rep-a', 1_000, 'quarantined'), entry('rep-a', 500, 'created')],
+      });
+      await kit.store.commit({ history: [entry('rep-b', 2_000, 'released', 'rep-acme'), entry('rep-c', 3_000, 'released', 'rep-globex')] });
+      await kit.store.commit({ history: [entry('rep-a', 5_000, 'repaired'), entry('rep-a', 4_000, 'claimed')] });
+
+      const first = await kit.store.listReports('rep-acme', { limit: 1 });
+      expect(first.items).toEqual([entry('rep-b', 2_000, 'released', 'rep-acme')]);
+      const rest = await kit.store.listReports('rep-acme', { limit: 1, nextToken: first.nextToken });
+      expect(rest.items).toEqual([entry('rep-a', 1_000, 'released', 'rep-acme')]);
+      expect((await kit.store.listReports('rep-globex', { limit: 10 })).items.map((h) => h.machineId)).toEqual(['rep-c']);
+
+      const since = await kit.store.historySince('rep-a', iso(at(1_000)), 10);
+      expect(
+        since
+          .map((h) => h.action)
+          .slice(0, 2)
+          .sort(),
+      ).toEqual(['quarantined', 'released']);
+      expect(since.map((h) => h.action).slice(2)).toEqual(['claimed', 'repaired']);
+      expect((await kit.store.historySince('rep-a', iso(at(1_000)), 3)).map((h) => h.action)).toHaveLength(3);
+    });
+  });
+
   describe('eventsOnDay', () => {
     it('holds the history entries carrying an event, under their UTC day, oldest first', async () => {
       const entry = (machineId: string, at: string, type?: string): HistoryEntry => ({
