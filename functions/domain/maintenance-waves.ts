@@ -469,10 +469,35 @@ export function timeStep(maintenance: Maintenance, now: Date): Change | null {
   return { history, maintenances: [step(maintenance, now, { machines: course, reminded })] };
 }
 
-/** The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start left unanswered. */
+/** Phases that end on a machine's write alone (a release and cleanup, a validation's outcome), which the stream announces. */
+const awaitsMachine = new Set<MaintenanceMachine['phase']>(['held', 'waiting', 'validating']);
+
+/**
+ * When the maintenance is looked at again though nothing wrote it: while a machine awaits a machine's write, its
+ * resync period after the last step or check. A pass then finds what the stream would have told it.
+ */
+export function resyncAt(maintenance: Maintenance): string | undefined {
+  if (!isOpen(maintenance) || !Object.values(maintenance.machines).some((m) => awaitsMachine.has(m.phase))) return undefined;
+  const last = maintenance.checkedAt && maintenance.checkedAt > maintenance.updatedAt ? maintenance.checkedAt : maintenance.updatedAt;
+  return iso(addMs(new Date(last), maintenance.resyncSeconds * 1000));
+}
+
+/** A pass that found nothing to do at its resync time records so, which moves the next resync on. Null before then. */
+export function resyncStep(maintenance: Maintenance, now: Date): Change | null {
+  const due = resyncAt(maintenance);
+  if (!due || due > iso(now)) return null;
+  return { history: [], maintenances: [{ before: maintenance, after: { ...maintenance, checkedAt: iso(now) } }] };
+}
+
+/**
+ * The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start left unanswered,
+ * a resync.
+ */
 export function nextDueAt(maintenance: Maintenance): string | undefined {
   if (!isOpen(maintenance)) return undefined;
   const times: string[] = [];
+  const resync = resyncAt(maintenance);
+  if (resync) times.push(resync);
   for (const m of Object.values(maintenance.machines)) {
     const due = overdueAt(maintenance, m);
     if (due) times.push(due);

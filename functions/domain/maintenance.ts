@@ -80,6 +80,14 @@ export interface Maintenance {
   rollout: Rollout;
   /** `[maintenance] notice_hours` when it was declared: how long before an org's deadline the reminder goes out. */
   noticeHours: number;
+  /**
+   * `[maintenance] resync_seconds` when it was declared: while machines wait on something only a machine's write
+   * announces (a hand-back, a free machine, a finished validation), the maintenance is due this long after its last
+   * step, so a lost stream record delays that step by this much at most.
+   */
+  resyncSeconds: number;
+  /** When a pass last found nothing to do: the next resync counts from here (or from `updatedAt`, if later). */
+  checkedAt?: string;
   state: MaintenanceState;
   machines: Record<string, MaintenanceMachine>;
   deferrals: Deferral[];
@@ -127,6 +135,7 @@ export interface MaintenanceRules {
   minHandBackDays: number;
   emergencyMinHandBackMinutes: number;
   noticeHours: number;
+  resyncSeconds: number;
 }
 
 export interface DeclareRequest {
@@ -222,6 +231,7 @@ export function declareMaintenance(
     windowMinutes: request.windowMinutes,
     rollout: { maxInFlight: request.rollout?.maxInFlight ?? machineIds.length, haltAfterFailures: request.rollout?.haltAfterFailures ?? 1 },
     noticeHours: rules.noticeHours,
+    resyncSeconds: rules.resyncSeconds,
     state: 'Declared',
     machines: Object.fromEntries(machineIds.map((machineId) => [machineId, { phase: 'waiting', handBackBy, overdue: false }])),
     deferrals: [],

@@ -15,6 +15,7 @@ import {
   type ScopeCandidate,
 } from '#domain/maintenance.ts';
 import { reportWork } from '#domain/maintenance-waves.ts';
+import { scopeAggregates, scopeCandidates } from '#domain/maintenance-scope.ts';
 import type { HistoryEntry } from '#domain/model.ts';
 import { notFound } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
@@ -30,29 +31,20 @@ export const maintenanceRules = (ctx: AppContext): MaintenanceRules => ({
   minHandBackDays: ctx.config.maintenance.min_hand_back_days,
   emergencyMinHandBackMinutes: ctx.config.maintenance.emergency_min_hand_back_minutes,
   noticeHours: ctx.config.maintenance.notice_hours,
+  resyncSeconds: ctx.config.maintenance.resync_seconds,
 });
 
 /** How many history entries GET /admin/maintenance/{id} shows, newest first. */
 const HISTORY_SHOWN = 100;
 
 /**
- * The machines a scope's names could mean, in one batch read: the machines named by id, and the racks' machines as
- * the fleet summary keeps them (the catalog says which types a rack holds). NVLink domains are matched on the
- * machines read by id (no index finds a domain's machines yet); a domain none of them carries is unknown.
+ * The machines a scope's names could mean, in one batch read: the machines named by id, and the racks' and the NVLink
+ * domains' machines as the fleet summary keeps them (the catalog says which aggregates hold them).
  */
-async function scopeCandidates(ctx: AppContext, scope: DeclareRequest['scope']): Promise<ScopeCandidate[]> {
-  const racks = new Set(scope.racks ?? []);
-  const catalog = racks.size > 0 ? await ctx.store.getCatalog() : null;
-  const pairs = Object.entries(catalog?.types ?? {}).flatMap(([machineType, entry]) =>
-    Object.keys(entry.racks)
-      .filter((rack) => racks.has(rack))
-      .map((rack) => ({ machineType, rack })),
-  );
-  const read = await ctx.store.getSummaryItems(pairs, [], scope.machineIds ?? []);
-  const candidates = new Map<string, ScopeCandidate>();
-  for (const aggregate of read.racks) for (const id of Object.keys(aggregate.machines)) candidates.set(id, { id, rack: aggregate.rack });
-  for (const machine of read.machines.values()) candidates.set(machine.id, { id: machine.id, rack: machine.rack, nvlinkDomain: machine.nvlinkDomain });
-  return [...candidates.values()];
+async function candidatesOf(ctx: AppContext, scope: DeclareRequest['scope']): Promise<ScopeCandidate[]> {
+  const aggregates = scope.racks || scope.nvlinkDomains ? scopeAggregates(scope, await ctx.store.getCatalog()) : [];
+  const read = await ctx.store.getSummaryItems(aggregates, [], scope.machineIds ?? []);
+  return scopeCandidates(read.racks, read.machines.values());
 }
 
 async function openMaintenances(ctx: AppContext): Promise<{ open: OpenMaintenances | null; records: Maintenance[] }> {
@@ -75,7 +67,7 @@ const declaredEntry = (maintenance: Maintenance, by: Requester, action: string, 
  * never both succeed.
  */
 export async function declare(ctx: AppContext, request: DeclareRequest, by: Requester): Promise<Maintenance> {
-  const machineIds = resolveScope(request.scope, await scopeCandidates(ctx, request.scope));
+  const machineIds = resolveScope(request.scope, await candidatesOf(ctx, request.scope));
   const id = ctx.ids.next('mnt');
   return retryOnStale(async () => {
     const { open, records } = await openMaintenances(ctx);

@@ -196,6 +196,28 @@ describe('tenants', () => {
   });
 });
 
+describe('the sweep backstop', () => {
+  it('finishes a hand-back whose stream record was lost at the resync: the machine joins a wave and the maintenance completes', async () => {
+    const { h, held, instanceId } = await site();
+    const { id } = await declare(h.ctx, request({ rollout: { maxInFlight: 4 } }), ops);
+    await sweep(h.ctx);
+    const free = h.agent.maintenanceStarts.map((s) => s.machineId);
+    expect(free).toHaveLength(3);
+    for (const machineId of free) await reportMaintenanceWork(h.ctx, machineId, { maintenanceId: id, ok: true });
+    // The tenant releases and cleanup finishes; the stream's reaction to the machine coming free is lost.
+    await releaseInstance(h.ctx, alice, instanceId);
+    await cleanedUp(h, held);
+    await sweep(h.ctx);
+    expect((await showMaintenance(h.ctx, id)).machines[held]).toMatchObject({ phase: 'held' });
+    h.clock.advance(h.ctx.config.maintenance.resync_seconds * 1000);
+    await sweep(h.ctx);
+    expect((await showMaintenance(h.ctx, id)).machines[held]).toMatchObject({ phase: 'in-maintenance', handedBackAt: expect.any(String) });
+    expect(h.agent.maintenanceStarts.map((s) => s.machineId)).toContain(held);
+    await reportMaintenanceWork(h.ctx, held, { maintenanceId: id, ok: true });
+    expect((await showMaintenance(h.ctx, id)).state).toBe('Completed');
+  });
+});
+
 describe('the deadline', () => {
   it('releases what is still held, once, with terminationReason maintenance-enforced', async () => {
     const { h, held, instanceId } = await site();
