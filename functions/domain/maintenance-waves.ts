@@ -1,6 +1,14 @@
 import type { Change, Versioned } from '#domain/change.ts';
 import { maintenanceEvent, maintenanceMachineEvent } from '#domain/maintenance-events.ts';
-import { failuresOf, isOpen, orgHandBackBy, type InstanceMaintenanceNotice, type Maintenance, type MaintenanceMachine } from '#domain/maintenance.ts';
+import {
+  COURSE_MESSAGE_MAX,
+  failuresOf,
+  isOpen,
+  orgHandBackBy,
+  type InstanceMaintenanceNotice,
+  type Maintenance,
+  type MaintenanceMachine,
+} from '#domain/maintenance.ts';
 import { releaseInstance } from '#domain/instances.ts';
 import type { HealthOverride, HistoryEntry, Instance, Machine } from '#domain/model.ts';
 import { buildOverride, withOverride, withoutOverride } from '#domain/overrides.ts';
@@ -305,11 +313,14 @@ export function reportWork(
   return courseFailed(maintenance, { before: machine, after: quarantined }, summary, now, message);
 }
 
+/** The course keeps the start of a failure's message (the record holds every machine's); the history keeps it whole. */
+const courseMessage = (message: string): string => (message.length > COURSE_MESSAGE_MAX ? `${message.slice(0, COURSE_MESSAGE_MAX - 1)}…` : message);
+
 /** A machine's course failed: counted towards `haltAfterFailures`, and the failure that reaches it halts the maintenance. */
 function courseFailed(maintenance: Maintenance, machine: Versioned<Machine>, summary: string, now: Date, message?: string): Change {
   const at = iso(now);
   const id = machine.after.id;
-  const failed: MaintenanceMachine = { ...maintenance.machines[id]!, phase: 'failed', returnedAt: at, ...(message ? { message } : {}) };
+  const failed: MaintenanceMachine = { ...maintenance.machines[id]!, phase: 'failed', returnedAt: at, ...(message ? { message: courseMessage(message) } : {}) };
   const machines = { ...maintenance.machines, [id]: failed };
   const halts = maintenance.state === 'InProgress' && failuresOf({ ...maintenance, machines }) >= maintenance.rollout.haltAfterFailures;
   const history: HistoryEntry[] = [{ machineId: id, at, actor: ACTOR, action: 'maintenance-failed', message: summary }];

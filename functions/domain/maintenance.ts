@@ -14,8 +14,17 @@ export type MaintenanceCategory = (typeof maintenanceCategories)[number];
 export type MaintenanceState = (typeof maintenanceStates)[number];
 export type MachinePhase = (typeof machinePhases)[number];
 
-/** The most machines one maintenance may cover: its per-machine record must fit one DynamoDB item (400 KB). */
+/**
+ * The most machines one maintenance may cover: every machine's course lives in its one record, which must fit one
+ * DynamoDB item (400 KB). How many fit depends on the machine ids: the declaration checks the record at its fullest
+ * (`atItsFullest`), and this bounds the names a scope may resolve to before that.
+ */
 export const MAX_MAINTENANCE_MACHINES = 2_000;
+/** A failed course keeps this much of its message; the machine's history keeps all of it. */
+export const COURSE_MESSAGE_MAX = 120;
+/** The longest org name (domain/schemas.ts) and the length of a generated id (`i-` and 16 characters). */
+const LONGEST_ORG = 64;
+const GENERATED_ID = 18;
 
 export interface MaintenanceScope {
   machineIds?: string[] | undefined;
@@ -243,6 +252,33 @@ export function declareMaintenance(
     updatedAt: at,
     version: 0,
   };
+}
+
+/**
+ * The record as large as its course can make it: every machine handed back by an org of the longest name, started,
+ * validated, returned and enforced, each with every time set, and as many failure messages as halt it. What a
+ * declaration must fit into one item from the start, since no later step may be refused for its size.
+ */
+export function atItsFullest(maintenance: Maintenance): Maintenance {
+  const at = maintenance.handBackBy;
+  const course: MaintenanceMachine = {
+    phase: 'in-maintenance',
+    org: 'o'.repeat(LONGEST_ORG),
+    instanceId: 'i'.repeat(GENERATED_ID),
+    handBackBy: at,
+    handedBackAt: at,
+    startedAt: at,
+    returnedAt: at,
+    enforcedAt: at,
+    overdue: true,
+    accepted: true,
+    validationId: 'v'.repeat(GENERATED_ID),
+  };
+  const failing = new Set(maintenance.machineIds.slice(0, maintenance.rollout.haltAfterFailures));
+  const machines = Object.fromEntries(
+    maintenance.machineIds.map((id) => [id, failing.has(id) ? { ...course, message: 'm'.repeat(COURSE_MESSAGE_MAX) } : course]),
+  );
+  return { ...maintenance, machines, checkedAt: at, completedAt: at };
 }
 
 const invalidState = (maintenance: Maintenance, action: string) =>

@@ -1,6 +1,7 @@
 import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
 import type { Change } from '#domain/change.ts';
 import {
+  atItsFullest,
   cancelMaintenance,
   declareMaintenance,
   decideDeferral,
@@ -17,11 +18,13 @@ import {
 import { reportWork } from '#domain/maintenance-waves.ts';
 import { scopeAggregates, scopeCandidates } from '#domain/maintenance-scope.ts';
 import type { HistoryEntry } from '#domain/model.ts';
-import { notFound } from '#domain/rejection.ts';
+import { notFound, unprocessable } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
 import { validationRequired } from '#domain/validation.ts';
 import { validationRules, type AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
+import { ITEM_LIMIT_BYTES, itemSizeBytes } from '#store/item-size.ts';
+import { maintenanceItem } from '#store/items.ts';
 import type { PageRequest } from '#store/port.ts';
 
 // The provider's side of declared maintenance: declare (recorded at once; the reconciler fans it out), list, show,
@@ -73,6 +76,7 @@ export async function declare(ctx: AppContext, request: DeclareRequest, by: Requ
     const { open, records } = await openMaintenances(ctx);
     const now = ctx.clock.now();
     const maintenance = declareMaintenance(id, request, machineIds, records, by.actor, now, maintenanceRules(ctx));
+    checkFits(maintenance);
     const summary = { kind: maintenance.kind, category: maintenance.category, machines: machineIds.length, handBackBy: maintenance.handBackBy };
     const change = withOpenList<Change>(
       {
@@ -93,6 +97,17 @@ export async function declare(ctx: AppContext, request: DeclareRequest, by: Requ
     await ctx.store.commit(change);
     return maintenance;
   });
+}
+
+/** 422 for a scope whose record would outgrow one item on its way (domain/maintenance.ts atItsFullest). */
+function checkFits(maintenance: Maintenance): void {
+  const size = itemSizeBytes(maintenanceItem(atItsFullest(maintenance), maintenance.updatedAt));
+  if (size <= ITEM_LIMIT_BYTES) return;
+  const fit = Math.floor((maintenance.machineIds.length * ITEM_LIMIT_BYTES) / size);
+  throw unprocessable(
+    'scope-too-large',
+    `the scope's ${maintenance.machineIds.length} machines would outgrow one maintenance record: declare at most about ${fit} at once`,
+  );
 }
 
 export async function requireMaintenance(ctx: AppContext, id: string): Promise<Maintenance> {
