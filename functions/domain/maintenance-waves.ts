@@ -193,11 +193,16 @@ export function admissible(maintenance: Maintenance, machines: Map<string, Machi
   return maintenance.machineIds.filter((id) => maintenance.machines[id]?.phase === 'waiting' && free(machines.get(id))).slice(0, room);
 }
 
-/** Admitted machines whose start the agent never answered before the lease lapsed: asked again. */
+/**
+ * Admitted machines to ask again: the agent never answered the start before its lease lapsed, or took the work on
+ * and never reported it by `reportDueBy`.
+ */
 export const unansweredStarts = (maintenance: Maintenance, now: Date): string[] =>
   maintenance.machineIds.filter((id) => {
     const m = maintenance.machines[id];
-    return m?.phase === 'in-maintenance' && !m.accepted && m.leaseUntil !== undefined && m.leaseUntil <= iso(now);
+    if (m?.phase !== 'in-maintenance') return false;
+    const due = m.accepted ? m.reportDueBy : m.leaseUntil;
+    return due !== undefined && due <= iso(now);
   });
 
 /**
@@ -210,9 +215,14 @@ export function admit(maintenance: Maintenance, ids: string[], now: Date, leaseM
   const course = { ...maintenance.machines };
   const history: HistoryEntry[] = [];
   for (const id of ids) {
-    const again = course[id]!.phase === 'in-maintenance';
-    course[id] = { ...course[id]!, phase: 'in-maintenance', startedAt: again ? course[id]!.startedAt! : at, leaseUntil };
+    const { accepted, reportDueBy: _lapsed, ...before } = course[id]!;
+    const again = before.phase === 'in-maintenance';
+    course[id] = { ...before, phase: 'in-maintenance', startedAt: again ? before.startedAt! : at, leaseUntil };
     if (!again) history.push({ machineId: id, at, actor: ACTOR, action: 'maintenance-started', message: `maintenance ${maintenance.id} started` });
+    if (accepted) {
+      const message = `maintenance ${maintenance.id}: the work was not reported within ${maintenance.windowMinutes} minutes; the agent is asked again`;
+      history.push({ machineId: id, at, actor: ACTOR, action: 'maintenance-asked-again', message });
+    }
   }
   return { history, maintenances: [step(maintenance, now, { machines: course })] };
 }
@@ -230,7 +240,8 @@ export function settleStarts(maintenance: Maintenance, answers: Array<{ machine:
     if (course?.phase !== 'in-maintenance' || course.accepted) continue;
     if (answer.accepted) {
       const { leaseUntil: _settled, ...rest } = course;
-      current = { ...current, machines: { ...current.machines, [answer.machine.id]: { ...rest, accepted: true } } };
+      const reportDueBy = iso(addMs(now, maintenance.windowMinutes * 60_000));
+      current = { ...current, machines: { ...current.machines, [answer.machine.id]: { ...rest, accepted: true, reportDueBy } } };
       continue;
     }
     const failed = reportWork(current, answer.machine, false, `the site agent refused the work: ${answer.reason ?? 'unknown'}`, now)!;
@@ -501,7 +512,7 @@ export function resyncStep(maintenance: Maintenance, now: Date): Change | null {
 }
 
 /**
- * The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start left unanswered,
+ * The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start or accepted work left unanswered,
  * a resync.
  */
 export function nextDueAt(maintenance: Maintenance): string | undefined {
@@ -513,7 +524,10 @@ export function nextDueAt(maintenance: Maintenance): string | undefined {
     const due = overdueAt(maintenance, m);
     if (due) times.push(due);
   }
-  for (const m of Object.values(maintenance.machines)) if (m.phase === 'in-maintenance' && !m.accepted && m.leaseUntil) times.push(m.leaseUntil);
+  for (const m of Object.values(maintenance.machines)) {
+    const unanswered = m.accepted ? m.reportDueBy : m.leaseUntil;
+    if (m.phase === 'in-maintenance' && unanswered) times.push(unanswered);
+  }
   for (const m of Object.values(maintenance.machines)) if (m.phase === 'held' && !m.enforcedAt) times.push(m.handBackBy);
   for (const org of heldOrgs(maintenance)) {
     const deadline = orgHandBackBy(maintenance, org)!;

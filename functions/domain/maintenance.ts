@@ -57,6 +57,11 @@ export interface MaintenanceMachine {
   leaseUntil?: string;
   /** The agent took the work on: its report is awaited. */
   accepted?: boolean;
+  /**
+   * Accepted work unreported by then (a window after the agent took it) is asked for again: a crash of the agent, or
+   * of the controller while the agent reported, may have lost the work or its report.
+   */
+  reportDueBy?: string;
   /** The validation started when the work finished (phase `validating`): its outcome on the machine decides. */
   validationId?: string;
   /** Its deadline passed while held: Fleetward released the instance then. */

@@ -24,7 +24,9 @@ import {
   reportWork,
   resyncAt,
   resyncStep,
+  settleStarts,
   timeStep,
+  unansweredStarts,
   unwindStep,
   validationSettled,
 } from '#domain/maintenance-waves.ts';
@@ -180,6 +182,20 @@ describe('waves', () => {
     const done = reportWork(m, aMachine({ id: 'm-1' }), true, undefined, T0)!;
     expect(events(done)).toEqual(['MaintenanceCompleted']);
     expect(stepped(done)).toMatchObject({ state: 'Completed', completedAt: iso(T0) });
+  });
+
+  it('asks the agent again about accepted work it has not reported a window after taking it on, once per window', () => {
+    const m = stepped(admit(fannedOut(declare({ rollout: { maxInFlight: 1 } })), ['m-2'], T0, 60_000));
+    const accepted = stepped(settleStarts(m, [{ machine: aMachine({ id: 'm-2' }), accepted: true }], T0));
+    const due = iso(addMs(T0, 240 * 60_000));
+    expect(accepted.machines['m-2']).toMatchObject({ accepted: true, reportDueBy: due });
+    expect(accepted.machines['m-2']!.leaseUntil).toBeUndefined();
+    expect(unansweredStarts(accepted, addMs(T0, 239 * 60_000))).toEqual([]);
+    expect(unansweredStarts(accepted, new Date(due))).toEqual(['m-2']);
+    const again = admit(accepted, ['m-2'], new Date(due), 60_000);
+    expect(again.history.map((h) => h.action)).toEqual(['maintenance-asked-again']);
+    expect(stepped(again).machines['m-2']).toMatchObject({ phase: 'in-maintenance', startedAt: iso(T0), leaseUntil: iso(addMs(new Date(due), 60_000)) });
+    expect(stepped(again).machines['m-2']!.accepted).toBeUndefined();
   });
 
   it('quarantines a failed machine and halts after haltAfterFailures failures until resumed', () => {
