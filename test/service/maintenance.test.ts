@@ -209,7 +209,11 @@ describe('the size of a scope', () => {
     expect(itemSizeBytes(maintenanceItem(atItsFullest(declared), undefined))).toBeLessThan(ITEM_LIMIT_BYTES);
 
     const long = Array.from({ length: 1_200 }, (_, i) => `${'x'.repeat(100)}-${i}`);
-    await registerMachines(h.ctx, long.map((id) => ({ id, machineType: 'h100', rack: 'r9' })), ops);
+    await registerMachines(
+      h.ctx,
+      long.map((id) => ({ id, machineType: 'h100', rack: 'r9' })),
+      ops,
+    );
     const refused = await rejection(declare(h.ctx, request({ scope: { machineIds: long } }), ops));
     expect([refused.status, refused.code]).toEqual([422, 'scope-too-large']);
     expect(refused.message).toMatch(/declare at most about \d+ at once/);
