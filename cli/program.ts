@@ -5,6 +5,7 @@ import { auditCommand } from './commands/audit.ts';
 import { devCommand } from './commands/dev.ts';
 import { instanceCommand } from './commands/instance.ts';
 import { machineCommand } from './commands/machine.ts';
+import { maintenanceCommand } from './commands/maintenance.ts';
 import { metaInstanceCommand } from './commands/meta-instance.ts';
 import { profileCommand } from './commands/profile.ts';
 import { repairsCommand } from './commands/repairs.ts';
@@ -32,6 +33,7 @@ export function buildProgram(deps: RuntimeDeps = {}): Command {
     machineCommand,
     instanceCommand,
     metaInstanceCommand,
+    maintenanceCommand,
     capacityCommand,
     tenantCommand,
     safetyCommand,

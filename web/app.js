@@ -8,6 +8,7 @@ import { createFleetSummary } from './panels/fleet-summary.js';
 import { createHeader } from './panels/header.js';
 import { createMachineDetail } from './panels/machine-detail.js';
 import { createMachines } from './panels/machines.js';
+import { createMaintenance } from './panels/maintenance.js';
 import { createMetaInstances } from './panels/meta-instances.js';
 import { createPipeline } from './panels/pipeline.js';
 import { createRackMap } from './panels/rack-map.js';
@@ -37,6 +38,7 @@ async function start() {
         header,
         createFleetSummary(context),
         createSafety(context),
+        createMaintenance(context),
         createPipeline(context),
         createRepairStats(context),
         createMachineDetail(context),

@@ -141,6 +141,8 @@ export const siteConfigSchema = z.strictObject({
     emergency_min_hand_back_minutes: z._default(z.int().check(z.minimum(0), z.maximum(10_080)), 15),
     // MaintenanceHandBackDue goes out this long before an org's deadline.
     notice_hours: z._default(z.int().check(z.minimum(0), z.maximum(8_760)), 24),
+    // The backstop of the stream: a maintenance whose machines wait is looked at again this long after its last step.
+    resync_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 300),
   }),
   simulator: section({
     machines: z._default(z.array(simulatedMachineGroup), [

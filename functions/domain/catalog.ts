@@ -3,8 +3,16 @@ import type { Machine } from '#domain/model.ts';
 
 /** How many machines the site has of each type, per rack and per NVLink domain: what any placement could ever get. */
 export interface Catalog {
-  types: Record<string, { count: number; racks: Record<string, number>; nvlinkDomains?: Record<string, number> }>;
+  types: Record<string, CatalogType>;
   version: number;
+}
+
+export interface CatalogType {
+  count: number;
+  racks: Record<string, number>;
+  nvlinkDomains?: Record<string, number>;
+  /** Per NVLink domain, its machines per rack: which racks' summary aggregates hold a domain's machines. */
+  domainRacks?: Record<string, Record<string, number>>;
 }
 
 export const emptyCatalog = (): Catalog => ({ types: {}, version: 0 });
@@ -50,6 +58,10 @@ function adjust(catalog: Catalog, machine: Machine, delta: 1 | -1): void {
     const domains = (entry.nvlinkDomains ??= {});
     domains[machine.nvlinkDomain] = (domains[machine.nvlinkDomain] ?? 0) + delta;
     if (domains[machine.nvlinkDomain] === 0) delete domains[machine.nvlinkDomain];
+    const racks = ((entry.domainRacks ??= {})[machine.nvlinkDomain] ??= {});
+    racks[machine.rack] = (racks[machine.rack] ?? 0) + delta;
+    if (racks[machine.rack] === 0) delete racks[machine.rack];
+    if (Object.keys(racks).length === 0) delete entry.domainRacks[machine.nvlinkDomain];
   }
   if (entry.count === 0) delete catalog.types[machine.machineType];
 }

@@ -1,6 +1,14 @@
 import type { Change, Versioned } from '#domain/change.ts';
 import { maintenanceEvent, maintenanceMachineEvent } from '#domain/maintenance-events.ts';
-import { failuresOf, isOpen, orgHandBackBy, type InstanceMaintenanceNotice, type Maintenance, type MaintenanceMachine } from '#domain/maintenance.ts';
+import {
+  COURSE_MESSAGE_MAX,
+  failuresOf,
+  isOpen,
+  orgHandBackBy,
+  type InstanceMaintenanceNotice,
+  type Maintenance,
+  type MaintenanceMachine,
+} from '#domain/maintenance.ts';
 import { releaseInstance } from '#domain/instances.ts';
 import type { HealthOverride, HistoryEntry, Instance, Machine } from '#domain/model.ts';
 import { buildOverride, withOverride, withoutOverride } from '#domain/overrides.ts';
@@ -185,11 +193,16 @@ export function admissible(maintenance: Maintenance, machines: Map<string, Machi
   return maintenance.machineIds.filter((id) => maintenance.machines[id]?.phase === 'waiting' && free(machines.get(id))).slice(0, room);
 }
 
-/** Admitted machines whose start the agent never answered before the lease lapsed: asked again. */
+/**
+ * Admitted machines to ask again: the agent never answered the start before its lease lapsed, or took the work on
+ * and never reported it by `reportDueBy`.
+ */
 export const unansweredStarts = (maintenance: Maintenance, now: Date): string[] =>
   maintenance.machineIds.filter((id) => {
     const m = maintenance.machines[id];
-    return m?.phase === 'in-maintenance' && !m.accepted && m.leaseUntil !== undefined && m.leaseUntil <= iso(now);
+    if (m?.phase !== 'in-maintenance') return false;
+    const due = m.accepted ? m.reportDueBy : m.leaseUntil;
+    return due !== undefined && due <= iso(now);
   });
 
 /**
@@ -202,9 +215,14 @@ export function admit(maintenance: Maintenance, ids: string[], now: Date, leaseM
   const course = { ...maintenance.machines };
   const history: HistoryEntry[] = [];
   for (const id of ids) {
-    const again = course[id]!.phase === 'in-maintenance';
-    course[id] = { ...course[id]!, phase: 'in-maintenance', startedAt: again ? course[id]!.startedAt! : at, leaseUntil };
+    const { accepted, reportDueBy: _lapsed, ...before } = course[id]!;
+    const again = before.phase === 'in-maintenance';
+    course[id] = { ...before, phase: 'in-maintenance', startedAt: again ? before.startedAt! : at, leaseUntil };
     if (!again) history.push({ machineId: id, at, actor: ACTOR, action: 'maintenance-started', message: `maintenance ${maintenance.id} started` });
+    if (accepted) {
+      const message = `maintenance ${maintenance.id}: the work was not reported within ${maintenance.windowMinutes} minutes; the agent is asked again`;
+      history.push({ machineId: id, at, actor: ACTOR, action: 'maintenance-asked-again', message });
+    }
   }
   return { history, maintenances: [step(maintenance, now, { machines: course })] };
 }
@@ -222,7 +240,8 @@ export function settleStarts(maintenance: Maintenance, answers: Array<{ machine:
     if (course?.phase !== 'in-maintenance' || course.accepted) continue;
     if (answer.accepted) {
       const { leaseUntil: _settled, ...rest } = course;
-      current = { ...current, machines: { ...current.machines, [answer.machine.id]: { ...rest, accepted: true } } };
+      const reportDueBy = iso(addMs(now, maintenance.windowMinutes * 60_000));
+      current = { ...current, machines: { ...current.machines, [answer.machine.id]: { ...rest, accepted: true, reportDueBy } } };
       continue;
     }
     const failed = reportWork(current, answer.machine, false, `the site agent refused the work: ${answer.reason ?? 'unknown'}`, now)!;
@@ -305,11 +324,14 @@ export function reportWork(
   return courseFailed(maintenance, { before: machine, after: quarantined }, summary, now, message);
 }
 
+/** The course keeps the start of a failure's message (the record holds every machine's); the history keeps it whole. */
+const courseMessage = (message: string): string => (message.length > COURSE_MESSAGE_MAX ? `${message.slice(0, COURSE_MESSAGE_MAX - 1)}…` : message);
+
 /** A machine's course failed: counted towards `haltAfterFailures`, and the failure that reaches it halts the maintenance. */
 function courseFailed(maintenance: Maintenance, machine: Versioned<Machine>, summary: string, now: Date, message?: string): Change {
   const at = iso(now);
   const id = machine.after.id;
-  const failed: MaintenanceMachine = { ...maintenance.machines[id]!, phase: 'failed', returnedAt: at, ...(message ? { message } : {}) };
+  const failed: MaintenanceMachine = { ...maintenance.machines[id]!, phase: 'failed', returnedAt: at, ...(message ? { message: courseMessage(message) } : {}) };
   const machines = { ...maintenance.machines, [id]: failed };
   const halts = maintenance.state === 'InProgress' && failuresOf({ ...maintenance, machines }) >= maintenance.rollout.haltAfterFailures;
   const history: HistoryEntry[] = [{ machineId: id, at, actor: ACTOR, action: 'maintenance-failed', message: summary }];
@@ -469,15 +491,43 @@ export function timeStep(maintenance: Maintenance, now: Date): Change | null {
   return { history, maintenances: [step(maintenance, now, { machines: course, reminded })] };
 }
 
-/** The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start left unanswered. */
+/** Phases that end on a machine's write alone (a release and cleanup, a validation's outcome), which the stream announces. */
+const awaitsMachine = new Set<MaintenanceMachine['phase']>(['held', 'waiting', 'validating']);
+
+/**
+ * When the maintenance is looked at again though nothing wrote it: while a machine awaits a machine's write, its
+ * resync period after the last step or check. A pass then finds what the stream would have told it.
+ */
+export function resyncAt(maintenance: Maintenance): string | undefined {
+  if (!isOpen(maintenance) || !Object.values(maintenance.machines).some((m) => awaitsMachine.has(m.phase))) return undefined;
+  const last = maintenance.checkedAt && maintenance.checkedAt > maintenance.updatedAt ? maintenance.checkedAt : maintenance.updatedAt;
+  return iso(addMs(new Date(last), maintenance.resyncSeconds * 1000));
+}
+
+/** A pass that found nothing to do at its resync time records so, which moves the next resync on. Null before then. */
+export function resyncStep(maintenance: Maintenance, now: Date): Change | null {
+  const due = resyncAt(maintenance);
+  if (!due || due > iso(now)) return null;
+  return { history: [], maintenances: [{ before: maintenance, after: { ...maintenance, checkedAt: iso(now) } }] };
+}
+
+/**
+ * The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start or accepted work left unanswered,
+ * a resync.
+ */
 export function nextDueAt(maintenance: Maintenance): string | undefined {
   if (!isOpen(maintenance)) return undefined;
   const times: string[] = [];
+  const resync = resyncAt(maintenance);
+  if (resync) times.push(resync);
   for (const m of Object.values(maintenance.machines)) {
     const due = overdueAt(maintenance, m);
     if (due) times.push(due);
   }
-  for (const m of Object.values(maintenance.machines)) if (m.phase === 'in-maintenance' && !m.accepted && m.leaseUntil) times.push(m.leaseUntil);
+  for (const m of Object.values(maintenance.machines)) {
+    const unanswered = m.accepted ? m.reportDueBy : m.leaseUntil;
+    if (m.phase === 'in-maintenance' && unanswered) times.push(unanswered);
+  }
   for (const m of Object.values(maintenance.machines)) if (m.phase === 'held' && !m.enforcedAt) times.push(m.handBackBy);
   for (const org of heldOrgs(maintenance)) {
     const deadline = orgHandBackBy(maintenance, org)!;

@@ -14,8 +14,17 @@ export type MaintenanceCategory = (typeof maintenanceCategories)[number];
 export type MaintenanceState = (typeof maintenanceStates)[number];
 export type MachinePhase = (typeof machinePhases)[number];
 
-/** The most machines one maintenance may cover: its per-machine record must fit one DynamoDB item (400 KB). */
+/**
+ * The most machines one maintenance may cover: every machine's course lives in its one record, which must fit one
+ * DynamoDB item (400 KB). How many fit depends on the machine ids: the declaration checks the record at its fullest
+ * (`atItsFullest`), and this bounds the names a scope may resolve to before that.
+ */
 export const MAX_MAINTENANCE_MACHINES = 2_000;
+/** A failed course keeps this much of its message; the machine's history keeps all of it. */
+export const COURSE_MESSAGE_MAX = 120;
+/** The longest org name (domain/schemas.ts) and the length of a generated id (`i-` and 16 characters). */
+const LONGEST_ORG = 64;
+const GENERATED_ID = 18;
 
 export interface MaintenanceScope {
   machineIds?: string[] | undefined;
@@ -48,6 +57,11 @@ export interface MaintenanceMachine {
   leaseUntil?: string;
   /** The agent took the work on: its report is awaited. */
   accepted?: boolean;
+  /**
+   * Accepted work unreported by then (a window after the agent took it) is asked for again: a crash of the agent, or
+   * of the controller while the agent reported, may have lost the work or its report.
+   */
+  reportDueBy?: string;
   /** The validation started when the work finished (phase `validating`): its outcome on the machine decides. */
   validationId?: string;
   /** Its deadline passed while held: Fleetward released the instance then. */
@@ -80,6 +94,14 @@ export interface Maintenance {
   rollout: Rollout;
   /** `[maintenance] notice_hours` when it was declared: how long before an org's deadline the reminder goes out. */
   noticeHours: number;
+  /**
+   * `[maintenance] resync_seconds` when it was declared: while machines wait on something only a machine's write
+   * announces (a hand-back, a free machine, a finished validation), the maintenance is due this long after its last
+   * step, so a lost stream record delays that step by this much at most.
+   */
+  resyncSeconds: number;
+  /** When a pass last found nothing to do: the next resync counts from here (or from `updatedAt`, if later). */
+  checkedAt?: string;
   state: MaintenanceState;
   machines: Record<string, MaintenanceMachine>;
   deferrals: Deferral[];
@@ -127,6 +149,7 @@ export interface MaintenanceRules {
   minHandBackDays: number;
   emergencyMinHandBackMinutes: number;
   noticeHours: number;
+  resyncSeconds: number;
 }
 
 export interface DeclareRequest {
@@ -222,6 +245,7 @@ export function declareMaintenance(
     windowMinutes: request.windowMinutes,
     rollout: { maxInFlight: request.rollout?.maxInFlight ?? machineIds.length, haltAfterFailures: request.rollout?.haltAfterFailures ?? 1 },
     noticeHours: rules.noticeHours,
+    resyncSeconds: rules.resyncSeconds,
     state: 'Declared',
     machines: Object.fromEntries(machineIds.map((machineId) => [machineId, { phase: 'waiting', handBackBy, overdue: false }])),
     deferrals: [],
@@ -233,6 +257,33 @@ export function declareMaintenance(
     updatedAt: at,
     version: 0,
   };
+}
+
+/**
+ * The record as large as its course can make it: every machine handed back by an org of the longest name, started,
+ * validated, returned and enforced, each with every time set, and as many failure messages as halt it. What a
+ * declaration must fit into one item from the start, since no later step may be refused for its size.
+ */
+export function atItsFullest(maintenance: Maintenance): Maintenance {
+  const at = maintenance.handBackBy;
+  const course: MaintenanceMachine = {
+    phase: 'in-maintenance',
+    org: 'o'.repeat(LONGEST_ORG),
+    instanceId: 'i'.repeat(GENERATED_ID),
+    handBackBy: at,
+    handedBackAt: at,
+    startedAt: at,
+    returnedAt: at,
+    enforcedAt: at,
+    overdue: true,
+    accepted: true,
+    validationId: 'v'.repeat(GENERATED_ID),
+  };
+  const failing = new Set(maintenance.machineIds.slice(0, maintenance.rollout.haltAfterFailures));
+  const machines = Object.fromEntries(
+    maintenance.machineIds.map((id) => [id, failing.has(id) ? { ...course, message: 'm'.repeat(COURSE_MESSAGE_MAX) } : course]),
+  );
+  return { ...maintenance, machines, checkedAt: at, completedAt: at };
 }
 
 const invalidState = (maintenance: Maintenance, action: string) =>

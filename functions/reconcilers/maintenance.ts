@@ -9,6 +9,7 @@ import {
   machinesToRead,
   maintenanceIdOf,
   nextDueAt,
+  resyncStep,
   settleStarts,
   timeStep,
   unansweredStarts,
@@ -102,6 +103,8 @@ export const maintenanceReconciler = defineReconciler({
       const effect: MaintenanceStarts = { maintenanceId: maintenance.id, category: maintenance.category, machineIds: starts };
       return { change: admit(maintenance, starts, now, leaseMs), effect, summary: `maintenance wave of ${starts.length}` };
     }
+    const resynced = resyncStep(maintenance, now);
+    if (resynced) return { change: resynced, summary: 'maintenance checked: nothing to do' };
     const due = nextDueAt(maintenance);
     return due ? { requeueAt: new Date(due) } : {};
   },

@@ -1,6 +1,7 @@
 import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
 import type { Change } from '#domain/change.ts';
 import {
+  atItsFullest,
   cancelMaintenance,
   declareMaintenance,
   decideDeferral,
@@ -15,12 +16,15 @@ import {
   type ScopeCandidate,
 } from '#domain/maintenance.ts';
 import { reportWork } from '#domain/maintenance-waves.ts';
+import { scopeAggregates, scopeCandidates } from '#domain/maintenance-scope.ts';
 import type { HistoryEntry } from '#domain/model.ts';
-import { notFound } from '#domain/rejection.ts';
+import { notFound, unprocessable } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
 import { validationRequired } from '#domain/validation.ts';
 import { validationRules, type AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
+import { ITEM_LIMIT_BYTES, itemSizeBytes } from '#store/item-size.ts';
+import { maintenanceItem } from '#store/items.ts';
 import type { PageRequest } from '#store/port.ts';
 
 // The provider's side of declared maintenance: declare (recorded at once; the reconciler fans it out), list, show,
@@ -30,29 +34,20 @@ export const maintenanceRules = (ctx: AppContext): MaintenanceRules => ({
   minHandBackDays: ctx.config.maintenance.min_hand_back_days,
   emergencyMinHandBackMinutes: ctx.config.maintenance.emergency_min_hand_back_minutes,
   noticeHours: ctx.config.maintenance.notice_hours,
+  resyncSeconds: ctx.config.maintenance.resync_seconds,
 });
 
 /** How many history entries GET /admin/maintenance/{id} shows, newest first. */
 const HISTORY_SHOWN = 100;
 
 /**
- * The machines a scope's names could mean, in one batch read: the machines named by id, and the racks' machines as
- * the fleet summary keeps them (the catalog says which types a rack holds). NVLink domains are matched on the
- * machines read by id (no index finds a domain's machines yet); a domain none of them carries is unknown.
+ * The machines a scope's names could mean, in one batch read: the machines named by id, and the racks' and the NVLink
+ * domains' machines as the fleet summary keeps them (the catalog says which aggregates hold them).
  */
-async function scopeCandidates(ctx: AppContext, scope: DeclareRequest['scope']): Promise<ScopeCandidate[]> {
-  const racks = new Set(scope.racks ?? []);
-  const catalog = racks.size > 0 ? await ctx.store.getCatalog() : null;
-  const pairs = Object.entries(catalog?.types ?? {}).flatMap(([machineType, entry]) =>
-    Object.keys(entry.racks)
-      .filter((rack) => racks.has(rack))
-      .map((rack) => ({ machineType, rack })),
-  );
-  const read = await ctx.store.getSummaryItems(pairs, [], scope.machineIds ?? []);
-  const candidates = new Map<string, ScopeCandidate>();
-  for (const aggregate of read.racks) for (const id of Object.keys(aggregate.machines)) candidates.set(id, { id, rack: aggregate.rack });
-  for (const machine of read.machines.values()) candidates.set(machine.id, { id: machine.id, rack: machine.rack, nvlinkDomain: machine.nvlinkDomain });
-  return [...candidates.values()];
+async function candidatesOf(ctx: AppContext, scope: DeclareRequest['scope']): Promise<ScopeCandidate[]> {
+  const aggregates = scope.racks || scope.nvlinkDomains ? scopeAggregates(scope, await ctx.store.getCatalog()) : [];
+  const read = await ctx.store.getSummaryItems(aggregates, [], scope.machineIds ?? []);
+  return scopeCandidates(read.racks, read.machines.values());
 }
 
 async function openMaintenances(ctx: AppContext): Promise<{ open: OpenMaintenances | null; records: Maintenance[] }> {
@@ -75,12 +70,13 @@ const declaredEntry = (maintenance: Maintenance, by: Requester, action: string, 
  * never both succeed.
  */
 export async function declare(ctx: AppContext, request: DeclareRequest, by: Requester): Promise<Maintenance> {
-  const machineIds = resolveScope(request.scope, await scopeCandidates(ctx, request.scope));
+  const machineIds = resolveScope(request.scope, await candidatesOf(ctx, request.scope));
   const id = ctx.ids.next('mnt');
   return retryOnStale(async () => {
     const { open, records } = await openMaintenances(ctx);
     const now = ctx.clock.now();
     const maintenance = declareMaintenance(id, request, machineIds, records, by.actor, now, maintenanceRules(ctx));
+    checkFits(maintenance);
     const summary = { kind: maintenance.kind, category: maintenance.category, machines: machineIds.length, handBackBy: maintenance.handBackBy };
     const change = withOpenList<Change>(
       {
@@ -101,6 +97,17 @@ export async function declare(ctx: AppContext, request: DeclareRequest, by: Requ
     await ctx.store.commit(change);
     return maintenance;
   });
+}
+
+/** 422 for a scope whose record would outgrow one item on its way (domain/maintenance.ts atItsFullest). */
+function checkFits(maintenance: Maintenance): void {
+  const size = itemSizeBytes(maintenanceItem(atItsFullest(maintenance), maintenance.updatedAt));
+  if (size <= ITEM_LIMIT_BYTES) return;
+  const fit = Math.floor((maintenance.machineIds.length * ITEM_LIMIT_BYTES) / size);
+  throw unprocessable(
+    'scope-too-large',
+    `the scope's ${maintenance.machineIds.length} machines would outgrow one maintenance record: declare at most about ${fit} at once`,
+  );
 }
 
 export async function requireMaintenance(ctx: AppContext, id: string): Promise<Maintenance> {

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { finishCleanup } from '#domain/cleanup.ts';
-import type { DeclareRequest } from '#domain/maintenance.ts';
+import { atItsFullest, type DeclareRequest } from '#domain/maintenance.ts';
 import { maintenanceIdOf, MAINTENANCE_SOURCE } from '#domain/maintenance-waves.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
+import { registerMachines } from '#services/machines.ts';
+import { ITEM_LIMIT_BYTES, itemSizeBytes } from '#store/item-size.ts';
+import { maintenanceItem } from '#store/items.ts';
 import { cancel, declare, reportMaintenanceWork, resume, showMaintenance } from '#services/maintenance.ts';
 import { askForDeferral, handBack, listForOrg } from '#services/tenant-maintenance.ts';
 import { decideOrgDeferral } from '#services/maintenance.ts';
@@ -193,6 +196,50 @@ describe('tenants', () => {
     expect(registry.concernedBy('machine', cleaning, (await h.store.getMachine(held))!, held)).toContainEqual({ entity: 'maintenance', id });
     await step(h, id);
     expect((await showMaintenance(h.ctx, id)).machines[held]).toMatchObject({ phase: 'in-maintenance' });
+  });
+});
+
+describe('the size of a scope', () => {
+  it('declares on 1,000 machines at once, and refuses a scope whose record would outgrow one item, changing nothing', async () => {
+    const h = harness();
+    await siteWith(h, { gb200: 1_000 });
+    const ids = Array.from({ length: 1_000 }, (_, i) => `gb200-${i + 1}`);
+    const declared = await declare(h.ctx, request({ scope: { machineIds: ids } }), ops);
+    expect(declared.machineIds).toHaveLength(1_000);
+    expect(itemSizeBytes(maintenanceItem(atItsFullest(declared), undefined))).toBeLessThan(ITEM_LIMIT_BYTES);
+
+    const long = Array.from({ length: 1_200 }, (_, i) => `${'x'.repeat(100)}-${i}`);
+    await registerMachines(
+      h.ctx,
+      long.map((id) => ({ id, machineType: 'h100', rack: 'r9' })),
+      ops,
+    );
+    const refused = await rejection(declare(h.ctx, request({ scope: { machineIds: long } }), ops));
+    expect([refused.status, refused.code]).toEqual([422, 'scope-too-large']);
+    expect(refused.message).toMatch(/declare at most about \d+ at once/);
+    expect((await h.store.getOpenMaintenances())!.ids).toEqual([declared.id]);
+  });
+});
+
+describe('the sweep backstop', () => {
+  it('finishes a hand-back whose stream record was lost at the resync: the machine joins a wave and the maintenance completes', async () => {
+    const { h, held, instanceId } = await site();
+    const { id } = await declare(h.ctx, request({ rollout: { maxInFlight: 4 } }), ops);
+    await sweep(h.ctx);
+    const free = h.agent.maintenanceStarts.map((s) => s.machineId);
+    expect(free).toHaveLength(3);
+    for (const machineId of free) await reportMaintenanceWork(h.ctx, machineId, { maintenanceId: id, ok: true });
+    // The tenant releases and cleanup finishes; the stream's reaction to the machine coming free is lost.
+    await releaseInstance(h.ctx, alice, instanceId);
+    await cleanedUp(h, held);
+    await sweep(h.ctx);
+    expect((await showMaintenance(h.ctx, id)).machines[held]).toMatchObject({ phase: 'held' });
+    h.clock.advance(h.ctx.config.maintenance.resync_seconds * 1000);
+    await sweep(h.ctx);
+    expect((await showMaintenance(h.ctx, id)).machines[held]).toMatchObject({ phase: 'in-maintenance', handedBackAt: expect.any(String) });
+    expect(h.agent.maintenanceStarts.map((s) => s.machineId)).toContain(held);
+    await reportMaintenanceWork(h.ctx, held, { maintenanceId: id, ok: true });
+    expect((await showMaintenance(h.ctx, id)).state).toBe('Completed');
   });
 });
 

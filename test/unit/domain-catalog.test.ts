@@ -29,8 +29,10 @@ describe('catalogAfter', () => {
   it('counts machines per NVLink domain for a type whose machines carry one, and follows a move between domains', () => {
     const a = aMachine({ id: 'a', rack: 'r1', nvlinkDomain: 'd1' });
     const next = catalogAfter(emptyCatalog(), [registered(a), registered(aMachine({ id: 'b', rack: 'r2', nvlinkDomain: 'd1' }))])!;
-    expect(next.types.gb200).toEqual({ count: 2, racks: { r1: 1, r2: 1 }, nvlinkDomains: { d1: 2 } });
-    expect(catalogAfter(next, [{ before: a, after: { ...a, nvlinkDomain: 'd2' } }])!.types.gb200!.nvlinkDomains).toEqual({ d1: 1, d2: 1 });
+    expect(next.types.gb200).toEqual({ count: 2, racks: { r1: 1, r2: 1 }, nvlinkDomains: { d1: 2 }, domainRacks: { d1: { r1: 1, r2: 1 } } });
+    const movedDomain = catalogAfter(next, [{ before: a, after: { ...a, nvlinkDomain: 'd2' } }])!.types.gb200!;
+    expect(movedDomain.nvlinkDomains).toEqual({ d1: 1, d2: 1 });
+    expect(movedDomain.domainRacks).toEqual({ d1: { r2: 1 }, d2: { r1: 1 } });
     expect(catalogAfter(next, [{ before: a, after: { ...a } }])).toBeNull();
   });
 

@@ -22,7 +22,11 @@ import {
   MAINTENANCE_SOURCE,
   nextDueAt,
   reportWork,
+  resyncAt,
+  resyncStep,
+  settleStarts,
   timeStep,
+  unansweredStarts,
   unwindStep,
   validationSettled,
 } from '#domain/maintenance-waves.ts';
@@ -31,7 +35,7 @@ import { Rejection } from '#domain/rejection.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { aMachine, anInstance, T0 } from '#test/support/fixtures.ts';
 
-const RULES: MaintenanceRules = { minHandBackDays: 14, emergencyMinHandBackMinutes: 15, noticeHours: 24 };
+const RULES: MaintenanceRules = { minHandBackDays: 14, emergencyMinHandBackMinutes: 15, noticeHours: 24, resyncSeconds: 300 };
 const DAY = 86_400_000;
 const inDays = (days: number) => iso(addMs(T0, days * DAY));
 
@@ -180,6 +184,20 @@ describe('waves', () => {
     expect(stepped(done)).toMatchObject({ state: 'Completed', completedAt: iso(T0) });
   });
 
+  it('asks the agent again about accepted work it has not reported a window after taking it on, once per window', () => {
+    const m = stepped(admit(fannedOut(declare({ rollout: { maxInFlight: 1 } })), ['m-2'], T0, 60_000));
+    const accepted = stepped(settleStarts(m, [{ machine: aMachine({ id: 'm-2' }), accepted: true }], T0));
+    const due = iso(addMs(T0, 240 * 60_000));
+    expect(accepted.machines['m-2']).toMatchObject({ accepted: true, reportDueBy: due });
+    expect(accepted.machines['m-2']!.leaseUntil).toBeUndefined();
+    expect(unansweredStarts(accepted, addMs(T0, 239 * 60_000))).toEqual([]);
+    expect(unansweredStarts(accepted, new Date(due))).toEqual(['m-2']);
+    const again = admit(accepted, ['m-2'], new Date(due), 60_000);
+    expect(again.history.map((h) => h.action)).toEqual(['maintenance-asked-again']);
+    expect(stepped(again).machines['m-2']).toMatchObject({ phase: 'in-maintenance', startedAt: iso(T0), leaseUntil: iso(addMs(new Date(due), 60_000)) });
+    expect(stepped(again).machines['m-2']!.accepted).toBeUndefined();
+  });
+
   it('quarantines a failed machine and halts after haltAfterFailures failures until resumed', () => {
     const m = stepped(admit(fannedOut(declare({ rollout: { maxInFlight: 2, haltAfterFailures: 1 } })), ['m-2'], T0, 60_000));
     const failed = reportWork(m, aMachine({ id: 'm-2' }), false, 'flash failed', T0)!;
@@ -239,7 +257,7 @@ describe('validated return after maintenance', () => {
 
 describe('time', () => {
   it('marks a machine overdue once when its window passes before its return', () => {
-    const m = fannedOut();
+    const m = { ...fannedOut(), resyncSeconds: 86_400 };
     const due = nextDueAt(m)!;
     expect(due).toBe(iso(addMs(T0, 240 * 60_000)));
     expect(timeStep(m, addMs(T0, 239 * 60_000))).toBeNull();
@@ -256,6 +274,28 @@ describe('time', () => {
     const due = timeStep(m, reminder)!;
     expect(events(due)).toEqual(['MaintenanceHandBackDue']);
     expect(timeStep(stepped(due), reminder)).toBeNull();
+  });
+});
+
+describe('the resync, the backstop of a lost stream record', () => {
+  it('is due resyncSeconds after the last step while a machine waits on a machine write, and moves on once checked', () => {
+    const m = fannedOut();
+    const due = iso(addMs(T0, 300_000));
+    expect(resyncAt(m)).toBe(due);
+    expect(nextDueAt(m)).toBe(due);
+    expect(resyncStep(m, addMs(T0, 299_000))).toBeNull();
+    const checked = stepped(resyncStep(m, new Date(due)));
+    expect(checked).toMatchObject({ checkedAt: due, updatedAt: m.updatedAt, machines: m.machines });
+    expect(resyncAt(checked)).toBe(iso(addMs(T0, 600_000)));
+  });
+
+  it('is not due once no machine waits on a write only the stream announces, nor for a finished maintenance', () => {
+    const m = fannedOut();
+    const admitted = Object.fromEntries(Object.entries(m.machines).map(([id, c]) => [id, { ...c, phase: 'in-maintenance' as const, accepted: true }]));
+    expect(resyncAt({ ...m, machines: admitted })).toBeUndefined();
+    expect(resyncAt({ ...m, state: 'Completed' })).toBeUndefined();
+    const validating = { ...m, machines: { ...m.machines, 'm-2': { ...m.machines['m-2']!, phase: 'validating' as const } } };
+    expect(resyncAt(validating)).toBe(iso(addMs(T0, 300_000)));
   });
 });
 

@@ -14,7 +14,7 @@ const maintenance = declareMaintenance(
   [],
   'ops',
   T0,
-  { minHandBackDays: 0, emergencyMinHandBackMinutes: 0, noticeHours: 24 },
+  { minHandBackDays: 0, emergencyMinHandBackMinutes: 0, noticeHours: 24, resyncSeconds: 300 },
 );
 
 describe('lifecycle', () => {
