@@ -49,8 +49,9 @@ export const powerReconciler = defineReconciler({
 
   decide({ instance, now, rules }: PowerSnapshot) {
     const claim = claimPowerCall(instance, now, rules);
-    const power = claim && committedById(claim.instances, instance.id)?.power;
     if (!claim) return {};
+    // The claim either holds the call now, or ends the action (its instance stopped running, or its calls ran out).
+    const power = committedById(claim.instances, instance.id)?.power;
     if (power?.phase !== 'in-flight') return { change: claim, summary: `power ${instance.power?.action} given up` };
     const call: PowerCall = { instanceId: instance.id, powerId: power.id, siteName: instance.siteName, request: { action: power.action } };
     return { change: claim, effect: call, summary: `power ${power.action} claimed` };

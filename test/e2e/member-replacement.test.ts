@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, instanceStatus, machine, sources, type Actors } from '#test/support/repair-steps.ts';
+import { actors, waitForFleet, instanceStatus, machine, sources, type Actors } from '#test/support/repair-steps.ts';
 
 // Replacing a meta-instance member (docs/api.md "Replacing a member") on a local site whose safety rules are watched
 // while it runs: make-before-break when a machine is free (the successor Ready before the outgoing member is released),
@@ -25,6 +25,7 @@ let who: Actors;
 beforeAll(async () => {
   site = await startTestSite({ config, watchInvariants: true });
   who = await actors(site);
+  await waitForFleet(site, who.admin, 7);
 });
 afterAll(async () => site?.stop());
 
@@ -34,7 +35,12 @@ const instance = async (id: string) => (await site.call('GET', `/v2/org/acme/nic
 async function readyGroup(machineType: string, minNodes: number): Promise<{ id: string; members: string[] }> {
   const created = await site.call('POST', '/v2/org/acme/nico/meta-instance', { token: who.tenant, body: { machineType, minNodes } });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
-  const members: string[] = created.body.instanceIds;
+  // Placed at once when the machines are free; a machine still cleaning up after an earlier test is waited for.
+  const placed = await site.eventually(async () => {
+    const shown = await meta(created.body.id);
+    return shown.instanceIds.length === minNodes ? shown : undefined;
+  });
+  const members: string[] = placed.instanceIds;
   for (const member of members) await instanceStatus(site, who.tenant, 'acme', member, 'Ready');
   return { id: created.body.id, members };
 }
