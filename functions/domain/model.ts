@@ -181,11 +181,9 @@ export interface MetaInstance {
   waitingSince?: string;
   /**
    * Its membership: every instance placed for it and not yet seen Terminated. Added in the transaction that creates
-   * the instance and dropped once a pass reads it Terminated, so what it holds never depends on an index. Absent on
-   * a record stored before membership was kept here: its members are read from the members index until its next
-   * commit writes the list.
+   * the instance and dropped once a pass reads it Terminated, so what it holds never depends on an index.
    */
-  memberIds?: string[];
+  memberIds: string[];
   /** Members being replaced, on the tenant's request or for declared maintenance (domain/member-replacement.ts). */
   memberReplacements?: MemberReplacement[];
   /** The API request that last changed it (stamped by the store on that request's behalf; see domain/request-id.ts). */

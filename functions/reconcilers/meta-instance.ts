@@ -31,9 +31,8 @@ export async function loadMembers(
   meta: MetaInstance,
   pinnedIds: readonly string[] = [],
 ): Promise<{ members: Member[]; pinned: Map<string, Machine | null> }> {
-  const memberIds = meta.memberIds ?? (await ctx.store.membersOf(meta.id)).map((instance) => instance.id);
-  const read = memberIds.length > 0 ? await ctx.store.getRecords({ instances: memberIds }) : undefined;
-  const instances = memberIds.flatMap((id) => read?.instances.get(id) ?? []);
+  const read = meta.memberIds.length > 0 ? await ctx.store.getRecords({ instances: meta.memberIds }) : undefined;
+  const instances = meta.memberIds.flatMap((id) => read?.instances.get(id) ?? []);
   const ids = [...new Set([...instances.map((i) => i.machineId), ...pinnedIds])];
   const machines = ids.length > 0 ? await ctx.store.getMachines(ids) : new Map<string, Machine>();
   return {

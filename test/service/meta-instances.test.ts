@@ -204,22 +204,3 @@ describe('with the indexes lagging the table, as in AWS (the store never shows a
     expect((await h.store.getRecords({ replacements: true })).replacements?.instanceIds).toHaveLength(1);
   });
 });
-
-describe('a meta-instance stored before its membership was kept on its record', () => {
-  it('is read through the members index once; its next commit writes the membership onto the record', async () => {
-    const { h, created, ref } = await metaInstanceOn({ gb200: 3 });
-    const stored = (await h.store.getMetaInstance(created.id))!;
-    const { memberIds: _kept, ...older } = stored;
-    await h.store.commit({ metaInstances: [{ before: stored, after: older }], history: [] });
-    expect((await h.store.getMetaInstance(created.id))!.memberIds).toBeUndefined();
-    expect(await live(h, created.id)).toEqual(created.instanceIds);
-
-    const failing = (await h.store.getInstance(created.instanceIds[0]!))!;
-    await addHealthOverride(h.ctx, failing.machineId, { template: 'degraded' }, ops);
-    await reconcile(h.ctx, ref);
-    const now = await live(h, created.id);
-    expect(now).toHaveLength(2);
-    expect(now).not.toContain(failing.id);
-    expect((await h.store.getMetaInstance(created.id))!.memberIds).toEqual(expect.arrayContaining(now));
-  });
-});
