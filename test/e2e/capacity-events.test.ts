@@ -82,7 +82,8 @@ validation_ms = 50
   }
 
   const entriesOf = (seen: Entry[], machineId: string) => seen.filter((e) => e.machineId === machineId).map((e) => [e.change, e.reason]);
-  const until = (seen: Entry[], machineId: string, count: number) => site.eventually(async () => entriesOf(seen, machineId).length >= count, 30_000);
+  /** Until the follower has seen `count` entries of the machine: the stream's chaos (and AWS's throttles, when on) may take a while. */
+  const until = (seen: Entry[], machineId: string, count: number) => site.eventually(async () => entriesOf(seen, machineId).length >= count, 60_000);
 
   /** The instance once it has this status; generous, as the stream's chaos delays what leads there. */
   const instanceStatus = (id: string, status: string) =>

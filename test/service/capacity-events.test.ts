@@ -1,8 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Machine } from '#domain/model.ts';
 import { readCapacityEvents } from '#services/capacity-events.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride, removeHealthOverride } from '#services/machine-actions.ts';
+import { readOrgCapacity } from '#services/org-capacity.ts';
 import { retireMachine } from '#services/retirement.ts';
 import { ops } from '#test/support/fixtures.ts';
 import { deliver, recordStream, type StreamRecord } from '#test/support/recorded-stream.ts';
@@ -140,5 +141,31 @@ describe('capacity events', () => {
     await deliver(h, records.splice(0), 1);
     expect(await readCapacityEvents(h.ctx, 'acme', { since: '1', limit: 50 })).toEqual({ items: [], cursor: '1' });
     expect(await rejection(readCapacityEvents(h.ctx, 'acme', { since: '2', limit: 50 }))).toMatchObject({ status: 422, code: 'invalid-cursor' });
+  });
+});
+
+describe('capacity events cost', () => {
+  it('a page is one Query of the org feed whatever its length, and changes that move no capacity read no feed', async () => {
+    const readsFor = async (reserved: number) => {
+      const h = harness();
+      const records = recordStream(h);
+      await siteWith(h, { gb200: reserved });
+      for (let i = 1; i <= reserved; i++) await reserve(h, `gb200-${i}`, { id: 'rsv-1', org: 'acme' });
+      await deliver(h, records.splice(0), 3);
+      const heads = vi.spyOn(h.store, 'capacityFeedHeads');
+      // A degraded machine is unhealthy in the org's counts and nodes, and still delivered: the feed is not read.
+      for (let i = 1; i <= reserved; i++) await addHealthOverride(h.ctx, `gb200-${i}`, { template: 'degraded' }, ops);
+      await deliver(h, records.splice(0), 5);
+      expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.healthy.machines).toBe(0);
+      expect(heads).not.toHaveBeenCalled();
+      const primitives = h.store as unknown as Record<'getItem' | 'getItems' | 'queryItems', () => Promise<unknown>>;
+      const spies = (['getItem', 'getItems', 'queryItems'] as const).map((name) => [name, vi.spyOn(primitives, name)] as const);
+      const page = await readCapacityEvents(h.ctx, 'acme', { since: '1', limit: 50 });
+      expect(page.items).toHaveLength(Math.min(50, reserved - 1));
+      return Object.fromEntries(spies.map(([name, spy]) => [name, spy.mock.calls.length]));
+    };
+    const small = await readsFor(4);
+    expect(small).toEqual({ getItem: 0, getItems: 0, queryItems: 1 });
+    expect(await readsFor(120)).toEqual(small);
   });
 });
