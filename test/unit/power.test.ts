@@ -19,14 +19,14 @@ const ready = anInstance({
   updatedAt: now.toISOString(),
   version: 3,
 });
-const after = (change: Change | null): Instance => change!.instances![0]!.after;
+const instanceAfter = (change: Change | null): Instance => change!.instances![0]!.after;
 
 describe('a power action', () => {
   it('is recorded pending with a history entry, and refused while another is pending or the instance does not run', () => {
     const change = requestPower(ready, 'cycle', { id: 'pw-1', actor: 'alice', now });
-    expect(after(change).power).toMatchObject({ id: 'pw-1', action: 'cycle', state: 'cycling', previous: 'on', phase: 'pending', attempts: 0 });
+    expect(instanceAfter(change).power).toMatchObject({ id: 'pw-1', action: 'cycle', state: 'cycling', previous: 'on', phase: 'pending', attempts: 0 });
     expect(change.history).toEqual([expect.objectContaining({ machineId: 'm-1', instanceId: 'i-1', action: 'power-requested', actor: 'alice' })]);
-    expect(powerDueAt(after(change))).toBe(now.toISOString());
+    expect(powerDueAt(instanceAfter(change))).toBe(now.toISOString());
     const code = (instance: Instance) => {
       try {
         requestPower(instance, 'off', { id: 'pw-2', actor: 'alice', now });
@@ -35,36 +35,39 @@ describe('a power action', () => {
       }
       return 'accepted';
     };
-    expect(code(after(change))).toBe('power-action-in-progress');
+    expect(code(instanceAfter(change))).toBe('power-action-in-progress');
     expect(code({ ...ready, status: 'Terminating' })).toBe('invalid-state');
     expect(code({ ...ready, status: 'Repairing' })).toBe('accepted');
   });
 
   it('is claimed under a lease, tried again after an error, and given up once its calls ran out', () => {
-    const pending = after(requestPower(ready, 'off', { id: 'pw-1', actor: 'alice', now }));
-    const claimed = after(claimPowerCall(pending, now, rules));
+    const pending = instanceAfter(requestPower(ready, 'off', { id: 'pw-1', actor: 'alice', now }));
+    const claimed = instanceAfter(claimPowerCall(pending, now, rules));
     expect(claimed.power).toMatchObject({ phase: 'in-flight', attempts: 1, leaseUntil: later(10_000).toISOString() });
     expect(claimPowerCall(claimed, later(5_000), rules)).toBeNull();
-    const retrying = after(recordPowerCall(claimed, 'pw-1', { kind: 'error', reason: 'no answer' }, later(1_000)));
+    const retrying = instanceAfter(recordPowerCall(claimed, 'pw-1', { kind: 'error', reason: 'no answer' }, later(1_000)));
     expect(retrying.power).toMatchObject({ phase: 'pending', error: 'no answer', leaseUntil: later(3_000).toISOString() });
-    const second = after(claimPowerCall(retrying, later(3_000), rules));
+    const second = instanceAfter(claimPowerCall(retrying, later(3_000), rules));
     expect(second.power).toMatchObject({ phase: 'in-flight', attempts: 2 });
     // Its lease lapsed with no outcome recorded (its caller crashed) and no call is left: the action failed.
     const givenUp = claimPowerCall(second, later(20_000), rules);
-    expect(after(givenUp).power).toMatchObject({ phase: 'failed', state: 'on', error: 'no answer' });
+    expect(instanceAfter(givenUp).power).toMatchObject({ phase: 'failed', state: 'on', error: 'no answer' });
     expect(givenUp!.history).toEqual([expect.objectContaining({ action: 'power-failed' })]);
   });
 
   it('accepted leaves the state the action asked for; refused, the state it found; an outcome of another action changes nothing', () => {
-    const claimed = after(claimPowerCall(after(requestPower(ready, 'off', { id: 'pw-1', actor: 'alice', now })), now, rules));
-    expect(after(recordPowerCall(claimed, 'pw-1', { kind: 'accepted' }, later(500))).power).toMatchObject({ phase: 'accepted', state: 'off' });
-    expect(after(recordPowerCall(claimed, 'pw-1', { kind: 'refused', reason: '404' }, later(500))).power).toMatchObject({ phase: 'failed', state: 'on' });
+    const claimed = instanceAfter(claimPowerCall(instanceAfter(requestPower(ready, 'off', { id: 'pw-1', actor: 'alice', now })), now, rules));
+    expect(instanceAfter(recordPowerCall(claimed, 'pw-1', { kind: 'accepted' }, later(500))).power).toMatchObject({ phase: 'accepted', state: 'off' });
+    expect(instanceAfter(recordPowerCall(claimed, 'pw-1', { kind: 'refused', reason: '404' }, later(500))).power).toMatchObject({
+      phase: 'failed',
+      state: 'on',
+    });
     expect(recordPowerCall(claimed, 'pw-old', { kind: 'accepted' }, later(500))).toBeNull();
   });
 
   it('fails when the instance stopped running before its call was sent', () => {
-    const pending = after(requestPower(ready, 'cycle', { id: 'pw-1', actor: 'alice', now }));
-    const ended = after(claimPowerCall({ ...pending, status: 'Terminating' }, now, rules));
+    const pending = instanceAfter(requestPower(ready, 'cycle', { id: 'pw-1', actor: 'alice', now }));
+    const ended = instanceAfter(claimPowerCall({ ...pending, status: 'Terminating' }, now, rules));
     expect(ended.power).toMatchObject({ phase: 'failed', state: 'on', error: 'instance is Terminating' });
     expect(powerDueAt(ended)).toBeUndefined();
   });
