@@ -422,7 +422,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Fleet counts by state, override, type and rack ("machine summary")
+         * Fleet counts by state, override, lifecycle and type, and per NVLink domain when asked for ("machine summary")
          * @description Roles: provider-admin.
          */
         get: operations["fleet-summary"];
@@ -442,7 +442,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One machine type's racks with their machines' compact entries, for the rack map
+         * One machine type's racks, each with its machines' compact entries and its tallies (per NVLink domain too), for the rack map
          * @description Roles: provider-admin.
          */
         get: operations["list-racks"];
@@ -1154,14 +1154,7 @@ export interface components {
                 [key: string]: {
                     machines: number;
                     allocatable: number;
-                    byRack?: {
-                        [key: string]: {
-                            machines: number;
-                            allocatable: number;
-                            quarantined: number;
-                        };
-                    };
-                    /** @description Machines that carry an NVLink domain, per domain */
+                    /** @description With `include=nvlinkDomains`: machines that carry an NVLink domain, per domain */
                     byNvlinkDomain?: {
                         [key: string]: {
                             machines: number;
@@ -1189,6 +1182,20 @@ export interface components {
                     nvlinkDomain?: string;
                     /** @enum {string} */
                     lifecycle?: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
+                };
+            };
+            /** @description The rack's machines, retired ones left out, as the machine listing would count them now */
+            tally: {
+                machines: number;
+                allocatable: number;
+                quarantined: number;
+            };
+            /** @description The same, per NVLink domain of the rack's machines */
+            byNvlinkDomain?: {
+                [key: string]: {
+                    machines: number;
+                    allocatable: number;
+                    quarantined: number;
                 };
             };
         };
@@ -3824,7 +3831,10 @@ export interface operations {
     };
     "fleet-summary": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `nvlinkDomains`: also count each type's machines per NVLink domain (`byNvlinkDomain`) */
+                include?: "nvlinkDomains";
+            };
             header?: never;
             path?: never;
             cookie?: never;

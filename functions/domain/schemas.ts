@@ -172,6 +172,11 @@ export const listMachinesQuery = z.strictObject({
 /** The rack map: one type's racks (by default the first type by name), a page of racks at a time. */
 export const rackListQuery = z.strictObject({ ...pageQuery, machineType: machineType.optional() });
 
+/** The fleet summary: its counts, and per NVLink domain only when asked for. */
+export const fleetSummaryQuery = z.strictObject({
+  include: z.enum(['nvlinkDomains']).optional().describe("`nvlinkDomains`: also count each type's machines per NVLink domain (`byNvlinkDomain`)"),
+});
+
 export const tenantBody = z
   .strictObject({
     capabilities: z.strictObject({ targetedInstanceCreation: z.boolean() }).optional(),

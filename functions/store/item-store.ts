@@ -111,6 +111,8 @@ export interface ItemQuery {
   consistent?: boolean;
   /** The index entries as they are, not the items they name: of a KEYS_ONLY index, keys only, and no read of the table. */
   entriesOnly?: boolean;
+  /** Only these attributes of each item (and its keys): a read that leaves out a large attribute it has no use for. */
+  attributes?: readonly string[];
 }
 
 export interface ItemPage {
@@ -589,9 +591,10 @@ export abstract class ItemStore implements FleetStore {
     };
   }
 
-  /** Bounded by types x SUMMARY_SHARDS items, whatever the fleet's size. */
-  async summaryShards(): Promise<SummaryShard[]> {
-    return (await this.allItems({ partition: SUMMARY_PARTITION })).map(fromSummaryShardItem);
+  /** Bounded by types x SUMMARY_SHARDS items, whatever the fleet's size; the domain counters only when asked for. */
+  async summaryShards({ nvlinkDomains = false } = {}): Promise<SummaryShard[]> {
+    const attributes = nvlinkDomains ? {} : { attributes: ['machineType', 'shard', 'counters', 'version'] };
+    return (await this.allItems({ partition: SUMMARY_PARTITION, ...attributes })).map(fromSummaryShardItem);
   }
 
   /**

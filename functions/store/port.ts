@@ -203,8 +203,11 @@ export interface FleetStore {
     shards: Array<{ machineType: string; shard: number }>,
     machineIds?: readonly string[],
   ): Promise<{ racks: RackAggregate[]; shards: SummaryShard[]; machines: Map<string, Machine> }>;
-  /** Every counter shard: a bounded read (types x shards), whatever the fleet's size. */
-  summaryShards(): Promise<SummaryShard[]>;
+  /**
+   * Every counter shard: a bounded read (types x shards), whatever the fleet's size. Without `nvlinkDomains`, the
+   * shards' `domainCounters` are left out of the read.
+   */
+  summaryShards(options?: { nvlinkDomains?: boolean }): Promise<SummaryShard[]>;
   /** One type's racks with their machines' entries, grouped by counter shard (or one shard's), by rack name within. */
   listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>>;
   /** Tenant orgs' capacity (domain/org-capacity.ts): records of several kinds in one strongly consistent batch read. */

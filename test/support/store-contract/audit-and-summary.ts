@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { auditEntry, type AuditEntry } from '#domain/audit.ts';
-import { applyDelta, shardOf, summaryChange } from '#domain/fleet-summary.ts';
+import { applyDelta, shardOf, summaryChange, type SummaryShard } from '#domain/fleet-summary.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
 import { StaleWriteError, type AuditFilter, type FleetStore } from '#store/port.ts';
@@ -129,6 +129,19 @@ export function auditAndSummaryContract(kit: ContractKit): void {
       expect(rack).toMatchObject({ machineType: 'sumtype', rack: 'sum-r1', version: 0, machines: { 'sum-r1-m': { version: 3, state: 'Ready', live: true } } });
       const shards = (await kit.store.summaryShards()).filter((s) => s.machineType === 'sumtype');
       expect(shards.reduce((n, s) => n + (s.counters.machines ?? 0), 0)).toBe(3);
+
+      // The domain counters are read only when asked for.
+      const domainShard: SummaryShard = {
+        machineType: 'sumdomains',
+        shard: 0,
+        counters: { machines: 1 },
+        domainCounters: { 'domain|d1|machines': 1 },
+        version: 0,
+      };
+      await kit.store.commit({ fleetSummary: { racks: [], shards: [{ before: null, after: domainShard }] }, history: [] });
+      const ofType = (read: SummaryShard[]) => read.filter((s) => s.machineType === 'sumdomains');
+      expect(ofType(await kit.store.summaryShards())).toEqual([{ machineType: 'sumdomains', shard: 0, counters: { machines: 1 }, version: 0 }]);
+      expect(ofType(await kit.store.summaryShards({ nvlinkDomains: true }))).toEqual([domainShard]);
 
       // Machines are read in the same batch when asked for; unknown ones are left out.
       await kit.store.commit({ machines: [create(machine('sum-read-m', { machineType: 'sumtype', rack: 'sum-r1' }))], history: [] });
