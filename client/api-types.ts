@@ -206,6 +206,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/org/{org}/nico/capacity/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's capacity points from `since` on, oldest first: delivered, healthy, reserved and in use per type
+         * @description Roles: tenant.
+         */
+        get: operations["list-capacity-history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/org/{org}/nico/maintenance": {
         parameters: {
             query?: never;
@@ -466,6 +486,26 @@ export interface paths {
          * @description Roles: provider-admin.
          */
         get: operations["repair-stats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{org}/capacity/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's capacity points from `since` on, oldest first: delivered, healthy, reserved and in use per type
+         * @description Roles: provider-admin.
+         */
+        get: operations["list-tenant-capacity-history"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2693,6 +2733,104 @@ export interface operations {
             };
         };
     };
+    "list-capacity-history": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+                /** @description The earliest point wanted (ISO 8601); default: a day before now */
+                since?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description The start of the interval the point stands for (the sweep took it within that interval) */
+                            at: string;
+                            byType: {
+                                [key: string]: {
+                                    delivered: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    healthy: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    reserved: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    inUse: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                };
+                            };
+                        }[];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "list-org-maintenance": {
         parameters: {
             query?: never;
@@ -3681,6 +3819,8 @@ export interface operations {
                                 interval_seconds: number;
                                 /** @default 300 */
                                 outbox_grace_seconds: number;
+                                /** @default 300 */
+                                capacity_history_seconds: number;
                             };
                             validation: {
                                 /**
@@ -3987,6 +4127,104 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RepairStats"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-tenant-capacity-history": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+                /** @description The earliest point wanted (ISO 8601); default: a day before now */
+                since?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description The start of the interval the point stands for (the sweep took it within that interval) */
+                            at: string;
+                            byType: {
+                                [key: string]: {
+                                    delivered: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    healthy: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    reserved: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    inUse: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                };
+                            };
+                        }[];
+                        nextToken?: string;
+                    };
                 };
             };
             /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */

@@ -70,6 +70,16 @@ export const auditQuery = z.strictObject({
     .optional(),
 });
 
+/** An org's capacity history: its points from `since` on (default: a day back), oldest first, a page at a time. */
+export const capacityHistoryQuery = z.strictObject({
+  ...pageQuery,
+  since: z.iso
+    .datetime({ offset: true })
+    .transform((at) => new Date(at).toISOString())
+    .optional()
+    .describe('The earliest point wanted (ISO 8601); default: a day before now'),
+});
+
 export const params = {
   org: z.strictObject({ org }),
   orgInstance: z.strictObject({ org, id: resourceId }),

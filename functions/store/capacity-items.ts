@@ -1,3 +1,4 @@
+import { capacityPointExpiry, type CapacityPoint } from '#domain/capacity-history.ts';
 import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
 import { capacityShardOf } from '#domain/org-capacity.ts';
 
@@ -45,4 +46,17 @@ export const fromOrgCapacityShardItem = (item: Item): OrgCapacityShard => ({
   shard: Number(item.shard),
   counters: (item.counters ?? {}) as Record<string, number>,
   version: Number(item.version),
+});
+
+/** An org's capacity points: one partition per org, sorted by the point's time, so `since` is a key condition. */
+export const capacityHistoryPartition = (org: string): string => `CAPACITY-HISTORY#${org}`;
+
+export function capacityPointItem(point: CapacityPoint): Item {
+  return { pk: capacityHistoryPartition(point.org), sk: point.at, entity: 'capacity-point', ...point, expiresAt: capacityPointExpiry(point.at) };
+}
+
+export const fromCapacityPointItem = (item: Item): CapacityPoint => ({
+  org: String(item.org),
+  at: String(item.at),
+  byType: (item.byType ?? {}) as CapacityPoint['byType'],
 });

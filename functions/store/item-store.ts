@@ -73,13 +73,17 @@ import {
 } from '#store/port.ts';
 import { indexes } from '#store/table.ts';
 import {
+  capacityHistoryPartition,
   capacityKeys,
   capacityNodeItem,
+  capacityPointItem,
   fromCapacityNodeItem,
+  fromCapacityPointItem,
   fromOrgCapacityShardItem,
   ORG_CAPACITY_KIND,
   orgCapacityShardItem,
 } from '#store/capacity-items.ts';
+import type { CapacityPoint } from '#domain/capacity-history.ts';
 import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/org-capacity.ts';
 
 // What both implementations share: which item each record becomes, which index each listing reads and how, and
@@ -184,6 +188,7 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
   if (change.audit) writes.push({ put: auditItem(change.audit, uniqueSuffix()), expectedVersion: null });
   for (const entry of change.siteHistory ?? []) writes.push({ put: siteHistoryItem(entry), expectedVersion: null });
+  for (const point of change.capacityPoints ?? []) writes.push({ put: capacityPointItem(point), expectedVersion: null });
   const guards = new Map((change.quotaGuards ?? []).map((g) => [usageRef(g.org, g.machineType), g.quota]));
   for (const move of usageMoves(change.instances ?? [])) {
     const guard = move.by > 0 ? guards.get(usageRef(move.org, move.machineType)) : undefined;
@@ -670,6 +675,19 @@ export abstract class ItemStore implements FleetStore {
   async orgCapacityShards(org: string): Promise<OrgCapacityShard[]> {
     const shards = Array.from({ length: ORG_CAPACITY_SHARDS }, (_, shard) => capacityKeys.shard(org, shard));
     return (await this.getItems(shards)).map(fromOrgCapacityShardItem).sort((a, b) => a.shard - b.shard);
+  }
+
+  /** One org's points from `since` on, oldest first, a page at a time: one Query a page. */
+  async listCapacityPoints(org: string, since: string, page: PageRequest): Promise<Page<CapacityPoint>> {
+    const query: ItemQuery = { partition: capacityHistoryPartition(org), sort: { atLeast: since }, limit: page.limit };
+    const result = await this.queryItems(query, page.nextToken);
+    return { items: result.items.map(fromCapacityPointItem), nextToken: result.nextToken };
+  }
+
+  /** The orgs among `orgs` that have a point at `at`: one batch read. */
+  async orgsWithCapacityPoint(orgs: readonly string[], at: string): Promise<Set<string>> {
+    const items = await this.getItems(orgs.map((org) => ({ pk: capacityHistoryPartition(org), sk: at })));
+    return new Set(items.map((item) => String(item.org)));
   }
 
   async capacityOrgs(): Promise<string[]> {

@@ -3,6 +3,7 @@ import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
 import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
+import type { CapacityPoint } from '#domain/capacity-history.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { Maintenance, MaintenanceState, OpenMaintenances } from '#domain/maintenance.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
@@ -216,6 +217,10 @@ export interface FleetStore {
   orgCapacityShards(org: string): Promise<OrgCapacityShard[]>;
   /** The orgs that have capacity counters. */
   capacityOrgs(): Promise<string[]>;
+  /** One org's capacity points (domain/capacity-history.ts) from `since` on, oldest first. */
+  listCapacityPoints(org: string, since: string, page: PageRequest): Promise<Page<CapacityPoint>>;
+  /** Which of `orgs` have a capacity point at `at`. */
+  orgsWithCapacityPoint(orgs: readonly string[], at: string): Promise<Set<string>>;
   /** An org's delivered machines' node records, ordered by counter shard and machine id (or one shard's); the index may lag. */
   listCapacityNodes(org: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<CapacityNode>>;
   /** What the sweep must look at: records whose due time has come (at or before `now`), earliest first. */

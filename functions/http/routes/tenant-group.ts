@@ -2,6 +2,7 @@ import type { Route } from '#http/route.ts';
 import { instanceRoutes } from '#http/routes/instances.ts';
 import { tenantMaintenanceRoutes } from '#http/routes/maintenance.ts';
 import { tenantCapacityRoutes } from '#http/routes/tenant-capacity.ts';
+import { tenantCapacityHistoryRoutes } from '#http/routes/capacity-history.ts';
 import { metaInstanceRoutes } from '#http/routes/meta-instances.ts';
 import { openApiRoute } from '#http/routes/openapi.ts';
 import { tenantMachineRoutes } from '#http/routes/tenant-machines.ts';
@@ -12,6 +13,7 @@ export const tenantGroupRoutes: readonly Route[] = [
   ...tenantMachineRoutes,
   ...metaInstanceRoutes,
   ...tenantCapacityRoutes,
+  ...tenantCapacityHistoryRoutes,
   ...tenantMaintenanceRoutes,
   openApiRoute,
 ];
