@@ -202,6 +202,9 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   return writes;
 }
 
+/** Rack partitions a page of racks reads at once. */
+const RACK_PARTITIONS_AT_ONCE = 8;
+
 /** What a partition read to its end gives. */
 const NOTHING_LEFT: ItemPage = { items: [] };
 
@@ -603,8 +606,11 @@ export abstract class ItemStore implements FleetStore {
   }
 
   /**
-   * A type's racks, or one shard's: its counter items' partitions one after another, the token holding where each
-   * stands. Up to a Query per partition a page.
+   * A type's racks, or one shard's: its counter items' partitions in order, the token holding where each stands. The
+   * partitions are read RACK_PARTITIONS_AT_ONCE at a time, each up to what the page still has room for; a partition
+   * that gave more than the room left is cut there, its cursor the key of the last rack taken. Up to a Query per
+   * partition a page, a few at a time, so a small site's page (most partitions empty) does not take 64 round trips
+   * one after another.
    */
   async listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>> {
     const counterItems =
@@ -613,13 +619,21 @@ export abstract class ItemStore implements FleetStore {
     const queries: ItemQuery[] = counterItems.map((item) => ({ partition: summaryRackPartition(machineType, item), consistent: page.shard !== undefined }));
     const cursors = decodeMergedPageToken(page.nextToken, queries.length);
     const items: Item[] = [];
-    for (const [at, query] of queries.entries()) {
-      const cursor = cursors[at];
-      if (cursor === 'done') continue;
-      const found = await this.queryItems({ ...query, limit: page.limit - items.length }, cursor ?? undefined);
-      items.push(...found.items);
-      cursors[at] = found.nextToken ?? 'done';
-      if (items.length === page.limit) break;
+    const open = queries.flatMap((_, at) => (cursors[at] === 'done' ? [] : [at]));
+    while (items.length < page.limit && open.length > 0) {
+      const wave = open.splice(0, RACK_PARTITIONS_AT_ONCE);
+      const room = page.limit - items.length;
+      const pages = await Promise.all(wave.map((at) => this.queryItems({ ...queries[at]!, limit: room }, cursors[at] ?? undefined)));
+      for (const [i, at] of wave.entries()) {
+        const found = pages[i]!;
+        const left = page.limit - items.length;
+        if (left === 0) break;
+        const taken = found.items.slice(0, left);
+        items.push(...taken);
+        const last = taken.at(-1);
+        cursors[at] =
+          taken.length < found.items.length && last ? encodePageToken(listingOf(queries[at]!), { pk: last.pk, sk: last.sk })! : (found.nextToken ?? 'done');
+      }
     }
     return { items: items.map(fromRackAggregateItem), nextToken: encodeMergedPageToken(cursors) };
   }

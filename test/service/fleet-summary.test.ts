@@ -6,6 +6,7 @@ import { startRun } from '#reconcilers/runner.ts';
 import { listRacks, readFleetSummary } from '#services/fleet-summary.ts';
 import { repairSummaryShard } from '#reconcilers/summary-repair.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
+import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { listMachines, registerMachines } from '#services/machines.ts';
 import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
@@ -150,6 +151,28 @@ describe('fleet summary', () => {
     const before = await h.store.summaryShards();
     await deliver(h, records, 11);
     expect(await h.store.summaryShards()).toEqual(before);
+  });
+
+  it('keeps one heartbeat class for the machines of one roster, however many walks make them live, and when', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    const fleet = Array.from({ length: 300 }, (_, i) => ({ id: `gb200-${i + 1}`, machineType: 'gb200', rack: `r${(i % 30) + 1}` }));
+    await registerMachines(h.ctx, fleet, ops);
+    const { changedBuckets } = await receiveHeartbeat(
+      h.ctx,
+      fleet.map((m) => m.id),
+      new Map(),
+    );
+    expect(changedBuckets.length).toBeGreaterThan(10);
+    // Each bucket walked on its own, a moment after the one before.
+    for (const id of changedBuckets) {
+      h.clock.advance(7);
+      await startRun(h.ctx).reconcile([{ entity: 'roster-bucket', id }]);
+    }
+    await deliver(h, records, 19);
+    const classes = new Set((await h.store.summaryShards()).flatMap((s) => Object.keys(s.counters).filter((c) => c.startsWith('seen|'))));
+    expect(classes).toEqual(new Set([expect.stringMatching(/^seen\|live\|.+\|machines$/), expect.stringMatching(/^seen\|live\|.+\|allocatable$/)]));
+    expect(await summaryWithoutTime(h)).toMatchObject({ machines: 300, allocatable: 300, stale: 0 });
   });
 
   it('counts every machine when the site agent has gone silent', async () => {
