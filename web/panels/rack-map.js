@@ -11,7 +11,7 @@ import { SOURCES } from '../fleet.js';
 /** @typedef {{ domain: string | undefined, title: string, hue: number, cells: Cell[] }} DomainGroup */
 /** @typedef {Item<'/admin/fleet/racks'>['machines'][string]} Entry */
 
-/** Outline colours for domains: neighbours in a rack get different ones. */
+/** Outline colours for domains, picked by a hash of the name: neighbouring domains mostly differ. */
 const DOMAIN_HUES = 6;
 
 const numeric = (/** @type {string} */ a, /** @type {string} */ b) => a.localeCompare(b, undefined, { numeric: true });
