@@ -238,7 +238,7 @@ const countsOf = (counts: Record<string, number>): string =>
     .map(([name, count]) => `${name}=${count}`)
     .join(' ');
 
-/** `machine summary`: the totals, then one row per type and rack. */
+/** `machine summary`: the totals, then one row per type, and per NVLink domain when the summary counts them. */
 export function renderSummary(summary: FleetSummary): string {
   const totals = renderKeyValues([
     ['machines', summary.machines],
@@ -251,17 +251,30 @@ export function renderSummary(summary: FleetSummary): string {
   const rows = Object.entries(summary.byType)
     .sort(([a], [b]) => a.localeCompare(b))
     .flatMap(([type, t]) => [
-      { type, rack: '*', ...t, quarantined: undefined as number | undefined },
-      ...Object.entries(t.byRack ?? {})
-        .sort(([a], [b]) => a.localeCompare(b))
-        .map(([rack, r]) => ({ type, rack, ...r })),
+      { type, domain: '*', ...t, quarantined: undefined as number | undefined },
+      ...Object.entries(t.byNvlinkDomain ?? {})
+        .sort(([a], [b]) => a.localeCompare(b, undefined, { numeric: true }))
+        .map(([domain, d]) => ({ type, domain, ...d })),
     ]);
+  const domains = rows.some((r) => r.domain !== '*');
   const columns: Column<(typeof rows)[number]>[] = [
     { header: 'type', value: (r) => r.type },
-    { header: 'rack', value: (r) => r.rack },
+    ...(domains ? [{ header: 'nvlink domain', value: (r: (typeof rows)[number]) => r.domain }] : []),
     { header: 'machines', value: (r) => r.machines },
     { header: 'allocatable', value: (r) => r.allocatable },
-    { header: 'quarantined', value: (r) => r.quarantined },
+    ...(domains ? [{ header: 'quarantined', value: (r: (typeof rows)[number]) => r.quarantined }] : []),
   ];
   return rows.length === 0 ? totals : `${totals}\n\n${renderTable(rows, columns)}`;
 }
+
+export type Rack = Item<'/admin/fleet/racks'>;
+
+/** `machine racks`: one row per rack, with the NVLink domains its machines carry. */
+export const rackColumns: Column<Rack>[] = [
+  { header: 'type', value: (r) => r.machineType },
+  { header: 'rack', value: (r) => r.rack },
+  { header: 'machines', value: (r) => r.tally.machines },
+  { header: 'allocatable', value: (r) => r.tally.allocatable },
+  { header: 'quarantined', value: (r) => r.tally.quarantined },
+  { header: 'nvlink domains', value: (r) => Object.keys(r.byNvlinkDomain ?? {}).join(' ') },
+];

@@ -226,6 +226,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/org/{org}/nico/capacity/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's capacity points from `since` on, oldest first: delivered, healthy, reserved and in use per type
+         * @description Roles: tenant.
+         */
+        get: operations["list-capacity-history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/org/{org}/nico/maintenance": {
         parameters: {
             query?: never;
@@ -502,7 +522,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Fleet counts by state, override, type and rack ("machine summary")
+         * Fleet counts by state, override, lifecycle and type, and per NVLink domain when asked for ("machine summary")
          * @description Roles: provider-admin.
          */
         get: operations["fleet-summary"];
@@ -522,7 +542,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One machine type's racks with their machines' compact entries, for the rack map
+         * One machine type's racks, each with its machines' compact entries and its tallies (per NVLink domain too), for the rack map
          * @description Roles: provider-admin.
          */
         get: operations["list-racks"];
@@ -546,6 +566,26 @@ export interface paths {
          * @description Roles: provider-admin.
          */
         get: operations["repair-stats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{org}/capacity/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's capacity points from `since` on, oldest first: delivered, healthy, reserved and in use per type
+         * @description Roles: provider-admin.
+         */
+        get: operations["list-tenant-capacity-history"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1262,14 +1302,7 @@ export interface components {
                 [key: string]: {
                     machines: number;
                     allocatable: number;
-                    byRack?: {
-                        [key: string]: {
-                            machines: number;
-                            allocatable: number;
-                            quarantined: number;
-                        };
-                    };
-                    /** @description Machines that carry an NVLink domain, per domain */
+                    /** @description With `include=nvlinkDomains`: machines that carry an NVLink domain, per domain */
                     byNvlinkDomain?: {
                         [key: string]: {
                             machines: number;
@@ -1297,6 +1330,20 @@ export interface components {
                     nvlinkDomain?: string;
                     /** @enum {string} */
                     lifecycle?: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
+                };
+            };
+            /** @description The rack's machines, retired ones left out, as the machine listing would count them now */
+            tally: {
+                machines: number;
+                allocatable: number;
+                quarantined: number;
+            };
+            /** @description The same, per NVLink domain of the rack's machines */
+            byNvlinkDomain?: {
+                [key: string]: {
+                    machines: number;
+                    allocatable: number;
+                    quarantined: number;
                 };
             };
         };
@@ -2878,6 +2925,104 @@ export interface operations {
             };
         };
     };
+    "list-capacity-history": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+                /** @description The earliest point wanted (ISO 8601); default: a day before now */
+                since?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description The start of the interval the point stands for (the sweep took it within that interval) */
+                            at: string;
+                            byType: {
+                                [key: string]: {
+                                    delivered: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    healthy: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    reserved: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    inUse: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                };
+                            };
+                        }[];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "list-org-maintenance": {
         parameters: {
             query?: never;
@@ -4171,6 +4316,8 @@ export interface operations {
                                 interval_seconds: number;
                                 /** @default 300 */
                                 outbox_grace_seconds: number;
+                                /** @default 300 */
+                                capacity_history_seconds: number;
                             };
                             validation: {
                                 /**
@@ -4323,7 +4470,10 @@ export interface operations {
     };
     "fleet-summary": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `nvlinkDomains`: also count each type's machines per NVLink domain (`byNvlinkDomain`) */
+                include?: "nvlinkDomains";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4476,6 +4626,104 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RepairStats"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-tenant-capacity-history": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+                /** @description The earliest point wanted (ISO 8601); default: a day before now */
+                since?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description The start of the interval the point stands for (the sweep took it within that interval) */
+                            at: string;
+                            byType: {
+                                [key: string]: {
+                                    delivered: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    healthy: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    reserved: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                    inUse: {
+                                        machines: number;
+                                        gpus: number;
+                                    };
+                                };
+                            };
+                        }[];
+                        nextToken?: string;
+                    };
                 };
             };
             /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */

@@ -55,7 +55,8 @@ const putEventsFrom = (sid: string, source: string): Grant => ({
 export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   // Instances, meta-instances and tenant machine views; writes are conditional puts and transactions of puts.
   TenantApi: [
-    // Query: an org's quota usage items, one partition (its capacity answer); a reported machine's history (repair tickets).
+    // Query: an org's quota usage items (its capacity answer) and its capacity history, one partition each; a reported
+    // machine's history (repair tickets).
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
     queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'repairRequested'),
     idempotencyRecords,
@@ -79,8 +80,8 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
     { sid: 'ListTableStreams', actions: ['dynamodb:ListStreams'], resources: [logicalResource.any] },
     putEventsFrom('PutRepairEvents', EVENT_SOURCE),
   ],
-  // Whatever is due, the fleet gauges, the counters' drift repairs, its own follow-ups, and the outbox events the stream
-  // left undelivered.
+  // Whatever is due, the fleet gauges, the counters' drift repairs, orgs' capacity points, its own follow-ups, and the
+  // outbox events the stream left undelivered.
   SweepHandler: [
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
     queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'due', 'eventsByDay', 'repairRequested', 'replacing', 'waiting'),

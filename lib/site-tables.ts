@@ -46,6 +46,8 @@ export class SiteTables extends SitePart {
       ...keysOf(definition, definition.KeySchema),
       billingMode: billingOf(definition),
       stream: StreamViewType[streamView],
+      // Orgs' capacity history points expire (domain/capacity-history.ts); no other item carries the attribute.
+      timeToLiveAttribute: 'expiresAt',
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       deletionProtection: true,
       removalPolicy: RemovalPolicy.RETAIN,

@@ -4,6 +4,7 @@ import { apiBaseUrl, createApi } from './api.js';
 import { createPoller } from './poll.js';
 import { createStore } from './store.js';
 import { createAudit } from './panels/audit.js';
+import { createCapacity } from './panels/capacity.js';
 import { createFleetSummary } from './panels/fleet-summary.js';
 import { createHeader } from './panels/header.js';
 import { createMachineDetail } from './panels/machine-detail.js';
@@ -45,6 +46,7 @@ async function start() {
         createMetaInstances(context),
         createMachines(context),
         createAudit(context),
+        createCapacity(context),
       ],
       // The rack map lists the types the fleet summary found.
       [createRackMap(context)],

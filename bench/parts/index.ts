@@ -9,6 +9,7 @@ import { monthlyCostPart } from './monthly-cost.ts';
 import { partitionHeatPart } from './partition-heat.ts';
 import { placementPart } from './placement.ts';
 import { scalePart } from './scale.ts';
+import { summaryPart } from './summary.ts';
 import { sweepPart } from './sweep.ts';
 import { workflowsPart } from './workflows.ts';
 
@@ -23,6 +24,7 @@ export const parts: readonly AnyPart[] = [
   contentionPart,
   coldstartPart,
   scalePart,
+  summaryPart,
   workflowsPart,
   monthlyCostPart,
   partitionHeatPart,

@@ -8,6 +8,7 @@ import { action, collectLabel, parseBoolean, parseCount, parsePositiveInt, parse
 import {
   historyColumns,
   machineColumns,
+  rackColumns,
   renderLabels,
   renderMachine,
   renderOverrides,
@@ -78,11 +79,24 @@ export function machineCommand(deps: RuntimeDeps): Command {
 
   machine
     .command('summary')
-    .description('fleet counts by state, health override, type and rack (provider-admin), from aggregates the stream keeps')
+    .description('fleet counts by state, health override and type (provider-admin), from aggregates the stream keeps')
+    .option('--nvlink-domains', 'count each type per NVLink domain too')
     .action(
-      action(deps, async (rt) => {
-        const summary = await rt.client.get('/admin/fleet/summary');
+      action(deps, async (rt, _args, o: { nvlinkDomains?: boolean }) => {
+        const summary = await rt.client.get('/admin/fleet/summary', { params: { query: o.nvlinkDomains ? { include: 'nvlinkDomains' } : {} } });
         rt.out.result(summary, () => renderSummary(summary));
+      }),
+    );
+
+  machine
+    .command('racks')
+    .description("one type's racks with their counts and NVLink domains (provider-admin; default: the first type by name)")
+    .option('--machine-type <type>', 'the racks of this type')
+    .option('--limit <n>', 'at most this many (default: all)', parsePositiveInt)
+    .action(
+      action(deps, async (rt, _args, o: { machineType?: string; limit?: number }) => {
+        const items = await rt.client.list('/admin/fleet/racks', { params: { query: { machineType: o.machineType } } }, o.limit);
+        rt.out.result({ items }, () => (items.length === 0 ? 'no racks' : renderTable(items, rackColumns)));
       }),
     );
 

@@ -105,6 +105,8 @@ export const siteConfigSchema = z.strictObject({
     interval_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 60),
     // An outbox event the stream has not delivered this long after its commit is the sweep's to deliver.
     outbox_grace_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 300),
+    // Each org's capacity history keeps a point per this many seconds, taken by the sweep.
+    capacity_history_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 300),
   }),
   validation: section({
     // The returns after which a machine is allocatable only once the site agent's validation passed; [] turns it off.

@@ -32,4 +32,12 @@ export const capacityNodeResponse = z.object({
 
 export const capacityNodeListResponse = listOf(capacityNodeResponse);
 
+/** One point of an org's capacity history: the counts of `GET .../capacity` at the start of an interval. */
+export const capacityPointResponse = z.object({
+  at: z.string().describe('The start of the interval the point stands for (the sweep took it within that interval)'),
+  byType: z.record(z.string(), z.object({ delivered: count, healthy: count, reserved: count, inUse: count })),
+});
+
+export const capacityHistoryResponse = listOf(capacityPointResponse);
+
 export type CapacityNodeView = z.infer<typeof capacityNodeResponse>;

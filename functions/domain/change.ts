@@ -1,5 +1,6 @@
 import type { AuditEntry } from '#domain/audit.ts';
 import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
+import type { CapacityPoint } from '#domain/capacity-history.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { Maintenance, OpenMaintenances } from '#domain/maintenance.ts';
@@ -50,6 +51,8 @@ export interface Change {
   audit?: AuditEntry;
   /** Site-level entries (events about the site), each written only if its key is new. */
   siteHistory?: SiteHistoryEntry[];
+  /** Points of orgs' capacity history (domain/capacity-history.ts), each written only if its interval has none. */
+  capacityPoints?: CapacityPoint[];
   /**
    * The quotas the instances this change counts were decided against (domain/quotas.ts): each (org, type) whose usage
    * it raises commits only while that quota holds. The usage moves themselves follow from `instances`.

@@ -43,6 +43,11 @@ export interface SummaryShard {
   machineType: string;
   shard: number;
   counters: Record<string, number>;
+  /**
+   * The per NVLink domain counters, apart from the type's: the summary reads them only when asked (a site of NVL72
+   * racks has a domain per 18 machines), and its usual read leaves this attribute out. Absent when not read.
+   */
+  domainCounters?: Record<string, number>;
   version: number;
 }
 
@@ -102,8 +107,11 @@ const partsOf = (counter: string): string[] => counter.split(SEP).map(decodeURIC
 /** A heartbeat class: roster membership and the machine's own last heartbeat time. */
 const seenKey = (entry: Pick<SummaryEntry, 'live' | 'lastHeartbeatAt'>): string => name(entry.live ? 'live' : 'off', entry.lastHeartbeatAt ?? '');
 
-/** The counters one machine adds: each name by one. */
-export function counterKeys(rack: string, entry: SummaryEntry): string[] {
+/**
+ * The counters one machine adds: each name by one. Per-rack detail is not counted: a rack's tally is its rack item's
+ * entries (rack-tally.ts), read with the rack.
+ */
+export function counterKeys(entry: SummaryEntry): string[] {
   // A retired machine is no capacity: it counts under its lifecycle alone.
   if (entry.lifecycle === 'retired') return [name('lifecycle', 'retired')];
   const seen = seenKey(entry);
@@ -111,13 +119,10 @@ export function counterKeys(rack: string, entry: SummaryEntry): string[] {
     'machines',
     name('state', entry.state),
     ...entry.overrides.map((o) => name('override', o)),
-    name('rack', rack, 'machines'),
     `seen${SEP}${seen}${SEP}machines`,
     ...(entry.lifecycle ? [name('lifecycle', entry.lifecycle)] : []),
   ];
-  if (entry.allocatable)
-    keys.push('allocatable', name('rack', rack, 'allocatable'), `seen${SEP}${seen}${SEP}allocatable`, `${name('rackseen', rack)}${SEP}${seen}`);
-  if (entry.quarantined) keys.push(name('rack', rack, 'quarantined'));
+  if (entry.allocatable) keys.push('allocatable', `seen${SEP}${seen}${SEP}allocatable`);
   const domain = entry.nvlinkDomain;
   if (domain !== undefined) {
     keys.push(name('domain', domain, 'machines'));
@@ -126,6 +131,9 @@ export function counterKeys(rack: string, entry: SummaryEntry): string[] {
   }
   return keys;
 }
+
+/** A counter kept in a shard's `domainCounters`. */
+const isDomainCounter = (counter: string): boolean => counter.startsWith(`domain${SEP}`) || counter.startsWith(`domainseen${SEP}`);
 
 /** Counters moved by `delta`; names that reach zero are dropped, so shard items hold only what exists. */
 export function applyDelta(counters: Record<string, number>, delta: Record<string, number>): Record<string, number> {
@@ -138,15 +146,27 @@ export function applyDelta(counters: Record<string, number>, delta: Record<strin
   return next;
 }
 
+/** What a shard holds, moved by `delta`: each counter in the map it belongs to. */
+export function movedShardCounters(
+  before: Pick<SummaryShard, 'counters' | 'domainCounters'> | null,
+  delta: Record<string, number>,
+): Pick<SummaryShard, 'counters' | 'domainCounters'> {
+  const [domain, type] = [true, false].map((ofDomain) =>
+    Object.fromEntries(Object.entries(delta).filter(([counter]) => isDomainCounter(counter) === ofDomain)),
+  );
+  const domainCounters = applyDelta(before?.domainCounters ?? {}, domain!);
+  return { counters: applyDelta(before?.counters ?? {}, type!), ...(Object.keys(domainCounters).length > 0 ? { domainCounters } : {}) };
+}
+
 /** The counters of every entry of some racks, by counter item, as the sweep recomputes them. */
-export function countersByItem(racks: RackAggregate[]): Map<number, Record<string, number>> {
+export function countersByItem(racks: RackAggregate[]): Map<number, Pick<SummaryShard, 'counters' | 'domainCounters'>> {
   const deltas = new Map<number, Record<string, number>>();
   for (const rack of racks) {
     const item = counterItemOf(rack.rack);
     const delta = deltas.get(item) ?? deltas.set(item, {}).get(item)!;
-    for (const entry of Object.values(rack.machines)) for (const key of counterKeys(rack.rack, entry)) delta[key] = (delta[key] ?? 0) + 1;
+    for (const entry of Object.values(rack.machines)) for (const key of counterKeys(entry)) delta[key] = (delta[key] ?? 0) + 1;
   }
-  return new Map([...deltas].map(([item, delta]) => [item, applyDelta({}, delta)]));
+  return new Map([...deltas].map(([item, delta]) => [item, movedShardCounters(null, delta)]));
 }
 
 /** Where a machine's entry may be: a machine id, with the type and rack it is (or was) counted under. */
@@ -190,22 +210,23 @@ export function summaryChange({ placements, machines, racks, shards }: SummarySn
     const here = machine !== null && machine.machineType === placement.machineType && machine.rack === placement.rack;
     if (here ? before !== undefined && before.version >= machine.version : before === undefined) continue;
     const { [placement.machineId]: _replaced, ...others } = rack?.machines ?? {};
-    if (before) move(placement, counterKeys(placement.rack, before), -1);
+    if (before) move(placement, counterKeys(before), -1);
     const entries = here ? { ...others, [placement.machineId]: summaryEntry(machine) } : others;
-    if (here) move(placement, counterKeys(placement.rack, entries[placement.machineId]!), 1);
+    if (here) move(placement, counterKeys(entries[placement.machineId]!), 1);
     rackAfter.set(key, { machineType: placement.machineType, rack: placement.rack, machines: entries, version: rack?.version ?? 0 });
   }
   if (rackAfter.size === 0) return null;
   const shardPairs = [...deltas].map(([key, delta]) => {
     const before = shards.get(key) ?? null;
     const [machineType, shard] = JSON.parse(key) as [string, number];
-    return { before, after: { machineType, shard, counters: applyDelta(before?.counters ?? {}, delta), version: before?.version ?? 0 } };
+    return { before, after: { machineType, shard, ...movedShardCounters(before, delta), version: before?.version ?? 0 } };
   });
   const rackPairs = [...rackAfter].map(([key, after]) => ({ before: racks.get(key) ?? null, after }));
   return { fleetSummary: { racks: rackPairs, shards: shardPairs }, history: [] };
 }
 
-export interface RackTally {
+/** Machines, those allocatable now, and those with an override that prevents allocation. */
+export interface Tally {
   machines: number;
   allocatable: number;
   quarantined: number;
@@ -214,9 +235,8 @@ export interface RackTally {
 export interface TypeSummary {
   machines: number;
   allocatable: number;
-  byRack: Record<string, RackTally>;
-  /** Only for a type whose machines carry NVLink domains. */
-  byNvlinkDomain?: Record<string, RackTally>;
+  /** Only when asked for, and only for a type whose machines carry NVLink domains. */
+  byNvlinkDomain?: Record<string, Tally>;
 }
 
 export interface FleetSummary {
@@ -231,16 +251,19 @@ export interface FleetSummary {
 }
 
 /** Whether machines of a heartbeat class count as stale now: the rule of domain/health.ts, applied once per class. */
-function staleClass(live: string, lastHeartbeatAt: string, heartbeat: HeartbeatView, now: Date): boolean {
-  const probe = { heartbeatLive: live === 'live', ...(lastHeartbeatAt ? { lastHeartbeatAt } : {}) } as Machine;
+export function staleClass(live: boolean, lastHeartbeatAt: string | undefined, heartbeat: HeartbeatView, now: Date): boolean {
+  const probe = { heartbeatLive: live, ...(lastHeartbeatAt ? { lastHeartbeatAt } : {}) } as Machine;
   return heartbeatStale(probe, heartbeat, now);
 }
 
 /**
  * The summary from the shards: counts as the machine listing shows them now. Allocatable excludes machines whose
  * heartbeat is stale (as the listing's `allocatable` does), so it is computed per heartbeat class at read time.
+ * `byNvlinkDomain` is counted when the shards were read with their domain counters (`nvlinkDomains`). Counters of
+ * racks, which items written before rack tallies were read from the racks still hold until the sweep recounts them,
+ * are passed over.
  */
-export function fleetSummary(shards: SummaryShard[], heartbeat: HeartbeatView, now: Date): FleetSummary {
+export function fleetSummary(shards: SummaryShard[], heartbeat: HeartbeatView, now: Date, { nvlinkDomains = false } = {}): FleetSummary {
   const summary: FleetSummary = {
     machines: 0,
     allocatable: 0,
@@ -255,26 +278,25 @@ export function fleetSummary(shards: SummaryShard[], heartbeat: HeartbeatView, n
   const staleByClass = new Map<string, boolean>();
   const stale = (live: string, lastHeartbeatAt: string) => {
     const seen = name(live, lastHeartbeatAt);
-    if (!staleByClass.has(seen)) staleByClass.set(seen, staleClass(live, lastHeartbeatAt, heartbeat, now));
+    if (!staleByClass.has(seen)) staleByClass.set(seen, staleClass(live === 'live', lastHeartbeatAt, heartbeat, now));
     return staleByClass.get(seen)!;
   };
   for (const shard of shards) {
-    const type = (summary.byType[shard.machineType] ??= { machines: 0, allocatable: 0, byRack: {} });
-    const rackOf = (name: string) => (type.byRack[name] ??= { machines: 0, allocatable: 0, quarantined: 0 });
+    const type = (summary.byType[shard.machineType] ??= { machines: 0, allocatable: 0 });
     const domainOf = (name: string) => ((type.byNvlinkDomain ??= {})[name] ??= { machines: 0, allocatable: 0, quarantined: 0 });
-    for (const [counter, count] of Object.entries(shard.counters)) {
+    // Items written before the domain counters had their own map hold them among the others: both are read.
+    for (const [counter, count] of [...Object.entries(shard.counters), ...Object.entries(shard.domainCounters ?? {})]) {
       const parts = partsOf(counter);
       if (counter === 'machines') type.machines += count;
       else if (counter === 'allocatable') type.allocatable += count;
       else if (parts[0] === 'state') bump(summary.byState, parts[1]!, count);
       else if (parts[0] === 'override') bump(summary.byOverride, parts[1]!, count);
       else if (parts[0] === 'lifecycle') bump(summary.byLifecycle, parts[1]!, count);
-      else if (parts[0] === 'rack') rackOf(parts[1]!)[parts[2] as keyof RackTally] += count;
       else if (parts[0] === 'seen' && stale(parts[1]!, parts[2]!)) {
         if (parts[3] === 'machines') summary.stale += count;
         else type.allocatable -= count;
-      } else if (parts[0] === 'rackseen' && stale(parts[2]!, parts[3]!)) rackOf(parts[1]!).allocatable -= count;
-      else if (parts[0] === 'domain') domainOf(parts[1]!)[parts[2] as keyof RackTally] += count;
+      } else if (!nvlinkDomains) continue;
+      else if (parts[0] === 'domain') domainOf(parts[1]!)[parts[2] as keyof Tally] += count;
       else if (parts[0] === 'domainseen' && stale(parts[2]!, parts[3]!)) domainOf(parts[1]!).allocatable -= count;
     }
   }

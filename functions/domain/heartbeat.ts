@@ -247,14 +247,24 @@ export const bucketSettled = (bucket: RosterBucket): boolean => bucket.appliedDi
 export const machinesOfBucket = (bucket: RosterBucket): string[] => [...bucket.ids, ...bucket.leftIds];
 
 /**
- * A machine's liveness after a roster change, or null when it is unchanged. A machine leaving the roster keeps as
- * its last heartbeat the time of the previous roster, the last time it was actually seen. No history entry: the
- * liveness of a whole fleet may flip at once (an agent restart), and an entry per machine would double the writes;
- * the machine keeps when it was last seen, and what follows from it (a member replaced) writes its own history.
+ * A machine's liveness after a roster change, or null when it is unchanged. A machine joining the roster has as its
+ * last heartbeat the time that roster came (`seenAt`; default now); one leaving it keeps the time of the previous
+ * roster, the last time it was actually seen. So the machines one roster change flips share one time, and the
+ * fleet's counters, which count machines per heartbeat time (fleet-summary.ts), keep a few such classes, not one per
+ * machine. No history entry: the liveness of a whole fleet may flip at once (an agent restart), and an entry per
+ * machine would double the writes; the machine keeps when it was last seen, and what follows from it (a member
+ * replaced) writes its own history.
  */
-export function livenessChange(machine: Machine, inRoster: boolean, previousRosterSeenAt: string | undefined, now: Date, timeoutMs?: number): Machine | null {
+export function livenessChange(
+  machine: Machine,
+  inRoster: boolean,
+  previousRosterSeenAt: string | undefined,
+  now: Date,
+  timeoutMs?: number,
+  seenAt: string = iso(now),
+): Machine | null {
   if (machine.heartbeatLive === inRoster) return null;
-  const lastHeartbeatAt = inRoster ? iso(now) : (previousRosterSeenAt ?? machine.lastHeartbeatAt);
+  const lastHeartbeatAt = inRoster ? seenAt : (previousRosterSeenAt ?? machine.lastHeartbeatAt);
   // When it will count as stale: the sweep looks at it then, so a member on it is replaced without any new write.
   const staleAt = !inRoster && timeoutMs !== undefined ? new Date(Date.parse(lastHeartbeatAt ?? iso(now)) + timeoutMs + 1) : undefined;
   return { ...machine, heartbeatLive: inRoster, lastHeartbeatAt, heartbeatStaleAt: staleAt ? iso(staleAt) : undefined, updatedAt: iso(now) };
@@ -297,7 +307,7 @@ export type WalkPolicy = RepairPolicyInput;
 /** One machine's part of a walk: its liveness and its hardware-health override brought in line with the bucket. */
 function machineStep(bucket: RosterBucket, roster: ReadonlySet<string>, machine: Machine, now: Date, timeoutMs: number, policy: WalkPolicy) {
   const inRoster = roster.has(machine.id);
-  const live = livenessChange(machine, inRoster, bucket.previousRosterSeenAt, now, timeoutMs);
+  const live = livenessChange(machine, inRoster, bucket.previousRosterSeenAt, now, timeoutMs, bucket.changedAt);
   const reported = inRoster ? (bucket.alerts?.[machine.id] ?? []) : undefined;
   const health = hardwareHealthStep(live ?? machine, reported, policy, iso(now));
   if (!live && !health) return null;

@@ -260,6 +260,9 @@ export const repairStatsResponse = z
   })
   .describe('Repair events per UTC day, oldest first, and time to repair over the window');
 
+/** Machines, those allocatable now, and those with an override that prevents allocation. */
+const tally = z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() });
+
 /** Fleet counts as the machine listing would show them now, from the stream's aggregates (docs/api.md). */
 export const fleetSummaryResponse = z.object({
   machines: z.number().int(),
@@ -273,11 +276,7 @@ export const fleetSummaryResponse = z.object({
     z.object({
       machines: z.number().int(),
       allocatable: z.number().int(),
-      byRack: z.record(z.string(), z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() })).optional(),
-      byNvlinkDomain: z
-        .record(z.string(), z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() }))
-        .optional()
-        .describe('Machines that carry an NVLink domain, per domain'),
+      byNvlinkDomain: z.record(z.string(), tally).optional().describe('With `include=nvlinkDomains`: machines that carry an NVLink domain, per domain'),
     }),
   ),
   asOf: z.string(),
@@ -301,6 +300,8 @@ export const rackResponse = z.object({
       lifecycle: z.enum(lifecycles).optional(),
     }),
   ),
+  tally: tally.describe("The rack's machines, retired ones left out, as the machine listing would count them now"),
+  byNvlinkDomain: z.record(z.string(), tally).optional().describe("The same, per NVLink domain of the rack's machines"),
 });
 
 export const rackListResponse = listOf(rackResponse);

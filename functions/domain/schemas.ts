@@ -76,6 +76,16 @@ export const auditQuery = z.strictObject({
     .optional(),
 });
 
+/** An org's capacity history: its points from `since` on (default: a day back), oldest first, a page at a time. */
+export const capacityHistoryQuery = z.strictObject({
+  ...pageQuery,
+  since: z.iso
+    .datetime({ offset: true })
+    .transform((at) => new Date(at).toISOString())
+    .optional()
+    .describe('The earliest point wanted (ISO 8601); default: a day before now'),
+});
+
 export const params = {
   org: z.strictObject({ org }),
   orgInstance: z.strictObject({ org, id: resourceId }),
@@ -181,6 +191,11 @@ export const listMachinesQuery = z.strictObject({
 
 /** The rack map: one type's racks (by default the first type by name), a page of racks at a time. */
 export const rackListQuery = z.strictObject({ ...pageQuery, machineType: machineType.optional() });
+
+/** The fleet summary: its counts, and per NVLink domain only when asked for. */
+export const fleetSummaryQuery = z.strictObject({
+  include: z.enum(['nvlinkDomains']).optional().describe("`nvlinkDomains`: also count each type's machines per NVLink domain (`byNvlinkDomain`)"),
+});
 
 export const tenantBody = z
   .strictObject({

@@ -41,10 +41,9 @@ export async function repairSummaryShard(ctx: AppContext, shards?: SummaryShard[
   const counted = countersByItem(racks);
   const drifted = items.flatMap((item) => {
     const before = stored.get(item) ?? null;
-    const counters = counted.get(item) ?? {};
-    return sameCounters(before?.counters ?? {}, counters)
-      ? []
-      : [{ before, after: { machineType, shard: item, counters, version: before?.version ?? 0 } satisfies SummaryShard }];
+    const recounted = counted.get(item) ?? { counters: {} };
+    const same = sameCounters(before?.counters ?? {}, recounted.counters) && sameCounters(before?.domainCounters ?? {}, recounted.domainCounters ?? {});
+    return same ? [] : [{ before, after: { machineType, shard: item, ...recounted, version: before?.version ?? 0 } satisfies SummaryShard }];
   });
   if (drifted.length === 0) return { repaired: false };
   // A stream write in between makes this one lose: the next turn of this shard recounts again.

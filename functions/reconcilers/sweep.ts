@@ -13,6 +13,7 @@ import { repairSummaryShard } from '#reconcilers/summary-repair.ts';
 import { repairOrgCapacityShard } from '#reconcilers/org-capacity-repair.ts';
 import { publishFleetMetrics, readFleet, type FleetReading } from '#reconcilers/fleet-metrics.ts';
 import { deliverStrandedOutbox } from '#reconcilers/outbox-fallback.ts';
+import { takeCapacityPoints } from '#reconcilers/capacity-history.ts';
 
 /** Due entries per read of the due index; the run reconciles them at its own concurrency (runner.ts). */
 export const DUE_PAGE = 200;
@@ -110,8 +111,8 @@ async function checkSiteAgentSilence(ctx: AppContext, run: Run, reading: FleetRe
 /**
  * What a scheduled run does besides the due work, all from one reading of the site taken at its start: the gauges
  * (once per schedule tick, whether or not the due work needs a follow-up run), the stuck-repair watch, the
- * summary's and the org capacity counters' drift repairs and the silence check; and the outbox events the stream left
- * undelivered.
+ * summary's and the org capacity counters' drift repairs, the orgs' capacity history points and the silence check; and
+ * the outbox events the stream left undelivered.
  */
 async function scheduledChecks(ctx: AppContext, run: Run): Promise<{ reconciled: number; results: Array<PromiseSettledResult<unknown>> }> {
   // Observed at once: they may fail while the others are still reading.
@@ -124,6 +125,7 @@ async function scheduledChecks(ctx: AppContext, run: Run): Promise<{ reconciled:
     repairSummaryShard(ctx, reading.shards),
     watchOverdueMaintenance(ctx),
     repairOrgCapacityShard(ctx),
+    takeCapacityPoints(ctx, reading.heartbeat),
   ]);
   const silence = checkSiteAgentSilence(ctx, run, reading);
   // Its own failure is one result; the work it started, one each.

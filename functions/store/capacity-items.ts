@@ -1,4 +1,5 @@
 import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
+import { capacityPointExpiry, type CapacityPoint } from '#domain/capacity-history.ts';
 import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
 import { capacityShardOf } from '#domain/org-capacity.ts';
 
@@ -66,4 +67,17 @@ export const fromCapacityFeedItem = (item: Item): CapacityFeedEntry => ({
   machineType: String(item.machineType),
   change: item.change as CapacityFeedEntry['change'],
   reason: item.reason as CapacityFeedEntry['reason'],
+});
+
+/** An org's capacity points: one partition per org, sorted by the point's time, so `since` is a key condition. */
+export const capacityHistoryPartition = (org: string): string => `CAPACITY-HISTORY#${org}`;
+
+export function capacityPointItem(point: CapacityPoint): Item {
+  return { pk: capacityHistoryPartition(point.org), sk: point.at, entity: 'capacity-point', ...point, expiresAt: capacityPointExpiry(point.at) };
+}
+
+export const fromCapacityPointItem = (item: Item): CapacityPoint => ({
+  org: String(item.org),
+  at: String(item.at),
+  byType: (item.byType ?? {}) as CapacityPoint['byType'],
 });

@@ -191,6 +191,8 @@ export class DynamoFleetStore extends ItemStore {
       names['#where'] = query.where.attribute;
       values[':where'] = query.where.equals;
     }
+    const projected = query.attributes && ['pk', 'sk', ...query.attributes];
+    for (const [at, attribute] of (projected ?? []).entries()) names[`#p${at}`] = attribute;
     return {
       TableName: this.table,
       ...(query.index ? { IndexName: query.index.name } : {}),
@@ -200,6 +202,7 @@ export class DynamoFleetStore extends ItemStore {
       ExpressionAttributeValues: values,
       ...(query.descending ? { ScanIndexForward: false } : {}),
       ...(query.consistent ? { ConsistentRead: true } : {}),
+      ...(projected ? { ProjectionExpression: projected.map((_, at) => `#p${at}`).join(', ') } : {}),
     };
   }
 

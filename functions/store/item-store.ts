@@ -74,16 +74,20 @@ import {
 } from '#store/port.ts';
 import { indexes } from '#store/table.ts';
 import {
+  capacityHistoryPartition,
   capacityKeys,
   capacityNodeItem,
   capacityFeedItem,
   feedSk,
   fromCapacityFeedItem,
+  capacityPointItem,
   fromCapacityNodeItem,
+  fromCapacityPointItem,
   fromOrgCapacityShardItem,
   ORG_CAPACITY_KIND,
   orgCapacityShardItem,
 } from '#store/capacity-items.ts';
+import type { CapacityPoint } from '#domain/capacity-history.ts';
 import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/org-capacity.ts';
 import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 
@@ -116,6 +120,8 @@ export interface ItemQuery {
   consistent?: boolean;
   /** The index entries as they are, not the items they name: of a KEYS_ONLY index, keys only, and no read of the table. */
   entriesOnly?: boolean;
+  /** Only these attributes of each item (and its keys): a read that leaves out a large attribute it has no use for. */
+  attributes?: readonly string[];
 }
 
 export interface ItemPage {
@@ -188,6 +194,7 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   for (const entry of change.history) writes.push({ put: historyItem(entry, uniqueSuffix()), expectedVersion: null });
   if (change.audit) writes.push({ put: auditItem(change.audit, uniqueSuffix()), expectedVersion: null });
   for (const entry of change.siteHistory ?? []) writes.push({ put: siteHistoryItem(entry), expectedVersion: null });
+  for (const point of change.capacityPoints ?? []) writes.push({ put: capacityPointItem(point), expectedVersion: null });
   const guards = new Map((change.quotaGuards ?? []).map((g) => [usageRef(g.org, g.machineType), g.quota]));
   for (const move of usageMoves(change.instances ?? [])) {
     const guard = move.by > 0 ? guards.get(usageRef(move.org, move.machineType)) : undefined;
@@ -200,6 +207,9 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   checkTransactionSize(writes.map((write) => (isUsageWrite(write) ? { ...write.usage.key, ...write.usage } : write.put)));
   return writes;
 }
+
+/** Rack partitions a page of racks reads at once. */
+const RACK_PARTITIONS_AT_ONCE = 8;
 
 /** What a partition read to its end gives. */
 const NOTHING_LEFT: ItemPage = { items: [] };
@@ -614,14 +624,18 @@ export abstract class ItemStore implements FleetStore {
     };
   }
 
-  /** Bounded by types x SUMMARY_SHARDS items, whatever the fleet's size. */
-  async summaryShards(): Promise<SummaryShard[]> {
-    return (await this.allItems({ partition: SUMMARY_PARTITION })).map(fromSummaryShardItem);
+  /** Bounded by types x SUMMARY_SHARDS items, whatever the fleet's size; the domain counters only when asked for. */
+  async summaryShards({ nvlinkDomains = false } = {}): Promise<SummaryShard[]> {
+    const attributes = nvlinkDomains ? {} : { attributes: ['machineType', 'shard', 'counters', 'version'] };
+    return (await this.allItems({ partition: SUMMARY_PARTITION, ...attributes })).map(fromSummaryShardItem);
   }
 
   /**
-   * A type's racks, or one shard's: its counter items' partitions one after another, the token holding where each
-   * stands. Up to a Query per partition a page.
+   * A type's racks, or one shard's: its counter items' partitions in order, the token holding where each stands. The
+   * partitions are read RACK_PARTITIONS_AT_ONCE at a time, each up to what the page still has room for; a partition
+   * that gave more than the room left is cut there, its cursor the key of the last rack taken. Up to a Query per
+   * partition a page, a few at a time, so a small site's page (most partitions empty) does not take 64 round trips
+   * one after another.
    */
   async listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>> {
     const counterItems =
@@ -630,13 +644,21 @@ export abstract class ItemStore implements FleetStore {
     const queries: ItemQuery[] = counterItems.map((item) => ({ partition: summaryRackPartition(machineType, item), consistent: page.shard !== undefined }));
     const cursors = decodeMergedPageToken(page.nextToken, queries.length);
     const items: Item[] = [];
-    for (const [at, query] of queries.entries()) {
-      const cursor = cursors[at];
-      if (cursor === 'done') continue;
-      const found = await this.queryItems({ ...query, limit: page.limit - items.length }, cursor ?? undefined);
-      items.push(...found.items);
-      cursors[at] = found.nextToken ?? 'done';
-      if (items.length === page.limit) break;
+    const open = queries.flatMap((_, at) => (cursors[at] === 'done' ? [] : [at]));
+    while (items.length < page.limit && open.length > 0) {
+      const wave = open.splice(0, RACK_PARTITIONS_AT_ONCE);
+      const room = page.limit - items.length;
+      const pages = await Promise.all(wave.map((at) => this.queryItems({ ...queries[at]!, limit: room }, cursors[at] ?? undefined)));
+      for (const [i, at] of wave.entries()) {
+        const found = pages[i]!;
+        const left = page.limit - items.length;
+        if (left === 0) break;
+        const taken = found.items.slice(0, left);
+        items.push(...taken);
+        const last = taken.at(-1);
+        cursors[at] =
+          taken.length < found.items.length && last ? encodePageToken(listingOf(queries[at]!), { pk: last.pk, sk: last.sk })! : (found.nextToken ?? 'done');
+      }
     }
     return { items: items.map(fromRackAggregateItem), nextToken: encodeMergedPageToken(cursors) };
   }
@@ -692,6 +714,19 @@ export abstract class ItemStore implements FleetStore {
   async orgCapacityShards(org: string): Promise<OrgCapacityShard[]> {
     const shards = Array.from({ length: ORG_CAPACITY_SHARDS }, (_, shard) => capacityKeys.shard(org, shard));
     return (await this.getItems(shards)).map(fromOrgCapacityShardItem).sort((a, b) => a.shard - b.shard);
+  }
+
+  /** One org's points from `since` on, oldest first, a page at a time: one Query a page. */
+  async listCapacityPoints(org: string, since: string, page: PageRequest): Promise<Page<CapacityPoint>> {
+    const query: ItemQuery = { partition: capacityHistoryPartition(org), sort: { atLeast: since }, limit: page.limit };
+    const result = await this.queryItems(query, page.nextToken);
+    return { items: result.items.map(fromCapacityPointItem), nextToken: result.nextToken };
+  }
+
+  /** The orgs among `orgs` that have a point at `at`: one batch read. */
+  async orgsWithCapacityPoint(orgs: readonly string[], at: string): Promise<Set<string>> {
+    const items = await this.getItems(orgs.map((org) => ({ pk: capacityHistoryPartition(org), sk: at })));
+    return new Set(items.map((item) => String(item.org)));
   }
 
   async capacityOrgs(): Promise<string[]> {

@@ -122,7 +122,7 @@ export class MemoryFleetStore extends ItemStore {
     const found = evaluated.filter((item) => !where || item[where.attribute] === where.equals);
     return {
       // A keys-only index names items the store then reads as they are now (dynamo-store.ts): those that left it since are left out.
-      items: (current ? found.flatMap((item) => this.stillIn(query, item)) : found).map((item) => structuredClone(item)),
+      items: (current ? found.flatMap((item) => this.stillIn(query, item)) : found).map((item) => structuredClone(projected(item, query.attributes))),
       nextToken: encodePageToken(listingOf(query), last && Object.fromEntries(keyAttributesOf(query).map((name) => [name, last[name]]))),
     };
   }
@@ -228,4 +228,10 @@ function withoutUndefined(value: unknown): unknown {
     );
   }
   return value;
+}
+
+/** The item's keys and the attributes a query asked for (all, when it named none), as a ProjectionExpression reads. */
+function projected(item: Item, attributes: readonly string[] | undefined): Item {
+  if (!attributes) return item;
+  return Object.fromEntries(Object.entries(item).filter(([name]) => name === 'pk' || name === 'sk' || attributes.includes(name)));
 }

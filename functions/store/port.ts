@@ -3,6 +3,7 @@ import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import type { Change } from '#domain/change.ts';
 import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
+import type { CapacityPoint } from '#domain/capacity-history.ts';
 import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { Maintenance, MaintenanceState, OpenMaintenances } from '#domain/maintenance.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
@@ -208,8 +209,11 @@ export interface FleetStore {
     shards: Array<{ machineType: string; shard: number }>,
     machineIds?: readonly string[],
   ): Promise<{ racks: RackAggregate[]; shards: SummaryShard[]; machines: Map<string, Machine> }>;
-  /** Every counter shard: a bounded read (types x shards), whatever the fleet's size. */
-  summaryShards(): Promise<SummaryShard[]>;
+  /**
+   * Every counter shard: a bounded read (types x shards), whatever the fleet's size. Without `nvlinkDomains`, the
+   * shards' `domainCounters` are left out of the read.
+   */
+  summaryShards(options?: { nvlinkDomains?: boolean }): Promise<SummaryShard[]>;
   /** One type's racks with their machines' entries, grouped by counter shard (or one shard's), by rack name within. */
   listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>>;
   /** Tenant orgs' capacity (domain/org-capacity.ts): records of several kinds in one strongly consistent batch read. */
@@ -218,6 +222,10 @@ export interface FleetStore {
   orgCapacityShards(org: string): Promise<OrgCapacityShard[]>;
   /** The orgs that have capacity counters. */
   capacityOrgs(): Promise<string[]>;
+  /** One org's capacity points (domain/capacity-history.ts) from `since` on, oldest first. */
+  listCapacityPoints(org: string, since: string, page: PageRequest): Promise<Page<CapacityPoint>>;
+  /** Which of `orgs` have a capacity point at `at`. */
+  orgsWithCapacityPoint(orgs: readonly string[], at: string): Promise<Set<string>>;
   /** An org's delivered machines' node records, ordered by counter shard and machine id (or one shard's); the index may lag. */
   listCapacityNodes(org: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<CapacityNode>>;
   /** The last `seq` of each org's capacity-events feed (0 for one without entries): one strongly consistent Query each. */

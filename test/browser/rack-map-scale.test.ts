@@ -5,11 +5,13 @@ import { startTestSite, testConfig, type TestSite } from '#test/support/local-si
 import { actors } from '#test/support/repair-steps.ts';
 
 // The rack map of a big site, in Chromium: racks are tiles in a grid, so the map's height grows with the number of
-// racks divided by the tiles a row holds, not with the number of racks. 14 racks of 72 machines are drawn for real;
-// the grid they land in says how tall 10,000 machines (139 such racks) would be.
+// racks divided by the tiles a row holds, not with the number of racks. 14 racks of 72 machines, each 4 NVLink
+// domains of 18 (outlined groups in the tile), are drawn for real; the grid they land in says how tall 10,000
+// machines (139 such racks) would be.
 
 const RACK = 72;
 const RACKS = 14;
+const DOMAIN = 18;
 const SITE_MACHINES = 10_000;
 
 describe('rack map at scale', () => {
@@ -22,7 +24,7 @@ describe('rack map at scale', () => {
     site = await startTestSite({
       config: testConfig(`
 [simulator]
-machines = [ { type = "gb200", count = ${RACK * RACKS}, racks = ${RACKS} } ]
+machines = [ { type = "gb200", count = ${RACK * RACKS}, racks = ${RACKS}, nvlink_domain_size = ${DOMAIN} } ]
 heartbeat_interval_seconds = 5
 `),
     });
@@ -38,7 +40,7 @@ heartbeat_interval_seconds = 5
     await site?.stop();
   });
 
-  it(`draws every machine, and a ${SITE_MACHINES.toLocaleString('en')}-machine site of ${RACK}-machine racks fits on one screen`, async () => {
+  it(`draws every machine by NVLink domain, and a ${SITE_MACHINES.toLocaleString('en')}-machine site of ${RACK}-machine racks fits on one screen`, async () => {
     await page.goto(`${site.url}/`);
     const map = page.getByTestId('rack-map').locator('.rack-map');
     await until(page, 'every machine on the rack map', async () => (await map.locator('a.cell').count()) === RACK * RACKS, 30_000);
@@ -47,6 +49,8 @@ heartbeat_interval_seconds = 5
       .getByTestId('rack')
       .evaluateAll((racks) => racks.map((r) => r.getBoundingClientRect()).map((b) => ({ x: b.x, y: b.y, h: b.height })));
     expect(tiles).toHaveLength(RACKS);
+    const domainsPerTile = await map.getByTestId('rack').evaluateAll((racks) => racks.map((r) => r.querySelectorAll('[data-testid="nvlink-domain"]').length));
+    expect(domainsPerTile).toEqual(Array.from({ length: RACKS }, () => RACK / DOMAIN));
     const perRow = tiles.filter((t) => t.y === tiles[0]!.y).length;
     const rowPitch = Math.min(...tiles.filter((t) => t.y > tiles[0]!.y).map((t) => t.y - tiles[0]!.y));
     expect(perRow).toBeGreaterThan(1);

@@ -281,13 +281,15 @@ describe('functions', () => {
 describe('table', () => {
   const tables = () => new Map(resourcesOf('AWS::DynamoDB::Table'));
 
-  it('is on-demand, with point-in-time recovery, deletion protection and a stream of both images', () => {
+  it('is on-demand, with point-in-time recovery, deletion protection, a stream of both images and a TTL on `expiresAt`', () => {
     const table = tables().get(logicalIdOf(stack.table))!;
     expect(table.Properties).toMatchObject({
       BillingMode: 'PAY_PER_REQUEST',
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       DeletionProtectionEnabled: true,
       StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
+      // Orgs' capacity history points expire (domain/capacity-history.ts).
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
     });
     template.hasResource('AWS::DynamoDB::Table', { Properties: Match.objectLike({ DeletionProtectionEnabled: true }), DeletionPolicy: 'Retain' });
   });

@@ -196,6 +196,7 @@ const expectations: Record<string, Expectation> = {
   'GET /v2/org/{org}/nico/capacity': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/nodes': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/capacity-events': { row: tenants(200, 200, 200) },
+  'GET /v2/org/{org}/nico/capacity/history': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(200, notFound, notFound) },
   'DELETE /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(202, notFound, notFound), path: (r) => ({ metaInstanceId: r.doomed.meta }) },
   // The kept instance is Ready (its maintenance waits for it): its owner's cycle is taken, nobody else finds it.
@@ -217,6 +218,7 @@ const expectations: Record<string, Expectation> = {
   'PATCH /admin/machines/{id}/labels': { row: providerAdmin(200), body: labels },
   'PUT /admin/tenants/{org}': { row: providerAdmin(200), body: () => ({ capabilities: { targetedInstanceCreation: false } }) },
   'GET /admin/tenants/{org}': { row: providerAdmin(200) },
+  'GET /admin/tenants/{org}/capacity/history': { row: providerAdmin(200) },
   'GET /admin/config': { row: providerAdmin(200) },
   'GET /admin/fleet/summary': { row: providerAdmin(200) },
   'GET /admin/fleet/repair-stats': { row: providerAdmin(200) },

@@ -51,11 +51,19 @@ describe('GET /admin/fleet/summary', () => {
     };
   }
 
+  /** The summary's counts, and each rack's machines as the racks listing tallies them (by type, page by page). */
   async function summary() {
     const { asOf: _asOf, byType, ...counts } = (await site.call('GET', '/admin/fleet/summary', { token })).body;
     const byRack: Record<string, number> = {};
-    for (const [type, t] of Object.entries(byType as Record<string, { byRack: Record<string, { machines: number }> }>)) {
-      for (const [rack, r] of Object.entries(t.byRack)) byRack[`${type}/${rack}`] = r.machines;
+    for (const type of Object.keys(byType)) {
+      let nextToken: string | undefined;
+      do {
+        const query = `machineType=${type}&limit=3${nextToken ? `&nextToken=${encodeURIComponent(nextToken)}` : ''}`;
+        const page = (await site.call('GET', `/admin/fleet/racks?${query}`, { token })).body;
+        for (const r of page.items as Array<{ rack: string; tally: { machines: number } }>)
+          if (r.tally.machines > 0) byRack[`${type}/${r.rack}`] = r.tally.machines;
+        nextToken = page.nextToken;
+      } while (nextToken);
     }
     return { ...counts, byRack };
   }
@@ -84,7 +92,10 @@ describe('GET /admin/fleet/summary', () => {
     expect(json.json()).toMatchObject({ machines: agreed.machines, byOverride: { 'out-for-repair': 3 } });
     const table = await admin(['machine', 'summary']);
     expect(table.stdout).toMatch(new RegExp(`^machines:\\s+${agreed.machines}$`, 'm'));
-    expect(table.stdout).toMatch(/^gb200\s+burst-moved\s+1\s+/m);
+    expect(table.stdout).toMatch(new RegExp(`^gb200\\s+${json.json().byType.gb200.machines}\\s+`, 'm'));
+    const racks = await admin(['machine', 'racks', '--machine-type', 'gb200']);
+    expect(racks.code, shown(['machine', 'racks'], racks)).toBe(0);
+    expect(racks.stdout).toMatch(/^gb200\s+burst-moved\s+1\s+/m);
   });
 });
 

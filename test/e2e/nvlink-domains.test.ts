@@ -32,18 +32,27 @@ const domainsOf = async (instanceIds: string[]) =>
   );
 
 describe('NVLink domains', () => {
-  it('come with registration: the machine shows its domain, the summary counts per domain', async () => {
+  it('come with registration: the machine shows its domain, the summary counts per domain when asked, each rack per domain', async () => {
     expect(await machine(site, who.admin, 'gb200-r1-01')).toMatchObject({ rack: 'rack-1', nvlinkDomain: 'gb200-nvl1' });
     expect(await machine(site, who.admin, 'gb200-r1-05')).toMatchObject({ rack: 'rack-1', nvlinkDomain: 'gb200-nvl2' });
     expect(await machine(site, who.admin, 'gb200-r2-01')).toMatchObject({ rack: 'rack-2', nvlinkDomain: 'gb200-nvl2' });
     expect((await machine(site, who.admin, 'h100-r3-01')).nvlinkDomain).toBeUndefined();
     const summary = await site.eventually(async () => {
-      const { body } = await site.call('GET', '/admin/fleet/summary', { token: who.admin });
-      return body.byType?.gb200?.machines === 12 ? body : undefined;
+      const { body } = await site.call('GET', '/admin/fleet/summary?include=nvlinkDomains', { token: who.admin });
+      return body.byType?.gb200?.allocatable === 12 ? body : undefined;
     });
     const each = { machines: 4, allocatable: 4, quarantined: 0 };
     expect(summary.byType.gb200.byNvlinkDomain).toEqual({ 'gb200-nvl1': each, 'gb200-nvl2': each, 'gb200-nvl3': each });
     expect(summary.byType.h100.byNvlinkDomain).toBeUndefined();
+    expect((await site.call('GET', '/admin/fleet/summary', { token: who.admin })).body.byType.gb200).toEqual({ machines: 12, allocatable: 12 });
+    const listed = await site.call('GET', '/admin/fleet/racks?machineType=gb200', { token: who.admin });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    const racks = listed.body.items;
+    const rack1 = racks.find((r: { rack: string }) => r.rack === 'rack-1');
+    expect(rack1.tally).toEqual({ machines: 6, allocatable: 6, quarantined: 0 });
+    expect(rack1.byNvlinkDomain).toEqual({ 'gb200-nvl1': each, 'gb200-nvl2': { machines: 2, allocatable: 2, quarantined: 0 } });
+    const bad = await site.call('GET', '/admin/fleet/summary?include=racks', { token: who.admin });
+    expect([bad.status, bad.body.code]).toEqual([422, 'validation-failed']);
   });
 
   it('refuses a group larger than any domain, or on a type without domains, with 422 unsatisfiable', async () => {

@@ -3,9 +3,10 @@ import type { Change, Versioned } from '#domain/change.ts';
 import type { Machine } from '#domain/model.ts';
 import { registry } from '#reconcilers/registry.ts';
 import { startRun } from '#reconcilers/runner.ts';
-import { readFleetSummary } from '#services/fleet-summary.ts';
+import { listRacks, readFleetSummary } from '#services/fleet-summary.ts';
 import { repairSummaryShard } from '#reconcilers/summary-repair.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
+import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { listMachines, registerMachines } from '#services/machines.ts';
 import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
@@ -45,7 +46,9 @@ async function deliver(h: Harness, records: Array<Versioned<Machine>>, seed: num
   await Promise.all(batches.map((batch) => startRun(h.ctx).reconcile(batch.flatMap((r) => registry.concernedBy('machine', r.before, r.after, r.after.id)))));
 }
 
-/** What the machine listing says, in the summary's terms. */
+type Tally = { machines: number; allocatable: number; quarantined: number };
+
+/** What the machine listing says, in the summary's terms; and per rack (`<type>/<rack>`), as the racks listing tallies. */
 async function countedFromListing(h: Harness) {
   const views = [];
   let nextToken: string | undefined;
@@ -58,16 +61,14 @@ async function countedFromListing(h: Harness) {
   const byState: Record<string, number> = {};
   const byOverride: Record<string, number> = {};
   const byLifecycle: Record<string, number> = {};
-  const byType: Record<
-    string,
-    { machines: number; allocatable: number; byRack: Record<string, { machines: number; allocatable: number; quarantined: number }> }
-  > = {};
+  const byType: Record<string, { machines: number; allocatable: number }> = {};
+  const racks: Record<string, Tally> = {};
   for (const view of views) {
     bump(byState, view.state);
     bump(byLifecycle, view.lifecycle);
     for (const source of new Set(view.healthOverrides.map((o) => o.source))) bump(byOverride, source);
-    const type = (byType[view.machineType] ??= { machines: 0, allocatable: 0, byRack: {} });
-    const rack = (type.byRack[view.rack] ??= { machines: 0, allocatable: 0, quarantined: 0 });
+    const type = (byType[view.machineType] ??= { machines: 0, allocatable: 0 });
+    const rack = (racks[`${view.machineType}/${view.rack}`] ??= { machines: 0, allocatable: 0, quarantined: 0 });
     type.machines += 1;
     rack.machines += 1;
     if (view.allocatable) {
@@ -76,7 +77,7 @@ async function countedFromListing(h: Harness) {
     }
     if (view.notAllocatableReasons.some((r) => r.startsWith('health-override:'))) rack.quarantined += 1;
   }
-  return {
+  const counts = {
     machines: views.length,
     allocatable: views.filter((v) => v.allocatable).length,
     stale: views.filter((v) => v.notAllocatableReasons.includes('heartbeat-stale')).length,
@@ -85,12 +86,27 @@ async function countedFromListing(h: Harness) {
     byLifecycle,
     byType,
   };
+  return { counts, racks };
 }
 
 async function summaryWithoutTime(h: Harness) {
   const { asOf, ...counts } = await readFleetSummary(h.ctx);
   expect(asOf).toBe(h.clock.now().toISOString());
   return counts;
+}
+
+/** Every type's racks as the racks listing tallies them, by `<type>/<rack>`. */
+async function rackTalliesListed(h: Harness): Promise<Record<string, Tally>> {
+  const tallies: Record<string, Tally> = {};
+  for (const type of Object.keys((await h.store.getCatalog()).types)) {
+    let nextToken: string | undefined;
+    do {
+      const page = await listRacks(h.ctx, type, { limit: 7, nextToken });
+      for (const rack of page.items) if (rack.tally.machines > 0) tallies[`${type}/${rack.rack}`] = rack.tally;
+      nextToken = page.nextToken;
+    } while (nextToken);
+  }
+  return tallies;
 }
 
 describe('fleet summary', () => {
@@ -118,20 +134,45 @@ describe('fleet summary', () => {
     await deliver(h, records, 7);
 
     const expected = await countedFromListing(h);
-    expect(expected).toMatchObject({ machines: 33, stale: 0, byState: { Assigned: 5, Ready: 28 } });
-    expect(await summaryWithoutTime(h)).toEqual(expected);
+    expect(expected.counts).toMatchObject({ machines: 33, stale: 0, byState: { Assigned: 5, Ready: 28 } });
+    expect(await summaryWithoutTime(h)).toEqual(expected.counts);
+    expect(await rackTalliesListed(h)).toEqual(expected.racks);
+    expect(expected.racks).toMatchObject({ 'gb200/r|9': { machines: 1 }, 'gb300/r1': { machines: 1 } });
 
     // Time alone makes the dropped machines stale and not allocatable, with no write at all.
     h.clock.advance(10 * 60_000);
     await beat(h, roster);
     const later = await countedFromListing(h);
-    expect(later.stale).toBe(3);
-    expect(await summaryWithoutTime(h)).toEqual(later);
+    expect(later.counts.stale).toBe(3);
+    expect(await summaryWithoutTime(h)).toEqual(later.counts);
+    expect(await rackTalliesListed(h)).toEqual(later.racks);
 
     // Delivering everything again, late, changes nothing.
     const before = await h.store.summaryShards();
     await deliver(h, records, 11);
     expect(await h.store.summaryShards()).toEqual(before);
+  });
+
+  it('keeps one heartbeat class for the machines of one roster, however many walks make them live, and when', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    const fleet = Array.from({ length: 300 }, (_, i) => ({ id: `gb200-${i + 1}`, machineType: 'gb200', rack: `r${(i % 30) + 1}` }));
+    await registerMachines(h.ctx, fleet, ops);
+    const { changedBuckets } = await receiveHeartbeat(
+      h.ctx,
+      fleet.map((m) => m.id),
+      new Map(),
+    );
+    expect(changedBuckets.length).toBeGreaterThan(10);
+    // Each bucket walked on its own, a moment after the one before.
+    for (const id of changedBuckets) {
+      h.clock.advance(7);
+      await startRun(h.ctx).reconcile([{ entity: 'roster-bucket', id }]);
+    }
+    await deliver(h, records, 19);
+    const classes = new Set((await h.store.summaryShards()).flatMap((s) => Object.keys(s.counters).filter((c) => c.startsWith('seen|'))));
+    expect(classes).toEqual(new Set([expect.stringMatching(/^seen\|live\|.+\|machines$/), expect.stringMatching(/^seen\|live\|.+\|allocatable$/)]));
+    expect(await summaryWithoutTime(h)).toMatchObject({ machines: 300, allocatable: 300, stale: 0 });
   });
 
   it('counts every machine when the site agent has gone silent', async () => {
@@ -141,7 +182,7 @@ describe('fleet summary', () => {
     await deliver(h, records, 3);
     h.clock.advance(60 * 60_000);
     expect(await summaryWithoutTime(h)).toMatchObject({ machines: 4, allocatable: 0, stale: 4 });
-    expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
+    expect(await summaryWithoutTime(h)).toEqual((await countedFromListing(h)).counts);
   });
 
   it('a machine released back to the pool is counted once in its new state', async () => {
@@ -151,7 +192,7 @@ describe('fleet summary', () => {
     const instance = await createInstance(h.ctx, alice, { machineType: 'gb200' });
     await releaseInstance(h.ctx, alice, instance.id);
     await deliver(h, records, 5);
-    expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
+    expect(await summaryWithoutTime(h)).toEqual((await countedFromListing(h)).counts);
   });
 
   it('the sweep recounts a drifted shard from its racks, one shard per run', async () => {
@@ -206,19 +247,19 @@ describe('fleet summary', () => {
     });
     await h.store.commit({ fleetSummary: { racks: [], shards: merged }, history: [] });
     expect(Object.keys(await layout()).every((item) => Number(item) < SUMMARY_SHARDS)).toBe(true);
-    expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
+    expect(await summaryWithoutTime(h)).toEqual((await countedFromListing(h)).counts);
 
     // Changes land in the new items (an old item keeps the old count: the sums stay right)...
     await createInstance(h.ctx, alice, { machineType: 'gb200' });
     await deliver(h, records.splice(0), 18);
-    expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
+    expect(await summaryWithoutTime(h)).toEqual((await countedFromListing(h)).counts);
     // ...and one recount per shard puts every counter where the stream would have.
     for (let run = 0; run < SUMMARY_SHARDS; run++) {
       await repairSummaryShard(h.ctx);
       h.clock.advance(60_000);
     }
     const racks = (await h.store.listRackAggregates('gb200', { limit: 100 })).items;
-    expect(await layout()).toEqual(Object.fromEntries(countersByItem(racks)));
-    expect(await summaryWithoutTime(h)).toEqual(await countedFromListing(h));
+    expect(await layout()).toEqual(Object.fromEntries([...countersByItem(racks)].map(([item, counted]) => [item, counted.counters])));
+    expect(await summaryWithoutTime(h)).toEqual((await countedFromListing(h)).counts);
   });
 });

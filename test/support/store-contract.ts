@@ -1,6 +1,7 @@
 import { beforeAll } from 'vitest';
 import type { FleetStore } from '#store/port.ts';
 import { auditAndSummaryContract } from './store-contract/audit-and-summary.ts';
+import { capacityHistoryContract } from './store-contract/capacity-history.ts';
 import { indexesContract } from './store-contract/indexes.ts';
 import { contractKit } from './store-contract/kit.ts';
 import { listingsContract } from './store-contract/listings.ts';
@@ -22,4 +23,5 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
   listingsContract(kit);
   auditAndSummaryContract(kit);
   quotasContract(kit);
+  capacityHistoryContract(kit);
 }

@@ -14,6 +14,7 @@ import {
   type SummaryShard,
 } from '#domain/fleet-summary.ts';
 import type { Machine } from '#domain/model.ts';
+import { rackTallies } from '#domain/rack-tally.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { aMachine, aRepairRequest, AT, summaryOfFresh, summaryOfOne, T0 } from '#test/support/fixtures.ts';
 
@@ -44,11 +45,13 @@ describe('summaryChange', () => {
     expect(summaryChange(summaryOfOne(v1, rack, shard))).toBeNull();
   });
 
-  it('counts overrides and quarantine per rack', () => {
-    const { shard } = keep([aMachine({ id: 'a', version: 1, healthOverrides: [aRepairRequest('a')] }), aMachine({ id: 'b', version: 1 })]);
+  it('counts overrides per type, and quarantine per rack from the rack item alone', () => {
+    const { rack, shard } = keep([aMachine({ id: 'a', version: 1, healthOverrides: [aRepairRequest('a')] }), aMachine({ id: 'b', version: 1 })]);
     const summary = fleetSummary([shard!], heartbeat, T0);
     expect(summary).toMatchObject({ machines: 2, allocatable: 1, stale: 0, byOverride: { 'repair-request': 1 } });
-    expect(summary.byType.gb200!.byRack).toEqual({ r1: { machines: 2, allocatable: 1, quarantined: 1 } });
+    expect(summary.byType.gb200).toEqual({ machines: 2, allocatable: 1 });
+    expect(Object.keys(shard!.counters).filter((counter) => counter.includes('r1'))).toEqual([]);
+    expect(rackTallies(rack!, heartbeat, T0)).toEqual({ tally: { machines: 2, allocatable: 1, quarantined: 1 } });
   });
 
   it('counts per NVLink domain, staleness applied at read time, and moves a machine between domains exactly', () => {
@@ -60,17 +63,42 @@ describe('summaryChange', () => {
       aMachine({ id: 'd', version: 1 }),
     ];
     const { rack, shard } = keep(machines);
-    const summary = fleetSummary([shard!], heartbeat, T0);
-    expect(summary.byType.gb200!.byNvlinkDomain).toEqual({
+    const withDomains = { nvlinkDomains: true };
+    const summary = fleetSummary([shard!], heartbeat, T0, withDomains);
+    const counted = {
       d1: { machines: 2, allocatable: 1, quarantined: 1 },
       d2: { machines: 1, allocatable: 0, quarantined: 0 },
-    });
+    };
+    expect(summary.byType.gb200!.byNvlinkDomain).toEqual(counted);
+    expect(rackTallies(rack!, heartbeat, T0).byNvlinkDomain).toEqual(counted);
     const moved = applied(summaryChange(summaryOfOne(aMachine({ id: 'b', version: 2, nvlinkDomain: 'd2' }), rack, shard)), rack, shard);
-    expect(fleetSummary([moved.shard!], heartbeat, T0).byType.gb200!.byNvlinkDomain).toEqual({
+    expect(fleetSummary([moved.shard!], heartbeat, T0, withDomains).byType.gb200!.byNvlinkDomain).toEqual({
       d1: { machines: 1, allocatable: 0, quarantined: 1 },
       d2: { machines: 2, allocatable: 1, quarantined: 0 },
     });
-    expect(fleetSummary([keep([aMachine({ version: 1 })]).shard!], heartbeat, T0).byType.gb200!.byNvlinkDomain).toBeUndefined();
+    expect(fleetSummary([keep([aMachine({ version: 1 })]).shard!], heartbeat, T0, withDomains).byType.gb200!.byNvlinkDomain).toBeUndefined();
+  });
+
+  it('keeps the domain counters apart, and counts per domain only when asked for', () => {
+    const { shard } = keep([aMachine({ id: 'a', version: 1, nvlinkDomain: 'd1' })]);
+    expect(Object.keys(shard!.counters).filter((counter) => counter.includes('d1'))).toEqual([]);
+    expect(shard!.domainCounters).toMatchObject({ 'domain|d1|machines': 1 });
+    expect(fleetSummary([shard!], heartbeat, T0).byType.gb200).toEqual({ machines: 1, allocatable: 1 });
+    const { domainCounters: _left, ...asReadByDefault } = shard!;
+    expect(fleetSummary([asReadByDefault], heartbeat, T0)).toEqual(fleetSummary([shard!], heartbeat, T0));
+  });
+
+  it('reads counter items written before: rack counters passed over, domain counters among the others still counted', () => {
+    // Two machines of d1 counted among the type's counters; since then one left d1, moved in the domain counters.
+    const { shard } = keep([aMachine({ id: 'a', version: 1, nvlinkDomain: 'd1' }), aMachine({ id: 'b', version: 1, nvlinkDomain: 'd1' })]);
+    const legacy: SummaryShard = {
+      ...shard!,
+      counters: { ...shard!.counters, 'domain|d1|machines': 2, 'rack|r1|machines': 2, 'rack|r1|allocatable': 2 },
+      domainCounters: { 'domain|d1|machines': -1 },
+    };
+    const summary = fleetSummary([legacy], heartbeat, T0, { nvlinkDomains: true });
+    expect(summary.byType.gb200).toMatchObject({ machines: 2, allocatable: 2 });
+    expect(summary.byType.gb200!.byNvlinkDomain!.d1!.machines).toBe(1);
   });
 
   it('a machine that left the rack is taken out of it, and only then', () => {
@@ -117,7 +145,9 @@ describe('fleetSummary staleness', () => {
     const fresh = { rosterSeenAt: iso(addMs(T0, 5_000)), timeoutMs: 30_000 };
     expect(fleetSummary([shard!], fresh, addMs(T0, 10_000))).toMatchObject({ stale: 0, allocatable: 1 });
     expect(fleetSummary([shard!], fresh, addMs(T0, 10_001))).toMatchObject({ stale: 1, allocatable: 0 });
-    expect(fleetSummary([shard!], fresh, addMs(T0, 10_001)).byType.gb200!.byRack.r1).toEqual({ machines: 1, allocatable: 0, quarantined: 0 });
+    const { rack } = keep([off]);
+    expect(rackTallies(rack!, fresh, addMs(T0, 10_000)).tally).toEqual({ machines: 1, allocatable: 1, quarantined: 0 });
+    expect(rackTallies(rack!, fresh, addMs(T0, 10_001)).tally).toEqual({ machines: 1, allocatable: 0, quarantined: 0 });
   });
 });
 

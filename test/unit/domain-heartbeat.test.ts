@@ -158,6 +158,15 @@ describe('walkBucket', () => {
     });
   });
 
+  it('stamps the machines it makes live with the time their roster came, not the time of the walk, whenever it runs', () => {
+    const bucket = { ...bucketOfIds(['m-1', 'm-2'], []), changedAt: iso(addMs(T0, 85_000)) };
+    const machines = [machine({ id: 'm-1', heartbeatLive: false }), machine({ id: 'm-2', heartbeatLive: false })];
+    for (const at of [now, addMs(now, 60_000)]) {
+      const walk = walkBucket(bucket, machines, at, TIMEOUT_MS, walkPolicy(at))!;
+      expect(walk.separate.map((c) => c.machines![0]!.after.lastHeartbeatAt)).toEqual([bucket.changedAt, bucket.changedAt]);
+    }
+  });
+
   it('a settled bucket needs no walk; a machine not registered is skipped', () => {
     const settled = { ...bucketOfIds(['m-1'], []), appliedDigest: rosterDigest(['m-1']) };
     expect(walkBucket(settled, [machine({ id: 'm-1', heartbeatLive: false })], now, TIMEOUT_MS, policy)).toBeNull();

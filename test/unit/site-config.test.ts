@@ -17,7 +17,7 @@ function failure(toml: string): string {
 describe('site config: sweep, site agent, API and Lambda limits', () => {
   it('has defaults for every new key', () => {
     const config = defaultSiteConfig();
-    expect(config.sweep).toEqual({ interval_seconds: 60, outbox_grace_seconds: 300 });
+    expect(config.sweep).toEqual({ interval_seconds: 60, outbox_grace_seconds: 300, capacity_history_seconds: 300 });
     expect(config.site_agent).toEqual({ report_timeout_seconds: 60 });
     expect(config.api).toEqual({ rate_limit: 200, burst_limit: 400, routes: {} });
     expect(config.lambda).toEqual({

@@ -1,37 +1,72 @@
 // The rack map: one machine type at a time, a tile per rack and a small square per machine, coloured by state and
-// marked by overrides and stuck repairs (GET /admin/fleet/racks, the per-rack aggregates). Each rack is compared
-// with what it last showed, so a change to one machine touches that machine's square only, however big the fleet.
+// marked by overrides and stuck repairs (GET /admin/fleet/racks, the per-rack aggregates). Within a tile the squares
+// are grouped by NVLink domain, each group outlined (a domain that spans racks has a group in each). Each rack is
+// compared with what it last showed, so a change to one machine touches that machine's square only, however big the
+// fleet. A square's classes come from `cellClasses` alone: a new marking is one more entry there.
 import { byId, h, keyedList, place } from '../dom.js';
 import { SOURCES } from '../fleet.js';
 
 /** @import { Item } from '../../client/api.ts' */
 /** @typedef {{ id: string, className: string, title: string }} Cell */
+/** @typedef {{ domain: string | undefined, title: string, hue: number, cells: Cell[] }} DomainGroup */
+/** @typedef {Item<'/admin/fleet/racks'>['machines'][string]} Entry */
+
+/** Outline colours for domains, picked by a hash of the name: neighbouring domains mostly differ. */
+const DOMAIN_HUES = 6;
 
 const numeric = (/** @type {string} */ a, /** @type {string} */ b) => a.localeCompare(b, undefined, { numeric: true });
 
+/** The classes of one machine's square. */
+const cellClasses = (/** @type {string} */ id, /** @type {Entry} */ m, /** @type {Set<string>} */ stuck) =>
+  [
+    'cell',
+    `state-${m.state}`,
+    m.quarantined && 'quarantined',
+    m.overrides.includes(SOURCES.outForRepair) && 'out-for-repair',
+    m.overrides.includes(SOURCES.hardwareHealth) && 'hardware-health',
+    stuck.has(id) && 'stuck',
+  ]
+    .filter(Boolean)
+    .join(' ');
+
+/** A stable number for a domain name, so its outline keeps its colour from one refresh to the next. */
+function hueOf(/** @type {string} */ domain) {
+  let hash = 0;
+  for (const char of domain) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+  return hash % DOMAIN_HUES;
+}
+
 /** A rack as the map shows it: only what a square shows, so heartbeats and versions do not redraw it. */
 function rackView(/** @type {Item<'/admin/fleet/racks'>} */ rack, /** @type {Set<string>} */ stuck) {
-  const cells = Object.entries(rack.machines)
-    .sort(([a], [b]) => numeric(a, b))
-    .map(([id, m]) => ({
+  /** @type {Map<string | undefined, Cell[]>} */
+  const byDomain = new Map();
+  for (const [id, m] of Object.entries(rack.machines).sort(([a], [b]) => numeric(a, b))) {
+    const cell = {
       id,
-      className: [
-        'cell',
-        `state-${m.state}`,
-        m.quarantined && 'quarantined',
-        m.overrides.includes(SOURCES.outForRepair) && 'out-for-repair',
-        m.overrides.includes(SOURCES.hardwareHealth) && 'hardware-health',
-        stuck.has(id) && 'stuck',
-      ]
-        .filter(Boolean)
-        .join(' '),
+      className: cellClasses(id, m, stuck),
       title: `${id} · ${m.state}${m.overrides.length ? ` · ${m.overrides.join(', ')}` : ''}${stuck.has(id) ? ' · stuck repair' : ''}`,
-    }));
-  return { rack: rack.rack, cells };
+    };
+    byDomain.set(m.nvlinkDomain, [...(byDomain.get(m.nvlinkDomain) ?? []), cell]);
+  }
+  /** @type {DomainGroup[]} */
+  const groups = [...byDomain]
+    .sort(([a], [b]) => (a === undefined ? 1 : b === undefined ? -1 : numeric(a, b)))
+    .map(([domain, cells]) => {
+      const tally = domain === undefined ? undefined : rack.byNvlinkDomain?.[domain];
+      const title = tally ? `NVLink domain ${domain}: ${tally.machines} here, ${tally.allocatable} allocatable, ${tally.quarantined} quarantined` : '';
+      return { domain, title, hue: domain === undefined ? 0 : hueOf(domain), cells };
+    });
+  return { rack: rack.rack, groups };
 }
 
 const cellLink = (/** @type {Cell} */ c) =>
   h('a', { href: `#machine/${encodeURIComponent(c.id)}`, class: c.className, 'data-machine': c.id, title: c.title, 'aria-label': c.id });
+
+/** A domain's squares in a rack, outlined; machines without a domain are a group without an outline. */
+const groupOf = (/** @type {DomainGroup} */ g) =>
+  g.domain === undefined
+    ? h('span', { class: 'cells' }, g.cells.map(cellLink))
+    : h('span', { class: `cells nvlink-domain hue-${g.hue}`, 'data-testid': 'nvlink-domain', 'data-domain': g.domain, title: g.title }, g.cells.map(cellLink));
 
 /** @param {import('../poll.js').PanelContext} context */
 export function createRackMap({ api, store, refresh }) {
@@ -43,13 +78,7 @@ export function createRackMap({ api, store, refresh }) {
   // the squares whose class or title changed are written.
   const showRacks = keyedList(map, {
     key: (/** @type {ReturnType<typeof rackView>} */ r) => r.rack,
-    render: (r) =>
-      h(
-        'div',
-        { class: 'rack', 'data-testid': 'rack', 'data-rack': r.rack },
-        h('span', { class: 'rack-name' }, r.rack),
-        h('span', { class: 'cells' }, r.cells.map(cellLink)),
-      ),
+    render: (r) => h('div', { class: 'rack', 'data-testid': 'rack', 'data-rack': r.rack }, h('span', { class: 'rack-name' }, r.rack), r.groups.map(groupOf)),
   });
   /** @type {{ machineType: string, racks: Item<'/admin/fleet/racks'>[] } | undefined} */
   let loaded;

@@ -1,5 +1,5 @@
 import { fleetSummaryResponse, repairStatsResponse, rackListResponse, rackResponse, viewOf } from '#domain/responses.ts';
-import { emptyQuery, rackListQuery, repairStatsQuery } from '#domain/schemas.ts';
+import { fleetSummaryQuery, rackListQuery, repairStatsQuery } from '#domain/schemas.ts';
 import { listRacks, readFleetSummary } from '#services/fleet-summary.ts';
 import { readRepairStats } from '#services/repair-stats.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
@@ -11,17 +11,17 @@ export const adminFleetRoutes: Route[] = [
     method: 'GET',
     path: '/admin/fleet/summary',
     roles: ['provider-admin'],
-    summary: 'Fleet counts by state, override, type and rack ("machine summary")',
-    query: emptyQuery,
+    summary: 'Fleet counts by state, override, lifecycle and type, and per NVLink domain when asked for ("machine summary")',
+    query: fleetSummaryQuery,
     responses: { 200: fleetSummaryResponse },
-    handle: async (_request, ctx) => ({ status: 200, body: await readFleetSummary(ctx) }),
+    handle: async ({ query }, ctx) => ({ status: 200, body: await readFleetSummary(ctx, { nvlinkDomains: query.include === 'nvlinkDomains' }) }),
   }),
   defineRoute({
     operationId: 'list-racks',
     method: 'GET',
     path: '/admin/fleet/racks',
     roles: ['provider-admin'],
-    summary: "One machine type's racks with their machines' compact entries, for the rack map",
+    summary: "One machine type's racks, each with its machines' compact entries and its tallies (per NVLink domain too), for the rack map",
     query: rackListQuery,
     responses: { 200: rackListResponse },
     handle: async ({ query }, ctx) => {

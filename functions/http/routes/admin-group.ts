@@ -1,6 +1,7 @@
 import type { Route } from '#http/route.ts';
 import { adminAuditRoutes } from '#http/routes/admin-audit.ts';
 import { adminFleetRoutes } from '#http/routes/admin-fleet.ts';
+import { adminCapacityHistoryRoutes } from '#http/routes/capacity-history.ts';
 import { adminMetaInstanceRoutes } from '#http/routes/admin-meta-instances.ts';
 import { adminOverrideRoutes } from '#http/routes/admin-overrides.ts';
 import { adminSafetyRoutes } from '#http/routes/admin-safety.ts';
@@ -13,6 +14,7 @@ import { adminValidationRoutes } from '#http/routes/validation.ts';
 export const adminGroupRoutes: readonly Route[] = [
   ...adminRoutes,
   ...adminFleetRoutes,
+  ...adminCapacityHistoryRoutes,
   ...adminOverrideRoutes,
   ...adminSafetyRoutes,
   ...adminAuditRoutes,

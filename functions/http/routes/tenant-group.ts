@@ -3,6 +3,7 @@ import { instanceRoutes } from '#http/routes/instances.ts';
 import { breakFixRoutes } from '#http/routes/break-fix.ts';
 import { tenantMaintenanceRoutes } from '#http/routes/maintenance.ts';
 import { tenantCapacityRoutes } from '#http/routes/tenant-capacity.ts';
+import { tenantCapacityHistoryRoutes } from '#http/routes/capacity-history.ts';
 import { metaInstanceRoutes } from '#http/routes/meta-instances.ts';
 import { openApiRoute } from '#http/routes/openapi.ts';
 import { tenantMachineRoutes } from '#http/routes/tenant-machines.ts';
@@ -13,6 +14,7 @@ export const tenantGroupRoutes: readonly Route[] = [
   ...tenantMachineRoutes,
   ...metaInstanceRoutes,
   ...tenantCapacityRoutes,
+  ...tenantCapacityHistoryRoutes,
   ...tenantMaintenanceRoutes,
   ...breakFixRoutes,
   openApiRoute,

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { auditEntry, type AuditEntry } from '#domain/audit.ts';
-import { applyDelta, shardOf, summaryChange } from '#domain/fleet-summary.ts';
+import { applyDelta, shardOf, summaryChange, type SummaryShard } from '#domain/fleet-summary.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
 import { StaleWriteError, type AuditFilter, type FleetStore } from '#store/port.ts';
@@ -130,6 +130,19 @@ export function auditAndSummaryContract(kit: ContractKit): void {
       const shards = (await kit.store.summaryShards()).filter((s) => s.machineType === 'sumtype');
       expect(shards.reduce((n, s) => n + (s.counters.machines ?? 0), 0)).toBe(3);
 
+      // The domain counters are read only when asked for.
+      const domainShard: SummaryShard = {
+        machineType: 'sumdomains',
+        shard: 0,
+        counters: { machines: 1 },
+        domainCounters: { 'domain|d1|machines': 1 },
+        version: 0,
+      };
+      await kit.store.commit({ fleetSummary: { racks: [], shards: [{ before: null, after: domainShard }] }, history: [] });
+      const ofType = (read: SummaryShard[]) => read.filter((s) => s.machineType === 'sumdomains');
+      expect(ofType(await kit.store.summaryShards())).toEqual([{ machineType: 'sumdomains', shard: 0, counters: { machines: 1 }, version: 0 }]);
+      expect(ofType(await kit.store.summaryShards({ nvlinkDomains: true }))).toEqual([domainShard]);
+
       // Machines are read in the same batch when asked for; unknown ones are left out.
       await kit.store.commit({ machines: [create(machine('sum-read-m', { machineType: 'sumtype', rack: 'sum-r1' }))], history: [] });
       const together = await kit.store.getSummaryItems(
@@ -163,6 +176,15 @@ export function auditAndSummaryContract(kit: ContractKit): void {
       const first = await kit.store.listRackAggregates('sumtype', { limit: 2 });
       const second = await kit.store.listRackAggregates('sumtype', { limit: 2, nextToken: first.nextToken });
       expect([...first.items, ...second.items].map((r) => r.rack).sort()).toEqual(['sum-r1', 'sum-r2', 'sum-r3']);
+      // A rack a page at a time: each once, however the partitions read at once are cut.
+      const oneByOne: string[] = [];
+      let nextToken: string | undefined;
+      do {
+        const page = await kit.store.listRackAggregates('sumtype', { limit: 1, nextToken });
+        oneByOne.push(...page.items.map((r) => r.rack));
+        nextToken = page.nextToken;
+      } while (nextToken);
+      expect(oneByOne.sort()).toEqual(['sum-r1', 'sum-r2', 'sum-r3']);
       const shard = shardOf('sum-r2');
       expect((await kit.store.listRackAggregates('sumtype', { limit: 10, shard })).items.every((r) => shardOf(r.rack) === shard)).toBe(true);
       expect((await kit.store.listRackAggregates('sumtype', { limit: 10, shard })).items.map((r) => r.rack)).toContain('sum-r2');
