@@ -88,7 +88,7 @@ describe('fleetward CLI habits', () => {
   it('completion bash completes commands, subcommands, aliases, flags and flag values; zsh runs the same through bashcompinit', async () => {
     const bash = (await ok(['completion', 'bash'])).stdout;
     expect(complete(bash, [''])).toEqual(expect.arrayContaining(['machine', 'instance', 'meta-instance', 'safety', 'repairs', 'completion']));
-    expect(complete(bash, ['ma'])).toEqual(['machine']);
+    expect(complete(bash, ['ma'])).toEqual(['machine', 'maintenance']);
     expect(complete(bash, ['machine', 'w'])).toEqual(['watch']);
     expect(complete(bash, ['machine', 'health-report', ''])).toEqual(['show', 'add', 'remove']);
     expect(complete(bash, ['--url', 'http://x', 'machine', 'list', '--st'])).toEqual(['--state']);
