@@ -17,7 +17,7 @@ beforeAll(async () => {
     awsSemantics: { modes: ['parallel-shards', 'lambda-timeouts', 'throttle'], seed: 20_261_127, throttleShare: 0.1, indexLagMs: 0 },
   });
   tenant = await site.token('acme', ['tenant']);
-  client = retryingClient(site, tenant, [503, 409]);
+  client = retryingClient(site, tenant, (r) => r.status === 503 || r.status === 409);
   admin = await site.token('provider', ['provider-admin']);
   await site.eventually(async () => (await site.call('GET', '/admin/fleet/summary', { token: admin })).body?.byType?.gb200?.allocatable >= 4, 60_000);
 }, 120_000);

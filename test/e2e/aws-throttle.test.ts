@@ -13,7 +13,7 @@ let client: ReturnType<typeof retryingClient>;
 beforeAll(async () => {
   site = await startTestSite({ awsSemantics: { modes: ['throttle'], seed: 20_261_127, throttleShare: 0.2, indexLagMs: 1_000 } });
   tenant = await site.token('acme', ['tenant']);
-  client = retryingClient(site, tenant, [503]);
+  client = retryingClient(site, tenant, (r) => r.status === 503);
   const admin = await site.token('provider', ['provider-admin']);
   await site.eventually(async () => (await site.call('GET', '/admin/fleet/summary', { token: admin })).body?.byType?.gb200?.allocatable >= 3, 30_000);
 });
