@@ -206,6 +206,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/org/{org}/nico/reservation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's own reservations, newest first, each with its health
+         * @description Roles: tenant.
+         */
+        get: operations["list-own-reservations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/org/{org}/nico/maintenance": {
         parameters: {
             query?: never;
@@ -777,6 +797,54 @@ export interface paths {
          */
         post: operations["retire-machine"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/reservations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every org's reservations, newest first
+         * @description Roles: provider-admin.
+         */
+        get: operations["list-reservations"];
+        put?: never;
+        /**
+         * Reserve machines for one org, all or none: by count, by machine ids or by whole NVLink domains
+         * @description Roles: provider-admin.
+         */
+        post: operations["create-reservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/reservations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One reservation, with its health
+         * @description Roles: provider-admin.
+         */
+        get: operations["get-reservation"];
+        put?: never;
+        post?: never;
+        /**
+         * Release: the machines go back to the shared pool as they come free
+         * @description Roles: provider-admin.
+         */
+        delete: operations["release-reservation"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2634,6 +2702,98 @@ export interface operations {
                             inUse: boolean;
                             region: string;
                             reservationId?: string;
+                        }[];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-own-reservations": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            id: string;
+                            org: string;
+                            machineType: string;
+                            name?: string;
+                            machineIds: string[];
+                            nvlinkDomains?: string[];
+                            /** @enum {string} */
+                            state: "Pending" | "Active" | "Failed" | "Released";
+                            wanted?: number;
+                            free?: number;
+                            createdAt: string;
+                            releasedAt?: string;
+                            health: {
+                                machines: number;
+                                healthy: number;
+                                inUse: number;
+                                quarantined: number;
+                            };
                         }[];
                         nextToken?: string;
                     };
@@ -5443,6 +5603,433 @@ export interface operations {
             };
             /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-reservations": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            id: string;
+                            org: string;
+                            machineType: string;
+                            name?: string;
+                            machineIds: string[];
+                            nvlinkDomains?: string[];
+                            /** @enum {string} */
+                            state: "Pending" | "Active" | "Failed" | "Released";
+                            wanted?: number;
+                            free?: number;
+                            createdAt: string;
+                            releasedAt?: string;
+                            health: {
+                                machines: number;
+                                healthy: number;
+                                inUse: number;
+                                quarantined: number;
+                            };
+                        }[];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "create-reservation": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    org: string;
+                    machineType: string;
+                    count?: number;
+                    machineIds?: string[];
+                    nvlinkDomains?: string[];
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        org: string;
+                        machineType: string;
+                        name?: string;
+                        machineIds: string[];
+                        nvlinkDomains?: string[];
+                        /** @enum {string} */
+                        state: "Pending" | "Active" | "Failed" | "Released";
+                        wanted?: number;
+                        free?: number;
+                        createdAt: string;
+                        releasedAt?: string;
+                        health: {
+                            machines: number;
+                            healthy: number;
+                            inUse: number;
+                            quarantined: number;
+                        };
+                    };
+                };
+            };
+            /** @description Accepted: the change has started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        org: string;
+                        machineType: string;
+                        name?: string;
+                        machineIds: string[];
+                        nvlinkDomains?: string[];
+                        /** @enum {string} */
+                        state: "Pending" | "Active" | "Failed" | "Released";
+                        wanted?: number;
+                        free?: number;
+                        createdAt: string;
+                        releasedAt?: string;
+                        health: {
+                            machines: number;
+                            healthy: number;
+                            inUse: number;
+                            quarantined: number;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `insufficient-capacity` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `unknown-machine-type`, `unknown-nvlink-domain`, `reservation-too-large` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "get-reservation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        org: string;
+                        machineType: string;
+                        name?: string;
+                        machineIds: string[];
+                        nvlinkDomains?: string[];
+                        /** @enum {string} */
+                        state: "Pending" | "Active" | "Failed" | "Released";
+                        wanted?: number;
+                        free?: number;
+                        createdAt: string;
+                        releasedAt?: string;
+                        health: {
+                            machines: number;
+                            healthy: number;
+                            inUse: number;
+                            quarantined: number;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "release-reservation": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        org: string;
+                        machineType: string;
+                        name?: string;
+                        machineIds: string[];
+                        nvlinkDomains?: string[];
+                        /** @enum {string} */
+                        state: "Pending" | "Active" | "Failed" | "Released";
+                        wanted?: number;
+                        free?: number;
+                        createdAt: string;
+                        releasedAt?: string;
+                        health: {
+                            machines: number;
+                            healthy: number;
+                            inUse: number;
+                            quarantined: number;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `reservation-failed` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -5,6 +5,7 @@ import { maintenanceReconciler } from '#reconcilers/maintenance.ts';
 import { metaInstanceReconciler } from '#reconcilers/meta-instance.ts';
 import { orgCapacityReconciler } from '#reconcilers/org-capacity.ts';
 import { createRegistry } from '#reconcilers/reconciler.ts';
+import { reservationReconciler } from '#reconcilers/reservation.ts';
 import { rosterBucketReconciler } from '#reconcilers/roster-bucket.ts';
 import { staleCheckReconciler } from '#reconcilers/stale-check.ts';
 import { validationReconciler } from '#reconcilers/validation.ts';
@@ -27,6 +28,7 @@ export const reconcilers = [
   fleetSummaryReconciler,
   maintenanceReconciler,
   orgCapacityReconciler,
+  reservationReconciler,
 ] as const;
 
 export type EntityKind = (typeof reconcilers)[number]['kind'];

@@ -14,6 +14,7 @@ import { loadFleetSize } from '#runtime/fleet-size.ts';
 import { committedOnce, retryOnStale } from '#runtime/retry-on-stale.ts';
 import { siteView } from '#services/site-view.ts';
 import { claimMachine, readCandidates } from '#services/claims-in-flight.ts';
+import { reservedForAnother } from '#domain/reservations.ts';
 
 export interface CreateInstanceRequest {
   machineType?: string | undefined;
@@ -74,13 +75,20 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   const outOfTime = () => ctx.deadline !== undefined && ctx.deadline - Date.now() < LAST_TRY_RESERVE_MS;
   const noCapacity = () => conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
   const setAside = new Set<string>();
+  // The org's reserved machines first (their own pool, which no other org reads), then the shared pool.
+  let reservedFor: string | undefined = principal.org;
   for (let tried = 0; ; ) {
     const now = ctx.clock.now();
     // A silent agent leaves no machine fresh: no read of each candidate to find that out.
     if (rosterStale(site.heartbeat, now) && site.cached) site = await siteView(ctx, { fresh: true });
     if (rosterStale(site.heartbeat, now)) throw noCapacity();
-    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE, site.randomRack(machineType));
+    const fromRack = reservedFor === undefined ? site.randomRack(machineType) : undefined;
+    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE, fromRack, reservedFor);
     const free = candidates.page.filter((id) => !setAside.has(id));
+    if (free.length === 0 && reservedFor !== undefined) {
+      reservedFor = undefined;
+      continue;
+    }
     if (free.length === 0) throw noCapacity();
     const lostEveryTry = tried === PLACEMENT_TRIES || (tried > 0 && outOfTime());
     if (lostEveryTry) {
@@ -113,13 +121,14 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
         site = await siteView(ctx, { fresh: true });
         allocatable = allocatability(machine, site.heartbeat, now).allocatable;
       }
-      // Gone from the index since it was read: a rival took it, a lost race like a failed commit.
-      if (!machine || !allocatable) return { setAside: true, taken: !machine || !inAllocatableIndex(machine) };
+      // Gone from the index since it was read: a rival took it (or reserved it for another org), a lost race like a failed commit.
+      if (!machine || reservedForAnother(machine, principal.org)) return { setAside: true, taken: true };
+      if (!allocatable) return { setAside: true, taken: !inAllocatableIndex(machine) };
       const { change, instance } = assignInstance(machine, spec, now);
       const guarded = { ...change, quotaGuards: [guardOf(principal.org, machineType, usage)] };
       return (await committedOnce(() => ctx.store.commit(guarded))) ? { instance } : { lost: true };
     };
-    const result = await claimMachine(ctx, machineType, id, attempt, (outcome) => 'instance' in outcome);
+    const result = await claimMachine(ctx, machineType, id, attempt, (outcome) => 'instance' in outcome, reservedFor);
     if ('instance' in result) return result.instance;
     // Lost to a rival for the machine, or to the org's other creates for the last of its quota: the usage says which.
     if ('lost' in result) await refuseAtQuota(true);

@@ -1,6 +1,8 @@
 import { capacityNodeListResponse, orgCapacityResponse } from '#domain/capacity-responses.ts';
 import { emptyQuery, listQuery, params } from '#domain/schemas.ts';
 import { listOrgNodes, readOrgCapacity } from '#services/org-capacity.ts';
+import { reservationListResponse } from '#domain/reservation-responses.ts';
+import { listReservations } from '#services/reservations.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 const base = '/v2/org/{org}/nico';
@@ -29,6 +31,20 @@ export const tenantCapacityRoutes: Route[] = [
     responses: { 200: capacityNodeListResponse },
     handle: async ({ params: p, query }, ctx) => {
       const page = await listOrgNodes(ctx, p.org, query);
+      return listResult(page.items, page.nextToken);
+    },
+  }),
+  defineRoute({
+    operationId: 'list-own-reservations',
+    method: 'GET',
+    path: `${base}/reservation`,
+    roles: ['tenant'],
+    summary: "The org's own reservations, newest first, each with its health",
+    params: params.org,
+    query: listQuery,
+    responses: { 200: reservationListResponse },
+    handle: async ({ params: p, query }, ctx) => {
+      const page = await listReservations(ctx, p.org, query);
       return listResult(page.items, page.nextToken);
     },
   }),
