@@ -1068,40 +1068,6 @@ export interface components {
             /** @description When it first overran timeout_minutes */
             stuckAt?: string;
         };
-        Machine: {
-            id: string;
-            machineType: string;
-            rack: string;
-            nvlinkDomain?: string;
-            /** @enum {string} */
-            state: "Ready" | "Assigned" | "Cleanup";
-            instanceId?: string;
-            labels: {
-                [key: string]: string;
-            };
-            healthOverrides: components["schemas"]["HealthOverride"][];
-            allocatable: boolean;
-            notAllocatableReasons: string[];
-            lastHeartbeatAt?: string;
-            cleanup?: {
-                /** @enum {string} */
-                phase: "pending" | "requested" | "failed";
-                attempts: number;
-                error?: string;
-            };
-            validation?: components["schemas"]["MachineValidation"];
-            /**
-             * @description Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")
-             * @enum {string}
-             */
-            lifecycle: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
-            retired?: {
-                at: string;
-                by: string;
-                reason: string;
-            };
-            version: number;
-        };
         MetaInstance: {
             id: string;
             org: string;
@@ -1163,6 +1129,45 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             completedAt?: string;
+        };
+        Machine: {
+            id: string;
+            machineType: string;
+            rack: string;
+            nvlinkDomain?: string;
+            /** @enum {string} */
+            state: "Ready" | "Assigned" | "Cleanup";
+            instanceId?: string;
+            labels: {
+                [key: string]: string;
+            };
+            healthOverrides: components["schemas"]["HealthOverride"][];
+            allocatable: boolean;
+            notAllocatableReasons: string[];
+            lastHeartbeatAt?: string;
+            cleanup?: {
+                /** @enum {string} */
+                phase: "pending" | "requested" | "failed";
+                attempts: number;
+                error?: string;
+            };
+            validation?: components["schemas"]["MachineValidation"];
+            /**
+             * @description Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")
+             * @enum {string}
+             */
+            lifecycle: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
+            retired?: {
+                at: string;
+                by: string;
+                reason: string;
+            };
+            /** @description The reservation holding it for one org (docs/api.md "Reservations") */
+            reservation?: {
+                id: string;
+                org: string;
+            };
+            version: number;
         };
         HistoryEntry: {
             machineId: string;
@@ -2074,7 +2079,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Machine"];
+                    "application/json": {
+                        id: string;
+                        machineType: string;
+                        rack: string;
+                        nvlinkDomain?: string;
+                        /** @enum {string} */
+                        state: "Ready" | "Assigned" | "Cleanup";
+                        instanceId?: string;
+                        labels: {
+                            [key: string]: string;
+                        };
+                        healthOverrides: components["schemas"]["HealthOverride"][];
+                        allocatable: boolean;
+                        notAllocatableReasons: string[];
+                        lastHeartbeatAt?: string;
+                        cleanup?: {
+                            /** @enum {string} */
+                            phase: "pending" | "requested" | "failed";
+                            attempts: number;
+                            error?: string;
+                        };
+                        validation?: components["schemas"]["MachineValidation"];
+                        /**
+                         * @description Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")
+                         * @enum {string}
+                         */
+                        lifecycle: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
+                        retired?: {
+                            at: string;
+                            by: string;
+                            reason: string;
+                        };
+                        version: number;
+                    };
                 };
             };
             /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
@@ -2153,7 +2191,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Machine"];
+                    "application/json": {
+                        id: string;
+                        machineType: string;
+                        rack: string;
+                        nvlinkDomain?: string;
+                        /** @enum {string} */
+                        state: "Ready" | "Assigned" | "Cleanup";
+                        instanceId?: string;
+                        labels: {
+                            [key: string]: string;
+                        };
+                        healthOverrides: components["schemas"]["HealthOverride"][];
+                        allocatable: boolean;
+                        notAllocatableReasons: string[];
+                        lastHeartbeatAt?: string;
+                        cleanup?: {
+                            /** @enum {string} */
+                            phase: "pending" | "requested" | "failed";
+                            attempts: number;
+                            error?: string;
+                        };
+                        validation?: components["schemas"]["MachineValidation"];
+                        /**
+                         * @description Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")
+                         * @enum {string}
+                         */
+                        lifecycle: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
+                        retired?: {
+                            at: string;
+                            by: string;
+                            reason: string;
+                        };
+                        version: number;
+                    };
                 };
             };
             /** @description Bad request. Problem codes: `invalid-json` */
