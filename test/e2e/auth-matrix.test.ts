@@ -195,6 +195,7 @@ const expectations: Record<string, Expectation> = {
   // Each org's own counts and nodes: another org's path is 404 (the matrix's {org} check below).
   'GET /v2/org/{org}/nico/capacity': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/nodes': { row: tenants(200, 200, 200) },
+  'GET /v2/org/{org}/nico/reservation': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(200, notFound, notFound) },
   'DELETE /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(202, notFound, notFound), path: (r) => ({ metaInstanceId: r.doomed.meta }) },
 
@@ -231,6 +232,14 @@ const expectations: Record<string, Expectation> = {
     }),
   },
   'GET /admin/maintenance': { row: providerAdmin(200) },
+  // More h100s than the site has: refused whole, nothing reserved.
+  'POST /admin/reservations': {
+    row: providerAdmin([409, 'insufficient-capacity']),
+    body: () => ({ org: 'acme', machineType: 'h100', count: 40 }),
+  },
+  'GET /admin/reservations': { row: providerAdmin(200) },
+  'GET /admin/reservations/{id}': { row: providerAdmin(notFound) },
+  'DELETE /admin/reservations/{id}': { row: providerAdmin(notFound) },
   'GET /admin/maintenance/{id}': { row: providerAdmin(200) },
   'POST /admin/maintenance/{id}/cancel': { row: providerAdmin(notFound), path: () => ({ maintenanceId: 'mnt-unknown' }) },
   'POST /admin/maintenance/{id}/resume': { row: providerAdmin([409, 'invalid-state']) },

@@ -56,6 +56,7 @@ const validBodies: Record<string, (v: Values) => unknown> = {
   'report-maintenance': () => ({ maintenanceId: 'mnt-1', ok: true, message: 'done' }),
   'report-validation': () => ({ validationId: 'v-fuzz', passed: false, results: [{ test: 'dcgm-diag', passed: false, message: 'Xid 79' }] }),
   'retire-machine': () => ({ reason: 'fuzzed' }),
+  'create-reservation': () => ({ org: 'acme', machineType: 'h100', count: 40, name: 'fuzz' }),
 };
 
 const queryShape = (route: Route): Record<string, unknown> => (route.query as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};
