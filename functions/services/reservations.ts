@@ -1,4 +1,5 @@
 import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
+import { rackPicker } from '#domain/catalog.ts';
 import type { HeartbeatView } from '#domain/health.ts';
 import type { Machine } from '#domain/model.ts';
 import { reservationHealth } from '#domain/org-capacity.ts';
@@ -56,7 +57,8 @@ export async function createReservation(ctx: AppContext, request: CreateReservat
   }
   return retryOnStale(async () => {
     const now = ctx.clock.now();
-    const { candidates, whole } = await candidatesOf(ctx, pending, sizes, heartbeat, now);
+    const fromRack = rackPicker(catalog.types[machineType]!.racks)();
+    const { candidates, whole } = await candidatesOf(ctx, pending, { sizes, fromRack }, heartbeat, now);
     const change = reserveAtOnce({ ...pending, createdAt: now.toISOString(), updatedAt: now.toISOString() }, candidates, heartbeat, now, whole);
     const active = change.reservations![0]!.after;
     await ctx.store.commit({ ...change, audit: audit(active) });
@@ -81,12 +83,14 @@ async function askOf(ctx: AppContext, request: CreateReservationRequest, heartbe
 async function candidatesOf(
   ctx: AppContext,
   r: Reservation,
-  sizes: Record<string, number>,
+  { sizes, fromRack }: { sizes: Record<string, number>; fromRack: string | undefined },
   heartbeat: HeartbeatView,
   now: Date,
 ): Promise<{ candidates: Machine[]; whole: boolean }> {
   if ('count' in r.ask) {
-    const ids = await ctx.store.allocatableMachineIds(r.machineType, r.wanted + CANDIDATE_SLACK);
+    // From a rack picked at random: concurrent reservations spread over the free machines instead of racing for the first.
+    const from = fromRack === undefined ? undefined : { rack: fromRack, enough: r.wanted };
+    const ids = await ctx.store.allocatableMachineIds(r.machineType, r.wanted + CANDIDATE_SLACK, from);
     const found = await ctx.store.getMachines(ids);
     return { candidates: ids.flatMap((id) => found.get(id) ?? []), whole: true };
   }
