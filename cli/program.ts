@@ -8,6 +8,7 @@ import { machineCommand } from './commands/machine.ts';
 import { metaInstanceCommand } from './commands/meta-instance.ts';
 import { profileCommand } from './commands/profile.ts';
 import { repairsCommand } from './commands/repairs.ts';
+import { reservationCommand } from './commands/reservation.ts';
 import { safetyCommand } from './commands/safety.ts';
 import { tenantCommand } from './commands/tenant.ts';
 import { versionCommand } from './commands/version.ts';
@@ -32,6 +33,7 @@ export function buildProgram(deps: RuntimeDeps = {}): Command {
     instanceCommand,
     metaInstanceCommand,
     capacityCommand,
+    reservationCommand,
     tenantCommand,
     safetyCommand,
     repairsCommand,
