@@ -8,6 +8,7 @@ import { metaPart } from './meta.ts';
 import { monthlyCostPart } from './monthly-cost.ts';
 import { partitionHeatPart } from './partition-heat.ts';
 import { placementPart } from './placement.ts';
+import { reservationPart } from './reservation.ts';
 import { scalePart } from './scale.ts';
 import { sweepPart } from './sweep.ts';
 import { workflowsPart } from './workflows.ts';
@@ -19,6 +20,7 @@ export const parts: readonly AnyPart[] = [
   heartbeatPart,
   metaPart,
   placementPart,
+  reservationPart,
   sweepPart,
   contentionPart,
   coldstartPart,

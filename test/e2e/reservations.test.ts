@@ -1,6 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { claimForRepair, instanceStatus, machine, readySite, repairRelease, reportIssue, setRepairStatus, type Actors } from '#test/support/repair-steps.ts';
+import {
+  claimForRepair,
+  instanceStatus,
+  machine,
+  readySite,
+  repairRelease,
+  reportIssue,
+  setRepairStatus,
+  validated,
+  type Actors,
+} from '#test/support/repair-steps.ts';
 
 // Reservations on a site of 80 gb200 in 4 racks, in NVLink domains of 4: small ones decided in the request, large ones
 // claimed in chunks by the reconciler; reserved machines go to their org alone, and come back to it after a repair.
@@ -15,6 +25,7 @@ machines = [ { type = "gb200", count = 80, racks = 4, nvlink_domain_size = 4 }, 
 heartbeat_interval_seconds = 0.2
 provision_ms = 10
 cleanup_ms = 10
+maintenance_ms = 50
 `;
 
 let site: TestSite;
@@ -168,5 +179,34 @@ describe('reservations', () => {
     const listed = (await site.call('GET', `${admin}/${held.id}`, { token: who.admin })).body;
     expect(listed.machineIds).toContain(machineId);
     await site.eventually(async () => (await show(held.id)).health.quarantined === 0);
+  });
+
+  it('a reserved machine that is maintained, or validated on demand, comes back to its reservation', async () => {
+    const created = await reserve({ org: 'umbrella', machineType: 'gb200', count: 1 });
+    expect(created.status).toBe(201);
+    const [machineId] = created.body.machineIds as string[];
+    const held = { id: created.body.id, org: 'umbrella' };
+    const body = {
+      kind: 'planned',
+      category: 'firmware',
+      reason: 'reserved machines keep their reservation',
+      scope: { machineIds: [machineId] },
+      handBackBy: new Date(Date.now() + 15 * 86_400_000).toISOString(),
+      windowMinutes: 60,
+    };
+    const declared = await site.call('POST', '/admin/maintenance', { token: who.admin, body });
+    expect(declared.status, JSON.stringify(declared.body)).toBe(201);
+    await site.eventually(async () => {
+      const shown = (await site.call('GET', `/admin/maintenance/${declared.body.id}`, { token: who.admin })).body;
+      return shown.machines[machineId!].phase === 'returned';
+    }, 30_000);
+    expect(await validated(site, who.admin, machineId!)).toMatchObject({ reservation: held, allocatable: true });
+
+    expect((await site.call('POST', `/admin/machines/${machineId}/validation`, { token: who.admin })).status).toBe(202);
+    const checked = await site.eventually(async () => {
+      const m = await machine(site, who.admin, machineId!);
+      return m.validation?.reason === 'provider' && m.validation.state !== 'running' ? m : undefined;
+    });
+    expect(checked).toMatchObject({ reservation: held, validation: { state: 'passed' }, allocatable: true });
   });
 });
