@@ -129,6 +129,26 @@ describe('reservations', () => {
     expect((await site.call('DELETE', `${admin}/${h100.body.id}`, { token: who.admin })).body.state).toBe('Released');
   });
 
+  it("an org's meta-instance takes its reserved machines first, quotas count them only once they hold an instance, other orgs never get them", async () => {
+    const hooli = await site.token('hooli', ['tenant']);
+    const created = await reserve({ org: 'hooli', machineType: 'gb200', count: 2 });
+    expect(created.status).toBe(201);
+    const usage = async () => (await site.call('GET', '/admin/tenants/hooli', { token: who.admin })).body.usage ?? {};
+    expect((await usage()).gb200 ?? 0).toBe(0);
+    const meta = await site.call('POST', '/v2/org/hooli/nico/meta-instance', { token: hooli, body: { machineType: 'gb200', minNodes: 2 } });
+    expect(meta.status, JSON.stringify(meta.body)).toBe(201);
+    const members = await Promise.all(
+      (meta.body.instanceIds as string[]).map(async (id) => (await site.call('GET', `/v2/org/hooli/nico/instance/${id}`, { token: hooli })).body.machineId),
+    );
+    expect(members.sort()).toEqual([...created.body.machineIds].sort());
+    expect((await usage()).gb200).toBe(2);
+    // Another org pinning one of them is told it is not available, and nothing is placed on it.
+    const pinned = await site.call('POST', '/v2/org/globex/nico/meta-instance', { token: globex, body: { machineType: 'gb200', machineIds: [members[0]] } });
+    expect(pinned.status, JSON.stringify(pinned.body)).toBe(201);
+    expect(pinned.body.instanceIds).toEqual([]);
+    expect(pinned.body.placementError).toContain('not available');
+  });
+
   it('a large one answers 202 Pending and is claimed in chunks to Active; released, its machines return to the pool', async () => {
     const created = await reserve({ org: 'initech', machineType: 'gb200', count: 60 });
     expect(created.status).toBe(202);
