@@ -61,6 +61,9 @@ describe('reservations', () => {
     expect(audit.body.items[0]).toMatchObject({ action: 'reservation-created', after: { org: 'acme', state: 'Active' } });
     const health = await site.eventually(async () => ((await show(created.body.id)).health.machines === 3 ? (await show(created.body.id)).health : undefined));
     expect(health).toEqual({ machines: 3, healthy: 3, inUse: 0, quarantined: 0 });
+    // The org's governance view counts them reserved (and delivered), not in use.
+    const capacity = (await site.call('GET', '/v2/org/acme/nico/capacity', { token: who.tenant })).body.byType.gb200;
+    expect(capacity).toMatchObject({ delivered: { machines: 3 }, reserved: { machines: 3 }, inUse: { machines: 0 } });
   });
 
   it('is all or nothing: more than is free is 409 insufficient-capacity with wanted and free, and nothing changes', async () => {
