@@ -117,7 +117,7 @@ export function capacityCounterKeys(entry: CapacityEntry): string[] {
   return keys;
 }
 
-export interface ReservationHealthCounts {
+interface ReservationHealthCounts {
   machines: number;
   healthy: number;
   inUse: number;

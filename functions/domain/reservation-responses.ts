@@ -3,7 +3,7 @@ import { listOf } from '#domain/responses.ts';
 
 // A reservation as the API shows it (API.md "Reservations"), to the provider and to the org that holds it alike.
 
-export const reservationHealthResponse = z.object({
+const reservationHealthResponse = z.object({
   machines: z.number().int(),
   healthy: z.number().int(),
   inUse: z.number().int(),
@@ -30,4 +30,3 @@ export const reservationResponse = z.object({
 export const reservationListResponse = listOf(reservationResponse);
 
 export type ReservationView = z.infer<typeof reservationResponse>;
-export type ReservationHealth = z.infer<typeof reservationHealthResponse>;

@@ -66,7 +66,7 @@ export function unclaimableReasons(machine: Machine, machineType: string, heartb
 export const reservedForAnother = (machine: Machine, org: string): boolean => machine.reservation !== undefined && machine.reservation.org !== org;
 
 /** The insufficient-capacity refusal: how many machines were asked for and how many of them were free. */
-export function insufficientCapacity(machineType: string, wanted: number, free: number) {
+function insufficientCapacity(machineType: string, wanted: number, free: number) {
   return conflict('insufficient-capacity', `the reservation needs ${wanted} ${machineType} machine(s) free; ${free} are`, { wanted, free });
 }
 

@@ -135,6 +135,7 @@ export async function listReservations(ctx: AppContext, org: string | null, page
   const [listed, heartbeat] = await Promise.all([ctx.store.listReservations(org, page), loadHeartbeatView(ctx)]);
   // The index may lag: only the org's own are shown.
   const items = listed.items.filter((r) => org === null || r.org === org);
+  // Health: each org on the page once (its 4 counter shards), so a page costs at most its size in reads.
   const shards = new Map(await Promise.all([...new Set(items.map((r) => r.org))].map(async (o) => [o, await ctx.store.orgCapacityShards(o)] as const)));
   return { items: items.map((r) => view(r, reservationHealth(shards.get(r.org) ?? [], r.id, heartbeat, ctx.clock.now()))), nextToken: listed.nextToken };
 }
