@@ -75,8 +75,9 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   const outOfTime = () => ctx.deadline !== undefined && ctx.deadline - Date.now() < LAST_TRY_RESERVE_MS;
   const noCapacity = () => conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
   const setAside = new Set<string>();
-  // The org's reserved machines first (their own pool, which no other org reads), then the shared pool.
-  let reservedFor: string | undefined = principal.org;
+  // The org's reserved machines first (their own pool, which no other org reads), then the shared pool. A pool found
+  // empty is remembered for the site view's life (2 s): a reservation made meanwhile is used from the next view on.
+  let reservedFor: string | undefined = site.reservedPoolEmpty(machineType, principal.org) ? undefined : principal.org;
   for (let tried = 0; ; ) {
     const now = ctx.clock.now();
     // A silent agent leaves no machine fresh: no read of each candidate to find that out.
@@ -86,6 +87,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE, fromRack, reservedFor);
     const free = candidates.page.filter((id) => !setAside.has(id));
     if (free.length === 0 && reservedFor !== undefined) {
+      site.noteReservedPoolEmpty(machineType, reservedFor);
       reservedFor = undefined;
       continue;
     }

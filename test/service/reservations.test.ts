@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Machine } from '#domain/model.ts';
 import { reservationReconciler } from '#reconcilers/reservation.ts';
 import { createInstance } from '#services/instances.ts';
+import { SITE_VIEW_TTL_MS } from '#services/site-view.ts';
 import { createReservation, releaseReservation } from '#services/reservations.ts';
 import { ops } from '#test/support/fixtures.ts';
 import { harness, reconcile, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
@@ -72,5 +73,21 @@ describe('a large reservation', () => {
     const held = (await h.store.getMachine(instance.machineId))!;
     expect(held).toMatchObject({ instanceId: instance.id, state: 'Assigned' });
     expect(held.reservation).toBeUndefined();
+  });
+
+  it("an org's creates take its reserved machines first; a pool read empty is skipped only for the site view's life", async () => {
+    const h = harness();
+    await siteWith(h, { gb200: 8 });
+    const before = await createInstance(h.ctx, tenant('acme'), { machineType: 'gb200' });
+    const reserved = await createReservation(h.ctx, { org: 'acme', machineType: 'gb200', count: 2 }, ops);
+    expect(reserved.machineIds).not.toContain(before.machineId);
+    // Another org never lands on them.
+    const others = await Promise.all([1, 2, 3].map(() => createInstance(h.ctx, tenant('globex', 'bob'), { machineType: 'gb200' })));
+    expect(others.map((i) => i.machineId).filter((id) => reserved.machineIds.includes(id))).toEqual([]);
+    // Two shared machines are still free: acme's next creates, once the view that found its pool empty is gone, take
+    // its reserved ones.
+    h.clock.advance(SITE_VIEW_TTL_MS);
+    const mine = await Promise.all([1, 2].map(() => createInstance(h.ctx, tenant('acme'), { machineType: 'gb200' })));
+    expect(mine.map((i) => i.machineId).sort()).toEqual([...reserved.machineIds].sort());
   });
 });
