@@ -10,6 +10,7 @@ import { metaInstanceCommand } from './commands/meta-instance.ts';
 import { profileCommand } from './commands/profile.ts';
 import { repairsCommand } from './commands/repairs.ts';
 import { repairTicketsCommand } from './commands/repair-tickets.ts';
+import { reservationCommand } from './commands/reservation.ts';
 import { safetyCommand } from './commands/safety.ts';
 import { tenantCommand } from './commands/tenant.ts';
 import { versionCommand } from './commands/version.ts';
@@ -35,6 +36,7 @@ export function buildProgram(deps: RuntimeDeps = {}): Command {
     metaInstanceCommand,
     maintenanceCommand,
     capacityCommand,
+    reservationCommand,
     tenantCommand,
     safetyCommand,
     repairsCommand,

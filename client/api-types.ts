@@ -226,6 +226,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/org/{org}/nico/reservation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's own reservations, newest first, each with its health
+         * @description Roles: tenant.
+         */
+        get: operations["list-own-reservations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/org/{org}/nico/capacity/history": {
         parameters: {
             query?: never;
@@ -902,6 +922,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/reservations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every org's reservations, newest first
+         * @description Roles: provider-admin.
+         */
+        get: operations["list-reservations"];
+        put?: never;
+        /**
+         * Reserve machines for one org, all or none: by count, by machine ids or by whole NVLink domains
+         * @description Roles: provider-admin.
+         */
+        post: operations["create-reservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/reservations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One reservation, with its health
+         * @description Roles: provider-admin.
+         */
+        get: operations["get-reservation"];
+        put?: never;
+        post?: never;
+        /**
+         * Release: the machines go back to the shared pool as they come free
+         * @description Roles: provider-admin.
+         */
+        delete: operations["release-reservation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/site/v1/heartbeats": {
         parameters: {
             query?: never;
@@ -1138,40 +1206,6 @@ export interface components {
             /** @description When it first overran timeout_minutes */
             stuckAt?: string;
         };
-        Machine: {
-            id: string;
-            machineType: string;
-            rack: string;
-            nvlinkDomain?: string;
-            /** @enum {string} */
-            state: "Ready" | "Assigned" | "Cleanup";
-            instanceId?: string;
-            labels: {
-                [key: string]: string;
-            };
-            healthOverrides: components["schemas"]["HealthOverride"][];
-            allocatable: boolean;
-            notAllocatableReasons: string[];
-            lastHeartbeatAt?: string;
-            cleanup?: {
-                /** @enum {string} */
-                phase: "pending" | "requested" | "failed";
-                attempts: number;
-                error?: string;
-            };
-            validation?: components["schemas"]["MachineValidation"];
-            /**
-             * @description Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")
-             * @enum {string}
-             */
-            lifecycle: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
-            retired?: {
-                at: string;
-                by: string;
-                reason: string;
-            };
-            version: number;
-        };
         MetaInstance: {
             id: string;
             org: string;
@@ -1242,6 +1276,45 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             completedAt?: string;
+        };
+        Machine: {
+            id: string;
+            machineType: string;
+            rack: string;
+            nvlinkDomain?: string;
+            /** @enum {string} */
+            state: "Ready" | "Assigned" | "Cleanup";
+            instanceId?: string;
+            labels: {
+                [key: string]: string;
+            };
+            healthOverrides: components["schemas"]["HealthOverride"][];
+            allocatable: boolean;
+            notAllocatableReasons: string[];
+            lastHeartbeatAt?: string;
+            cleanup?: {
+                /** @enum {string} */
+                phase: "pending" | "requested" | "failed";
+                attempts: number;
+                error?: string;
+            };
+            validation?: components["schemas"]["MachineValidation"];
+            /**
+             * @description Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")
+             * @enum {string}
+             */
+            lifecycle: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
+            retired?: {
+                at: string;
+                by: string;
+                reason: string;
+            };
+            /** @description The reservation holding it for one org (docs/api.md "Reservations") */
+            reservation?: {
+                id: string;
+                org: string;
+            };
+            version: number;
         };
         HistoryEntry: {
             machineId: string;
@@ -2161,7 +2234,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Machine"];
+                    "application/json": {
+                        id: string;
+                        machineType: string;
+                        rack: string;
+                        nvlinkDomain?: string;
+                        /** @enum {string} */
+                        state: "Ready" | "Assigned" | "Cleanup";
+                        instanceId?: string;
+                        labels: {
+                            [key: string]: string;
+                        };
+                        healthOverrides: components["schemas"]["HealthOverride"][];
+                        allocatable: boolean;
+                        notAllocatableReasons: string[];
+                        lastHeartbeatAt?: string;
+                        cleanup?: {
+                            /** @enum {string} */
+                            phase: "pending" | "requested" | "failed";
+                            attempts: number;
+                            error?: string;
+                        };
+                        validation?: components["schemas"]["MachineValidation"];
+                        /**
+                         * @description Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")
+                         * @enum {string}
+                         */
+                        lifecycle: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
+                        retired?: {
+                            at: string;
+                            by: string;
+                            reason: string;
+                        };
+                        version: number;
+                    };
                 };
             };
             /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
@@ -2240,7 +2346,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Machine"];
+                    "application/json": {
+                        id: string;
+                        machineType: string;
+                        rack: string;
+                        nvlinkDomain?: string;
+                        /** @enum {string} */
+                        state: "Ready" | "Assigned" | "Cleanup";
+                        instanceId?: string;
+                        labels: {
+                            [key: string]: string;
+                        };
+                        healthOverrides: components["schemas"]["HealthOverride"][];
+                        allocatable: boolean;
+                        notAllocatableReasons: string[];
+                        lastHeartbeatAt?: string;
+                        cleanup?: {
+                            /** @enum {string} */
+                            phase: "pending" | "requested" | "failed";
+                            attempts: number;
+                            error?: string;
+                        };
+                        validation?: components["schemas"]["MachineValidation"];
+                        /**
+                         * @description Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")
+                         * @enum {string}
+                         */
+                        lifecycle: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
+                        retired?: {
+                            at: string;
+                            by: string;
+                            reason: string;
+                        };
+                        version: number;
+                    };
                 };
             };
             /** @description Bad request. Problem codes: `invalid-json` */
@@ -2906,6 +3045,98 @@ export interface operations {
                 };
             };
             /** @description Unprocessable content. Problem codes: `validation-failed`, `invalid-cursor` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-own-reservations": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+            };
+            header?: never;
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            id: string;
+                            org: string;
+                            machineType: string;
+                            name?: string;
+                            machineIds: string[];
+                            nvlinkDomains?: string[];
+                            /** @enum {string} */
+                            state: "Pending" | "Active" | "Failed" | "Released";
+                            wanted?: number;
+                            free?: number;
+                            createdAt: string;
+                            releasedAt?: string;
+                            health: {
+                                machines: number;
+                                healthy: number;
+                                inUse: number;
+                                quarantined: number;
+                            };
+                        }[];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6190,6 +6421,433 @@ export interface operations {
             };
             /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-reservations": {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextToken?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            id: string;
+                            org: string;
+                            machineType: string;
+                            name?: string;
+                            machineIds: string[];
+                            nvlinkDomains?: string[];
+                            /** @enum {string} */
+                            state: "Pending" | "Active" | "Failed" | "Released";
+                            wanted?: number;
+                            free?: number;
+                            createdAt: string;
+                            releasedAt?: string;
+                            health: {
+                                machines: number;
+                                healthy: number;
+                                inUse: number;
+                                quarantined: number;
+                            };
+                        }[];
+                        nextToken?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "create-reservation": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    org: string;
+                    machineType: string;
+                    count?: number;
+                    machineIds?: string[];
+                    nvlinkDomains?: string[];
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        org: string;
+                        machineType: string;
+                        name?: string;
+                        machineIds: string[];
+                        nvlinkDomains?: string[];
+                        /** @enum {string} */
+                        state: "Pending" | "Active" | "Failed" | "Released";
+                        wanted?: number;
+                        free?: number;
+                        createdAt: string;
+                        releasedAt?: string;
+                        health: {
+                            machines: number;
+                            healthy: number;
+                            inUse: number;
+                            quarantined: number;
+                        };
+                    };
+                };
+            };
+            /** @description Accepted: the change has started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        org: string;
+                        machineType: string;
+                        name?: string;
+                        machineIds: string[];
+                        nvlinkDomains?: string[];
+                        /** @enum {string} */
+                        state: "Pending" | "Active" | "Failed" | "Released";
+                        wanted?: number;
+                        free?: number;
+                        createdAt: string;
+                        releasedAt?: string;
+                        health: {
+                            machines: number;
+                            healthy: number;
+                            inUse: number;
+                            quarantined: number;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request. Problem codes: `invalid-json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `insufficient-capacity` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over the route's cap, or would make a record or change over DynamoDB's size limits; `limit` names the bytes. Problem codes: `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused`, `unknown-machine-type`, `unknown-nvlink-domain`, `reservation-too-large` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "get-reservation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        org: string;
+                        machineType: string;
+                        name?: string;
+                        machineIds: string[];
+                        nvlinkDomains?: string[];
+                        /** @enum {string} */
+                        state: "Pending" | "Active" | "Failed" | "Released";
+                        wanted?: number;
+                        free?: number;
+                        createdAt: string;
+                        releasedAt?: string;
+                        health: {
+                            machines: number;
+                            healthy: number;
+                            inUse: number;
+                            quarantined: number;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "release-reservation": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        org: string;
+                        machineType: string;
+                        name?: string;
+                        machineIds: string[];
+                        nvlinkDomains?: string[];
+                        /** @enum {string} */
+                        state: "Pending" | "Active" | "Failed" | "Released";
+                        wanted?: number;
+                        free?: number;
+                        createdAt: string;
+                        releasedAt?: string;
+                        health: {
+                            machines: number;
+                            healthy: number;
+                            inUse: number;
+                            quarantined: number;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update`, `reservation-failed` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

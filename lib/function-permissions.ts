@@ -64,8 +64,8 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   // The provider's routes: also the fleet's registration (BatchWriteItem of new machines), history and audit reads.
   AdminApi: [
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'BatchWriteItem'),
-    // byOrg: maintenance listed by state.
-    queries('auditByActor', 'byKind', 'byOrg', 'eventsByDay', 'repairRequested', 'replacing'),
+    // byOrg: maintenance listed by state. allocatable, allocatableByDomain: a small reservation's free machines.
+    queries('allocatable', 'allocatableByDomain', 'auditByActor', 'byKind', 'byOrg', 'eventsByDay', 'repairRequested', 'replacing'),
     idempotencyRecords,
   ],
   // Heartbeats (the roster time is one guarded UpdateItem) and cleanup reports: by key only, no index.

@@ -8,6 +8,7 @@ import { metaPart } from './meta.ts';
 import { monthlyCostPart } from './monthly-cost.ts';
 import { partitionHeatPart } from './partition-heat.ts';
 import { placementPart } from './placement.ts';
+import { reservationPart } from './reservation.ts';
 import { scalePart } from './scale.ts';
 import { summaryPart } from './summary.ts';
 import { sweepPart } from './sweep.ts';
@@ -20,6 +21,7 @@ export const parts: readonly AnyPart[] = [
   heartbeatPart,
   metaPart,
   placementPart,
+  reservationPart,
   sweepPart,
   contentionPart,
   coldstartPart,

@@ -35,7 +35,9 @@ export type AuditAction =
   | 'maintenance-resumed'
   | 'maintenance-deferral-decided'
   | 'validation-requested'
-  | 'machine-retired';
+  | 'machine-retired'
+  | 'reservation-created'
+  | 'reservation-released';
 
 export const auditTargets = {
   machine: (id: string) => `machines/${id}`,
@@ -43,6 +45,7 @@ export const auditTargets = {
   repairStorm: 'safety/repair-storm',
   registration: 'machines',
   maintenance: (id: string) => `maintenance/${id}`,
+  reservation: (id: string) => `reservations/${id}`,
 };
 
 export function auditEntry(by: Requester, now: Date, action: AuditAction, target: string, change: { before?: unknown; after?: unknown }): AuditEntry {

@@ -10,6 +10,7 @@ import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.
 import type { SiteHistoryEntry } from '#domain/site-agent-silence.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
 import type { QuotaGuard } from '#domain/quotas.ts';
+import type { Reservation } from '#domain/reservations.ts';
 
 /** A record as it was read (null when new) and as the decision wants it; the store guards on `before.version`. */
 export interface Versioned<T> {
@@ -42,6 +43,8 @@ export interface Change {
   /** Declared maintenance (domain/maintenance.ts), and the site's list of open ones that declarations commit against. */
   maintenances?: Versioned<Maintenance>[];
   openMaintenances?: Versioned<OpenMaintenances>;
+  /** Capacity reservations (domain/reservations.ts), with the machines they claim or hand back. */
+  reservations?: Versioned<Reservation>[];
   /** Tenant orgs' capacity (domain/org-capacity.ts): machines' node items and their orgs' counter shards together. */
   orgCapacity?: { nodes: Versioned<CapacityNode>[]; shards: Versioned<OrgCapacityShard>[] };
   /** Entries of orgs' capacity-events feeds, each written only while its org's `seq` is free. */

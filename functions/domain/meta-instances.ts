@@ -3,6 +3,7 @@ import { mergeChanges, type Change } from '#domain/change.ts';
 import { allocatability, heartbeatStale, preventingSources, type HeartbeatView } from '#domain/health.ts';
 import { assignInstance, releaseInstance, type NewInstanceSpec } from '#domain/instances.ts';
 import type { Instance, Machine, MetaInstance, Placement } from '#domain/model.ts';
+import { reservedForAnother } from '#domain/reservations.ts';
 import { choosePlacement, groupOf, isSatisfied, placeName, type Plan } from '#domain/placement.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { guardOf, type QuotaUsage } from '#domain/quotas.ts';
@@ -182,7 +183,7 @@ function recordFailures(s: MetaSnapshot): MetaDecision | null {
 function planOf(s: MetaSnapshot, healthy: Member[]): Plan | null {
   if (isSatisfied(s.meta, healthy)) return null;
   if (s.meta.nextAttemptAt && ageMs(s.now, s.meta.nextAttemptAt) < 0) return null;
-  const isFree = (m: Machine) => allocatability(m, s.heartbeat, s.now).notAllocatableReasons;
+  const isFree = (m: Machine) => [...allocatability(m, s.heartbeat, s.now).notAllocatableReasons, ...(reservedForAnother(m, s.meta.org) ? ['reserved'] : [])];
   const free = s.candidates.filter((m) => isFree(m).length === 0);
   return choosePlacement(s.meta, healthy, free, s.pinned, isFree);
 }

@@ -101,13 +101,46 @@ const SEP = '|';
 const name = (...parts: string[]): string => parts.map(encodeURIComponent).join(SEP);
 const partsOf = (counter: string): string[] => counter.split(SEP).map(decodeURIComponent);
 
-/** The counters one delivered machine adds, each by one. */
+/** The first part of a reservation's counters: no machine type is spelt so (types are lower-case letters, digits, . _ -). */
+const RESERVATION = '#reservation';
+
+/** The counters one delivered machine adds, each by one; a reserved machine adds its reservation's too. */
 export function capacityCounterKeys(entry: CapacityEntry): string[] {
+  const fitClass = [entry.live ? 'live' : 'off', entry.lastHeartbeatAt ?? ''];
   const keys = [name(entry.machineType, 'delivered')];
   if (entry.reserved) keys.push(name(entry.machineType, 'reserved'));
   if (entry.inUse) keys.push(name(entry.machineType, 'inUse'));
-  if (entry.unfit.length === 0) keys.push(name(entry.machineType, 'fit', entry.live ? 'live' : 'off', entry.lastHeartbeatAt ?? ''));
+  if (entry.unfit.length === 0) keys.push(name(entry.machineType, 'fit', ...fitClass));
+  const reservation = entry.reserved ? entry.reservationId : undefined;
+  if (reservation !== undefined) {
+    keys.push(name(RESERVATION, reservation, 'machines'));
+    if (entry.inUse) keys.push(name(RESERVATION, reservation, 'inUse'));
+    keys.push(entry.unfit.length === 0 ? name(RESERVATION, reservation, 'fit', ...fitClass) : name(RESERVATION, reservation, 'quarantined'));
+  }
   return keys;
+}
+
+interface ReservationHealthCounts {
+  machines: number;
+  healthy: number;
+  inUse: number;
+  quarantined: number;
+}
+
+/** One reservation's health from its org's counter shards: healthy is its fit machines whose heartbeat class is fresh now. */
+export function reservationHealth(shards: OrgCapacityShard[], reservationId: string, heartbeat: HeartbeatView, now: Date): ReservationHealthCounts {
+  const health: ReservationHealthCounts = { machines: 0, healthy: 0, inUse: 0, quarantined: 0 };
+  for (const shard of shards) {
+    for (const [counter, count] of Object.entries(shard.counters)) {
+      const [first, id, what, live, lastHeartbeatAt] = partsOf(counter) as [string, string?, string?, string?, string?];
+      if (first !== RESERVATION || id !== reservationId) continue;
+      if (what === 'fit') {
+        const probe = { heartbeatLive: live === 'live', ...(lastHeartbeatAt ? { lastHeartbeatAt } : {}) } as Machine;
+        if (!heartbeatStale(probe, heartbeat, now)) health.healthy += count;
+      } else health[what as 'machines' | 'inUse' | 'quarantined'] += count;
+    }
+  }
+  return health;
 }
 
 /** Counters moved by `delta`; names that reach zero are dropped. */
@@ -267,6 +300,7 @@ export function orgCapacity(
   for (const shard of shards) {
     for (const [counter, count] of Object.entries(shard.counters)) {
       const [machineType, what, live, lastHeartbeatAt] = partsOf(counter) as [string, string, string?, string?];
+      if (machineType === RESERVATION) continue;
       const counts = machines.get(machineType) ?? machines.set(machineType, { delivered: 0, healthy: 0, reserved: 0, inUse: 0 }).get(machineType)!;
       if (what === 'fit') {
         const probe = { heartbeatLive: live === 'live', ...(lastHeartbeatAt ? { lastHeartbeatAt } : {}) } as Machine;

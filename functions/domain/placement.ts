@@ -51,6 +51,14 @@ function startingAt(pool: Machine[], metaId: string): Machine[] {
   return [...pool.slice(start), ...pool.slice(0, start)];
 }
 
+const isReservedFor = (machine: Machine, org: string): boolean => machine.reservation?.org === org;
+
+/** The org's reserved machines first, each part in the order given. */
+const reservedFirst = (machines: Machine[], org: string): Machine[] => [
+  ...machines.filter((m) => isReservedFor(m, org)),
+  ...machines.filter((m) => !isReservedFor(m, org)),
+];
+
 /**
  * Which machines to add. A failed member is replaced alone when the constraints still hold with the others;
  * otherwise (same place no longer possible) the group moves to a place that can hold it whole.
@@ -73,12 +81,18 @@ export function choosePlacement(
     chosen.push(machine);
   }
   const needed = Math.max(meta.minNodes - healthy.length - chosen.length, 0);
-  const pool = free.filter((m) => !held.has(m.id) && !chosen.some((c) => c.id === m.id));
+  // The org's reserved machines come before the shared pool's, wherever the group may go.
+  const pool = reservedFirst(
+    free.filter((m) => !held.has(m.id) && !chosen.some((c) => c.id === m.id)),
+    meta.org,
+  );
   const group = groupOf(meta.placement);
   if (!group) {
     if (pool.length < needed)
       return { kind: 'error', message: `needs ${needed} more ${meta.machineType} machine(s); ${pool.length} free`, shortOfCapacity: true };
-    return { kind: 'place', machines: [...chosen, ...startingAt(pool, meta.id).slice(0, needed)] };
+    const mine = pool.filter((m) => isReservedFor(m, meta.org));
+    const shared = pool.filter((m) => !isReservedFor(m, meta.org));
+    return { kind: 'place', machines: [...chosen, ...startingAt(mine, meta.id), ...startingAt(shared, meta.id)].slice(0, needed + chosen.length) };
   }
   const what = placeName(meta.placement);
   if (chosen.some((m) => group(m) === undefined)) {
@@ -96,8 +110,11 @@ export function choosePlacement(
     if (inPlace.length >= needed) return { kind: 'place', machines: [...chosen, ...inPlace.slice(0, needed)] };
   }
   if (places.size === 0) {
-    const best = [...byPlace.entries()].sort((a, b) => b[1].length - a[1].length)[0];
-    if (best && best[1].length >= needed) return { kind: 'place', machines: best[1].slice(0, needed) };
+    const reservedIn = (machines: Machine[]) => machines.filter((m) => isReservedFor(m, meta.org)).length;
+    const best = [...byPlace.entries()]
+      .filter(([, machines]) => machines.length >= needed)
+      .sort((a, b) => reservedIn(b[1]) - reservedIn(a[1]) || b[1].length - a[1].length)[0];
+    if (best) return { kind: 'place', machines: best[1].slice(0, needed) };
   }
   // The group cannot stay where it is: find a place that can hold all of it (pinned machines fix the place).
   const pinnedPlaces = new Set(chosen.map((m) => group(m)!));

@@ -111,13 +111,17 @@ const machineFields = {
   validation: machineValidationResponse.optional(),
   lifecycle: z.enum(lifecycles).describe('Where the machine is in its life, derived from the record (docs/api.md "Lifecycle")'),
   retired: z.object({ at: z.string(), by: z.string(), reason: z.string() }).optional(),
+  reservation: z.object({ id: z.string(), org: z.string() }).optional().describe('The reservation holding it for one org (docs/api.md "Reservations")'),
   version: z.number().int(),
 };
 
 export const machineResponse = z.object(machineFields);
 
-/** A machine as a repair tenant finds it in a listing: whose instance it holds is not theirs to know. */
-export const repairCandidateResponse = z.object((({ instanceId: _hidden, ...visible }) => visible)(machineFields));
+/** A machine as a tenant sees it: which org's reservation holds it is the provider's to know. */
+export const tenantMachineResponse = machineResponse.omit({ reservation: true });
+
+/** A machine as a repair tenant finds it in a listing: whose instance or reservation it holds is not theirs to know. */
+export const repairCandidateResponse = z.object((({ instanceId: _hidden, reservation: _reserved, ...visible }) => visible)(machineFields));
 
 export const metaInstanceResponse = z.object({
   id: z.string(),

@@ -97,6 +97,7 @@ export const params = {
   maintenance: z.strictObject({ id: resourceId }),
   maintenanceOrg: z.strictObject({ id: resourceId, org }),
   orgMaintenance: z.strictObject({ org, id: resourceId }),
+  reservation: z.strictObject({ id: resourceId }),
 };
 
 export const createInstanceBody = z
@@ -286,3 +287,28 @@ export const handBackBody = z.strictObject({ instanceIds: z.array(resourceId).mi
 
 /** POST /site/v1/machines/{id}/maintenance: the agent's report of one machine's maintenance work. */
 export const maintenanceReportBody = z.strictObject({ maintenanceId: resourceId, ok: z.boolean(), message: z.string().max(4096).optional() });
+
+/** POST /admin/reservations: exactly one of a count, machine ids or NVLink domains (whole domains). */
+export const createReservationBody = z
+  .strictObject({
+    org,
+    machineType,
+    count: z.number().int().min(1).max(5_000).optional(),
+    machineIds: z
+      .array(machineId)
+      .min(1)
+      .max(5_000)
+      .refine((ids) => new Set(ids).size === ids.length, 'machine ids must be unique')
+      .optional(),
+    nvlinkDomains: z
+      .array(z.string().min(1).max(128))
+      .min(1)
+      .max(500)
+      .refine((ids) => new Set(ids).size === ids.length, 'NVLink domains must be unique')
+      .optional(),
+    name: z.string().min(1).max(128).optional(),
+  })
+  .refine((b) => [b.count, b.machineIds, b.nvlinkDomains].filter((x) => x !== undefined).length === 1, {
+    message: 'give exactly one of count, machineIds or nvlinkDomains',
+    path: ['count'],
+  });

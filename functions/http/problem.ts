@@ -20,6 +20,9 @@ export interface Problem {
   machineType?: string;
   quota?: number;
   used?: number;
+  /** With 409 `insufficient-capacity`: the machines a reservation asked for, and how many of them were free. */
+  wanted?: number;
+  free?: number;
 }
 
 const titles: Record<number, string> = {
@@ -51,6 +54,7 @@ export function toProblem(error: Rejection): Problem {
     ...(error.errors ? { errors: error.errors } : {}),
     ...(error.limit !== undefined ? { limit: error.limit } : {}),
     ...(error.quota ?? {}),
+    ...(error.shortfall ?? {}),
   };
 }
 

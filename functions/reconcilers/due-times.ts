@@ -5,6 +5,7 @@ import type { Maintenance } from '#domain/maintenance.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { validationDueAt } from '#domain/validation.ts';
 import { powerDueAt } from '#domain/power.ts';
+import { workPending, type Reservation } from '#domain/reservations.ts';
 import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
 import type { DueTimes } from '#store/port.ts';
 
@@ -55,6 +56,9 @@ export const rosterBucketDueAt = (bucket: RosterBucket): string | undefined => (
 /** Maintenance reconciler: a walk to finish, or its next deadline. */
 export const maintenanceDueAt = (maintenance: Maintenance): string | undefined => (walkPending(maintenance) ? maintenance.updatedAt : nextDueAt(maintenance));
 
+/** Reservation reconciler: a step of claiming, undoing or handing back still to do. */
+export const reservationDueAt = (reservation: Reservation): string | undefined => (workPending(reservation) ? reservation.updatedAt : undefined);
+
 type DueRule<K extends RecordKind> = (record: RecordTypes[K]) => string | undefined;
 
 /** Every reconciler's rule, by the kind of record it is about. */
@@ -65,6 +69,7 @@ export const dueRules: { [K in RecordKind]: ReadonlyArray<DueRule<K>> } = {
   'roster-bucket': [rosterBucketDueAt],
   'stale-check': [],
   maintenance: [maintenanceDueAt],
+  reservation: [reservationDueAt],
 };
 
 /** The earliest time any rule wants the record looked at again. */
@@ -80,4 +85,5 @@ export const dueTimes: DueTimes = {
   metaInstance: (meta) => earliestDueAt('meta-instance', meta),
   rosterBucket: (bucket) => earliestDueAt('roster-bucket', bucket),
   maintenance: (maintenance) => earliestDueAt('maintenance', maintenance),
+  reservation: (reservation) => earliestDueAt('reservation', reservation),
 };

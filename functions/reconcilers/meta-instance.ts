@@ -70,14 +70,14 @@ export const MAX_CANDIDATE_PAGES = 10;
 export type CandidateReader = (page: AllocatablePage) => Promise<Page<Machine>>;
 
 /**
- * The free machines a decision needs, read until it has them: none while it would not fail for want of them, the
+ * The free machines a decision needs, besides those the snapshot holds, read until it has them: none while it would not fail for want of them, the
  * group's own place (rack or NVLink domain) first, then the type's index page by page in the order of the places it
  * needs (racks, or NVLink domains: so they come whole and one with room is found wherever it lies) up to
  * MAX_CANDIDATE_PAGES. Pinned machines fix a together-group's place: only that place is read.
  */
 export async function loadCandidates(snapshot: MetaSnapshot, read: CandidateReader): Promise<Machine[]> {
-  const s: MetaSnapshot = { ...snapshot, candidates: [] };
-  const seen = new Set<string>();
+  const s: MetaSnapshot = { ...snapshot, candidates: [...snapshot.candidates] };
+  const seen = new Set<string>(s.candidates.map((m) => m.id));
   const add = (machines: Machine[]) => {
     for (const machine of machines) {
       if (seen.has(machine.id)) continue;
@@ -136,6 +136,8 @@ export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, memb
       return { id, org: meta.org, name: id, labels: meta.labels, clientToken: ctx.ids.next('ct'), createdBy: `meta-instance:${meta.id}` };
     },
   };
+  // The org's reserved machines first, then the shared pool for what they leave wanting.
+  snapshot.candidates = await loadCandidates(snapshot, (page) => ctx.store.allocatableMachinesPage(meta.machineType, { ...page, reservedFor: meta.org }));
   snapshot.candidates = await loadCandidates(snapshot, (page) => ctx.store.allocatableMachinesPage(meta.machineType, page));
   return snapshot;
 }

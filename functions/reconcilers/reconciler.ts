@@ -1,6 +1,7 @@
 import type { Change, Versioned } from '#domain/change.ts';
 import type { RosterBucket, StaleCheck } from '#domain/heartbeat.ts';
 import type { Maintenance } from '#domain/maintenance.ts';
+import type { Reservation } from '#domain/reservations.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import type { AppContext } from '#runtime/context.ts';
 import type { RecordIds } from '#store/port.ts';
@@ -17,6 +18,7 @@ export interface RecordTypes {
   'roster-bucket': RosterBucket;
   'stale-check': StaleCheck;
   maintenance: Maintenance;
+  reservation: Reservation;
 }
 
 export type RecordKind = keyof RecordTypes;
@@ -166,6 +168,7 @@ const written: { [K in RecordKind]: (change: Change) => Versioned<RecordTypes[K]
   'roster-bucket': (change) => change.rosterBuckets ?? [],
   'stale-check': (change) => change.staleChecks ?? [],
   maintenance: (change) => change.maintenances ?? [],
+  reservation: (change) => change.reservations ?? [],
 };
 
 export const recordKinds = Object.keys(written) as RecordKind[];

@@ -1,5 +1,14 @@
 import type { AppContext } from '#runtime/context.ts';
-import { fromInstanceItem, fromMaintenanceItem, fromMachineItem, fromMetaInstanceItem, fromRosterBucketItem, fromStaleCheckItem, keys } from '#store/items.ts';
+import {
+  fromInstanceItem,
+  fromMaintenanceItem,
+  fromMachineItem,
+  fromMetaInstanceItem,
+  fromReservationItem,
+  fromRosterBucketItem,
+  fromStaleCheckItem,
+  keys,
+} from '#store/items.ts';
 import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
 
 // Where the watched records live in the table: their keys (what the stream filters match), how an item or a stream
@@ -19,6 +28,7 @@ export const recordSources: { [K in RecordKind]: RecordSource<K> } = {
   'roster-bucket': { key: keys.rosterBucket(''), decode: fromRosterBucketItem, get: async (store, id) => (await store.getRosterBuckets([id])).get(id) ?? null },
   'stale-check': { key: keys.staleCheck(''), decode: fromStaleCheckItem, get: (store, id) => store.getStaleCheck(id) },
   maintenance: { key: keys.maintenance(''), decode: fromMaintenanceItem, get: async (store, id) => (await store.getMaintenances([id])).get(id) ?? null },
+  reservation: { key: keys.reservation(''), decode: fromReservationItem, get: (store, id) => store.getReservation(id) },
 };
 
 /** Which watched record a table key names, and its id; null for anything else (history, site items, tenants). */

@@ -6,6 +6,7 @@ import { metaInstanceReconciler } from '#reconcilers/meta-instance.ts';
 import { orgCapacityReconciler } from '#reconcilers/org-capacity.ts';
 import { powerReconciler } from '#reconcilers/power.ts';
 import { createRegistry } from '#reconcilers/reconciler.ts';
+import { reservationReconciler } from '#reconcilers/reservation.ts';
 import { rosterBucketReconciler } from '#reconcilers/roster-bucket.ts';
 import { staleCheckReconciler } from '#reconcilers/stale-check.ts';
 import { validationReconciler } from '#reconcilers/validation.ts';
@@ -29,6 +30,7 @@ export const reconcilers = [
   maintenanceReconciler,
   orgCapacityReconciler,
   powerReconciler,
+  reservationReconciler,
 ] as const;
 
 export type EntityKind = (typeof reconcilers)[number]['kind'];

@@ -38,28 +38,30 @@ const MAX_SHARED_PAGE = 200;
 // By the site's config: one per container (the store is wrapped anew for every request).
 const byConfig = new WeakMap<AppContext['config'], Map<string, TypeClaims>>();
 
-function claimsOf(ctx: AppContext, machineType: string): TypeClaims {
+/** The claims of one pool: a type's shared machines, or those an org's reservations hold (`reservedFor`). */
+function claimsOf(ctx: AppContext, machineType: string, reservedFor: string | undefined): TypeClaims {
   let types = byConfig.get(ctx.config);
   if (!types) byConfig.set(ctx.config, (types = new Map()));
-  let claims = types.get(machineType);
-  if (!claims) types.set(machineType, (claims = { claiming: new Map(), claimed: new Map(), committed: 0, read: null, asking: 0 }));
+  const pool = JSON.stringify([machineType, reservedFor ?? null]);
+  let claims = types.get(pool);
+  if (!claims) types.set(pool, (claims = { claiming: new Map(), claimed: new Map(), committed: 0, read: null, asking: 0 }));
   return claims;
 }
 
 /**
- * A page of the type's allocatable index: the read already under way in this process if there is one, else a new
- * one from `fromRack` on, long enough to reach past the machines this process is claiming and to offer every create
- * asking a machine.
+ * A page of the type's allocatable index (its shared pool, or with `reservedFor` the machines that org's reservations
+ * hold): the read already under way in this process if there is one, else a new one from `fromRack` on, long enough
+ * to reach past the machines this process is claiming and to offer every create asking a machine.
  */
-export async function readCandidates(ctx: AppContext, machineType: string, pageSize: number, fromRack?: string): Promise<Candidates> {
-  const claims = claimsOf(ctx, machineType);
+export async function readCandidates(ctx: AppContext, machineType: string, pageSize: number, fromRack?: string, reservedFor?: string): Promise<Candidates> {
+  const claims = claimsOf(ctx, machineType, reservedFor);
   claims.asking++;
   try {
     if (!claims.read) {
       const limit = Math.min(pageSize + claims.claiming.size + claims.asking - 1, MAX_SHARED_PAGE);
       // Enough from the rack on: a machine for each create asking, besides those being claimed (still in the index).
       const from = fromRack === undefined ? undefined : { rack: fromRack, enough: claims.claiming.size + claims.asking };
-      const read = { sinceClaims: claims.committed, page: ctx.store.allocatableMachineIds(machineType, limit, from) };
+      const read = { sinceClaims: claims.committed, page: ctx.store.allocatableMachineIds(machineType, limit, from, reservedFor) };
       claims.read = read;
       const done = () => claims.read === read && (claims.read = null);
       read.page.then(done, done);
@@ -88,8 +90,9 @@ export async function claimMachine<T>(
   machineId: string,
   attempt: () => Promise<T>,
   won: (outcome: T) => boolean,
+  reservedFor?: string,
 ): Promise<T> {
-  const claims = claimsOf(ctx, machineType);
+  const claims = claimsOf(ctx, machineType, reservedFor);
   const claim = attempt();
   claims.claiming.set(machineId, claim);
   try {

@@ -14,6 +14,7 @@ import { loadFleetSize } from '#runtime/fleet-size.ts';
 import { committedOnce, retryOnStale } from '#runtime/retry-on-stale.ts';
 import { siteView } from '#services/site-view.ts';
 import { claimMachine, readCandidates } from '#services/claims-in-flight.ts';
+import { reservedForAnother } from '#domain/reservations.ts';
 
 export interface CreateInstanceRequest {
   machineType?: string | undefined;
@@ -75,13 +76,22 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   const outOfTime = () => ctx.deadline !== undefined && ctx.deadline - Date.now() < LAST_TRY_RESERVE_MS;
   const noCapacity = () => conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
   const setAside = new Set<string>();
+  // The org's reserved machines first (their own pool, which no other org reads), then the shared pool. A pool found
+  // empty is remembered for the site view's life (2 s): a reservation made meanwhile is used from the next view on.
+  let reservedFor: string | undefined = site.reservedPoolEmpty(machineType, principal.org) ? undefined : principal.org;
   for (let tried = 0; ; ) {
     const now = ctx.clock.now();
     // A silent agent leaves no machine fresh: no read of each candidate to find that out.
     if (rosterStale(site.heartbeat, now) && site.cached) site = await siteView(ctx, { fresh: true });
     if (rosterStale(site.heartbeat, now)) throw noCapacity();
-    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE + setAside.size, site.randomRack(machineType));
+    const fromRack = reservedFor === undefined ? site.randomRack(machineType) : undefined;
+    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE + setAside.size, fromRack, reservedFor);
     const free = candidates.page.filter((id) => !setAside.has(id));
+    if (free.length === 0 && reservedFor !== undefined) {
+      site.noteReservedPoolEmpty(machineType, reservedFor);
+      reservedFor = undefined;
+      continue;
+    }
     if (free.length === 0) throw noCapacity();
     const lostEveryTry = tried === PLACEMENT_TRIES || setAside.size >= CANDIDATE_PAGE || (tried + setAside.size > 0 && outOfTime());
     if (lostEveryTry) {
@@ -114,13 +124,13 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
         site = await siteView(ctx, { fresh: true });
         allocatable = allocatability(machine, site.heartbeat, now).allocatable;
       }
-      // Taken by a rival since the index was read (or before, the index lagging), or its heartbeat stale.
-      if (!machine || !allocatable) return { setAside: true };
+      // Taken by a rival since the index was read (or before, the index lagging), reserved for another org, or stale.
+      if (!machine || !allocatable || reservedForAnother(machine, principal.org)) return { setAside: true };
       const { change, instance } = assignInstance(machine, spec, now);
       const guarded = { ...change, quotaGuards: [guardOf(principal.org, machineType, usage)] };
       return (await committedOnce(() => ctx.store.commit(guarded))) ? { instance } : { lost: true };
     };
-    const result = await claimMachine(ctx, machineType, id, attempt, (outcome) => 'instance' in outcome);
+    const result = await claimMachine(ctx, machineType, id, attempt, (outcome) => 'instance' in outcome, reservedFor);
     if ('instance' in result) return result.instance;
     // Lost to a rival for the machine, or to the org's other creates for the last of its quota: the usage says which.
     if ('lost' in result) await refuseAtQuota(true);

@@ -9,6 +9,12 @@ export interface SiteView {
   heartbeat: HeartbeatView;
   /** A rack of the type at random, in proportion to its machines (domain/catalog.ts rackPicker). */
   randomRack(machineType: string): string | undefined;
+  /**
+   * Whether a create under this view found the org's reserved machines of the type all taken (or none reserved): its
+   * other creates then go straight to the shared pool for the view's life, instead of each reading the org's pool first.
+   */
+  reservedPoolEmpty(machineType: string, org: string): boolean;
+  noteReservedPoolEmpty(machineType: string, org: string): void;
   /** Read by an earlier request: a refusal decided on it must be confirmed on a fresh read. */
   cached: boolean;
 }
@@ -47,5 +53,13 @@ function viewOf(catalog: Catalog, heartbeat: HeartbeatView): Omit<SiteView, 'cac
     }
     return pick();
   };
-  return { catalog, heartbeat, randomRack };
+  const emptyPools = new Set<string>();
+  const poolKey = (machineType: string, org: string) => JSON.stringify([machineType, org]);
+  return {
+    catalog,
+    heartbeat,
+    randomRack,
+    reservedPoolEmpty: (machineType, org) => emptyPools.has(poolKey(machineType, org)),
+    noteReservedPoolEmpty: (machineType, org) => void emptyPools.add(poolKey(machineType, org)),
+  };
 }

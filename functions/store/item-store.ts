@@ -54,7 +54,14 @@ import {
   fromMaintenanceItem,
   fromQuotaUsageItem,
   quotaPartition,
+  allocatableDomainPartition,
+  allocatablePartition,
+  fromReservationItem,
+  RESERVATION_KIND,
+  reservationItem,
+  reservationsOfOrg,
 } from '#store/items.ts';
+import type { Reservation } from '#domain/reservations.ts';
 import type { OutboxWindow } from '#domain/outbox.ts';
 import { decodeMergedPageToken, encodeMergedPageToken, encodePageToken, type Listing, type Page, type PartitionCursor } from '#store/paging.ts';
 import {
@@ -185,6 +192,7 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   if (change.rosterDigests) guarded(change.rosterDigests, rosterDigestsItem);
   for (const pair of change.staleChecks ?? []) guarded(pair, staleCheckItem);
   for (const pair of change.maintenances ?? []) guarded(pair, (maintenance) => maintenanceItem(maintenance, due.maintenance(maintenance)));
+  for (const pair of change.reservations ?? []) guarded(pair, (reservation) => reservationItem(reservation, due.reservation(reservation)));
   if (change.openMaintenances) guarded(change.openMaintenances, (open) => ({ ...keys.siteOpenMaintenances, ...open }));
   for (const pair of change.fleetSummary?.racks ?? []) guarded(pair, rackAggregateItem);
   for (const pair of change.fleetSummary?.shards ?? []) guarded(pair, summaryShardItem);
@@ -334,6 +342,19 @@ export abstract class ItemStore implements FleetStore {
     return { items: result.items.map(fromMaintenanceItem), nextToken: result.nextToken };
   }
 
+  async getReservation(id: string): Promise<Reservation | null> {
+    const item = await this.getItem(keys.reservation(id));
+    return item ? fromReservationItem(item) : null;
+  }
+
+  async listReservations(org: string | null, page: PageRequest): Promise<Page<Reservation>> {
+    const result = await this.queryItems(
+      { index: org ? indexes.byOrg : indexes.byKind, partition: org ? reservationsOfOrg(org) : RESERVATION_KIND, descending: true, limit: page.limit },
+      page.nextToken,
+    );
+    return { items: result.items.map(fromReservationItem), nextToken: result.nextToken };
+  }
+
   async getInstance(id: string): Promise<Instance | null> {
     const item = await this.getItem(keys.instance(id));
     return item ? fromInstanceItem(item) : null;
@@ -474,11 +495,11 @@ export abstract class ItemStore implements FleetStore {
     return this.countItems({ index: indexes.replacing, partition: 'REPLACING' });
   }
 
-  async allocatableMachineIds(machineType: string, limit = 100, from?: { rack: string; enough: number }): Promise<string[]> {
+  async allocatableMachineIds(machineType: string, limit = 100, from?: { rack: string; enough: number }, reservedFor?: string): Promise<string[]> {
     const ids = async (sort: SortCondition | undefined, count: number) => {
       const result = await this.queryItems({
         index: indexes.allocatable,
-        partition: `ALLOC#${machineType}`,
+        partition: allocatablePartition(machineType, reservedFor),
         ...(sort ? { sort } : {}),
         limit: count,
         entriesOnly: true,
@@ -500,7 +521,7 @@ export abstract class ItemStore implements FleetStore {
     const result = await this.queryItems(
       {
         index: byDomain ? indexes.allocatableByDomain : indexes.allocatable,
-        partition: `${byDomain ? 'ALLOC-NVL' : 'ALLOC'}#${machineType}`,
+        partition: byDomain ? allocatableDomainPartition(machineType, page.reservedFor) : allocatablePartition(machineType, page.reservedFor),
         ...(prefix === undefined ? {} : { sort: { beginsWith: prefix } }),
         limit: page.limit,
       },

@@ -10,6 +10,7 @@ import type { Maintenance } from '#domain/maintenance.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import { utcDay } from '#domain/repair-stats.ts';
 import { counterItemOf, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import type { Reservation } from '#domain/reservations.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
 // item is in a sparse index exactly while its state says it belongs there; `dueAt` is given by the store's owner,
@@ -34,6 +35,7 @@ export const keys = {
   rosterBucket: (id: string) => ({ pk: `ROSTER#${id}`, sk: '#ROSTER' }),
   staleCheck: (id: string) => ({ pk: `STALE-CHECK#${id}`, sk: '#STALE-CHECK' }),
   maintenance: (id: string) => ({ pk: `MAINTENANCE#${id}`, sk: '#MAINTENANCE' }),
+  reservation: (id: string) => ({ pk: `RESERVATION#${id}`, sk: '#RESERVATION' }),
   siteOpenMaintenances: { pk: 'SITE', sk: 'MAINTENANCE' },
   siteHeartbeat: { pk: 'SITE', sk: 'HEARTBEAT' },
   siteRosterDigests: { pk: 'SITE', sk: 'ROSTER' },
@@ -83,6 +85,15 @@ export const MAINTENANCE_KIND = 'MAINTENANCE';
 export const AUDIT_KIND = 'AUDIT';
 export const auditTargetPartition = (target: string) => `AUDIT#${target}`;
 export const auditActorPartition = (actor: string) => `ACTOR#${actor}`;
+
+/**
+ * The allocatable indexes' partitions: a type's shared pool, or, for a machine a reservation holds, its org's own
+ * (`ALLOC-ORG#<org>#<type>`), which only that org's creates and placements read.
+ */
+export const allocatablePartition = (machineType: string, reservedFor?: string): string =>
+  reservedFor === undefined ? `ALLOC#${machineType}` : `ALLOC-ORG#${reservedFor}#${machineType}`;
+export const allocatableDomainPartition = (machineType: string, reservedFor?: string): string =>
+  reservedFor === undefined ? `ALLOC-NVL#${machineType}` : `ALLOC-NVL-ORG#${reservedFor}#${machineType}`;
 
 /** Free machines are ordered by rack, then id: a rack's free machines come together, and one rack reads alone. */
 export const allocatableSortKey = (rack: string, id: string): string => `${rack}#${id}`;
@@ -135,9 +146,14 @@ export function machineItem(machine: Machine, dueAt: string | undefined): Item {
     entity: 'machine',
     kind: 'MACHINE',
     kindSk: machine.id,
-    ...(inAllocatableIndex(machine) ? { allocPk: `ALLOC#${machine.machineType}`, allocSk: allocatableSortKey(machine.rack, machine.id) } : {}),
+    ...(inAllocatableIndex(machine)
+      ? { allocPk: allocatablePartition(machine.machineType, machine.reservation?.org), allocSk: allocatableSortKey(machine.rack, machine.id) }
+      : {}),
     ...(inAllocatableIndex(machine) && machine.nvlinkDomain !== undefined
-      ? { allocNvlPk: `ALLOC-NVL#${machine.machineType}`, allocNvlSk: `${allocatableDomainPrefix(machine.nvlinkDomain)}${machine.id}` }
+      ? {
+          allocNvlPk: allocatableDomainPartition(machine.machineType, machine.reservation?.org),
+          allocNvlSk: `${allocatableDomainPrefix(machine.nvlinkDomain)}${machine.id}`,
+        }
       : {}),
     ...dueAttributes(keys.machine(machine.id).pk, dueAt),
     ...(repair ? { repairPk: REPAIR_PARTITION, repairSince: `${repair.stage}#${repair.since}#${machine.id}` } : {}),
@@ -199,6 +215,24 @@ export function maintenanceItem(maintenance: Maintenance, dueAt: string | undefi
     ...dueAttributes(keys.maintenance(maintenance.id).pk, dueAt),
     ...rest,
     maintenanceKind: kind,
+  };
+}
+
+export const RESERVATION_KIND = 'RESERVATION';
+export const reservationsOfOrg = (org: string): string => `ORG#${org}#RESERVATION`;
+
+/** Every reservation is in byKind (kind `RESERVATION`) and in byOrg under its org, newest first: each listing is one Query. */
+export function reservationItem(reservation: Reservation, dueAt: string | undefined): Item {
+  const sortKey = `${reservation.createdAt}#${reservation.id}`;
+  return {
+    ...keys.reservation(reservation.id),
+    entity: 'reservation',
+    kind: RESERVATION_KIND,
+    kindSk: sortKey,
+    orgPk: reservationsOfOrg(reservation.org),
+    orgSk: sortKey,
+    ...dueAttributes(keys.reservation(reservation.id).pk, dueAt),
+    ...reservation,
   };
 }
 
@@ -280,6 +314,7 @@ export function fromMaintenanceItem(item: Item): Maintenance {
   const { maintenanceKind, ...rest } = strip<Omit<Maintenance, 'kind'> & { maintenanceKind: Maintenance['kind'] }>(item);
   return { ...rest, kind: maintenanceKind };
 }
+export const fromReservationItem = (item: Item): Reservation => strip<Reservation>(item);
 export const fromStaleCheckItem = (item: Item): StaleCheck => strip<StaleCheck>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item);
@@ -299,6 +334,7 @@ const dueEntityOfPrefix: Record<string, string> = {
   META: 'meta-instance',
   ROSTER: 'roster-bucket',
   MAINTENANCE: 'maintenance',
+  RESERVATION: 'reservation',
 };
 
 /**

@@ -13,6 +13,7 @@ import type { OutboxWindow } from '#domain/outbox.ts';
 import type { Page } from '#store/paging.ts';
 import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
 import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
+import type { Reservation } from '#domain/reservations.ts';
 
 /** Where the sweep's outbox fallback has looked up to (domain/outbox.ts), with the version it was written at. */
 export interface OutboxCursor {
@@ -42,6 +43,7 @@ export interface DueTimes {
   metaInstance(meta: MetaInstance): string | undefined;
   rosterBucket(bucket: RosterBucket): string | undefined;
   maintenance(maintenance: Maintenance): string | undefined;
+  reservation(reservation: Reservation): string | undefined;
 }
 
 /**
@@ -57,8 +59,16 @@ export class StaleWriteError extends Error {
   override name = 'StaleWriteError';
 }
 
-/** A page of a type's free machines: all in rack order, one rack's, all with an NVLink domain in domain order, one domain's. */
-export type AllocatablePage = PageRequest & { rack?: string | undefined; nvlinkDomain?: string | undefined; byNvlinkDomain?: boolean | undefined };
+/**
+ * A page of a type's free machines: all in rack order, one rack's, all with an NVLink domain in domain order, one
+ * domain's; of the shared pool, or with `reservedFor`, those the org's reservations hold.
+ */
+export type AllocatablePage = PageRequest & {
+  rack?: string | undefined;
+  nvlinkDomain?: string | undefined;
+  byNvlinkDomain?: boolean | undefined;
+  reservedFor?: string | undefined;
+};
 
 export interface PageRequest {
   limit: number;
@@ -147,6 +157,9 @@ export interface FleetStore {
   getMaintenances(ids: readonly string[]): Promise<Map<string, Maintenance>>;
   /** The site's list of open maintenance (null before the first declaration). */
   getOpenMaintenances(): Promise<OpenMaintenances | null>;
+  getReservation(id: string): Promise<Reservation | null>;
+  /** Newest first; one org's, or the whole site's when `org` is null. */
+  listReservations(org: string | null, page: PageRequest): Promise<Page<Reservation>>;
   /** Every maintenance, newest first; with `state`, of that state only (a filter: a page may come back short). */
   listMaintenances(page: PageRequest & { state?: MaintenanceState | undefined }): Promise<Page<Maintenance>>;
 
@@ -172,9 +185,10 @@ export interface FleetStore {
    * Candidates for allocation: up to `limit` machines of the type's allocatable index, ids only (no machine read).
    * With `from`, from that rack on, so that creates starting at different racks read different machines, and then
    * from the index's start: a second Query, only when the racks from there on hold fewer than `from.enough`. The
-   * index may lag, so the claiming commit re-checks.
+   * index may lag, so the claiming commit re-checks. With `reservedFor`, the machines the org's reservations hold
+   * instead of the shared pool.
    */
-  allocatableMachineIds(machineType: string, limit?: number, from?: { rack: string; enough: number }): Promise<string[]>;
+  allocatableMachineIds(machineType: string, limit?: number, from?: { rack: string; enough: number }, reservedFor?: string): Promise<string[]>;
   /**
    * The allocatable index page by page, ordered by rack and then id, so a rack's free machines come together;
    * with `rack`, that rack's free machines only. With `byNvlinkDomain`, the free machines that carry an NVLink

@@ -197,6 +197,7 @@ const expectations: Record<string, Expectation> = {
   'GET /v2/org/{org}/nico/nodes': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/capacity-events': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/capacity/history': { row: tenants(200, 200, 200) },
+  'GET /v2/org/{org}/nico/reservation': { row: tenants(200, 200, 200) },
   'GET /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(200, notFound, notFound) },
   'DELETE /v2/org/{org}/nico/meta-instance/{id}': { row: tenants(202, notFound, notFound), path: (r) => ({ metaInstanceId: r.doomed.meta }) },
   // The kept instance is Ready (its maintenance waits for it): its owner's cycle is taken, nobody else finds it.
@@ -240,6 +241,14 @@ const expectations: Record<string, Expectation> = {
     }),
   },
   'GET /admin/maintenance': { row: providerAdmin(200) },
+  // More h100s than the site has: refused whole, nothing reserved.
+  'POST /admin/reservations': {
+    row: providerAdmin([409, 'insufficient-capacity']),
+    body: () => ({ org: 'acme', machineType: 'h100', count: 40 }),
+  },
+  'GET /admin/reservations': { row: providerAdmin(200) },
+  'GET /admin/reservations/{id}': { row: providerAdmin(notFound) },
+  'DELETE /admin/reservations/{id}': { row: providerAdmin(notFound) },
   'GET /admin/maintenance/{id}': { row: providerAdmin(200) },
   'POST /admin/maintenance/{id}/cancel': { row: providerAdmin(notFound), path: () => ({ maintenanceId: 'mnt-unknown' }) },
   'POST /admin/maintenance/{id}/resume': { row: providerAdmin([409, 'invalid-state']) },

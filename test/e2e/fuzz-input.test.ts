@@ -58,6 +58,7 @@ const validBodies: Record<string, (v: Values) => unknown> = {
   'retire-machine': () => ({ reason: 'fuzzed' }),
   'power-instance': () => ({ action: 'cycle' }),
   'replace-meta-instance-member': (v) => ({ instanceId: v.instanceId, issue: { category: 'HARDWARE', summary: 'NVLink errors' } }),
+  'create-reservation': () => ({ org: 'acme', machineType: 'h100', count: 40, name: 'fuzz' }),
 };
 
 const queryShape = (route: Route): Record<string, unknown> => (route.query as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};

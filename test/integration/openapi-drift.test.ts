@@ -158,6 +158,7 @@ const samples: Record<string, unknown> = {
   'hand-back-maintenance': { instanceIds: ['i-1'] },
   'request-maintenance-deferral': { until: '2026-12-30T09:00:00.000Z', reason: 'a training run ends on the 30th' },
   'report-maintenance': { maintenanceId: 'mnt-1', ok: false, message: 'flash failed' },
+  'create-reservation': { org: 'acme', machineType: 'gb200', count: 2, name: 'training' },
 };
 
 interface Variant {

@@ -369,7 +369,15 @@ describe('registry', () => {
     expect(registry.concernedBy('machine', ready, cleaning, 'm-1')).toContainEqual({ entity: 'machine', id: 'm-1', related: { instances: ['i-1'] } });
   });
 
-  it('watches machines, instances, meta-instances, roster buckets, stale checks and maintenance (the stream filters follow)', () => {
-    expect([...registry.watchedRecordKinds].sort()).toEqual(['instance', 'machine', 'maintenance', 'meta-instance', 'roster-bucket', 'stale-check']);
+  it('watches machines, instances, meta-instances, roster buckets, stale checks, maintenance and reservations (the stream filters follow)', () => {
+    expect([...registry.watchedRecordKinds].sort()).toEqual([
+      'instance',
+      'machine',
+      'maintenance',
+      'meta-instance',
+      'reservation',
+      'roster-bucket',
+      'stale-check',
+    ]);
   });
 });

@@ -5,6 +5,7 @@ import { adminCapacityHistoryRoutes } from '#http/routes/capacity-history.ts';
 import { adminMetaInstanceRoutes } from '#http/routes/admin-meta-instances.ts';
 import { adminOverrideRoutes } from '#http/routes/admin-overrides.ts';
 import { adminSafetyRoutes } from '#http/routes/admin-safety.ts';
+import { adminReservationRoutes } from '#http/routes/admin-reservations.ts';
 import { adminRoutes } from '#http/routes/admin.ts';
 import { adminMaintenanceRoutes } from '#http/routes/maintenance.ts';
 import { retirementRoutes } from '#http/routes/retirement.ts';
@@ -22,4 +23,5 @@ export const adminGroupRoutes: readonly Route[] = [
   ...adminMaintenanceRoutes,
   ...adminValidationRoutes,
   ...retirementRoutes,
+  ...adminReservationRoutes,
 ];

@@ -3,6 +3,8 @@ import { capacityEventsQuery, capacityEventsResponse } from '#domain/capacity-fe
 import { readCapacityEvents } from '#services/capacity-events.ts';
 import { emptyQuery, listQuery, params } from '#domain/schemas.ts';
 import { listOrgNodes, readOrgCapacity } from '#services/org-capacity.ts';
+import { reservationListResponse } from '#domain/reservation-responses.ts';
+import { listReservations } from '#services/reservations.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 const base = '/v2/org/{org}/nico';
@@ -45,5 +47,19 @@ export const tenantCapacityRoutes: Route[] = [
     responses: { 200: capacityEventsResponse },
     errors: [[422, 'invalid-cursor']],
     handle: async ({ params: p, query }, ctx) => ({ status: 200, body: await readCapacityEvents(ctx, p.org, query) }),
+  }),
+  defineRoute({
+    operationId: 'list-own-reservations',
+    method: 'GET',
+    path: `${base}/reservation`,
+    roles: ['tenant'],
+    summary: "The org's own reservations, newest first, each with its health",
+    params: params.org,
+    query: listQuery,
+    responses: { 200: reservationListResponse },
+    handle: async ({ params: p, query }, ctx) => {
+      const page = await listReservations(ctx, p.org, query);
+      return listResult(page.items, page.nextToken);
+    },
   }),
 ];

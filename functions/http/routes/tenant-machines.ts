@@ -1,5 +1,5 @@
 import { forbidden } from '#domain/rejection.ts';
-import { machineResponse, repairCandidateListResponse } from '#domain/responses.ts';
+import { repairCandidateListResponse, tenantMachineResponse } from '#domain/responses.ts';
 import { labelsPatchBody, emptyQuery, params, tenantMachinesQuery } from '#domain/schemas.ts';
 import { hasCapability } from '#services/instances.ts';
 import { tenantPatchMachineLabels, tenantShowMachine } from '#services/machine-actions.ts';
@@ -36,7 +36,7 @@ export const tenantMachineRoutes: Route[] = [
     summary: 'A machine the org holds an instance on, or any machine with targetedInstanceCreation',
     params: params.orgMachine,
     query: emptyQuery,
-    responses: { 200: machineResponse },
+    responses: { 200: tenantMachineResponse },
     handle: async ({ principal, params: p }, ctx) => ({ status: 200, body: await tenantShowMachine(ctx, principal, p.machineId) }),
   }),
   defineRoute({
@@ -49,7 +49,7 @@ export const tenantMachineRoutes: Route[] = [
     query: emptyQuery,
     body: labelsPatchBody,
     bodyRequired: true,
-    responses: { 200: machineResponse },
+    responses: { 200: tenantMachineResponse },
     errors: [[403, 'not-machine-holder']],
     handle: async ({ principal, params: p, body }, ctx) => ({ status: 200, body: await tenantPatchMachineLabels(ctx, principal, p.machineId, body.labels) }),
   }),
