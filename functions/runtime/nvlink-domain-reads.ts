@@ -7,7 +7,7 @@ import type { AppContext } from '#runtime/context.ts';
 /** How many machines of a type each NVLink domain has, as the fleet summary counts them: one batch read of its counter items. */
 export async function nvlinkDomainSizes(ctx: AppContext, machineType: string, heartbeat: HeartbeatView): Promise<Record<string, number>> {
   const counterItems = Array.from({ length: SUMMARY_SHARDS * COUNTER_ITEMS_PER_SHARD }, (_, shard) => ({ machineType, shard }));
-  const summary = fleetSummary((await ctx.store.getSummaryItems([], counterItems)).shards, heartbeat, ctx.clock.now());
+  const summary = fleetSummary((await ctx.store.getSummaryItems([], counterItems)).shards, heartbeat, ctx.clock.now(), { nvlinkDomains: true });
   const domains = summary.byType[machineType]?.byNvlinkDomain ?? {};
   return Object.fromEntries(Object.entries(domains).map(([domain, tally]) => [domain, tally.machines]));
 }
