@@ -3,6 +3,7 @@ import { apiPart } from './api.ts';
 import { coldstartPart } from './coldstart.ts';
 import { contentionPart } from './contention.ts';
 import { heartbeatPart } from './heartbeat.ts';
+import { maintenancePart } from './maintenance.ts';
 import { hostPart } from './host.ts';
 import { metaPart } from './meta.ts';
 import { monthlyCostPart } from './monthly-cost.ts';
@@ -23,6 +24,7 @@ export const parts: readonly AnyPart[] = [
   contentionPart,
   coldstartPart,
   scalePart,
+  maintenancePart,
   workflowsPart,
   monthlyCostPart,
   partitionHeatPart,
