@@ -3733,6 +3733,8 @@ export interface operations {
                                 emergency_min_hand_back_minutes: number;
                                 /** @default 24 */
                                 notice_hours: number;
+                                /** @default 300 */
+                                resync_seconds: number;
                             };
                             simulator: {
                                 /**
