@@ -41,6 +41,7 @@ const courseColumns: Column<Course>[] = [
   { header: 'instance', value: (c) => c.instanceId },
   { header: 'hand back by', value: (c) => c.handBackBy },
   { header: 'handed back', value: (c) => c.handedBackAt },
+  { header: 'started', value: (c) => c.startedAt },
   { header: 'returned', value: (c) => c.returnedAt },
   { header: 'overdue', value: (c) => (c.overdue ? 'yes' : 'no') },
   { header: 'message', value: (c) => c.message },

@@ -3,6 +3,7 @@ import { apiPart } from './api.ts';
 import { coldstartPart } from './coldstart.ts';
 import { contentionPart } from './contention.ts';
 import { heartbeatPart } from './heartbeat.ts';
+import { maintenancePart } from './maintenance.ts';
 import { hostPart } from './host.ts';
 import { metaPart } from './meta.ts';
 import { monthlyCostPart } from './monthly-cost.ts';
@@ -27,6 +28,7 @@ export const parts: readonly AnyPart[] = [
   coldstartPart,
   scalePart,
   summaryPart,
+  maintenancePart,
   workflowsPart,
   monthlyCostPart,
   partitionHeatPart,

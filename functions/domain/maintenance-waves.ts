@@ -499,9 +499,10 @@ const awaitsMachine = new Set<MaintenanceMachine['phase']>(['held', 'waiting', '
  * resync period after the last step or check. A pass then finds what the stream would have told it.
  */
 export function resyncAt(maintenance: Maintenance): string | undefined {
-  if (!isOpen(maintenance) || !Object.values(maintenance.machines).some((m) => awaitsMachine.has(m.phase))) return undefined;
+  const { resyncSeconds } = maintenance;
+  if (resyncSeconds === undefined || !isOpen(maintenance) || !Object.values(maintenance.machines).some((m) => awaitsMachine.has(m.phase))) return undefined;
   const last = maintenance.checkedAt && maintenance.checkedAt > maintenance.updatedAt ? maintenance.checkedAt : maintenance.updatedAt;
-  return iso(addMs(new Date(last), maintenance.resyncSeconds * 1000));
+  return iso(addMs(new Date(last), resyncSeconds * 1000));
 }
 
 /** A pass that found nothing to do at its resync time records so, which moves the next resync on. Null before then. */
@@ -512,8 +513,8 @@ export function resyncStep(maintenance: Maintenance, now: Date): Change | null {
 }
 
 /**
- * The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start or accepted work left unanswered,
- * a resync.
+ * The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start or accepted work
+ * left unanswered, a resync.
  */
 export function nextDueAt(maintenance: Maintenance): string | undefined {
   if (!isOpen(maintenance)) return undefined;

@@ -97,9 +97,10 @@ export interface Maintenance {
   /**
    * `[maintenance] resync_seconds` when it was declared: while machines wait on something only a machine's write
    * announces (a hand-back, a free machine, a finished validation), the maintenance is due this long after its last
-   * step, so a lost stream record delays that step by this much at most.
+   * step, so a lost stream record delays that step by this much at most. Absent in a record declared before there
+   * was a resync: that one has none.
    */
-  resyncSeconds: number;
+  resyncSeconds?: number;
   /** When a pass last found nothing to do: the next resync counts from here (or from `updatedAt`, if later). */
   checkedAt?: string;
   state: MaintenanceState;

@@ -51,6 +51,8 @@ type StartAnswers = Array<{ machineId: string; outcome: MaintenanceStartOutcome 
 /** Agent calls at once per wave: a wave of hundreds must not open hundreds of connections. */
 const STARTS_AT_ONCE = 8;
 
+const onlyChecked = (before: Maintenance | null, after: Maintenance): boolean =>
+  before !== null && before.updatedAt === after.updatedAt && before.checkedAt !== after.checkedAt;
 const free = (machine: Machine): boolean => machine.state === 'Ready' && !machine.instanceId && !machine.cleanup;
 const validationFinished = (before: Machine, after: Machine): boolean =>
   before.validation?.state === 'running' && after.validation?.id === before.validation.id && after.validation.state !== 'running';
@@ -59,7 +61,8 @@ export const maintenanceReconciler = defineReconciler({
   kind: 'maintenance',
   watches: {
     maintenance: {
-      concerns: (_before, after, id) => (after && (isOpen(after) || walkPending(after)) ? [id] : []),
+      // A check that found nothing to do (resyncStep) changed nothing a pass would act on.
+      concerns: (before, after, id) => (after && (isOpen(after) || walkPending(after)) && !onlyChecked(before, after) ? [id] : []),
       dueAt: maintenanceDueAt,
     },
     // A machine in scope that came free (its tenant handed it back and cleanup finished) may join a wave.

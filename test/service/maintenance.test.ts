@@ -229,6 +229,13 @@ describe('the sweep backstop', () => {
     const free = h.agent.maintenanceStarts.map((s) => s.machineId);
     expect(free).toHaveLength(3);
     for (const machineId of free) await reportMaintenanceWork(h.ctx, machineId, { maintenanceId: id, ok: true });
+    // Its check at the resync, when nothing had changed, is no news for the stream.
+    const unchecked = (await h.store.getMaintenances([id])).get(id)!;
+    h.clock.advance(h.ctx.config.maintenance.resync_seconds * 1000);
+    await step(h, id);
+    const checked = (await h.store.getMaintenances([id])).get(id)!;
+    expect(checked.checkedAt).toBe(iso(h.clock.now()));
+    expect(registry.concernedBy('maintenance', unchecked, checked, id)).toEqual([]);
     // The tenant releases and cleanup finishes; the stream's reaction to the machine coming free is lost.
     await releaseInstance(h.ctx, alice, instanceId);
     await cleanedUp(h, held);
