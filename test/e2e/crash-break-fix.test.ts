@@ -1,13 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSiteConfig } from '#config/site-config.ts';
 import { surplusAllowed } from '#domain/member-replacement.ts';
-import type { Role } from '#domain/model.ts';
 import { powerRules } from '#runtime/context.ts';
 import { createCallMs, sweepWithinMs } from '#test/support/bounds.ts';
-import { startRunner, type RunnerProcess } from '#test/support/runner-process.ts';
+import { crashableRunner } from '#test/support/crashable-runner.ts';
 
 // Crash safety of the tenant's break-fix primitives (docs/api.md "Power", "Replacing a member"): the local runner is
 // killed with SIGKILL, its whole process tree, while a power cycle's call is at the agent and while a member's successor
@@ -45,37 +41,12 @@ const RECOVERY_MS = Math.max(createCallMs(siteConfig), powerRules(siteConfig).ca
 const RUNNER_UP_MS = 60_000;
 const START_MS = RUNNER_UP_MS + STEP_MS;
 
-const dataDir = mkdtempSync(join(tmpdir(), 'fleetward-crash-break-fix-'));
-let runner: RunnerProcess | undefined;
+const crash = crashableRunner({ config, siteName: SITE, runnerUpMs: RUNNER_UP_MS, defaultWaitMs: STEP_MS });
+const { site, eventually, as } = crash;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function site(): RunnerProcess {
-  if (!runner) throw new Error('the runner is not running');
-  return runner;
-}
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = STEP_MS): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms; runner output:\n${site().output().split('\n').slice(-30).join('\n')}`);
-    await sleep(200);
-  }
-}
-
-const as = (org: string, roles: Role[], sub?: string) => site().token(org, roles, sub);
 const tenantCall = async (method: string, path: string, body?: unknown) => site().call(method, path, { token: await as('acme', ['tenant']), body });
-
-async function start(): Promise<void> {
-  runner = await startRunner({ dataDir, config, siteName: SITE, startTimeoutMs: RUNNER_UP_MS });
-  const admin = await as('provider', ['provider-admin']);
-  await eventually(
-    'the fleet is allocatable',
-    async () => (await site().call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length > 0,
-  );
-}
 
 async function instanceIn(id: string, status: string, withinMs = STEP_MS) {
   return eventually(
@@ -102,13 +73,10 @@ async function agentRequests(): Promise<Array<{ kind: string; name?: string; ins
 }
 
 beforeAll(async () => {
-  await start();
+  await crash.start();
 }, START_MS);
 
-afterAll(async () => {
-  await runner?.kill();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => crash.dispose());
 
 describe('a crash while a power cycle and a member replacement are under way', { timeout: RECOVERY_MS + STEP_MS }, () => {
   let cycled: { id: string; siteName: string };
@@ -141,9 +109,8 @@ describe('a crash while a power cycle and a member replacement are under way', {
       const { metaInstances, instances } = await site().records();
       expect(metaInstances.find((m) => m.id === metaId)?.memberReplacements?.[0]?.successorId, 'a successor was placed before the kill').toBeDefined();
       expect(instances.find((i) => i.id === cycled.id)?.power?.phase, 'the cycle is in flight at the kill').toBe('in-flight');
-      await site().kill();
-      runner = undefined;
-      await start();
+      await crash.kill();
+      await crash.start();
     },
     4 * STEP_MS + SETTLE_MS + 2 * START_MS,
   );

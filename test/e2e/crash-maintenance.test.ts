@@ -1,9 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Role } from '#domain/model.ts';
-import { startRunner, type RunnerProcess } from '#test/support/runner-process.ts';
+import { crashableRunner } from '#test/support/crashable-runner.ts';
 
 // Crash recovery of declared maintenance (as test/e2e/crash-recovery.test.ts does for the other workflows): the local
 // runner, simulated agent included, is killed with SIGKILL while one maintenance has a wave at the agent and another
@@ -43,37 +40,10 @@ const RUNNER_UP_MS = 60_000;
  */
 const RECOVERY_MS = WINDOW_MINUTES * 60_000 + 2 * (MAINTENANCE_MS + VALIDATION_TIMEOUT_MINUTES * 60_000) + 10 * SWEEP_INTERVAL_S * 1000;
 
-const dataDir = mkdtempSync(join(tmpdir(), 'fleetward-crash-maintenance-'));
-let runner: RunnerProcess | undefined;
+const crash = crashableRunner({ config, siteName: SITE, runnerUpMs: RUNNER_UP_MS, defaultWaitMs: RUNNER_UP_MS });
+const { site, eventually } = crash;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function site(): RunnerProcess {
-  if (!runner) throw new Error('the runner is not running');
-  return runner;
-}
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms; runner output:\n${site().output().split('\n').slice(-30).join('\n')}`);
-    await sleep(250);
-  }
-}
-
-const as = (roles: Role[]) => site().token('provider', roles);
-
-/** Starts the runner; the first start waits until the fleet is allocatable, a restart until the API answers. */
-async function start(allocatable: number): Promise<void> {
-  runner = await startRunner({ dataDir, config, siteName: SITE, startTimeoutMs: RUNNER_UP_MS });
-  const admin = await as(['provider-admin']);
-  await eventually(
-    `${allocatable} machines allocatable`,
-    async () => (await site().call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items?.length >= allocatable,
-    RUNNER_UP_MS,
-  );
-}
+const as = (roles: Role[]) => crash.as('provider', roles);
 
 type Course = { phase: string; startedAt?: string };
 type Shown = { id: string; state: string; machineIds: string[]; machines: Record<string, Course> };
@@ -103,13 +73,10 @@ const inPhase = (m: Shown, phase: string): string[] => Object.keys(m.machines).f
 const inFlight = (m: Shown): number => inPhase(m, 'in-maintenance').length + inPhase(m, 'validating').length;
 
 beforeAll(async () => {
-  await start(8);
+  await crash.start({ allocatable: 8, withinMs: RUNNER_UP_MS });
 }, RUNNER_UP_MS * 2);
 
-afterAll(async () => {
-  await runner?.kill();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => crash.dispose());
 
 describe('a crash mid-wave and mid-validation', { timeout: RECOVERY_MS + RUNNER_UP_MS }, () => {
   let validatingAtCrash: Shown;
@@ -135,9 +102,8 @@ describe('a crash mid-wave and mid-validation', { timeout: RECOVERY_MS + RUNNER_
       [validatingAtCrash, wavingAtCrash] = await Promise.all([show(validating.id), show(waving.id)]);
       expect(inPhase(validatingAtCrash, 'validating')).toHaveLength(MAX_IN_FLIGHT);
       expect(inPhase(wavingAtCrash, 'in-maintenance')).toHaveLength(MAX_IN_FLIGHT);
-      await site().kill();
-      runner = undefined;
-      await start(0);
+      await crash.kill();
+      await crash.start({ allocatable: 0, withinMs: RUNNER_UP_MS });
     },
     3 * MAINTENANCE_MS + 10_000 + SETTLE_MS + 2 * RUNNER_UP_MS,
   );

@@ -1,12 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSiteConfig } from '#config/site-config.ts';
-import type { Role } from '#domain/model.ts';
 import { statusCheckDelayMs } from '#domain/status-checks.ts';
 import { createCallMs, sweepWithinMs } from '#test/support/bounds.ts';
-import { startRunner, type RunnerProcess } from '#test/support/runner-process.ts';
+import { crashableRunner } from '#test/support/crashable-runner.ts';
 
 // Crash recovery of the local runner (`npm start`): it is killed with SIGKILL, its whole process tree, while each
 // workflow is at one of its steps, then started again on the same FLEETWARD_DATA_DIR; each workflow must finish by
@@ -74,46 +70,16 @@ const RUNNER_UP_MS = 60_000;
 /** A start of the runner: it comes up, then the fleet's first beat is a step. */
 const START_MS = RUNNER_UP_MS + STEP_MS;
 
-const dataDir = mkdtempSync(join(tmpdir(), 'fleetward-crash-'));
-let runner: RunnerProcess | undefined;
-let restartedAt = 0;
+const crash = crashableRunner({ config, siteName: SITE, runnerUpMs: RUNNER_UP_MS, defaultWaitMs: STEP_MS });
+const { site, eventually, as } = crash;
 let crashedAt = 0;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function site(): RunnerProcess {
-  if (!runner) throw new Error('the runner is not running');
-  return runner;
-}
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = STEP_MS): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms; runner output:\n${site().output().split('\n').slice(-30).join('\n')}`);
-    await sleep(200);
-  }
-}
-
-/** Tokens are minted by the runner's own issuer, whose keys a restart renews. */
-const as = (org: string, roles: Role[], sub?: string) => site().token(org, roles, sub);
-
-async function start(): Promise<void> {
-  runner = await startRunner({ dataDir, config, siteName: SITE, startTimeoutMs: RUNNER_UP_MS });
-  restartedAt = Date.now();
-  const admin = await as('provider', ['provider-admin']);
-  await eventually(
-    'the fleet is allocatable',
-    async () => (await site().call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length > 0,
-  );
-}
-
 async function crashAndRestart(): Promise<void> {
   crashedAt = Date.now();
-  await site().kill();
-  runner = undefined;
-  await start();
+  await crash.kill();
+  await crash.start();
 }
 
 const instancePath = (id: string) => `/v2/org/acme/nico/instance/${id}`;
@@ -197,13 +163,10 @@ async function expectInvariants(): Promise<void> {
 }
 
 beforeAll(async () => {
-  await start();
+  await crash.start();
 }, START_MS);
 
-afterAll(async () => {
-  await runner?.kill();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => crash.dispose());
 
 type Placed = { id: string; machineId: string; siteName: string };
 
@@ -304,7 +267,7 @@ describe('a crash with every workflow at some step', { timeout: RECOVERY_MS + ST
       },
       CLEANUP_RECOVERY_MS,
     );
-    expect(Date.now() - restartedAt).toBeLessThan(CLEANUP_RECOVERY_MS);
+    expect(Date.now() - crash.upAt()).toBeLessThan(CLEANUP_RECOVERY_MS);
     expect(back).toMatchObject({ state: 'Ready' });
     expect(back.instanceId).toBeUndefined();
     expect(await history(cleaning.machineId)).toContainEqual(

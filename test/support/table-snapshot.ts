@@ -1,3 +1,4 @@
+import { capacityHistoryPartition } from '#store/capacity-items.ts';
 import { keys } from '#store/items.ts';
 import { SWEEP_LEASE } from '#reconcilers/sweep.ts';
 import { scanTable, type TestSite } from './local-site.ts';
@@ -27,7 +28,9 @@ export async function snapshot(site: TestSite): Promise<Snapshot> {
   const toMap = (items: Record<string, unknown>[], key: (item: Record<string, unknown>) => string) =>
     new Map(items.map((item) => [key(item), JSON.stringify(canonical(item))]));
   const left = [keys.siteHeartbeat, keys.siteLease(SWEEP_LEASE), keys.siteOutboxCursor];
-  const table = (await scanTable(site)).filter((item) => !left.some((key) => item.pk === key.pk && item.sk === key.sk));
+  const timeDriven = (item: Record<string, unknown>) =>
+    left.some((key) => item.pk === key.pk && item.sk === key.sk) || String(item.pk).startsWith(capacityHistoryPartition(''));
+  const table = (await scanTable(site)).filter((item) => !timeDriven(item));
   const idempotency = await scanTable(site, 'idempotencyTable');
   return { table: toMap(table, (i) => `${i.pk} | ${i.sk}`), idempotency: toMap(idempotency, (i) => String(i.id)) };
 }
