@@ -8,7 +8,7 @@ import type { HeartbeatView } from '#domain/health.ts';
 import { inAllocatableIndex } from '#domain/health.ts';
 import { newMetaInstance, noReplacements, reconcileMetaInstance, type MetaDecision, type MetaRules, type MetaSnapshot } from '#domain/meta-instances.ts';
 import type { HealthOverride, Machine, MetaInstance } from '#domain/model.ts';
-import { CANDIDATE_PAGE, loadCandidates, type CandidateReader } from '#reconcilers/meta-instance.ts';
+import { CANDIDATE_PAGE, loadCandidates, type CandidateReader } from '#runtime/meta-instance-snapshot.ts';
 import { percentile, ratio, round } from './stats.ts';
 import { seededRandom } from '#local/stream-chaos.ts';
 

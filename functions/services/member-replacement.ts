@@ -3,7 +3,7 @@ import type { Issue, Principal } from '#domain/model.ts';
 import { metaInstanceView } from '#domain/views.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
-import { loadMembers } from '#reconcilers/meta-instance.ts';
+import { loadMembers } from '#runtime/meta-instance-snapshot.ts';
 import { loadOwn } from '#services/meta-instances.ts';
 
 /**

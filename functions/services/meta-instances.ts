@@ -10,7 +10,7 @@ import { metaInstanceView } from '#domain/views.ts';
 import { notFound } from '#domain/rejection.ts';
 import { assertWithinQuota, checkQuota } from '#domain/quotas.ts';
 import type { Page } from '#store/paging.ts';
-import { loadMembers, loadMetaSnapshot, loadPinned } from '#reconcilers/meta-instance.ts';
+import { loadMembers, loadMetaSnapshot, loadPinned } from '#runtime/meta-instance-snapshot.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { homePlace, noReplacements, reconcileMetaInstance, wantsMoreCandidates, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
 import type { Machine, MetaInstance } from '#domain/model.ts';
-import { CANDIDATE_PAGE, MAX_CANDIDATE_PAGES, loadCandidates, type CandidateReader } from '#reconcilers/meta-instance.ts';
+import { CANDIDATE_PAGE, MAX_CANDIDATE_PAGES, loadCandidates, type CandidateReader } from '#runtime/meta-instance-snapshot.ts';
 import { aMachine, aMetaInstance, anInstance, NOW } from '#test/support/fixtures.ts';
 
 // How a meta-instance decision finds its candidates: read only while the decision would fail for want of free
