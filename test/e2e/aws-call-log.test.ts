@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Machine } from '#domain/model.ts';
+import { newReservation } from '#domain/reservations.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { iso } from '#domain/time.ts';
 import { DUE_PAGE } from '#reconcilers/sweep.ts';
@@ -8,7 +9,7 @@ import type { RecordedCall } from '#local/aws-call-recorder.ts';
 import { readRecordedCalls } from '#test/support/iam/recorded-calls.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { aMachine } from '#test/support/fixtures.ts';
-import { scanTable, startTestSite, type TestSite } from '#test/support/local-site.ts';
+import { scanTable, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
 import { freshTables } from '#test/support/tables.ts';
 
 // The local runner records the AWS calls of each function it stands in for (local/aws-call-recorder.ts): the IAM
@@ -76,4 +77,31 @@ describe('the AWS call log', () => {
     const backlogDue = async () => (await site.ctx.store.dueEntities(new Date(), { limit: 1_000 })).items.filter((ref) => ref.id.startsWith('backlog-'));
     await site.eventually(async () => (await backlogDue()).length === 0, 30_000);
   }, 60_000);
+
+  it('shows the sweep reading NVLink domains for a reservation the stream never handled', async () => {
+    // A fleet in two NVLink domains, counted by the fleet summary while the stream runs.
+    const { names, client } = await freshTables('e2e');
+    const config = testConfig(`
+[simulator]
+machines = [ { type = "gb200", count = 8, racks = 2, nvlink_domain_size = 4 } ]
+heartbeat_interval_seconds = 0.2
+`);
+    const counted = await startTestSite({ tableNames: names, config });
+    const admin = await counted.token('provider', ['provider-admin']);
+    await counted.eventually(async () => (await counted.call('GET', '/admin/fleet/summary', { token: admin })).body.byType?.gb200?.machines === 8);
+    await counted.stop();
+    // A reservation of a whole domain recorded while no stream reacts (as after a crash): the sweep alone claims it.
+    const store = new DynamoFleetStore(client, names.table, dueTimes);
+    const ask = { org: 'acme', machineType: 'gb200', ask: { nvlinkDomains: ['gb200-nvl2'] }, wanted: 4 };
+    await store.commit({ reservations: [{ before: null, after: newReservation('rsv-unhandled', ask, 'provider', new Date()) }], history: [] });
+    const site = await startTestSite({ tableNames: names, config, streamPoller: false, registerFleet: false });
+    sites.push(site);
+    const active = await site.eventually(async () => {
+      const reservation = await store.getReservation('rsv-unhandled');
+      return reservation?.state === 'Active' ? reservation : undefined;
+    }, 20_000);
+    client.destroy();
+    expect(active.machineIds).toHaveLength(4);
+    expect(has('SweepHandler', 'dynamodb:Query', 'table/main/index/allocatableByDomain')).toBe(true);
+  }, 90_000);
 });
