@@ -1,8 +1,9 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureChromium, installTimeoutMs, launchBrowser, until, type TestBrowser } from '#test/support/browser.ts';
-import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, runInstance, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { until } from '#test/support/browser.ts';
+import { type DashboardSite, dashboardSiteTimeoutMs, startDashboardSite } from '#test/support/dashboard-site.ts';
+import type { TestSite } from '#test/support/local-site.ts';
+import { runInstance, type Actors } from '#test/support/repair-steps.ts';
 
 // The dashboard's capacity page of an org, in Chromium: its delivered, healthy, reserved and in-use machines over
 // time, drawn from the history the sweep keeps (a point a second here), so a reload draws the same past. And the
@@ -24,26 +25,18 @@ cleanup_ms = 20
 type Counts = Array<number[]>;
 
 describe('dashboard capacity page and NVLink domains', () => {
+  let dashboard: DashboardSite | undefined;
   let site: TestSite;
   let who: Actors;
-  let browser: TestBrowser;
   let page: Page;
-  const pageErrors: string[] = [];
+  let pageErrors: string[];
 
   beforeAll(async () => {
-    ensureChromium();
-    site = await startTestSite({ config: testConfig(config) });
-    who = await actors(site);
-    await waitForFleet(site, who.admin, 8);
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-  }, installTimeoutMs + 60_000);
+    dashboard = await startDashboardSite(config, 8);
+    ({ site, who, page, pageErrors } = dashboard);
+  }, dashboardSiteTimeoutMs);
 
-  afterAll(async () => {
-    await browser?.close();
-    await site?.stop();
-  });
+  afterAll(() => dashboard?.stop());
 
   const chart = (type: string) => page.getByTestId('capacity').locator(`[data-testid="capacity-chart"][data-type="${type}"]`);
   const countsOf = async (type: string): Promise<Counts> => JSON.parse((await chart(type).getAttribute('data-counts')) ?? '[]');

@@ -3,19 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureChromium, installTimeoutMs, launchBrowser, until, type TestBrowser } from '#test/support/browser.ts';
-import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import {
-  actors,
-  claimForRepair,
-  cleanedUp,
-  repairRelease,
-  reportIssue,
-  runInstance,
-  setRepairStatus,
-  waitForFleet,
-  type Actors,
-} from '#test/support/repair-steps.ts';
+import { until, type TestBrowser } from '#test/support/browser.ts';
+import { type DashboardSite, dashboardSiteTimeoutMs, startDashboardSite } from '#test/support/dashboard-site.ts';
+import type { TestSite } from '#test/support/local-site.ts';
+import { claimForRepair, cleanedUp, repairRelease, reportIssue, runInstance, setRepairStatus, type Actors } from '#test/support/repair-steps.ts';
 
 // The dashboard in Debian's Chromium, asserting what a person sees.
 
@@ -35,11 +26,12 @@ cleanup_ms = 20
 `;
 
 describe('dashboard', () => {
+  let dashboard: DashboardSite | undefined;
   let site: TestSite;
   let who: Actors;
   let browser: TestBrowser;
   let page: Page;
-  const pageErrors: string[] = [];
+  let pageErrors: string[];
   let repaired = '';
 
   const text = async (testid: string, p = page) => (await p.getByTestId(testid).first().textContent()) ?? '';
@@ -47,19 +39,11 @@ describe('dashboard', () => {
   const row = (table: string, machineId: string, p = page) => p.getByTestId(table).locator('tbody tr').filter({ hasText: machineId });
 
   beforeAll(async () => {
-    ensureChromium();
-    site = await startTestSite({ config: testConfig(site6) });
-    who = await actors(site);
-    await waitForFleet(site, who.admin, 6);
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-  }, installTimeoutMs + 60_000);
+    dashboard = await startDashboardSite(site6, 6);
+    ({ site, who, browser, page, pageErrors } = dashboard);
+  }, dashboardSiteTimeoutMs);
 
-  afterAll(async () => {
-    await browser?.close();
-    await site?.stop();
-  });
+  afterAll(() => dashboard?.stop());
 
   it('is served at / and signs in by itself with a local provider token', async () => {
     await page.goto(`${site.url}/`);

@@ -1,8 +1,9 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureChromium, installTimeoutMs, launchBrowser, until, type TestBrowser } from '#test/support/browser.ts';
-import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, machine, runInstance, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { until } from '#test/support/browser.ts';
+import { type DashboardSite, dashboardSiteTimeoutMs, startDashboardSite } from '#test/support/dashboard-site.ts';
+import type { TestSite } from '#test/support/local-site.ts';
+import { machine, runInstance, type Actors } from '#test/support/repair-steps.ts';
 
 // The dashboard's open maintenance, in Chromium: a rack in maintenance while a tenant holds one of its machines, drawn
 // as a timeline with its hand-back deadlines (a deferral adds one), its waves, and a machine that overran its window.
@@ -10,17 +11,7 @@ import { actors, machine, runInstance, waitForFleet, type Actors } from '#test/s
 const DAY = 86_400_000;
 const WINDOW_MINUTES = 1;
 
-describe('dashboard: open maintenance', () => {
-  let site: TestSite;
-  let who: Actors;
-  let browser: TestBrowser;
-  let page: Page;
-  const pageErrors: string[] = [];
-
-  beforeAll(async () => {
-    ensureChromium();
-    site = await startTestSite({
-      config: testConfig(`
+const config = `
 [instance_create_retry]
 base_delay_ms = 10
 [simulator]
@@ -30,19 +21,21 @@ provision_ms = 20
 cleanup_ms = 20
 maintenance_ms = 100
 validation_ms = 50
-`),
-    });
-    who = await actors(site);
-    await waitForFleet(site, who.admin, 4);
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-  }, installTimeoutMs + 60_000);
+`;
 
-  afterAll(async () => {
-    await browser?.close();
-    await site?.stop();
-  });
+describe('dashboard: open maintenance', () => {
+  let dashboard: DashboardSite | undefined;
+  let site: TestSite;
+  let who: Actors;
+  let page: Page;
+  let pageErrors: string[];
+
+  beforeAll(async () => {
+    dashboard = await startDashboardSite(config, 4);
+    ({ site, who, page, pageErrors } = dashboard);
+  }, dashboardSiteTimeoutMs);
+
+  afterAll(() => dashboard?.stop());
 
   it('shows each open maintenance as a timeline: deadlines and whose, waves, and the machines overdue', {
     timeout: WINDOW_MINUTES * 60_000 + 60_000,
