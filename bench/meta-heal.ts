@@ -7,6 +7,7 @@ import type { LocalSite } from '#local/runner.ts';
 import { fastSiteToml, freeMachines, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import { recordedMembers } from '#test/support/meta-members.ts';
 import { percentile, ratio, round, summarize } from './stats.ts';
 
 export const META_MACHINE_TYPE = 'gb200';
@@ -39,7 +40,7 @@ export interface MetaHealOptions {
   heartbeatTrials: number;
   /** The sweep's schedule on both sites. */
   sweepIntervalMs: number;
-  /** How often the bench looks at the meta-instance's members while it waits (a Query on the members index). */
+  /** How often the bench looks at the meta-instance's members while it waits (its record, then the members it lists, by key). */
   pollMs: number;
 }
 
@@ -118,7 +119,7 @@ async function startMetaSite(
 
     const created = await call('POST', `/v2/org/${ORG}/nico/meta-instance`, tenant, { machineType: META_MACHINE_TYPE, minNodes: 1 }, [201]);
     const metaId = String(created.id);
-    const liveMembers = async () => (await observer.membersOf(metaId)).filter((i) => LIVE.has(i.status));
+    const liveMembers = async () => (await recordedMembers(observer, metaId)).filter((i) => LIVE.has(i.status));
     /** The one member, once it is Ready on a healthy, live machine and the meta-instance says Ready. */
     const settled = async () => {
       const [meta, live] = await Promise.all([observer.getMetaInstance(metaId), liveMembers()]);

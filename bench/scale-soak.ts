@@ -12,6 +12,7 @@ import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { inParallel } from '#store/in-parallel.ts';
 import { parseSiteConfig } from '#config/site-config.ts';
 import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
+import { recordedMembers } from '#test/support/meta-members.ts';
 import { countRequests } from './counter.ts';
 import { siteStartFloorMs } from './site-start-floor.ts';
 import { heatReport, streamHeat, watchWriteTimes, type WriteTimes } from './partition-heat.ts';
@@ -351,7 +352,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
         async () => {
           for (let j = 0; j < metaIds.length; j++) {
             const metaId = metaIds[(k + j) % metaIds.length]!;
-            const members = await observer.membersOf(metaId);
+            const members = await recordedMembers(observer, metaId);
             const member = members.find((i) => i.status === 'Ready' && !failedMachines.has(i.machineId));
             if (member) return { metaId, members, member };
           }
@@ -380,7 +381,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
         await call(undefined, 'POST', `/_sim/machines/${encodeURIComponent(member.machineId)}/heartbeat`, undefined, { stopped: true }, [200]);
       }
       const replaced = async () =>
-        (await observer.membersOf(metaId)).some((i) => !before.has(i.id) && i.status === 'Ready' && !failedMachines.has(i.machineId)) ? true : undefined;
+        (await recordedMembers(observer, metaId)).some((i) => !before.has(i.id) && i.status === 'Ready' && !failedMachines.has(i.machineId)) ? true : undefined;
       await until(`a replacement for ${member.machineId} in ${metaId}`, replaced, settleMs, 50).then(
         () => (failure.replacedMs = performance.now() - t0),
         (error: unknown) => progress(String(error).split('\n')[0]!),

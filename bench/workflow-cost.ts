@@ -10,6 +10,7 @@ import type { LocalSite } from '#local/runner.ts';
 import { fastSiteToml, freeMachines, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import { recordedMembers } from '#test/support/meta-members.ts';
 import { countRequests, snapshot } from './counter.ts';
 import { ratio, round, subtractCost, type Cost } from './stats.ts';
 
@@ -242,7 +243,7 @@ async function startWorkflowSite(endpoint: string, tableName: string, options: W
       },
       member_replacement: async () => {
         if (!meta) throw new Error('bench: no meta-instance');
-        const members = (await observer.membersOf(meta.id)).filter((i) => LIVE.has(i.status));
+        const members = (await recordedMembers(observer, meta.id)).filter((i) => LIVE.has(i.status));
         const victim = members[0]!;
         meta.failed = { machineId: victim.machineId, memberId: victim.id };
         const { id } = meta;
@@ -256,7 +257,7 @@ async function startWorkflowSite(endpoint: string, tableName: string, options: W
         return async () => {
           const [current, live, old, machine] = await Promise.all([
             observer.getMetaInstance(id),
-            observer.membersOf(id).then((all) => all.filter((i) => LIVE.has(i.status))),
+            recordedMembers(observer, id).then((all) => all.filter((i) => LIVE.has(i.status))),
             observer.getInstance(victim.id),
             observer.getMachine(victim.machineId),
           ]);
@@ -293,7 +294,7 @@ async function startWorkflowSite(endpoint: string, tableName: string, options: W
         await until('the meta-instance Ready with 2 Ready members', async () => {
           const [current, live] = await Promise.all([
             observer.getMetaInstance(id),
-            observer.membersOf(id).then((all) => all.filter((i) => LIVE.has(i.status))),
+            recordedMembers(observer, id).then((all) => all.filter((i) => LIVE.has(i.status))),
           ]);
           return current?.status === 'Ready' && live.length === 2 && live.every((i) => i.status === 'Ready');
         });

@@ -473,10 +473,6 @@ export abstract class ItemStore implements FleetStore {
     return (await this.allItems({ partition: quotaPartition(org) })).map(fromQuotaUsageItem);
   }
 
-  async membersOf(metaInstanceId: string): Promise<Instance[]> {
-    return (await this.allItems({ index: indexes.members, partition: `META#${metaInstanceId}` })).map(fromInstanceItem);
-  }
-
   async listMetaInstances(org: string | null, page: PageRequest): Promise<Page<MetaInstance>> {
     const result = await this.queryItems(
       { index: org ? indexes.byOrg : indexes.byKind, partition: org ? `ORG#${org}#META` : 'META', descending: true, limit: page.limit },

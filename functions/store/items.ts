@@ -118,8 +118,6 @@ const KEY_ATTRIBUTES = [
   'dueAt',
   'repairPk',
   'repairSince',
-  'memberOf',
-  'memberSk',
   'waitPk',
   'waitSk',
   'replacingPk',
@@ -168,9 +166,6 @@ export function instanceItem(instance: Instance, dueAt: string | undefined): Ite
     orgPk: `ORG#${instance.org}#INSTANCE`,
     orgSk: `${instance.createdAt}#${instance.id}`,
     ...dueAttributes(keys.instance(instance.id).pk, dueAt),
-    // The members index holds a meta-instance's members until they are Terminated: a finished member is never
-    // looked at again, and the meta-instance reconciler reads this index on every pass.
-    ...(instance.metaInstanceId && instance.status !== 'Terminated' ? { memberOf: `META#${instance.metaInstanceId}`, memberSk: instance.id } : {}),
     ...(instance.replacement && instance.status === 'Provisioning' ? { replacingPk: 'REPLACING', replacingSk: `${instance.createdAt}#${instance.id}` } : {}),
     ...instance,
   };

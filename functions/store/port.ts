@@ -167,11 +167,6 @@ export interface FleetStore {
   getQuotaUsage(org: string, machineType: string): Promise<QuotaUsage | null>;
   /** Every machine type an org has a usage item for: one Query of the org's partition. */
   listQuotaUsage(org: string): Promise<QuotaUsage[]>;
-  /**
-   * Instances bound to a meta-instance, Terminated ones left out (the members index holds only the others): an
-   * observer's view, which may lag. Decisions read the membership on the meta-instance's record.
-   */
-  membersOf(metaInstanceId: string): Promise<Instance[]>;
   /** Newest first; one org's, or the whole site's when `org` is null. */
   listMetaInstances(org: string | null, page: PageRequest): Promise<Page<MetaInstance>>;
   /** Meta-instances waiting for machines of a type, oldest first: they get freed machines in order. */

@@ -26,8 +26,6 @@ export const indexes = {
   due: { name: 'due', pk: 'duePk', sk: 'dueAt', projection: 'KEYS_ONLY' },
   /** Machines carrying a `repair-request`, oldest request first: what repair tenants claim, and stuck repairs. */
   repairRequested: { name: 'repairRequested', pk: 'repairPk', sk: 'repairSince', projection: 'ALL' },
-  /** A meta-instance's members: instances carrying its id (pk `META#<id>`). The binding lives on the instance. */
-  members: { name: 'members', pk: 'memberOf', sk: 'memberSk', projection: 'ALL' },
   /** Meta-instances waiting for machines, by type (pk `WAIT#<type>`): a machine freed up wakes them. */
   waiting: { name: 'waiting', pk: 'waitPk', sk: 'waitSk', projection: 'ALL' },
   /** Meta-instance replacements still provisioning (pk `REPLACING`): what the site-wide cap counts. */

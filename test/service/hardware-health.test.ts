@@ -7,6 +7,7 @@ import { resetRepairStorm, showSafety } from '#services/safety.ts';
 import { setTenant } from '#services/tenants.ts';
 import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
+import { recordedMembers } from '#test/support/meta-members.ts';
 
 // The site agent's health probes end to end on the services: a beat's alert becomes a hardware-health override
 // through the roster-bucket walk, with the repair policy of a tenant's report, and goes when the agent stops
@@ -117,7 +118,7 @@ describe('a meta-instance member on a machine the agent reports', () => {
     const h = await site(true, 4);
     const alice = tenant('acme', 'alice');
     const created = await createMetaInstance(h.ctx, alice, { machineType: 'gb200', minNodes: 2, placement: { sameRack: false }, labels: {} });
-    const [member] = await h.store.membersOf(created.id);
+    const [member] = await recordedMembers(h.store, created.id);
 
     await beat(h, roster(4), { [member!.machineId]: [gpu] });
 

@@ -7,6 +7,7 @@ import { registerMachines } from '#services/machines.ts';
 import { sweep } from '#reconcilers/sweep.ts';
 import { beat, harness, reconcile, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
+import { recordedMembers } from '#test/support/meta-members.ts';
 
 const ids = ['m-1', 'm-2', 'm-3'];
 
@@ -104,7 +105,7 @@ describe('a machine that leaves the roster, under a meta-instance member', () =>
     const h = harness();
     await siteWith(h, { gb200: 3 });
     const created = await createMetaInstance(h.ctx, tenant('acme', 'alice'), { machineType: 'gb200', minNodes: 2, placement: { sameRack: false }, labels: {} });
-    const [member] = await h.store.membersOf(created.id);
+    const [member] = await recordedMembers(h.store, created.id);
     const roster = ['gb200-1', 'gb200-2', 'gb200-3'].filter((id) => id !== member!.machineId);
     const lastSeen = h.clock.now();
 
@@ -126,7 +127,7 @@ describe('a machine that leaves the roster, under a meta-instance member', () =>
     // The stream's reaction to the check.
     await reconcile(h.ctx, { entity: 'stale-check', id: SITE_STALE_CHECK });
     expect((await h.store.getInstance(member!.id))!.status).toBe('Terminating');
-    const members = await h.store.membersOf(created.id);
+    const members = await recordedMembers(h.store, created.id);
     expect(members.find((i) => i.id !== member!.id && !created.instanceIds.includes(i.id))).toMatchObject({ replacement: true });
 
     // The next beat has nothing left to check.

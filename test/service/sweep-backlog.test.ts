@@ -8,6 +8,7 @@ import { DEFAULT_CONCURRENCY } from '#reconcilers/runner.ts';
 import { iso } from '#domain/time.ts';
 import { aMachine, NOW, ops } from '#test/support/fixtures.ts';
 import { beat, harness, tenant, type Harness } from '#test/support/service-harness.ts';
+import { recordedMembers } from '#test/support/meta-members.ts';
 
 // A backlog (a rack lost power, an agent outage ended) clears in one sweep: every due page, reconciled in parallel,
 // while the run has time; what is left goes to a follow-up that starts where the run stopped.
@@ -130,7 +131,7 @@ describe('same-rack placement on fragmented racks', () => {
 
     const created = await createMetaInstance(h.ctx, tenant(), { machineType: 'gb200', minNodes: 4, placement: { sameRack: true }, labels: {} });
     expect(created).toMatchObject({ status: 'Ready', instanceIds: [expect.any(String), expect.any(String), expect.any(String), expect.any(String)] });
-    const members = await h.store.membersOf(created.id);
+    const members = await recordedMembers(h.store, created.id);
     expect(members.map((i) => i.machineId).sort()).toEqual(['room-0', 'room-1', 'room-2', 'room-3']);
     expect((await showMetaInstance(h.ctx, tenant(), created.id)).placementError).toBeUndefined();
   });

@@ -304,16 +304,6 @@ export function indexesContract(kit: ContractKit): void {
       });
     });
 
-    it('membersOf holds the instances bound to the meta-instance until they are Terminated', async () => {
-      expect((await fresh.membersOf('mi-ready')).map((i) => i.id).sort()).toEqual(['mem-a', 'mem-b']);
-      expect(await fresh.membersOf('mi-nobody')).toEqual([]);
-      const memA = (await fresh.getInstance('mem-a'))!;
-      await fresh.commit({ instances: [{ before: memA, after: { ...memA, status: 'Terminated' } }], history: [] });
-      expect((await fresh.membersOf('mi-ready')).map((i) => i.id)).toEqual(['mem-b']);
-      await fresh.commit({ instances: [{ before: { ...memA, status: 'Terminated', version: memA.version + 1 }, after: memA }], history: [] });
-      expect((await fresh.membersOf('mi-ready')).map((i) => i.id).sort()).toEqual(['mem-a', 'mem-b']);
-    });
-
     it('waiting holds Placing and Retrying meta-instances by type, longest waiting first, up to the limit', async () => {
       expect((await fresh.waitingMetaInstances('gb200', 10)).map((m) => m.id)).toEqual(['mi-new', 'mi-old']);
       expect((await fresh.waitingMetaInstances('gb200', 1)).map((m) => m.id)).toEqual(['mi-new']);
