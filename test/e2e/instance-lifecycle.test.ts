@@ -114,6 +114,8 @@ describe('instance lifecycle through the site agent', () => {
   });
 
   it('answers 409 no-capacity when every machine of the type is taken, and 422 for an unknown type', async () => {
+    // An h100 was released above: a create reads the allocatable index, which may show its release a moment late.
+    await site.indexesCaughtUp();
     const ids: string[] = [];
     for (let i = 0; i < 2; i++) {
       const created = await site.call('POST', instancePath(), { token: tenant, body: { machineType: 'h100' } });

@@ -90,7 +90,15 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> & { wat
   });
   const invariants =
     (watch ?? (siteOverrides.awsSemantics ?? awsSemantics) != null) ? watchInvariants(inject('dynamoEndpoint'), site.tableNames.table, config) : undefined;
-  if ((overrides.registerFleet ?? true) && config.validation.after.includes('registration')) await commissioned(site);
+  const indexesCaughtUp = async () => {
+    const semantics = siteOverrides.awsSemantics ?? awsSemantics;
+    if (semantics?.modes.includes('index-lag')) await new Promise((resolve) => setTimeout(resolve, semantics.indexLagMs));
+  };
+  if (overrides.registerFleet ?? true) {
+    if (config.validation.after.includes('registration')) await commissioned(site);
+    // A test starts from indexes that show the fleet: a create at once reads the allocatable index.
+    await indexesCaughtUp();
+  }
   const call: TestSite['call'] = async (method, path, options = {}) => {
     const response = await fetch(`${site.url}${path}`, {
       method,
@@ -140,10 +148,7 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> & { wat
       await nextSweepDone(site.counters, sweepWithinMs(config, sweepIntervalMs));
       await site.streamIdle(reconcilerRunMs(config));
     },
-    indexesCaughtUp: async () => {
-      const semantics = siteOverrides.awsSemantics ?? awsSemantics;
-      if (semantics?.modes.includes('index-lag')) await new Promise((resolve) => setTimeout(resolve, semantics.indexLagMs));
-    },
+    indexesCaughtUp,
     token: (org, roles, sub = `${org}-user`) => site.issuer.mint({ sub, org, roles }),
     call,
     eventually,
