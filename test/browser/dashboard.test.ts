@@ -195,7 +195,7 @@ describe('dashboard', () => {
     await page.locator('#rack-type').selectOption('gb200');
   });
 
-  it("the rack map: a reserved machine's square is bordered in its reservation's colour and named in the key; released, it is not", async () => {
+  it("the rack map: a reserved machine's square is outlined in its reservation's colour and named in the key; released, it is not", async () => {
     const map = page.getByTestId('rack-map');
     await page.locator('#rack-type').selectOption('h100');
     const cells = map.locator('a.cell');
@@ -205,10 +205,10 @@ describe('dashboard', () => {
     expect(created.status).toBe(201);
     const reservation = (created.body as { id: string }).id;
     const square = (id: string) => map.locator(`a.cell[data-machine="${id}"]`);
-    const border = (id: string) => square(id).evaluate((a) => getComputedStyle(a).borderTopWidth);
-    await until(page, `${held} bordered on the rack map`, async () => ((await square(held).getAttribute('class')) ?? '').includes('reserved'));
-    expect(await border(held)).toBe('1px');
-    expect(await border(free)).toBe('0px');
+    const outline = (id: string) => square(id).evaluate((a) => getComputedStyle(a).outlineStyle);
+    await until(page, `${held} outlined on the rack map`, async () => ((await square(held).getAttribute('class')) ?? '').includes('reserved'));
+    expect(await outline(held)).toBe('solid');
+    expect(await outline(free)).toBe('none');
     expect(await square(held).getAttribute('data-reservation')).toBe(reservation);
     expect(await square(held).getAttribute('title')).toBe(`${held} · Ready · reservation ${reservation} (org acme)`);
     expect(await square(free).getAttribute('class')).toBe('cell state-Ready');
@@ -216,12 +216,12 @@ describe('dashboard', () => {
     const keyColour = await map
       .getByTestId('reservation-key')
       .locator('.cell')
-      .evaluate((swatch) => getComputedStyle(swatch).borderTopColor);
-    expect(await square(held).evaluate((a) => getComputedStyle(a).borderTopColor)).toBe(keyColour);
+      .evaluate((swatch) => getComputedStyle(swatch).outlineColor);
+    expect(await square(held).evaluate((a) => getComputedStyle(a).outlineColor)).toBe(keyColour);
 
     expect((await site.call('DELETE', `/admin/reservations/${reservation}`, { token: who.admin })).status).toBe(200);
-    await until(page, `${held} no longer bordered`, async () => (await square(held).getAttribute('class')) === 'cell state-Ready');
-    expect(await border(held)).toBe('0px');
+    await until(page, `${held} no longer outlined`, async () => (await square(held).getAttribute('class')) === 'cell state-Ready');
+    expect(await outline(held)).toBe('none');
     expect(await map.getByTestId('reservation-key').count()).toBe(0);
     await page.locator('#rack-type').selectOption('gb200');
   });

@@ -64,7 +64,7 @@ heartbeat_interval_seconds = 5
     expect(height).toBeLessThanOrEqual(screen);
   });
 
-  it("borders the squares of reserved NVLink domains in their reservation's colour, names each in the key, and keeps the tiles as they were", async () => {
+  it("outlines the squares of reserved NVLink domains in their reservation's colour, names each in the key, and keeps the tiles as they were", async () => {
     const map = page.getByTestId('rack-map').locator('.rack-map');
     const tiles = () => map.getByTestId('rack').evaluateAll((racks) => racks.map((r) => JSON.stringify(r.getBoundingClientRect())));
     const before = await tiles();
@@ -78,15 +78,15 @@ heartbeat_interval_seconds = 5
       expect(created.status).toBe(201);
       ids.push((created.body as { id: string }).id);
     }
-    const bordered = map.locator('a.cell.reserved');
-    await until(page, 'both domains bordered', async () => (await bordered.count()) === 2 * DOMAIN, 30_000);
+    const outlined = map.locator('a.cell.reserved');
+    await until(page, 'both domains outlined', async () => (await outlined.count()) === 2 * DOMAIN, 30_000);
     for (const [i, domain] of reserved.entries()) {
       const squares = map.locator(`[data-domain="${domain}"] a.cell`);
       expect(await squares.evaluateAll((all) => all.map((a) => a.getAttribute('data-reservation')))).toEqual(Array(DOMAIN).fill(ids[i]));
       const key = page.getByTestId('rack-map').locator(`[data-testid="reservation-key"][data-reservation="${ids[i]}"]`);
       expect(await key.textContent()).toBe(` reservation ${ids[i]} (org org-${i}): ${DOMAIN} machines`);
-      const colour = await key.locator('.cell').evaluate((swatch) => getComputedStyle(swatch).borderTopColor);
-      expect(new Set(await squares.evaluateAll((all) => all.map((a) => getComputedStyle(a).borderTopColor)))).toEqual(new Set([colour]));
+      const colour = await key.locator('.cell').evaluate((swatch) => getComputedStyle(swatch).outlineColor);
+      expect(new Set(await squares.evaluateAll((all) => all.map((a) => getComputedStyle(a).outlineColor)))).toEqual(new Set([colour]));
     }
     expect(await tiles()).toEqual(before);
   });

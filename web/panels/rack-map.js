@@ -3,7 +3,7 @@
 // are grouped by NVLink domain, each group outlined (a domain that spans racks has a group in each). Each rack is
 // compared with what it last showed, so a change to one machine touches that machine's square only, however big the
 // fleet. A square's classes come from `cellClasses` alone: a new marking is one more entry there. A reserved machine's
-// square is bordered in its reservation's colour, and a key under the map names each reservation the racks hold.
+// square is outlined in its reservation's colour, and a key under the map names each reservation the racks hold.
 import { byId, h, keyedList, place, view } from '../dom.js';
 import { SOURCES } from '../fleet.js';
 
@@ -99,7 +99,7 @@ function reservationsIn(/** @type {Item<'/admin/fleet/racks'>[]} */ racks) {
   return [...held.values()].sort((a, b) => numeric(a.id, b.id));
 }
 
-/** The key to the reservations' borders: a bordered square per reservation, with its id, org and machines here. */
+/** The key to the reservations' outlines: an outlined square per reservation, with its id, org and machines here. */
 const reservationKey = (/** @type {ReturnType<typeof reservationsIn>} */ reservations) =>
   h(
     'p',
