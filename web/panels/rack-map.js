@@ -14,7 +14,7 @@ import { SOURCES } from '../fleet.js';
 
 /** Outline colours for domains, picked by a hash of the name: neighbouring domains mostly differ. */
 const DOMAIN_HUES = 6;
-/** Border colours for reservations, picked the same way from the reservation's id; the key tells them apart. */
+/** Outline colours for reservations, picked the same way from the reservation's id; the key tells them apart. */
 const RESERVATION_HUES = 6;
 
 const numeric = (/** @type {string} */ a, /** @type {string} */ b) => a.localeCompare(b, undefined, { numeric: true });
