@@ -269,7 +269,10 @@ export function renderSummary(summary: FleetSummary): string {
 
 export type Rack = Item<'/admin/fleet/racks'>;
 
-/** `machine racks`: one row per rack, with the NVLink domains its machines carry. */
+/** The reservations holding some of a rack's machines, by id. */
+const reservationsOf = (rack: Rack): string[] => [...new Set(Object.values(rack.machines).flatMap((m) => (m.reservation ? [m.reservation.id] : [])))].sort();
+
+/** `machine racks`: one row per rack, with the NVLink domains its machines carry and the reservations holding them. */
 export const rackColumns: Column<Rack>[] = [
   { header: 'type', value: (r) => r.machineType },
   { header: 'rack', value: (r) => r.rack },
@@ -277,4 +280,5 @@ export const rackColumns: Column<Rack>[] = [
   { header: 'allocatable', value: (r) => r.tally.allocatable },
   { header: 'quarantined', value: (r) => r.tally.quarantined },
   { header: 'nvlink domains', value: (r) => Object.keys(r.byNvlinkDomain ?? {}).join(' ') },
+  { header: 'reservations', value: (r) => reservationsOf(r).join(' ') },
 ];

@@ -1401,6 +1401,11 @@ export interface components {
                     live: boolean;
                     lastHeartbeatAt?: string;
                     nvlinkDomain?: string;
+                    /** @description The reservation holding it for one org, while one does */
+                    reservation?: {
+                        id: string;
+                        org: string;
+                    };
                     /** @enum {string} */
                     lifecycle?: "commissioning" | "available" | "assigned" | "cleanup" | "quarantined" | "in-repair" | "maintenance" | "validating" | "retired";
                 };

@@ -90,7 +90,7 @@ export function machineCommand(deps: RuntimeDeps): Command {
 
   machine
     .command('racks')
-    .description("one type's racks with their counts and NVLink domains (provider-admin; default: the first type by name)")
+    .description("one type's racks with their counts, NVLink domains and reservations (provider-admin; default: the first type by name)")
     .option('--machine-type <type>', 'the racks of this type')
     .option('--limit <n>', 'at most this many (default: all)', parsePositiveInt)
     .action(

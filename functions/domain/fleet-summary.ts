@@ -26,6 +26,8 @@ export interface SummaryEntry {
   live: boolean;
   lastHeartbeatAt?: string;
   nvlinkDomain?: string;
+  /** The reservation holding it (the rack map outlines it); absent while none does. */
+  reservation?: { id: string; org: string };
   /** Absent in an entry written before lifecycles were counted (the sweep's recount adds it). */
   lifecycle?: Lifecycle;
 }
@@ -96,6 +98,7 @@ export function summaryEntry(machine: Machine): SummaryEntry {
     live: machine.heartbeatLive,
     ...(machine.lastHeartbeatAt ? { lastHeartbeatAt: machine.lastHeartbeatAt } : {}),
     ...(machine.nvlinkDomain !== undefined ? { nvlinkDomain: machine.nvlinkDomain } : {}),
+    ...(machine.reservation ? { reservation: { id: machine.reservation.id, org: machine.reservation.org } } : {}),
     lifecycle: lifecycleOf(machine),
   };
 }

@@ -301,6 +301,7 @@ export const rackResponse = z.object({
       live: z.boolean(),
       lastHeartbeatAt: z.string().optional(),
       nvlinkDomain: z.string().optional(),
+      reservation: z.object({ id: z.string(), org: z.string() }).optional().describe('The reservation holding it for one org, while one does'),
       lifecycle: z.enum(lifecycles).optional(),
     }),
   ),

@@ -67,8 +67,9 @@ export const fleetSummaryReconciler = defineReconciler({
   settlesOrFails: true,
   watches: {
     machine: {
-      // A change that leaves the machine's entry as it was but for its version (a cleanup's claim, a label) moves
-      // no counter: not a concern. The entry's version only orders the changes that do move one.
+      // A change that leaves the machine's entry as it was but for its version (a cleanup's claim, a label) leaves
+      // the rack item and the counters as they are: not a concern. The entry's version only orders the changes that
+      // do change them (a reservation taken or released changes the entry alone).
       concerns: (before, after, id) => {
         const placements = [after ?? before, before].filter((m): m is Machine => m !== null).map((m) => placementId(placementOf(m)));
         if (placements.length === 0) return [id];

@@ -179,6 +179,37 @@ describe('dashboard', () => {
     await page.locator('#rack-type').selectOption('gb200');
   });
 
+  it("the rack map: a reserved machine's square is outlined in its reservation's colour and named in the key; released, it is not", async () => {
+    const map = page.getByTestId('rack-map');
+    await page.locator('#rack-type').selectOption('h100');
+    const cells = map.locator('a.cell');
+    await until(page, 'the h100 squares', async () => (await cells.count()) === 2);
+    const [held, free] = (await cells.evaluateAll((all) => all.map((a) => a.getAttribute('data-machine')))) as [string, string];
+    const created = await site.call('POST', '/admin/reservations', { token: who.admin, body: { org: 'acme', machineType: 'h100', machineIds: [held] } });
+    expect(created.status).toBe(201);
+    const reservation = (created.body as { id: string }).id;
+    const square = (id: string) => map.locator(`a.cell[data-machine="${id}"]`);
+    const outline = (id: string) => square(id).evaluate((a) => getComputedStyle(a).outlineStyle);
+    await until(page, `${held} outlined on the rack map`, async () => ((await square(held).getAttribute('class')) ?? '').includes('reserved'));
+    expect(await outline(held)).toBe('solid');
+    expect(await outline(free)).toBe('none');
+    expect(await square(held).getAttribute('data-reservation')).toBe(reservation);
+    expect(await square(held).getAttribute('title')).toBe(`${held} · Ready · reservation ${reservation} (org acme)`);
+    expect(await square(free).getAttribute('class')).toBe('cell state-Ready');
+    expect(await map.getByTestId('reservation-key').allTextContents()).toEqual([` reservation ${reservation} (org acme): 1 machine`]);
+    const keyColour = await map
+      .getByTestId('reservation-key')
+      .locator('.cell')
+      .evaluate((swatch) => getComputedStyle(swatch).outlineColor);
+    expect(await square(held).evaluate((a) => getComputedStyle(a).outlineColor)).toBe(keyColour);
+
+    expect((await site.call('DELETE', `/admin/reservations/${reservation}`, { token: who.admin })).status).toBe(200);
+    await until(page, `${held} no longer outlined`, async () => (await square(held).getAttribute('class')) === 'cell state-Ready');
+    expect(await outline(held)).toBe('none');
+    expect(await map.getByTestId('reservation-key').count()).toBe(0);
+    await page.locator('#rack-type').selectOption('gb200');
+  });
+
   it('a release with an issue: the machine waits for a repair tenant with its issue, and the counts change', async () => {
     repaired = await reportIssue(site, who, { category: 'hardware', summary: 'ECC errors', details: 'DIMM 2' });
     const waiting = row('pipeline-waiting', repaired);

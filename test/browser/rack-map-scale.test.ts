@@ -18,6 +18,7 @@ describe('rack map at scale', () => {
   let site: TestSite;
   let browser: TestBrowser;
   let page: Page;
+  let admin: string;
 
   beforeAll(async () => {
     ensureChromium();
@@ -28,7 +29,7 @@ machines = [ { type = "gb200", count = ${RACK * RACKS}, racks = ${RACKS}, nvlink
 heartbeat_interval_seconds = 5
 `),
     });
-    const { admin } = await actors(site);
+    ({ admin } = await actors(site));
     const allocatable = async () => (await site.call('GET', '/admin/fleet/summary', { token: admin })).body.allocatable === RACK * RACKS;
     await site.eventually(allocatable, 90_000);
     browser = await launchBrowser();
@@ -61,5 +62,32 @@ heartbeat_interval_seconds = 5
     const screen = page.viewportSize()!.height;
     console.log(`rack map: ${perRow} tiles of ${RACK} machines a row, ${rowPitch} px a row; ${SITE_MACHINES} machines: ${rows} rows, ${height} px`);
     expect(height).toBeLessThanOrEqual(screen);
+  });
+
+  it("outlines the squares of reserved NVLink domains in their reservation's colour, names each in the key, and keeps the tiles as they were", async () => {
+    const map = page.getByTestId('rack-map').locator('.rack-map');
+    const tiles = () => map.getByTestId('rack').evaluateAll((racks) => racks.map((r) => JSON.stringify(r.getBoundingClientRect())));
+    const before = await tiles();
+    const domains = await map.getByTestId('nvlink-domain').evaluateAll((groups) => groups.map((g) => g.getAttribute('data-domain')!));
+    // The first rack's first domain, and the last rack's last: two reservations far apart on the map.
+    const reserved = [domains[0]!, domains.at(-1)!];
+    const ids: string[] = [];
+    for (const [i, domain] of reserved.entries()) {
+      const org = `org-${i}`;
+      const created = await site.call('POST', '/admin/reservations', { token: admin, body: { org, machineType: 'gb200', nvlinkDomains: [domain] } });
+      expect(created.status).toBe(201);
+      ids.push((created.body as { id: string }).id);
+    }
+    const outlined = map.locator('a.cell.reserved');
+    await until(page, 'both domains outlined', async () => (await outlined.count()) === 2 * DOMAIN, 30_000);
+    for (const [i, domain] of reserved.entries()) {
+      const squares = map.locator(`[data-domain="${domain}"] a.cell`);
+      expect(await squares.evaluateAll((all) => all.map((a) => a.getAttribute('data-reservation')))).toEqual(Array(DOMAIN).fill(ids[i]));
+      const key = page.getByTestId('rack-map').locator(`[data-testid="reservation-key"][data-reservation="${ids[i]}"]`);
+      expect(await key.textContent()).toBe(` reservation ${ids[i]} (org org-${i}): ${DOMAIN} machines`);
+      const colour = await key.locator('.cell').evaluate((swatch) => getComputedStyle(swatch).outlineColor);
+      expect(new Set(await squares.evaluateAll((all) => all.map((a) => getComputedStyle(a).outlineColor)))).toEqual(new Set([colour]));
+    }
+    expect(await tiles()).toEqual(before);
   });
 });

@@ -97,6 +97,28 @@ describe('GET /admin/fleet/summary', () => {
     expect(racks.code, shown(['machine', 'racks'], racks)).toBe(0);
     expect(racks.stdout).toMatch(/^gb200\s+burst-moved\s+1\s+/m);
   });
+
+  it("names each reserved machine's reservation in its rack entry, and none once released, whatever the stream's order", async () => {
+    /** Each machine of the type's racks that a rack entry names a reservation for, with that reservation's id. */
+    const reservedInRacks = async () => {
+      const held: Record<string, string> = {};
+      const page = (await site.call('GET', '/admin/fleet/racks?machineType=h100', { token })).body;
+      for (const rack of page.items as Array<{ machines: Record<string, { reservation?: { id: string; org: string } }> }>)
+        for (const [id, m] of Object.entries(rack.machines)) if (m.reservation) held[id] = `${m.reservation.id}/${m.reservation.org}`;
+      return held;
+    };
+    const created = await site.call('POST', '/admin/reservations', { token, body: { org: 'acme', machineType: 'h100', count: 2 } });
+    expect(created.status).toBe(201);
+    const { id, machineIds } = created.body as { id: string; machineIds: string[] };
+    const expected = Object.fromEntries(machineIds.map((m) => [m, `${id}/acme`]));
+    await site.eventually(async () => sameCounts(expected, await reservedInRacks()), 20_000);
+    const racks = await admin(['machine', 'racks', '--machine-type', 'h100']);
+    expect(racks.stdout).toMatch(new RegExp(`\\s${id}$`, 'm'));
+
+    expect((await site.call('DELETE', `/admin/reservations/${id}`, { token })).status).toBe(200);
+    await site.eventually(async () => Object.keys(await reservedInRacks()).length === 0, 20_000);
+    expect((await admin(['machine', 'racks', '--machine-type', 'h100'])).stdout).not.toContain(id);
+  });
 });
 
 function sameCounts(expected: Record<string, unknown>, actual: Record<string, unknown>): boolean {

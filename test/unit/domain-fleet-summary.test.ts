@@ -101,6 +101,19 @@ describe('summaryChange', () => {
     expect(summary.byType.gb200!.byNvlinkDomain!.d1!.machines).toBe(1);
   });
 
+  it("names the machine's reservation in its entry while one holds it; the counters stay, a late record changes nothing", () => {
+    const free = aMachine({ version: 1 });
+    const reserved = aMachine({ version: 2, reservation: { id: 'res-1', org: 'acme' } });
+    const held = keep([free, reserved]);
+    expect(held.rack!.machines['m-1']!.reservation).toEqual({ id: 'res-1', org: 'acme' });
+    expect(held.shard!.counters).toEqual(keep([free]).shard!.counters);
+    expect(summaryChange(summaryOfOne(free, held.rack, held.shard))).toBeNull();
+    expect(summaryChange(summaryOfOne(reserved, held.rack, held.shard))).toBeNull();
+    const released = applied(summaryChange(summaryOfOne(aMachine({ version: 3 }), held.rack, held.shard)), held.rack, held.shard);
+    expect(released.rack!.machines['m-1']).not.toHaveProperty('reservation');
+    expect(released.shard!.counters).toEqual(held.shard!.counters);
+  });
+
   it('a machine that left the rack is taken out of it, and only then', () => {
     const { rack, shard } = keep([aMachine({ version: 1 })]);
     const counted = { machineId: 'm-1', machineType: 'gb200', rack: 'r1' };

@@ -292,6 +292,8 @@ describe('fleet-summary reconciler', () => {
     expect(concerns(aMachine({ state: 'Assigned', instanceId: 'i-1' }), cleaning)).toEqual([placement]);
     expect(concerns(cleaning, { ...cleaning, version: 9, cleanup: { instanceId: 'i-1', phase: 'requested', attempts: 1, leaseUntil: 'L' } })).toEqual([]);
     expect(concerns(cleaning, cleaning)).toEqual([placement]);
+    // A reservation moves no counter, but the rack map shows it: the entry changes.
+    expect(concerns(aMachine(), aMachine({ version: 2, reservation: { id: 'res-1', org: 'acme' } }))).toEqual([placement]);
     expect(concerns(aMachine(), aMachine({ rack: 'r2' }))).toEqual([JSON.stringify(['m-1', 'gb200', 'r2']), placement]);
     expect(concerns(null, null)).toEqual(['m-1']);
   });
