@@ -28,7 +28,7 @@ export interface SummaryEntry {
   nvlinkDomain?: string;
   /** The reservation holding it (the rack map outlines it); absent while none does. */
   reservation?: { id: string; org: string };
-  /** Absent in an entry written before lifecycles were counted (the sweep's recount adds it). */
+  /** Absent in an entry written before lifecycles were counted, until the machine next changes. */
   lifecycle?: Lifecycle;
 }
 
