@@ -158,10 +158,7 @@ export const orgShardRef = (org: string, shard: number): string => JSON.stringif
 
 /** What a batch of machines' capacity needs, read as it is now. */
 export interface CapacitySnapshot {
-  /** The machines to bring in line now. */
   machineIds: string[];
-  /** Machines that changed while the snapshot was read: the next pass reads them again. */
-  unsettled?: string[];
   machines: Map<string, Machine>;
   instances: Map<string, Instance>;
   nodes: Map<string, CapacityNode>;
@@ -217,8 +214,8 @@ export function feedMovesNow(snapshot: Pick<CapacitySnapshot, 'machineIds' | 'ma
 /**
  * Each node brought in line with its machine, its org's counters moved by the difference, and the feed's entries of
  * its change with their events; null when all are in line. Machines whose writes would take the change past one
- * transaction are left for the next pass (`deferred`), as are the snapshot's `unsettled` ones: each costs its node, a
- * counter item per org it first names, and an entry and an event per move.
+ * transaction are left for the next pass (`deferred`): each costs its node, a counter item per org it first names, and
+ * an entry and an event per move.
  */
 export function capacityChange(snapshot: CapacitySnapshot): { change: Change | null; deferred: string[] } {
   const deltas = new Map<string, Record<string, number>>();
@@ -249,8 +246,7 @@ export function capacityChange(snapshot: CapacitySnapshot): { change: Change | n
     move(machineId, entry, 1);
     return [{ before, after: { machineId, entry, standing, version: before?.version ?? 0 } }];
   });
-  const later = [...(snapshot.unsettled ?? []), ...deferred];
-  if (nodes.length === 0) return { change: null, deferred: later };
+  if (nodes.length === 0) return { change: null, deferred };
   const feed = feedEntriesOf(
     nodes.flatMap(({ before, after }) => {
       const moves = feedMoves.get(after.machineId);
@@ -266,7 +262,7 @@ export function capacityChange(snapshot: CapacitySnapshot): { change: Change | n
     return { before, after: { org, shard, counters: movedCounters(before?.counters ?? {}, delta), version: before?.version ?? 0 } };
   });
   const change = { orgCapacity: { nodes, shards }, history: feed.events, ...(feed.entries.length > 0 ? { capacityFeed: feed.entries } : {}) };
-  return { change, deferred: later };
+  return { change, deferred };
 }
 
 export interface CapacityCount {

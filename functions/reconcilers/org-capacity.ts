@@ -73,37 +73,29 @@ export const orgCapacityReconciler = defineReconciler({
 });
 
 /**
- * The machines and their node items, then their instances with the counter shards the nodes name, then the machines
- * that name an instance once more, with any shard an instance's org adds: two reads, three when a machine has an
- * instance or changed org; and the feed heads of the orgs whose capacity-events feed gets entries (one Query each),
- * only then. A machine read again unchanged was as first read when its instance was read: the two are one moment's
- * state. One that changed in between (an instance released between the reads) is left for the next pass (`unsettled`):
- * an old machine with a new instance is a standing that never was, and the feed must not account it.
+ * The machines and their node items, then their instances with the counter shards the nodes name, then any shard an
+ * instance's org adds: two reads, three when a machine changed org; and the feed heads of the orgs whose
+ * capacity-events feed gets entries (one Query each), only then.
  */
 async function loadCapacity(ctx: AppContext, ids: string[]): Promise<CapacitySnapshot | null> {
-  const requested = [...new Set(ids)];
-  const first = await ctx.store.getCapacityItems({ machines: requested, nodes: requested });
+  const machineIds = [...new Set(ids)];
+  const first = await ctx.store.getCapacityItems({ machines: machineIds, nodes: machineIds });
   const shardsOf = (entries: Iterable<[string, { org: string } | null | undefined]>) =>
     [...entries].flatMap(([machineId, owner]) => (owner ? [{ org: owner.org, shard: capacityShardOf(machineId) }] : []));
   const known = [
     ...shardsOf([...first.nodes].map(([id, node]) => [id, node.entry])),
     ...shardsOf([...first.machines].map(([id, machine]) => [id, reservationOf(machine)])),
   ];
-  const withInstance = [...first.machines.values()].filter((m) => m.instanceId !== undefined);
-  const second = await ctx.store.getCapacityItems({ instances: withInstance.map((m) => m.instanceId!), shards: known });
+  const instanceIds = [...first.machines.values()].flatMap((m) => (m.instanceId ? [m.instanceId] : []));
+  const second = await ctx.store.getCapacityItems({ instances: instanceIds, shards: known });
+  const snapshot = { machineIds, machines: first.machines, instances: second.instances, nodes: first.nodes };
   const shards = new Map(second.shards.map((s) => [orgShardRef(s.org, s.shard), s]));
-  const read = { machineIds: requested, machines: first.machines, instances: second.instances, nodes: first.nodes };
-  const wanted = [...known, ...shardsOf(entriesNow(read))];
+  const wanted = [...known, ...shardsOf(entriesNow(snapshot))];
   const missing = wanted.filter(({ org, shard }) => !shards.has(orgShardRef(org, shard)) && !known.some((k) => k.org === org && k.shard === shard));
-  const third =
-    withInstance.length > 0 || missing.length > 0 ? await ctx.store.getCapacityItems({ machines: withInstance.map((m) => m.id), shards: missing }) : null;
-  for (const s of third?.shards ?? []) shards.set(orgShardRef(s.org, s.shard), s);
-  const unsettled = withInstance.filter((m) => third?.machines.get(m.id)?.version !== m.version).map((m) => m.id);
-  const snapshot = { ...read, machineIds: requested.filter((id) => !unsettled.includes(id)) };
+  if (missing.length > 0) for (const s of (await ctx.store.getCapacityItems({ shards: missing })).shards) shards.set(orgShardRef(s.org, s.shard), s);
   const feedOrgs = [...feedMovesNow(snapshot).values()].flatMap((moves) => moves.map((move) => move.org));
   return {
     ...snapshot,
-    unsettled,
     shards: new Map(wanted.map(({ org, shard }) => [orgShardRef(org, shard), shards.get(orgShardRef(org, shard)) ?? null])),
     feedHeads: feedOrgs.length > 0 ? await ctx.store.capacityFeedHeads(feedOrgs) : new Map(),
     now: iso(ctx.clock.now()),
