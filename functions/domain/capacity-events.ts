@@ -34,6 +34,11 @@ export interface CapacityStanding {
   reservation?: { id: string; org: string };
   /** Why it serves nobody now, even its holder or its reservation's org. */
   out?: OutOfService;
+  /**
+   * The org whose instance holds the machine (live or releasing it) although it went out of service after the
+   * instance was assigned: the provider took it from that org, whether or not the feed saw the org have it.
+   */
+  takenFrom?: string;
 }
 
 /** One org's change of one machine. */
@@ -53,9 +58,18 @@ export interface CapacityFeedEntry extends CapacityMove {
 }
 
 const LIVE: ReadonlySet<Instance['status']> = new Set(['Provisioning', 'Ready', 'Repairing']);
+/** An instance being released still holds its machine until the machine's cleanup ends. */
+const HOLDING: ReadonlySet<Instance['status']> = new Set([...LIVE, 'Terminating']);
 
 /** Overrides that put a machine in the repair flow: a reported fault, a repair request, an escalation, a failed validation. */
 const REPAIR_SOURCES: ReadonlySet<string> = new Set([SOURCES.repairRequest, SOURCES.outForRepair, SOURCES.tenantReportedIssue, VALIDATION_SOURCES.failed]);
+
+/**
+ * Overrides by which the provider takes a machine from the instance holding it (a repair request, out for repair,
+ * declared maintenance), or by which the org's own release sends it to repair (a reported issue). Validation is not
+ * among them: it follows a repair tenant's release of a machine that was out before that tenant got it.
+ */
+const TAKING_SOURCES: ReadonlySet<string> = new Set([SOURCES.repairRequest, SOURCES.outForRepair, SOURCES.tenantReportedIssue, MAINTENANCE_SOURCE]);
 
 /**
  * Why the machine is out of service, judged on the overrides in effect (as allocation judges them: an operator's
@@ -71,14 +85,32 @@ function outOfService(machine: Machine, held: boolean): OutOfService | undefined
   return undefined;
 }
 
+/**
+ * Whether the machine went out of service while its current instance held it, having been in service when assigned:
+ * retired since, or an override that takes it set since, and none in effect from before. Allocation hands an org
+ * only machines in service, so that org had it in service before; a repair tenant claims a machine already out.
+ */
+function takenSinceAssigned(machine: Machine): boolean {
+  const since = machine.assignedAt;
+  if (since === undefined) return false;
+  const preventing = new Set(preventingSources(machine.healthOverrides));
+  const effective = machine.healthOverrides.filter((o) => preventing.has(o.source));
+  if (effective.some((o) => o.createdAt < since)) return false;
+  if (machine.retired) return machine.retired.at >= since;
+  return effective.some((o) => TAKING_SOURCES.has(o.source));
+}
+
 /** The machine's standing now, given the instance its record names (if loaded). */
 export function standingOf(machine: Machine, instance: Instance | null): CapacityStanding {
-  const holder = instance && machine.instanceId === instance.id && instance.machineId === machine.id && LIVE.has(instance.status) ? instance.org : undefined;
+  const holding = instance && machine.instanceId === instance.id && instance.machineId === machine.id && HOLDING.has(instance.status) ? instance : null;
+  const holder = holding && LIVE.has(holding.status) ? holding.org : undefined;
   const out = outOfService(machine, holder !== undefined);
+  const takenFrom = holding && out && takenSinceAssigned(machine) ? holding.org : undefined;
   return {
     ...(holder !== undefined ? { holder } : {}),
     ...(machine.reservation ? { reservation: { id: machine.reservation.id, org: machine.reservation.org } } : {}),
     ...(out ? { out } : {}),
+    ...(takenFrom !== undefined ? { takenFrom } : {}),
   };
 }
 
@@ -89,6 +121,10 @@ const servesReservation = (s: CapacityStanding | null): string | undefined =>
 /** The org an unreserved (for it) machine serves through its instance, while in service. */
 const servesInstance = (s: CapacityStanding | null): string | undefined =>
   s?.holder !== undefined && !s.out && s.reservation?.org !== s.holder ? s.holder : undefined;
+
+/** The org a machine was taken from through its instance, unless the org reserved it (its reservation's entries say it). */
+const takenOf = (s: CapacityStanding | null): string | undefined =>
+  s?.takenFrom !== undefined && s.reservation?.org !== s.takenFrom ? s.takenFrom : undefined;
 
 const returnOf = (out: OutOfService | undefined): CapacityReason | undefined =>
   out === 'repair' ? 'repair-return' : out === 'maintenance' ? 'maintenance-return' : undefined;
@@ -101,8 +137,12 @@ export function capacityMovesOf(before: CapacityStanding | null, after: Capacity
   if (reservedBefore !== undefined && reservedBefore !== reservedAfter) {
     moves.push({ org: reservedBefore, change: 'withdrawn', reason: after?.out ?? 'reservation-released' });
   }
-  // Out of service, the machine serves nobody: an org's own release is no entry, the provider taking it is.
-  if (heldBefore !== undefined && heldBefore !== heldAfter && after?.out) moves.push({ org: heldBefore, change: 'withdrawn', reason: after.out });
+  // Out of service, the machine serves nobody: an org's own release is no entry, the provider taking it from the
+  // org's instance is, whether the feed saw the org have it in service or reacts only now that it is out (the machine
+  // says when it went out). Seen taken, or seen held while out, it is not taken again.
+  const taken = takenOf(after);
+  const seenOut = takenOf(before) === taken || (before?.holder === taken && heldBefore !== taken);
+  if (taken !== undefined && after?.out && !seenOut) moves.push({ org: taken, change: 'withdrawn', reason: after.out });
   if (reservedAfter !== undefined && reservedAfter !== reservedBefore) {
     const arrived = before?.reservation?.org !== reservedAfter;
     moves.push({ org: reservedAfter, change: 'delivered', reason: arrived ? 'reservation' : (returnOf(before?.out) ?? 'reservation') });

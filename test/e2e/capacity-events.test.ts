@@ -1,12 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Machine } from '#domain/model.ts';
 import { deliveredOf, readySite, type Actors } from '#test/support/repair-steps.ts';
 import { cliFor, shown } from '#test/support/cli.ts';
 import { expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
 
 // The capacity-events feed (GET .../capacity-events) through the whole local runner, its table stream duplicating,
-// reordering and delaying records on purpose: a follower polling the cursor all along sees every entry once, in
-// order, and the bus carries each as its event.
+// reordering and delaying records on purpose (with the run's own chaos and seed when the run has one, so that a
+// failing seed replays): a follower polling the cursor all along sees every entry once, in order, and the bus
+// carries each as its event.
 
 interface Entry {
   id: string;
@@ -38,7 +39,7 @@ cleanup_ms = 20
 maintenance_ms = 50
 validation_ms = 50
 `),
-      streamChaos: { modes: ['duplicate', 'reorder', 'delay'], seed: 43 },
+      streamChaos: inject('streamChaos') ?? { modes: ['duplicate', 'reorder', 'delay'], seed: 43 },
     }));
   }, 90_000);
   afterAll(async () => site?.stop());

@@ -133,6 +133,17 @@ describe('capacity events', () => {
     );
   });
 
+  it('tells the org its machine went to repair on its own report, when the stream delivers nothing before the release', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    await siteWith(h, { h100: 1 });
+    const held = await createInstance(h.ctx, alice, { machineType: 'h100' });
+    await releaseInstance(h.ctx, alice, held.id, { issue });
+    await deliver(h, records.splice(0), 7);
+    const feed = await follow(h, 'acme');
+    expect(changes(feed.items)).toEqual([[held.machineId, 'withdrawn', 'repair']]);
+  });
+
   it('refuses a cursor past the last entry, and answers an up-to-date cursor with no entries and the same cursor', async () => {
     const h = harness();
     const records = recordStream(h);

@@ -15,7 +15,8 @@ import { capacityChange, type CapacityNode } from '#domain/org-capacity.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { writesOf } from '#store/item-store.ts';
 import { withValidationStarted, type ValidationReason } from '#domain/validation.ts';
-import { aMachine, anInstance, aRepairRequest, AT } from '#test/support/fixtures.ts';
+import { iso } from '#domain/time.ts';
+import { aMachine, anInstance, aRepairRequest, AT, NOW } from '#test/support/fixtures.ts';
 
 const maintenance: HealthOverride = {
   source: 'maintenance',
@@ -38,7 +39,7 @@ const validating = (reason: ValidationReason): Partial<Machine> => {
 };
 const held = (status: Instance['status'] = 'Ready', org = 'acme') => anInstance({ status, org });
 const on = (machine: Partial<Machine>, instance: Instance | null = null) =>
-  standingOf(aMachine({ ...(instance ? { instanceId: instance.id, state: 'Assigned' as const } : {}), ...machine }), instance);
+  standingOf(aMachine({ ...(instance ? { instanceId: instance.id, state: 'Assigned' as const, assignedAt: AT } : {}), ...machine }), instance);
 
 /** The moves of each step of a machine walking through these standings, from none. */
 function steps(...standings: CapacityStanding[]): CapacityMove[][] {
@@ -98,12 +99,13 @@ describe('capacity events', () => {
 
   it("a repair tenant's claim and release of a reserved machine are no entries of its own; the machine comes back to the reservation", () => {
     const repairing = (status: Instance['status']) => held(status, 'fixit');
+    const claimed = iso(NOW);
     expect(
       walk(
         on({ reservation: reserved }),
         on({ reservation: reserved, healthOverrides: [aRepairRequest()] }),
-        on({ reservation: reserved, healthOverrides: [aRepairRequest()] }, repairing('Ready')),
-        on({ reservation: reserved, state: 'Cleanup' }, repairing('Terminating')),
+        on({ reservation: reserved, healthOverrides: [aRepairRequest()], assignedAt: claimed }, repairing('Ready')),
+        on({ reservation: reserved, state: 'Cleanup', assignedAt: claimed }, repairing('Terminating')),
         on({ reservation: reserved }),
       ),
     ).toEqual([
