@@ -157,10 +157,15 @@ function buildEvent(
 
 const timedOut = Symbol('timed out');
 
-/** The handler's result, or `timedOut` once the function's timeout passes first (the work left running is lost). */
+/**
+ * The handler's result, or `timedOut` once the function's timeout passes first (the work left running is lost).
+ * The timeout resolves after the timers phase it fired in (setImmediate): after a stall of this one process, Node runs
+ * every due timer of one duration together, so one request's timeout could otherwise come before its handler's own
+ * earlier answer (api-handler.ts), which never happens in AWS, where the gateway is not the function's process.
+ */
 async function withinTimeout<T>(invocation: Promise<T>, timeoutMs: number): Promise<T | typeof timedOut> {
   let timer: NodeJS.Timeout | undefined;
-  const expiry = new Promise<typeof timedOut>((resolve) => (timer = setTimeout(() => resolve(timedOut), timeoutMs)));
+  const expiry = new Promise<typeof timedOut>((resolve) => (timer = setTimeout(() => setImmediate(() => resolve(timedOut)), timeoutMs)));
   try {
     return await Promise.race([invocation, expiry]);
   } finally {

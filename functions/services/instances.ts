@@ -79,17 +79,24 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   // The org's reserved machines first (their own pool, which no other org reads), then the shared pool. A pool found
   // empty is remembered for the site view's life (2 s): a reservation made meanwhile is used from the next view on.
   let reservedFor: string | undefined = site.reservedPoolEmpty(machineType, principal.org) ? undefined : principal.org;
+  // A page read from a random rack on stops there once it holds enough ids; when all of those were set aside (taken,
+  // the index lagging), it says nothing of the racks before it, and the shared pool is read from its start instead.
+  let fromStart = false;
   for (let tried = 0; ; ) {
     const now = ctx.clock.now();
     // A silent agent leaves no machine fresh: no read of each candidate to find that out.
     if (rosterStale(site.heartbeat, now) && site.cached) site = await siteView(ctx, { fresh: true });
     if (rosterStale(site.heartbeat, now)) throw noCapacity();
-    const fromRack = reservedFor === undefined ? site.randomRack(machineType) : undefined;
+    const fromRack = reservedFor === undefined && !fromStart ? site.randomRack(machineType) : undefined;
     const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE + setAside.size, fromRack, reservedFor);
     const free = candidates.page.filter((id) => !setAside.has(id));
     if (free.length === 0 && reservedFor !== undefined) {
       site.noteReservedPoolEmpty(machineType, reservedFor);
       reservedFor = undefined;
+      continue;
+    }
+    if (free.length === 0 && fromRack !== undefined && setAside.size > 0) {
+      fromStart = true;
       continue;
     }
     if (free.length === 0) throw noCapacity();

@@ -469,8 +469,9 @@ export abstract class ItemStore implements FleetStore {
     return item ? fromQuotaUsageItem(item) : null;
   }
 
+  /** Strongly consistent: the usage shown is the one the org's creates are guarded by, not a moment old. */
   async listQuotaUsage(org: string): Promise<QuotaUsage[]> {
-    return (await this.allItems({ partition: quotaPartition(org) })).map(fromQuotaUsageItem);
+    return (await this.allItems({ partition: quotaPartition(org), consistent: true })).map(fromQuotaUsageItem);
   }
 
   async listMetaInstances(org: string | null, page: PageRequest): Promise<Page<MetaInstance>> {

@@ -41,7 +41,7 @@ describe('instance lifecycle through the site agent', () => {
 
   it('creates on an allocatable machine, becomes Ready, and on release goes back to the pool through cleanup', async () => {
     const created = await site.call('POST', instancePath(), { token: tenant, body: { machineType: 'gb200', name: 'life-1' } });
-    expect(created.status).toBe(201);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
     expect(created.body).toMatchObject({ org: 'acme', machineType: 'gb200', status: 'Provisioning', name: 'life-1' });
     const machineId = created.body.machineId;
     expect(await machine(machineId)).toMatchObject({ state: 'Assigned', instanceId: created.body.id, allocatable: false });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deliveredOf, instanceStatus, machine, readySite, sources, type Actors } from '#test/support/repair-steps.ts';
+import { deliveredOf, instanceStatus, listedWith, machine, readySite, sources, type Actors } from '#test/support/repair-steps.ts';
 import { expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
 
 // Declared maintenance end to end on a local site: the declaration over HTTP, the fan-out by the stream, the
@@ -84,7 +84,6 @@ maintenance_ms = 50
     expect(sources(await machine(site, who.admin, instance.machineId))).toEqual([]);
     await site.eventually(async () => deliveredOf(site, 'MaintenanceCompleted').length === 1);
     expect(done.history.map((h: { action: string }) => h.action)).toContain('maintenance-declared');
-    const listed = await site.call('GET', '/admin/maintenance?state=Completed', { token: who.admin });
-    expect(listed.body.items.map((m: { id: string }) => m.id)).toEqual([id]);
+    expect(await listedWith(site, '/admin/maintenance?state=Completed', who.admin, id)).toEqual([id]);
   });
 });

@@ -57,8 +57,11 @@ describe('reservations', () => {
     expect(created.body).toMatchObject({ org: 'acme', machineType: 'gb200', name: 'small', state: 'Active' });
     expect(created.body.machineIds).toHaveLength(3);
     for (const id of created.body.machineIds) expect(await reservationOn(id)).toEqual({ id: created.body.id, org: 'acme' });
-    const audit = await site.call('GET', `/admin/audit?target=reservations/${created.body.id}`, { token: who.admin });
-    expect(audit.body.items[0]).toMatchObject({ action: 'reservation-created', after: { org: 'acme', state: 'Active' } });
+    // The audit log is a list: it may show the entry a moment after the write (docs/api.md).
+    const entry = await site.eventually(
+      async () => (await site.call('GET', `/admin/audit?target=reservations/${created.body.id}`, { token: who.admin })).body.items[0],
+    );
+    expect(entry).toMatchObject({ action: 'reservation-created', after: { org: 'acme', state: 'Active' } });
     const health = await site.eventually(async () => ((await show(created.body.id)).health.machines === 3 ? (await show(created.body.id)).health : undefined));
     expect(health).toEqual({ machines: 3, healthy: 3, inUse: 0, quarantined: 0 });
     // The org's governance view counts them reserved (and delivered), not in use.
@@ -126,6 +129,8 @@ describe('reservations', () => {
     expect(await reservationOn(mine.body.machineId)).toBeUndefined();
     expect((await site.call('GET', `/v2/org/acme/nico/instance/${mine.body.id}`, { token: who.tenant })).body.status).toBe('Ready');
     const free = mine.body.machineId === 'h100-r5-01' ? 'h100-r5-02' : 'h100-r5-01';
+    // The freed machine moves to the shared allocatable index, which may show it a moment late.
+    await site.indexesCaughtUp();
     const now = await site.call('POST', '/v2/org/globex/nico/instance', { token: globex, body: { machineType: 'h100' } });
     expect(now.status).toBe(201);
     expect(now.body.machineId).toBe(free);
@@ -138,6 +143,8 @@ describe('reservations', () => {
     expect(created.status).toBe(201);
     const usage = async () => (await site.call('GET', '/admin/tenants/hooli', { token: who.admin })).body.usage ?? {};
     expect((await usage()).gb200 ?? 0).toBe(0);
+    // The reserved machines move to the org's own allocatable index, which may show them a moment late.
+    await site.indexesCaughtUp();
     const meta = await site.call('POST', '/v2/org/hooli/nico/meta-instance', { token: hooli, body: { machineType: 'gb200', minNodes: 2 } });
     expect(meta.status, JSON.stringify(meta.body)).toBe(201);
     const members = await Promise.all(

@@ -28,3 +28,37 @@ describe('the function timeout', () => {
     }
   });
 });
+
+describe('a stall of the runner process', () => {
+  it("lets a handler's answer that fell due before the function's timeout win, as it does in AWS", async () => {
+    const timeoutMs = 1_000;
+    // Each handler answers 200 `margin` ms before its deadline, as the API's early answer does; margins differ, as
+    // the ms left when a handler arms its timer do.
+    const server = await createLocalHttpServer({
+      port: 0,
+      routes: [{ method: 'GET', path: '/early', public: true, group: 'tenant' }],
+      handler: async (event, context) => {
+        const margin = Number(event.queryStringParameters?.margin);
+        await new Promise((resolve) => setTimeout(resolve, context.getRemainingTimeInMillis() - margin));
+        return { statusCode: 200, body: 'answered early' };
+      },
+      verifyToken: async () => ({}),
+      timeoutMs,
+    });
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    try {
+      const first = fetch(`${server.url}/early?margin=250`);
+      await sleep(300);
+      const second = fetch(`${server.url}/early?margin=260`);
+      // Busy until both requests' answers and both timeouts are due: Node then runs every due timeout of one duration
+      // together, the first request's and the second's, before the second handler's earlier answer.
+      await sleep(400);
+      const stalledUntil = Date.now() + 700;
+      while (Date.now() < stalledUntil);
+      expect((await first).status).toBe(200);
+      expect((await second).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Change } from '#domain/change.ts';
 import { createInstance, LAST_TRY_RESERVE_MS, patchInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
@@ -90,6 +90,25 @@ describe('createInstance by machine type', () => {
     h.store.loseCommit('instances', { times: Infinity, rival: rivalClaims });
     expect(await rejection(createInstance(h.ctx, alice, { machineType: 'gb200' }))).toMatchObject({ status: 409, code: 'no-capacity' });
     expect((await h.store.listInstances('acme', { limit: 10 })).items).toEqual([]);
+  });
+});
+
+describe('createInstance with the allocatable index lagging, as in AWS', () => {
+  it('finds a free machine in another rack when the rack it picked holds only machines the index still shows free', async () => {
+    const lagMs = 1_000;
+    const h = harness({ indexLagMs: lagMs });
+    await siteWith(h, { gb200: 4 });
+    h.clock.advance(lagMs + 1);
+    // Rack r2's machines leave allocation; the index shows them free for a while yet.
+    for (const id of ['gb200-2', 'gb200-4']) await addHealthOverride(h.ctx, id, { template: 'degraded' }, ops);
+    // The create picks rack r2 (the last of the draw) and, of what it reads, the last machine.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.99);
+    try {
+      const instance = await createInstance(h.ctx, alice, { machineType: 'gb200' });
+      expect(['gb200-1', 'gb200-3']).toContain(instance.machineId);
+    } finally {
+      random.mockRestore();
+    }
   });
 });
 

@@ -26,6 +26,15 @@ describe('quotas', () => {
     expect(await showTenant(h.ctx, 'acme')).toMatchObject({ quotas: { gb200: 5 }, usage: { gb200: 5 } });
   });
 
+  it("the tenant's usage shows an instance at once, however far the indexes lag (it is what creates are guarded by)", async () => {
+    const lagMs = 1_000;
+    const h = harness({ indexLagMs: lagMs });
+    await siteWith(h, { gb200: 2 });
+    h.clock.advance(lagMs + 1);
+    await createInstance(h.ctx, alice, { machineType: 'gb200' });
+    expect((await showTenant(h.ctx, 'acme')).usage).toEqual({ gb200: 1 });
+  });
+
   it('counts an instance until it is Terminated, and a terminated one frees its place', async () => {
     const h = harness();
     await siteWith(h, { gb200: 2 });

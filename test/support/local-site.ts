@@ -95,7 +95,7 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> & { wat
     if (semantics?.modes.includes('index-lag')) await new Promise((resolve) => setTimeout(resolve, semantics.indexLagMs));
   };
   if (overrides.registerFleet ?? true) {
-    if (config.validation.after.includes('registration')) await commissioned(site);
+    if (config.validation.after.includes('registration')) await commissioned(site, fleetSize(config));
     // A test starts from indexes that show the fleet: a create at once reads the allocatable index.
     await indexesCaughtUp();
   }
@@ -155,22 +155,28 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> & { wat
   };
 }
 
+const fleetSize = (config: SiteConfig): number => config.simulator.machines.reduce((sum, group) => sum + group.count, 0);
+
 /**
  * Site ready: the seeded fleet has passed its first validation (commissioning, docs/api.md "Validation"), so a test
- * starts from a fleet the site allocates from, as it did before validation after registration existed.
+ * starts from a fleet the site allocates from, as it did before validation after registration existed. The listing
+ * reads an index, which under `index-lag` shows the machines registered a moment ago a moment late: the whole fleet
+ * must be listed before none running means none commissioning.
  */
-async function commissioned(site: LocalSite, timeoutMs = 60_000): Promise<void> {
+async function commissioned(site: LocalSite, machines: number, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    let listed = 0;
     let running = 0;
     let nextToken: string | undefined;
     do {
       const page = await site.ctx.store.listMachines({ limit: 1000, ...(nextToken ? { nextToken } : {}) });
+      listed += page.items.length;
       running += page.items.filter((m) => m.validation?.state === 'running').length;
       nextToken = page.nextToken;
     } while (nextToken);
-    if (running === 0) return;
-    if (Date.now() > deadline) throw new Error(`${running} machines still commissioning after ${timeoutMs} ms`);
+    if (listed >= machines && running === 0) return;
+    if (Date.now() > deadline) throw new Error(`${running} of ${listed} listed machines (of ${machines}) still commissioning after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
