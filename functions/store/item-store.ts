@@ -42,7 +42,6 @@ import {
   staleCheckItem,
   fromStaleCheckItem,
   rackAggregateItem,
-  SUMMARY_PARTITION,
   summaryShardItem,
   summaryRackPartition,
   tenantItem,
@@ -129,6 +128,12 @@ export interface ItemQuery {
   entriesOnly?: boolean;
   /** Only these attributes of each item (and its keys): a read that leaves out a large attribute it has no use for. */
   attributes?: readonly string[];
+}
+
+/** How a batch read reads: strongly consistent unless told, whole items unless attributes are named. */
+export interface ItemRead {
+  consistent?: boolean;
+  attributes?: readonly string[] | undefined;
 }
 
 export interface ItemPage {
@@ -257,8 +262,8 @@ export abstract class ItemStore implements FleetStore {
     this.due = due;
   }
   protected abstract getItem(key: TableKey): Promise<Item | undefined>;
-  /** Strongly consistent; in no particular order; keys not found are left out. */
-  protected abstract getItems(keys: TableKey[]): Promise<Item[]>;
+  /** Strongly consistent; in no particular order; keys not found are left out; only `attributes` (and keys) when named. */
+  protected abstract getItems(keys: TableKey[], read?: ItemRead): Promise<Item[]>;
   protected abstract queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage>;
   protected abstract countItems(query: ItemQuery): Promise<number>;
   /** All or nothing; a failed guard raises StaleWriteError. */
@@ -640,15 +645,21 @@ export abstract class ItemStore implements FleetStore {
     ]);
     return {
       racks: items.filter((item) => item.entity === 'summary-rack').map(fromRackAggregateItem),
-      shards: items.filter((item) => item.pk === SUMMARY_PARTITION).map(fromSummaryShardItem),
+      shards: items.filter((item) => item.entity === 'summary-shard').map(fromSummaryShardItem),
       machines: new Map(items.filter((item) => item.entity === 'machine').map((item) => [String(item.id), fromMachineItem(item)])),
     };
   }
 
-  /** Bounded by types x SUMMARY_SHARDS items, whatever the fleet's size; the domain counters only when asked for. */
+  /**
+   * Every counter item of the catalog's types, by key: types x SUMMARY_SHARDS x COUNTER_ITEMS_PER_SHARD items, whatever
+   * the fleet's size; the domain counters only when asked for. A type has counters only once the catalog has it.
+   */
   async summaryShards({ nvlinkDomains = false } = {}): Promise<SummaryShard[]> {
-    const attributes = nvlinkDomains ? {} : { attributes: ['machineType', 'shard', 'counters', 'version'] };
-    return (await this.allItems({ partition: SUMMARY_PARTITION, ...attributes })).map(fromSummaryShardItem);
+    const counterItems = Array.from({ length: SUMMARY_SHARDS * COUNTER_ITEMS_PER_SHARD }, (_, shard) => shard);
+    const wanted = Object.keys((await this.getCatalog()).types).flatMap((type) => counterItems.map((shard) => keys.summaryShard(type, shard)));
+    const attributes = nvlinkDomains ? undefined : ['machineType', 'shard', 'counters', 'version'];
+    const items = await this.getItems(wanted, { attributes });
+    return items.map(fromSummaryShardItem).sort((a, b) => (a.machineType === b.machineType ? a.shard - b.shard : a.machineType < b.machineType ? -1 : 1));
   }
 
   /**

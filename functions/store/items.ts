@@ -51,11 +51,13 @@ export const keys = {
    * reading its counter items' partitions; the rack map pages through them all.
    */
   summaryRack: (machineType: string, rack: string) => ({ pk: summaryRackPartition(machineType, counterItemOf(rack)), sk: rack }),
-  /** Every type's counter shards in one partition: the summary is one bounded Query. */
-  summaryShard: (machineType: string, shard: number) => ({ pk: SUMMARY_PARTITION, sk: `${machineType}#${shardKey(shard)}` }),
+  /**
+   * Each counter item its own partition: a fleet-wide change rewrites every counter item of a type, and one shared
+   * key would take all of those writes. They are read by key (the catalog names the types): one batch read.
+   */
+  summaryShard: (machineType: string, shard: number) => ({ pk: `SUMMARY#${machineType}#${shardKey(shard)}`, sk: '#SUMMARY' }),
 };
 
-export const SUMMARY_PARTITION = 'SUMMARY';
 export const quotaPartition = (org: string): string => `QUOTA#${org}`;
 
 /** The machine id of a machine's partition key (`keys.machine`). */
