@@ -1,6 +1,6 @@
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
-import { emptyCatalog } from '#domain/catalog.ts';
+import { catalogRacks, emptyCatalog } from '#domain/catalog.ts';
 import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { checkTransactionSize } from '#store/item-size.ts';
 import { usageMoves, usageRef, type QuotaUsage } from '#domain/quotas.ts';
@@ -59,10 +59,20 @@ import {
   RESERVATION_KIND,
   reservationItem,
   reservationsOfOrg,
+  machineKind,
 } from '#store/items.ts';
 import type { Reservation } from '#domain/reservations.ts';
 import type { OutboxWindow } from '#domain/outbox.ts';
-import { decodeMergedPageToken, encodeMergedPageToken, encodePageToken, type Listing, type Page, type PartitionCursor } from '#store/paging.ts';
+import {
+  decodeMergedPageToken,
+  decodeSequencePageToken,
+  encodeMergedPageToken,
+  encodePageToken,
+  encodeSequencePageToken,
+  type Listing,
+  type Page,
+  type PartitionCursor,
+} from '#store/paging.ts';
 import {
   StaleWriteError,
   type AllocatablePage,
@@ -223,6 +233,13 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
 
 /** Rack partitions a page of racks reads at once. */
 const RACK_PARTITIONS_AT_ONCE = 8;
+
+/** Partitions a listing that reads them one after another (readInOrder) reads at once. */
+const PARTITIONS_IN_ORDER_AT_ONCE = 8;
+
+/** The page token of a query that stopped after `last`. */
+const lastKeyToken = (query: ItemQuery, last: Item): string | null =>
+  encodePageToken(listingOf(query), Object.fromEntries(keyAttributesOf(query).map((name) => [name, last[name]]))) ?? null;
 
 /** What a partition read to its end gives. */
 const NOTHING_LEFT: ItemPage = { items: [] };
@@ -539,8 +556,10 @@ export abstract class ItemStore implements FleetStore {
     return { items: machines, nextToken: result.nextToken };
   }
 
+  /** Rack by rack (the catalog's racks, by name), each rack's machines by id: a Query of byKind per rack read. */
   async listMachines(page: PageRequest): Promise<Page<Machine>> {
-    const result = await this.queryItems({ index: indexes.byKind, partition: 'MACHINE', limit: page.limit }, page.nextToken);
+    const queries = catalogRacks(await this.getCatalog()).map((rack): ItemQuery => ({ index: indexes.byKind, partition: machineKind(rack) }));
+    const result = await this.readInOrder('machines', queries, page);
     return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
   }
 
@@ -792,6 +811,42 @@ export abstract class ItemStore implements FleetStore {
   async capacityFeedAfter(org: string, after: number, limit: number): Promise<CapacityFeedEntry[]> {
     const page = await this.queryItems({ partition: capacityKeys.feedOf(org), sort: { atLeast: feedSk(after + 1) }, limit, consistent: true });
     return page.items.map(fromCapacityFeedItem);
+  }
+
+  /**
+   * Partitions read one after another, in the order of their names, as one listing: PARTITIONS_IN_ORDER_AT_ONCE at a
+   * time, each for what the page still has room for. A page stops in the partition that has more than it took; the
+   * token names that partition and where in it (a partition gone since resumes at the next one). A page may come
+   * back short with a token, as a keys-only index's may.
+   */
+  private async readInOrder(scope: string, queries: readonly ItemQuery[], page: PageRequest): Promise<ItemPage> {
+    const cursor = decodeSequencePageToken(scope, page.nextToken);
+    let at = cursor ? queries.findIndex((query) => query.partition >= cursor.partition) : 0;
+    if (at < 0) at = queries.length;
+    let token = cursor && queries[at]?.partition === cursor.partition ? (cursor.token ?? undefined) : undefined;
+    const items: Item[] = [];
+    const stopAt = (query: ItemQuery | undefined, inner: string | null) =>
+      encodeSequencePageToken(scope, query && { partition: query.partition, token: inner });
+    while (at < queries.length) {
+      const wave = queries.slice(at, at + PARTITIONS_IN_ORDER_AT_ONCE);
+      const room = page.limit - items.length;
+      const pages = await Promise.all(wave.map((query, i) => this.queryItems({ ...query, limit: room }, i === 0 ? token : undefined)));
+      for (const [i, found] of pages.entries()) {
+        const query = wave[i]!;
+        const taken = found.items.slice(0, page.limit - items.length);
+        items.push(...taken);
+        const last = taken.at(-1);
+        if (taken.length < found.items.length) {
+          const from = last ? lastKeyToken(query, last) : i === 0 ? (token ?? null) : null;
+          return { items, nextToken: stopAt(query, from) };
+        }
+        if (found.nextToken) return { items, nextToken: stopAt(query, found.nextToken) };
+        if (items.length === page.limit) return { items, nextToken: stopAt(queries[at + i + 1], null) };
+      }
+      at += wave.length;
+      token = undefined;
+    }
+    return { items };
   }
 
   private async allItems(query: ItemQuery): Promise<Item[]> {

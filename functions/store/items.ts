@@ -83,6 +83,12 @@ export function duePartitionOf(pk: string): string {
 }
 
 const dueAttributes = (pk: string, dueAt: string | undefined): Item => (dueAt ? { duePk: duePartitionOf(pk), dueAt } : {});
+/**
+ * Machines are in byKind under their rack: a registration writes a rack's machines together, and one kind for the
+ * whole fleet would take every one of those writes on one key. A listing reads the catalog's racks one after another.
+ */
+export const machineKind = (rack: string): string => `MACHINE#${rack}`;
+
 export const MAINTENANCE_KIND = 'MAINTENANCE';
 export const AUDIT_KIND = 'AUDIT';
 export const auditTargetPartition = (target: string) => `AUDIT#${target}`;
@@ -146,7 +152,7 @@ export function machineItem(machine: Machine, dueAt: string | undefined): Item {
   return {
     ...keys.machine(machine.id),
     entity: 'machine',
-    kind: 'MACHINE',
+    kind: machineKind(machine.rack),
     kindSk: machine.id,
     ...(inAllocatableIndex(machine)
       ? { allocPk: allocatablePartition(machine.machineType, machine.reservation?.org), allocSk: allocatableSortKey(machine.rack, machine.id) }

@@ -1,4 +1,5 @@
 import { describe, expect, inject, it } from 'vitest';
+import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
@@ -25,7 +26,8 @@ describe('bench host part at 120 machines', () => {
     // Every machine went through both writes: the batch wrote version 0, the conditional put version 1, live and
     // in the allocatable index, as the first roster's walk leaves it.
     const store = new DynamoFleetStore(createDocumentClient(inject('dynamoEndpoint')), `host-${context.id}`, dueTimes);
-    const listed = await store.listMachines({ limit: 200 });
+    const fleet = demoFleet([{ type: 'gb200', count: 120, racks: 15 }]);
+    const listed = { items: [...(await store.getMachines(fleet.map((m) => m.id))).values()] };
     expect(listed.items).toHaveLength(120);
     expect(listed.items.every((m) => m.heartbeatLive && m.version === 1 && m.lastHeartbeatAt !== undefined)).toBe(true);
     expect(await store.allocatableMachineIds('gb200', 200)).toHaveLength(120);

@@ -1,6 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { auditEntry, type AuditEntry } from '#domain/audit.ts';
-import { catalogAfter } from '#domain/catalog.ts';
 import { applyDelta, shardOf, summaryChange, type SummaryShard } from '#domain/fleet-summary.ts';
 import type { Machine } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
@@ -112,12 +111,7 @@ export function auditAndSummaryContract(kit: ContractKit): void {
 
   describe('fleet summary aggregates', () => {
     /** The summary reads the counter items of the catalog's types: these machines join it as a registration does. */
-    const catalogued = async (...machines: Machine[]) => {
-      const catalog = await kit.store.getCatalog();
-      const next = catalogAfter(catalog, machines.map(create));
-      const stored = catalog.version === 0 && Object.keys(catalog.types).length === 0 ? null : catalog;
-      if (next) await kit.store.commit({ catalog: { before: stored, after: next }, history: [] });
-    };
+    const catalogued = (...machines: Machine[]) => kit.catalogue(machines);
 
     it('a rack and its shard are written together, guarded by version; racks page by rack, one shard at a time', async () => {
       const rackMachines = ['sum-r1', 'sum-r2', 'sum-r3'].map((rack) => machine(`${rack}-m`, { machineType: 'sumtype', rack, version: 3 }));

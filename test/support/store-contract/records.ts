@@ -281,6 +281,7 @@ export function recordsContract(kit: ContractKit): void {
       const ids = Array.from({ length: 60 }, (_, i) => `cm-${String(i).padStart(2, '0')}`);
       const machines = ids.map((id) => registerMachine(null, { id, machineType: 'gb300', rack: 'r1' }, 'ops', T0)!.machines![0]!.after);
       await fresh.createMachines(machines);
+      await kit.catalogue(machines, fresh);
       expect(await fresh.getMachines(ids)).toEqual(new Map(machines.map((m) => [m.id, m])));
       expect(await fresh.allocatableMachineIds('gb300', 100)).toEqual(ids);
       expect((await fresh.listMachines({ limit: 100 })).items.map((m) => m.id)).toEqual(ids);
