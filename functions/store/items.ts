@@ -95,17 +95,16 @@ export const auditTargetPartition = (target: string) => `AUDIT#${target}`;
 export const auditActorPartition = (actor: string) => `ACTOR#${actor}`;
 
 /**
- * The allocatable indexes' partitions: a type's shared pool, or, for a machine a reservation holds, its org's own
- * (`ALLOC-ORG#<org>#<type>`), which only that org's creates and placements read.
+ * The allocatable index's partitions, one per rack: a type's shared pool (`ALLOC#<type>#<rack>`), or, for a machine
+ * a reservation holds, its org's own (`ALLOC-ORG#<org>#<type>#<rack>`), which only that org's creates and placements
+ * read. A registration or a fleet-wide recovery writes a rack's machines together; one key per type took them all.
+ * Readers go through the catalog's racks of the type, several at once. Within a rack, free machines are by id.
  */
-export const allocatablePartition = (machineType: string, reservedFor?: string): string =>
-  reservedFor === undefined ? `ALLOC#${machineType}` : `ALLOC-ORG#${reservedFor}#${machineType}`;
+export const allocatablePartition = (machineType: string, rack: string, reservedFor?: string): string =>
+  reservedFor === undefined ? `ALLOC#${machineType}#${rack}` : `ALLOC-ORG#${reservedFor}#${machineType}#${rack}`;
 export const allocatableDomainPartition = (machineType: string, reservedFor?: string): string =>
   reservedFor === undefined ? `ALLOC-NVL#${machineType}` : `ALLOC-NVL-ORG#${reservedFor}#${machineType}`;
 
-/** Free machines are ordered by rack, then id: a rack's free machines come together, and one rack reads alone. */
-export const allocatableSortKey = (rack: string, id: string): string => `${rack}#${id}`;
-export const allocatableRackPrefix = (rack: string): string => allocatableSortKey(rack, '');
 /** Free machines with an NVLink domain are also ordered by domain, then id: a domain's free machines read alone. */
 export const allocatableDomainPrefix = (domain: string): string => `${domain}#`;
 
@@ -154,9 +153,7 @@ export function machineItem(machine: Machine, dueAt: string | undefined): Item {
     entity: 'machine',
     kind: machineKind(machine.rack),
     kindSk: machine.id,
-    ...(inAllocatableIndex(machine)
-      ? { allocPk: allocatablePartition(machine.machineType, machine.reservation?.org), allocSk: allocatableSortKey(machine.rack, machine.id) }
-      : {}),
+    ...(inAllocatableIndex(machine) ? { allocPk: allocatablePartition(machine.machineType, machine.rack, machine.reservation?.org), allocSk: machine.id } : {}),
     ...(inAllocatableIndex(machine) && machine.nvlinkDomain !== undefined
       ? {
           allocNvlPk: allocatableDomainPartition(machine.machineType, machine.reservation?.org),

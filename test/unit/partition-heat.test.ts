@@ -18,7 +18,7 @@ const byKey = (writes: Array<{ key: string; units: number }>) => {
 
 describe('partition heat: the write units of an item change, per partition key', () => {
   it('a new machine writes its table key and every keys-only index it enters, one unit each', () => {
-    expect(byKey(partitionWrites(null, registeredItem))).toEqual({ 'table:MACHINE#m-1': 1, 'byKind:MACHINE#r1': 1, 'allocatable:ALLOC#gb200': 1 });
+    expect(byKey(partitionWrites(null, registeredItem))).toEqual({ 'table:MACHINE#m-1': 1, 'byKind:MACHINE#r1': 1, 'allocatable:ALLOC#gb200#r1': 1 });
   });
 
   it("a machine's liveness flipping writes its table key alone: the keys-only indexes keep their entries", () => {

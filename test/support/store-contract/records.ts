@@ -293,6 +293,7 @@ export function recordsContract(kit: ContractKit): void {
         [1, 2].map((n) => registerMachine(null, { id: `fr-${rack}-${n}`, machineType: 'gb300', rack }, 'ops', T0)!.machines![0]!.after),
       );
       await fresh.createMachines(machines);
+      await kit.catalogue(machines, fresh);
       const from = (rack: string, enough = 100) => ({ rack, enough });
       expect(await fresh.allocatableMachineIds('gb300', 3, from('r3'))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1']);
       expect(await fresh.allocatableMachineIds('gb300', 6, from('r3'))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2']);
