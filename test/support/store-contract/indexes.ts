@@ -144,6 +144,8 @@ export function indexesContract(kit: ContractKit): void {
       const first = await store.allocatableMachinesPage('sparse-type', { limit: 5 });
       expect(first.items).toEqual([]);
       expect(first.nextToken).toEqual(expect.any(String));
+      // The token is this listing's: the machine listing, also read rack by rack, refuses it.
+      expect(await kit.rejectionOf(store.listMachines({ limit: 5, nextToken: first.nextToken }))).toMatchObject({ status: 422, code: 'invalid-page-token' });
       const second = await store.allocatableMachinesPage('sparse-type', { limit: 5, nextToken: first.nextToken });
       expect(ids(second.items)).toEqual(['sp-m-39']);
       expect(second.nextToken).toBeUndefined();
