@@ -5,13 +5,14 @@ import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, type Dynamo
 import type { Change } from '#domain/change.ts';
 import { finishCleanup } from '#domain/cleanup.ts';
 import { assignInstance, claimCreate, completeCreate, releaseInstance } from '#domain/instances.ts';
+import { inAllocatableIndex } from '#domain/health.ts';
 import type { Instance, Machine } from '#domain/model.ts';
 import { randomIds } from '#handlers/lambda-context.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { transactItemOf } from '#store/dynamo-store.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { writesOf } from '#store/item-store.ts';
-import { fromInstanceItem, keys, machineIdOfKey, machineItem } from '#store/items.ts';
+import { allocatablePartition, fromInstanceItem, keys, machineIdOfKey, machineItem } from '#store/items.ts';
 import { indexes, tableDefinition } from '#store/table.ts';
 import { countRequests, snapshot } from './counter.ts';
 import { settle, subtractCost, type Cost } from './stats.ts';
@@ -123,6 +124,8 @@ export async function startFloor(setting: FloorSetting): Promise<Floor> {
     return { value, ms: performance.now() - started, cost: subtractCost(snapshot(requests), before) };
   };
 
+  // The floor reads one rack's partition of the allocatable index, a rack it knows has a free machine.
+  const freeRack = () => [...machines.values()].find(inAllocatableIndex)?.rack ?? '';
   const create = () =>
     timedCall(async () => {
       const { Items } = await timed.send(
@@ -131,7 +134,7 @@ export async function startFloor(setting: FloorSetting): Promise<Floor> {
           IndexName: indexes.allocatable.name,
           KeyConditionExpression: '#pk = :pk',
           ExpressionAttributeNames: { '#pk': indexes.allocatable.pk },
-          ExpressionAttributeValues: { ':pk': `ALLOC#${setting.machineType}` },
+          ExpressionAttributeValues: { ':pk': allocatablePartition(setting.machineType, freeRack()) },
           Limit: 1,
         }),
       );

@@ -72,12 +72,24 @@ export function addWrites(heat: Heat, second: number, writes: readonly KeyWrite[
 const familyOf = (key: string): string => key.split('#')[0]!;
 
 /**
- * Families with a key per record (a machine's item and history, an instance's, a meta-instance's, an event's
- * delivery, an audit target's): a fleet ten times as large has ten times as many of them, each as busy as
- * before. Every other family has a number of keys fixed by design (the due shards, the roster buckets, the summary's
- * rack partitions and counters, a type's allocatable key, the site's items) or by the tenants (orgs, actors, days).
+ * Families with a key per record (a machine's item and history, an instance's, a meta-instance's, an event's delivery,
+ * an audit target's) or per rack: a fleet ten times as large has ten times as many of them, each as busy as before.
+ * Every other family has a number of keys fixed by design (the due shards, the roster buckets, the summary's rack partitions and counters, a type's NVLink domain key, the site's items) or by the tenants (orgs, actors, days).
  */
-const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set(['table:MACHINE', 'table:INSTANCE', 'table:META', 'table:EVENT', 'table:STALE-CHECK', 'table:AUDIT']);
+const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
+  'table:MACHINE',
+  // Machines are in byKind under their rack (`MACHINE#<rack>`): a fleet ten times as large has ten times the racks.
+  'byKind:MACHINE',
+  // Free machines are in the allocatable index under their type and rack (`ALLOC#<type>#<rack>`, a reserved one under
+  // its org's too): per rack, as above.
+  'allocatable:ALLOC',
+  'allocatable:ALLOC-ORG',
+  'table:INSTANCE',
+  'table:META',
+  'table:EVENT',
+  'table:STALE-CHECK',
+  'table:AUDIT',
+]);
 
 export interface HotKey {
   key: string;

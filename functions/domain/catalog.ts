@@ -17,6 +17,12 @@ export interface CatalogType {
 
 export const emptyCatalog = (): Catalog => ({ types: {}, version: 0 });
 
+/** Every rack of the site, of any type, by name: the partitions a listing of every machine reads one after another. */
+export const catalogRacks = (catalog: Catalog): string[] => [...new Set(Object.values(catalog.types).flatMap((type) => Object.keys(type.racks)))].sort();
+
+/** A type's racks, by name. */
+export const typeRacks = (catalog: Catalog, machineType: string): string[] => Object.keys(catalog.types[machineType]?.racks ?? {}).sort();
+
 /** Picks one of a type's racks at random; undefined when the type has none. */
 export type RackPicker = () => string | undefined;
 

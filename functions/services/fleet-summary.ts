@@ -5,7 +5,8 @@ import type { AppContext } from '#runtime/context.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 
 /**
- * The fleet's counts, from the counter shards: one bounded Query and the site heartbeat, whatever the fleet's size.
+ * The fleet's counts, from the counter shards: the catalog, one batch read of its types' counter items and the site
+ * heartbeat, whatever the fleet's size.
  * The per-domain counters are read only for `nvlinkDomains`.
  */
 export async function readFleetSummary(ctx: AppContext, { nvlinkDomains = false } = {}): Promise<FleetSummary> {

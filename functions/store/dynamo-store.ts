@@ -24,6 +24,7 @@ import {
   sortAttributeOf,
   type Item,
   type ItemPage,
+  type ItemRead,
   type ItemQuery,
   type ItemWrite,
   isUsageWrite,
@@ -110,15 +111,22 @@ export class DynamoFleetStore extends ItemStore {
   }
 
   /** Strongly consistent unless told; an index's follow-up read need not be (the index itself lags), at half the price. */
-  protected async getItems(keys: TableKey[], consistent = true): Promise<Item[]> {
-    return (await Promise.all(chunksOf(keys, BATCH_GET_LIMIT).map((chunk) => this.batchGet(chunk, consistent)))).flat();
+  protected async getItems(keys: TableKey[], read: ItemRead = {}): Promise<Item[]> {
+    return (await Promise.all(chunksOf(keys, BATCH_GET_LIMIT).map((chunk) => this.batchGet(chunk, read)))).flat();
   }
 
   /** One BatchGetItem, asked again for whatever DynamoDB left unprocessed (throttling, the 16 MB response cap). */
-  private async batchGet(keys: TableKey[], consistent: boolean): Promise<Item[]> {
+  private async batchGet(keys: TableKey[], { consistent = true, attributes }: ItemRead): Promise<Item[]> {
+    const projected = attributes && ['pk', 'sk', ...attributes];
+    const projection = projected
+      ? {
+          ProjectionExpression: projected.map((_, at) => `#p${at}`).join(', '),
+          ExpressionAttributeNames: Object.fromEntries(projected.map((name, at) => [`#p${at}`, name])),
+        }
+      : {};
     const results = await untilProcessed(
       keys as Record<string, unknown>[],
-      (pending) => this.client.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: consistent } } })),
+      (pending) => this.client.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: consistent, ...projection } } })),
       (result) => result.UnprocessedKeys?.[this.table]?.Keys ?? [],
     );
     return results.flatMap((result) => result.Responses?.[this.table] ?? []);
@@ -149,7 +157,7 @@ export class DynamoFleetStore extends ItemStore {
    */
   private async itemsOfKeys(entries: Item[], partitionAttribute: string, partition: string): Promise<Item[]> {
     const keys = entries.map((entry) => ({ pk: String(entry.pk), sk: String(entry.sk) }));
-    const byKey = new Map((await this.getItems(keys, false)).map((item) => [tableKeyOf(item), item]));
+    const byKey = new Map((await this.getItems(keys, { consistent: false })).map((item) => [tableKeyOf(item), item]));
     return entries.flatMap((entry) => {
       const item = byKey.get(tableKeyOf(entry));
       return item && item[partitionAttribute] === partition ? [item] : [];

@@ -1,6 +1,6 @@
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
-import { emptyCatalog } from '#domain/catalog.ts';
+import { catalogRacks, emptyCatalog, typeRacks } from '#domain/catalog.ts';
 import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { checkTransactionSize } from '#store/item-size.ts';
 import { usageMoves, usageRef, type QuotaUsage } from '#domain/quotas.ts';
@@ -15,7 +15,6 @@ import {
   reportPartition,
   duePartitions,
   allocatableDomainPrefix,
-  allocatableRackPrefix,
   auditActorPartition,
   auditItem,
   auditTargetPartition,
@@ -42,7 +41,6 @@ import {
   staleCheckItem,
   fromStaleCheckItem,
   rackAggregateItem,
-  SUMMARY_PARTITION,
   summaryShardItem,
   summaryRackPartition,
   tenantItem,
@@ -60,10 +58,20 @@ import {
   RESERVATION_KIND,
   reservationItem,
   reservationsOfOrg,
+  machineKind,
 } from '#store/items.ts';
 import type { Reservation } from '#domain/reservations.ts';
 import type { OutboxWindow } from '#domain/outbox.ts';
-import { decodeMergedPageToken, encodeMergedPageToken, encodePageToken, type Listing, type Page, type PartitionCursor } from '#store/paging.ts';
+import {
+  decodeMergedPageToken,
+  decodeSequencePageToken,
+  encodeMergedPageToken,
+  encodePageToken,
+  encodeSequencePageToken,
+  type Listing,
+  type Page,
+  type PartitionCursor,
+} from '#store/paging.ts';
 import {
   StaleWriteError,
   type AllocatablePage,
@@ -129,6 +137,12 @@ export interface ItemQuery {
   entriesOnly?: boolean;
   /** Only these attributes of each item (and its keys): a read that leaves out a large attribute it has no use for. */
   attributes?: readonly string[];
+}
+
+/** How a batch read reads: strongly consistent unless told, whole items unless attributes are named. */
+export interface ItemRead {
+  consistent?: boolean;
+  attributes?: readonly string[] | undefined;
 }
 
 export interface ItemPage {
@@ -219,6 +233,18 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
 /** Rack partitions a page of racks reads at once. */
 const RACK_PARTITIONS_AT_ONCE = 8;
 
+/** Rack partitions (of byKind's machines, of the allocatable index) read at once. */
+const RACKS_AT_ONCE = 16;
+/**
+ * Partitions a page of a listing across partitions reads when its limit is smaller (two rounds): a page in a sparse
+ * stretch comes back short with a token instead of reading on through every rack of a type.
+ */
+const PARTITIONS_PER_PAGE = 2 * RACKS_AT_ONCE;
+
+/** The page token of a query that stopped after `last`. */
+const lastKeyToken = (query: ItemQuery, last: Item): string | null =>
+  encodePageToken(listingOf(query), Object.fromEntries(keyAttributesOf(query).map((name) => [name, last[name]]))) ?? null;
+
 /** What a partition read to its end gives. */
 const NOTHING_LEFT: ItemPage = { items: [] };
 
@@ -257,8 +283,8 @@ export abstract class ItemStore implements FleetStore {
     this.due = due;
   }
   protected abstract getItem(key: TableKey): Promise<Item | undefined>;
-  /** Strongly consistent; in no particular order; keys not found are left out. */
-  protected abstract getItems(keys: TableKey[]): Promise<Item[]>;
+  /** Strongly consistent; in no particular order; keys not found are left out; only `attributes` (and keys) when named. */
+  protected abstract getItems(keys: TableKey[], read?: ItemRead): Promise<Item[]>;
   protected abstract queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage>;
   protected abstract countItems(query: ItemQuery): Promise<number>;
   /** All or nothing; a failed guard raises StaleWriteError. */
@@ -492,47 +518,54 @@ export abstract class ItemStore implements FleetStore {
     return this.countItems({ index: indexes.replacing, partition: 'REPLACING' });
   }
 
+  /**
+   * From `from.rack` on through the type's racks (the catalog's, by name), then from the first: a keys-only Query a
+   * rack, RACKS_AT_ONCE at once, each for what is still wanted, until `limit` (with `from`: `from.enough`) are found.
+   * A type nearly exhausted reads every rack of it (docs/design.md, "Partition keys under load").
+   */
   async allocatableMachineIds(machineType: string, limit = 100, from?: { rack: string; enough: number }, reservedFor?: string): Promise<string[]> {
-    const ids = async (sort: SortCondition | undefined, count: number) => {
-      const result = await this.queryItems({
-        index: indexes.allocatable,
-        partition: allocatablePartition(machineType, reservedFor),
-        ...(sort ? { sort } : {}),
-        limit: count,
-        entriesOnly: true,
-      });
-      return result.items.map((entry) => machineIdOfKey(String(entry.pk)));
-    };
-    if (from === undefined) return ids(undefined, limit);
-    // A rack's keys are `rack#id`, all above `rack#`: the two reads part there.
-    const start = allocatableRackPrefix(from.rack);
-    const onward = await ids({ atLeast: start }, limit);
-    if (onward.length >= Math.min(from.enough, limit)) return onward;
-    return [...onward, ...(await ids({ atMost: start }, limit - onward.length))];
+    const racks = typeRacks(await this.getCatalog(), machineType);
+    const start = Math.max(0, from === undefined ? 0 : racks.findIndex((rack) => rack >= from.rack));
+    const enough = from === undefined ? limit : Math.min(from.enough, limit);
+    const ids: string[] = [];
+    // The racks from `from.rack` on, then (only when they fell short) those before it: no round spans the two.
+    for (const stretch of [racks.slice(start), racks.slice(0, start)]) {
+      for (let at = 0; at < stretch.length && ids.length < enough; at += RACKS_AT_ONCE) {
+        const round = stretch.slice(at, at + RACKS_AT_ONCE).map((rack) => allocatablePartition(machineType, rack, reservedFor));
+        const room = limit - ids.length;
+        const pages = await Promise.all(round.map((partition) => this.queryItems({ index: indexes.allocatable, partition, limit: room, entriesOnly: true })));
+        for (const page of pages) ids.push(...page.items.slice(0, limit - ids.length).map((entry) => machineIdOfKey(String(entry.pk))));
+      }
+    }
+    return ids;
   }
 
   async allocatableMachinesPage(machineType: string, page: AllocatablePage): Promise<Page<Machine>> {
-    const { rack, nvlinkDomain } = page;
-    const byDomain = nvlinkDomain !== undefined || page.byNvlinkDomain === true;
-    const prefix = nvlinkDomain !== undefined ? allocatableDomainPrefix(nvlinkDomain) : rack !== undefined ? allocatableRackPrefix(rack) : undefined;
-    const result = await this.queryItems(
-      {
-        index: byDomain ? indexes.allocatableByDomain : indexes.allocatable,
-        partition: byDomain ? allocatableDomainPartition(machineType, page.reservedFor) : allocatablePartition(machineType, page.reservedFor),
-        ...(prefix === undefined ? {} : { sort: { beginsWith: prefix } }),
-        limit: page.limit,
-      },
-      page.nextToken,
-    );
-    // A rack or domain whose name extends this one's with `#` shares the prefix: it is not this one.
-    const machines = result.items
-      .map(fromMachineItem)
-      .filter((machine) => (rack === undefined || machine.rack === rack) && (nvlinkDomain === undefined || machine.nvlinkDomain === nvlinkDomain));
-    return { items: machines, nextToken: result.nextToken };
+    const { rack, nvlinkDomain, reservedFor } = page;
+    if (nvlinkDomain !== undefined || page.byNvlinkDomain === true) {
+      const result = await this.queryItems(
+        {
+          index: indexes.allocatableByDomain,
+          partition: allocatableDomainPartition(machineType, reservedFor),
+          ...(nvlinkDomain === undefined ? {} : { sort: { beginsWith: allocatableDomainPrefix(nvlinkDomain) } }),
+          limit: page.limit,
+        },
+        page.nextToken,
+      );
+      // A domain whose name extends this one's with `#` shares the prefix: it is not this one.
+      const machines = result.items.map(fromMachineItem).filter((machine) => nvlinkDomain === undefined || machine.nvlinkDomain === nvlinkDomain);
+      return { items: machines, nextToken: result.nextToken };
+    }
+    const racks = rack === undefined ? typeRacks(await this.getCatalog(), machineType) : [rack];
+    const queries = racks.map((r): ItemQuery => ({ index: indexes.allocatable, partition: allocatablePartition(machineType, r, reservedFor) }));
+    const result = await this.readInOrder(`allocatable:${machineType}:${reservedFor ?? ''}`, queries, page);
+    return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
   }
 
+  /** Rack by rack (the catalog's racks, by name), each rack's machines by id: a Query of byKind per rack read. */
   async listMachines(page: PageRequest): Promise<Page<Machine>> {
-    const result = await this.queryItems({ index: indexes.byKind, partition: 'MACHINE', limit: page.limit }, page.nextToken);
+    const queries = catalogRacks(await this.getCatalog()).map((rack): ItemQuery => ({ index: indexes.byKind, partition: machineKind(rack) }));
+    const result = await this.readInOrder('machines', queries, page);
     return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
   }
 
@@ -637,15 +670,21 @@ export abstract class ItemStore implements FleetStore {
     ]);
     return {
       racks: items.filter((item) => item.entity === 'summary-rack').map(fromRackAggregateItem),
-      shards: items.filter((item) => item.pk === SUMMARY_PARTITION).map(fromSummaryShardItem),
+      shards: items.filter((item) => item.entity === 'summary-shard').map(fromSummaryShardItem),
       machines: new Map(items.filter((item) => item.entity === 'machine').map((item) => [String(item.id), fromMachineItem(item)])),
     };
   }
 
-  /** Bounded by types x SUMMARY_SHARDS items, whatever the fleet's size; the domain counters only when asked for. */
+  /**
+   * Every counter item of the catalog's types, by key: types x SUMMARY_SHARDS x COUNTER_ITEMS_PER_SHARD items, whatever
+   * the fleet's size; the domain counters only when asked for. A type has counters only once the catalog has it.
+   */
   async summaryShards({ nvlinkDomains = false } = {}): Promise<SummaryShard[]> {
-    const attributes = nvlinkDomains ? {} : { attributes: ['machineType', 'shard', 'counters', 'version'] };
-    return (await this.allItems({ partition: SUMMARY_PARTITION, ...attributes })).map(fromSummaryShardItem);
+    const counterItems = Array.from({ length: SUMMARY_SHARDS * COUNTER_ITEMS_PER_SHARD }, (_, shard) => shard);
+    const wanted = Object.keys((await this.getCatalog()).types).flatMap((type) => counterItems.map((shard) => keys.summaryShard(type, shard)));
+    const attributes = nvlinkDomains ? undefined : ['machineType', 'shard', 'counters', 'version'];
+    const items = await this.getItems(wanted, { attributes });
+    return items.map(fromSummaryShardItem).sort((a, b) => (a.machineType === b.machineType ? a.shard - b.shard : a.machineType < b.machineType ? -1 : 1));
   }
 
   /**
@@ -778,6 +817,44 @@ export abstract class ItemStore implements FleetStore {
   async capacityFeedAfter(org: string, after: number, limit: number): Promise<CapacityFeedEntry[]> {
     const page = await this.queryItems({ partition: capacityKeys.feedOf(org), sort: { atLeast: feedSk(after + 1) }, limit, consistent: true });
     return page.items.map(fromCapacityFeedItem);
+  }
+
+  /**
+   * Partitions read one after another, in the order of their names, as one listing: RACKS_AT_ONCE at a time, each
+   * for what the page still has room for; a page reads PARTITIONS_PER_PAGE of them or, if more, its limit's number.
+   * A page stops in the partition that has more than it took, or after the last partition it may read; the token
+   * names the partition to go on in and where in it (a partition gone since resumes at the next one). So a page may
+   * come back short, even empty, with a token.
+   */
+  private async readInOrder(scope: string, queries: readonly ItemQuery[], page: PageRequest): Promise<ItemPage> {
+    const cursor = decodeSequencePageToken(scope, page.nextToken);
+    let at = cursor ? queries.findIndex((query) => query.partition >= cursor.partition) : 0;
+    if (at < 0) at = queries.length;
+    let token = cursor && queries[at]?.partition === cursor.partition ? (cursor.token ?? undefined) : undefined;
+    const items: Item[] = [];
+    const stopAt = (query: ItemQuery | undefined, inner: string | null) =>
+      encodeSequencePageToken(scope, query && { partition: query.partition, token: inner });
+    const end = Math.min(queries.length, at + Math.max(PARTITIONS_PER_PAGE, page.limit));
+    while (at < end) {
+      const wave = queries.slice(at, Math.min(end, at + RACKS_AT_ONCE));
+      const room = page.limit - items.length;
+      const pages = await Promise.all(wave.map((query, i) => this.queryItems({ ...query, limit: room }, i === 0 ? token : undefined)));
+      for (const [i, found] of pages.entries()) {
+        const query = wave[i]!;
+        const taken = found.items.slice(0, page.limit - items.length);
+        items.push(...taken);
+        const last = taken.at(-1);
+        if (taken.length < found.items.length) {
+          const from = last ? lastKeyToken(query, last) : i === 0 ? (token ?? null) : null;
+          return { items, nextToken: stopAt(query, from) };
+        }
+        if (found.nextToken) return { items, nextToken: stopAt(query, found.nextToken) };
+        if (items.length === page.limit) return { items, nextToken: stopAt(queries[at + i + 1], null) };
+      }
+      at += wave.length;
+      token = undefined;
+    }
+    return { items, nextToken: stopAt(queries[at], null) };
   }
 
   private async allItems(query: ItemQuery): Promise<Item[]> {

@@ -51,11 +51,13 @@ export const keys = {
    * reading its counter items' partitions; the rack map pages through them all.
    */
   summaryRack: (machineType: string, rack: string) => ({ pk: summaryRackPartition(machineType, counterItemOf(rack)), sk: rack }),
-  /** Every type's counter shards in one partition: the summary is one bounded Query. */
-  summaryShard: (machineType: string, shard: number) => ({ pk: SUMMARY_PARTITION, sk: `${machineType}#${shardKey(shard)}` }),
+  /**
+   * Each counter item its own partition: a fleet-wide change rewrites every counter item of a type, and one shared
+   * key would take all of those writes. They are read by key (the catalog names the types): one batch read.
+   */
+  summaryShard: (machineType: string, shard: number) => ({ pk: `SUMMARY#${machineType}#${shardKey(shard)}`, sk: '#SUMMARY' }),
 };
 
-export const SUMMARY_PARTITION = 'SUMMARY';
 export const quotaPartition = (org: string): string => `QUOTA#${org}`;
 
 /** The machine id of a machine's partition key (`keys.machine`). */
@@ -81,23 +83,28 @@ export function duePartitionOf(pk: string): string {
 }
 
 const dueAttributes = (pk: string, dueAt: string | undefined): Item => (dueAt ? { duePk: duePartitionOf(pk), dueAt } : {});
+/**
+ * Machines are in byKind under their rack: a registration writes a rack's machines together, and one kind for the
+ * whole fleet would take every one of those writes on one key. A listing reads the catalog's racks one after another.
+ */
+export const machineKind = (rack: string): string => `MACHINE#${rack}`;
+
 export const MAINTENANCE_KIND = 'MAINTENANCE';
 export const AUDIT_KIND = 'AUDIT';
 export const auditTargetPartition = (target: string) => `AUDIT#${target}`;
 export const auditActorPartition = (actor: string) => `ACTOR#${actor}`;
 
 /**
- * The allocatable indexes' partitions: a type's shared pool, or, for a machine a reservation holds, its org's own
- * (`ALLOC-ORG#<org>#<type>`), which only that org's creates and placements read.
+ * The allocatable index's partitions, one per rack: a type's shared pool (`ALLOC#<type>#<rack>`), or, for a machine
+ * a reservation holds, its org's own (`ALLOC-ORG#<org>#<type>#<rack>`), which only that org's creates and placements
+ * read. A registration or a fleet-wide recovery writes a rack's machines together; one key per type took them all.
+ * Readers go through the catalog's racks of the type, several at once. Within a rack, free machines are by id.
  */
-export const allocatablePartition = (machineType: string, reservedFor?: string): string =>
-  reservedFor === undefined ? `ALLOC#${machineType}` : `ALLOC-ORG#${reservedFor}#${machineType}`;
+export const allocatablePartition = (machineType: string, rack: string, reservedFor?: string): string =>
+  reservedFor === undefined ? `ALLOC#${machineType}#${rack}` : `ALLOC-ORG#${reservedFor}#${machineType}#${rack}`;
 export const allocatableDomainPartition = (machineType: string, reservedFor?: string): string =>
   reservedFor === undefined ? `ALLOC-NVL#${machineType}` : `ALLOC-NVL-ORG#${reservedFor}#${machineType}`;
 
-/** Free machines are ordered by rack, then id: a rack's free machines come together, and one rack reads alone. */
-export const allocatableSortKey = (rack: string, id: string): string => `${rack}#${id}`;
-export const allocatableRackPrefix = (rack: string): string => allocatableSortKey(rack, '');
 /** Free machines with an NVLink domain are also ordered by domain, then id: a domain's free machines read alone. */
 export const allocatableDomainPrefix = (domain: string): string => `${domain}#`;
 
@@ -142,11 +149,9 @@ export function machineItem(machine: Machine, dueAt: string | undefined): Item {
   return {
     ...keys.machine(machine.id),
     entity: 'machine',
-    kind: 'MACHINE',
+    kind: machineKind(machine.rack),
     kindSk: machine.id,
-    ...(inAllocatableIndex(machine)
-      ? { allocPk: allocatablePartition(machine.machineType, machine.reservation?.org), allocSk: allocatableSortKey(machine.rack, machine.id) }
-      : {}),
+    ...(inAllocatableIndex(machine) ? { allocPk: allocatablePartition(machine.machineType, machine.rack, machine.reservation?.org), allocSk: machine.id } : {}),
     ...(inAllocatableIndex(machine) && machine.nvlinkDomain !== undefined
       ? {
           allocNvlPk: allocatableDomainPartition(machine.machineType, machine.reservation?.org),

@@ -8,6 +8,7 @@ import {
   sortAttributeOf,
   type Item,
   type ItemPage,
+  type ItemRead,
   type ItemQuery,
   type ItemWrite,
   isUsageWrite,
@@ -97,11 +98,11 @@ export class MemoryFleetStore extends ItemStore {
     for (const item of items) this.put(item);
   }
 
-  protected async getItems(keys: TableKey[]): Promise<Item[]> {
+  protected async getItems(keys: TableKey[], read: ItemRead = {}): Promise<Item[]> {
     return keys
       .map((key) => this.items.get(itemKey(key)))
       .filter((item) => item !== undefined)
-      .map((item) => structuredClone(item));
+      .map((item) => structuredClone(projected(item, read.attributes)));
   }
 
   protected async queryItems(query: ItemQuery, nextToken?: string): Promise<ItemPage> {

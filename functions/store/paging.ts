@@ -99,3 +99,29 @@ export function decodeMergedPageToken(token: string | undefined, count: number):
   if (!Array.isArray(cursors) || cursors.length !== count || !cursors.every(valid)) throw invalidPageToken('not a token of this listing');
   return cursors as PartitionCursor[];
 }
+
+/**
+ * Where a listing that reads its partitions one after another stands: the partition it reads next and the page token
+ * in it (null: from its start), bound to the listing's scope (so another such listing's token is refused).
+ */
+export interface SequenceCursor {
+  partition: string;
+  token: string | null;
+}
+
+export function encodeSequencePageToken(scope: string, cursor: SequenceCursor | undefined): string | undefined {
+  if (!cursor) return undefined;
+  return Buffer.from(JSON.stringify({ scope, ...cursor })).toString('base64url');
+}
+
+/** The cursor a token holds; its inner token is checked by decodePageToken when it is used. */
+export function decodeSequencePageToken(scope: string, token: string | undefined): SequenceCursor | undefined {
+  if (token === undefined) return undefined;
+  const decoded = parseToken(token);
+  if (!isRecord(decoded) || !hasExactly(decoded, ['scope', 'partition', 'token'])) throw invalidPageToken('not a page token');
+  if (decoded.scope !== scope) throw invalidPageToken('issued by another listing');
+  const { partition, token: inner } = decoded;
+  const bounded = (value: unknown) => typeof value === 'string' && value !== '' && Buffer.byteLength(value) <= maxKeyValueBytes;
+  if (!bounded(partition) || !(inner === null || (typeof inner === 'string' && inner !== ''))) throw invalidPageToken('not a token of this listing');
+  return { partition: partition as string, token: inner as string | null };
+}

@@ -177,16 +177,17 @@ export interface FleetStore {
    */
   replacementsInFlight(): Promise<number>;
   /**
-   * Candidates for allocation: up to `limit` machines of the type's allocatable index, ids only (no machine read).
-   * With `from`, from that rack on, so that creates starting at different racks read different machines, and then
-   * from the index's start: a second Query, only when the racks from there on hold fewer than `from.enough`. The
-   * index may lag, so the claiming commit re-checks. With `reservedFor`, the machines the org's reservations hold
-   * instead of the shared pool.
+   * Candidates for allocation: up to `limit` machines of the type's allocatable index, ids only (no machine read),
+   * rack by rack (a Query a rack, several at once). With `from`, from that rack on, so that creates starting at
+   * different racks read different machines, and then the racks before it, only while fewer than `from.enough` were
+   * found. The index may lag, so the claiming commit re-checks. With `reservedFor`, the machines the org's
+   * reservations hold instead of the shared pool.
    */
   allocatableMachineIds(machineType: string, limit?: number, from?: { rack: string; enough: number }, reservedFor?: string): Promise<string[]>;
   /**
    * The allocatable index page by page, ordered by rack and then id, so a rack's free machines come together;
-   * with `rack`, that rack's free machines only. With `byNvlinkDomain`, the free machines that carry an NVLink
+   * with `rack`, that rack's free machines only. A page reads a bounded number of racks: it may come back short, even
+   * empty, with a nextToken. With `byNvlinkDomain`, the free machines that carry an NVLink
    * domain, ordered by domain and then id; with `nvlinkDomain`, that domain's only. The index may lag, as above.
    */
   allocatableMachinesPage(machineType: string, page: AllocatablePage): Promise<Page<Machine>>;

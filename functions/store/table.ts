@@ -10,11 +10,11 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
  * them fetches the items by key (dynamo-store.ts).
  */
 export const indexes = {
-  /** Machines that can take an instance, by machine type (pk `ALLOC#<type>`, sk `<rack>#<machine id>`). */
+  /** Machines that can take an instance, by machine type and rack (pk `ALLOC#<type>#<rack>`, sk the machine id). */
   allocatable: { name: 'allocatable', pk: 'allocPk', sk: 'allocSk', projection: 'KEYS_ONLY' },
   /** Free machines that carry an NVLink domain, by type (pk `ALLOC-NVL#<type>`, sk `<domain>#<machine id>`): a domain reads alone. */
   allocatableByDomain: { name: 'allocatableByDomain', pk: 'allocNvlPk', sk: 'allocNvlSk', projection: 'KEYS_ONLY' },
-  /** Everything of one kind (MACHINE, TENANT, META, AUDIT), for provider listings: pk kind, sk id (or time#id). */
+  /** Everything of one kind (TENANT, META, AUDIT; machines by rack, `MACHINE#<rack>`), for provider listings: pk kind, sk id (or time#id). */
   byKind: { name: 'byKind', pk: 'kind', sk: 'kindSk', projection: 'KEYS_ONLY' },
   /** A tenant org's instances, newest first by createdAt. */
   byOrg: { name: 'byOrg', pk: 'orgPk', sk: 'orgSk', projection: 'ALL' },

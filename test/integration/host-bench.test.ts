@@ -1,4 +1,6 @@
 import { describe, expect, inject, it } from 'vitest';
+import { catalogAfter, emptyCatalog } from '#domain/catalog.ts';
+import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
@@ -25,9 +27,16 @@ describe('bench host part at 120 machines', () => {
     // Every machine went through both writes: the batch wrote version 0, the conditional put version 1, live and
     // in the allocatable index, as the first roster's walk leaves it.
     const store = new DynamoFleetStore(createDocumentClient(inject('dynamoEndpoint')), `host-${context.id}`, dueTimes);
-    const listed = await store.listMachines({ limit: 200 });
-    expect(listed.items).toHaveLength(120);
-    expect(listed.items.every((m) => m.heartbeatLive && m.version === 1 && m.lastHeartbeatAt !== undefined)).toBe(true);
+    const fleet = demoFleet([{ type: 'gb200', count: 120, racks: 15 }]);
+    const listed = [...(await store.getMachines(fleet.map((m) => m.id))).values()];
+    expect(listed).toHaveLength(120);
+    expect(listed.every((m) => m.heartbeatLive && m.version === 1 && m.lastHeartbeatAt !== undefined)).toBe(true);
+    // The floors write machines only; the index is read through the racks a registration puts in the catalog.
+    const catalog = catalogAfter(
+      emptyCatalog(),
+      listed.map((after) => ({ before: null, after })),
+    )!;
+    await store.commit({ catalog: { before: null, after: catalog }, history: [] });
     expect(await store.allocatableMachineIds('gb200', 200)).toHaveLength(120);
 
     const figure = (value: number) => ({ unit: 'ms', value, goal: 10, ratio: value / 10, meets_goal: false });

@@ -27,9 +27,9 @@ describe('partition heat from the stream', () => {
     expect([records, unwatched]).toEqual([3, 0]);
     const total = (key: string) => [...(heat.get(key)?.values() ?? [])].reduce((sum, units) => sum + units, 0);
     expect(total('table:MACHINE#h-1')).toBe(1);
-    expect(total('byKind:MACHINE')).toBe(3);
-    expect(total('allocatable:ALLOC#heat-type')).toBe(3);
-    const seconds = [...heat.get('byKind:MACHINE')!.keys()];
+    expect(total('byKind:MACHINE#r1')).toBe(3);
+    expect(total('allocatable:ALLOC#heat-type#r1')).toBe(3);
+    const seconds = [...heat.get('byKind:MACHINE#r1')!.keys()];
     // At the second each write was answered: DynamoDB Local's own stamp is to the minute.
     expect(seconds.every((second) => second >= Math.floor(started / 1000) && second <= Date.now() / 1000)).toBe(true);
     // Up to a time: what was written after it is left out.

@@ -96,13 +96,14 @@ describe('listMachines and showMachine', () => {
     await siteWith(h, { gb200: 2, h100: 1 });
     await createInstance(h.ctx, alice, { machineType: 'h100' });
     const all = await listMachines(h.ctx, { limit: 10 }, {});
-    expect(all.items.map((m) => m.id)).toEqual(['gb200-1', 'gb200-2', 'h100-1']);
+    // Rack by rack, each by id: gb200-1 and h100-1 are on r1, gb200-2 on r2.
+    expect(all.items.map((m) => m.id)).toEqual(['gb200-1', 'h100-1', 'gb200-2']);
     expect((await listMachines(h.ctx, { limit: 10 }, { allocatable: false })).items).toEqual([
       expect.objectContaining({ id: 'h100-1', state: 'Assigned', allocatable: false, notAllocatableReasons: ['state:Assigned', 'assigned'] }),
     ]);
     expect((await listMachines(h.ctx, { limit: 10 }, { machineType: 'gb200', allocatable: true })).items.map((m) => m.id)).toEqual(['gb200-1', 'gb200-2']);
     const firstPage = await listMachines(h.ctx, { limit: 2 }, {});
-    expect((await listMachines(h.ctx, { limit: 2, nextToken: firstPage.nextToken }, {})).items.map((m) => m.id)).toEqual(['h100-1']);
+    expect((await listMachines(h.ctx, { limit: 2, nextToken: firstPage.nextToken }, {})).items.map((m) => m.id)).toEqual(['gb200-2']);
     expect(await showMachine(h.ctx, 'gb200-1')).toMatchObject({ id: 'gb200-1', allocatable: true, lastHeartbeatAt: expect.any(String) });
     expect(await rejection(showMachine(h.ctx, 'nope'))).toMatchObject({ status: 404 });
   });

@@ -18,7 +18,7 @@ const byKey = (writes: Array<{ key: string; units: number }>) => {
 
 describe('partition heat: the write units of an item change, per partition key', () => {
   it('a new machine writes its table key and every keys-only index it enters, one unit each', () => {
-    expect(byKey(partitionWrites(null, registeredItem))).toEqual({ 'table:MACHINE#m-1': 1, 'byKind:MACHINE': 1, 'allocatable:ALLOC#gb200': 1 });
+    expect(byKey(partitionWrites(null, registeredItem))).toEqual({ 'table:MACHINE#m-1': 1, 'byKind:MACHINE#r1': 1, 'allocatable:ALLOC#gb200#r1': 1 });
   });
 
   it("a machine's liveness flipping writes its table key alone: the keys-only indexes keep their entries", () => {
@@ -63,5 +63,10 @@ describe('partition heat report', () => {
     expect(report.modelled_100k_hottest[1]).toMatchObject({ key: expect.stringMatching(/^table:MACHINE#/), wcu_per_s: 2 });
     expect(report.meets_goal).toBe(false);
     expect(heatReport(new Map([['table:SUMMARY', new Map([[1, 4]])]]), 1_000).meets_goal).toBe(true);
+  });
+
+  it('a per-rack key keeps its rate in the model: a fleet a hundred times as large has a hundred times the racks', () => {
+    const report = heatReport(new Map([['byKind:MACHINE#r7', new Map([[1, 30]])]]), 1_000);
+    expect(report.modelled_100k_max_wcu_per_s).toBe(30);
   });
 });

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { auditEntry, type AuditEntry } from '#domain/audit.ts';
 import { applyDelta, shardOf, summaryChange, type SummaryShard } from '#domain/fleet-summary.ts';
+import type { Machine } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
 import { StaleWriteError, type AuditFilter, type FleetStore } from '#store/port.ts';
@@ -109,11 +110,12 @@ export function auditAndSummaryContract(kit: ContractKit): void {
   });
 
   describe('fleet summary aggregates', () => {
+    /** The summary reads the counter items of the catalog's types: these machines join it as a registration does. */
+    const catalogued = (...machines: Machine[]) => kit.catalogue(machines);
+
     it('a rack and its shard are written together, guarded by version; racks page by rack, one shard at a time', async () => {
-      const racks = ['sum-r1', 'sum-r2', 'sum-r3'].map((rack) => {
-        const m = machine(`${rack}-m`, { machineType: 'sumtype', rack, version: 3 });
-        return summaryChange(summaryOfOne(m, null, null))!;
-      });
+      const rackMachines = ['sum-r1', 'sum-r2', 'sum-r3'].map((rack) => machine(`${rack}-m`, { machineType: 'sumtype', rack, version: 3 }));
+      const racks = rackMachines.map((m) => summaryChange(summaryOfOne(m, null, null))!);
       for (const change of racks) {
         const pair = change.fleetSummary!.shards[0]!;
         const stored = await kit.store.getSummaryShard('sumtype', pair.after.shard);
@@ -127,6 +129,9 @@ export function auditAndSummaryContract(kit: ContractKit): void {
       }
       const rack = (await kit.store.getSummaryItems([{ machineType: 'sumtype', rack: 'sum-r1' }], [])).racks[0]!;
       expect(rack).toMatchObject({ machineType: 'sumtype', rack: 'sum-r1', version: 0, machines: { 'sum-r1-m': { version: 3, state: 'Ready', live: true } } });
+      // Counter items are read by key, for the types the catalog has.
+      expect((await kit.store.summaryShards()).filter((s) => s.machineType === 'sumtype')).toEqual([]);
+      await catalogued(...rackMachines);
       const shards = (await kit.store.summaryShards()).filter((s) => s.machineType === 'sumtype');
       expect(shards.reduce((n, s) => n + (s.counters.machines ?? 0), 0)).toBe(3);
 
@@ -139,6 +144,7 @@ export function auditAndSummaryContract(kit: ContractKit): void {
         version: 0,
       };
       await kit.store.commit({ fleetSummary: { racks: [], shards: [{ before: null, after: domainShard }] }, history: [] });
+      await catalogued(machine('sumdomains-m', { machineType: 'sumdomains', rack: 'sumdomains-r' }));
       const ofType = (read: SummaryShard[]) => read.filter((s) => s.machineType === 'sumdomains');
       expect(ofType(await kit.store.summaryShards())).toEqual([{ machineType: 'sumdomains', shard: 0, counters: { machines: 1 }, version: 0 }]);
       expect(ofType(await kit.store.summaryShards({ nvlinkDomains: true }))).toEqual([domainShard]);

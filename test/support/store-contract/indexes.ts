@@ -70,6 +70,7 @@ export function indexesContract(kit: ContractKit): void {
 
       // Type changes move it to the other type's partition.
       await update((m) => registerMachine(m, { id: 'alloc-m', machineType: 'moved-type' }, 'ops', at(5_000))!);
+      await kit.catalogue([(await kit.store.getMachine('alloc-m'))!]);
       expect(await ids()).toEqual([]);
       expect(await kit.store.allocatableMachineIds('moved-type')).toEqual(['alloc-m']);
       expect(await kit.store.allocatableMachineIds('other-type')).toEqual(['alloc-other']);
@@ -84,6 +85,7 @@ export function indexesContract(kit: ContractKit): void {
         cleanup: { instanceId: 'i-f', phase: 'requested', attempts: 1, leaseUntil: iso(at(60_000)) },
       });
       await kit.store.commit({ machines: [create(inCleanup)], history: [] });
+      await kit.catalogue([inCleanup]);
       const read = (await kit.store.getMachine('alloc-f'))!;
       await kit.store.commit(finishCleanup(read, null, { ok: false, message: 'GPU stuck' }, 'site-agent', at(1_000)));
       const failed = (await kit.store.getMachine('alloc-f'))!;
@@ -108,6 +110,7 @@ export function indexesContract(kit: ContractKit): void {
       ];
       const changes = placed.map(([id, rack]) => registerMachine(null, { id, machineType: type, rack }, 'ops', T0)!);
       await kit.store.commit({ machines: changes.flatMap((c) => c.machines!), history: [] });
+      await kit.catalogue(changes.flatMap((c) => c.machines!.map((m) => m.after)));
       const taken = (await kit.store.getMachine('rk-d'))!;
       await kit.store.commit(assignInstance(taken, { id: 'rk-i', org: 'acme', name: 'job', labels: {}, clientToken: 'ct-rk', createdBy: 'alice' }, T0).change);
     });
@@ -118,9 +121,36 @@ export function indexesContract(kit: ContractKit): void {
       expect(first.nextToken).toEqual(expect.any(String));
       const second = await kit.store.allocatableMachinesPage(type, { limit: 2, nextToken: first.nextToken });
       expect(ids(second.items)).toEqual(['rk-b', 'rk-a']);
-      const last = await kit.store.allocatableMachinesPage(type, { limit: 2, nextToken: second.nextToken });
-      expect(last.items).toEqual([]);
-      expect(last.nextToken).toBeUndefined();
+      // The last rack read to its end: nothing follows.
+      expect(second.nextToken).toBeUndefined();
+      // One rack a page: each page stops where its rack has more.
+      const oneByOne: string[] = [];
+      let nextToken: string | undefined;
+      do {
+        const page = await kit.store.allocatableMachinesPage(type, { limit: 1, nextToken });
+        oneByOne.push(...ids(page.items));
+        nextToken = page.nextToken;
+      } while (nextToken);
+      expect(oneByOne).toEqual(['rk-c', 'rk-e', 'rk-b', 'rk-a']);
+    });
+
+    it('a page reads a bounded number of racks: a stretch without free machines gives a short page and a token', async () => {
+      const store = await newStore();
+      const racks = Array.from({ length: 40 }, (_, i) => `sp-${String(i).padStart(2, '0')}`);
+      const busy = { state: 'Assigned' as const, instanceId: 'sp-i', assignedAt: iso(T0) };
+      const machines = racks.map((rack, i) => machine(`sp-m-${i}`, { machineType: 'sparse-type', rack, ...(i === 39 ? {} : busy) }));
+      await store.commit({ machines: machines.map(create), history: [] });
+      await kit.catalogue(machines, store);
+      const first = await store.allocatableMachinesPage('sparse-type', { limit: 5 });
+      expect(first.items).toEqual([]);
+      expect(first.nextToken).toEqual(expect.any(String));
+      // The token is this listing's: the machine listing, also read rack by rack, refuses it.
+      expect(await kit.rejectionOf(store.listMachines({ limit: 5, nextToken: first.nextToken }))).toMatchObject({ status: 422, code: 'invalid-page-token' });
+      const second = await store.allocatableMachinesPage('sparse-type', { limit: 5, nextToken: first.nextToken });
+      expect(ids(second.items)).toEqual(['sp-m-39']);
+      expect(second.nextToken).toBeUndefined();
+      // Ids are read from rack to rack until found, however sparse.
+      expect(await store.allocatableMachineIds('sparse-type', 5)).toEqual(['sp-m-39']);
     });
 
     it('reads one rack alone: only its free machines, not those of a rack whose name extends it', async () => {

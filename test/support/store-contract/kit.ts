@@ -1,3 +1,4 @@
+import { catalogAfter } from '#domain/catalog.ts';
 import { registerMachine } from '#domain/machines.ts';
 import type { HistoryEntry, Instance, Machine } from '#domain/model.ts';
 import { addMs } from '#domain/time.ts';
@@ -13,11 +14,22 @@ export interface ContractKit {
   instance(id: string, over?: Partial<Instance>): Instance;
   create<T>(after: T): { before: null; after: T };
   register(id: string, machineType?: string): Promise<Machine>;
+  /** Adds machines' types, racks and domains to the catalog, as a registration does after writing them. */
+  catalogue(machines: readonly Machine[], store?: FleetStore): Promise<void>;
   allHistory(machineId: string): Promise<HistoryEntry[]>;
   rejectionOf(promise: Promise<unknown>): Promise<unknown>;
 }
 
 export function contractKit(newStore: () => Promise<FleetStore>, current: () => FleetStore): ContractKit {
+  async function catalogue(machines: readonly Machine[], store = current()) {
+    const catalog = await store.getCatalog();
+    const next = catalogAfter(
+      catalog,
+      machines.map((after) => ({ before: null, after })),
+    );
+    const stored = catalog.version === 0 && Object.keys(catalog.types).length === 0 ? null : catalog;
+    if (next) await store.commit({ catalog: { before: stored, after: next }, history: [] });
+  }
   return {
     get store() {
       return current();
@@ -28,9 +40,12 @@ export function contractKit(newStore: () => Promise<FleetStore>, current: () => 
     instance: (id, over = {}) => anInstance({ id, name: id, machineId: 'm-x', siteName: id, creation: { clientToken: `ct-${id}`, phase: 'pending' }, ...over }),
     create: (after) => ({ before: null, after }),
     async register(id, machineType = 'gb200') {
-      await current().commit(registerMachine(null, { id, machineType, rack: 'r1' }, 'ops', T0)!);
+      const change = registerMachine(null, { id, machineType, rack: 'r1' }, 'ops', T0)!;
+      await current().commit(change);
+      await catalogue(change.machines!.map((m) => m.after));
       return (await current().getMachine(id))!;
     },
+    catalogue,
     async allHistory(machineId) {
       return (await current().listHistory(machineId, { limit: 500 })).items;
     },

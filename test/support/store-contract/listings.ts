@@ -7,7 +7,7 @@ import { aRepairRequest, T0 } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';
 
 export function listingsContract(kit: ContractKit): void {
-  const { at, machine, instance, create, register, allHistory, rejectionOf, newStore } = kit;
+  const { at, machine, instance, create, register, catalogue, allHistory, rejectionOf, newStore } = kit;
 
   describe('listInstances', () => {
     const org = 'list-org';
@@ -165,16 +165,18 @@ export function listingsContract(kit: ContractKit): void {
       machine(id, { healthOverrides: [{ ...aRepairRequest(id), createdAt }], ...over });
     beforeAll(async () => {
       fresh = await newStore();
+      const machines = [
+        machine('lm-a'),
+        requested('lm-late', iso(at(50 * 60_000))),
+        requested('lm-early', iso(at(10 * 60_000))),
+        requested('lm-claimed', iso(at(0)), { state: 'Assigned', instanceId: 'repair-i', assignedAt: iso(at(20 * 60_000)) }),
+      ];
       await fresh.commit({
-        machines: [
-          create(machine('lm-a')),
-          create(requested('lm-late', iso(at(50 * 60_000)))),
-          create(requested('lm-early', iso(at(10 * 60_000)))),
-          create(requested('lm-claimed', iso(at(0)), { state: 'Assigned', instanceId: 'repair-i', assignedAt: iso(at(20 * 60_000)) })),
-        ],
+        machines: machines.map(create),
         tenants: [create({ org: 'acme', capabilities: { targetedInstanceCreation: true }, updatedAt: iso(T0), version: 0 })],
         history: [],
       });
+      await catalogue(machines, fresh);
     });
 
     it('listMachines holds every machine and nothing else, by id, paged', async () => {
@@ -183,6 +185,32 @@ export function listingsContract(kit: ContractKit): void {
       const rest = await fresh.listMachines({ limit: 3, nextToken: first.nextToken });
       expect(rest.items.map((m) => m.id)).toEqual(['lm-late']);
       expect(rest.nextToken).toBeUndefined();
+    });
+
+    it('listMachines reads the racks by name, each by id, whatever the page size; a page may stop inside a rack', async () => {
+      const store = await newStore();
+      const placed = [
+        ['r2', 'lr-b'],
+        ['r1', 'lr-z'],
+        ['r1', 'lr-a'],
+        ['r3', 'lr-c'],
+        ['r2', 'lr-a2'],
+        ['r10', 'lr-d'],
+      ] as const;
+      const machines = placed.map(([rack, id]) => machine(id, { rack, machineType: rack === 'r3' ? 'h100' : 'gb200' }));
+      await store.commit({ machines: machines.map(create), history: [] });
+      await catalogue(machines, store);
+      for (const limit of [1, 2, 3, 4, 10]) {
+        const ids: string[] = [];
+        let nextToken: string | undefined;
+        do {
+          const page = await store.listMachines({ limit, nextToken });
+          expect(page.items.length).toBeLessThanOrEqual(limit);
+          ids.push(...page.items.map((m) => m.id));
+          nextToken = page.nextToken;
+        } while (nextToken);
+        expect(ids).toEqual(['lr-a', 'lr-z', 'lr-d', 'lr-a2', 'lr-b', 'lr-c']);
+      }
     });
 
     it('machinesAwaitingRepair: claimed repairs first, then unclaimed ones, each stage oldest first', async () => {

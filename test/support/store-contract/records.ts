@@ -281,6 +281,7 @@ export function recordsContract(kit: ContractKit): void {
       const ids = Array.from({ length: 60 }, (_, i) => `cm-${String(i).padStart(2, '0')}`);
       const machines = ids.map((id) => registerMachine(null, { id, machineType: 'gb300', rack: 'r1' }, 'ops', T0)!.machines![0]!.after);
       await fresh.createMachines(machines);
+      await kit.catalogue(machines, fresh);
       expect(await fresh.getMachines(ids)).toEqual(new Map(machines.map((m) => [m.id, m])));
       expect(await fresh.allocatableMachineIds('gb300', 100)).toEqual(ids);
       expect((await fresh.listMachines({ limit: 100 })).items.map((m) => m.id)).toEqual(ids);
@@ -292,6 +293,7 @@ export function recordsContract(kit: ContractKit): void {
         [1, 2].map((n) => registerMachine(null, { id: `fr-${rack}-${n}`, machineType: 'gb300', rack }, 'ops', T0)!.machines![0]!.after),
       );
       await fresh.createMachines(machines);
+      await kit.catalogue(machines, fresh);
       const from = (rack: string, enough = 100) => ({ rack, enough });
       expect(await fresh.allocatableMachineIds('gb300', 3, from('r3'))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1']);
       expect(await fresh.allocatableMachineIds('gb300', 6, from('r3'))).toEqual(['fr-r3-1', 'fr-r3-2', 'fr-r4-1', 'fr-r4-2', 'fr-r1-1', 'fr-r1-2']);
