@@ -81,10 +81,8 @@ const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
   'table:MACHINE',
   // Machines are in byKind under their rack (`MACHINE#<rack>`): a fleet ten times as large has ten times the racks.
   'byKind:MACHINE',
-  // Free machines are in the allocatable index under their type and rack (`ALLOC#<type>#<rack>`, a reserved one under
-  // its org's too): per rack, as above.
+  // Free machines of the shared pool are in the allocatable index under their type and rack (`ALLOC#<type>#<rack>`).
   'allocatable:ALLOC',
-  'allocatable:ALLOC-ORG',
   'table:INSTANCE',
   'table:META',
   'table:EVENT',

@@ -54,10 +54,12 @@ import {
   quotaPartition,
   allocatableDomainPartition,
   allocatablePartition,
+  allocatableSortKey,
   fromReservationItem,
   RESERVATION_KIND,
   reservationItem,
   reservationsOfOrg,
+  reservedPoolPartition,
   machineKind,
 } from '#store/items.ts';
 import type { Reservation } from '#domain/reservations.ts';
@@ -524,6 +526,10 @@ export abstract class ItemStore implements FleetStore {
    * A type nearly exhausted reads every rack of it (docs/design.md, "Partition keys under load").
    */
   async allocatableMachineIds(machineType: string, limit = 100, from?: { rack: string; enough: number }, reservedFor?: string): Promise<string[]> {
+    if (reservedFor !== undefined) {
+      const page = await this.queryItems({ index: indexes.allocatable, partition: reservedPoolPartition(machineType, reservedFor), limit, entriesOnly: true });
+      return page.items.map((entry) => machineIdOfKey(String(entry.pk)));
+    }
     const racks = typeRacks(await this.getCatalog(), machineType);
     const start = Math.max(0, from === undefined ? 0 : racks.findIndex((rack) => rack >= from.rack));
     const enough = from === undefined ? limit : Math.min(from.enough, limit);
@@ -531,7 +537,7 @@ export abstract class ItemStore implements FleetStore {
     // The racks from `from.rack` on, then (only when they fell short) those before it: no round spans the two.
     for (const stretch of [racks.slice(start), racks.slice(0, start)]) {
       for (let at = 0; at < stretch.length && ids.length < enough; at += RACKS_AT_ONCE) {
-        const round = stretch.slice(at, at + RACKS_AT_ONCE).map((rack) => allocatablePartition(machineType, rack, reservedFor));
+        const round = stretch.slice(at, at + RACKS_AT_ONCE).map((rack) => allocatablePartition(machineType, rack));
         const room = limit - ids.length;
         const pages = await Promise.all(round.map((partition) => this.queryItems({ index: indexes.allocatable, partition, limit: room, entriesOnly: true })));
         for (const page of pages) ids.push(...page.items.slice(0, limit - ids.length).map((entry) => machineIdOfKey(String(entry.pk))));
@@ -556,9 +562,16 @@ export abstract class ItemStore implements FleetStore {
       const machines = result.items.map(fromMachineItem).filter((machine) => nvlinkDomain === undefined || machine.nvlinkDomain === nvlinkDomain);
       return { items: machines, nextToken: result.nextToken };
     }
+    if (reservedFor !== undefined) {
+      const partition = reservedPoolPartition(machineType, reservedFor);
+      const sort = rack === undefined ? {} : { sort: { beginsWith: allocatableSortKey(rack, '') } };
+      const result = await this.queryItems({ index: indexes.allocatable, partition, ...sort, limit: page.limit }, page.nextToken);
+      // A rack whose name extends this one's with `#` shares the prefix: it is not this one.
+      return { items: result.items.map(fromMachineItem).filter((machine) => rack === undefined || machine.rack === rack), nextToken: result.nextToken };
+    }
     const racks = rack === undefined ? typeRacks(await this.getCatalog(), machineType) : [rack];
-    const queries = racks.map((r): ItemQuery => ({ index: indexes.allocatable, partition: allocatablePartition(machineType, r, reservedFor) }));
-    const result = await this.readInOrder(`allocatable:${machineType}:${reservedFor ?? ''}`, queries, page);
+    const queries = racks.map((r): ItemQuery => ({ index: indexes.allocatable, partition: allocatablePartition(machineType, r) }));
+    const result = await this.readInOrder(`allocatable:${machineType}`, queries, page);
     return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
   }
 

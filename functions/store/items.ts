@@ -95,13 +95,15 @@ export const auditTargetPartition = (target: string) => `AUDIT#${target}`;
 export const auditActorPartition = (actor: string) => `ACTOR#${actor}`;
 
 /**
- * The allocatable index's partitions, one per rack: a type's shared pool (`ALLOC#<type>#<rack>`), or, for a machine
- * a reservation holds, its org's own (`ALLOC-ORG#<org>#<type>#<rack>`), which only that org's creates and placements
- * read. A registration or a fleet-wide recovery writes a rack's machines together; one key per type took them all.
- * Readers go through the catalog's racks of the type, several at once. Within a rack, free machines are by id.
+ * The allocatable index's partitions. A type's shared pool has one per rack (`ALLOC#<type>#<rack>`): a registration
+ * or a fleet-wide recovery writes a rack's machines together, and one key per type took them all. Readers go through
+ * the catalog's racks of the type, several at once. An org's reserved machines (`ALLOC-ORG#<org>#<type>`), which only
+ * that org's creates and placements read, share one partition: they come and go at their reservation's pace (a chunk a
+ * step), whatever the fleet's size, and a create reads the org's pool in one Query. Sort key `<rack>#<machine id>`.
  */
-export const allocatablePartition = (machineType: string, rack: string, reservedFor?: string): string =>
-  reservedFor === undefined ? `ALLOC#${machineType}#${rack}` : `ALLOC-ORG#${reservedFor}#${machineType}#${rack}`;
+export const allocatablePartition = (machineType: string, rack: string): string => `ALLOC#${machineType}#${rack}`;
+export const reservedPoolPartition = (machineType: string, org: string): string => `ALLOC-ORG#${org}#${machineType}`;
+export const allocatableSortKey = (rack: string, machineId: string): string => `${rack}#${machineId}`;
 export const allocatableDomainPartition = (machineType: string, reservedFor?: string): string =>
   reservedFor === undefined ? `ALLOC-NVL#${machineType}` : `ALLOC-NVL-ORG#${reservedFor}#${machineType}`;
 
@@ -151,7 +153,14 @@ export function machineItem(machine: Machine, dueAt: string | undefined): Item {
     entity: 'machine',
     kind: machineKind(machine.rack),
     kindSk: machine.id,
-    ...(inAllocatableIndex(machine) ? { allocPk: allocatablePartition(machine.machineType, machine.rack, machine.reservation?.org), allocSk: machine.id } : {}),
+    ...(inAllocatableIndex(machine)
+      ? {
+          allocPk: machine.reservation
+            ? reservedPoolPartition(machine.machineType, machine.reservation.org)
+            : allocatablePartition(machine.machineType, machine.rack),
+          allocSk: allocatableSortKey(machine.rack, machine.id),
+        }
+      : {}),
     ...(inAllocatableIndex(machine) && machine.nvlinkDomain !== undefined
       ? {
           allocNvlPk: allocatableDomainPartition(machine.machineType, machine.reservation?.org),
