@@ -72,6 +72,14 @@ function adjust(catalog: Catalog, machine: Machine, delta: 1 | -1): void {
   if (entry.count === 0) delete catalog.types[machine.machineType];
 }
 
+/**
+ * Stored machines whose rack the catalog does not hold: a registration cut off between its machines and its catalog
+ * update left them out. Registering them again counts them (as new), so they are listed and placed again.
+ */
+export function uncatalogued(catalog: Catalog, machines: readonly Machine[]): Versioned<Machine>[] {
+  return machines.filter((m) => catalog.types[m.machineType]?.racks[m.rack] === undefined).map((m) => ({ before: null, after: m }));
+}
+
 /** The catalog after machines were registered or re-described; null when their types, racks and domains did not change. */
 export function catalogAfter(catalog: Catalog, machines: Versioned<Machine>[]): Catalog | null {
   const next: Catalog = structuredClone(catalog);

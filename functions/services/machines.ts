@@ -1,5 +1,5 @@
 import { auditEntry, auditTargets, type AuditEntry, type Requester } from '#domain/audit.ts';
-import { catalogAfter } from '#domain/catalog.ts';
+import { catalogAfter, uncatalogued } from '#domain/catalog.ts';
 import type { Change, Versioned } from '#domain/change.ts';
 import { historyPage, machineView, registerMachine, type MachineRegistration, type MachineView } from '#domain/machines.ts';
 import type { HistoryEntry, Machine } from '#domain/model.ts';
@@ -30,8 +30,10 @@ export const REGISTRATION_RESERVE_MS = 3_000;
  * same machines again changes nothing. One audit entry counts what the call did, written with the catalog.
  */
 export async function registerMachines(ctx: AppContext, registrations: MachineRegistration[], by: Requester): Promise<{ upserted: number }> {
+  const stored = new Map<string, Machine>();
   const decide = async (chunk: MachineRegistration[]): Promise<Change[]> => {
     const existing = await ctx.store.getMachines(chunk.map((r) => r.id));
+    for (const [id, machine] of existing) stored.set(id, machine);
     const now = ctx.clock.now();
     const commissioning = (r: MachineRegistration) =>
       !existing.has(r.id) && validationRequired(validationRules(ctx.config), 'registration')
@@ -65,11 +67,11 @@ export async function registerMachines(ctx: AppContext, registrations: MachineRe
     });
     committed.push(...changes.flatMap((c) => c.machines ?? []));
   });
-  if (committed.length > 0) {
-    const added = created.length;
-    const counts = { added, updated: committed.length - added, unchanged: byId.size - committed.length };
-    await updateCatalog(ctx, committed, auditEntry(by, ctx.clock.now(), 'machines-registered', auditTargets.registration, { after: counts }));
-  }
+  const committedIds = new Set(committed.map((c) => c.after.id));
+  const unchanged = [...stored.values()].filter((m) => !committedIds.has(m.id));
+  const added = created.length;
+  const counts = { added, updated: committed.length - added, unchanged: byId.size - committed.length };
+  await updateCatalog(ctx, committed, unchanged, auditEntry(by, ctx.clock.now(), 'machines-registered', auditTargets.registration, { after: counts }));
   await recheckRosterBuckets(
     ctx,
     created.map((c) => c.machines![0]!.after.id),
@@ -80,13 +82,16 @@ export async function registerMachines(ctx: AppContext, registrations: MachineRe
 }
 
 /**
- * Once for the whole registration. Not in the machines' transactions: it would make them contend on one record.
- * A crash between them leaves the catalog short of those machines (see the report: a catalog recount is to come).
+ * Once for the whole registration. Not in the machines' transactions: it would make them contend on one record. A
+ * crash between them leaves the catalog short of those machines; registering them again, unchanged, counts them.
+ * Nothing changed and nothing missing: nothing written, not even the audit entry.
  */
-async function updateCatalog(ctx: AppContext, machines: Versioned<Machine>[], audit: AuditEntry): Promise<void> {
+async function updateCatalog(ctx: AppContext, committed: Versioned<Machine>[], unchanged: Machine[], audit: AuditEntry): Promise<void> {
   await retryOnStale(async () => {
     const catalog = await ctx.store.getCatalog();
-    const next = catalogAfter(catalog, machines);
+    const missing = uncatalogued(catalog, unchanged);
+    if (committed.length === 0 && missing.length === 0) return;
+    const next = catalogAfter(catalog, [...committed, ...missing]);
     const stored = catalog.version === 0 && Object.keys(catalog.types).length === 0 ? null : catalog;
     await ctx.store.commit({ ...(next ? { catalog: { before: stored, after: next } } : {}), audit, history: [] });
   });

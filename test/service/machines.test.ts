@@ -81,6 +81,23 @@ describe('registerMachines', () => {
     expect(catalog.types.gb200?.count ?? 0).toBe(0);
   });
 
+  it('a registration cut off before its catalog update: registering the same machines again lists them', async () => {
+    const h = harness();
+    const machines = ['m-1', 'm-2'].map((id) => ({ id, machineType: 'gb200', rack: 'r1' }));
+    await registerMachines(h.ctx, machines, ops);
+    const catalog = await h.store.getCatalog();
+    // As if the request had ended before its catalog update: the machines stored, the catalog without their rack.
+    await h.store.commit({ catalog: { before: catalog, after: { ...catalog, types: {} } }, history: [] });
+    expect((await h.store.listMachines({ limit: 10 })).items).toEqual([]);
+    expect(await registerMachines(h.ctx, machines, ops)).toEqual({ upserted: 0 });
+    expect((await h.store.getCatalog()).types.gb200).toMatchObject({ count: 2, racks: { r1: 2 } });
+    expect((await h.store.listMachines({ limit: 10 })).items.map((m) => m.id)).toEqual(['m-1', 'm-2']);
+    // Once counted, registering them again changes nothing.
+    const counted = await h.store.getCatalog();
+    await registerMachines(h.ctx, machines, ops);
+    expect(await h.store.getCatalog()).toEqual(counted);
+  });
+
   it('a chunk that loses a race is loaded and decided again', async () => {
     const h = harness();
     await registerMachines(h.ctx, [{ id: 'm-1', machineType: 'gb200', rack: 'r1' }], ops);
