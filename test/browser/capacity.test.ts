@@ -1,9 +1,7 @@
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { until } from '#test/support/browser.ts';
-import { type DashboardSite, dashboardSiteTimeoutMs, startDashboardSite } from '#test/support/dashboard-site.ts';
-import type { TestSite } from '#test/support/local-site.ts';
-import { runInstance, type Actors } from '#test/support/repair-steps.ts';
+import { useDashboardSite } from '#test/support/dashboard-site.ts';
+import { runInstance } from '#test/support/repair-steps.ts';
 
 // The dashboard's capacity page of an org, in Chromium: its delivered, healthy, reserved and in-use machines over
 // time, drawn from the history the sweep keeps (a point a second here), so a reload draws the same past. And the
@@ -25,23 +23,13 @@ cleanup_ms = 20
 type Counts = Array<number[]>;
 
 describe('dashboard capacity page and NVLink domains', () => {
-  let dashboard: DashboardSite | undefined;
-  let site: TestSite;
-  let who: Actors;
-  let page: Page;
-  let pageErrors: string[];
+  const dashboard = useDashboardSite(config, 8);
 
-  beforeAll(async () => {
-    dashboard = await startDashboardSite(config, 8);
-    ({ site, who, page, pageErrors } = dashboard);
-  }, dashboardSiteTimeoutMs);
-
-  afterAll(() => dashboard?.stop());
-
-  const chart = (type: string) => page.getByTestId('capacity').locator(`[data-testid="capacity-chart"][data-type="${type}"]`);
+  const chart = (type: string) => dashboard().page.getByTestId('capacity').locator(`[data-testid="capacity-chart"][data-type="${type}"]`);
   const countsOf = async (type: string): Promise<Counts> => JSON.parse((await chart(type).getAttribute('data-counts')) ?? '[]');
 
   it("draws an org's delivered, healthy, reserved and in-use machines over time, and the same past after a reload", async () => {
+    const { site, who, page, pageErrors } = dashboard();
     await runInstance(site, who);
     await runInstance(site, who);
     // The history holds a point from before the instances were Ready and one with both in use.
@@ -95,6 +83,7 @@ describe('dashboard capacity page and NVLink domains', () => {
   });
 
   it('outlines each NVLink domain within its racks, a domain that spans racks in each', async () => {
+    const { site, page } = dashboard();
     await page.goto(`${site.url}/dashboard/`);
     const map = page.getByTestId('rack-map').locator('.rack-map');
     await until(page, 'the gb200 racks', async () => (await map.locator('a.cell').count()) === 6);

@@ -1,9 +1,7 @@
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { until } from '#test/support/browser.ts';
-import { type DashboardSite, dashboardSiteTimeoutMs, startDashboardSite } from '#test/support/dashboard-site.ts';
-import type { TestSite } from '#test/support/local-site.ts';
-import { machine, runInstance, type Actors } from '#test/support/repair-steps.ts';
+import { useDashboardSite } from '#test/support/dashboard-site.ts';
+import { machine, runInstance } from '#test/support/repair-steps.ts';
 
 // The dashboard's open maintenance, in Chromium: a rack in maintenance while a tenant holds one of its machines, drawn
 // as a timeline with its hand-back deadlines (a deferral adds one), its waves, and a machine that overran its window.
@@ -24,22 +22,12 @@ validation_ms = 50
 `;
 
 describe('dashboard: open maintenance', () => {
-  let dashboard: DashboardSite | undefined;
-  let site: TestSite;
-  let who: Actors;
-  let page: Page;
-  let pageErrors: string[];
-
-  beforeAll(async () => {
-    dashboard = await startDashboardSite(config, 4);
-    ({ site, who, page, pageErrors } = dashboard);
-  }, dashboardSiteTimeoutMs);
-
-  afterAll(() => dashboard?.stop());
+  const dashboard = useDashboardSite(config, 4);
 
   it('shows each open maintenance as a timeline: deadlines and whose, waves, and the machines overdue', {
     timeout: WINDOW_MINUTES * 60_000 + 60_000,
   }, async () => {
+    const { site, who, page, pageErrors } = dashboard();
     await page.goto(`${site.url}/`);
     const panel = page.getByTestId('maintenance');
     await until(page, 'the maintenance panel', async () => (await panel.isVisible()) && (await panel.getByTestId('no-maintenance').isVisible()));

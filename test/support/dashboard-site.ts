@@ -1,4 +1,5 @@
 import type { Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import { ensureChromium, installTimeoutMs, launchBrowser, type TestBrowser } from '#test/support/browser.ts';
 import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
 import { actors, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
@@ -46,4 +47,20 @@ export async function startDashboardSite(toml: string, machines: number): Promis
     await site.stop();
     throw error;
   }
+}
+
+/**
+ * The suite's dashboard site, started before its tests and stopped after them: call it in a `describe`, then read
+ * the site from the function it returns, inside a test.
+ */
+export function useDashboardSite(toml: string, machines: number): () => DashboardSite {
+  let dashboard: DashboardSite | undefined;
+  beforeAll(async () => {
+    dashboard = await startDashboardSite(toml, machines);
+  }, dashboardSiteTimeoutMs);
+  afterAll(() => dashboard?.stop());
+  return () => {
+    if (!dashboard) throw new Error('the dashboard site did not start');
+    return dashboard;
+  };
 }
