@@ -2,18 +2,24 @@ import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 import { capacityPointExpiry, type CapacityPoint } from '#domain/capacity-history.ts';
 import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
 import { capacityShardOf } from '#domain/org-capacity.ts';
+import { keyHash } from '#store/key-hash.ts';
 
 // Keys and item shapes of a tenant org's capacity (domain/org-capacity.ts). A machine's node item stays at one key
 // whichever org has it; while an org has it, it is in the byOrg index under that org, ordered by counter shard and
 // machine id, so the org's node listing and a shard's recount are each one Query. An org's counter shards are read
-// by key (one batch read), and are in byKind under ORG-CAPACITY: the sweep's list of orgs to recount. An org's
+// by key (one batch read), and are in byKind under ORG-CAPACITY#<nn>, a partition chosen by the org: the sweep's list
+// of orgs to recount, read a partition each (orgs that start at once put their items in different partitions). An org's
 // capacity-events feed is one partition of the table ordered by `seq` (zero-padded), read strongly consistent.
 
 type Item = Record<string, unknown>;
 
-export const ORG_CAPACITY_KIND = 'ORG-CAPACITY';
-
 const shardKey = (shard: number): string => String(shard).padStart(2, '0');
+
+const ORG_CAPACITY_KIND_PARTITIONS = 16;
+export const orgCapacityKinds: readonly string[] = Array.from({ length: ORG_CAPACITY_KIND_PARTITIONS }, (_, n) => `ORG-CAPACITY#${shardKey(n)}`);
+
+/** By the org: its counter items are always listed in the same partition. */
+const orgCapacityKindOf = (org: string): string => orgCapacityKinds[keyHash(org) % ORG_CAPACITY_KIND_PARTITIONS]!;
 
 export const capacityKeys = {
   node: (machineId: string) => ({ pk: `CAPACITY-NODE#${machineId}`, sk: '#NODE' }),
@@ -36,7 +42,7 @@ export function orgCapacityShardItem(shard: OrgCapacityShard): Item {
   return {
     ...capacityKeys.shard(shard.org, shard.shard),
     entity: 'org-capacity',
-    kind: ORG_CAPACITY_KIND,
+    kind: orgCapacityKindOf(shard.org),
     kindSk: `${shard.org}#${shardKey(shard.shard)}`,
     ...shard,
   };

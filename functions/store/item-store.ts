@@ -101,7 +101,7 @@ import {
   fromCapacityNodeItem,
   fromCapacityPointItem,
   fromOrgCapacityShardItem,
-  ORG_CAPACITY_KIND,
+  orgCapacityKinds,
   orgCapacityShardItem,
 } from '#store/capacity-items.ts';
 import type { CapacityPoint } from '#domain/capacity-history.ts';
@@ -800,7 +800,8 @@ export abstract class ItemStore implements FleetStore {
   }
 
   async capacityOrgs(): Promise<string[]> {
-    const entries = await this.allItems({ index: indexes.byKind, partition: ORG_CAPACITY_KIND, entriesOnly: true });
+    const partitions = await Promise.all(orgCapacityKinds.map((partition) => this.allItems({ index: indexes.byKind, partition, entriesOnly: true })));
+    const entries = partitions.flat();
     return [...new Set(entries.map((item) => String(item.kindSk).split('#')[0]!))].sort();
   }
 

@@ -1,5 +1,6 @@
 import { inAllocatableIndex } from '#domain/health.ts';
 import { repairStage } from '#domain/stuck-repairs.ts';
+import { keyHash } from '#store/key-hash.ts';
 import type { DueEntry, PositionedOutboxEntry } from './port.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { OutboxEntry } from '#domain/events.ts';
@@ -75,12 +76,8 @@ export const summaryRackPartition = (machineType: string, counterItem: number): 
 export const DUE_SHARDS = 32;
 export const duePartitions: readonly string[] = Array.from({ length: DUE_SHARDS }, (_, shard) => `DUE#${String(shard).padStart(2, '0')}`);
 
-/** FNV-1a of the record's partition key: the same record always lands in the same shard. */
-export function duePartitionOf(pk: string): string {
-  let hash = 0x811c9dc5;
-  for (const char of pk) hash = Math.imul(hash ^ char.charCodeAt(0), 0x01000193) >>> 0;
-  return duePartitions[hash % DUE_SHARDS]!;
-}
+/** By the record's partition key: the same record always lands in the same shard. */
+export const duePartitionOf = (pk: string): string => duePartitions[keyHash(pk) % DUE_SHARDS]!;
 
 const dueAttributes = (pk: string, dueAt: string | undefined): Item => (dueAt ? { duePk: duePartitionOf(pk), dueAt } : {});
 /**
