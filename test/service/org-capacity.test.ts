@@ -3,6 +3,7 @@ import type { Instance } from '#domain/model.ts';
 import { capacityShardOf, ORG_CAPACITY_SHARDS, reservationHealth } from '#domain/org-capacity.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { repairOrgCapacityShard } from '#reconcilers/org-capacity-repair.ts';
+import { startRun } from '#reconcilers/runner.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { listOrgNodes, readOrgCapacity } from '#services/org-capacity.ts';
@@ -152,6 +153,32 @@ describe('org capacity', () => {
 
     expect(await repairOrgCapacityShard(h.ctx)).toEqual({ repaired: false });
     expect(await h.store.orgCapacityShards('acme')).toEqual(counted);
+  });
+
+  it('a machine changed and reconciled while a reaction reads it: that reaction writes no node from the machine as it was', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    await siteWith(h, { gb200: 2 });
+    await deliver(h, records.splice(0), 3);
+    // A batch read is not isolated: between two of its items, a rival commit and its whole reaction can happen.
+    const read = h.store.getCapacityItems.bind(h.store);
+    let rival: (() => Promise<void>) | undefined = async () => {
+      await reserve(h, 'gb200-1', { id: 'rsv-1', org: 'acme' });
+      await deliver(h, records.splice(0), 5);
+    };
+    h.store.getCapacityItems = async (ids) => {
+      const { machines } = await read({ machines: ids.machines ?? [] });
+      const interleaved = rival;
+      rival = undefined;
+      await interleaved?.();
+      return { ...(await read({ ...ids, machines: [] })), machines };
+    };
+    await startRun(h.ctx).reconcile([{ entity: 'org-capacity', id: 'gb200-1' }]);
+    h.store.getCapacityItems = read;
+    expect(rival).toBeUndefined();
+    const health = reservationHealth(await h.store.orgCapacityShards('acme'), 'rsv-1', await loadHeartbeatView(h.ctx), h.clock.now());
+    expect(health.machines).toBe(1);
+    expect((await listOrgNodes(h.ctx, 'acme', { limit: 10 })).items.map((n) => n.nodeId)).toEqual(['gb200-1']);
   });
 
   it('reads the same, whatever the org holds: its counter items in one batch read, its quotas in one query, and the site heartbeat', async () => {
