@@ -2,6 +2,7 @@ import { capacityMovesOf, feedEntriesOf, standingOf, type CapacityMove, type Cap
 import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { heartbeatStale, preventingSources, type HeartbeatView } from '#domain/health.ts';
 import type { Instance, InstanceStatus, Machine } from '#domain/model.ts';
+import { ageMs, iso } from '#domain/time.ts';
 
 // A tenant org's capacity (CAP01) without reading its machines. Each machine has one node item holding what its
 // org's capacity counts of it (null while no org has it); per org, a few shard items hold counters. A decision reads
@@ -44,6 +45,8 @@ export interface OrgCapacityShard {
   org: string;
   shard: number;
   counters: Record<string, number>;
+  /** When the counters last moved (a node's change or a recount); absent on items stored before it was kept. */
+  movedAt?: string;
   version: number;
 }
 
@@ -259,7 +262,8 @@ export function capacityChange(snapshot: CapacitySnapshot): { change: Change | n
   const shards = [...deltas].map(([ref, delta]) => {
     const before = snapshot.shards.get(ref) ?? null;
     const [org, shard] = JSON.parse(ref) as [string, number];
-    return { before, after: { org, shard, counters: movedCounters(before?.counters ?? {}, delta), version: before?.version ?? 0 } };
+    const counters = movedCounters(before?.counters ?? {}, delta);
+    return { before, after: { org, shard, counters, movedAt: snapshot.now, version: before?.version ?? 0 } };
   });
   const change = { orgCapacity: { nodes, shards }, history: feed.events, ...(feed.entries.length > 0 ? { capacityFeed: feed.entries } : {}) };
   return { change, deferred };
@@ -327,12 +331,33 @@ export function orgCapacity(
   return { asOf: now.toISOString(), byType };
 }
 
-/** One org shard's counters recounted from its node items, as the sweep's drift repair does. */
-export function recountedCounters(org: string, nodes: CapacityNode[]): Record<string, number> {
+/**
+ * How long after a write the byOrg index is trusted to list it: AWS's GSIs trail their table by far less. Every node
+ * write moves its org shards' counters in the same transaction, so a shard whose counters last moved longer ago than
+ * this has every node it counts listed as it is.
+ */
+export const INDEX_SETTLE_MS = 30_000;
+
+/** Whether a recount of the shard from its listed nodes can be trusted now (a shard not stored yet has nothing to list). */
+export const settledForRecount = (shard: OrgCapacityShard | null, now: Date): boolean => ageMs(now, shard?.movedAt) >= INDEX_SETTLE_MS;
+
+/** One org shard's counters recounted from its node items. */
+function recountedCounters(org: string, nodes: CapacityNode[]): Record<string, number> {
   const delta: Record<string, number> = {};
   for (const { entry } of nodes) if (entry?.org === org) for (const key of capacityCounterKeys(entry)) delta[key] = (delta[key] ?? 0) + 1;
   return movedCounters({}, delta);
 }
 
-export const sameCounters = (a: Record<string, number>, b: Record<string, number>): boolean =>
+/**
+ * The sweep's drift repair of one org shard from the nodes its index lists: the shard recounted, or null when its
+ * counters agree with the recount, or moved too lately for the listing to show every node they count.
+ */
+export function repairedShard(org: string, shard: number, before: OrgCapacityShard | null, listed: CapacityNode[], now: Date): OrgCapacityShard | null {
+  if (!settledForRecount(before, now)) return null;
+  const counters = recountedCounters(org, listed);
+  if (sameCounters(before?.counters ?? {}, counters)) return null;
+  return { org, shard, counters, movedAt: iso(now), version: before?.version ?? 0 };
+}
+
+const sameCounters = (a: Record<string, number>, b: Record<string, number>): boolean =>
   Object.keys(movedCounters(a, Object.fromEntries(Object.entries(b).map(([key, value]) => [key, -value])))).length === 0;

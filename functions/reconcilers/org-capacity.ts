@@ -73,25 +73,29 @@ export const orgCapacityReconciler = defineReconciler({
 });
 
 /**
- * The machines and their node items, then their instances with the counter shards the nodes name, then any shard an
- * instance's org adds: two reads, three when a machine changed org; and the feed heads of the orgs whose
- * capacity-events feed gets entries (one Query each), only then.
+ * The node items first, then the machines with the counter shards the nodes name, then their instances with the
+ * shards their reservations add, then any shard an instance's org adds: three reads, four when a machine changed org;
+ * and the feed heads of the orgs whose capacity-events feed gets entries (one Query each), only then. A node is read
+ * alone and before its machine: a batch read is not isolated, so a machine read beside its node could be older than
+ * a node another reaction wrote in between, and the node's version guard would let that older machine be written back.
  */
 async function loadCapacity(ctx: AppContext, ids: string[]): Promise<CapacitySnapshot | null> {
   const machineIds = [...new Set(ids)];
-  const first = await ctx.store.getCapacityItems({ machines: machineIds, nodes: machineIds });
+  const { nodes } = await ctx.store.getCapacityItems({ nodes: machineIds });
   const shardsOf = (entries: Iterable<[string, { org: string } | null | undefined]>) =>
     [...entries].flatMap(([machineId, owner]) => (owner ? [{ org: owner.org, shard: capacityShardOf(machineId) }] : []));
-  const known = [
-    ...shardsOf([...first.nodes].map(([id, node]) => [id, node.entry])),
-    ...shardsOf([...first.machines].map(([id, machine]) => [id, reservationOf(machine)])),
-  ];
+  const ofNodes = shardsOf([...nodes].map(([id, node]) => [id, node.entry]));
+  const first = await ctx.store.getCapacityItems({ machines: machineIds, shards: ofNodes });
+  const shards = new Map(first.shards.map((s) => [orgShardRef(s.org, s.shard), s]));
+  const known = [...ofNodes, ...shardsOf([...first.machines].map(([id, machine]) => [id, reservationOf(machine)]))];
+  const unread = (wanted: Array<{ org: string; shard: number }>, read: Array<{ org: string; shard: number }>) =>
+    wanted.filter(({ org, shard }) => !shards.has(orgShardRef(org, shard)) && !read.some((r) => r.org === org && r.shard === shard));
   const instanceIds = [...first.machines.values()].flatMap((m) => (m.instanceId ? [m.instanceId] : []));
-  const second = await ctx.store.getCapacityItems({ instances: instanceIds, shards: known });
-  const snapshot = { machineIds, machines: first.machines, instances: second.instances, nodes: first.nodes };
-  const shards = new Map(second.shards.map((s) => [orgShardRef(s.org, s.shard), s]));
+  const second = await ctx.store.getCapacityItems({ instances: instanceIds, shards: unread(known, ofNodes) });
+  for (const s of second.shards) shards.set(orgShardRef(s.org, s.shard), s);
+  const snapshot = { machineIds, machines: first.machines, instances: second.instances, nodes };
   const wanted = [...known, ...shardsOf(entriesNow(snapshot))];
-  const missing = wanted.filter(({ org, shard }) => !shards.has(orgShardRef(org, shard)) && !known.some((k) => k.org === org && k.shard === shard));
+  const missing = unread(wanted, known);
   if (missing.length > 0) for (const s of (await ctx.store.getCapacityItems({ shards: missing })).shards) shards.set(orgShardRef(s.org, s.shard), s);
   const feedOrgs = [...feedMovesNow(snapshot).values()].flatMap((moves) => moves.map((move) => move.org));
   return {

@@ -59,6 +59,7 @@ export const fromOrgCapacityShardItem = (item: Item): OrgCapacityShard => ({
   org: String(item.org),
   shard: Number(item.shard),
   counters: (item.counters ?? {}) as Record<string, number>,
+  ...(item.movedAt !== undefined ? { movedAt: String(item.movedAt) } : {}),
   version: Number(item.version),
 });
 

@@ -1,7 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { Instance } from '#domain/model.ts';
-import { ORG_CAPACITY_SHARDS } from '#domain/org-capacity.ts';
+import { capacityShardOf, ORG_CAPACITY_SHARDS, reservationHealth } from '#domain/org-capacity.ts';
+import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { repairOrgCapacityShard } from '#reconcilers/org-capacity-repair.ts';
+import { startRun } from '#reconcilers/runner.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { listOrgNodes, readOrgCapacity } from '#services/org-capacity.ts';
@@ -132,6 +134,51 @@ describe('org capacity', () => {
     expect(repaired).toBe(1);
     expect((await h.store.orgCapacityShards('acme')).map((s) => s.counters)).toEqual(healthy.map((s) => s.counters));
     expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.delivered).toEqual(count(5, 4));
+  });
+
+  it('the sweep leaves an org shard whose counters just moved: its index may not show the nodes they count yet', async () => {
+    const lagMs = 1_000;
+    const h = harness({ indexLagMs: lagMs });
+    const records = recordStream(h);
+    await siteWith(h, { gb200: 4 });
+    await reserve(h, 'gb200-2', { id: 'rsv-1', org: 'acme' });
+    await deliver(h, records.splice(0), 3);
+    // The sweep takes org shards in turn by the minute: on to the minute of gb200-1's shard, long after the lag.
+    const minute = Math.floor(h.clock.now().getTime() / 60_000);
+    h.clock.advance((((capacityShardOf('gb200-1') - minute) % ORG_CAPACITY_SHARDS) + ORG_CAPACITY_SHARDS) * 60_000 + 2 * lagMs);
+    await reserve(h, 'gb200-1', { id: 'rsv-1', org: 'acme' });
+    await deliver(h, records.splice(0), 5);
+    const counted = await h.store.orgCapacityShards('acme');
+    expect(reservationHealth(counted, 'rsv-1', await loadHeartbeatView(h.ctx), h.clock.now()).machines).toBe(2);
+
+    expect(await repairOrgCapacityShard(h.ctx)).toEqual({ repaired: false });
+    expect(await h.store.orgCapacityShards('acme')).toEqual(counted);
+  });
+
+  it('a machine changed and reconciled while a reaction reads it: that reaction writes no node from the machine as it was', async () => {
+    const h = harness();
+    const records = recordStream(h);
+    await siteWith(h, { gb200: 2 });
+    await deliver(h, records.splice(0), 3);
+    // A batch read is not isolated: between two of its items, a rival commit and its whole reaction can happen.
+    const read = h.store.getCapacityItems.bind(h.store);
+    let rival: (() => Promise<void>) | undefined = async () => {
+      await reserve(h, 'gb200-1', { id: 'rsv-1', org: 'acme' });
+      await deliver(h, records.splice(0), 5);
+    };
+    h.store.getCapacityItems = async (ids) => {
+      const { machines } = await read({ machines: ids.machines ?? [] });
+      const interleaved = rival;
+      rival = undefined;
+      await interleaved?.();
+      return { ...(await read({ ...ids, machines: [] })), machines };
+    };
+    await startRun(h.ctx).reconcile([{ entity: 'org-capacity', id: 'gb200-1' }]);
+    h.store.getCapacityItems = read;
+    expect(rival).toBeUndefined();
+    const health = reservationHealth(await h.store.orgCapacityShards('acme'), 'rsv-1', await loadHeartbeatView(h.ctx), h.clock.now());
+    expect(health.machines).toBe(1);
+    expect((await listOrgNodes(h.ctx, 'acme', { limit: 10 })).items.map((n) => n.nodeId)).toEqual(['gb200-1']);
   });
 
   it('reads the same, whatever the org holds: its counter items in one batch read, its quotas in one query, and the site heartbeat', async () => {
