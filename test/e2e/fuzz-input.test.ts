@@ -242,7 +242,9 @@ function defectsOf(route: Route, values: Values): Defect[] {
 
 /** The token's own listing with a key no listing issues: only the strict key check can refuse these. */
 function tamperedKey(token: string): fc.Arbitrary<string> {
-  const { listing, key } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { listing: string; key: Record<string, unknown> };
+  const decoded = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  if ('scope' in decoded) return tamperedSequence(decoded);
+  const { listing, key } = decoded as { listing: string; key: Record<string, unknown> };
   const names = Object.keys(key);
   const partition = Object.values(indexes).find((index) => names.includes(index.pk))!.pk;
   const notAKeyValue = fc.oneof(fc.constantFrom<unknown>('', 2 ** 64, 1e308, -0, true, null, { S: 'x' }, ['x'], 'x'.repeat(1025)), fc.integer());
@@ -259,6 +261,21 @@ function tamperedKey(token: string): fc.Arbitrary<string> {
     fc.constantFrom('-elsewhere', '#globex', 'X').map((suffix) => ({ ...key, [partition]: `${String(key[partition])}${suffix}` })),
   );
   return edits.map((k) => b64(JSON.stringify({ listing, key: k })));
+}
+
+/**
+ * A token of a listing read partition by partition (GET /admin/machines, rack by rack): its inner token tampered as
+ * any other, or its partition no partition name at all.
+ */
+function tamperedSequence({ scope, partition, token: inner }: { scope: string; partition: string; token: string | null }): fc.Arbitrary<string> {
+  const sequence = (p: unknown, t: unknown) => b64(JSON.stringify({ scope, partition: p, token: t }));
+  const badPartition = fc.constantFrom<unknown>('', 2 ** 64, null, { S: 'x' }, ['x'], 'x'.repeat(1025)).map((p) => sequence(p, inner));
+  return inner === null
+    ? badPartition
+    : fc.oneof(
+        badPartition,
+        tamperedKey(inner).map((t) => sequence(partition, t)),
+      );
 }
 
 const parsesAsJson = (text: string) => {

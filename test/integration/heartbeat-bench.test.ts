@@ -16,7 +16,8 @@ describe('bench heartbeat part at 300 machines', () => {
     // Registration and the first roster in the heat meter: every machine written, none at a second no client saw.
     expect(result.partition_heat.stream_records).toBeGreaterThanOrEqual(2 * 300);
     expect(result.partition_heat.stream_records_unwatched).toBe(0);
-    expect(result.partition_heat.hottest.map((hot) => hot.key)).toContain('byKind:MACHINE');
+    // Registration puts each rack's machines in byKind under the rack: those keys are among the hottest.
+    expect(result.partition_heat.hottest.map((hot) => hot.key).some((key) => key.startsWith('byKind:MACHINE#'))).toBe(true);
     expect(result.changing_roster.liveness_changes).toBeGreaterThanOrEqual(options.stopMachines);
     for (const figure of Object.values(result.goals)) {
       expect(figure.ratio).toBeCloseTo(figure.value / figure.goal, 2);

@@ -8,6 +8,7 @@ import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import { MemoryFleetStore } from '#store/memory-store.ts';
 import type { FleetStore } from '#store/port.ts';
 import { anInstance, T0 } from '#test/support/fixtures.ts';
+import { catalogue } from '#test/support/catalogue.ts';
 import { freshTables } from '#test/support/tables.ts';
 
 // FLEETWARD_AWS_SEMANTICS=index-lag, and the in-memory store's index lag: index reads, and Queries not strongly
@@ -36,7 +37,9 @@ describe.each([
 
   const register = async (store: FleetStore, id: string) => {
     await store.commit(registerMachine(null, { id, machineType: 'lag-type', rack: 'r1' }, 'ops', T0)!);
-    return (await store.getMachine(id))!;
+    const machine = (await store.getMachine(id))!;
+    await catalogue(store, [machine]);
+    return machine;
   };
   const take = async (store: FleetStore, machine: Machine) => {
     await store.commit({ machines: [{ before: machine, after: { ...machine, state: 'Assigned', instanceId: 'i-x' } }], history: [] });

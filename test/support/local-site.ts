@@ -7,6 +7,7 @@ import type { Route } from '#http/route.ts';
 import { textLines } from '#local/log-sink.ts';
 import { startLocalSite, type LocalSite, type LocalSiteOptions } from '#local/runner.ts';
 import { unacceptable } from '#local/server-errors.ts';
+import { isThrottled } from '#store/throttle.ts';
 import { reconcilerRunMs, sweepWithinMs } from './bounds.ts';
 import { nextSweepDone } from './next-sweep.ts';
 import { consistentScan, outboxFaults, watchInvariants } from './site-invariants.ts';
@@ -165,7 +166,7 @@ const fleetSize = (config: SiteConfig): number => config.simulator.machines.redu
  */
 async function commissioned(site: LocalSite, machines: number, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  const census = async () => {
     let listed = 0;
     let running = 0;
     let nextToken: string | undefined;
@@ -175,6 +176,14 @@ async function commissioned(site: LocalSite, machines: number, timeoutMs = 60_00
       running += page.items.filter((m) => m.validation?.state === 'running').length;
       nextToken = page.nextToken;
     } while (nextToken);
+    return { listed, running };
+  };
+  for (;;) {
+    // Under AWS's throttles (FLEETWARD_AWS_SEMANTICS), a read of the listing may be throttled: it is read again.
+    const { listed, running } = await census().catch((error: unknown) => {
+      if (isThrottled(error)) return { listed: 0, running: 0 };
+      throw error;
+    });
     if (listed >= machines && running === 0) return;
     if (Date.now() > deadline) throw new Error(`${running} of ${listed} listed machines (of ${machines}) still commissioning after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));

@@ -1,7 +1,7 @@
-import { catalogAfter } from '#domain/catalog.ts';
 import { registerMachine } from '#domain/machines.ts';
 import type { HistoryEntry, Instance, Machine } from '#domain/model.ts';
 import { addMs } from '#domain/time.ts';
+import { catalogue as catalogueIn } from '#test/support/catalogue.ts';
 import type { FleetStore } from '#store/port.ts';
 import { aMachine, anInstance, T0 } from '../fixtures.ts';
 
@@ -21,15 +21,7 @@ export interface ContractKit {
 }
 
 export function contractKit(newStore: () => Promise<FleetStore>, current: () => FleetStore): ContractKit {
-  async function catalogue(machines: readonly Machine[], store = current()) {
-    const catalog = await store.getCatalog();
-    const next = catalogAfter(
-      catalog,
-      machines.map((after) => ({ before: null, after })),
-    );
-    const stored = catalog.version === 0 && Object.keys(catalog.types).length === 0 ? null : catalog;
-    if (next) await store.commit({ catalog: { before: stored, after: next }, history: [] });
-  }
+  const catalogue = (machines: readonly Machine[], store = current()) => catalogueIn(store, machines);
   return {
     get store() {
       return current();
