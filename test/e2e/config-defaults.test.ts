@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, deliveredOf, machine, reportIssue, sources, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { testConfig, type TestSite } from '#test/support/local-site.ts';
+import { deliveredOf, machine, readySite, reportIssue, sources, type Actors } from '#test/support/repair-steps.ts';
 
 // The site config's defaults (API.md "Site config", README "Fleet safety") wired end to end: only the simulator's
 // fleet and speed are set here, everything under test comes from the defaults.
@@ -14,12 +14,7 @@ provision_ms = 10
 cleanup_ms = 10
 `;
 
-async function start(toml: string): Promise<{ site: TestSite; who: Actors }> {
-  const site = await startTestSite({ config: testConfig(toml) });
-  const who = await actors(site);
-  await waitForFleet(site, who.admin, FLEET);
-  return { site, who };
-}
+const start = (toml: string): Promise<{ site: TestSite; who: Actors }> => readySite(FLEET, { config: testConfig(toml) });
 
 describe('the defaults: auto-repair on, repair-storm breaker at max_fraction = 0.1', () => {
   let site: TestSite;

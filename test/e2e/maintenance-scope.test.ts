@@ -1,7 +1,7 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, instanceStatus, machine, sources, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
+import { expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { instanceStatus, machine, readySite, sources, type Actors } from '#test/support/repair-steps.ts';
 
 // Declared maintenance on a local site, on NVLink domains that span racks, and with the stream's records of the
 // maintenance and its machines lost: the sweep alone (the `due` index) then takes every step, hand-back, wave,
@@ -52,12 +52,10 @@ describe('declared maintenance: scope and the sweep backstop', () => {
     }, 30_000);
 
   beforeAll(async () => {
-    site = await startTestSite({
+    ({ site, who } = await readySite(6, {
       config,
       aroundStreamHandler: (handle) => (event) => handle({ Records: event.Records.filter((record) => !lost.has(entityKey(record))) }),
-    });
-    who = await actors(site);
-    await waitForFleet(site, who.admin, 6);
+    }));
   });
   afterAll(async () => site?.stop());
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, waitForFleet, instanceStatus, machine, sources, type Actors } from '#test/support/repair-steps.ts';
+import { expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { instanceStatus, machine, readySite, sources, type Actors } from '#test/support/repair-steps.ts';
 
 // Replacing a meta-instance member (docs/api.md "Replacing a member") on a local site whose safety rules are watched
 // while it runs: make-before-break when a machine is free (the successor Ready before the outgoing member is released),
@@ -23,9 +23,7 @@ max_fraction = 1
 let site: TestSite;
 let who: Actors;
 beforeAll(async () => {
-  site = await startTestSite({ config, watchInvariants: true });
-  who = await actors(site);
-  await waitForFleet(site, who.admin, 7);
+  ({ site, who } = await readySite(7, { config, watchInvariants: true }));
 });
 afterAll(async () => site?.stop());
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, waitForFleet, instanceStatus, runInstance, type Actors } from '#test/support/repair-steps.ts';
+import { expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { instanceStatus, readySite, runInstance, type Actors } from '#test/support/repair-steps.ts';
 
 // A tenant's power actions (docs/api.md "Power") on a local site: recorded, sent to the simulated agent, which records
 // them and can be told to fail them, and the outcome shown on the instance and in its machine's history.
@@ -19,9 +19,7 @@ cleanup_ms = 20
 let site: TestSite;
 let who: Actors;
 beforeAll(async () => {
-  site = await startTestSite({ config });
-  who = await actors(site);
-  await waitForFleet(site, who.admin, 4);
+  ({ site, who } = await readySite(4, { config }));
 });
 afterAll(async () => site?.stop());
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, waitForFleet, claimForRepair, repairRelease, reportIssue, setRepairStatus, type Actors } from '#test/support/repair-steps.ts';
+import { expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { claimForRepair, readySite, repairRelease, reportIssue, setRepairStatus, type Actors } from '#test/support/repair-steps.ts';
 
 // The org's repair tickets (docs/api.md "Repair tickets") on a local site: each report a tenant made, told from its
 // machine's history through repair and validation, newest first, paged, and no other org's.
@@ -22,9 +22,7 @@ max_fraction = 1
 let site: TestSite;
 let who: Actors;
 beforeAll(async () => {
-  site = await startTestSite({ config });
-  who = await actors(site);
-  await waitForFleet(site, who.admin, 4);
+  ({ site, who } = await readySite(4, { config }));
 });
 afterAll(async () => site?.stop());
 

@@ -1,5 +1,4 @@
 import { expect } from 'vitest';
-import type { LocalSiteOptions } from '#local/runner.ts';
 import { startTestSite, type TestSite } from './local-site.ts';
 
 // The steps of the repair workflow as a tenant, a repair tenant and an operator take them over HTTP.
@@ -22,7 +21,7 @@ export async function waitForFleet(site: TestSite, admin: string, count: number)
 }
 
 /** A test site (with `overrides` of its options) and its actors, once at least `count` machines are allocatable. */
-export async function readySite(count: number, overrides: Partial<LocalSiteOptions> = {}): Promise<{ site: TestSite; who: Actors }> {
+export async function readySite(count: number, overrides: Parameters<typeof startTestSite>[0] = {}): Promise<{ site: TestSite; who: Actors }> {
   const site = await startTestSite(overrides);
   const who = await actors(site);
   await waitForFleet(site, who.admin, count);
