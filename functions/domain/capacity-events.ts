@@ -1,5 +1,4 @@
-import { eventIdOf } from '#domain/events.ts';
-import { EVENT_VERSIONS } from '#domain/event-versions.ts';
+import { eventEntry, eventIdOf } from '#domain/events.ts';
 import { preventingSources } from '#domain/health.ts';
 import { MAINTENANCE_SOURCE } from '#domain/maintenance-waves.ts';
 import type { HistoryEntry, Instance, Machine } from '#domain/model.ts';
@@ -181,25 +180,8 @@ export function feedEntriesOf(
 /** The `CapacityDelivered` / `CapacityWithdrawn` event of an entry, carried by the machine's history (the outbox). */
 function capacityEvent(entry: CapacityFeedEntry): HistoryEntry {
   const type = entry.change === 'delivered' ? 'CapacityDelivered' : 'CapacityWithdrawn';
-  return {
-    machineId: entry.machineId,
-    at: entry.at,
-    actor: 'org-capacity',
-    action: 'event-emitted',
-    message: type,
-    event: {
-      type,
-      detail: {
-        version: EVENT_VERSIONS[type],
-        entryId: entry.id,
-        org: entry.org,
-        machineId: entry.machineId,
-        machineType: entry.machineType,
-        reason: entry.reason,
-        at: entry.at,
-      },
-    },
-  };
+  const { id: entryId, org, machineId, machineType, reason, at } = entry;
+  return eventEntry(machineId, 'org-capacity', type, at, { entryId, org, machineId, machineType, reason, at });
 }
 
 /** Entries of one page of an org's feed as read: those after `after`, up to the first missing number. */

@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
-import { EVENT_VERSIONS, type MachineEventType } from '#domain/event-versions.ts';
+import { EVENT_VERSIONS, type EventType, type MachineEventType } from '#domain/event-versions.ts';
 import type { HistoryEntry, Issue, Machine } from '#domain/model.ts';
+
+/**
+ * A history entry of `subject` that carries an event of `type`, at the version EVENT_VERSIONS gives it: committed with
+ * the change it reports, and published by the stream (see handlers/stream.ts).
+ */
+export function eventEntry(subject: string, actor: string, type: EventType, at: string, detail: Record<string, unknown>): HistoryEntry {
+  return { machineId: subject, at, actor, action: 'event-emitted', message: type, event: { type, detail: { version: EVENT_VERSIONS[type], ...detail } } };
+}
 
 /**
  * An event for repair automation, carried by a history entry so that it is committed in the same transaction as

@@ -1,4 +1,5 @@
-import { EVENT_VERSIONS, type MaintenanceEventType } from '#domain/event-versions.ts';
+import type { MaintenanceEventType } from '#domain/event-versions.ts';
+import { eventEntry } from '#domain/events.ts';
 import type { Maintenance } from '#domain/maintenance.ts';
 import type { HistoryEntry } from '#domain/model.ts';
 
@@ -6,24 +7,8 @@ import type { HistoryEntry } from '#domain/model.ts';
 // maintenance id), committed with the change it reports; the stream publishes it like any other event.
 
 export function maintenanceEvent(type: MaintenanceEventType, maintenance: Maintenance, at: string, extra: Record<string, unknown>): HistoryEntry {
-  return {
-    machineId: maintenance.id,
-    at,
-    actor: 'fleetward-maintenance',
-    action: 'event-emitted',
-    message: type,
-    event: {
-      type,
-      detail: {
-        version: EVENT_VERSIONS[type],
-        maintenanceId: maintenance.id,
-        kind: maintenance.kind,
-        category: maintenance.category,
-        at,
-        ...extra,
-      },
-    },
-  };
+  const { id: maintenanceId, kind, category } = maintenance;
+  return eventEntry(maintenanceId, 'fleetward-maintenance', type, at, { maintenanceId, kind, category, at, ...extra });
 }
 
 /** The same occurrence in one machine's history, so its history tells it too (published once, from the maintenance's). */

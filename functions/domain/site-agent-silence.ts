@@ -1,4 +1,4 @@
-import { EVENT_VERSIONS } from '#domain/event-versions.ts';
+import { eventEntry } from '#domain/events.ts';
 import type { HistoryEntry } from '#domain/model.ts';
 import { ageMs, iso } from '#domain/time.ts';
 
@@ -22,16 +22,6 @@ export function siteAgentSilence(site: string, lastRosterAt: string, now: Date, 
   const type = 'SiteAgentSilent';
   return {
     key: `${lastRosterAt}#agent-silent`,
-    entry: {
-      machineId: SITE_SUBJECT,
-      at,
-      actor: 'sweep',
-      action: 'event-emitted',
-      message: type,
-      event: {
-        type,
-        detail: { version: EVENT_VERSIONS[type], at, site, lastRosterAt, silentForSeconds: Math.floor(silentMs / 1000), timeoutSeconds },
-      },
-    },
+    entry: eventEntry(SITE_SUBJECT, 'sweep', type, at, { at, site, lastRosterAt, silentForSeconds: Math.floor(silentMs / 1000), timeoutSeconds }),
   };
 }
