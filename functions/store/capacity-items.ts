@@ -5,8 +5,9 @@ import { capacityShardOf } from '#domain/org-capacity.ts';
 import { keyHash } from '#store/key-hash.ts';
 
 // Keys and item shapes of a tenant org's capacity (domain/org-capacity.ts). A machine's node item stays at one key
-// whichever org has it; while an org has it, it is in the byOrg index under that org, ordered by counter shard and
-// machine id, so the org's node listing and a shard's recount are each one Query. An org's counter shards are read
+// whichever org has it; while an org has it, it is in the byOrg index under that org and its counter shard, ordered by
+// machine id: a shard's recount is one Query, the org's node listing reads the shards' partitions one after another,
+// and a large org's node changes spread over its shards' keys instead of taking one. An org's counter shards are read
 // by key (one batch read), and are in byKind under ORG-CAPACITY#<nn>, a partition chosen by the org: the sweep's list
 // of orgs to recount, read a partition each (orgs that start at once put their items in different partitions). An org's
 // capacity-events feed is one partition of the table ordered by `seq` (zero-padded), read strongly consistent.
@@ -24,8 +25,7 @@ const orgCapacityKindOf = (org: string): string => orgCapacityKinds[keyHash(org)
 export const capacityKeys = {
   node: (machineId: string) => ({ pk: `CAPACITY-NODE#${machineId}`, sk: '#NODE' }),
   shard: (org: string, shard: number) => ({ pk: `ORG-CAPACITY#${org}`, sk: shardKey(shard) }),
-  nodesOfOrg: (org: string) => `ORG#${org}#NODE`,
-  nodesOfShard: (shard: number) => `${shardKey(shard)}#`,
+  nodesOfShard: (org: string, shard: number) => `ORG#${org}#NODE#${shardKey(shard)}`,
   feedOf: (org: string) => `CAPACITY-FEED#${org}`,
   feedEntry: (org: string, seq: number) => ({ pk: capacityKeys.feedOf(org), sk: feedSk(seq) }),
 };
@@ -34,7 +34,7 @@ export const capacityKeys = {
 export const feedSk = (seq: number): string => String(seq).padStart(15, '0');
 
 export function capacityNodeItem(node: CapacityNode): Item {
-  const listed = node.entry ? { orgPk: capacityKeys.nodesOfOrg(node.entry.org), orgSk: `${shardKey(capacityShardOf(node.machineId))}#${node.machineId}` } : {};
+  const listed = node.entry ? { orgPk: capacityKeys.nodesOfShard(node.entry.org, capacityShardOf(node.machineId)), orgSk: node.machineId } : {};
   return { ...capacityKeys.node(node.machineId), entity: 'capacity-node', ...listed, ...node };
 }
 

@@ -805,16 +805,11 @@ export abstract class ItemStore implements FleetStore {
     return [...new Set(entries.map((item) => String(item.kindSk).split('#')[0]!))].sort();
   }
 
+  /** A shard's nodes, or every shard's one after another (shard, then machine id): a Query a partition. */
   async listCapacityNodes(org: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<CapacityNode>> {
-    const result = await this.queryItems(
-      {
-        index: indexes.byOrg,
-        partition: capacityKeys.nodesOfOrg(org),
-        ...(page.shard === undefined ? {} : { sort: { beginsWith: capacityKeys.nodesOfShard(page.shard) } }),
-        limit: page.limit,
-      },
-      page.nextToken,
-    );
+    const shards = page.shard === undefined ? Array.from({ length: ORG_CAPACITY_SHARDS }, (_, shard) => shard) : [page.shard];
+    const queries = shards.map((shard): ItemQuery => ({ index: indexes.byOrg, partition: capacityKeys.nodesOfShard(org, shard) }));
+    const result = await this.readInOrder(`capacity-nodes:${org}`, queries, page);
     return { items: result.items.map(fromCapacityNodeItem), nextToken: result.nextToken };
   }
 
