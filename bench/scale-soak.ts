@@ -4,6 +4,7 @@
 // reports API latency, reconcile lag (commit → reaction done), DynamoDB units per minute, and checks the
 // invariants at the end. Sizes come from the options (BENCH_SCALE_*, parts/scale.ts), so a test runs a small version.
 
+import { randomUUID } from 'node:crypto';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { startBenchSite, warnsOrFails } from './site.ts';
@@ -55,6 +56,8 @@ const RACK_SIZE = 20;
 const ORGS = 8;
 /** minNodes of the meta-instances, drawn in turn. */
 const META_SIZES = [1, 1, 2, 2, 4];
+/** How many times a call answered 503 `throttled` is sent (a loaded host can leave a handler short of its deadline). */
+const THROTTLED_TRIES = 5;
 /** An instance holds its machine in these; Terminated and Failed ones do not. */
 const HOLDING: ReadonlySet<Instance['status']> = new Set(['Provisioning', 'Ready', 'Repairing', 'Terminating']);
 
@@ -188,17 +191,29 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
 
     const latencies: Record<CallKind, number[]> = { create: [], release: [], list: [], get: [] };
     let measuring = false;
+    let throttled = 0;
+    // As a client should: a change carries an Idempotency-Key, and a 503 `throttled` is sent again with the same key
+    // after its Retry-After (which finds out whether the first went through). The latency is the whole call's.
     const call = async (kind: CallKind | undefined, method: string, path: string, token: string | undefined, body: unknown, expect: number[]) => {
       const started = performance.now();
-      const response = await fetch(`${site.url}${path}`, {
-        method,
-        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      const text = await response.text();
-      if (kind && measuring) latencies[kind].push(performance.now() - started);
-      if (!expect.includes(response.status)) throw new Error(`scale: ${method} ${path} answered ${response.status}: ${text}`);
-      return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+      const headers = {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
+      };
+      for (let tries = 1; ; tries++) {
+        const response = await fetch(`${site.url}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+        const text = await response.text();
+        const retryAfterS = Number(response.headers.get('retry-after'));
+        if (response.status === 503 && tries < THROTTLED_TRIES && Number.isFinite(retryAfterS) && text.includes('"throttled"')) {
+          throttled++;
+          await sleep(retryAfterS * 1000);
+          continue;
+        }
+        if (kind && measuring) latencies[kind].push(performance.now() - started);
+        if (!expect.includes(response.status)) throw new Error(`scale: ${method} ${path} answered ${response.status}: ${text}`);
+        return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+      }
     };
     const until = async <T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number, pollMs = 25): Promise<T> => {
       const deadline = Date.now() + timeoutMs;
@@ -456,6 +471,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       api: {
         calls: allCalls.length,
         creates_answered_no_capacity: noCapacity,
+        answered_throttled_then_retried: throttled,
         all: summarize(allCalls),
         ...Object.fromEntries(Object.entries(latencies).map(([kind, samples]) => [kind, summarize(samples)])),
       },
