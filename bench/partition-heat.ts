@@ -84,6 +84,8 @@ const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
   // Free machines of the shared pool are in the allocatable index under their type and rack (`ALLOC#<type>#<rack>`).
   'allocatable:ALLOC',
   'table:INSTANCE',
+  // A machine's capacity node (`CAPACITY-NODE#<machine id>`).
+  'table:CAPACITY-NODE',
   'table:META',
   'table:EVENT',
   'table:STALE-CHECK',

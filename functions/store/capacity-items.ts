@@ -7,8 +7,8 @@ import { keyHash } from '#store/key-hash.ts';
 // Keys and item shapes of a tenant org's capacity (domain/org-capacity.ts). A machine's node item stays at one key
 // whichever org has it; while an org has it, it is in the byOrg index under that org and its counter shard, ordered by
 // machine id: a shard's recount is one Query, the org's node listing reads the shards' partitions one after another,
-// and a large org's node changes spread over its shards' keys instead of taking one. An org's counter shards are read
-// by key (one batch read), and are in byKind under ORG-CAPACITY#<nn>, a partition chosen by the org: the sweep's list
+// and a large org's node changes spread over its shards' keys instead of taking one. An org's counter shards, a
+// partition each, are read by key (one batch read), and are in byKind under ORG-CAPACITY#<nn>, a partition chosen by the org: the sweep's list
 // of orgs to recount, read a partition each (orgs that start at once put their items in different partitions). An org's
 // capacity-events feed is one partition of the table ordered by `seq` (zero-padded), read strongly consistent.
 
@@ -24,7 +24,8 @@ const orgCapacityKindOf = (org: string): string => orgCapacityKinds[keyHash(org)
 
 export const capacityKeys = {
   node: (machineId: string) => ({ pk: `CAPACITY-NODE#${machineId}`, sk: '#NODE' }),
-  shard: (org: string, shard: number) => ({ pk: `ORG-CAPACITY#${org}`, sk: shardKey(shard) }),
+  /** A key each: an org's machines changing together move all of its shards, and one partition would take every write. */
+  shard: (org: string, shard: number) => ({ pk: `ORG-CAPACITY#${org}#${shardKey(shard)}`, sk: '#SHARD' }),
   nodesOfShard: (org: string, shard: number) => `ORG#${org}#NODE#${shardKey(shard)}`,
   feedOf: (org: string) => `CAPACITY-FEED#${org}`,
   feedEntry: (org: string, seq: number) => ({ pk: capacityKeys.feedOf(org), sk: feedSk(seq) }),

@@ -17,6 +17,12 @@ import type { Reservation } from '#domain/reservations.ts';
 // item is in a sparse index exactly while its state says it belongs there; `dueAt` is given by the store's owner,
 // from the reconcilers' due rules (DueTimes in port.ts; functions/reconcilers/registry.ts).
 
+/**
+ * Each of the site's own items under a key of its own: they are written by different work (registration, the roster,
+ * the replacement cap, the sweep's lease), and sharing one partition key would add all of their writes up on it.
+ */
+const siteItem = (name: string) => ({ pk: `SITE#${name}`, sk: `#${name}` });
+
 export const keys = {
   machine: (id: string) => ({ pk: `MACHINE#${id}`, sk: '#MACHINE' }),
   instance: (id: string) => ({ pk: `INSTANCE#${id}`, sk: '#INSTANCE' }),
@@ -37,15 +43,15 @@ export const keys = {
   staleCheck: (id: string) => ({ pk: `STALE-CHECK#${id}`, sk: '#STALE-CHECK' }),
   maintenance: (id: string) => ({ pk: `MAINTENANCE#${id}`, sk: '#MAINTENANCE' }),
   reservation: (id: string) => ({ pk: `RESERVATION#${id}`, sk: '#RESERVATION' }),
-  siteOpenMaintenances: { pk: 'SITE', sk: 'MAINTENANCE' },
-  siteHeartbeat: { pk: 'SITE', sk: 'HEARTBEAT' },
-  siteRosterDigests: { pk: 'SITE', sk: 'ROSTER' },
-  siteCatalog: { pk: 'SITE', sk: 'CATALOG' },
-  siteSafety: { pk: 'SITE', sk: 'SAFETY' },
-  siteReplacements: { pk: 'SITE', sk: 'REPLACEMENTS' },
-  siteLease: (name: string) => ({ pk: 'SITE', sk: `LEASE#${name}` }),
+  siteOpenMaintenances: siteItem('MAINTENANCE'),
+  siteHeartbeat: siteItem('HEARTBEAT'),
+  siteRosterDigests: siteItem('ROSTER'),
+  siteCatalog: siteItem('CATALOG'),
+  siteSafety: siteItem('SAFETY'),
+  siteReplacements: siteItem('REPLACEMENTS'),
+  siteLease: (name: string) => siteItem(`LEASE#${name}`),
   /** How far the sweep's outbox fallback has looked (domain/outbox.ts). */
-  siteOutboxCursor: { pk: 'SITE', sk: 'OUTBOX-CURSOR' },
+  siteOutboxCursor: siteItem('OUTBOX-CURSOR'),
   /**
    * One type's racks, a partition per counter item (`counterItemOf`): a fleet-wide change rewrites every rack, and
    * these spread its writes over every counter item's key instead of one per type. The sweep recounts a shard by

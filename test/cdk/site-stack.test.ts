@@ -3,6 +3,7 @@ import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entityOfRecord, eventOfRecord } from '#handlers/stream.ts';
 import { idempotencyTableDefinition, tableDefinition } from '#store/table.ts';
+import { keys } from '#store/items.ts';
 import { apiRouteSpecs, ROUTE_GROUPS } from '#lib/api-routes.ts';
 import { handlerEntry } from '#lib/fleetward-function.ts';
 import type { SiteStack } from '#lib/site-stack.ts';
@@ -351,8 +352,8 @@ describe('stream reactions', () => {
       [`${name} instance`, record(name, 'INSTANCE#i1', '#INSTANCE')],
       [`${name} meta-instance`, record(name, 'META#x1', '#META')],
       [`${name} tenant`, record(name, 'TENANT#acme', '#TENANT')],
-      [`${name} heartbeat roster`, record(name, 'SITE', 'HEARTBEAT')],
-      [`${name} roster digests`, record(name, 'SITE', 'ROSTER')],
+      [`${name} site heartbeat`, record(name, keys.siteHeartbeat.pk, keys.siteHeartbeat.sk)],
+      [`${name} roster digests`, record(name, keys.siteRosterDigests.pk, keys.siteRosterDigests.sk)],
       [`${name} roster bucket`, record(name, 'ROSTER#07', '#ROSTER')],
       [`${name} stale check`, record(name, 'STALE-CHECK#site', '#STALE-CHECK')],
       [`${name} site history with event`, record(name, 'SITE', 'HISTORY#2025#agent-silent', event)],

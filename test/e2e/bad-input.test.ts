@@ -22,11 +22,11 @@ import { difference, snapshot, unchanged, type Snapshot } from '#test/support/ta
 // `invalid-json`, 413 for an oversized body), never a 5xx, and changes nothing. Every case below dumps the site's
 // table (and its idempotency table) before and after the request and requires them identical.
 //
-// What the comparison leaves out, and why: only the SITE/HEARTBEAT item. The simulated site agent keeps beating
+// What the comparison leaves out, and why: only the SITE#HEARTBEAT item. The simulated site agent keeps beating
 // (the site stays realistic, and machines stay allocatable so a wrongly accepted create WOULD succeed and show up);
 // a beat with an unchanged roster rewrites nothing but that one item's `rosterSeenAt`, every timeout/3. The roster
 // never changes in this file, so machine items are not touched by heartbeats and are compared in full, as are the
-// catalog (SITE/CATALOG), instances, meta-instances, tenants and history entries.
+// catalog (SITE#CATALOG), instances, meta-instances, tenants and history entries.
 
 const routeTable: readonly Route[] = routes;
 

@@ -3,7 +3,7 @@ import { keys } from '#store/items.ts';
 import { SWEEP_LEASE } from '#reconcilers/sweep.ts';
 import { scanTable, type TestSite } from './local-site.ts';
 
-// A dump of a site's tables, to show that a request changed nothing. It leaves out only SITE/HEARTBEAT (the
+// A dump of a site's tables, to show that a request changed nothing. It leaves out only SITE#HEARTBEAT (the
 // simulated agent keeps beating, and a beat with an unchanged roster rewrites nothing but that item's time), the
 // sweep's lease (every run takes it and gives it back, whatever it finds) and the outbox fallback's cursor (every run
 // moves it on as time passes).
