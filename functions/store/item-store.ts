@@ -61,11 +61,13 @@ import {
   reservationsOfOrg,
   reservedPoolPartition,
   machineKind,
+  instanceListingPartitions,
 } from '#store/items.ts';
 import type { Reservation } from '#domain/reservations.ts';
 import type { OutboxWindow } from '#domain/outbox.ts';
 import {
   decodeMergedPageToken,
+  decodePageToken,
   decodeSequencePageToken,
   encodeMergedPageToken,
   encodePageToken,
@@ -191,6 +193,15 @@ export const keyAttributesOf = (query: Pick<ItemQuery, 'index'>): string[] => (q
 export const sortAttributeOf = (query: Pick<ItemQuery, 'index'>): string => query.index?.sk ?? 'sk';
 export const partitionAttributeOf = (query: Pick<ItemQuery, 'index'>): string => query.index?.pk ?? 'pk';
 
+/** Order within the query's partition: by its sort key, ties by the table key; descending when asked. */
+export function compareByQuery(query: Pick<ItemQuery, 'index' | 'descending'>, a: Item, b: Item): number {
+  const sort = sortAttributeOf(query);
+  const ascending = compareStrings(a[sort], b[sort]) || compareStrings(a.pk, b.pk) || compareStrings(a.sk, b.sk);
+  return query.descending ? -ascending : ascending;
+}
+
+const compareStrings = (a: unknown, b: unknown): number => (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0);
+
 /** The writes of one decision, history included; over the transaction limit is a bug, not a lost race. */
 export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTimes): ItemWrite[] {
   const writes: ItemWrite[] = [];
@@ -249,15 +260,6 @@ const lastKeyToken = (query: ItemQuery, last: Item): string | null =>
 
 /** What a partition read to its end gives. */
 const NOTHING_LEFT: ItemPage = { items: [] };
-
-/** Due entries in time order, ties by table key: the order one partition of the index holds them in. */
-const compareDueEntries = (a: Item, b: Item): number => {
-  for (const name of [indexes.due.sk, 'pk', 'sk']) {
-    const [x, y] = [String(a[name]), String(b[name])];
-    if (x !== y) return x < y ? -1 : 1;
-  }
-  return 0;
-};
 
 const catalogOf = (item: Item | undefined): Catalog => (item ? { types: item.types as Catalog['types'], version: item.version as number } : emptyCatalog());
 
@@ -594,17 +596,11 @@ export abstract class ItemStore implements FleetStore {
     return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
   }
 
+  /** Every one of the org's listing shards (instanceListingPartitions), merged newest first. */
   async listInstances(org: string, page: PageRequest & { status?: string | undefined }): Promise<Page<Instance>> {
-    const result = await this.queryItems(
-      {
-        index: indexes.byOrg,
-        partition: `ORG#${org}#INSTANCE`,
-        descending: true,
-        limit: page.limit,
-        ...(page.status ? { where: { attribute: 'status', equals: page.status } } : {}),
-      },
-      page.nextToken,
-    );
+    const where = page.status ? { where: { attribute: 'status', equals: page.status } } : {};
+    const queries = instanceListingPartitions(org).map((partition): ItemQuery => ({ index: indexes.byOrg, partition, descending: true, ...where }));
+    const result = await this.readMerged(JSON.stringify(['instances', org, page.status ?? null]), queries, page);
     return { items: result.items.map(fromInstanceItem), nextToken: result.nextToken };
   }
 
@@ -712,7 +708,8 @@ export abstract class ItemStore implements FleetStore {
       page.shard === undefined ? Array.from({ length: SUMMARY_SHARDS * COUNTER_ITEMS_PER_SHARD }, (_, i) => i) : counterItemsOfShard(page.shard);
     // Recounting a shard must see every rack write its counters already hold.
     const queries: ItemQuery[] = counterItems.map((item) => ({ partition: summaryRackPartition(machineType, item), consistent: page.shard !== undefined }));
-    const cursors = decodeMergedPageToken(page.nextToken, queries.length);
+    const rackScope = JSON.stringify(['racks', machineType, page.shard ?? null]);
+    const cursors = decodeMergedPageToken(rackScope, page.nextToken, queries.length);
     const items: Item[] = [];
     const open = queries.flatMap((_, at) => (cursors[at] === 'done' ? [] : [at]));
     while (items.length < page.limit && open.length > 0) {
@@ -730,37 +727,15 @@ export abstract class ItemStore implements FleetStore {
           taken.length < found.items.length && last ? encodePageToken(listingOf(queries[at]!), { pk: last.pk, sk: last.sk })! : (found.nextToken ?? 'done');
       }
     }
-    return { items: items.map(fromRackAggregateItem), nextToken: encodeMergedPageToken(cursors) };
+    return { items: items.map(fromRackAggregateItem), nextToken: encodeMergedPageToken(rackScope, cursors) };
   }
 
-  /**
-   * Costs what is due, not what the fleet holds: one Query of each due shard (keys only), merged by due time. Each
-   * shard is read up to the page's limit, so the earliest `limit` of them all are among what was read; the token
-   * holds where each shard stands.
-   */
+  /** Costs what is due, not what the fleet holds: one Query of each due shard (keys only), merged by due time. */
   async dueEntities(now: Date, page: PageRequest): Promise<Page<DueEntry>> {
     const sort = { atMost: now.toISOString() };
-    const queries: ItemQuery[] = duePartitions.map((partition) => ({ index: indexes.due, partition, sort, limit: page.limit, entriesOnly: true }));
-    const cursors = decodeMergedPageToken(page.nextToken, queries.length);
-    const pages = await Promise.all(
-      queries.map((query, shard) => {
-        const cursor = cursors[shard];
-        return cursor === 'done' ? NOTHING_LEFT : this.queryItems(query, cursor ?? undefined);
-      }),
-    );
-    const read = pages.flatMap((found, shard) => found.items.map((entry) => ({ entry, shard })));
-    const taken = read.sort((a, b) => compareDueEntries(a.entry, b.entry)).slice(0, page.limit);
-    const next = cursors.map((cursor, shard): PartitionCursor => {
-      if (cursor === 'done') return cursor;
-      const mine = taken.filter((t) => t.shard === shard);
-      const found = pages[shard]!;
-      if (mine.length === found.items.length && !found.nextToken) return 'done';
-      const last = mine.at(-1)?.entry;
-      if (!last) return cursor;
-      const query = queries[shard]!;
-      return encodePageToken(listingOf(query), Object.fromEntries(keyAttributesOf(query).map((name) => [name, last[name]]))) ?? null;
-    });
-    return { items: taken.map((t) => dueEntryOf(t.entry)), nextToken: encodeMergedPageToken(next) };
+    const queries = duePartitions.map((partition): ItemQuery => ({ index: indexes.due, partition, sort, entriesOnly: true }));
+    const result = await this.readMerged('due', queries, page);
+    return { items: result.items.map(dueEntryOf), nextToken: result.nextToken };
   }
 
   async getCapacityItems(ids: CapacityItemIds): Promise<CapacityItems> {
@@ -826,6 +801,40 @@ export abstract class ItemStore implements FleetStore {
   async capacityFeedAfter(org: string, after: number, limit: number): Promise<CapacityFeedEntry[]> {
     const page = await this.queryItems({ partition: capacityKeys.feedOf(org), sort: { atLeast: feedSk(after + 1) }, limit, consistent: true });
     return page.items.map(fromCapacityFeedItem);
+  }
+
+  /**
+   * Partitions of one listing read side by side and merged in their sort key's order (their queries' direction, ties
+   * by table key): each is read up to the page's limit, all at once, and the page is the first `limit` of what came
+   * back. A partition that stopped short of its limit with more to read (a filter left items out, or DynamoDB's 1 MB
+   * a page) has read only up to where it stopped: nothing past that is taken from any partition, since its unread
+   * items may come before them. So a page may come back short, even empty, with a token; the token holds where each
+   * partition stands, and each page moves at least the partition that stopped first on.
+   */
+  private async readMerged(scope: string, queries: readonly ItemQuery[], page: PageRequest): Promise<ItemPage> {
+    const cursors = decodeMergedPageToken(scope, page.nextToken, queries.length);
+    const pages = await Promise.all(
+      queries.map((query, at) => {
+        const cursor = cursors[at];
+        return cursor === 'done' ? NOTHING_LEFT : this.queryItems({ ...query, limit: page.limit }, cursor ?? undefined);
+      }),
+    );
+    const order = (a: Item, b: Item) => compareByQuery(queries[0]!, a, b);
+    const stops = pages.flatMap((found, at) => (found.nextToken ? [decodePageToken(listingOf(queries[at]!), found.nextToken)] : []));
+    const readUpTo = (item: Item) => stops.every((stop) => order(item, stop) <= 0);
+    const read = pages.flatMap((found, at) => found.items.map((item) => ({ item, at })));
+    const taken = read
+      .filter(({ item }) => readUpTo(item))
+      .sort((a, b) => order(a.item, b.item))
+      .slice(0, page.limit);
+    const next = cursors.map((cursor, at): PartitionCursor => {
+      if (cursor === 'done') return cursor;
+      const found = pages[at]!;
+      const mine = taken.filter((t) => t.at === at).length;
+      if (mine === found.items.length) return found.nextToken ?? 'done';
+      return mine === 0 ? cursor : lastKeyToken(queries[at]!, found.items[mine - 1]!);
+    });
+    return { items: taken.map((t) => t.item), nextToken: encodeMergedPageToken(scope, next) };
   }
 
   /**

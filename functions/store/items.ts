@@ -85,6 +85,17 @@ export const duePartitions: readonly string[] = Array.from({ length: DUE_SHARDS 
 /** By the record's partition key: the same record always lands in the same shard. */
 export const duePartitionOf = (pk: string): string => duePartitions[keyHash(pk) % DUE_SHARDS]!;
 
+/**
+ * An org's instance listing (byOrg, newest first) in INSTANCE_LISTING_SHARDS partitions, chosen by a hash of the
+ * instance's id: every change of an instance rewrites its entry (the index projects the whole item), and one key per
+ * org took every change of a large tenant's instances. A listing reads every shard of the org and merges them.
+ */
+export const INSTANCE_LISTING_SHARDS = 16;
+export const instanceListingPartitions = (org: string): string[] =>
+  Array.from({ length: INSTANCE_LISTING_SHARDS }, (_, shard) => `ORG#${org}#INSTANCE#${shardKey(shard)}`);
+export const instanceListingPartitionOf = (org: string, instanceId: string): string =>
+  `ORG#${org}#INSTANCE#${shardKey(keyHash(instanceId) % INSTANCE_LISTING_SHARDS)}`;
+
 const dueAttributes = (pk: string, dueAt: string | undefined): Item => (dueAt ? { duePk: duePartitionOf(pk), dueAt } : {});
 /**
  * Machines are in byKind under their rack: a registration writes a rack's machines together, and one kind for the
@@ -180,7 +191,7 @@ export function instanceItem(instance: Instance, dueAt: string | undefined): Ite
   return {
     ...keys.instance(instance.id),
     entity: 'instance',
-    orgPk: `ORG#${instance.org}#INSTANCE`,
+    orgPk: instanceListingPartitionOf(instance.org, instance.id),
     orgSk: `${instance.createdAt}#${instance.id}`,
     ...dueAttributes(keys.instance(instance.id).pk, dueAt),
     ...(instance.replacement && instance.status === 'Provisioning' ? { replacingPk: 'REPLACING', replacingSk: `${instance.createdAt}#${instance.id}` } : {}),

@@ -6,6 +6,7 @@ import {
   keyAttributesOf,
   partitionAttributeOf,
   sortAttributeOf,
+  compareByQuery,
   type Item,
   type ItemPage,
   type ItemRead,
@@ -208,15 +209,6 @@ function satisfies(value: string, condition: SortCondition | undefined): boolean
   if ('atLeast' in condition) return value >= condition.atLeast;
   return value.startsWith(condition.beginsWith);
 }
-
-/** Order within the query's partition: by its sort key, ties by the table key; descending when asked. */
-function compareByQuery(query: ItemQuery, a: Record<string, unknown>, b: Record<string, unknown>): number {
-  const sort = sortAttributeOf(query);
-  const ascending = compareStrings(a[sort], b[sort]) || compareStrings(a.pk, b.pk) || compareStrings(a.sk, b.sk);
-  return query.descending ? -ascending : ascending;
-}
-
-const compareStrings = (a: unknown, b: unknown): number => (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0);
 
 /** What the document client's marshalling (removeUndefinedValues) leaves of a value. */
 function withoutUndefined(value: unknown): unknown {

@@ -83,17 +83,19 @@ export type PartitionCursor = string | null | 'done';
 
 /**
  * A page token of a listing merged from `count` partitions: one cursor per partition, each a page token of that
- * partition's own listing (checked by decodePageToken when it is used).
+ * partition's own listing (checked by decodePageToken when it is used), bound to the listing's scope, so that another
+ * such listing's token (another org's, another filter's) is refused even where its cursors name no key.
  */
-export function encodeMergedPageToken(cursors: readonly PartitionCursor[]): string | undefined {
+export function encodeMergedPageToken(scope: string, cursors: readonly PartitionCursor[]): string | undefined {
   if (cursors.every((cursor) => cursor === 'done')) return undefined;
-  return Buffer.from(JSON.stringify({ cursors })).toString('base64url');
+  return Buffer.from(JSON.stringify({ scope, cursors })).toString('base64url');
 }
 
-export function decodeMergedPageToken(token: string | undefined, count: number): PartitionCursor[] {
+export function decodeMergedPageToken(scope: string, token: string | undefined, count: number): PartitionCursor[] {
   if (token === undefined) return Array.from({ length: count }, () => null);
   const decoded = parseToken(token);
-  if (!isRecord(decoded) || !hasExactly(decoded, ['cursors'])) throw invalidPageToken('not a page token');
+  if (!isRecord(decoded) || !hasExactly(decoded, ['scope', 'cursors'])) throw invalidPageToken('not a page token');
+  if (decoded.scope !== scope) throw invalidPageToken('issued by another listing');
   const cursors = decoded.cursors;
   const valid = (cursor: unknown) => cursor === null || (typeof cursor === 'string' && cursor !== '');
   if (!Array.isArray(cursors) || cursors.length !== count || !cursors.every(valid)) throw invalidPageToken('not a token of this listing');

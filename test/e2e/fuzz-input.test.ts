@@ -243,6 +243,7 @@ function defectsOf(route: Route, values: Values): Defect[] {
 /** The token's own listing with a key no listing issues: only the strict key check can refuse these. */
 function tamperedKey(token: string): fc.Arbitrary<string> {
   const decoded = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  if ('cursors' in decoded) return tamperedMerged(decoded);
   if ('scope' in decoded) return tamperedSequence(decoded);
   const { listing, key } = decoded as { listing: string; key: Record<string, unknown> };
   const names = Object.keys(key);
@@ -276,6 +277,33 @@ function tamperedSequence({ scope, partition, token: inner }: { scope: string; p
         badPartition,
         tamperedKey(inner).map((t) => sequence(partition, t)),
       );
+}
+
+/**
+ * A token of a listing merged from partitions (GET .../instance, its org's listing shards side by side): a shard's
+ * inner token tampered as any other or moved to another shard's place, or the cursors or the scope not the listing's.
+ */
+function tamperedMerged({ scope, cursors }: { scope: string; cursors: Array<string | null> }): fc.Arbitrary<string> {
+  const merged = (s: unknown, c: unknown) => b64(JSON.stringify({ scope: s, cursors: c }));
+  const replaced = (at: number, cursor: string) => cursors.map((c, i) => (i === at ? cursor : c));
+  const begun = cursors.flatMap((cursor, at) => (cursor !== null && cursor !== 'done' ? [at] : []));
+  return fc.oneof(
+    fc.constantFrom<unknown>('', `${scope}x`, null, 7).map((s) => merged(s, cursors)),
+    fc
+      .constantFrom<unknown>(
+        cursors.slice(1),
+        [...cursors, null],
+        cursors.map(() => 7),
+        'x',
+      )
+      .map((c) => merged(scope, c)),
+    fc.constantFrom(...begun).chain((at) =>
+      fc.oneof(
+        tamperedKey(cursors[at]!).map((t) => merged(scope, replaced(at, t))),
+        fc.constant(merged(scope, replaced((at + 1) % cursors.length, cursors[at]!))),
+      ),
+    ),
+  );
 }
 
 const parsesAsJson = (text: string) => {

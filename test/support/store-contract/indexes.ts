@@ -298,9 +298,13 @@ export function indexesContract(kit: ContractKit): void {
       expect((await fresh.dueEntities(addMs(at(0), 10_500), { limit: 100 })).items.map((ref) => ref.id)).toEqual(ids.slice(0, 10));
 
       const first = await fresh.dueEntities(now, { limit: 6 });
-      const cursors = JSON.parse(Buffer.from(first.nextToken!, 'base64url').toString('utf8')).cursors as Array<string | null>;
-      const tampered = (edit: (all: Array<string | null>) => unknown) => Buffer.from(JSON.stringify({ cursors: edit([...cursors]) })).toString('base64url');
-      for (const token of ['garbage', tampered((all) => all.slice(1)), tampered((all) => all.map(() => 7))]) {
+      const issued = JSON.parse(Buffer.from(first.nextToken!, 'base64url').toString('utf8')) as { scope: string; cursors: Array<string | null> };
+      const cursors = issued.cursors;
+      const rebuilt = (token: unknown) => Buffer.from(JSON.stringify(token)).toString('base64url');
+      const tampered = (edit: (all: Array<string | null>) => unknown) => rebuilt({ ...issued, cursors: edit([...cursors]) });
+      const unscoped = rebuilt({ cursors });
+      const rescoped = rebuilt({ ...issued, scope: 'instances' });
+      for (const token of ['garbage', tampered((all) => all.slice(1)), tampered((all) => all.map(() => 7)), unscoped, rescoped]) {
         await expect(fresh.dueEntities(now, { limit: 6, nextToken: token })).rejects.toMatchObject({ status: 422, code: 'invalid-page-token' });
       }
       // A shard's cursor moved to another shard is no token of that shard's listing.

@@ -3,6 +3,7 @@ import type { HistoryEntry, InstanceStatus, Machine } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
 import type { FleetStore } from '#store/port.ts';
+import { INSTANCE_LISTING_SHARDS, instanceListingPartitionOf } from '#store/items.ts';
 import { aRepairRequest, T0 } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';
 
@@ -67,6 +68,79 @@ export function listingsContract(kit: ContractKit): void {
 
     it('an unknown org has nothing', async () => {
       expect(await kit.store.listInstances('nobody', { limit: 50 })).toEqual({ items: [], nextToken: undefined });
+    });
+
+    describe("over the org's listing shards", () => {
+      const spread = 'shard-org';
+      // Two by two at the same instant: the id orders those. Every third one Terminated, to filter on.
+      const created = Array.from({ length: 40 }, (_, n) => ({ id: `ls-${String(n).padStart(2, '0')}`, ms: Math.floor(n / 2) * 1_000, n }));
+      const status = (n: number): InstanceStatus => (n % 3 === 0 ? 'Terminated' : 'Ready');
+      const newest = [...created].reverse().map((c) => c.id);
+
+      beforeAll(async () => {
+        for (const chunk of [created.slice(0, 20), created.slice(20)]) {
+          const instances = chunk.map(({ id, ms, n }) => create(instance(id, { org: spread, status: status(n), createdAt: iso(at(ms)) })));
+          await kit.store.commit({ instances, history: [] });
+        }
+      });
+
+      async function pagesOf(page: { limit: number; status?: string }) {
+        const pages: string[][] = [];
+        let nextToken: string | undefined;
+        do {
+          const result = await kit.store.listInstances(spread, { ...page, nextToken });
+          expect(result.items.length).toBeLessThanOrEqual(page.limit);
+          pages.push(result.items.map((i) => i.id));
+          nextToken = result.nextToken;
+        } while (nextToken && pages.length < 100);
+        return { pages, nextToken };
+      }
+
+      it('are many partitions, one per hash of the id', () => {
+        const partitions = new Set(created.map((c) => instanceListingPartitionOf(spread, c.id)));
+        expect(partitions.size).toBeGreaterThan(INSTANCE_LISTING_SHARDS / 2);
+        expect(instanceListingPartitionOf(spread, 'ls-07')).toBe(instanceListingPartitionOf(spread, 'ls-07'));
+      });
+
+      it('merged newest first (ties by id), in full pages, the last without a token', async () => {
+        expect((await kit.store.listInstances(spread, { limit: 500 })).items.map((i) => i.id)).toEqual(newest);
+        const { pages, nextToken } = await pagesOf({ limit: 7 });
+        expect(nextToken).toBeUndefined();
+        expect(pages.flat()).toEqual(newest);
+        expect(pages.slice(0, -1).every((ids) => ids.length === 7)).toBe(true);
+      });
+
+      it('filtered, every match once and in order, in a bounded number of pages', async () => {
+        const terminated = newest.filter((id) => status(Number(id.slice(3))) === 'Terminated');
+        for (const limit of [1, 2, 3]) {
+          const { pages, nextToken } = await pagesOf({ limit, status: 'Terminated' });
+          expect(nextToken).toBeUndefined();
+          expect(pages.flat()).toEqual(terminated);
+          expect(pages.length).toBeLessThanOrEqual(created.length);
+        }
+      });
+
+      it("a shard whose page the filter emptied holds back other shards' older matches: it has read only so far", async () => {
+        const org = 'held-back-org';
+        const ids = Array.from({ length: 200 }, (_, n) => `hb-${n}`);
+        const [first, second] = ids.filter((id) => instanceListingPartitionOf(org, id) === instanceListingPartitionOf(org, ids[0]!));
+        const other = ids.find((id) => instanceListingPartitionOf(org, id) !== instanceListingPartitionOf(org, ids[0]!))!;
+        // One shard: a newest Ready, then a Terminated; another shard: an older Terminated.
+        const placed = [
+          { id: first!, status: 'Ready' as const, ms: 3_000 },
+          { id: second!, status: 'Terminated' as const, ms: 2_000 },
+          { id: other, status: 'Terminated' as const, ms: 1_000 },
+        ];
+        await kit.store.commit({ instances: placed.map((p) => create(instance(p.id, { org, status: p.status, createdAt: iso(at(p.ms)) }))), history: [] });
+        const listed: string[] = [];
+        let nextToken: string | undefined;
+        do {
+          const page = await kit.store.listInstances(org, { limit: 1, status: 'Terminated', nextToken });
+          listed.push(...page.items.map((i) => i.id));
+          nextToken = page.nextToken;
+        } while (nextToken && listed.length < 10);
+        expect(listed).toEqual([second, other]);
+      });
     });
   });
 
@@ -239,11 +313,19 @@ export function listingsContract(kit: ContractKit): void {
 
   describe('page tokens', () => {
     const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
-    const tokenParts = (token: string) => JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { listing: string; key: Record<string, unknown> };
+    const parts = (token: string) => JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Record<string, unknown>;
+    type Merged = { scope: string; cursors: Array<string | null> };
+    /** An instance listing's token (one cursor per listing shard) with `edit` applied to the key of each shard it stands in. */
     const reissued = (token: string, key: (k: Record<string, unknown>) => unknown) => {
-      const parts = tokenParts(token);
-      return b64({ ...parts, key: key(parts.key) });
+      const merged = parts(token) as Merged;
+      const inner = (cursor: string | null) => {
+        if (cursor === null || cursor === 'done') return cursor;
+        const { listing, key: k } = parts(cursor) as { listing: string; key: Record<string, unknown> };
+        return b64({ listing, key: key(k) });
+      };
+      return b64({ ...merged, cursors: merged.cursors.map(inner) });
     };
+    const restructured = (token: string, edit: (merged: Merged) => unknown) => b64(edit(parts(token) as Merged));
     let tokens: { orgA: string; orgB: string; history: string; machines: string };
 
     beforeAll(async () => {
@@ -317,10 +399,27 @@ export function listingsContract(kit: ContractKit): void {
       { name: 'a key value over 1024 bytes', key: (k: Record<string, unknown>) => ({ ...k, orgSk: 'x'.repeat(1025) }) },
       { name: 'an extra attribute', key: (k: Record<string, unknown>) => ({ ...k, kind: 'MACHINE' }) },
       { name: 'a missing attribute', key: ({ orgSk: _dropped, ...k }: Record<string, unknown>) => k },
-      { name: "another org's partition", key: (k: Record<string, unknown>) => ({ ...k, orgPk: 'ORG#pt-b#INSTANCE' }) },
+      { name: "another org's partition", key: (k: Record<string, unknown>) => ({ ...k, orgPk: String(k.orgPk).replace('#pt-a#', '#pt-b#') }) },
       { name: 'a key that is a list', key: (k: Record<string, unknown>) => Object.values(k) },
     ])('a tampered key in a genuine token is refused: $name', async ({ key }) => {
       await refusal(kit.store.listInstances('pt-a', { limit: 1, nextToken: reissued(tokens.orgA, key) }));
+    });
+
+    it.each([
+      { name: 'a cursor fewer', edit: (m: Merged) => ({ ...m, cursors: m.cursors.slice(1) }) },
+      { name: 'a cursor that is a number', edit: (m: Merged) => ({ ...m, cursors: m.cursors.map((c) => (c === null ? 7 : c)) }) },
+      { name: 'a cursor that is empty', edit: (m: Merged) => ({ ...m, cursors: m.cursors.map((c) => (c === null ? '' : c)) }) },
+      { name: 'no scope', edit: ({ cursors }: Merged) => ({ cursors }) },
+      { name: 'the scope of another org', edit: (m: Merged) => ({ ...m, scope: m.scope.replace('pt-a', 'pt-b') }) },
+      {
+        name: "a shard's cursor in another shard's place",
+        edit: (m: Merged) => {
+          const from = m.cursors.findIndex((c) => c !== null && c !== 'done');
+          return { ...m, cursors: m.cursors.map((c, shard) => (shard === (from + 1) % m.cursors.length ? m.cursors[from] : c)) };
+        },
+      },
+    ])('a genuine token rebuilt is refused: $name', async ({ edit }) => {
+      await refusal(kit.store.listInstances('pt-a', { limit: 1, nextToken: restructured(tokens.orgA, edit) }));
     });
   });
 }
