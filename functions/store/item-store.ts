@@ -61,7 +61,9 @@ import {
   reservationsOfOrg,
   reservedPoolPartition,
   machineKind,
-  instanceListingPartitions,
+  instanceListing,
+  listingPartitions,
+  META_LISTING,
 } from '#store/items.ts';
 import type { Reservation } from '#domain/reservations.ts';
 import type { OutboxWindow } from '#domain/outbox.ts';
@@ -504,11 +506,15 @@ export abstract class ItemStore implements FleetStore {
     return (await this.allItems({ partition: quotaPartition(org), consistent: true })).map(fromQuotaUsageItem);
   }
 
+  /** An org's, one partition; every org's, the listing shards (listingPartitions) merged newest first. */
   async listMetaInstances(org: string | null, page: PageRequest): Promise<Page<MetaInstance>> {
-    const result = await this.queryItems(
-      { index: org ? indexes.byOrg : indexes.byKind, partition: org ? `ORG#${org}#META` : 'META', descending: true, limit: page.limit },
-      page.nextToken,
-    );
+    const result = org
+      ? await this.queryItems({ index: indexes.byOrg, partition: `ORG#${org}#META`, descending: true, limit: page.limit }, page.nextToken)
+      : await this.readMerged(
+          'meta-instances',
+          listingPartitions(META_LISTING).map((partition): ItemQuery => ({ index: indexes.byKind, partition, descending: true })),
+          page,
+        );
     return { items: result.items.map(fromMetaInstanceItem), nextToken: result.nextToken };
   }
 
@@ -596,10 +602,10 @@ export abstract class ItemStore implements FleetStore {
     return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
   }
 
-  /** Every one of the org's listing shards (instanceListingPartitions), merged newest first. */
+  /** Every one of the org's listing shards (listingPartitions), merged newest first. */
   async listInstances(org: string, page: PageRequest & { status?: string | undefined }): Promise<Page<Instance>> {
     const where = page.status ? { where: { attribute: 'status', equals: page.status } } : {};
-    const queries = instanceListingPartitions(org).map((partition): ItemQuery => ({ index: indexes.byOrg, partition, descending: true, ...where }));
+    const queries = listingPartitions(instanceListing(org)).map((partition): ItemQuery => ({ index: indexes.byOrg, partition, descending: true, ...where }));
     const result = await this.readMerged(JSON.stringify(['instances', org, page.status ?? null]), queries, page);
     return { items: result.items.map(fromInstanceItem), nextToken: result.nextToken };
   }

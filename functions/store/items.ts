@@ -86,15 +86,16 @@ export const duePartitions: readonly string[] = Array.from({ length: DUE_SHARDS 
 export const duePartitionOf = (pk: string): string => duePartitions[keyHash(pk) % DUE_SHARDS]!;
 
 /**
- * An org's instance listing (byOrg, newest first) in INSTANCE_LISTING_SHARDS partitions, chosen by a hash of the
- * instance's id: every change of an instance rewrites its entry (the index projects the whole item), and one key per
- * org took every change of a large tenant's instances. A listing reads every shard of the org and merges them.
+ * A listing, newest first, spread over LISTING_SHARDS partitions (`<listing>#<nn>`, by a hash of the record's id) and
+ * read by merging them: an org's instances in byOrg (every change of an instance rewrites its entry, the index
+ * projecting the whole item, and one key per org took every change of a large tenant's instances), and every
+ * meta-instance in byKind (a burst of creates, one entry each, took one key).
  */
-export const INSTANCE_LISTING_SHARDS = 16;
-export const instanceListingPartitions = (org: string): string[] =>
-  Array.from({ length: INSTANCE_LISTING_SHARDS }, (_, shard) => `ORG#${org}#INSTANCE#${shardKey(shard)}`);
-export const instanceListingPartitionOf = (org: string, instanceId: string): string =>
-  `ORG#${org}#INSTANCE#${shardKey(keyHash(instanceId) % INSTANCE_LISTING_SHARDS)}`;
+export const LISTING_SHARDS = 16;
+export const listingPartitions = (listing: string): string[] => Array.from({ length: LISTING_SHARDS }, (_, shard) => `${listing}#${shardKey(shard)}`);
+export const listingPartitionOf = (listing: string, id: string): string => `${listing}#${shardKey(keyHash(id) % LISTING_SHARDS)}`;
+export const instanceListing = (org: string): string => `ORG#${org}#INSTANCE`;
+export const META_LISTING = 'META';
 
 const dueAttributes = (pk: string, dueAt: string | undefined): Item => (dueAt ? { duePk: duePartitionOf(pk), dueAt } : {});
 /**
@@ -191,7 +192,7 @@ export function instanceItem(instance: Instance, dueAt: string | undefined): Ite
   return {
     ...keys.instance(instance.id),
     entity: 'instance',
-    orgPk: instanceListingPartitionOf(instance.org, instance.id),
+    orgPk: listingPartitionOf(instanceListing(instance.org), instance.id),
     orgSk: `${instance.createdAt}#${instance.id}`,
     ...dueAttributes(keys.instance(instance.id).pk, dueAt),
     ...(instance.replacement && instance.status === 'Provisioning' ? { replacingPk: 'REPLACING', replacingSk: `${instance.createdAt}#${instance.id}` } : {}),
@@ -205,7 +206,14 @@ export function metaInstanceItem(meta: MetaInstance, dueAt: string | undefined):
   return {
     ...keys.metaInstance(meta.id),
     entity: 'meta-instance',
-    ...(listed ? { kind: 'META', kindSk: `${meta.createdAt}#${meta.id}`, orgPk: `ORG#${meta.org}#META`, orgSk: `${meta.createdAt}#${meta.id}` } : {}),
+    ...(listed
+      ? {
+          kind: listingPartitionOf(META_LISTING, meta.id),
+          kindSk: `${meta.createdAt}#${meta.id}`,
+          orgPk: `ORG#${meta.org}#META`,
+          orgSk: `${meta.createdAt}#${meta.id}`,
+        }
+      : {}),
     ...dueAttributes(keys.metaInstance(meta.id).pk, dueAt),
     ...(waiting ? { waitPk: `WAIT#${meta.machineType}`, waitSk: `${meta.waitingSince ?? meta.createdAt}#${meta.id}` } : {}),
     ...meta,

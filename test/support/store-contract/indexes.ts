@@ -6,7 +6,7 @@ import { assignInstance, releaseInstance } from '#domain/instances.ts';
 import { registerMachine } from '#domain/machines.ts';
 import type { HealthOverride, Machine } from '#domain/model.ts';
 import { addMs, iso } from '#domain/time.ts';
-import { duePartitionOf, keys } from '#store/items.ts';
+import { duePartitionOf, keys, listingPartitionOf, META_LISTING } from '#store/items.ts';
 import type { FleetStore } from '#store/port.ts';
 import { aMetaInstance, aRepairRequest, T0 } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';
@@ -351,6 +351,8 @@ export function indexesContract(kit: ContractKit): void {
     it('lists one org or the whole site, newest first, without deleted ones, paged', async () => {
       expect((await fresh.listMetaInstances('acme', { limit: 10 })).items.map((m) => m.id)).toEqual(['mi-ready', 'mi-new', 'mi-old']);
       expect((await fresh.listMetaInstances(null, { limit: 10 })).items.map((m) => m.id)).toEqual(['mi-other', 'mi-ready', 'mi-new', 'mi-old']);
+      // The site's listing is merged from its shards: these are in more than one.
+      expect(new Set(['mi-other', 'mi-ready', 'mi-new', 'mi-old'].map((id) => listingPartitionOf(META_LISTING, id))).size).toBeGreaterThan(1);
       const first = await fresh.listMetaInstances(null, { limit: 3 });
       expect(first.items.map((m) => m.id)).toEqual(['mi-other', 'mi-ready', 'mi-new']);
       const rest = await fresh.listMetaInstances(null, { limit: 3, nextToken: first.nextToken });

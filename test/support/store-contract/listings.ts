@@ -3,7 +3,7 @@ import type { HistoryEntry, InstanceStatus, Machine } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
 import type { FleetStore } from '#store/port.ts';
-import { INSTANCE_LISTING_SHARDS, instanceListingPartitionOf } from '#store/items.ts';
+import { instanceListing, LISTING_SHARDS, listingPartitionOf } from '#store/items.ts';
 import { aRepairRequest, T0 } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';
 
@@ -97,9 +97,9 @@ export function listingsContract(kit: ContractKit): void {
       }
 
       it('are many partitions, one per hash of the id', () => {
-        const partitions = new Set(created.map((c) => instanceListingPartitionOf(spread, c.id)));
-        expect(partitions.size).toBeGreaterThan(INSTANCE_LISTING_SHARDS / 2);
-        expect(instanceListingPartitionOf(spread, 'ls-07')).toBe(instanceListingPartitionOf(spread, 'ls-07'));
+        const partitions = new Set(created.map((c) => listingPartitionOf(instanceListing(spread), c.id)));
+        expect(partitions.size).toBeGreaterThan(LISTING_SHARDS / 2);
+        expect(listingPartitionOf(instanceListing(spread), 'ls-07')).toBe(listingPartitionOf(instanceListing(spread), 'ls-07'));
       });
 
       it('merged newest first (ties by id), in full pages, the last without a token', async () => {
@@ -123,8 +123,8 @@ export function listingsContract(kit: ContractKit): void {
       it("a shard whose page the filter emptied holds back other shards' older matches: it has read only so far", async () => {
         const org = 'held-back-org';
         const ids = Array.from({ length: 200 }, (_, n) => `hb-${n}`);
-        const [first, second] = ids.filter((id) => instanceListingPartitionOf(org, id) === instanceListingPartitionOf(org, ids[0]!));
-        const other = ids.find((id) => instanceListingPartitionOf(org, id) !== instanceListingPartitionOf(org, ids[0]!))!;
+        const [first, second] = ids.filter((id) => listingPartitionOf(instanceListing(org), id) === listingPartitionOf(instanceListing(org), ids[0]!));
+        const other = ids.find((id) => listingPartitionOf(instanceListing(org), id) !== listingPartitionOf(instanceListing(org), ids[0]!))!;
         // One shard: a newest Ready, then a Terminated; another shard: an older Terminated.
         const placed = [
           { id: first!, status: 'Ready' as const, ms: 3_000 },
@@ -388,6 +388,7 @@ export function listingsContract(kit: ContractKit): void {
       await refusal(kit.store.listMachines({ limit: 1, nextToken: tokens.orgA }));
       await refusal(kit.store.machinesAwaitingRepair({ limit: 1, nextToken: tokens.machines }));
       await refusal(kit.store.listMetaInstances(null, { limit: 1, nextToken: tokens.machines }));
+      await refusal(kit.store.listMetaInstances(null, { limit: 1, nextToken: tokens.orgA }));
       await refusal(kit.store.listHistory('pt-m2', { limit: 1, nextToken: tokens.history }));
       await refusal(kit.store.listInstances('pt-a', { limit: 1, status: 'Ready', nextToken: tokens.orgA }));
     });
