@@ -74,8 +74,8 @@ const familyOf = (key: string): string => key.split('#')[0]!;
 /**
  * Families with a key per record (a machine's item and history, an instance's, a meta-instance's, an event's delivery,
  * an audit target's) or per rack: a fleet ten times as large has ten times as many of them, each as busy as before.
- * Every other family has a number of keys fixed by design (the due shards, the roster buckets, the summary's rack
- * partitions and counters, a type's NVLink domain key, the site's items) or by the tenants (orgs, actors, days).
+ * Every other family has a number of keys fixed by design (the due shards, the roster buckets, the summary's counter
+ * items, a type's NVLink domain key, the site's items) or by the tenants (orgs, actors, days).
  */
 const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
   'table:MACHINE',
@@ -83,6 +83,9 @@ const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
   'byKind:MACHINE',
   // Free machines of the shared pool are in the allocatable index under their type and rack (`ALLOC#<type>#<rack>`).
   'allocatable:ALLOC',
+  // The fleet summary's rack aggregates have a key per type and rack (`SUMMARY-RACK#<type>#<rack>`), written when one
+  // of that rack's machines changes.
+  'table:SUMMARY-RACK',
   'table:INSTANCE',
   'table:META',
   'table:EVENT',

@@ -68,5 +68,17 @@ describe('partition heat report', () => {
   it('a per-rack key keeps its rate in the model: a fleet a hundred times as large has a hundred times the racks', () => {
     const report = heatReport(new Map([['byKind:MACHINE#r7', new Map([[1, 30]])]]), 1_000);
     expect(report.modelled_100k_max_wcu_per_s).toBe(30);
+    // A summary rack aggregate has a key per rack; the summary's counter items are 64 a type, whatever the fleet.
+    const summary = heatReport(
+      new Map([
+        ['table:SUMMARY-RACK#gb200#r7', new Map([[1, 30]])],
+        ['table:SUMMARY#gb200#07', new Map([[1, 2]])],
+      ]),
+      1_000,
+    );
+    expect(summary.modelled_100k_hottest).toEqual([
+      { key: 'table:SUMMARY#gb200#07', wcu_per_s: 200, at: new Date(1_000).toISOString() },
+      { key: 'table:SUMMARY-RACK#gb200#r7', wcu_per_s: 30, at: new Date(1_000).toISOString() },
+    ]);
   });
 });
