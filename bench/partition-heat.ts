@@ -74,8 +74,8 @@ const familyOf = (key: string): string => key.split('#')[0]!;
 /**
  * Families with a key per record (a machine's item and history, an instance's, a meta-instance's, an event's delivery,
  * an audit target's) or per rack: a fleet ten times as large has ten times as many of them, each as busy as before.
- * Every other family has a number of keys fixed by design (the due shards, the roster buckets, the summary's rack
- * partitions and counters, a type's NVLink domain key, the site's items) or by the tenants (orgs, actors, days).
+ * Every other family has a number of keys fixed by design (the due shards, the roster buckets, the summary's counter
+ * items, a type's NVLink domain key, the site's items) or by the tenants (orgs, actors, days).
  */
 const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
   'table:MACHINE',
@@ -83,6 +83,9 @@ const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
   'byKind:MACHINE',
   // Free machines of the shared pool are in the allocatable index under their type and rack (`ALLOC#<type>#<rack>`).
   'allocatable:ALLOC',
+  // The fleet summary's rack aggregates have a key per type and rack (`SUMMARY-RACK#<type>#<rack>`), written when one
+  // of that rack's machines changes.
+  'table:SUMMARY-RACK',
   'table:INSTANCE',
   // A machine's capacity node (`CAPACITY-NODE#<machine id>`).
   'table:CAPACITY-NODE',
@@ -99,6 +102,13 @@ export interface HotKey {
   at: string;
 }
 
+export interface FamilyHeat {
+  family: string;
+  key: string;
+  wcu_per_s: number;
+  modelled_100k_wcu_per_s: number;
+}
+
 export interface PartitionHeat {
   unit: string;
   machines: number;
@@ -106,10 +116,21 @@ export interface PartitionHeat {
   modelled_100k_max_wcu_per_s: number;
   hottest: HotKey[];
   modelled_100k_hottest: HotKey[];
+  /** Each family's hottest key, measured and modelled, the hottest modelled first: a family off the top ten still shows. */
+  families: FamilyHeat[];
   goal_wcu_per_s: number;
   meets_goal: boolean;
   model: string;
 }
+
+/** Each family's hottest reading (of its keys, of the bench's parts), the hottest modelled first. */
+export const hottestFamiliesFirst = (readings: readonly FamilyHeat[]): FamilyHeat[] => {
+  const hottest = new Map<string, FamilyHeat>();
+  for (const reading of readings) {
+    if ((hottest.get(reading.family)?.modelled_100k_wcu_per_s ?? -1) < reading.modelled_100k_wcu_per_s) hottest.set(reading.family, reading);
+  }
+  return [...hottest.values()].sort((a, b) => b.modelled_100k_wcu_per_s - a.modelled_100k_wcu_per_s);
+};
 
 /**
  * The hottest keys, measured and modelled at 100,000 machines. The model: the same workload in the same time. A key
@@ -132,6 +153,12 @@ export function heatReport(heat: Heat, machines: number): PartitionHeat {
   const modelled = top((peak) => peak.modelled);
   const max = hottest[0]?.wcu_per_s ?? 0;
   const modelledMax = modelled[0]?.wcu_per_s ?? 0;
+  const readings = peaks.map((peak) => ({
+    family: familyOf(peak.key),
+    key: peak.key,
+    wcu_per_s: round(peak.units, 1),
+    modelled_100k_wcu_per_s: round(peak.modelled, 1),
+  }));
   return {
     unit: 'write capacity units per partition key and second (`table:<pk>` or `<index>:<index pk>`)',
     machines,
@@ -139,6 +166,7 @@ export function heatReport(heat: Heat, machines: number): PartitionHeat {
     modelled_100k_max_wcu_per_s: modelledMax,
     hottest,
     modelled_100k_hottest: modelled,
+    families: hottestFamiliesFirst(readings),
     goal_wcu_per_s: HEAT_GOAL_WCU_PER_S,
     meets_goal: max <= HEAT_GOAL_WCU_PER_S && modelledMax <= HEAT_GOAL_WCU_PER_S,
     model:

@@ -65,7 +65,7 @@ export const SUMMARY_SHARDS = 8;
  */
 export const COUNTER_ITEMS_PER_SHARD = 8;
 
-// Rack item keys carry the shard: this hash must never change.
+// A rack's counter item (and so what a shard's recount reads) follows from it: this hash must never change.
 export function shardOf(rack: string): number {
   let hash = 0;
   for (const char of rack) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;

@@ -6,7 +6,7 @@ import { checkTransactionSize } from '#store/item-size.ts';
 import { usageMoves, usageRef, type QuotaUsage } from '#domain/quotas.ts';
 import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
-import { COUNTER_ITEMS_PER_SHARD, counterItemsOfShard, SUMMARY_SHARDS, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import { COUNTER_ITEMS_PER_SHARD, shardOf, SUMMARY_SHARDS, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
 import type { Maintenance, MaintenanceState, OpenMaintenances } from '#domain/maintenance.ts';
 import type { SafetyState } from '#domain/safety.ts';
 import {
@@ -42,7 +42,6 @@ import {
   fromStaleCheckItem,
   rackAggregateItem,
   summaryShardItem,
-  summaryRackPartition,
   tenantItem,
   machineIdOfKey,
   positionedOutboxEntryOf,
@@ -74,6 +73,7 @@ import {
   encodeMergedPageToken,
   encodePageToken,
   encodeSequencePageToken,
+  invalidPageToken,
   type Listing,
   type Page,
   type PartitionCursor,
@@ -245,8 +245,8 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   return writes;
 }
 
-/** Rack partitions a page of racks reads at once. */
-const RACK_PARTITIONS_AT_ONCE = 8;
+/** Racks a page of the fleet summary's racks reads: one BatchGetItem's keys, whatever the page's limit. */
+const RACKS_PER_PAGE = 100;
 
 /** Rack partitions (of byKind's machines, of the allocatable index) read at once. */
 const RACKS_AT_ONCE = 16;
@@ -703,37 +703,29 @@ export abstract class ItemStore implements FleetStore {
   }
 
   /**
-   * A type's racks, or one shard's: its counter items' partitions in order, the token holding where each stands. The
-   * partitions are read RACK_PARTITIONS_AT_ONCE at a time, each up to what the page still has room for; a partition
-   * that gave more than the room left is cut there, its cursor the key of the last rack taken. Up to a Query per
-   * partition a page, a few at a time, so a small site's page (most partitions empty) does not take 64 round trips
-   * one after another.
+   * A type's racks, or one shard's, by name: the catalog names them, and a page reads the next of them by key, at most
+   * RACKS_PER_PAGE (one BatchGetItem), strongly consistent for a shard's recount. A rack the catalog has but no aggregate
+   * yet is absent, so a page may come back short; its token names the rack the next page starts at.
    */
   async listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>> {
-    const counterItems =
-      page.shard === undefined ? Array.from({ length: SUMMARY_SHARDS * COUNTER_ITEMS_PER_SHARD }, (_, i) => i) : counterItemsOfShard(page.shard);
-    // Recounting a shard must see every rack write its counters already hold.
-    const queries: ItemQuery[] = counterItems.map((item) => ({ partition: summaryRackPartition(machineType, item), consistent: page.shard !== undefined }));
-    const rackScope = JSON.stringify(['racks', machineType, page.shard ?? null]);
-    const cursors = decodeMergedPageToken(rackScope, page.nextToken, queries.length);
-    const items: Item[] = [];
-    const open = queries.flatMap((_, at) => (cursors[at] === 'done' ? [] : [at]));
-    while (items.length < page.limit && open.length > 0) {
-      const wave = open.splice(0, RACK_PARTITIONS_AT_ONCE);
-      const room = page.limit - items.length;
-      const pages = await Promise.all(wave.map((at) => this.queryItems({ ...queries[at]!, limit: room }, cursors[at] ?? undefined)));
-      for (const [i, at] of wave.entries()) {
-        const found = pages[i]!;
-        const left = page.limit - items.length;
-        if (left === 0) break;
-        const taken = found.items.slice(0, left);
-        items.push(...taken);
-        const last = taken.at(-1);
-        cursors[at] =
-          taken.length < found.items.length && last ? encodePageToken(listingOf(queries[at]!), { pk: last.pk, sk: last.sk })! : (found.nextToken ?? 'done');
-      }
-    }
-    return { items: items.map(fromRackAggregateItem), nextToken: encodeMergedPageToken(rackScope, cursors) };
+    const scope = page.shard === undefined ? `summary-racks:${machineType}` : `summary-racks:${machineType}:${page.shard}`;
+    const cursor = decodeSequencePageToken(scope, page.nextToken);
+    // Pages end between racks: a token naming a place inside one was not issued here.
+    if (cursor !== undefined && cursor.token !== null) throw invalidPageToken('not a token of this listing');
+    const racks = typeRacks(await this.getCatalog(), machineType).filter((rack) => page.shard === undefined || shardOf(rack) === page.shard);
+    const start = cursor === undefined ? 0 : racks.findIndex((rack) => rack >= cursor.partition);
+    const from = start < 0 ? racks.length : start;
+    const wanted = racks.slice(from, from + Math.min(page.limit, RACKS_PER_PAGE));
+    const next = racks[from + wanted.length];
+    const read = await this.getItems(
+      wanted.map((rack) => keys.summaryRack(machineType, rack)),
+      { consistent: page.shard !== undefined },
+    );
+    const byRack = new Map(read.map(fromRackAggregateItem).map((aggregate) => [aggregate.rack, aggregate]));
+    return {
+      items: wanted.flatMap((rack) => byRack.get(rack) ?? []),
+      nextToken: encodeSequencePageToken(scope, next === undefined ? undefined : { partition: next, token: null }),
+    };
   }
 
   /** Costs what is due, not what the fleet holds: one Query of each due shard (keys only), merged by due time. */

@@ -10,7 +10,7 @@ import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.
 import type { Maintenance } from '#domain/maintenance.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
 import { utcDay } from '#domain/repair-stats.ts';
-import { counterItemOf, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
 import type { Reservation } from '#domain/reservations.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
@@ -53,11 +53,11 @@ export const keys = {
   /** How far the sweep's outbox fallback has looked (domain/outbox.ts). */
   siteOutboxCursor: siteItem('OUTBOX-CURSOR'),
   /**
-   * One type's racks, a partition per counter item (`counterItemOf`): a fleet-wide change rewrites every rack, and
-   * these spread its writes over every counter item's key instead of one per type. The sweep recounts a shard by
-   * reading its counter items' partitions; the rack map pages through them all.
+   * One type's rack, a partition key of its own: a fleet-wide change rewrites every rack, and a key per rack keeps each
+   * key's writes at its own machines' pace however many racks the fleet has. Read by key, the catalog naming a type's
+   * racks: the rack map pages through them by name, the sweep's recount reads a shard's.
    */
-  summaryRack: (machineType: string, rack: string) => ({ pk: summaryRackPartition(machineType, counterItemOf(rack)), sk: rack }),
+  summaryRack: (machineType: string, rack: string) => ({ pk: `SUMMARY-RACK#${machineType}#${rack}`, sk: '#SUMMARY-RACK' }),
   /**
    * Each counter item its own partition: a fleet-wide change rewrites every counter item of a type, and one shared
    * key would take all of those writes. They are read by key (the catalog names the types): one batch read.
@@ -71,8 +71,6 @@ export const quotaPartition = (org: string): string => `QUOTA#${org}`;
 export const machineIdOfKey = (pk: string): string => pk.slice('MACHINE#'.length);
 
 const shardKey = (shard: number): string => String(shard).padStart(2, '0');
-
-export const summaryRackPartition = (machineType: string, counterItem: number): string => `SUMMARY-RACKS#${machineType}#${shardKey(counterItem)}`;
 
 /**
  * The due index's partition keys. Every write that puts a record in the index, moves its time or takes it out

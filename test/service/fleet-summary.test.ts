@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Change, Versioned } from '#domain/change.ts';
 import type { Machine } from '#domain/model.ts';
 import { registry } from '#reconcilers/registry.ts';
@@ -193,6 +193,31 @@ describe('fleet summary', () => {
     await releaseInstance(h.ctx, alice, instance.id);
     await deliver(h, records, 5);
     expect(await summaryWithoutTime(h)).toEqual((await countedFromListing(h)).counts);
+  });
+
+  it('a page of racks reads the catalog and one batch of racks by key, however many racks the type has', async () => {
+    const readsFor = async (racks: number) => {
+      const h = harness();
+      const records = recordStream(h);
+      const machines = Array.from({ length: racks }, (_, i) => ({ id: `gb200-${i}`, machineType: 'gb200', rack: `r${String(i).padStart(3, '0')}` }));
+      await registerMachines(h.ctx, machines, ops);
+      await beat(
+        h,
+        machines.map((m) => m.id),
+      );
+      await deliver(h, records, 7);
+      const primitives = h.store as unknown as Record<'getItem' | 'getItems' | 'queryItems', () => Promise<unknown>>;
+      const spies = (['getItem', 'getItems', 'queryItems'] as const).map((name) => [name, vi.spyOn(primitives, name)] as const);
+      const page = await listRacks(h.ctx, 'gb200', { limit: 500 });
+      const reads = Object.fromEntries(spies.map(([name, spy]) => [name, spy.mock.calls.length]));
+      return { reads, racks: page.items.map((rack) => rack.rack), more: page.nextToken !== undefined };
+    };
+    const small = await readsFor(4);
+    expect(small).toMatchObject({ reads: { getItems: 1, queryItems: 0 }, racks: ['r000', 'r001', 'r002', 'r003'], more: false });
+    const large = await readsFor(150);
+    expect(large.reads).toEqual(small.reads);
+    expect(large.racks).toHaveLength(100);
+    expect(large.more).toBe(true);
   });
 
   it('the sweep recounts a drifted shard from its racks, one shard per run', async () => {

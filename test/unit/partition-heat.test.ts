@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addWrites, heatReport, partitionWrites, type Heat } from '#bench/partition-heat.ts';
+import { addWrites, heatReport, hottestFamiliesFirst, partitionWrites, type Heat } from '#bench/partition-heat.ts';
 import { registerMachine } from '#domain/machines.ts';
 import { livenessChange } from '#domain/heartbeat.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
@@ -68,5 +68,38 @@ describe('partition heat report', () => {
   it('a per-rack key keeps its rate in the model: a fleet a hundred times as large has a hundred times the racks', () => {
     const report = heatReport(new Map([['byKind:MACHINE#r7', new Map([[1, 30]])]]), 1_000);
     expect(report.modelled_100k_max_wcu_per_s).toBe(30);
+    // A summary rack aggregate has a key per rack; the summary's counter items are 64 a type, whatever the fleet.
+    const summary = heatReport(
+      new Map([
+        ['table:SUMMARY-RACK#gb200#r7', new Map([[1, 30]])],
+        ['table:SUMMARY#gb200#07', new Map([[1, 2]])],
+      ]),
+      1_000,
+    );
+    expect(summary.modelled_100k_hottest).toEqual([
+      { key: 'table:SUMMARY#gb200#07', wcu_per_s: 200, at: new Date(1_000).toISOString() },
+      { key: 'table:SUMMARY-RACK#gb200#r7', wcu_per_s: 30, at: new Date(1_000).toISOString() },
+    ]);
+    expect(summary.families).toEqual([
+      { family: 'table:SUMMARY', key: 'table:SUMMARY#gb200#07', wcu_per_s: 2, modelled_100k_wcu_per_s: 200 },
+      { family: 'table:SUMMARY-RACK', key: 'table:SUMMARY-RACK#gb200#r7', wcu_per_s: 30, modelled_100k_wcu_per_s: 30 },
+    ]);
+  });
+
+  it("lists each family's hottest key, the hottest modelled first, of several parts' readings too", () => {
+    const report = heatReport(
+      new Map([
+        ['due:DUE#01', new Map([[1, 3]])],
+        ['due:DUE#02', new Map([[1, 5]])],
+        ['byKind:MACHINE#r1', new Map([[1, 40]])],
+      ]),
+      1_000,
+    );
+    expect(report.families.map((f) => [f.key, f.modelled_100k_wcu_per_s])).toEqual([
+      ['due:DUE#02', 500],
+      ['byKind:MACHINE#r1', 40],
+    ]);
+    const otherPart = { family: 'due:DUE', key: 'due:DUE#09', wcu_per_s: 1, modelled_100k_wcu_per_s: 600 };
+    expect(hottestFamiliesFirst([...report.families, otherPart]).map((f) => f.key)).toEqual(['due:DUE#09', 'byKind:MACHINE#r1']);
   });
 });
