@@ -4,6 +4,8 @@ import type { BatchWriteCommandInput, BatchWriteCommandOutput, DynamoDBDocumentC
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as LambdaAttributeValue } from 'aws-lambda';
 import { toLambdaRecord } from '#local/lambda-stream-record.ts';
+import { auditTargets } from '#domain/audit.ts';
+import { auditTargetPartition } from '#store/items.ts';
 import { indexes } from '#store/table.ts';
 import { round } from './stats.ts';
 import { itemBytes } from './write-units.ts';
@@ -73,9 +75,10 @@ const familyOf = (key: string): string => key.split('#')[0]!;
 
 /**
  * Families with a key per record (a machine's item and history, an instance's, a meta-instance's, an event's delivery,
- * an audit target's) or per rack: a fleet ten times as large has ten times as many of them, each as busy as before.
- * Every other family has a number of keys fixed by design (the due shards, the roster buckets, the summary's counter
- * items, a type's NVLink domain key, the site's items) or by the tenants (orgs, actors, days).
+ * an audit target that names one record) or per rack: a fleet ten times as large has ten times as many of them, each
+ * as busy as before. Every other family has a number of keys fixed by design (the due shards, the roster buckets, the
+ * summary's counter items, a type's NVLink domain key, the site's items and its one stale check) or by the tenants
+ * (orgs, actors, days).
  */
 const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
   'table:MACHINE',
@@ -91,9 +94,14 @@ const FAMILIES_THAT_GROW_WITH_THE_FLEET = new Set([
   'table:CAPACITY-NODE',
   'table:META',
   'table:EVENT',
-  'table:STALE-CHECK',
+  // An audit target naming one record (`AUDIT#machines/<id>`), but for the site-wide ones below.
   'table:AUDIT',
 ]);
+
+/** Audit targets of the whole site: every registration's, the repair-storm breaker's. */
+const SITE_WIDE_AUDIT_KEYS = new Set([auditTargets.registration, auditTargets.repairStorm].map((target) => `table:${auditTargetPartition(target)}`));
+
+const growsWithTheFleet = (key: string): boolean => FAMILIES_THAT_GROW_WITH_THE_FLEET.has(familyOf(key)) && !SITE_WIDE_AUDIT_KEYS.has(key);
 
 export interface HotKey {
   key: string;
@@ -141,7 +149,7 @@ export function heatReport(heat: Heat, machines: number): PartitionHeat {
   const growth = MODELLED_MACHINES / machines;
   const peaks = [...heat].map(([key, seconds]) => {
     const [second, units] = [...seconds].reduce((top, entry) => (entry[1] > top[1] ? entry : top));
-    const shared = !FAMILIES_THAT_GROW_WITH_THE_FLEET.has(familyOf(key));
+    const shared = !growsWithTheFleet(key);
     return { key, units, modelled: shared ? units * growth : units, at: new Date(second * 1000).toISOString() };
   });
   const top = (by: (peak: (typeof peaks)[number]) => number): HotKey[] =>

@@ -86,6 +86,24 @@ describe('partition heat report', () => {
     ]);
   });
 
+  it("an audit target naming one record keeps its rate; the site-wide ones, and the site's one stale check, do not", () => {
+    const report = heatReport(
+      new Map([
+        ['table:AUDIT#machines/m-7', new Map([[1, 3]])],
+        ['table:AUDIT#machines', new Map([[1, 2]])],
+        ['table:AUDIT#safety/repair-storm', new Map([[1, 1]])],
+        ['table:STALE-CHECK#site', new Map([[1, 1]])],
+      ]),
+      1_000,
+    );
+    expect(Object.fromEntries(report.modelled_100k_hottest.map((hot) => [hot.key, hot.wcu_per_s]))).toEqual({
+      'table:AUDIT#machines/m-7': 3,
+      'table:AUDIT#machines': 200,
+      'table:AUDIT#safety/repair-storm': 100,
+      'table:STALE-CHECK#site': 100,
+    });
+  });
+
   it("lists each family's hottest key, the hottest modelled first, of several parts' readings too", () => {
     const report = heatReport(
       new Map([
