@@ -71,6 +71,13 @@ export function addWrites(heat: Heat, second: number, writes: readonly KeyWrite[
 /** A partition key's family: the key up to its first `#` (`table:MACHINE`, `due:DUE`, `byKind:MACHINE`). */
 const familyOf = (key: string): string => key.split('#')[0]!;
 
+/** The hottest key of each family among `keys`, hottest first. */
+export function hottestByFamily(keys: readonly HotKey[]): HotKey[] {
+  const top = new Map<string, HotKey>();
+  for (const key of keys) if (key.wcu_per_s > (top.get(familyOf(key.key))?.wcu_per_s ?? -1)) top.set(familyOf(key.key), key);
+  return [...top.values()].sort((a, b) => b.wcu_per_s - a.wcu_per_s);
+}
+
 /**
  * Families with a key per record (a machine's item and history, an instance's, a meta-instance's, an event's delivery,
  * an audit target's) or per rack: a fleet ten times as large has ten times as many of them, each as busy as before.
@@ -104,6 +111,8 @@ export interface PartitionHeat {
   modelled_100k_max_wcu_per_s: number;
   hottest: HotKey[];
   modelled_100k_hottest: HotKey[];
+  /** Each family's hottest key, modelled, hottest first: where a family stands though others fill the ten. */
+  modelled_100k_hottest_by_family: HotKey[];
   goal_wcu_per_s: number;
   meets_goal: boolean;
   model: string;
@@ -137,6 +146,7 @@ export function heatReport(heat: Heat, machines: number): PartitionHeat {
     modelled_100k_max_wcu_per_s: modelledMax,
     hottest,
     modelled_100k_hottest: modelled,
+    modelled_100k_hottest_by_family: hottestByFamily(peaks.map((peak) => ({ key: peak.key, wcu_per_s: round(peak.modelled, 1), at: peak.at }))),
     goal_wcu_per_s: HEAT_GOAL_WCU_PER_S,
     meets_goal: max <= HEAT_GOAL_WCU_PER_S && modelledMax <= HEAT_GOAL_WCU_PER_S,
     model:

@@ -1,4 +1,4 @@
-import { HEAT_GOAL_WCU_PER_S, type HotKey } from '../partition-heat.ts';
+import { HEAT_GOAL_WCU_PER_S, hottestByFamily, type HotKey } from '../partition-heat.ts';
 import { definePart, type PartResults } from '../part.ts';
 import { ratio } from '../stats.ts';
 import { heartbeatPart } from './heartbeat.ts';
@@ -23,6 +23,7 @@ function partitionHeat(results: PartResults) {
     modelled_100k_max_wcu_per_s: modelledMax,
     hottest: hottest.slice(0, 10),
     modelled_100k_hottest: modelled.slice(0, 10),
+    modelled_100k_hottest_by_family: hottestByFamily(both.flatMap((heat) => heat.modelled_100k_hottest_by_family)),
     goal_wcu_per_s: HEAT_GOAL_WCU_PER_S,
     ratio: ratio(Math.max(max, modelledMax), HEAT_GOAL_WCU_PER_S),
     meets_goal: max <= HEAT_GOAL_WCU_PER_S && modelledMax <= HEAT_GOAL_WCU_PER_S,

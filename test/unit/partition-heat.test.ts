@@ -66,6 +66,29 @@ describe('partition heat report', () => {
     expect(heatReport(new Map([['table:SUMMARY', new Map([[1, 4]])]]), 1_000).meets_goal).toBe(true);
   });
 
+  it("names each family's hottest key, modelled, though the ten hottest are all of other families", () => {
+    const heat: Heat = new Map();
+    for (let n = 0; n < 12; n++)
+      addWrites(
+        heat,
+        100,
+        Array.from({ length: 9 }, () => ({ key: `table:SUMMARY-RACKS#gb200#${n}`, units: 1 })),
+      );
+    addWrites(heat, 100, [
+      { key: 'due:DUE#07', units: 1 },
+      { key: 'due:DUE#07', units: 1 },
+      { key: 'due:DUE#99', units: 1 },
+    ]);
+    addWrites(heat, 101, [{ key: 'table:MACHINE#m-1', units: 1 }]);
+    const report = heatReport(heat, 1_000);
+    expect(report.modelled_100k_hottest.map((hot) => hot.key)).not.toContain('due:DUE#07');
+    expect(report.modelled_100k_hottest_by_family).toEqual([
+      { key: expect.stringMatching(/^table:SUMMARY-RACKS#/), wcu_per_s: 900, at: new Date(100_000).toISOString() },
+      { key: 'due:DUE#07', wcu_per_s: 200, at: new Date(100_000).toISOString() },
+      { key: 'table:MACHINE#m-1', wcu_per_s: 1, at: new Date(101_000).toISOString() },
+    ]);
+  });
+
   it('a per-rack key keeps its rate in the model: a fleet a hundred times as large has a hundred times the racks', () => {
     const report = heatReport(new Map([['byKind:MACHINE#r7', new Map([[1, 30]])]]), 1_000);
     expect(report.modelled_100k_max_wcu_per_s).toBe(30);
