@@ -17,8 +17,8 @@ export function startCleanup(machine: Machine, instanceId: string, at: string): 
 
 export interface CleanupTimings {
   /**
-   * How long to wait for the agent's cleanup report after a DELETE was accepted before asking the agent; also the
-   * lease of a DELETE in flight, so one whose answer was lost is sent again.
+   * How long to wait for the agent's cleanup report after a DELETE was sent before asking the agent (once it was
+   * accepted) or sending it again (its answer was lost): the lease the DELETE's claim takes.
    */
   reportTimeoutMs: number;
   /** Backoff after a DELETE the agent did not accept: base × attempts, capped. */
@@ -50,20 +50,18 @@ export function claimCleanup(machine: Machine, instance: Instance | null, now: D
 export type DeleteOutcome = { kind: 'accepted' } | { kind: 'gone' } | { kind: 'error'; reason: string };
 
 /**
- * What the agent said to the DELETE. Accepted: wait for its report, until the report timeout. Gone: the agent has
- * nothing under that name (e.g. a create that never committed), so there is nothing to sanitize and the machine
- * returns at once. Error: try again after a backoff.
+ * What the agent said to the DELETE. Accepted: wait for its report until the claim's lease, the report timeout from
+ * when the DELETE was sent; kept as it is, the machine's entry in the due index stays where it is (moving it by the
+ * call's duration would cost the index a delete and a put on a shared key). Gone: the agent has nothing under that
+ * name (e.g. a create that never committed), so there is nothing to sanitize and the machine returns at once.
+ * Error: try again after a backoff.
  */
 export function recordDeleteOutcome(machine: Machine, instance: Instance | null, outcome: DeleteOutcome, now: Date, timings: CleanupTimings): Change | null {
   const cleanup = machine.cleanup;
   if (machine.state !== 'Cleanup' || cleanup?.phase !== 'requested') return null;
   if (outcome.kind === 'accepted') {
     const { error: _superseded, ...rest } = cleanup;
-    const awaiting: Machine = {
-      ...machine,
-      cleanup: { ...rest, accepted: true, checks: 0, leaseUntil: iso(addMs(now, timings.reportTimeoutMs)) },
-      updatedAt: iso(now),
-    };
+    const awaiting: Machine = { ...machine, cleanup: { ...rest, accepted: true, checks: 0 }, updatedAt: iso(now) };
     return { machines: [{ before: machine, after: awaiting }], history: [] };
   }
   if (outcome.kind === 'gone') return finishCleanup(machine, instance, { ok: true, message: 'site agent had no such instance' }, 'site-agent', now);

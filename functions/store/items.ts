@@ -74,14 +74,22 @@ const shardKey = (shard: number): string => String(shard).padStart(2, '0');
 
 /**
  * The due index's partition keys. Every write that puts a record in the index, moves its time or takes it out
- * writes one of them: spread over shards by a hash of the record's key, a fleet-wide burst (every machine due at
- * once) is a few hundred write units per shard, not all of them on one key. The sweep reads every shard.
+ * writes one of them: spread over shards by a hash of the entry (the record's key and due time). Their number is
+ * fixed, so each one's write rate grows with the fleet: the tenants' churn (an instance's create and a machine's
+ * cleanup each enter, move and leave the index) at 100,000 machines needs 128 to keep a shard under the heat goal
+ * of 500 write units a second (docs/design.md, "What AWS does that DynamoDB Local does not"). The sweep reads every
+ * shard, a Query each, in parallel. Named `DUE#00`…`DUE#127`: the names of fewer shards are among them, so an entry
+ * written under a smaller count is still read.
  */
-export const DUE_SHARDS = 32;
+export const DUE_SHARDS = 128;
 export const duePartitions: readonly string[] = Array.from({ length: DUE_SHARDS }, (_, shard) => `DUE#${String(shard).padStart(2, '0')}`);
 
-/** By the record's partition key: the same record always lands in the same shard. */
-export const duePartitionOf = (pk: string): string => duePartitions[keyHash(pk) % DUE_SHARDS]!;
+/**
+ * By the record's partition key and due time: an entry stays in its shard until its time moves, and a record's
+ * successive entries (a create pending, then leased, then done, often within a second) fall on different shards
+ * instead of each of its writes on one.
+ */
+export const duePartitionOf = (pk: string, dueAt: string): string => duePartitions[keyHash(`${pk}#${dueAt}`) % DUE_SHARDS]!;
 
 /**
  * A listing, newest first, spread over LISTING_SHARDS partitions (`<listing>#<nn>`, by a hash of the record's id) and
@@ -95,7 +103,7 @@ export const listingPartitionOf = (listing: string, id: string): string => `${li
 export const instanceListing = (org: string): string => `ORG#${org}#INSTANCE`;
 export const META_LISTING = 'META';
 
-const dueAttributes = (pk: string, dueAt: string | undefined): Item => (dueAt ? { duePk: duePartitionOf(pk), dueAt } : {});
+const dueAttributes = (pk: string, dueAt: string | undefined): Item => (dueAt ? { duePk: duePartitionOf(pk, dueAt), dueAt } : {});
 /**
  * Machines are in byKind under their rack: a registration writes a rack's machines together, and one kind for the
  * whole fleet would take every one of those writes on one key. A listing reads the catalog's racks one after another.

@@ -5,6 +5,7 @@ import { registerMachines } from '#services/machines.ts';
 import { DUE_PAGE, sweep, type SweepPosition } from '#reconcilers/sweep.ts';
 import { followUpEvent, sweepStart } from '#reconcilers/sweep-follow-up.ts';
 import { DEFAULT_CONCURRENCY } from '#reconcilers/runner.ts';
+import { DUE_SHARDS } from '#store/items.ts';
 import { iso } from '#domain/time.ts';
 import { aMachine, NOW, ops } from '#test/support/fixtures.ts';
 import { beat, harness, tenant, type Harness } from '#test/support/service-harness.ts';
@@ -92,6 +93,10 @@ describe('the sweep with a backlog', () => {
 
     expect(await handle({}, () => 0)).toMatchObject({ due: DUE_PAGE, followUp: expect.any(Object) });
     expect(handedOff).toHaveLength(1);
+    // Its token holds where each due shard stopped, most of them part-way: still one EventBridge entry (256 KB at most).
+    const { cursors } = JSON.parse(Buffer.from(handedOff[0]!.nextToken, 'base64url').toString('utf8')) as { cursors: unknown[] };
+    expect(cursors.filter((cursor) => typeof cursor === 'string' && cursor !== 'done').length).toBeGreaterThan(DUE_SHARDS / 2);
+    expect(Buffer.byteLength(JSON.stringify(handedOff[0]))).toBeLessThan(256 * 1024);
     // The schedule's run published the tick's gauges though it handed work off; its follow-ups publish none.
     expect(h.gauges.get('ReplacementsInFlight')).toBe(0);
     h.gauges.clear();

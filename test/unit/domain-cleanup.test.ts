@@ -12,6 +12,7 @@ import {
 import type { Instance, InstanceStatus, Machine, MachineCleanup } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { addMs, iso } from '#domain/time.ts';
+import { cleanupDueAt } from '#reconcilers/due-times.ts';
 import { aMachine, anInstance, NOW } from '#test/support/fixtures.ts';
 
 const timings: CleanupTimings = { reportTimeoutMs: 600_000, retryBaseMs: 2_000, retryMaxMs: 7_000 };
@@ -113,21 +114,25 @@ describe('claimCleanup', () => {
 describe('recordDeleteOutcome', () => {
   const requested = (attempts: number) => inCleanup({ phase: 'requested', attempts, leaseUntil: iso(addMs(NOW, 600_000)) });
 
-  it('accepted → wait for the report until the report timeout, from now', () => {
-    const before = { ...requested(2), cleanup: { ...requested(2).cleanup!, error: 'site agent answered 503' } };
-    expect(recordDeleteOutcome(before, instance(), { kind: 'accepted' }, NOW, timings)).toEqual({
+  it("accepted → wait for the report until the claim's lease: the machine's due time does not move", () => {
+    // Claimed two seconds before the agent's answer came.
+    const claimedLease = iso(addMs(NOW, timings.reportTimeoutMs - 2_000));
+    const before = { ...requested(2), cleanup: { ...requested(2).cleanup!, leaseUntil: claimedLease, error: 'site agent answered 503' } };
+    const change = recordDeleteOutcome(before, instance(), { kind: 'accepted' }, NOW, timings);
+    expect(change).toEqual({
       machines: [
         {
           before,
           after: {
             ...before,
-            cleanup: { instanceId: 'i-1', phase: 'requested', attempts: 2, accepted: true, checks: 0, leaseUntil: iso(addMs(NOW, timings.reportTimeoutMs)) },
+            cleanup: { instanceId: 'i-1', phase: 'requested', attempts: 2, accepted: true, checks: 0, leaseUntil: claimedLease },
             updatedAt: iso(NOW),
           },
         },
       ],
       history: [],
     });
+    expect(cleanupDueAt(change!.machines![0]!.after)).toBe(cleanupDueAt(before));
   });
 
   it('gone → machine Ready without instance, instance Terminated', () => {

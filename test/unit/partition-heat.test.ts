@@ -25,12 +25,13 @@ describe('partition heat: the write units of an item change, per partition key',
     expect(byKey(partitionWrites(registeredItem, liveItem))).toEqual({ 'table:MACHINE#m-1': 1 });
   });
 
-  it('a due time moved is the old entry deleted and the new one written, in the due shard of the record', () => {
-    const shard = duePartitionOf(keys.machine('m-1').pk);
-    const due = (at: string) => ({ ...liveItem, duePk: shard, dueAt: at });
-    expect(byKey(partitionWrites(due('2026-01-01T00:00:00.000Z'), due('2026-01-01T00:01:00.000Z')))).toEqual({ 'table:MACHINE#m-1': 1, [`due:${shard}`]: 2 });
+  it('a due time moved is the old entry deleted and the new one written, each in the due shard of its entry', () => {
+    const due = (at: string) => ({ ...liveItem, duePk: duePartitionOf(keys.machine('m-1').pk, at), dueAt: at });
+    const [first, second] = [due('2026-01-01T00:00:00.000Z'), due('2026-01-01T00:01:00.000Z')];
+    expect(first.duePk).not.toBe(second.duePk);
+    expect(byKey(partitionWrites(first, second))).toEqual({ 'table:MACHINE#m-1': 1, [`due:${first.duePk}`]: 1, [`due:${second.duePk}`]: 1 });
     // Left alone, a keys-only entry costs nothing when the rest of the item changes.
-    expect(byKey(partitionWrites(due('2026-01-01T00:00:00.000Z'), { ...due('2026-01-01T00:00:00.000Z'), note: 'x' }))).toEqual({ 'table:MACHINE#m-1': 1 });
+    expect(byKey(partitionWrites(first, { ...first, note: 'x' }))).toEqual({ 'table:MACHINE#m-1': 1 });
   });
 
   it('an item over a KB costs a unit per started KB, in the table and in every ALL index it is in', () => {

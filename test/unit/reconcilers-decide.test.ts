@@ -122,10 +122,14 @@ describe('machine (cleanup) reconciler', () => {
   });
 
   it('settles "gone" by returning the machine to the pool and "accepted" by waiting for the report as long as the site says', () => {
-    const requested = { ...cleaning, cleanup: { instanceId: 'i-1', phase: 'requested' as const, attempts: 1, leaseUntil: iso(addMs(NOW, 60_000)) } };
+    const timings = cleanupTimings(5_000);
+    // The claim waits for the report as long as the site says, from when the DELETE is sent.
+    const requested = machineReconciler.decide(snapshot({ timings })).change!.machines![0]!.after;
+    expect(requested.cleanup).toMatchObject({ phase: 'requested', leaseUntil: iso(addMs(NOW, 5_000)) });
     const request = { call: 'delete' as const, machineId: 'm-1', siteName: 'job-r1' };
+    // The agent answers a second later: accepted keeps the claim's lease.
     const settle = (kind: 'gone' | 'accepted') =>
-      machineReconciler.effects!.settle(snapshot({ machine: requested, timings: cleanupTimings(5_000) }), request, { call: 'delete', outcome: { kind } });
+      machineReconciler.effects!.settle(snapshot({ machine: requested, timings, now: addMs(NOW, 1_000) }), request, { call: 'delete', outcome: { kind } });
     expect(settle('gone')?.machines?.[0]?.after).toMatchObject({ state: 'Ready', cleanup: undefined });
     expect(settle('accepted')?.machines?.[0]?.after.cleanup).toMatchObject({ accepted: true, leaseUntil: iso(addMs(NOW, 5_000)) });
   });
