@@ -86,8 +86,8 @@ export const duePartitions: readonly string[] = Array.from({ length: DUE_SHARDS 
 
 /**
  * By the record's partition key and due time: an entry stays in its shard until its time moves, and a record's
- * successive entries (a create pending, then leased, then done, often within a second) fall on different shards
- * instead of each of its writes on one.
+ * successive entries (a create pending, then its call's lease, often within one second) fall on different shards,
+ * so the writes that put and take out each of them are not all one key's.
  */
 export const duePartitionOf = (pk: string, dueAt: string): string => duePartitions[keyHash(`${pk}#${dueAt}`) % DUE_SHARDS]!;
 
