@@ -27,7 +27,7 @@ import { httpSiteAgent } from '#runtime/site-agent.ts';
 import { staticKeys } from '#site/signing-keys.ts';
 import { createLocalHttpServer, gatewayRoutesOf } from './api-gateway-adapter.ts';
 import { createAwsCallRecorder } from './aws-call-recorder.ts';
-import { freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
+import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
 import { runAsFunction } from './function-scope.ts';
 import { assessHealth, type Health } from './health.ts';
 import { localEventBridge } from './local-event-bridge.ts';
@@ -175,12 +175,9 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     const issuer = createLocalTokenIssuer({ issuer: config.auth.issuer, audience: config.auth.audience });
     let apiUrl = '';
     let serverErrors: () => ServerErrorAnswer[] = () => [];
-    // Fixing the agent's port up front lets the controller know its URL before either side starts.
-    const agentPort = await freePort();
     // The key of this run, held by both sides as a deployed site's controller and agent hold theirs.
     const signingKey: SigningKey = { id: `local-${randomBytes(4).toString('hex')}`, secret: randomBytes(32).toString('hex') };
     const simulator = createSiteSimulator({
-      port: agentPort,
       machines: demoFleet(config.simulator.machines),
       controllerUrl: () => apiUrl,
       token: () => issuer.mint({ sub: 'site-agent', org: 'site', roles: ['site-agent'] }),
@@ -194,6 +191,10 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       ...(options.persistDir ? { stateFile: join(options.persistDir, 'site-agent.json') } : {}),
       log: (line) => sink.part('simulator', line),
     });
+    // Listening before either side starts: the controller knows the agent's URL, and no other process can take its port.
+    await simulator.listen();
+    // Closes it if the site fails before starting it; once started, it is stopped first (below), and this does nothing.
+    stops.push(() => simulator.stop());
 
     const busName = `fleetward-${config.site.name}`;
     const recorder = options.awsCallLogDir
@@ -232,7 +233,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       config,
       clock: options.clock ?? systemClock,
       ids: options.ids ?? randomIds,
-      agent: httpSiteAgent(`http://127.0.0.1:${agentPort}`, config, staticKeys({ keys: [signingKey], current: signingKey.id })),
+      agent: httpSiteAgent(simulator.url, config, staticKeys({ keys: [signingKey], current: signingKey.id })),
       events: eventBridgePublisher(busName, eventBridge),
       metrics,
       log,

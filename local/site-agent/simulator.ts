@@ -47,9 +47,12 @@ export interface SiteSimulatorOptions {
 }
 
 export interface SiteSimulator {
+  /** Takes its port and answers the agent API, beating nothing yet: its URL is then known and cannot be taken. */
+  listen(): Promise<void>;
+  /** Listens, if not yet, and starts beating and working. */
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** Base URL of the agent API; known once start() has resolved. */
+  /** Base URL of the agent API; known once listen() or start() has resolved. */
   readonly url: string;
   running(): boolean;
   /** What the agent has sent and what is still to come: a test sees from them that a stopped agent is quiet. */
@@ -104,7 +107,7 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
 
   return {
     get url() {
-      if (!baseUrl) throw new Error('site simulator: url is known once start() has resolved');
+      if (!baseUrl) throw new Error('site simulator: url is known once listen() or start() has resolved');
       return baseUrl;
     },
     running: () => loops.running(),
@@ -112,8 +115,8 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
     control: controls.control,
     handleControl: controls.handleControl,
 
-    async start() {
-      if (loops.running()) return;
+    async listen() {
+      if (server) return;
       const srv = createServer((req, res) => {
         route(req, res).catch((error: unknown) => {
           if (error instanceof RequestBodyError) return sendJson(res, error.status, { code: error.code, message: error.message });
@@ -133,6 +136,11 @@ export function createSiteSimulator(options: SiteSimulatorOptions): SiteSimulato
       const { address, port } = srv.address() as AddressInfo;
       baseUrl = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
       log(`site-sim: agent listening on ${baseUrl} with ${options.machines.length} machines`);
+    },
+
+    async start() {
+      if (loops.running()) return;
+      await this.listen();
       loops.start();
     },
 

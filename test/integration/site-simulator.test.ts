@@ -162,6 +162,39 @@ describe('demoFleet', () => {
   });
 });
 
+describe('simulated site agent: listening before it starts', () => {
+  it('holds its port and answers the agent API, but beats nothing until started', async () => {
+    // Every call the agent makes to the controller asks for its URL first.
+    let controllerAsked = 0;
+    const early = createSiteSimulator({
+      machines,
+      controllerUrl: () => {
+        controllerAsked++;
+        return controllerUrl;
+      },
+      token: async () => 'agent-token',
+      signingKeys: [k1],
+      heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
+      provisionMs: PROVISION_MS,
+      cleanupMs: CLEANUP_MS,
+    });
+    try {
+      await early.listen();
+      const requests = await fetch(`${early.url}/_sim/requests`);
+      expect(await requests.json()).toEqual({ items: [] });
+      await new Promise((resolve) => setTimeout(resolve, 3 * HEARTBEAT_INTERVAL_MS));
+      expect(controllerAsked).toBe(0);
+      expect(early.running()).toBe(false);
+      const url = early.url;
+      await early.start();
+      expect(early.url).toBe(url);
+      await eventually(() => (controllerAsked > 0 ? true : undefined));
+    } finally {
+      await early.stop();
+    }
+  });
+});
+
 describe('simulated site agent: creates', () => {
   it('honours clientToken: a repeated create answers 201 and never creates twice', async () => {
     expect(await create('job', 'tok-a')).toEqual({ status: 201, body: { name: 'job', machineId: 'gb200-r1-01' } });
