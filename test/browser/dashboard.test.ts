@@ -185,6 +185,8 @@ describe('dashboard', () => {
     const cells = map.locator('a.cell');
     await until(page, 'the h100 squares', async () => (await cells.count()) === 2);
     const [held, free] = (await cells.evaluateAll((all) => all.map((a) => a.getAttribute('data-machine')))) as [string, string];
+    // Only a free machine is reserved at once: on a loaded host an earlier test's cleanup, or a late beat, may still hold it.
+    await site.eventually(async () => (await site.call('GET', `/admin/machines/${held}`, { token: who.admin })).body.allocatable === true, 30_000);
     const created = await site.call('POST', '/admin/reservations', { token: who.admin, body: { org: 'acme', machineType: 'h100', machineIds: [held] } });
     expect(created.status).toBe(201);
     const reservation = (created.body as { id: string }).id;
