@@ -3,6 +3,7 @@ import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { heartbeatStale, preventingSources, type HeartbeatView } from '#domain/health.ts';
 import type { Instance, InstanceStatus, Machine } from '#domain/model.ts';
 import { ageMs, iso } from '#domain/time.ts';
+import { sameValue } from '#domain/same-value.ts';
 
 // A tenant org's capacity (CAP01) without reading its machines. Each machine has one node item holding what its
 // org's capacity counts of it (null while no org has it); per org, a few shard items hold counters. A decision reads
@@ -202,8 +203,6 @@ function standingsNow({
   );
 }
 
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
-
 /** The capacity-events moves of each machine whose standing changed since its node last accounted it. */
 export function feedMovesNow(snapshot: Pick<CapacitySnapshot, 'machineIds' | 'machines' | 'instances' | 'nodes'>): Map<string, CapacityMove[]> {
   const moves = new Map<string, CapacityMove[]>();
@@ -235,7 +234,7 @@ export function capacityChange(snapshot: CapacitySnapshot): { change: Change | n
   const nodes = [...entriesNow(snapshot)].flatMap(([machineId, entry]) => {
     const before = snapshot.nodes.get(machineId) ?? null;
     const standing = standings.get(machineId) ?? null;
-    if (same(before?.entry ?? null, entry) && same(before?.standing ?? null, standing)) return [];
+    if (sameValue(before?.entry ?? null, entry) && sameValue(before?.standing ?? null, standing)) return [];
     const newShards = new Set(
       [before?.entry, entry].flatMap((e) => (e ? [orgShardRef(e.org, capacityShardOf(machineId))] : [])).filter((ref) => !deltas.has(ref)),
     );
