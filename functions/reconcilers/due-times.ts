@@ -1,4 +1,5 @@
 import { preventingSources } from '#domain/health.ts';
+import { addMs, iso } from '#domain/time.ts';
 import { bucketSettled, type RosterBucket } from '#domain/heartbeat.ts';
 import { nextDueAt, walkPending } from '#domain/maintenance-waves.ts';
 import type { Maintenance } from '#domain/maintenance.ts';
@@ -50,8 +51,16 @@ export function memberMachineDueAt(machine: Machine): string | undefined {
   return undefined;
 }
 
-/** Roster-bucket reconciler: a bucket whose walk has not settled. */
-export const rosterBucketDueAt = (bucket: RosterBucket): string | undefined => (bucketSettled(bucket) ? undefined : bucket.changedAt);
+/**
+ * How long the stream has to walk a changed roster bucket before the sweep takes the walk as left over. The stream
+ * reacts within a second or so; a sweep that walked a fresh bucket too would load and write its machines a second
+ * time, racing the stream for each (a whole first roster, at once).
+ */
+export const ROSTER_WALK_GRACE_MS = 10_000;
+
+/** Roster-bucket reconciler: a bucket whose walk has not settled, once the stream has had its grace. */
+export const rosterBucketDueAt = (bucket: RosterBucket): string | undefined =>
+  bucketSettled(bucket) ? undefined : iso(addMs(new Date(bucket.changedAt), ROSTER_WALK_GRACE_MS));
 
 /** Maintenance reconciler: a walk to finish, or its next deadline. */
 export const maintenanceDueAt = (maintenance: Maintenance): string | undefined => (walkPending(maintenance) ? maintenance.updatedAt : nextDueAt(maintenance));
