@@ -45,7 +45,7 @@ export interface AgentLoops {
   /** Cancels every timer and call in flight and waits for the heartbeat loop to end. */
   stop(): Promise<void>;
   running(): boolean;
-  /** A delay that stop() cancels: resolves false when cancelled. */
+  /** A delay that stop() cancels: resolves false when cancelled. Asked for before the start, it counts from the start. */
   wait(ms: number): Promise<boolean>;
   /** Sanitizes the machine for `cleanupMs`, then reports `report` and calls `done`; nothing when stopped before it is clean. */
   cleanUp(instance: AgentInstance, report: CleanupReport, done: () => void): void;
@@ -61,10 +61,15 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
   const timers = new Set<NodeJS.Timeout>();
   let outbound = new AbortController();
   let isRunning = false;
+  let stopped = false;
+  // Work the agent took before it started (it listens first) waits for the start, as a real agent's queue would.
+  let markStarted: () => void = () => {};
+  const started = new Promise<void>((resolve) => (markStarted = resolve));
   let heartbeatLoop: Promise<void> | undefined;
   const counters = { heartbeatsSent: 0, cleanupReportsSent: 0, validationReportsSent: 0, callsInFlight: 0 };
 
-  function wait(ms: number): Promise<boolean> {
+  async function wait(ms: number): Promise<boolean> {
+    if (!isRunning && !stopped) await started;
     return new Promise((resolve) => {
       if (!isRunning) return resolve(false);
       const signal = outbound.signal;
@@ -193,11 +198,15 @@ export function createAgentLoops(options: AgentLoopsOptions): AgentLoops {
       if (isRunning) return;
       outbound = new AbortController();
       isRunning = true;
+      stopped = false;
       heartbeatLoop = runHeartbeats();
+      markStarted();
     },
 
     async stop() {
       isRunning = false;
+      stopped = true;
+      markStarted();
       outbound.abort();
       for (const timer of timers) clearTimeout(timer);
       timers.clear();

@@ -195,6 +195,35 @@ describe('simulated site agent: listening before it starts', () => {
   });
 });
 
+describe('simulated site agent: work taken before it starts', () => {
+  it('does a validation it accepted while only listening once it starts, and reports it then', async () => {
+    const early = createSiteSimulator({
+      machines,
+      controllerUrl: () => controllerUrl,
+      token: async () => 'agent-token',
+      signingKeys: [k1],
+      heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
+      provisionMs: PROVISION_MS,
+      cleanupMs: CLEANUP_MS,
+      validationMs: 10,
+    });
+    const validations = () => calls.filter((c) => c.path.endsWith('/validation'));
+    try {
+      await early.listen();
+      simUrl = early.url;
+      const request = { validationId: 'v-early', suite: 'standard', reason: 'registration' };
+      expect((await call('POST', '/machines/gb200-r1-01/validation', request)).status).toBe(202);
+      await new Promise((resolve) => setTimeout(resolve, 5 * HEARTBEAT_INTERVAL_MS));
+      expect(validations()).toEqual([]);
+      await early.start();
+      const [reported] = await eventually(() => (validations().length > 0 ? validations() : undefined));
+      expect(reported).toMatchObject({ path: '/site/v1/machines/gb200-r1-01/validation', body: { validationId: 'v-early', passed: true } });
+    } finally {
+      await early.stop();
+    }
+  });
+});
+
 describe('simulated site agent: creates', () => {
   it('honours clientToken: a repeated create answers 201 and never creates twice', async () => {
     expect(await create('job', 'tok-a')).toEqual({ status: 201, body: { name: 'job', machineId: 'gb200-r1-01' } });
