@@ -337,13 +337,6 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     apiUrl = server.url;
     serverErrors = watchServerErrors(server.server);
 
-    if (poller) {
-      // The poller stands in for the stream function's event source mapping, which reads the stream with its role,
-      // and exists before the fleet is written: the seed's records are reacted to as they come, as in AWS. The agent
-      // already listens, and does what it is sent (a commissioning validation) once it starts below.
-      await runAsFunction('StreamHandler', () => poller.start());
-      stops.push(() => poller.stop());
-    }
     if (options.registerFleet ?? true) {
       const fleet = demoFleet(config.simulator.machines);
       await registerMachines(
@@ -351,6 +344,11 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
         fleet.map((m) => ({ id: m.id, machineType: m.machineType, rack: m.rack, ...(m.nvlinkDomain ? { nvlinkDomain: m.nvlinkDomain } : {}) })),
         { actor: 'local-runner', requestId: 'local-runner-seed' },
       );
+    }
+    if (poller) {
+      // The poller stands in for the stream function's event source mapping, which reads the stream with its role.
+      await runAsFunction('StreamHandler', () => poller.start());
+      stops.push(() => poller.stop());
     }
     timer.start();
     startedAt = Date.now();
