@@ -13,7 +13,7 @@ import { MAX_CLOCK_SKEW_SECONDS, signRequest, type SigningKey, type SigningKeySe
 import { keysReadOnDemand, staticKeys } from '#site/signing-keys.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { CONTROLLER_CALL_TIMEOUT_MS } from '#local/site-agent/agent-loops.ts';
-import { createSiteSimulator, type SiteSimulator } from '#local/site-agent/simulator.ts';
+import { createSiteSimulator, type SiteSimulator, type SiteSimulatorOptions } from '#local/site-agent/simulator.ts';
 
 // The controller is not under test here: a stub records what the simulated agent sends it.
 interface ControllerCall {
@@ -47,6 +47,19 @@ const REPORT_RETRY_DELAYS_MS = [30, 30, 30];
 const AGENT_ACTS_WITHIN_MS =
   2 * HEARTBEAT_INTERVAL_MS + PROVISION_MS + CLEANUP_MS + REPORT_RETRY_DELAYS_MS.reduce((a, b) => a + b, 0) + CONTROLLER_CALL_TIMEOUT_MS;
 
+/** An agent of the fleet above that reports to the stub controller, with these options changed. */
+const simulatorWith = (options: Partial<SiteSimulatorOptions> = {}): SiteSimulator =>
+  createSiteSimulator({
+    machines,
+    controllerUrl: () => controllerUrl,
+    token: async () => 'agent-token',
+    signingKeys: [k1],
+    heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
+    provisionMs: PROVISION_MS,
+    cleanupMs: CLEANUP_MS,
+    ...options,
+  });
+
 beforeAll(async () => {
   controller = createServer(async (req, res) => {
     let text = '';
@@ -70,16 +83,7 @@ afterAll(async () => {
 beforeEach(async () => {
   calls = [];
   controllerDown = false;
-  sim = createSiteSimulator({
-    machines,
-    controllerUrl: () => controllerUrl,
-    token: async () => 'agent-token',
-    signingKeys: [k1],
-    heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
-    provisionMs: PROVISION_MS,
-    cleanupMs: CLEANUP_MS,
-    reportRetryDelaysMs: REPORT_RETRY_DELAYS_MS,
-  });
+  sim = simulatorWith({ reportRetryDelaysMs: REPORT_RETRY_DELAYS_MS });
   await sim.start();
   simUrl = sim.url;
 });
@@ -166,17 +170,11 @@ describe('simulated site agent: listening before it starts', () => {
   it('holds its port and answers the agent API, but beats nothing until started', async () => {
     // Every call the agent makes to the controller asks for its URL first.
     let controllerAsked = 0;
-    const early = createSiteSimulator({
-      machines,
+    const early = simulatorWith({
       controllerUrl: () => {
         controllerAsked++;
         return controllerUrl;
       },
-      token: async () => 'agent-token',
-      signingKeys: [k1],
-      heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
-      provisionMs: PROVISION_MS,
-      cleanupMs: CLEANUP_MS,
     });
     try {
       await early.listen();
@@ -197,16 +195,7 @@ describe('simulated site agent: listening before it starts', () => {
 
 describe('simulated site agent: work taken before it starts', () => {
   it('does a validation it accepted while only listening once it starts, and reports it then', async () => {
-    const early = createSiteSimulator({
-      machines,
-      controllerUrl: () => controllerUrl,
-      token: async () => 'agent-token',
-      signingKeys: [k1],
-      heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
-      provisionMs: PROVISION_MS,
-      cleanupMs: CLEANUP_MS,
-      validationMs: 10,
-    });
+    const early = simulatorWith({ validationMs: 10 });
     const validations = () => calls.filter((c) => c.path.endsWith('/validation'));
     try {
       await early.listen();
@@ -491,16 +480,7 @@ describe('simulated site agent: state kept in a file', () => {
   });
 
   async function agentOn(stateFile: string) {
-    const agent = createSiteSimulator({
-      machines,
-      controllerUrl: () => controllerUrl,
-      token: async () => 'agent-token',
-      signingKeys: [k1],
-      heartbeatIntervalMs: 50,
-      provisionMs: 0,
-      cleanupMs: 60_000,
-      stateFile,
-    });
+    const agent = simulatorWith({ provisionMs: 0, cleanupMs: 60_000, stateFile });
     started.push(agent);
     await agent.start();
     return createSiteAgentClient({ baseUrl: agent.url, maxAttempts: 1, baseDelayMs: 0, timeoutMs: 2_000, keys: staticKeys(onlyK1) });
@@ -530,16 +510,7 @@ describe('simulated site agent: state kept in a file', () => {
     expect((await started[0]!.control('POST', '/_sim/machines/gb200-r1-02/health', { alerts }))?.status).toBe(200);
     await started[0]!.stop();
 
-    const restarted = createSiteSimulator({
-      machines,
-      controllerUrl: () => controllerUrl,
-      token: async () => 'agent-token',
-      signingKeys: [k1],
-      heartbeatIntervalMs: 50,
-      provisionMs: 0,
-      cleanupMs: 0,
-      stateFile,
-    });
+    const restarted = simulatorWith({ provisionMs: 0, cleanupMs: 0, stateFile });
     started.push(restarted);
     expect((await restarted.control('GET', '/_sim/machines/gb200-r1-02/health', undefined))?.body).toEqual({ id: 'gb200-r1-02', alerts });
   });
