@@ -8,6 +8,14 @@ import type { FleetwardFunction } from './fleetward-function.ts';
 import { SitePart } from './site-part.ts';
 import { streamFilters } from './stream-filters.ts';
 
+/**
+ * Records per invocation of the stream function. A burst (a registration, a first roster's walk) is then a few
+ * invocations rather than dozens, and each is one run, in which an aggregate (a rack's summary item, a counter
+ * shard) gathers its changes into one write: fewer invocations write it fewer times. Lambda sends less when the batch would pass its 6 MB payload, and a
+ * reaction not done by the batch's deadline comes back in the next one (`STREAM_RESERVE_MS`).
+ */
+export const STREAM_BATCH_SIZE = 500;
+
 /** Why the stream function's role lists streams on Resource "*" (its acknowledgment of cdk-nag's IAM5). */
 const LIST_STREAMS_REASON =
   "dynamodb:ListStreams takes no resource but `*` (no resource-level permissions); Lambda's event source mapping " +
@@ -33,7 +41,7 @@ export class StreamReactions extends SitePart {
     const mapping = this.function.function.addEventSourceMapping('TableStream', {
       eventSourceArn: props.resources.table.tableStreamArn!,
       startingPosition: StartingPosition.TRIM_HORIZON,
-      batchSize: 100,
+      batchSize: STREAM_BATCH_SIZE,
       maxBatchingWindow: Duration.seconds(0),
       filters: streamFilters(),
       reportBatchItemFailures: true,

@@ -6,6 +6,7 @@ import { defaultSiteConfig } from '#config/site-config.ts';
 import { functionTimeoutSeconds } from '#lib/function-timeouts.ts';
 import { FUNCTION_NAMES } from '#lib/lambda-functions.ts';
 import { streamFilters } from '#lib/stream-filters.ts';
+import { STREAM_BATCH_SIZE } from '#lib/stream-reactions.ts';
 import { readStackSettings, readStreamMapping } from '#local/aws-semantics/stack-settings.ts';
 
 // The local runner's reading of the synthesized template (FLEETWARD_AWS_SEMANTICS parallel-shards and
@@ -21,7 +22,7 @@ describe('the stack settings the local runner reads', () => {
     expect(first.source).toBe('synthesized');
     expect(first.settings.streamMapping).toEqual({
       filterPatterns: streamFilters().map((filter) => filter.pattern),
-      batchSize: 100,
+      batchSize: STREAM_BATCH_SIZE,
       maximumRetryAttempts: 10,
       maximumRecordAgeSeconds: 3600,
       bisectBatchOnFunctionError: true,

@@ -2,6 +2,7 @@ import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { defaultSiteConfig } from '#config/site-config.ts';
+import { STREAM_BATCH_SIZE } from '#lib/stream-reactions.ts';
 import { pollerSettingsOf } from '#local/aws-semantics/parallel-shards.ts';
 import { readStackSettings, type StreamMappingSettings } from '#local/aws-semantics/stack-settings.ts';
 import { invokeFunction } from '#local/lambda-invocation.ts';
@@ -51,9 +52,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('the stream poller under parallel-shards', () => {
   it('takes the mapping from the template: batch size, retries, record age, bisect, filters', () => {
-    expect(mapping).toMatchObject({ batchSize: 100, maximumRetryAttempts: 10, maximumRecordAgeSeconds: 3600, bisectBatchOnFunctionError: true });
+    expect(mapping).toMatchObject({ batchSize: STREAM_BATCH_SIZE, maximumRetryAttempts: 10, maximumRecordAgeSeconds: 3600, bisectBatchOnFunctionError: true });
     expect(pollerSettingsOf(mapping, { parallelShards: true })).toMatchObject({
-      batchSize: 100,
+      batchSize: STREAM_BATCH_SIZE,
       maxRetries: 10,
       maxRecordAgeMs: 3_600_000,
       bisectOnError: true,
