@@ -11,8 +11,9 @@ import { streamFilters } from './stream-filters.ts';
 /**
  * Records per invocation of the stream function. A burst (a registration, a first roster's walk) is then a few
  * invocations rather than dozens, and each is one run, in which an aggregate (a rack's summary item, a counter
- * shard) gathers its changes into one write: fewer invocations write it fewer times. Lambda sends less when the batch would pass its 6 MB payload, and a
- * reaction not done by the batch's deadline comes back in the next one (`STREAM_RESERVE_MS`).
+ * shard) gathers its changes into one write: fewer invocations write it fewer times. Lambda sends less when the
+ * batch would pass its 6 MB payload, and a reaction not done by the batch's deadline comes back in the next one
+ * (`STREAM_RESERVE_MS`).
  */
 export const STREAM_BATCH_SIZE = 500;
 
