@@ -52,11 +52,13 @@ export function memberMachineDueAt(machine: Machine): string | undefined {
 }
 
 /**
- * How long the stream has to walk a changed roster bucket before the sweep takes the walk as left over. The stream
- * reacts within a second or so; a sweep that walked a fresh bucket too would load and write its machines a second
- * time, racing the stream for each (a whole first roster, at once).
+ * How long the stream has to walk a changed roster bucket before the sweep takes the walk as left over: the shortest
+ * timeout a stream invocation has (lib/function-timeouts.ts), so the invocation that got the change has either
+ * walked it or failed (and its retry brings the record back). A sweep that walked a bucket the stream was walking
+ * would load and write its machines a second time, racing the stream for each: a first roster of 10,000 machines
+ * takes the stream longer than 10 s.
  */
-export const ROSTER_WALK_GRACE_MS = 10_000;
+export const ROSTER_WALK_GRACE_MS = 60_000;
 
 /** Roster-bucket reconciler: a bucket whose walk has not settled, once the stream has had its grace. */
 export const rosterBucketDueAt = (bucket: RosterBucket): string | undefined =>
