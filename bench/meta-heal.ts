@@ -2,7 +2,7 @@
 // runner; stream-driven, and on a second site where only the sweep reconciles.
 
 import type { Instance } from '#domain/model.ts';
-import { dueTimes } from '#reconcilers/due-times.ts';
+import { dueTimes, ROSTER_WALK_GRACE_MS } from '#reconcilers/due-times.ts';
 import type { LocalSite } from '#local/runner.ts';
 import { fastSiteToml, freeMachines, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
@@ -106,7 +106,9 @@ async function startMetaSite(
         await sleep(25);
       }
     };
-    const recoveryMs = 3 * sweepIntervalMs + 15_000;
+    // Without the stream, a roster change reaches the machines once the sweep's grace on its bucket has passed.
+    const walkGraceMs = stream ? 0 : ROSTER_WALK_GRACE_MS;
+    const recoveryMs = 3 * sweepIntervalMs + 15_000 + walkGraceMs;
 
     await until(
       'the fleet live and allocatable',
@@ -114,7 +116,7 @@ async function startMetaSite(
         const free = await freeMachines(observer, META_MACHINE_TYPE, 100);
         return free.length === META_MACHINES && free.every((m) => m.heartbeatLive) ? true : undefined;
       },
-      30_000,
+      30_000 + walkGraceMs,
     );
 
     const created = await call('POST', `/v2/org/${ORG}/nico/meta-instance`, tenant, { machineType: META_MACHINE_TYPE, minNodes: 1 }, [201]);
@@ -250,7 +252,7 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
     progress(`meta: sweep-only site; ${options.sweepProbes} override failure(s), each waited ${options.probeIntervals} sweep intervals`);
     for (let i = 0; i < options.sweepProbes; i++) sweepOverride.push(await site.trial('override', options.probeIntervals * interval, interval));
     progress(`meta: sweep-only site; ${options.heartbeatTrials} heartbeat stops`);
-    for (let i = 0; i < options.heartbeatTrials; i++) sweepHeartbeat.push(await site.trial('heartbeat', heartbeatWait, interval));
+    for (let i = 0; i < options.heartbeatTrials; i++) sweepHeartbeat.push(await site.trial('heartbeat', heartbeatWait + ROSTER_WALK_GRACE_MS, interval));
   } finally {
     await site.stop();
   }
