@@ -15,7 +15,7 @@ import { parseSiteConfig } from '#config/site-config.ts';
 import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
 import { recordedMembers } from '#test/support/meta-members.ts';
 import { countRequests } from './counter.ts';
-import { siteStartFloorMs } from './site-start-floor.ts';
+import { siteStartFloorOnItsOwnMs } from './site-start-floor.ts';
 import { heatReport, streamHeat, watchWriteTimes, type WriteTimes } from './partition-heat.ts';
 import { ratio, round, summarize } from './stats.ts';
 
@@ -62,6 +62,15 @@ const META_SIZES = [1, 1, 2, 2, 4];
 const THROTTLED_TRIES = 5;
 /** An instance holds its machine in these; Terminated and Failed ones do not. */
 const HOLDING: ReadonlySet<Instance['status']> = new Set(['Provisioning', 'Ready', 'Repairing', 'Terminating']);
+
+/**
+ * The soak's checks on pending replacements, all failures together, at most this many a second: each reads a
+ * meta-instance and its members. Each polled every 50 ms, 100 failures (10,000 machines) sent 2,000 such reads a
+ * second, and DynamoDB Local, serving them beside the site, stalled the site's stream and API for over a minute.
+ */
+const REPLACEMENT_CHECKS_PER_S = 100;
+/** How often each failure's replacement is checked for: the resolution of the failure → replacement figure. */
+const replacementPollMs = (options: ScaleSoakOptions) => Math.max(50, (1000 * failuresOf(options)) / REPLACEMENT_CHECKS_PER_S);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -160,7 +169,7 @@ export function checkInvariants(input: { machines: Machine[]; instances: Instanc
 
 export async function scaleSoak(endpoint: string, id: string, options: ScaleSoakOptions, progress: (line: string) => void) {
   const tableName = `bench-scale-${id}`;
-  const floorMs = await siteStartFloorMs(endpoint, id, parseSiteConfig(scaleSiteToml(options), 'scale site').simulator.machines);
+  const floorMs = await siteStartFloorOnItsOwnMs(id, parseSiteConfig(scaleSiteToml(options), 'scale site').simulator.machines);
   progress(`scale: the site start's floor, every machine put allocatable: ${floorMs} ms`);
   const setupStarted = performance.now();
   // When each phase began, by wall clock: the hottest keys' seconds fall in one of them.
@@ -238,7 +247,8 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     await until(
       'the fleet summary counting every machine allocatable',
       async () => {
-        const summary = await call(undefined, 'GET', '/admin/fleet/summary', admin, undefined, [200]);
+        // A site still walking its first roster can leave this read short of its deadline: 503, so not yet.
+        const summary = await call(undefined, 'GET', '/admin/fleet/summary', admin, undefined, [200, 503]);
         return summary.machines === options.machines && summary.allocatable === options.machines ? true : undefined;
       },
       120_000 + options.machines * 50,
@@ -246,6 +256,8 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     );
     const fleetAllocatableS = round((performance.now() - setupStarted) / 1000 - siteUpS, 1);
     mark('fleet_allocatable');
+    const since = () => `${round((performance.now() - setupStarted) / 1000, 1)} s`;
+    progress(`scale: every machine allocatable ${fleetAllocatableS} s after up`);
     // What the summary counts, checked once on the machines themselves: every one live and in the allocatable index
     // (paged: one Query page stops at 1 MB, about 3,000 machines).
     const fleet = await everything((page) => observer.listMachines(page));
@@ -272,6 +284,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
         owned.push({ org, id: String(created.id) });
       },
     );
+    progress(`scale: ${owned.length} instances created at ${since()}`);
     const metaIds: string[] = [];
     await inParallel(
       Array.from({ length: options.metaInstances }, (_, n) => n),
@@ -294,7 +307,9 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
         metaIds.push(String(created.id));
       },
     );
+    progress(`scale: ${metaIds.length} meta-instances created at ${since()}`);
     await inParallel(owned, 16, async (o) => void (await until(`instance ${o.id} Ready`, statusIs(o.id, 'Ready'), settleMs, 100)));
+    progress(`scale: the instances Ready at ${since()}`);
     await inParallel(
       metaIds,
       16,
@@ -399,7 +414,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       }
       const replaced = async () =>
         (await recordedMembers(observer, metaId)).some((i) => !before.has(i.id) && i.status === 'Ready' && !failedMachines.has(i.machineId)) ? true : undefined;
-      await until(`a replacement for ${member.machineId} in ${metaId}`, replaced, settleMs, 50).then(
+      await until(`a replacement for ${member.machineId} in ${metaId}`, replaced, settleMs, replacementPollMs(options)).then(
         () => (failure.replacedMs = performance.now() - t0),
         (error: unknown) => progress(String(error).split('\n')[0]!),
       );
@@ -446,6 +461,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
       config: {
         ...options,
         failures_planned: failureCount,
+        replacement_poll_ms: replacementPollMs(options),
         orgs: ORGS,
         toml: scaleSiteToml(options).trim().split('\n'),
         method:
@@ -467,7 +483,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
         goal_ratio_to_floor: SITE_START_GOAL_RATIO,
         floor:
           'the same machine items as the first roster leaves them (live, allocatable), one conditional PutItem each, ' +
-          `${SEPARATE_IN_FLIGHT} in flight, on the part's DynamoDB Local fresh (before the site starts; its table deleted after)`,
+          `${SEPARATE_IN_FLIGHT} in flight, on a fresh DynamoDB Local of its own (stopped before the site starts on the part's)`,
       },
       churn_s: round(churnMinutes * 60, 1),
       api: {
