@@ -106,7 +106,8 @@ async function startMetaSite(
         await sleep(25);
       }
     };
-    // Without the stream, a roster change reaches the machines once the sweep's grace on its bucket has passed.
+    // Without the stream, a roster change (the fleet's first, a stopped heartbeat) reaches the machines once the
+    // sweep's grace on its bucket has passed: every wait on one here includes it.
     const walkGraceMs = stream ? 0 : ROSTER_WALK_GRACE_MS;
     const recoveryMs = 3 * sweepIntervalMs + 15_000 + walkGraceMs;
 
@@ -156,7 +157,8 @@ async function startMetaSite(
       const injectMs = performance.now() - t0;
       let placedMs: number | undefined;
       let ms: number | undefined;
-      while (performance.now() - t0 < waitMs) {
+      const deadlineMs = waitMs + (kind === 'heartbeat' ? walkGraceMs : 0);
+      while (performance.now() - t0 < deadlineMs) {
         const replacements = (await liveMembers()).filter((i) => i.id !== member.id);
         const at = performance.now() - t0;
         if (replacements.length > 0) placedMs ??= at;
@@ -252,7 +254,7 @@ export async function metaHeal(endpoint: string, id: string, options: MetaHealOp
     progress(`meta: sweep-only site; ${options.sweepProbes} override failure(s), each waited ${options.probeIntervals} sweep intervals`);
     for (let i = 0; i < options.sweepProbes; i++) sweepOverride.push(await site.trial('override', options.probeIntervals * interval, interval));
     progress(`meta: sweep-only site; ${options.heartbeatTrials} heartbeat stops`);
-    for (let i = 0; i < options.heartbeatTrials; i++) sweepHeartbeat.push(await site.trial('heartbeat', heartbeatWait + ROSTER_WALK_GRACE_MS, interval));
+    for (let i = 0; i < options.heartbeatTrials; i++) sweepHeartbeat.push(await site.trial('heartbeat', heartbeatWait, interval));
   } finally {
     await site.stop();
   }

@@ -52,11 +52,11 @@ export function memberMachineDueAt(machine: Machine): string | undefined {
 }
 
 /**
- * How long the stream has to walk a changed roster bucket before the sweep takes the walk as left over: the shortest
- * timeout a stream invocation has (lib/function-timeouts.ts), so the invocation that got the change has either
- * walked it or failed (and its retry brings the record back). A sweep that walked a bucket the stream was walking
- * would load and write its machines a second time, racing the stream for each: a first roster of 10,000 machines
- * takes the stream longer than 10 s.
+ * How long the stream has to walk a changed roster bucket before the sweep takes the walk as left over: no longer than
+ * any stream invocation may run (lib/function-timeouts.ts: at least 60 s, 96 s by default).
+ * A sweep that walked a bucket the stream was walking would load and write its machines a second time, racing the
+ * stream for each: a first roster of 10,000 machines takes the local stream about 25 s. A walk that outlasts the
+ * grace is still right, only done twice: each machine's write is conditional on its version.
  */
 export const ROSTER_WALK_GRACE_MS = 60_000;
 

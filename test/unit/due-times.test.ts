@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { dueRules, dueTimes } from '#reconcilers/due-times.ts';
+import { defaultSiteConfig } from '#config/site-config.ts';
+import { reconcilerTimeoutSeconds } from '#lib/function-timeouts.ts';
+import { dueRules, dueTimes, ROSTER_WALK_GRACE_MS } from '#reconcilers/due-times.ts';
 import type { RecordKind } from '#reconcilers/reconciler.ts';
 import { reconcilers } from '#reconcilers/registry.ts';
 import { aMachine } from '#test/support/fixtures.ts';
@@ -24,5 +26,10 @@ describe('the due-time rules the store writes', () => {
     });
     expect(dueTimes.machine(cleaning)).toBe('C');
     expect(dueTimes.machine(aMachine())).toBeUndefined();
+  });
+
+  it('leave a changed roster bucket to the stream for no longer than any stream invocation may run', () => {
+    const quickest = { ...defaultSiteConfig(), instance_create_retry: { ...defaultSiteConfig().instance_create_retry, max_attempts: 1, timeout_ms: 1 } };
+    expect(ROSTER_WALK_GRACE_MS).toBeLessThanOrEqual(reconcilerTimeoutSeconds(quickest) * 1000);
   });
 });
