@@ -146,6 +146,17 @@ function countingRequests<E extends { routeKey: string }, C, R>(counts: Map<stri
   };
 }
 
+/** A table an earlier release wrote is said to be so, with what its migrations will do while the site serves. */
+async function sayDataVersion(store: DynamoFleetStore, say: (line: string) => void): Promise<void> {
+  const status = await store.migrationStatus();
+  if (status.dataVersion >= status.latest) return;
+  const pending = status.items.filter((item) => item.state !== 'done').map((item) => `${item.id} ${item.name}`);
+  say(
+    `the table holds data version ${status.dataVersion} of ${status.latest}: migrations ${pending.join(', ')} ` +
+      'run in the background while the site serves (GET /admin/migrations)',
+  );
+}
+
 /** How many sweep intervals one hold of the sweep's lease lasts locally, before its run renews it. */
 const SWEEP_LEASE_HOLD_INTERVALS = 3;
 
@@ -170,7 +181,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     }
     const endpoint = options.dynamoEndpoint ?? dynamo!.endpoint;
     const names = options.tableNames ?? { table: `fleetward-${config.site.name}`, idempotencyTable: `fleetward-${config.site.name}-idempotency` };
-    await createTables(endpoint, names);
+    const tables = await createTables(endpoint, names, (line) => sink.part('dynamodb', line));
 
     const issuer = createLocalTokenIssuer({ issuer: config.auth.issuer, audience: config.auth.audience });
     let apiUrl = '';
@@ -211,6 +222,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       injectIndexLag(storeClient, { lagMs: options.awsSemantics.indexLagMs, images: createDocumentClient(endpoint) });
     }
     const store = new DynamoFleetStore(storeClient, names.table, dueTimes);
+    if (!tables.created) await sayDataVersion(store, (line) => sink.part('runner', line));
     // The same Powertools JSON lines as in Lambda, handed to the sink, which shows them as it is told.
     const logger = createLogger({ logLevel: options.logLevel ?? process.env.LOG_LEVEL, write: sink.controller });
     const log = powertoolsLog(logger);

@@ -32,6 +32,7 @@ import {
 } from '#store/item-store.ts';
 import { StaleWriteError, type DueTimes } from '#store/port.ts';
 import { decodePageToken, encodePageToken, invalidPageToken } from '#store/paging.ts';
+import { TableMigrations, type MigrationRun, type MigrationSettings, type MigrationStatus } from '#store/migrations/runner.ts';
 
 /** DynamoDB's limits of keys per BatchGetItem and of items per BatchWriteItem. */
 export const BATCH_GET_LIMIT = 100;
@@ -44,10 +45,26 @@ export class DynamoFleetStore extends ItemStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
 
+  private readonly migrations: TableMigrations;
+
   constructor(client: DynamoDBDocumentClient, table: string, due: DueTimes) {
     super(due);
     this.client = client;
     this.table = table;
+    this.migrations = new TableMigrations({ client, table, store: this, due });
+  }
+
+  migrationStatus(): Promise<MigrationStatus> {
+    return this.migrations.status();
+  }
+
+  runMigrations(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun> {
+    return this.migrations.run(settings, deadlineMs, holder);
+  }
+
+  /** A table this release just created: nothing in it to migrate, ever (local/tables.ts). */
+  markCurrentLayout(): Promise<boolean> {
+    return this.migrations.markCurrent();
   }
 
   /** Store the agent's roster time, guarded so concurrent beats cannot interleave. */
@@ -94,6 +111,16 @@ export class DynamoFleetStore extends ItemStore {
   protected async getItem(key: TableKey): Promise<Item | undefined> {
     const result = await this.client.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true }));
     return result.Item;
+  }
+
+  protected async putIfAbsent(item: Item): Promise<boolean> {
+    try {
+      await this.client.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+      return true;
+    } catch (error) {
+      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+      throw error;
+    }
   }
 
   protected async putItems(items: Item[]): Promise<void> {

@@ -1,3 +1,6 @@
+import { LATEST_DATA_VERSION } from '#store/data-version.ts';
+import { migrations } from '#store/migrations/registry.ts';
+import type { MigrationRun, MigrationStatus } from '#store/migrations/runner.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { keys } from '#store/items.ts';
 import {
@@ -97,6 +100,29 @@ export class MemoryFleetStore extends ItemStore {
 
   protected async putItems(items: Item[]): Promise<void> {
     for (const item of items) this.put(item);
+  }
+
+  protected async putIfAbsent(item: Item): Promise<boolean> {
+    if (this.items.has(itemKey(item as TableKey))) return false;
+    this.put(item);
+    return true;
+  }
+
+  async migrationStatus(): Promise<MigrationStatus> {
+    return {
+      dataVersion: LATEST_DATA_VERSION,
+      latest: LATEST_DATA_VERSION,
+      items: migrations.map(({ id, name }) => ({ id, name, state: 'done' as const, itemsDone: 0 })),
+    };
+  }
+
+  async runMigrations(): Promise<MigrationRun> {
+    return { dataVersion: LATEST_DATA_VERSION, itemsDone: 0 };
+  }
+
+  /** A memory store is born in the current layout: release 0.1.0 never wrote one. */
+  protected override legacyLayout(): Promise<boolean> {
+    return Promise.resolve(false);
   }
 
   protected async getItems(keys: TableKey[], read: ItemRead = {}): Promise<Item[]> {
