@@ -15,6 +15,8 @@ const configPath = process.env.FLEETWARD_SITE_CONFIG ?? 'sites/local.toml';
 const port = Number(process.env.PORT ?? 8080);
 const persistDir = process.env.FLEETWARD_DATA_DIR;
 const awsCallLogDir = process.env[AWS_CALL_LOG_ENV];
+// A deploy in progress: the table stays in the layout of the release before (local/runner.ts startMigrations).
+const holdMigrations = process.env.FLEETWARD_HOLD_MIGRATIONS === '1';
 const usage = 'options: --log-level <debug|info|warn|error>, --log-format <pretty|json>';
 
 /** `npm start -- --log-level debug --log-format json`; LOG_LEVEL otherwise (Powertools' levels: debug, info, warn, error...). */
@@ -77,6 +79,7 @@ try {
     ...(awsSemantics ? { awsSemantics } : {}),
     ...(logLevel ? { logLevel } : {}),
     ...(awsCallLogDir ? { awsCallLogDir } : {}),
+    ...(holdMigrations ? { startMigrations: false } : {}),
   });
   stopOnSignals(site.stop);
   console.log(`

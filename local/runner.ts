@@ -97,6 +97,12 @@ export interface LocalSiteOptions {
    * (local/aws-call-recorder.ts). Nothing is recorded, and no recording middleware installed, without it.
    */
   awsCallLogDir?: string;
+  /**
+   * Declare this start a finished deploy: a table an earlier release wrote leaves that release's layout and its
+   * migrations start (POST /admin/migrations/start). Default true; false keeps it pinned, as a deploy in progress
+   * (FLEETWARD_HOLD_MIGRATIONS=1), for running beside the release before.
+   */
+  startMigrations?: boolean;
 }
 
 export interface LocalSite {
@@ -363,6 +369,10 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       stops.push(() => poller.stop());
     }
     timer.start();
+    if (!tables.created && options.startMigrations !== false) {
+      const status = await store.startMigrations();
+      if (status.dataVersion < status.latest) sink.part('runner', 'data migrations start with the next sweep: `fleetward admin migrations --watch` follows them');
+    }
     startedAt = Date.now();
     stops.push(() => timer.stop());
     await simulator.start();

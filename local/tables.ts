@@ -65,9 +65,21 @@ async function upgradeTable(client: DynamoDBClient, definition: CreateTableComma
         GlobalSecondaryIndexUpdates: [step],
       }),
     );
-    await waitUntilTableExists({ client, maxWaitTime: 30 }, { TableName: name });
+    await untilIndexesSettle(client, name);
   }
   return steps.map(describeStep);
+}
+
+/** An index being created is not yet readable, nor one being deleted gone: the next step, and the site, wait for both. */
+async function untilIndexesSettle(client: DynamoDBClient, name: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const table = (await client.send(new DescribeTableCommand({ TableName: name }))).Table!;
+    const settled = table.TableStatus === 'ACTIVE' && (table.GlobalSecondaryIndexes ?? []).every((index) => index.IndexStatus === 'ACTIVE');
+    if (settled) return;
+    if (Date.now() > deadline) throw new TableUpgradeError(`table ${name}: its indexes did not settle within 60 s`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 /**

@@ -1,5 +1,12 @@
 import type { AppContext } from '#runtime/context.ts';
 
+/** The deploy of this release is done: the table leaves the layout of the release before, and the migrations start. */
+export async function startMigrations(ctx: AppContext) {
+  const status = await ctx.store.startMigrations();
+  ctx.log.info('data migrations started: the deploy is declared done', { dataVersion: status.dataVersion, latest: status.latest });
+  return status.items;
+}
+
 /** The data migrations' progress, as the table holds it: one read of the data version and one Query per migration. */
 export async function listMigrations(ctx: AppContext) {
   const status = await ctx.store.migrationStatus();
@@ -14,5 +21,6 @@ export async function releaseInForce(ctx: AppContext) {
     dataVersion: status.dataVersion,
     latestDataVersion: status.latest,
     migrations: { pending: count('pending') + count('failed'), running: count('running') },
+    pinned: status.pinned,
   };
 }

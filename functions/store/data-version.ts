@@ -12,6 +12,8 @@ export interface DataVersion {
   /** When the last migration finished: a contract migration waits for the releases before it to be gone. */
   updatedAt: string;
   version: number;
+  /** Records are written in the layout of the release before, until the deploy is declared done (store/migrations). */
+  pinned: boolean;
 }
 
 /** How long a container trusts the data version it read: the legacy reads end within this of the contract. */

@@ -114,6 +114,8 @@ import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#
 import type { MigrationRun, MigrationSettings, MigrationStatus } from '#store/migrations/runner.ts';
 import { CONTRACTED_DATA_VERSION, DATA_VERSION_TTL_MS, type DataVersion } from '#store/data-version.ts';
 import {
+  inLegacyLayout,
+  legacyTwinOf,
   LEGACY_DUE_PARTITION,
   LEGACY_MACHINE_KIND,
   LEGACY_META_KIND,
@@ -130,6 +132,12 @@ import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 
 export type Item = Record<string, unknown>;
 export type TableKey = { pk: string; sk: string };
+
+/** What the table's data version says of its layouts (data-version.ts). */
+interface LayoutState {
+  legacyReads: boolean;
+  legacyWrites: boolean;
+}
 
 /** An item's table key as one string, to find the items a batch read returned (in no order) by the keys asked for. */
 export const tableKeyOf = (item: Record<string, unknown>): string => `${String(item.pk)}|${String(item.sk)}`;
@@ -168,8 +176,11 @@ export interface ItemPage {
   nextToken?: string | undefined;
 }
 
-/** A record written whole, guarded by the version it was read at or by not existing yet. */
-export type GuardedPut = { put: Item; expectedVersion: number | null };
+/**
+ * A record written whole, guarded by the version it was read at or by not existing yet; `any`: unguarded, a mirror
+ * of a guarded write in the same transaction (a site item's 0.1.0 twin, see legacy-layout.ts).
+ */
+export type GuardedPut = { put: Item; expectedVersion: number | null | 'any' };
 /**
  * An (org, type)'s usage counter moved by `by` without reading it (domain/quotas.ts), or its quota set (a number) or
  * lifted (null). `guard` is the quota an increment was decided against: null, the item must have no quota; a
@@ -216,11 +227,17 @@ export function compareByQuery(query: Pick<ItemQuery, 'index' | 'descending'>, a
 
 const compareStrings = (a: unknown, b: unknown): number => (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0);
 
-/** The writes of one decision, history included; over the transaction limit is a bug, not a lost race. */
-export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTimes): ItemWrite[] {
+/**
+ * The writes of one decision, history included; over the transaction limit is a bug, not a lost race. `legacy`: the
+ * table is pinned to release 0.1.0's layout, and each record is written as that release would (legacy-layout.ts).
+ */
+export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTimes, legacy = false): ItemWrite[] {
   const writes: ItemWrite[] = [];
   const guarded = <T extends { version: number }>(pair: { before: T | null; after: T }, toItem: (record: T) => Item) => {
-    writes.push({ put: toItem({ ...pair.after, version: (pair.before?.version ?? -1) + 1 }), expectedVersion: pair.before?.version ?? null });
+    const item = toItem({ ...pair.after, version: (pair.before?.version ?? -1) + 1 });
+    writes.push({ put: legacy ? inLegacyLayout(item) : item, expectedVersion: pair.before?.version ?? null });
+    const twin = legacy ? legacyTwinOf(item as TableKey) : undefined;
+    if (twin) writes.push({ put: { ...item, ...twin }, expectedVersion: 'any' });
   };
   for (const pair of change.machines ?? []) guarded(pair, (machine) => machineItem(machine, due.machine(machine)));
   for (const pair of change.instances ?? []) guarded(pair, (instance) => instanceItem(instance, due.instance(instance)));
@@ -313,34 +330,40 @@ export abstract class ItemStore implements FleetStore {
   /** The unique part of a history or audit entry's sort key, so entries at the same instant do not overwrite each other. */
   protected abstract historySuffix(): string;
   abstract migrationStatus(): Promise<MigrationStatus>;
+  abstract startMigrations(): Promise<MigrationStatus>;
   abstract runMigrations(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun>;
   /** Writes `item` unless an item with its key exists; false when one did. */
   protected abstract putIfAbsent(item: Item): Promise<boolean>;
 
-  private dataVersionRead: { at: number; legacy: Promise<boolean> } | undefined;
-
-  async getDataVersion(): Promise<DataVersion | null> {
-    const item = await this.getItem(keys.siteDataVersion);
-    return item ? { dataVersion: Number(item.dataVersion), updatedAt: String(item.updatedAt), version: Number(item.version) } : null;
-  }
+  private layoutRead: { at: number; state: Promise<LayoutState> } | undefined;
 
   /**
-   * Whether the table may still hold items in release 0.1.0's layout: then every listing also reads that layout's
-   * partitions (legacy-layout.ts), and the site's own items are first copied to their current keys. Read at most once
-   * per DATA_VERSION_TTL_MS per store.
+   * Where the table stands between the layouts: read at most once per DATA_VERSION_TTL_MS per store. Until the
+   * contract every listing also reads 0.1.0's partitions (legacy-layout.ts), and the site's own items are first copied
+   * to their current keys; while the table is pinned (no data version yet, or one still pinned) records are written
+   * in 0.1.0's layout, so that a release 0.1.0 running beside this one, or deployed again, sees all of them.
    */
-  protected legacyLayout(): Promise<boolean> {
+  protected layoutState(): Promise<LayoutState> {
     const now = Date.now();
-    if (!this.dataVersionRead || now - this.dataVersionRead.at > DATA_VERSION_TTL_MS) {
-      const legacy = this.getDataVersion().then(async (found) => {
-        const expanded = (found?.dataVersion ?? 0) < CONTRACTED_DATA_VERSION;
-        if (expanded) await this.copyLegacySiteItems();
-        return expanded;
+    if (!this.layoutRead || now - this.layoutRead.at > DATA_VERSION_TTL_MS) {
+      const state = this.getItem(keys.siteDataVersion).then(async (found): Promise<LayoutState> => {
+        const dataVersion = found ? Number(found.dataVersion) : 0;
+        const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
+        if (legacyReads) await this.copyLegacySiteItems();
+        return { legacyReads, legacyWrites: !found || found.pinned === true };
       });
-      legacy.catch(() => (this.dataVersionRead = undefined));
-      this.dataVersionRead = { at: now, legacy };
+      state.catch(() => (this.layoutRead = undefined));
+      this.layoutRead = { at: now, state };
     }
-    return this.dataVersionRead.legacy;
+    return this.layoutRead.state;
+  }
+
+  protected async legacyLayout(): Promise<boolean> {
+    return (await this.layoutState()).legacyReads;
+  }
+
+  protected async legacyWrites(): Promise<boolean> {
+    return (await this.layoutState()).legacyWrites;
   }
 
   /**
@@ -357,11 +380,15 @@ export abstract class ItemStore implements FleetStore {
     return copied;
   }
 
-  /** Meta-instances that release 0.1.0 wrote get `memberIds` from its members index: its members not yet Terminated. */
+  /**
+   * Meta-instances that release 0.1.0 wrote get `memberIds` from its members index (its members not yet Terminated);
+   * while the table is pinned every one does, since 0.1.0 may have placed a member that `memberIds` does not name.
+   */
   private async withMembers(metas: MetaInstance[]): Promise<MetaInstance[]> {
+    const pinned = metas.length > 0 && (await this.legacyWrites());
     return Promise.all(
       metas.map(async (meta) => {
-        if (Array.isArray(meta.memberIds)) return meta;
+        if (Array.isArray(meta.memberIds) && !pinned) return meta;
         const members = await this.allItems({ index: indexes.members, partition: legacyMembersPartition(meta.id), entriesOnly: true });
         return { ...meta, memberIds: members.map((item) => String(item.id ?? String(item.pk).slice('INSTANCE#'.length))) };
       }),
@@ -369,12 +396,13 @@ export abstract class ItemStore implements FleetStore {
   }
 
   async commit(change: Change): Promise<void> {
-    const writes = writesOf(change, () => this.historySuffix(), this.due);
+    const writes = writesOf(change, () => this.historySuffix(), this.due, await this.legacyWrites());
     if (writes.length > 0) await this.writeItems(writes);
   }
 
   async createMachines(machines: Machine[]): Promise<void> {
-    await this.putItems(machines.map((machine) => machineItem(machine, this.due.machine(machine))));
+    const legacy = await this.legacyWrites();
+    await this.putItems(machines.map((machine) => machineItem(machine, this.due.machine(machine))).map((item) => (legacy ? inLegacyLayout(item) : item)));
   }
 
   /**

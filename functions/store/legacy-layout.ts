@@ -30,3 +30,37 @@ export const isLegacySummaryItem = (pk: string): boolean => pk === 'SUMMARY' || 
 /** A member instance's binding to its meta-instance in 0.1.0 (the `members` index); membership is now `memberIds`. */
 export const LEGACY_MEMBER_ATTRIBUTES = ['memberOf', 'memberSk'] as const;
 export const legacyMembersPartition = (metaInstanceId: string): string => `META#${metaInstanceId}`;
+
+/** The entities release 0.1.0 knows: its sweep reads their due entries from `DUE`, and would fail on any other. */
+const LEGACY_DUE_ENTITIES = new Set(['machine', 'instance', 'meta-instance', 'roster-bucket']);
+
+/**
+ * A current-layout item as release 0.1.0 writes it, for while the table is pinned to that layout (a deploy over 0.1.0
+ * not yet declared done): both releases then see everything either writes. Attributes 0.1.0 does not know ride along;
+ * it ignores them.
+ */
+export function inLegacyLayout(item: Record<string, unknown>): Record<string, unknown> {
+  const legacy = { ...item };
+  const entity = String(item.entity);
+  if (typeof item.duePk === 'string' && LEGACY_DUE_ENTITIES.has(entity)) legacy.duePk = LEGACY_DUE_PARTITION;
+  if (entity === 'machine') {
+    legacy.kind = LEGACY_MACHINE_KIND;
+    if (typeof item.allocPk === 'string' && item.allocPk.startsWith('ALLOC#')) legacy.allocPk = legacyAllocatablePartition(String(item.machineType));
+  }
+  if (entity === 'instance') {
+    legacy.orgPk = legacyInstanceListing(String(item.org));
+    delete legacy.memberOf;
+    delete legacy.memberSk;
+    if (typeof item.metaInstanceId === 'string' && item.status !== 'Terminated') {
+      legacy.memberOf = legacyMembersPartition(item.metaInstanceId);
+      legacy.memberSk = item.id;
+    }
+  }
+  if (entity === 'meta-instance' && typeof item.kind === 'string') legacy.kind = LEGACY_META_KIND;
+  return legacy;
+}
+
+/** The 0.1.0 key a site item of the current layout is mirrored to while the table is pinned; undefined for others. */
+export function legacyTwinOf(key: TableKey): TableKey | undefined {
+  return LEGACY_SITE_ITEMS.find((site) => key.pk === `SITE#${site.name}` && key.sk === `#${site.name}`)?.legacy;
+}

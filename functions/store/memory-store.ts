@@ -86,7 +86,7 @@ export class MemoryFleetStore extends ItemStore {
     const items = writes.map((write) => {
       if (isUsageWrite(write)) return usageAfter(write.usage, this.items.get(itemKey(write.usage.key)));
       const stored = this.items.get(itemKey(write.put as TableKey));
-      const holds = write.expectedVersion === null ? stored === undefined : stored?.version === write.expectedVersion;
+      const holds = write.expectedVersion === 'any' || (write.expectedVersion === null ? stored === undefined : stored?.version === write.expectedVersion);
       return holds ? write.put : null;
     });
     if (items.some((item) => item === null)) throw new StaleWriteError('a record changed since it was read');
@@ -112,6 +112,7 @@ export class MemoryFleetStore extends ItemStore {
     return {
       dataVersion: LATEST_DATA_VERSION,
       latest: LATEST_DATA_VERSION,
+      pinned: false,
       items: migrations.map(({ id, name }) => ({ id, name, state: 'done' as const, itemsDone: 0 })),
     };
   }
@@ -120,9 +121,13 @@ export class MemoryFleetStore extends ItemStore {
     return { dataVersion: LATEST_DATA_VERSION, itemsDone: 0 };
   }
 
+  async startMigrations(): Promise<MigrationStatus> {
+    return this.migrationStatus();
+  }
+
   /** A memory store is born in the current layout: release 0.1.0 never wrote one. */
-  protected override legacyLayout(): Promise<boolean> {
-    return Promise.resolve(false);
+  protected override layoutState() {
+    return Promise.resolve({ legacyReads: false, legacyWrites: false });
   }
 
   protected async getItems(keys: TableKey[], read: ItemRead = {}): Promise<Item[]> {

@@ -151,6 +151,11 @@ export interface FleetStore {
   releaseLease(name: string, holder: string, now: string): Promise<void>;
   /** The table's data version and each migration's progress (store/migrations). */
   migrationStatus(): Promise<MigrationStatus>;
+  /**
+   * Declares the deploy of this release done: the table is no longer pinned to the layout of the release before, and
+   * the migrations that move its items may start (the next sweep starts them).
+   */
+  startMigrations(): Promise<MigrationStatus>;
   /** Runs the pending migrations until `deadlineMs` (epoch ms), under a lease named for them: where it stopped, and why. */
   runMigrations(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun>;
   getSiteHeartbeat(): Promise<SiteHeartbeat | null>;

@@ -78,7 +78,8 @@ export async function migrateItem(stored: Item, input: MigrationInput, contract:
     }
     case 'meta-instance': {
       const found: MetaInstance = fromMetaInstanceItem(stored);
-      const meta = Array.isArray(found.memberIds) ? found : { ...found, memberIds: await input.membersOf(found.id) };
+      // Until the contract the members index is the membership both releases kept (legacy-layout.ts inLegacyLayout).
+      const meta = contract && Array.isArray(found.memberIds) ? found : { ...found, memberIds: await input.membersOf(found.id) };
       return rewritten(stored, metaInstanceItem(meta, input.due.metaInstance(meta)));
     }
     case 'roster-bucket': {

@@ -32,6 +32,8 @@ export interface MigrationSettings {
 export interface MigrationStatus {
   dataVersion: number;
   latest: number;
+  /** The deploy is not declared done: records are written in the layout of the release before, and no walk starts. */
+  pinned: boolean;
   items: MigrationProgress[];
 }
 
@@ -39,8 +41,11 @@ export interface MigrationRun {
   dataVersion: number;
   /** Items this run walked. */
   itemsDone: number;
-  /** Why it stopped before the latest data version: its time was up, another runner holds the walk, a contract waits. */
-  stoppedBy?: 'deadline' | 'held' | 'contract-wait';
+  /**
+   * Why it stopped before the latest data version: its time was up, another runner holds the walk, a contract waits,
+   * or the table is pinned until its deploy is declared done.
+   */
+  stoppedBy?: 'deadline' | 'held' | 'contract-wait' | 'pinned';
 }
 
 /** What the runner needs of the store it migrates: the lease, and the site items' copy (migration 1). */
@@ -78,16 +83,36 @@ export class TableMigrations {
 
   async dataVersion(): Promise<DataVersion | null> {
     const found = await this.get(keys.siteDataVersion);
-    return found ? { dataVersion: Number(found.dataVersion), updatedAt: String(found.updatedAt), version: Number(found.version) } : null;
+    return found
+      ? { dataVersion: Number(found.dataVersion), updatedAt: String(found.updatedAt), version: Number(found.version), pinned: found.pinned === true }
+      : null;
   }
+
+  /** The deploy is done: walks may start, and records are written in this release's layout (within DATA_VERSION_TTL_MS). */
+  async unpin(): Promise<void> {
+    const found = await this.dataVersion();
+    if (found && !found.pinned) return;
+    const next = { dataVersion: found?.dataVersion ?? 0, updatedAt: this.now().toISOString(), version: (found?.version ?? -1) + 1, pinned: false };
+    await this.client.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: { ...keys.siteDataVersion, ...next },
+        ...(found
+          ? { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': found.version } }
+          : { ConditionExpression: 'attribute_not_exists(pk)' }),
+      }),
+    );
+  }
+
 
   /** A table created by this release: born at the latest data version, with nothing to migrate. */
   async markCurrent(): Promise<boolean> {
-    return this.putIfAbsent({ ...keys.siteDataVersion, dataVersion: LATEST_DATA_VERSION, updatedAt: this.now().toISOString(), version: 0 });
+    return this.putIfAbsent({ ...keys.siteDataVersion, dataVersion: LATEST_DATA_VERSION, updatedAt: this.now().toISOString(), version: 0, pinned: false });
   }
 
   async status(): Promise<MigrationStatus> {
-    const dataVersion = (await this.dataVersion())?.dataVersion ?? 0;
+    const found = await this.dataVersion();
+    const dataVersion = found?.dataVersion ?? 0;
     const items = await Promise.all(
       migrations.map(async (migration) => {
         const { head, segments } = await this.progressItems(migration.id);
@@ -95,7 +120,7 @@ export class TableMigrations {
         return progressOf(migration, head, segments, this.now());
       }),
     );
-    return { dataVersion, latest: LATEST_DATA_VERSION, items };
+    return { dataVersion, latest: LATEST_DATA_VERSION, pinned: found ? found.pinned : dataVersion < LATEST_DATA_VERSION, items };
   }
 
   async run(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun> {
@@ -105,10 +130,11 @@ export class TableMigrations {
       // No data version: a table release 0.1.0 made, unless it holds nothing yet (this release's own first start).
       const first = await this.client.send(new ScanCommand({ TableName: this.table, Limit: 1 }));
       if ((first.Items ?? []).length === 0 && (await this.markCurrent())) return { dataVersion: LATEST_DATA_VERSION, itemsDone };
-      version = { dataVersion: 0, updatedAt: this.now().toISOString(), version: -1 };
+      version = { dataVersion: 0, updatedAt: this.now().toISOString(), version: -1, pinned: true };
     }
     while (version.dataVersion < LATEST_DATA_VERSION) {
       const migration = migrationOf(version.dataVersion + 1)!;
+      if (version.pinned && migration.walk === 'scan') return { dataVersion: version.dataVersion, itemsDone, stoppedBy: 'pinned' };
       if (migration.kind === 'contract' && (await this.contractMustWait(migration, version, settings)))
         return { dataVersion: version.dataVersion, itemsDone, stoppedBy: 'contract-wait' };
       const now = this.now();
@@ -272,7 +298,7 @@ export class TableMigrations {
   }
 
   private async advance(version: DataVersion, to: number): Promise<DataVersion> {
-    const next = { dataVersion: to, updatedAt: this.now().toISOString(), version: version.version + 1 };
+    const next = { dataVersion: to, updatedAt: this.now().toISOString(), version: version.version + 1, pinned: version.pinned };
     await this.client.send(
       new PutCommand({
         TableName: this.table,

@@ -11,7 +11,7 @@ export interface SeededSite {
   repairMachine: string;
 }
 
-type Json = Record<string, unknown>;
+type Json = Record<string, any>;
 
 export async function tokenFor(base: string, sub: string, org: string, roles: string[]): Promise<string> {
   const res = await fetch(`${base}/_local/token`, { method: 'POST', body: JSON.stringify({ sub, org, roles }) });
@@ -114,9 +114,14 @@ export async function seedRelease010(base: string): Promise<SeededSite> {
     201,
   );
   const metaInstanceId = String(meta.id);
-  await until('meta-instance Ready', async () =>
-    (await acme('GET', `/v2/org/acme/nico/meta-instance/${metaInstanceId}`)).json.status === 'Ready' ? true : undefined,
-  );
+  // 0.1.0 calls a meta-instance Ready once placed: its members are Ready only when the agent says so.
+  await until('meta-instance members Ready', async () => {
+    const { json } = await acme('GET', `/v2/org/acme/nico/meta-instance/${metaInstanceId}`);
+    const members = (json.instanceIds ?? []) as string[];
+    if (json.status !== 'Ready' || members.length !== 2) return undefined;
+    for (const id of members) if ((await acme('GET', `/v2/org/acme/nico/instance/${id}`)).json.status !== 'Ready') return undefined;
+    return true;
+  });
 
   // One create still provisioning: the agent keeps timing out.
   await sim('/faults', { op: 'create', outcomes: ['timeout', 'timeout', 'timeout', 'timeout', 'timeout', 'timeout'] });
