@@ -72,7 +72,10 @@ export async function migrateItem(stored: Item, input: MigrationInput, contract:
     }
     case 'instance': {
       const instance: Instance = fromInstanceItem(stored);
-      const migration = rewritten(stored, strip(instanceItem(instance, input.due.instance(instance))));
+      // A live member keeps its `memberOf` through the contract: a meta-instance that 0.1.0 wrote during the deploy
+      // has no memberIds yet, and the contract reads them from the members index, in whatever order it walks.
+      const next = instanceItem(instance, input.due.instance(instance));
+      const migration = rewritten(stored, instance.status === 'Terminated' ? strip(next) : next);
       if (!migration || instance.usageUncounted !== true || !COUNTED.has(instance.status)) return migration;
       return { ...migration, countUsage: { key: keys.quotaUsage(instance.org, instance.machineType), org: instance.org, machineType: instance.machineType } };
     }

@@ -43,7 +43,7 @@ export const migrations: readonly Migration[] = [
     kind: 'contract',
     walk: 'scan',
     summary:
-      "moves whatever 0.1.0 wrote during the deploy, removes the members' memberOf and 0.1.0's site and summary items; " +
+      "moves whatever 0.1.0 wrote during the deploy, removes finished members' memberOf and 0.1.0's site and summary items; " +
       "then no listing reads 0.1.0's partitions",
   },
 ];
