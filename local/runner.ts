@@ -371,7 +371,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     timer.start();
     if (!tables.created && options.startMigrations !== false) {
       const status = await store.startMigrations();
-      if (status.dataVersion < status.latest) sink.part('runner', 'data migrations start with the next sweep: `fleetward admin migrations --watch` follows them');
+      if (status.dataVersion < status.latest)
+        sink.part('runner', 'data migrations start with the next sweep: `fleetward admin migrations --watch` follows them');
     }
     startedAt = Date.now();
     stops.push(() => timer.stop());

@@ -112,7 +112,7 @@ import {
 import type { CapacityPoint } from '#domain/capacity-history.ts';
 import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/org-capacity.ts';
 import type { MigrationRun, MigrationSettings, MigrationStatus } from '#store/migrations/runner.ts';
-import { CONTRACTED_DATA_VERSION, DATA_VERSION_TTL_MS, type DataVersion } from '#store/data-version.ts';
+import { CONTRACTED_DATA_VERSION, DATA_VERSION_TTL_MS } from '#store/data-version.ts';
 import {
   inLegacyLayout,
   legacyTwinOf,

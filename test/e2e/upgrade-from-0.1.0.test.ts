@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRunner, type RunnerProcess } from '#test/support/runner-process.ts';
+import { startRunner } from '#test/support/runner-process.ts';
 import { caller, seedRelease010, tokenFor, type SeededSite } from '#test/support/upgrade/seed-release-0-1-0.ts';
 import { RELEASE_010_COMMIT, releaseWorktree, type ReleaseWorktree } from '#test/support/upgrade/release-worktree.ts';
 
@@ -99,8 +99,12 @@ describe('an upgrade from release 0.1.0', () => {
       let migrating = true;
       const traffic = (async () => {
         while (migrating) {
-          for (const path of ['/admin/machines', '/admin/fleet/summary', '/admin/meta-instances', '/admin/migrations']) answers.push((await admin('GET', path)).status);
-          answers.push((await acme('GET', '/v2/org/acme/nico/instance')).status, (await acme('GET', `/v2/org/acme/nico/meta-instance/${seeded.metaInstanceId}`)).status);
+          for (const path of ['/admin/machines', '/admin/fleet/summary', '/admin/meta-instances', '/admin/migrations'])
+            answers.push((await admin('GET', path)).status);
+          answers.push(
+            (await acme('GET', '/v2/org/acme/nico/instance')).status,
+            (await acme('GET', `/v2/org/acme/nico/meta-instance/${seeded.metaInstanceId}`)).status,
+          );
         }
       })();
       const migrations = await until(
@@ -136,7 +140,12 @@ describe('an upgrade from release 0.1.0', () => {
         expect(was.status === 'Provisioning' ? ['Provisioning', 'Ready'] : [was.status]).toContain(now.status);
       }
       const acmeListed = await listAll(acme, '/v2/org/acme/nico/instance');
-      expect(acmeListed.map((i) => i.id).sort()).toEqual([...before.instances].filter(([, i]) => i.org === 'acme').map(([id]) => id).sort());
+      expect(acmeListed.map((i) => i.id).sort()).toEqual(
+        [...before.instances]
+          .filter(([, i]) => i.org === 'acme')
+          .map(([id]) => id)
+          .sort(),
+      );
 
       // Membership, the repair in progress, audit and history are intact.
       const meta = (await acme('GET', `/v2/org/acme/nico/meta-instance/${seeded.metaInstanceId}`)).json;

@@ -127,7 +127,9 @@ export const adminRoutes: Route[] = [
         dataVersion: z.int().meta({ description: 'The data version the table holds: the last migration done' }),
         latestDataVersion: z.int().meta({ description: 'The data version this release brings the table to' }),
         migrations: z.object({ pending: z.int(), running: z.int() }),
-        pinned: z.boolean().meta({ description: 'Records are written in the layout of the release before: its deploy is not declared done (POST /admin/migrations/start)' }),
+        pinned: z
+          .boolean()
+          .meta({ description: 'Records are written in the layout of the release before: its deploy is not declared done (POST /admin/migrations/start)' }),
         config: siteConfigDocumented,
         typesWithoutGpuCount: z.array(z.string()).meta({ description: 'Machine types of the site that [catalog] gpus_per_machine does not name: 0 GPUs each' }),
       }),
@@ -150,7 +152,7 @@ export const adminRoutes: Route[] = [
     path: '/admin/migrations/start',
     roles: ['provider-admin'],
     summary:
-      "Declare the deploy of this release done: records are written in its layout from now on, and its migrations start with the next sweep. Idempotent; after it the release before is no longer served",
+      'Declare the deploy of this release done: records are written in its layout from now on, and its migrations start with the next sweep. Idempotent; after it the release before is no longer served',
     query: emptyQuery,
     responses: { 200: z.object({ items: z.array(migrationResponse) }) },
     handle: async (_request, ctx) => ({ status: 200, body: { items: await startMigrations(ctx) } }),

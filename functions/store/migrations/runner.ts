@@ -104,7 +104,6 @@ export class TableMigrations {
     );
   }
 
-
   /** A table created by this release: born at the latest data version, with nothing to migrate. */
   async markCurrent(): Promise<boolean> {
     return this.putIfAbsent({ ...keys.siteDataVersion, dataVersion: LATEST_DATA_VERSION, updatedAt: this.now().toISOString(), version: 0, pinned: false });
