@@ -1,6 +1,6 @@
 import { Duration } from 'aws-cdk-lib';
 import type { HttpStage } from 'aws-cdk-lib/aws-apigatewayv2';
-import { Alarm, ComparisonOperator, TreatMissingData, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
+import { Alarm, ComparisonOperator, MathExpression, TreatMissingData, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
@@ -74,6 +74,20 @@ export class SiteMonitoring extends SitePart {
       'MaintenanceOverdueAlarm',
       'machines in declared maintenance are not back within the window the provider promised',
       fleet.site('MaintenanceOverdue', 'Maximum', Duration.minutes(5)),
+      1,
+    );
+    // A data migration pending after an upgrade whose walk has not moved for half an hour (docs/deploy.md).
+    alarm(
+      'MigrationStalledAlarm',
+      'a data migration is pending and walked no item for 30 minutes (GET /admin/migrations says where it stands)',
+      new MathExpression({
+        expression: 'IF(pending > 0 AND FILL(walked, 0) == 0, 1, 0)',
+        usingMetrics: {
+          pending: fleet.site('MigrationsPending', 'Maximum', Duration.minutes(30)),
+          walked: fleet.site('MigrationItemsWalked', 'Sum', Duration.minutes(30)),
+        },
+        period: Duration.minutes(30),
+      }),
       1,
     );
     // The fleet's own alarms, also shown on its dashboard.

@@ -22,6 +22,7 @@ import { injectThrottles } from '#local/aws-semantics/throttle.ts';
 import { injectIndexLag } from '#local/aws-semantics/index-lag.ts';
 import { overlappingInvocations } from '#local/aws-semantics/overlapping-sweeps.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
+import { TableMigrations } from '#store/migrations/runner.ts';
 import type { SigningKey } from '#site/request-signing.ts';
 import { httpSiteAgent } from '#runtime/site-agent.ts';
 import { staticKeys } from '#site/signing-keys.ts';
@@ -276,7 +277,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
             log: (line) => sink.part('stream', line),
           });
     // A sweep that runs out of its interval hands the rest to a follow-up through the bus, which the timer runs at once.
-    const sweep = createSweepHandler(ctx, eventBridgeHandOff(busName, eventBridge));
+    const migrations = new TableMigrations({ client: storeClient, table: names.table, store, due: dueTimes });
+    const sweep = createSweepHandler(ctx, eventBridgeHandOff(busName, eventBridge), migrations);
     const sweepIntervalMs = options.sweepIntervalMs ?? config.sweep.interval_seconds * 1000;
     const sweepLimits = limitsOf('SweepHandler');
     const sweepMargin = sweepMarginMs(config);

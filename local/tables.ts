@@ -55,6 +55,11 @@ async function upgradeTable(client: DynamoDBClient, definition: CreateTableComma
   if (JSON.stringify(live.KeySchema) !== JSON.stringify(definition.KeySchema)) {
     throw new TableUpgradeError(`table ${name}: its key schema ${JSON.stringify(live.KeySchema)} is not this release's; no release changes it in place`);
   }
+  if (definition.StreamSpecification && !live.StreamSpecification?.StreamEnabled) {
+    // A start that stopped between making the table and turning its stream on (createMarked).
+    await client.send(new UpdateTableCommand({ TableName: name, StreamSpecification: definition.StreamSpecification }));
+    await untilIndexesSettle(client, name);
+  }
   const steps = indexSteps(live.GlobalSecondaryIndexes ?? [], definition);
   for (const [at, step] of steps.entries()) {
     log(`table ${name} was made by an earlier release: step ${at + 1} of ${steps.length}, ${describeStep(step)}`);
@@ -83,6 +88,33 @@ async function untilIndexesSettle(client: DynamoDBClient, name: string): Promise
 }
 
 /**
+ * The site's table, born at the latest data version: the item that says so is written before the stream is turned
+ * on, so that no reader of the stream ever sees it (the stream poller's tests count every record).
+ */
+async function createMarked(client: DynamoDBClient, definition: CreateTableCommandInput): Promise<void> {
+  const { StreamSpecification, ...withoutStream } = definition;
+  const name = definition.TableName!;
+  await client.send(new CreateTableCommand(withoutStream));
+  await waitUntilTableExists({ client, maxWaitTime: 30 }, { TableName: name });
+  const { pk, sk } = keys.siteDataVersion;
+  await client.send(
+    new PutItemCommand({
+      TableName: name,
+      Item: {
+        pk: { S: pk },
+        sk: { S: sk },
+        dataVersion: { N: String(LATEST_DATA_VERSION) },
+        updatedAt: { S: new Date().toISOString() },
+        version: { N: '0' },
+        pinned: { BOOL: false },
+      },
+    }),
+  );
+  await client.send(new UpdateTableCommand({ TableName: name, StreamSpecification }));
+  await untilIndexesSettle(client, name);
+}
+
+/**
  * Creates the site's tables on DynamoDB Local, or brings tables an earlier release made (a persisted folder) to this
  * release's shape one index change at a time, as a stack update would, saying so for each step. A table created
  * here holds nothing in an older layout, so it is marked with the latest data version: no migration walks it.
@@ -93,23 +125,12 @@ export async function createTables(endpoint: string, names: TableNames, log: (li
   try {
     for (const [at, definition] of [tableDefinition(names.table), idempotencyTableDefinition(names.idempotencyTable)].entries()) {
       try {
-        await client.send(new CreateTableCommand(definition));
-        await waitUntilTableExists({ client, maxWaitTime: 30 }, { TableName: definition.TableName! });
         if (at === 0) {
+          await createMarked(client, definition);
           ready.created = true;
-          const { pk, sk } = keys.siteDataVersion;
-          await client.send(
-            new PutItemCommand({
-              TableName: names.table,
-              Item: {
-                pk: { S: pk },
-                sk: { S: sk },
-                dataVersion: { N: String(LATEST_DATA_VERSION) },
-                updatedAt: { S: new Date().toISOString() },
-                version: { N: '0' },
-              },
-            }),
-          );
+        } else {
+          await client.send(new CreateTableCommand(definition));
+          await waitUntilTableExists({ client, maxWaitTime: 30 }, { TableName: definition.TableName! });
         }
       } catch (error) {
         if ((error as Error).name !== 'ResourceInUseException') throw error;

@@ -1,10 +1,12 @@
 import { Command } from 'commander';
 import type { Item } from '#client/api.ts';
+import { CliError } from '../errors.ts';
 import { renderTable, type Column } from '../output.ts';
 import { action, type RuntimeDeps } from '../runtime.ts';
 
-// `fleetward admin migrations [--watch]`: the data migrations of the site's release (GET /admin/migrations), which
-// run in the background after a deploy; --watch follows them until none is pending or running.
+// `fleetward admin migrations [start] [--watch]`: the data migrations of the site's release (GET /admin/migrations),
+// which run in the background after a deploy; `start` declares the deploy done (POST /admin/migrations/start), and
+// --watch follows them until all are done.
 
 type Migration = Item<'/admin/migrations'>;
 
@@ -32,11 +34,14 @@ export function adminCommand(deps: RuntimeDeps): Command {
   const admin = new Command('admin').description("the site's own upkeep (provider)");
   admin
     .command('migrations')
-    .description("the data migrations of the site's release and where each stands; --watch follows them until all are done")
+    .description("the data migrations of the site's release and where each stands; `start` once its deploy is done; --watch follows them")
+    .argument('[start]', 'declare the deploy done: records leave the layout of the release before, and the migrations start')
     .option('--watch', 'poll until every migration is done (FLEETWARD_POLL_MS between polls)')
     .action(
-      action(deps, async (rt, _args, o: { watch?: boolean }) => {
-        let items = (await rt.client.get('/admin/migrations')).items;
+      action(deps, async (rt, args: Array<string | undefined>, o: { watch?: boolean }) => {
+        const [verb] = args;
+        if (verb !== undefined && verb !== 'start') throw new CliError(`unknown action ${verb}: the only one is start`, 2);
+        let items = verb === 'start' ? (await rt.client.post('/admin/migrations/start', {})).items : (await rt.client.get('/admin/migrations')).items;
         while (o.watch && !settled(items)) {
           if (!rt.out.forScripts) rt.out.note(renderMigrations(items));
           await new Promise((resolve) => setTimeout(resolve, Number(process.env.FLEETWARD_POLL_MS ?? 2000)));

@@ -1,6 +1,10 @@
 // First: a deployed function's process-wide settings hold before the modules below are evaluated.
 import '#handlers/lambda-runtime.ts';
 import { runPendingMigrations } from '#reconcilers/migrations.ts';
+import { dueTimes } from '#reconcilers/due-times.ts';
+import { tableNamesFromEnv } from '#store/client.ts';
+import type { DynamoFleetStore } from '#store/dynamo-store.ts';
+import { TableMigrations, type MigrationRunner } from '#store/migrations/runner.ts';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { Context } from 'aws-lambda';
 import type { SiteConfig } from '#config/site-config.ts';
@@ -19,14 +23,14 @@ import { withTimeLeft } from '#store/deadline.ts';
 export type HandOff = (position: SweepPosition) => Promise<void>;
 
 /** The schedule's target (and its follow-ups'): finish whatever is due that no stream reaction finished. */
-export function createSweepHandler(ctx: AppContext, handOff: HandOff) {
+export function createSweepHandler(ctx: AppContext, handOff: HandOff, migrations?: MigrationRunner) {
   const sweepOnce = async (event: unknown, timeLeftMs?: () => number, lease?: SweepLease): Promise<SweepResult> => {
     const from = sweepStart(event);
     const result = await sweep(ctx, { from, ...(timeLeftMs ? { timeLeftMs } : {}), ...(lease ? { lease } : {}) });
     if (result.followUp) await handOff(result.followUp);
     // A scheduled run gives what it has left to the data migrations, after its lease is back: the next run's due work
     // never waits for them.
-    if (!from && !result.skipped) await runPendingMigrations(ctx, timeLeftMs ?? (() => Number.POSITIVE_INFINITY));
+    if (migrations && !from && !result.skipped) await runPendingMigrations(ctx, migrations, timeLeftMs ?? (() => Number.POSITIVE_INFINITY));
     return result;
   };
   // What the run waits for (throttles included) gives up within its time, so it hands off rather than being cut.
@@ -60,7 +64,13 @@ export function sweepMarginMs(config: SiteConfig): number {
 
 export const handler = buildOnFirstCall(() => {
   const ctx = contextFromEnv(process.env, { agent: signedSiteAgent, events: repairEvents });
-  const sweepOnce = createSweepHandler(ctx, eventBridgeHandOff(process.env.EVENT_BUS_NAME!));
+  const migrations = new TableMigrations({
+    client: ctx.idempotency.client,
+    table: tableNamesFromEnv(process.env).table,
+    store: ctx.store as DynamoFleetStore,
+    due: dueTimes,
+  });
+  const sweepOnce = createSweepHandler(ctx, eventBridgeHandOff(process.env.EVENT_BUS_NAME!), migrations);
   const marginMs = sweepMarginMs(ctx.config);
   return withTracingLogsAndMetrics((event: unknown, context: Context) =>
     sweepOnce(event, () => context.getRemainingTimeInMillis() - marginMs, {

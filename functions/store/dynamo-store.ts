@@ -33,7 +33,8 @@ import {
 } from '#store/item-store.ts';
 import { StaleWriteError, type DueTimes } from '#store/port.ts';
 import { decodePageToken, encodePageToken, invalidPageToken } from '#store/paging.ts';
-import { TableMigrations, type MigrationRun, type MigrationSettings, type MigrationStatus } from '#store/migrations/runner.ts';
+import { MigrationLedger } from '#store/migrations/ledger.ts';
+import type { MigrationStatus } from '#store/migrations/runner.ts';
 
 /** The site heartbeat's 0.1.0 key, kept up to date while the table is pinned to that layout (legacy-layout.ts). */
 const LEGACY_HEARTBEAT = LEGACY_SITE_ITEMS.find((site) => site.name === 'HEARTBEAT')!.legacy;
@@ -50,13 +51,13 @@ export class DynamoFleetStore extends ItemStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
 
-  private readonly migrations: TableMigrations;
+  private readonly migrations: MigrationLedger;
 
   constructor(client: DynamoDBDocumentClient, table: string, due: DueTimes) {
     super(due);
     this.client = client;
     this.table = table;
-    this.migrations = new TableMigrations({ client, table, store: this, due });
+    this.migrations = new MigrationLedger(client, table);
   }
 
   migrationStatus(): Promise<MigrationStatus> {
@@ -66,10 +67,6 @@ export class DynamoFleetStore extends ItemStore {
   async startMigrations(): Promise<MigrationStatus> {
     await this.migrations.unpin();
     return this.migrations.status();
-  }
-
-  runMigrations(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun> {
-    return this.migrations.run(settings, deadlineMs, holder);
   }
 
   /** A table this release just created: nothing in it to migrate, ever (local/tables.ts). */

@@ -111,7 +111,7 @@ import {
 } from '#store/capacity-items.ts';
 import type { CapacityPoint } from '#domain/capacity-history.ts';
 import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/org-capacity.ts';
-import type { MigrationRun, MigrationSettings, MigrationStatus } from '#store/migrations/runner.ts';
+import type { MigrationStatus } from '#store/migrations/runner.ts';
 import { CONTRACTED_DATA_VERSION, DATA_VERSION_TTL_MS } from '#store/data-version.ts';
 import {
   inLegacyLayout,
@@ -331,7 +331,6 @@ export abstract class ItemStore implements FleetStore {
   protected abstract historySuffix(): string;
   abstract migrationStatus(): Promise<MigrationStatus>;
   abstract startMigrations(): Promise<MigrationStatus>;
-  abstract runMigrations(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun>;
   /** Writes `item` unless an item with its key exists; false when one did. */
   protected abstract putIfAbsent(item: Item): Promise<boolean>;
 

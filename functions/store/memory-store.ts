@@ -1,6 +1,6 @@
 import { LATEST_DATA_VERSION } from '#store/data-version.ts';
 import { migrations } from '#store/migrations/registry.ts';
-import type { MigrationRun, MigrationStatus } from '#store/migrations/runner.ts';
+import type { MigrationStatus } from '#store/migrations/runner.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { keys } from '#store/items.ts';
 import {
@@ -115,10 +115,6 @@ export class MemoryFleetStore extends ItemStore {
       pinned: false,
       items: migrations.map(({ id, name }) => ({ id, name, state: 'done' as const, itemsDone: 0 })),
     };
-  }
-
-  async runMigrations(): Promise<MigrationRun> {
-    return { dataVersion: LATEST_DATA_VERSION, itemsDone: 0 };
   }
 
   async startMigrations(): Promise<MigrationStatus> {

@@ -1,4 +1,4 @@
-import type { MigrationRun, MigrationSettings, MigrationStatus } from '#store/migrations/runner.ts';
+import type { MigrationStatus } from '#store/migrations/runner.ts';
 import type { QuotaUsage } from '#domain/quotas.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
@@ -156,8 +156,6 @@ export interface FleetStore {
    * the migrations that move its items may start (the next sweep starts them).
    */
   startMigrations(): Promise<MigrationStatus>;
-  /** Runs the pending migrations until `deadlineMs` (epoch ms), under a lease named for them: where it stopped, and why. */
-  runMigrations(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun>;
   getSiteHeartbeat(): Promise<SiteHeartbeat | null>;
   /** The roster buckets stored (BatchGetItem), by bucket id; a bucket never written is left out. */
   getRosterBuckets(ids: string[]): Promise<Map<string, RosterBucket>>;

@@ -152,7 +152,8 @@ export const adminRoutes: Route[] = [
     path: '/admin/migrations/start',
     roles: ['provider-admin'],
     summary:
-      'Declare the deploy of this release done: records are written in its layout from now on, and its migrations start with the next sweep. Idempotent; after it the release before is no longer served',
+      'Declare the deploy of this release done: records are written in its layout from now on, and its migrations ' +
+      'start with the next sweep. Idempotent; after it the release before is no longer served',
     query: emptyQuery,
     responses: { 200: z.object({ items: z.array(migrationResponse) }) },
     handle: async (_request, ctx) => ({ status: 200, body: { items: await startMigrations(ctx) } }),

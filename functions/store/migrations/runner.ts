@@ -1,23 +1,15 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
-import {
-  DeleteCommand,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  ScanCommand,
-  TransactWriteCommand,
-  UpdateCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
-import type { Item, TableKey } from '#store/item-store.ts';
+import type { Item } from '#store/item-store.ts';
 import { keys } from '#store/items.ts';
 import { indexes } from '#store/table.ts';
 import type { DueTimes } from '#store/port.ts';
 import { migrateItem, type ItemMigration } from './item-migrations.ts';
-import { checkpointOf, progressOf, type MigrationProgress, type SegmentCheckpoint } from './progress.ts';
-import { migrationOf, migrations, type Migration } from './registry.ts';
+import { checkpointOf, type MigrationProgress, type SegmentCheckpoint } from './progress.ts';
+import { migrationOf, type Migration } from './registry.ts';
 import { WriteBudget, writeUnitsOf } from './write-budget.ts';
+import { MigrationLedger } from './ledger.ts';
 
 export interface MigrationSettings {
   /** Parallel Scan segments of a table walk. */
@@ -48,6 +40,11 @@ export interface MigrationRun {
   stoppedBy?: 'deadline' | 'held' | 'contract-wait' | 'pinned';
 }
 
+/** Runs the pending migrations until `deadlineMs` (epoch ms): where it stopped, and why. The sweep's to call. */
+export interface MigrationRunner {
+  run(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun>;
+}
+
 /** What the runner needs of the store it migrates: the lease, and the site items' copy (migration 1). */
 export interface MigratedStore {
   takeLease(name: string, holder: string, until: string, now: string): Promise<boolean>;
@@ -57,8 +54,6 @@ export interface MigratedStore {
 
 const LEASE = 'migrations';
 
-const withoutNullStart = ({ startKey, ...rest }: SegmentCheckpoint): Omit<SegmentCheckpoint, 'startKey'> & { startKey?: Record<string, unknown> } =>
-  startKey ? { ...rest, startKey } : rest;
 const CONFLICTS = new Set(['ConditionalCheckFailedException', 'TransactionCanceledException']);
 
 /**
@@ -67,68 +62,29 @@ const CONFLICTS = new Set(['ConditionalCheckFailedException', 'TransactionCancel
  * was read as, and all of it under a write-unit cap. One runner at a time (a lease); one whose time is up leaves
  * its checkpoints for the next run (the sweep's), which goes on from there.
  */
-export class TableMigrations {
+export class TableMigrations implements MigrationRunner {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
   private readonly store: MigratedStore;
   private readonly due: DueTimes;
   private readonly now: () => Date;
+  private readonly ledger: MigrationLedger;
   constructor(options: { client: DynamoDBDocumentClient; table: string; store: MigratedStore; due: DueTimes; now?: () => Date }) {
     this.client = options.client;
     this.table = options.table;
     this.store = options.store;
     this.due = options.due;
     this.now = options.now ?? (() => new Date());
-  }
-
-  async dataVersion(): Promise<DataVersion | null> {
-    const found = await this.get(keys.siteDataVersion);
-    return found
-      ? { dataVersion: Number(found.dataVersion), updatedAt: String(found.updatedAt), version: Number(found.version), pinned: found.pinned === true }
-      : null;
-  }
-
-  /** The deploy is done: walks may start, and records are written in this release's layout (within DATA_VERSION_TTL_MS). */
-  async unpin(): Promise<void> {
-    const found = await this.dataVersion();
-    if (found && !found.pinned) return;
-    const next = { dataVersion: found?.dataVersion ?? 0, updatedAt: this.now().toISOString(), version: (found?.version ?? -1) + 1, pinned: false };
-    await this.client.send(
-      new PutCommand({
-        TableName: this.table,
-        Item: { ...keys.siteDataVersion, ...next },
-        ...(found
-          ? { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': found.version } }
-          : { ConditionExpression: 'attribute_not_exists(pk)' }),
-      }),
-    );
-  }
-
-  /** A table created by this release: born at the latest data version, with nothing to migrate. */
-  async markCurrent(): Promise<boolean> {
-    return this.putIfAbsent({ ...keys.siteDataVersion, dataVersion: LATEST_DATA_VERSION, updatedAt: this.now().toISOString(), version: 0, pinned: false });
-  }
-
-  async status(): Promise<MigrationStatus> {
-    const found = await this.dataVersion();
-    const dataVersion = found?.dataVersion ?? 0;
-    const items = await Promise.all(
-      migrations.map(async (migration) => {
-        const { head, segments } = await this.progressItems(migration.id);
-        if (migration.id <= dataVersion && !head) return { id: migration.id, name: migration.name, state: 'done' as const, itemsDone: 0 };
-        return progressOf(migration, head, segments, this.now());
-      }),
-    );
-    return { dataVersion, latest: LATEST_DATA_VERSION, pinned: found ? found.pinned : dataVersion < LATEST_DATA_VERSION, items };
+    this.ledger = new MigrationLedger(options.client, options.table, this.now);
   }
 
   async run(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun> {
     let itemsDone = 0;
-    let version = await this.dataVersion();
+    let version = await this.ledger.dataVersion();
     if (!version) {
       // No data version: a table release 0.1.0 made, unless it holds nothing yet (this release's own first start).
       const first = await this.client.send(new ScanCommand({ TableName: this.table, Limit: 1 }));
-      if ((first.Items ?? []).length === 0 && (await this.markCurrent())) return { dataVersion: LATEST_DATA_VERSION, itemsDone };
+      if ((first.Items ?? []).length === 0 && (await this.ledger.markCurrent())) return { dataVersion: LATEST_DATA_VERSION, itemsDone };
       version = { dataVersion: 0, updatedAt: this.now().toISOString(), version: -1, pinned: true };
     }
     while (version.dataVersion < LATEST_DATA_VERSION) {
@@ -144,9 +100,9 @@ export class TableMigrations {
         const walked = await this.runOne(migration, settings, deadlineMs);
         itemsDone += walked.items;
         if (!walked.done) return { dataVersion: version.dataVersion, itemsDone, stoppedBy: 'deadline' };
-        version = await this.advance(version, migration.id);
+        version = await this.ledger.advance(version, migration.id);
       } catch (error) {
-        await this.update(keys.migration(migration.id), { state: 'failed', error: (error as Error).message });
+        await this.ledger.update(keys.migration(migration.id), { state: 'failed', error: (error as Error).message });
         throw error;
       } finally {
         await this.store.releaseLease(LEASE, holder, this.now().toISOString());
@@ -157,14 +113,14 @@ export class TableMigrations {
 
   /** A contract waits for every invocation of the release before to be over, if the expand before it found its items. */
   private async contractMustWait(migration: Migration, version: DataVersion, settings: MigrationSettings): Promise<boolean> {
-    const expand = await this.progressItems(migration.id - 1);
+    const expand = await this.ledger.progressItems(migration.id - 1);
     const moved = expand.segments.reduce((sum, s) => sum + s.itemsMigrated, 0);
     return moved > 0 && Date.parse(version.updatedAt) + settings.contractAfterMs > this.now().getTime();
   }
 
   private async runOne(migration: Migration, settings: MigrationSettings, deadlineMs: number): Promise<{ done: boolean; items: number }> {
     const segments = migration.walk === 'scan' ? settings.segments : 1;
-    await this.putIfAbsent({
+    await this.ledger.putIfAbsent({
       ...keys.migration(migration.id),
       entity: 'migration',
       id: migration.id,
@@ -174,26 +130,26 @@ export class TableMigrations {
       startedAt: this.now().toISOString(),
       ...(migration.walk === 'scan' ? { itemsTotal: await this.itemCount() } : {}),
     });
-    await this.update(keys.migration(migration.id), { state: 'running' }, ['error']);
+    await this.ledger.update(keys.migration(migration.id), { state: 'running' }, ['error']);
     if (migration.walk === 'site') {
       const copied = await this.store.copyLegacySiteItems();
-      await this.saveCheckpoint(migration.id, { segment: 0, startKey: null, done: true, itemsDone: copied, itemsMigrated: copied, version: 0 }, null);
-      await this.finish(migration.id);
+      await this.ledger.saveCheckpoint(migration.id, { segment: 0, startKey: null, done: true, itemsDone: copied, itemsMigrated: copied, version: 0 }, null);
+      await this.ledger.finish(migration.id);
       return { done: true, items: copied };
     }
-    const head = await this.get(keys.migration(migration.id));
+    const head = await this.ledger.get(keys.migration(migration.id));
     const total = Number(head?.segments ?? segments);
     const budget = new WriteBudget(settings.writeUnitsPerSecond);
     const walked = await Promise.all(
       Array.from({ length: total }, (_, segment) => this.walkSegment(migration, segment, total, budget, deadlineMs, settings.pageSize ?? 100)),
     );
     const done = walked.every((w) => w.done);
-    if (done) await this.finish(migration.id);
+    if (done) await this.ledger.finish(migration.id);
     return { done, items: walked.reduce((sum, w) => sum + w.items, 0) };
   }
 
   private async walkSegment(migration: Migration, segment: number, total: number, budget: WriteBudget, deadlineMs: number, pageSize: number) {
-    const stored = await this.get(keys.migrationSegment(migration.id, segment));
+    const stored = await this.ledger.get(keys.migrationSegment(migration.id, segment));
     let checkpoint: SegmentCheckpoint = stored ? checkpointOf(stored) : { segment, startKey: null, done: false, itemsDone: 0, itemsMigrated: 0, version: -1 };
     let items = 0;
     while (!checkpoint.done && Date.now() < deadlineMs) {
@@ -217,7 +173,7 @@ export class TableMigrations {
         itemsMigrated: checkpoint.itemsMigrated + migrated,
         version: checkpoint.version + 1,
       };
-      await this.saveCheckpoint(migration.id, next, checkpoint.version < 0 ? null : checkpoint.version);
+      await this.ledger.saveCheckpoint(migration.id, next, checkpoint.version < 0 ? null : checkpoint.version);
       checkpoint = next;
     }
     return { done: checkpoint.done, items };
@@ -234,7 +190,7 @@ export class TableMigrations {
         return true;
       } catch (error) {
         if (!CONFLICTS.has((error as Error).name)) throw error;
-        item = await this.get({ pk: String(item.pk), sk: String(item.sk) });
+        item = await this.ledger.get({ pk: String(item.pk), sk: String(item.sk) });
       }
     }
     return false;
@@ -296,85 +252,8 @@ export class TableMigrations {
     return ids;
   }
 
-  private async advance(version: DataVersion, to: number): Promise<DataVersion> {
-    const next = { dataVersion: to, updatedAt: this.now().toISOString(), version: version.version + 1, pinned: version.pinned };
-    await this.client.send(
-      new PutCommand({
-        TableName: this.table,
-        Item: { ...keys.siteDataVersion, ...next },
-        ConditionExpression: version.version < 0 ? 'attribute_not_exists(pk)' : 'version = :expected',
-        ...(version.version < 0 ? {} : { ExpressionAttributeValues: { ':expected': version.version } }),
-      }),
-    );
-    return next;
-  }
-
-  private finish(id: number): Promise<void> {
-    return this.update(keys.migration(id), { state: 'done', finishedAt: this.now().toISOString() });
-  }
-
-  private async saveCheckpoint(id: number, checkpoint: SegmentCheckpoint, expected: number | null): Promise<void> {
-    await this.client.send(
-      new PutCommand({
-        TableName: this.table,
-        Item: { ...keys.migrationSegment(id, checkpoint.segment), entity: 'migration-segment', ...withoutNullStart(checkpoint) },
-        // Only the runner holding the lease writes a checkpoint; the guard keeps a runner whose lease ran out from
-        // moving one back.
-        ...(expected === null ? {} : { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': expected } }),
-      }),
-    );
-  }
-
-  private async progressItems(id: number): Promise<{ head: Item | undefined; segments: SegmentCheckpoint[] }> {
-    const result = await this.client.send(
-      new QueryCommand({
-        TableName: this.table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': keys.migration(id).pk },
-        ConsistentRead: true,
-      }),
-    );
-    const items = result.Items ?? [];
-    return {
-      head: items.find((item) => item.sk === keys.migration(id).sk),
-      segments: items.filter((item) => String(item.sk).startsWith('SEGMENT#')).map(checkpointOf),
-    };
-  }
-
   private async itemCount(): Promise<number> {
     const described = await this.client.send(new DescribeTableCommand({ TableName: this.table }));
     return described.Table?.ItemCount ?? 0;
-  }
-
-  private async update(key: TableKey, set: Record<string, unknown>, remove: string[] = []): Promise<void> {
-    const names = Object.keys(set);
-    const removing = remove.length ? ` REMOVE ${remove.map((_, i) => `#r${i}`).join(', ')}` : '';
-    await this.client.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: key,
-        UpdateExpression: `SET ${names.map((_name, i) => `#n${i} = :v${i}`).join(', ')}${removing}`,
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeNames: {
-          ...Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
-          ...Object.fromEntries(remove.map((name, i) => [`#r${i}`, name])),
-        },
-        ExpressionAttributeValues: Object.fromEntries(names.map((name, i) => [`:v${i}`, set[name]])),
-      }),
-    );
-  }
-
-  private async get(key: TableKey): Promise<Item | undefined> {
-    return (await this.client.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true }))).Item;
-  }
-
-  private async putIfAbsent(item: Item): Promise<boolean> {
-    try {
-      await this.client.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
-      return true;
-    } catch (error) {
-      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
-      throw error;
-    }
   }
 }
