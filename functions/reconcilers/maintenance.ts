@@ -1,19 +1,13 @@
 import { withOpenList, type Maintenance, type OpenMaintenances } from '#domain/maintenance.ts';
+import { dueForEnforcement, enforceStep, nextDueAt, resyncStep, timeStep } from '#domain/maintenance-deadlines.ts';
+import { fanOutStep, handedBack, unwindStep } from '#domain/maintenance-fan-out.ts';
 import {
   admissible,
   admit,
-  dueForEnforcement,
-  enforceStep,
-  fanOutStep,
-  handedBack,
   machinesToRead,
   maintenanceIdOf,
-  nextDueAt,
-  resyncStep,
   settleStarts,
-  timeStep,
   unansweredStarts,
-  unwindStep,
   validationSettled,
   walkPending,
 } from '#domain/maintenance-waves.ts';
