@@ -118,12 +118,14 @@ export function resyncStep(maintenance: Maintenance, now: Date): Change | null {
 }
 
 /**
- * The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start or accepted work
- * left unanswered, a resync.
+ * The next time something falls due on its own: notices left to follow a moved deadline, a deadline, an overdue
+ * machine, a reminder, a start or accepted work left unanswered, a resync.
  */
 export function nextDueAt(maintenance: Maintenance): string | undefined {
   if (!isOpen(maintenance)) return undefined;
   const times: string[] = [];
+  // Notices to follow a moved deadline are due at once, so the sweep finishes them if the stream's pass was lost.
+  if (Object.values(maintenance.machines).some((m) => m.renotice)) times.push(maintenance.updatedAt);
   const resync = resyncAt(maintenance);
   if (resync) times.push(resync);
   for (const m of Object.values(maintenance.machines)) {

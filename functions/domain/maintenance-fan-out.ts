@@ -119,3 +119,29 @@ export function handedBack(maintenance: Maintenance, machines: Map<string, Machi
   }
   return changed ? course : null;
 }
+
+/** The machines whose instance's notice must follow a moved deadline, the next chunk of them. */
+export const renoticeChunk = (maintenance: Maintenance): string[] =>
+  maintenance.machineIds.filter((id) => maintenance.machines[id]?.renotice).slice(0, FAN_OUT_CHUNK);
+
+/**
+ * After an accepted deferral: the next chunk of the org's machines gets its instance's notice rewritten with the
+ * machine's new deadline, and loses its mark, in one transaction with the maintenance record. A machine handed back
+ * meanwhile, or an instance gone, loses its mark alone. Null when no machine is marked.
+ */
+export function renoticeStep(maintenance: Maintenance, instances: Map<string, Instance>, now: Date): Change | null {
+  const ids = renoticeChunk(maintenance);
+  if (ids.length === 0) return null;
+  const at = iso(now);
+  const course: Record<string, MaintenanceMachine> = { ...maintenance.machines };
+  const touched: Versioned<Instance>[] = [];
+  for (const id of ids) {
+    const { renotice: _followed, ...m } = course[id]!;
+    course[id] = m;
+    const instance = m.instanceId ? instances.get(m.instanceId) : undefined;
+    if (m.phase !== 'held' || !instance || instance.status === 'Terminated' || instance.maintenance?.id !== maintenance.id) continue;
+    if (instance.maintenance.handBackBy === m.handBackBy) continue;
+    touched.push({ before: instance, after: { ...instance, maintenance: noticeOf(maintenance, m.handBackBy), updatedAt: at } });
+  }
+  return { instances: touched, history: [], maintenances: [step(maintenance, now, { machines: course })] };
+}
