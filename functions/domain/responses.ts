@@ -131,8 +131,9 @@ export const metaInstanceResponse = z.object({
   machineIds: z.array(z.string()).optional(),
   placement: z.object({ sameRack: z.boolean(), sameNvlinkDomain: z.boolean().default(false) }),
   labels,
-  status: z.enum(metaInstanceStatuses),
+  status: z.enum(metaInstanceStatuses).describe('Placement: Ready once every node has a member, whatever state the members are in'),
   instanceIds: z.array(z.string()),
+  readyMembers: z.number().int().describe('Members listed in instanceIds that are Ready: the meta-instance is usable whole once this reaches minNodes'),
   memberReplacements: z
     .array(
       z.object({
