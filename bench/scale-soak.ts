@@ -5,7 +5,7 @@
 // invariants at the end. Sizes come from the options (BENCH_SCALE_*, parts/scale.ts), so a test runs a small version.
 
 import { randomUUID } from 'node:crypto';
-import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
+import type { Instance } from '#domain/model.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';
@@ -18,50 +18,21 @@ import { countRequests } from './counter.ts';
 import { siteStartFloorOnItsOwnMs } from './site-start-floor.ts';
 import { heatReport, streamHeat, watchWriteTimes, type WriteTimes } from './partition-heat.ts';
 import { ratio, round, summarize } from './stats.ts';
+import { checkInvariants, everything, readBack, type Failure } from './scale-invariants.ts';
+import { failuresOf, MACHINE_TYPES, SCALE_SOAK_METHOD, scaleSiteToml, type ScaleSoakOptions } from './scale-site.ts';
 
-export interface ScaleSoakOptions {
-  machines: number;
-  /** Plain instances placed before the churn (and kept at about this number during it). */
-  instances: number;
-  metaInstances: number;
-  /** How long tenants churn and machines fail. */
-  churnSeconds: number;
-  /** Share of the fleet that fails during the churn, in percent (at least one machine). */
-  failurePercent: number;
-  /** Tenant workers calling the API one request after another. */
-  apiWorkers: number;
-  sweepIntervalMs: number;
-  /** The simulated agent's beat and the site's heartbeat timeout (a roster of 10,000 on a loaded host takes seconds). */
-  heartbeatIntervalSeconds: number;
-  heartbeatTimeoutSeconds: number;
-}
-
-export const defaultScaleSoakOptions: ScaleSoakOptions = {
-  machines: 10_000,
-  instances: 2_000,
-  metaInstances: 200,
-  churnSeconds: 180,
-  failurePercent: 1,
-  apiWorkers: 4,
-  sweepIntervalMs: 2_000,
-  heartbeatIntervalSeconds: 2,
-  heartbeatTimeoutSeconds: 15,
-};
+export { defaultScaleSoakOptions, type ScaleSoakOptions } from './scale-site.ts';
 
 /** From the API answering until every machine is allocatable, against the floor of that (site-start-floor.ts). */
 export const SITE_START_GOAL_RATIO = 2;
 /** How often the soak reads the fleet summary while the site starts: the start's time is known to about this much. */
 const SUMMARY_POLL_MS = 200;
 
-const MACHINE_TYPES = ['gb200', 'h100'] as const;
-const RACK_SIZE = 20;
 const ORGS = 8;
 /** minNodes of the meta-instances, drawn in turn. */
 const META_SIZES = [1, 1, 2, 2, 4];
 /** How many times a call answered 503 `throttled` is sent (a loaded host can leave a handler short of its deadline). */
 const THROTTLED_TRIES = 5;
-/** An instance holds its machine in these; Terminated and Failed ones do not. */
-const HOLDING: ReadonlySet<Instance['status']> = new Set(['Provisioning', 'Ready', 'Repairing', 'Terminating']);
 
 /**
  * The soak's checks on pending replacements, all failures together, at most this many a second: each reads a
@@ -74,98 +45,7 @@ const replacementPollMs = (options: ScaleSoakOptions) => Math.max(50, (1000 * fa
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * The soak's site. The agent provisions and cleans in 20 ms (real machines take minutes; the figures are the
- * control plane's own part). The repair-storm breaker and the replacement cap are
- * set above what 1% of the fleet failing needs: they are safety stops, and this soak measures the path they guard.
- */
-export function scaleSiteToml(options: ScaleSoakOptions): string {
-  const perType = Math.ceil(options.machines / MACHINE_TYPES.length);
-  const groups = MACHINE_TYPES.map((type, i) => {
-    const count = i === 0 ? options.machines - perType * (MACHINE_TYPES.length - 1) : perType;
-    return `{ type = "${type}", count = ${count}, racks = ${Math.max(1, Math.ceil(count / RACK_SIZE))} }`;
-  });
-  return `
-[site]
-name = "bench-scale"
-[heartbeat]
-timeout_seconds = ${options.heartbeatTimeoutSeconds}
-[instance_create_retry]
-base_delay_ms = 10
-timeout_ms = 5000
-[meta_instance]
-max_replacements_in_flight = ${Math.max(5, failuresOf(options))}
-[repair_storm]
-max_quarantines = ${options.machines}
-max_fraction = 1
-[simulator]
-machines = [ ${groups.join(', ')} ]
-heartbeat_interval_seconds = ${options.heartbeatIntervalSeconds}
-provision_ms = 20
-cleanup_ms = 20
-`;
-}
-
-const failuresOf = (options: ScaleSoakOptions) => Math.max(1, Math.round((options.machines * options.failurePercent) / 100));
-
 type CallKind = 'create' | 'release' | 'list' | 'get';
-export interface Failure {
-  machineId: string;
-  metaInstanceId: string;
-  kind: 'override' | 'heartbeat';
-  /** ms from the failure call being sent until the meta-instance has a new Ready member; undefined: never. */
-  replacedMs?: number;
-}
-
-/** Every page of a store listing. */
-async function everything<T>(
-  list: (page: { limit: number; nextToken?: string | undefined }) => Promise<{ items: T[]; nextToken?: string | undefined }>,
-): Promise<T[]> {
-  const all: T[] = [];
-  let nextToken: string | undefined;
-  do {
-    const page = await list({ limit: 500, nextToken });
-    all.push(...page.items);
-    nextToken = page.nextToken;
-  } while (nextToken);
-  return all;
-}
-
-/** What must hold once the churn is over and the site is quiet. */
-export function checkInvariants(input: { machines: Machine[]; instances: Instance[]; metas: MetaInstance[]; failures: Failure[] }) {
-  const { machines, instances, metas, failures } = input;
-  const holding = instances.filter((i) => HOLDING.has(i.status));
-  const holders = new Map<string, string[]>();
-  for (const instance of holding) holders.set(instance.machineId, [...(holders.get(instance.machineId) ?? []), instance.id]);
-  const machineById = new Map(machines.map((m) => [m.id, m]));
-  const metaById = new Map(metas.map((m) => [m.id, m]));
-  const heldTwice = [...holders].filter(([, ids]) => ids.length > 1).map(([machineId, ids]) => `${machineId}: ${ids.join(', ')}`);
-  // The machine's own record must name the instance that holds it, and nothing else.
-  const disagreeing = holding.filter((i) => machineById.get(i.machineId)?.instanceId !== i.id).map((i) => `${i.id} on ${i.machineId}`);
-  const orphaned = holding
-    .filter((i) => i.metaInstanceId !== undefined)
-    .filter((i) => {
-      const meta = metaById.get(i.metaInstanceId!);
-      return !meta || meta.status === 'Deleted';
-    })
-    .map((i) => `${i.id} of ${i.metaInstanceId}`);
-  const failedMachines = new Set(failures.map((f) => f.machineId));
-  const readyMembers = (metaId: string) => holding.filter((i) => i.metaInstanceId === metaId && i.status === 'Ready' && !failedMachines.has(i.machineId));
-  const notReplaced = failures
-    .filter((f) => f.replacedMs === undefined || readyMembers(f.metaInstanceId).length < (metaById.get(f.metaInstanceId)?.minNodes ?? Infinity))
-    .map((f) => `${f.metaInstanceId} (failed ${f.machineId} by ${f.kind})`);
-  const metasShort = metas
-    .filter((m) => m.status !== 'Ready' || readyMembers(m.id).length < m.minNodes)
-    .map((m) => `${m.id} ${m.status} ${readyMembers(m.id).length}/${m.minNodes}`);
-  return {
-    machine_held_twice: heldTwice,
-    machine_and_instance_disagree: disagreeing,
-    orphaned_members: orphaned,
-    failures_not_replaced: notReplaced,
-    meta_instances_short: metasShort,
-    ok: heldTwice.length + disagreeing.length + orphaned.length + notReplaced.length + metasShort.length === 0,
-  };
-}
 
 export async function scaleSoak(endpoint: string, id: string, options: ScaleSoakOptions, progress: (line: string) => void) {
   const tableName = `bench-scale-${id}`;
@@ -441,12 +321,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
     await site.streamIdle(60_000);
     await sleep(2 * options.sweepIntervalMs);
     await site.streamIdle(60_000);
-    const [machines, metas, instances] = await Promise.all([
-      everything((page) => observer.listMachines(page)),
-      everything((page) => observer.listMetaInstances(null, page)),
-      Promise.all(orgs.map((org) => everything((page) => observer.listInstances(org, page)))).then((lists) => lists.flat()),
-    ]);
-    const invariants = checkInvariants({ machines, instances, metas, failures });
+    const invariants = checkInvariants({ ...(await readBack(observer, orgs)), failures });
     progress('scale: reading the stream for partition heat');
     const heat = await streamHeat(endpoint, tableName, writeTimes ? { writeTimes } : {});
 
@@ -464,12 +339,7 @@ export async function scaleSoak(endpoint: string, id: string, options: ScaleSoak
         replacement_poll_ms: replacementPollMs(options),
         orgs: ORGS,
         toml: scaleSiteToml(options).trim().split('\n'),
-        method:
-          'local runner (real handlers behind the API Gateway adapter, stream poller, sweep timer, simulated agent) on DynamoDB Local. Setup: N ' +
-          'machines registered and live, the instances and meta-instances created through the API until all are Ready. Churn: `apiWorkers` tenants call ' +
-          'one request after another (30% create and wait Ready, 30% release and wait Terminated, 20% list, 20% get) while the failures come at even ' +
-          'intervals over the first two thirds of the churn, alternating health override (degraded) and heartbeat stop, each on a Ready member of a ' +
-          'meta-instance. Afterwards the site is left to go quiet (stream idle, two sweeps) and every machine, instance and meta-instance is read back.',
+        method: SCALE_SOAK_METHOD,
       },
       setup_s: setupS,
       site_start: {

@@ -1,4 +1,4 @@
-// `npm start`: the whole site on this machine. See README "The two commands".
+// `npm start`: the whole site on this machine. See README "The two commands" and docs/guide.md "The local site".
 import '#local/xray-manual-mode.ts';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -8,6 +8,8 @@ import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import { JavaMissingError } from '#local/dynamodb-local.ts';
 import { jsonLines, LOG_FORMATS, logFormatFor, prettyLines, type LogFormat, type LogSink } from '#local/log-sink.ts';
 import { startLocalSite } from '#local/runner.ts';
+import { demoFleet } from '#local/site-agent/demo-fleet.ts';
+import { summarizedLines } from '#local/terminal-summary.ts';
 import { parseStreamChaos, StreamChaosConfigError } from '#local/stream-chaos.ts';
 import { AWS_SEMANTICS_MODES, AwsSemanticsConfigError, parseAwsSemantics } from '#local/aws-semantics/config.ts';
 
@@ -33,11 +35,16 @@ function optionsOf(args: string[]): { logLevel: string | undefined; logFormat: L
 }
 const { logLevel, logFormat } = optionsOf(process.argv.slice(2));
 
-/** Short readable lines on a terminal, JSON for a pipe or a file, unless --log-format says which. */
-function logSink(): LogSink {
+/**
+ * Short readable lines on a terminal, JSON for a pipe or a file, unless --log-format says which. Short lines leave
+ * out the routine ones each machine makes, told a line per phase instead, unless the level is debug.
+ */
+function logSink(machines: number): LogSink {
   const write = (line: string) => console.log(line);
   const format = logFormatFor(logFormat, process.stdout.isTTY === true);
-  return format === 'pretty' ? prettyLines(write, { colour: process.stdout.isTTY === true && !process.env.NO_COLOR }) : jsonLines(write);
+  if (format === 'json') return jsonLines(write);
+  const pretty = prettyLines(write, { colour: process.stdout.isTTY === true && !process.env.NO_COLOR });
+  return logLevel?.toLowerCase() === 'debug' ? pretty : summarizedLines(pretty, machines);
 }
 
 /**
@@ -70,10 +77,12 @@ try {
   checkRouteOverrides(config, apiRouteSpecs().map(routeKeyOf), configPath);
   const streamChaos = parseStreamChaos(process.env);
   const awsSemantics = parseAwsSemantics(process.env);
+  const machines = demoFleet(config.simulator.machines).length;
+  const log = logSink(machines);
   const site = await startLocalSite({
     config,
     port,
-    log: logSink(),
+    log,
     ...(persistDir ? { persistDir } : {}),
     ...(streamChaos ? { streamChaos } : {}),
     ...(awsSemantics ? { awsSemantics } : {}),
@@ -82,6 +91,7 @@ try {
     ...(holdMigrations ? { startMigrations: false } : {}),
   });
   stopOnSignals(site.stop);
+  log.part('runner', `${machines} machines registered`);
   console.log(`
 Fleetward local site "${config.site.name}" is up.
   API            ${site.url}

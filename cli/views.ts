@@ -160,6 +160,7 @@ export const renderMetaInstance = (m: MetaInstance): string =>
     ['status', m.status],
     ['type', m.machineType],
     ['nodes', `${m.instanceIds.length} of ${m.minNodes}`],
+    ['ready', `${m.readyMembers} of ${m.minNodes}`],
     ['machines', m.machineIds],
     ['same rack', m.placement.sameRack ? 'yes' : 'no'],
     ['instances', m.instanceIds],

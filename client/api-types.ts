@@ -1260,9 +1260,14 @@ export interface components {
             labels: {
                 [key: string]: string;
             };
-            /** @enum {string} */
+            /**
+             * @description Placement: Ready once every node has a member, whatever state the members are in
+             * @enum {string}
+             */
             status: "Placing" | "Ready" | "Retrying" | "Deleting" | "Deleted";
             instanceIds: string[];
+            /** @description Members listed in instanceIds that are Ready: the meta-instance is usable whole once this reaches minNodes */
+            readyMembers: number;
             /** @description Members being replaced (docs/api.md "Replacing a member") */
             memberReplacements?: {
                 instanceId: string;

@@ -7,15 +7,7 @@ import { agentCallerFunction, type AgentCallerProps } from './agent-caller.ts';
 import type { FleetwardFunction } from './fleetward-function.ts';
 import { SitePart } from './site-part.ts';
 import { streamFilters } from './stream-filters.ts';
-
-/**
- * Records per invocation of the stream function. A burst (a registration, a first roster's walk) is then a few
- * invocations rather than dozens, and each is one run, in which an aggregate (a rack's summary item, a counter
- * shard) gathers its changes into one write: fewer invocations write it fewer times. Lambda sends less when the
- * batch would pass its 6 MB payload, and a reaction not done by the batch's deadline comes back in the next one
- * (`STREAM_RESERVE_MS`).
- */
-export const STREAM_BATCH_SIZE = 500;
+import { streamMappingSettings } from './stream-mapping.ts';
 
 /** Why the stream function's role lists streams on Resource "*" (its acknowledgment of cdk-nag's IAM5). */
 const LIST_STREAMS_REASON =
@@ -39,17 +31,18 @@ export class StreamReactions extends SitePart {
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
     });
+    const settings = streamMappingSettings();
     const mapping = this.function.function.addEventSourceMapping('TableStream', {
       eventSourceArn: props.resources.table.tableStreamArn!,
       startingPosition: StartingPosition.TRIM_HORIZON,
-      batchSize: STREAM_BATCH_SIZE,
+      batchSize: settings.batchSize,
       maxBatchingWindow: Duration.seconds(0),
       filters: streamFilters(),
       reportBatchItemFailures: true,
-      bisectBatchOnError: true,
-      // Bounded: a record that keeps failing is parked on the queue; the sweep finishes its work anyway.
-      retryAttempts: 10,
-      maxRecordAge: Duration.hours(1),
+      bisectBatchOnError: settings.bisectBatchOnFunctionError,
+      retryAttempts: settings.maximumRetryAttempts,
+      maxRecordAge: Duration.seconds(settings.maximumRecordAgeSeconds),
+      parallelizationFactor: settings.parallelizationFactor,
       onFailure: new SqsDlq(this.failures),
     });
     mapping.node.addDependency(this.function.role);

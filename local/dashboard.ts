@@ -6,7 +6,7 @@ import { dashboardVendorFiles } from '#lib/dashboard-vendor.ts';
 import type { ExtraRoute } from './api-gateway-adapter.ts';
 
 // The dashboard (web/) as static files: `/` and `/dashboard` redirect to `/dashboard/`, which serves web/index.html.
-// The same files deploy as they are (README "Dashboard"); nothing is built.
+// The same files deploy as they are (docs/dashboard.md); nothing is built.
 
 export const defaultWebDir = fileURLToPath(new URL('../web/', import.meta.url));
 

@@ -38,3 +38,63 @@ export function failureEntry(condition: StreamFailureEntry['condition'], shardId
     at,
   };
 }
+
+/** A record set aside after its retries, kept in memory for GET /health and the tests. */
+export interface SetAsideRecord {
+  record: DynamoDBRecord;
+  shardId: string;
+  attempts: number;
+  error: string;
+  /** Epoch ms. */
+  at: number;
+}
+
+/** What the poller counts of the records it gave up on (a part of its stats). */
+export interface GivenUpCounts {
+  setAside: number;
+  expired: number;
+  failureEntries: number;
+}
+
+/**
+ * The poller's bookkeeping of what it gave up on: records set aside after their retries and runs of records too old
+ * to deliver, each sent to the failure destination as Lambda sends it. Only the most recent `keep` are held; the
+ * counts are never capped.
+ */
+export function createGivenUp(options: { keep: number; counts: GivenUpCounts; log: (line: string) => void; now: () => number }) {
+  const { keep, counts, log, now } = options;
+  const setAsideList: SetAsideRecord[] = [];
+  const failureList: StreamFailureEntry[] = [];
+  const held = <T>(list: T[], item: T) => {
+    if (keep === 0) return;
+    list.push(item);
+    if (list.length > keep) list.shift();
+  };
+  const send = (entry: StreamFailureEntry) => {
+    counts.failureEntries++;
+    held(failureList, entry);
+  };
+  return {
+    setAside(record: DynamoDBRecord, shardId: string, attempts: number, error: string): void {
+      counts.setAside++;
+      held(setAsideList, { record, shardId, attempts, error, at: now() });
+      send(failureEntry('RetryAttemptsExhausted', shardId, [record], now()));
+      log(`stream-poller: SET ASIDE ${describeRecord(record)} after ${attempts} attempts, moving on: ${error}`);
+    },
+    expire(records: DynamoDBRecord[], shardId: string): void {
+      counts.expired += records.length;
+      send(failureEntry('RecordAgeExceeded', shardId, records, now()));
+      log(`stream-poller: ${records.length} record(s) of ${shardId} older than the maximum record age, not delivered: ${describeRecord(records[0]!)} first`);
+    },
+    setAsideRecords: (): SetAsideRecord[] => setAsideList.map((entry) => ({ ...entry })),
+    failures: (): StreamFailureEntry[] => failureList.map((entry) => ({ ...entry })),
+  };
+}
+
+/** A record as a log line names it: its event, keys and sequence number. */
+export function describeRecord(record: DynamoDBRecord): string {
+  const keys = Object.entries(record.dynamodb?.Keys ?? {})
+    .map(([name, value]) => `${name}=${value.S ?? value.N ?? value.B ?? '?'}`)
+    .join(' ');
+  return `${record.eventName ?? 'record'} ${keys} (seq ${record.dynamodb?.SequenceNumber})`;
+}

@@ -1,81 +1,20 @@
-import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import {
-  emptyLane,
-  enqueue,
-  maxBackoffMs,
-  mayDeliver,
-  nextBatch,
-  settle,
-  withoutExpired,
-  type DeliveryPolicy,
-  type Invocation,
-  type Lane,
-  type StreamHandlerResult,
-} from './lambda-delivery.ts';
-import { createStreamChaos, type StreamChaos, type StreamChaosConfig } from './stream-chaos.ts';
-import { failureEntry, type StreamFailureEntry } from './stream-failure-destination.ts';
-import { createStreamShards, pendingIn, type ShardState, type StartPosition, type StreamShards } from './stream-shards.ts';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { emptyLane, enqueue, mayDeliver, nextBatch, settle, withoutExpired, type Invocation, type Lane } from './lambda-delivery.ts';
+import { createStreamChaos, type StreamChaos } from './stream-chaos.ts';
+import { createIdleWaiters } from './idle-waiters.ts';
+import { settingsOf, type StreamPollerOptions } from './stream-poller-options.ts';
+import { createGivenUp, describeRecord as describe, type SetAsideRecord, type StreamFailureEntry } from './stream-failure-destination.ts';
+import { createStreamShards, pendingIn, type ShardState, type StreamShards } from './stream-shards.ts';
 
 /**
  * The local stand-in for Lambda's DynamoDB stream event source mapping: reads the table's real stream on DynamoDB
  * Local and hands the stream handler batches in exactly the shape Lambda would. How a batch is delivered, retried,
- * bisected or set aside is decided by lambda-delivery.ts, and how shards are read by stream-shards.ts; this file
+ * bisected or set aside is decided by lambda-delivery.ts, how shards are read by stream-shards.ts, what it is
+ * configured with by stream-poller-options.ts and what it gave up on by stream-failure-destination.ts; this file
  * runs the passes over the shards and performs the handler calls, one at a time or, with `parallel`, a lane each at once.
  */
 
-export interface StreamPollerOptions {
-  /** DynamoDB Local endpoint. */
-  endpoint: string;
-  tableName: string;
-  handler: (event: DynamoDBStreamEvent) => Promise<StreamHandlerResult>;
-  /** Where to begin in the shards that exist when the poller starts; shards that appear later are read whole. */
-  startAt?: StartPosition;
-  /** Records per handler call, per shard (1..1000, GetRecords' limit). Default 100. */
-  batchSize?: number;
-  /** Pause between polls when there is nothing to do. Default 100 ms. */
-  pollIntervalMs?: number;
-  /** Retries of a failing record after its first failure before it is set aside. Default 3. */
-  maxRetries?: number;
-  /** Split a thrown batch in two to isolate the record that breaks it (BisectBatchOnFunctionError). Default true. */
-  bisectOnError?: boolean;
-  /** A record older than this is not delivered but sent to the failure destination (MaximumRecordAgeInSeconds). None by default. */
-  maxRecordAgeMs?: number;
-  /**
-   * Run every shard, and `lanesPerShard` lanes within each, at once, as Lambda does (ParallelizationFactor, and more
-   * virtual lanes for the table's partitions that DynamoDB Local folds into one shard). A partition key's records
-   * share one lane, so their order holds. Absent: one shard at a time, one lane each, one handler call at a time.
-   */
-  parallel?: { lanesPerShard: number };
-  /** First retry delay; doubles per attempt, capped at 30 s. Default 200 ms. */
-  retryDelayMs?: number;
-  /** How often to look for new shards while nothing closes. Default 5000 ms. */
-  shardRefreshMs?: number;
-  /** Region to report in records; DynamoDB Local reports `ddblocal`. */
-  awsRegion?: string;
-  /** How many set-aside records to keep in memory (the count in stats is never capped). Default 1000. */
-  keepSetAside?: number;
-  /**
-   * The mapping's event filters: a record it refuses is dropped before batching, as Lambda drops it (counted in
-   * `filteredOut`). Every record reaches the handler when absent.
-   */
-  filter?: (record: DynamoDBRecord) => boolean;
-  /** Misdeliver on purpose (FLEETWARD_STREAM_CHAOS, see stream-chaos.ts). Off when absent. */
-  chaos?: StreamChaosConfig;
-  /** Called with each DynamoDB Streams client the poller makes, before its first call (the AWS call recorder). */
-  onStreamsClient?: (client: DynamoDBStreamsClient) => void;
-  log?: (line: string) => void;
-  now?: () => number;
-}
-
-export interface SetAsideRecord {
-  record: DynamoDBRecord;
-  shardId: string;
-  attempts: number;
-  error: string;
-  /** Epoch ms. */
-  at: number;
-}
+export type { SetAsideRecord, StreamPollerOptions };
 
 export interface StreamPollerStats {
   /** Records the handler acknowledged. */
@@ -115,23 +54,8 @@ export interface StreamPoller {
   whenIdle(timeoutMs?: number): Promise<void>;
 }
 
-interface IdleWaiter {
-  afterPass: number;
-  resolve: () => void;
-  reject: (error: Error) => void;
-}
-
 export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
-  const policy: DeliveryPolicy = {
-    batchSize: bounded('batchSize', options.batchSize ?? 100, 1, 1000),
-    maxRetries: bounded('maxRetries', options.maxRetries ?? 3, 0, 10_000),
-    retryDelayMs: bounded('retryDelayMs', options.retryDelayMs ?? 200, 0, maxBackoffMs),
-    bisectOnError: options.bisectOnError ?? true,
-    ...(options.maxRecordAgeMs === undefined ? {} : { maxRecordAgeMs: bounded('maxRecordAgeMs', options.maxRecordAgeMs, 0, 604_800_000) }),
-  };
-  const lanesPerShard = options.parallel ? bounded('lanesPerShard', options.parallel.lanesPerShard, 1, 1000) : 1;
-  const pollIntervalMs = bounded('pollIntervalMs', options.pollIntervalMs ?? 100, 1, 60_000);
-  const keepSetAside = bounded('keepSetAside', options.keepSetAside ?? 1000, 0, 1_000_000);
+  const { policy, lanesPerShard, pollIntervalMs, keepSetAside, shardRefreshMs } = settingsOf(options);
   const startAt = options.startAt ?? 'TRIM_HORIZON';
   const log = options.log ?? ((line: string) => console.log(line));
   const now = options.now ?? Date.now;
@@ -140,7 +64,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     tableName: options.tableName,
     startAt,
     batchSize: policy.batchSize,
-    shardRefreshMs: bounded('shardRefreshMs', options.shardRefreshMs ?? 5000, 1, 3_600_000),
+    shardRefreshMs,
     ...(options.awsRegion ? { awsRegion: options.awsRegion } : {}),
     emptyLanes: () => Array.from({ length: lanesPerShard }, () => emptyLane(policy)),
     ...(options.onStreamsClient ? { onStreamsClient: options.onStreamsClient } : {}),
@@ -149,8 +73,8 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
   });
 
   const counters: StreamPollerStats = { delivered: 0, filteredOut: 0, setAside: 0, expired: 0, failureEntries: 0, retries: 0, invocations: 0, handled: 0 };
-  const setAsideList: SetAsideRecord[] = [];
-  const failureList: StreamFailureEntry[] = [];
+  const givenUp = createGivenUp({ keep: keepSetAside, counts: counters, log, now });
+  const idleWaiters = createIdleWaiters();
   // Handler calls under way in parallel, by `<shard>#<lane>`: a lane has at most one.
   const inFlight = new Map<string, Promise<void>>();
   let stopping = false;
@@ -158,7 +82,6 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
   let alive = false;
   let wake: (() => void) | undefined;
   let passesStarted = 0;
-  let idleWaiters: IdleWaiter[] = [];
   let chaos: StreamChaos | undefined;
   // Where the chaos puts what it moved out of the shards: no order at all, a key's records can be in both lanes.
   let sharedLane = emptyLane(policy);
@@ -192,29 +115,6 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     shard.lanes = shard.lanes.map((lane, index) => enqueue(lane, byLane[index]!));
   }
 
-  function sendToFailureDestination(entry: StreamFailureEntry): void {
-    counters.failureEntries++;
-    if (keepSetAside === 0) return;
-    failureList.push(entry);
-    if (failureList.length > keepSetAside) failureList.shift();
-  }
-
-  function setAside(record: DynamoDBRecord, shardId: string, attempts: number, error: string): void {
-    counters.setAside++;
-    if (keepSetAside > 0) {
-      setAsideList.push({ record, shardId, attempts, error, at: now() });
-      if (setAsideList.length > keepSetAside) setAsideList.shift();
-    }
-    sendToFailureDestination(failureEntry('RetryAttemptsExhausted', shardId, [record], now()));
-    log(`stream-poller: SET ASIDE ${describe(record)} after ${attempts} attempts, moving on: ${error}`);
-  }
-
-  function expire(records: DynamoDBRecord[], shardId: string): void {
-    counters.expired += records.length;
-    sendToFailureDestination(failureEntry('RecordAgeExceeded', shardId, records, now()));
-    log(`stream-poller: ${records.length} record(s) of ${shardId} older than the maximum record age, not delivered: ${describe(records[0]!)} first`);
-  }
-
   /**
    * One handler call with the head of a lane, read through `current` and replaced through `update`: records read
    * meanwhile join the lane's tail, so the rules settle the lane as it is when the call ends.
@@ -223,7 +123,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     const fresh = withoutExpired(policy, current(), now());
     if (fresh.expired.length > 0) {
       update(fresh.lane);
-      expire(fresh.expired, shardId);
+      givenUp.expire(fresh.expired, shardId);
     }
     const records = nextBatch(current());
     if (records.length === 0) return;
@@ -247,7 +147,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
         break;
       case 'set-aside':
         if (invocation.kind === 'returned') counters.lastError = `${describe(outcome.record)} ${outcome.error}`;
-        setAside(outcome.record, shardId, outcome.attempts, outcome.error);
+        givenUp.setAside(outcome.record, shardId, outcome.attempts, outcome.error);
         break;
       case 'retry':
         if (invocation.kind === 'returned') counters.lastError = `${describe(outcome.record)} ${outcome.error}`;
@@ -348,13 +248,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       shards.all().every((s) => pendingIn(s) === 0 && (s.ended || s.readNotBefore <= now())) &&
       sharedLane.pending.length === 0 &&
       (chaos?.holding() ?? 0) === 0;
-    if (!drained) return;
-    const waiting: IdleWaiter[] = [];
-    for (const waiter of idleWaiters) {
-      if (passNumber > waiter.afterPass) waiter.resolve();
-      else waiting.push(waiter);
-    }
-    idleWaiters = waiting;
+    if (drained) idleWaiters.drained(passNumber);
   }
 
   function idleDelay(): number {
@@ -419,8 +313,7 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       await Promise.allSettled(inFlight.values());
       loop = undefined;
       shards.close();
-      for (const waiter of idleWaiters) waiter.reject(new Error('stream poller stopped'));
-      idleWaiters = [];
+      idleWaiters.rejectAll(new Error('stream poller stopped'));
     },
 
     running() {
@@ -431,35 +324,14 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
       return { ...counters };
     },
 
-    setAside() {
-      return setAsideList.map((entry) => ({ ...entry }));
-    },
-
-    failures() {
-      return failureList.map((entry) => ({ ...entry }));
-    },
+    setAside: givenUp.setAsideRecords,
+    failures: givenUp.failures,
 
     whenIdle(timeoutMs = 10_000) {
       if (!alive || stopping) return Promise.reject(new Error('stream poller is not running'));
-      return new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          idleWaiters = idleWaiters.filter((w) => w !== waiter);
-          reject(new Error(`stream poller not idle within ${timeoutMs} ms`));
-        }, timeoutMs);
-        const waiter: IdleWaiter = {
-          afterPass: passesStarted,
-          resolve: () => {
-            clearTimeout(timer);
-            resolve();
-          },
-          reject: (error) => {
-            clearTimeout(timer);
-            reject(error);
-          },
-        };
-        idleWaiters.push(waiter);
-        wake?.();
-      });
+      const idle = idleWaiters.wait(passesStarted, timeoutMs);
+      wake?.();
+      return idle;
     },
   };
 }
@@ -471,18 +343,4 @@ function laneIndexOf(record: DynamoDBRecord, lanes: number): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
   return (hash >>> 0) % lanes;
-}
-
-function describe(record: DynamoDBRecord): string {
-  const keys = Object.entries(record.dynamodb?.Keys ?? {})
-    .map(([name, value]) => `${name}=${value.S ?? value.N ?? value.B ?? '?'}`)
-    .join(' ');
-  return `${record.eventName ?? 'record'} ${keys} (seq ${record.dynamodb?.SequenceNumber})`;
-}
-
-function bounded(name: string, value: number, min: number, max: number): number {
-  if (!Number.isFinite(value) || value < min || value > max) {
-    throw new RangeError(`${name} must be between ${min} and ${max}, got ${value}`);
-  }
-  return value;
 }

@@ -25,8 +25,10 @@ const getMeta = (rt: Runtime, o: OrgOption, id: string): Promise<MetaInstance> =
   rt.client.get('/v2/org/{org}/nico/meta-instance/{id}', { params: one(rt, o, id) });
 
 const describe = (m: MetaInstance) =>
-  `${m.status}, ${m.instanceIds.length} of ${m.minNodes} ` +
-  `instance(s)${m.placementError ? ` (${m.placementError})` : m.lastFailureError ? ` (${m.lastFailureError})` : ''}`;
+  `${m.status}, ${m.instanceIds.length} of ${m.minNodes} instance(s), ${m.readyMembers} ready` +
+  `${m.placementError ? ` (${m.placementError})` : m.lastFailureError ? ` (${m.lastFailureError})` : ''}`;
+/** Placed, and every node's member Ready: what `--wait` waits for, since Ready alone says placement is done. */
+const usable = (m: MetaInstance) => m.status === 'Ready' && m.readyMembers >= m.minNodes;
 
 export function metaInstanceCommand(deps: RuntimeDeps): Command {
   const meta = new Command('meta-instance').description('meta-instances: keep N machines of a type for the org, optionally on one rack');
@@ -60,11 +62,11 @@ export function metaInstanceCommand(deps: RuntimeDeps): Command {
             ...(o.label ? { labels: o.label } : {}),
           },
         });
-        if (o.wait && created.status !== 'Ready') {
+        if (o.wait && !usable(created)) {
           created = await waitFor({
             label: `meta-instance ${created.id}`,
             poll: () => getMeta(rt, o, created.id),
-            check: (m) => (m.status === 'Ready' ? 'done' : 'waiting'),
+            check: (m) => (usable(m) ? 'done' : 'waiting'),
             describe,
             timeoutMs: o.timeout * 1000,
           });

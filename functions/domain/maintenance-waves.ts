@@ -1,33 +1,23 @@
 import type { Change, Versioned } from '#domain/change.ts';
-import { maintenanceEvent, maintenanceMachineEvent } from '#domain/maintenance-events.ts';
-import {
-  COURSE_MESSAGE_MAX,
-  failuresOf,
-  isOpen,
-  orgHandBackBy,
-  type InstanceMaintenanceNotice,
-  type Maintenance,
-  type MaintenanceMachine,
-} from '#domain/maintenance.ts';
-import { releaseInstance } from '#domain/instances.ts';
-import type { HealthOverride, HistoryEntry, Instance, Machine } from '#domain/model.ts';
+import { maintenanceEvent } from '#domain/maintenance-events.ts';
+import { COURSE_MESSAGE_MAX, failuresOf, isOpen, type InstanceMaintenanceNotice, type Maintenance, type MaintenanceMachine } from '#domain/maintenance.ts';
+import type { HealthOverride, HistoryEntry, Machine } from '#domain/model.ts';
 import { buildOverride, withOverride, withoutOverride } from '#domain/overrides.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { withValidationStarted } from '#domain/validation.ts';
 
-// What a maintenance does to the machines in scope, one bounded step at a time: the fan-out of the override and
-// the instance notice, waves, the agent's reports, overdue machines, reminders and completion. Every step is a pure
-// function of the maintenance and the records it names, and its result is one transaction.
+// What a maintenance does to the machines in scope, one bounded step at a time: waves, the agent's reports and
+// completion. The fan-out of the override and the notice is in maintenance-fan-out.ts, what time alone brings
+// (deadlines, overdue machines, reminders) in maintenance-deadlines.ts. Every step is a pure function of the
+// maintenance and the records it names, and its result is one transaction.
 
 /** The health override source a maintenance writes; it is no tenant's report, so it counts towards no breaker. */
 export const MAINTENANCE_SOURCE = 'maintenance';
 
 /** Machines told per step: each writes its machine, its instance and one history entry, beside the maintenance. */
 export const FAN_OUT_CHUNK = 30;
-/** Instances released per step at a deadline: each writes its instance, its machine and a few history entries. */
-const ENFORCED_PER_STEP = 15;
-/** Orgs told per step (one event each). */
-const ORGS_PER_STEP = 90;
+/** Orgs told per step (one event each), and events per step of what time alone brings. */
+export const ORGS_PER_STEP = 90;
 
 export const ACTOR = 'fleetward-maintenance';
 
@@ -63,120 +53,11 @@ export const noticeOf = (maintenance: Maintenance, handBackBy: string): Instance
   handBackBy,
 });
 
-const holds = (machine: Machine, instance: Instance | undefined): instance is Instance =>
-  machine.state === 'Assigned' && instance !== undefined && instance.machineId === machine.id && instance.status !== 'Terminated';
-
-const step = (maintenance: Maintenance, now: Date, changed: Partial<Maintenance>): Versioned<Maintenance> => ({
+/** One step's write of the maintenance record, guarded by the version it was read at. */
+export const step = (maintenance: Maintenance, now: Date, changed: Partial<Maintenance>): Versioned<Maintenance> => ({
   before: maintenance,
   after: { ...maintenance, ...changed, updatedAt: iso(now) },
 });
-
-/**
- * The next chunk of the fan-out: each machine gets the override, each instance on one the notice, and the machine
- * is `held` (by that instance's org) or `waiting` (free, or already on its way back). When every machine is told,
- * the orgs are told, an event per org, a chunk of orgs per step. Null when the fan-out is done.
- */
-export function fanOutStep(maintenance: Maintenance, chunk: Map<string, Machine>, instances: Map<string, Instance>, now: Date): Change | null {
-  if (maintenance.state === 'Cancelled') return null;
-  const at = iso(now);
-  const from = maintenance.progress.fannedOut;
-  const ids = maintenance.machineIds.slice(from, from + FAN_OUT_CHUNK);
-  if (ids.length === 0) return notifyOrgs(maintenance, now);
-  const machines: Versioned<Machine>[] = [];
-  const touched: Versioned<Instance>[] = [];
-  const history: HistoryEntry[] = [];
-  const course: Record<string, MaintenanceMachine> = { ...maintenance.machines };
-  for (const id of ids) {
-    const machine = chunk.get(id);
-    // A machine deregistered since the declaration has nothing to be done to it.
-    if (!machine) {
-      course[id] = { ...course[id]!, phase: 'returned', returnedAt: at };
-      continue;
-    }
-    const instance = machine.instanceId ? instances.get(machine.instanceId) : undefined;
-    const after: Machine = { ...machine, healthOverrides: withOverride(machine.healthOverrides, maintenanceOverride(maintenance, id, at)), updatedAt: at };
-    machines.push({ before: machine, after });
-    if (holds(machine, instance)) {
-      course[id] = { ...course[id]!, phase: 'held', org: instance.org, instanceId: instance.id };
-      touched.push({ before: instance, after: { ...instance, maintenance: noticeOf(maintenance, course[id]!.handBackBy), updatedAt: at } });
-    } else {
-      course[id] = { ...course[id]!, phase: 'waiting', handedBackAt: at };
-    }
-    history.push({ machineId: id, at, actor: ACTOR, action: 'maintenance-declared', message: `in scope of maintenance ${maintenance.id}` });
-  }
-  const progress = { ...maintenance.progress, fannedOut: from + ids.length };
-  const state = maintenance.state === 'Declared' ? 'InProgress' : maintenance.state;
-  return { machines, instances: touched, history, maintenances: [step(maintenance, now, { machines: course, progress, state })] };
-}
-
-/** Orgs holding machines in scope, each told once (MaintenanceDeclared listing its instance ids). */
-function notifyOrgs(maintenance: Maintenance, now: Date): Change | null {
-  const byOrg = new Map<string, string[]>();
-  for (const m of Object.values(maintenance.machines)) {
-    if (!m.org || !m.instanceId || maintenance.notifiedOrgs.includes(m.org)) continue;
-    byOrg.set(m.org, [...(byOrg.get(m.org) ?? []), m.instanceId]);
-  }
-  const orgs = [...byOrg.keys()].sort().slice(0, ORGS_PER_STEP);
-  if (orgs.length === 0) return null;
-  const at = iso(now);
-  const history = orgs.map((org) =>
-    maintenanceEvent('MaintenanceDeclared', maintenance, at, {
-      org,
-      instanceIds: byOrg.get(org)!,
-      handBackBy: orgHandBackBy(maintenance, org) ?? maintenance.handBackBy,
-    }),
-  );
-  return { history, maintenances: [step(maintenance, now, { notifiedOrgs: [...maintenance.notifiedOrgs, ...orgs] })] };
-}
-
-/**
- * After a cancel: the next chunk of machines not yet admitted loses the override, their instances the notice. Null
- * when every one is done.
- */
-export function unwindStep(maintenance: Maintenance, chunk: Map<string, Machine>, instances: Map<string, Instance>, now: Date): Change | null {
-  const from = maintenance.progress.unwound;
-  if (maintenance.state !== 'Cancelled' || from === undefined) return null;
-  const ids = maintenance.machineIds.slice(from, Math.min(from + FAN_OUT_CHUNK, maintenance.progress.fannedOut));
-  if (ids.length === 0) return null;
-  const at = iso(now);
-  const machines: Versioned<Machine>[] = [];
-  const touched: Versioned<Instance>[] = [];
-  const history: HistoryEntry[] = [];
-  for (const id of ids) {
-    const phase = maintenance.machines[id]?.phase;
-    const machine = chunk.get(id);
-    if (!machine || (phase !== 'held' && phase !== 'waiting') || maintenanceIdOf(machine) !== maintenance.id) continue;
-    machines.push({ before: machine, after: { ...machine, healthOverrides: withoutOverride(machine.healthOverrides, MAINTENANCE_SOURCE), updatedAt: at } });
-    const instance = machine.instanceId ? instances.get(machine.instanceId) : undefined;
-    if (instance?.maintenance?.id === maintenance.id) {
-      const { maintenance: _cleared, ...rest } = instance;
-      touched.push({ before: instance, after: { ...rest, updatedAt: at } });
-    }
-    history.push({ machineId: id, at, actor: ACTOR, action: 'maintenance-cancelled', message: `maintenance ${maintenance.id} was cancelled` });
-  }
-  return {
-    machines,
-    instances: touched,
-    history,
-    maintenances: [step(maintenance, now, { progress: { ...maintenance.progress, unwound: from + ids.length } })],
-  };
-}
-
-/**
- * A machine in scope that its tenant released and that finished cleanup is free: `held` becomes `waiting`, handed
- * back now. `machines` are those read for the step, by id.
- */
-export function handedBack(maintenance: Maintenance, machines: Map<string, Machine>, now: Date): Record<string, MaintenanceMachine> | null {
-  let changed = false;
-  const course = { ...maintenance.machines };
-  for (const [id, m] of Object.entries(maintenance.machines)) {
-    const machine = machines.get(id);
-    if (m.phase !== 'held' || !machine || machine.instanceId === m.instanceId) continue;
-    course[id] = { ...m, phase: 'waiting', handedBackAt: iso(now) };
-    changed = true;
-  }
-  return changed ? course : null;
-}
 
 const free = (machine: Machine | undefined): boolean => machine !== undefined && machine.state === 'Ready' && !machine.instanceId && !machine.cleanup;
 const inFlight = (maintenance: Maintenance): number =>
@@ -406,133 +287,3 @@ export const walkPending = (maintenance: Maintenance): boolean =>
 
 const notifyPending = (maintenance: Maintenance): boolean =>
   Object.values(maintenance.machines).some((m) => m.org !== undefined && !maintenance.notifiedOrgs.includes(m.org));
-
-/** When a machine handed back at `handedBackAt` is overdue: the provider's promised window has passed. */
-export const overdueAt = (maintenance: Maintenance, m: MaintenanceMachine): string | undefined =>
-  m.handedBackAt && !m.returnedAt && !m.overdue ? iso(addMs(new Date(m.handedBackAt), maintenance.windowMinutes * 60_000)) : undefined;
-
-/** Held past its deadline and not yet released by Fleetward. */
-const enforceable = (m: MaintenanceMachine, at: string): boolean => m.phase === 'held' && !m.enforcedAt && m.handBackBy <= at;
-
-/** Held machines whose instance must be read to enforce the deadline. */
-export const dueForEnforcement = (maintenance: Maintenance, now: Date): string[] =>
-  isOpen(maintenance) ? maintenance.machineIds.filter((id) => enforceable(maintenance.machines[id]!, iso(now))) : [];
-
-/**
- * The deadline passed: Fleetward releases the instances still held (as their tenant's release would, no issue),
- * with terminationReason `maintenance-enforced` and a MaintenanceEnforced each. Null when none is due.
- */
-export function enforceStep(maintenance: Maintenance, machines: Map<string, Machine>, instances: Map<string, Instance>, now: Date): Change | null {
-  const ids = dueForEnforcement(maintenance, now).slice(0, ENFORCED_PER_STEP);
-  if (ids.length === 0) return null;
-  const at = iso(now);
-  const course = { ...maintenance.machines };
-  const changes: Change[] = [];
-  for (const id of ids) {
-    course[id] = { ...course[id]!, enforcedAt: at };
-    const machine = machines.get(id);
-    const instance = course[id]!.instanceId ? instances.get(course[id]!.instanceId!) : undefined;
-    if (!machine || !instance) continue;
-    const report = { actor: ACTOR, isRepairTenant: false, policy: { kind: 'off' as const } };
-    const decision = releaseInstance({ ...instance, terminationReason: 'maintenance-enforced' }, machine, report, now);
-    if (decision.kind !== 'release') continue;
-    const released = decision.change.instances!.map((pair) => ({ ...pair, before: instance }));
-    const event = maintenanceEvent('MaintenanceEnforced', maintenance, at, { org: instance.org, instanceId: instance.id, machineId: id });
-    changes.push({ ...decision.change, instances: released, history: [...decision.change.history, event] });
-  }
-  return {
-    machines: changes.flatMap((c) => c.machines ?? []),
-    instances: changes.flatMap((c) => c.instances ?? []),
-    history: changes.flatMap((c) => c.history),
-    maintenances: [step(maintenance, now, { machines: course })],
-  };
-}
-
-/** Overdue and still not back: what the MaintenanceOverdue alarm counts. */
-export const isOverdueNow = (m: MaintenanceMachine): boolean => m.overdue && m.phase !== 'returned' && m.phase !== 'failed';
-
-/** When an org must be reminded of its deadline. */
-const reminderAt = (maintenance: Maintenance, deadline: string): string => iso(addMs(new Date(deadline), -maintenance.noticeHours * 3_600_000));
-
-const heldOrgs = (maintenance: Maintenance): string[] => [
-  ...new Set(
-    Object.values(maintenance.machines)
-      .filter((m) => m.phase === 'held' && m.org)
-      .map((m) => m.org!),
-  ),
-];
-
-/**
- * What time alone brings: machines that became overdue (MaintenanceOverdue once each, in the maintenance's history
- * and the machine's) and orgs whose reminder is due (MaintenanceHandBackDue once per deadline). Null when nothing.
- */
-export function timeStep(maintenance: Maintenance, now: Date): Change | null {
-  if (!isOpen(maintenance)) return null;
-  const at = iso(now);
-  const history: HistoryEntry[] = [];
-  const course = { ...maintenance.machines };
-  for (const [id, m] of Object.entries(maintenance.machines)) {
-    const due = overdueAt(maintenance, m);
-    if (!due || due > at) continue;
-    course[id] = { ...m, overdue: true };
-    const detail = { machineId: id, handedBackAt: m.handedBackAt!, windowMinutes: maintenance.windowMinutes };
-    history.push(maintenanceEvent('MaintenanceOverdue', maintenance, at, detail), maintenanceMachineEvent(id, 'MaintenanceOverdue', maintenance, at));
-    if (history.length >= ORGS_PER_STEP) break;
-  }
-  const reminded = [...maintenance.reminded];
-  for (const org of heldOrgs(maintenance)) {
-    const deadline = orgHandBackBy(maintenance, org)!;
-    const key = `${org}#${deadline}`;
-    if (reminded.includes(key) || reminderAt(maintenance, deadline) > at || history.length >= ORGS_PER_STEP) continue;
-    reminded.push(key);
-    history.push(maintenanceEvent('MaintenanceHandBackDue', maintenance, at, { org, handBackBy: deadline }));
-  }
-  if (history.length === 0) return null;
-  return { history, maintenances: [step(maintenance, now, { machines: course, reminded })] };
-}
-
-/** Phases that end on a machine's write alone (a release and cleanup, a validation's outcome), which the stream announces. */
-const awaitsMachine = new Set<MaintenanceMachine['phase']>(['held', 'waiting', 'validating']);
-
-/**
- * When the maintenance is looked at again though nothing wrote it: while a machine awaits a machine's write, its
- * resync period after the last step or check. A pass then finds what the stream would have told it.
- */
-export function resyncAt(maintenance: Maintenance): string | undefined {
-  const { resyncSeconds } = maintenance;
-  if (resyncSeconds === undefined || !isOpen(maintenance) || !Object.values(maintenance.machines).some((m) => awaitsMachine.has(m.phase))) return undefined;
-  const last = maintenance.checkedAt && maintenance.checkedAt > maintenance.updatedAt ? maintenance.checkedAt : maintenance.updatedAt;
-  return iso(addMs(new Date(last), resyncSeconds * 1000));
-}
-
-/** A pass that found nothing to do at its resync time records so, which moves the next resync on. Null before then. */
-export function resyncStep(maintenance: Maintenance, now: Date): Change | null {
-  const due = resyncAt(maintenance);
-  if (!due || due > iso(now)) return null;
-  return { history: [], maintenances: [{ before: maintenance, after: { ...maintenance, checkedAt: iso(now) } }] };
-}
-
-/**
- * The next time something falls due on its own: a deadline, an overdue machine, a reminder, a start or accepted work
- * left unanswered, a resync.
- */
-export function nextDueAt(maintenance: Maintenance): string | undefined {
-  if (!isOpen(maintenance)) return undefined;
-  const times: string[] = [];
-  const resync = resyncAt(maintenance);
-  if (resync) times.push(resync);
-  for (const m of Object.values(maintenance.machines)) {
-    const due = overdueAt(maintenance, m);
-    if (due) times.push(due);
-  }
-  for (const m of Object.values(maintenance.machines)) {
-    const unanswered = m.accepted ? m.reportDueBy : m.leaseUntil;
-    if (m.phase === 'in-maintenance' && unanswered) times.push(unanswered);
-  }
-  for (const m of Object.values(maintenance.machines)) if (m.phase === 'held' && !m.enforcedAt) times.push(m.handBackBy);
-  for (const org of heldOrgs(maintenance)) {
-    const deadline = orgHandBackBy(maintenance, org)!;
-    if (!maintenance.reminded.includes(`${org}#${deadline}`)) times.push(reminderAt(maintenance, deadline));
-  }
-  return times.sort()[0];
-}

@@ -66,6 +66,11 @@ export interface MaintenanceMachine {
   validationId?: string;
   /** Its deadline passed while held: Fleetward released the instance then. */
   enforcedAt?: string;
+  /**
+   * Its `handBackBy` moved (an accepted deferral) and the notice on its instance still names the old one: the
+   * maintenance's walk rewrites the notice, a chunk of machines a step (maintenance-fan-out.ts `renoticeStep`).
+   */
+  renotice?: true;
 }
 
 export interface Deferral {
@@ -279,6 +284,7 @@ export function atItsFullest(maintenance: Maintenance): Maintenance {
     overdue: true,
     accepted: true,
     validationId: 'v'.repeat(GENERATED_ID),
+    renotice: true,
   };
   const failing = new Set(maintenance.machineIds.slice(0, maintenance.rollout.haltAfterFailures));
   const machines = Object.fromEntries(
@@ -328,6 +334,15 @@ export function orgHandBackBy(maintenance: Maintenance, org: string): string | u
   return times[0];
 }
 
+/**
+ * The deadline an org is held to: that of its machines still held, or once it holds none, the deferral it was
+ * granted, or the maintenance's own.
+ */
+export function orgDeadline(maintenance: Maintenance, org: string): string {
+  const granted = maintenance.deferrals.find((d) => d.org === org && d.state === 'accepted');
+  return orgHandBackBy(maintenance, org) ?? granted?.until ?? maintenance.handBackBy;
+}
+
 /** A tenant asks for more time: one request per org at a time; never for emergency maintenance. */
 export function requestDeferral(maintenance: Maintenance, org: string, until: string, reason: string, now: Date): Maintenance {
   if (maintenance.kind === 'emergency') throw conflict('deferral-not-allowed', `maintenance ${maintenance.id} is an emergency: it cannot be deferred`);
@@ -339,7 +354,11 @@ export function requestDeferral(maintenance: Maintenance, org: string, until: st
   return { ...maintenance, deferrals: [...maintenance.deferrals.filter((d) => d.org !== org), deferral], updatedAt: iso(now) };
 }
 
-/** The provider decides an org's deferral; accepting moves that org's held machines' deadline to `until`. */
+/**
+ * The provider decides an org's deferral; accepting moves that org's held machines' deadline to `until` and marks
+ * them for their instances' notices to follow. The answer writes this record alone, however many instances the org
+ * holds: the maintenance's walk takes the notices on from there.
+ */
 export function decideDeferral(maintenance: Maintenance, org: string, decision: 'accept' | 'reject', decidedBy: string, now: Date): Maintenance {
   const deferral = maintenance.deferrals.find((d) => d.org === org);
   if (!deferral) throw new Rejection(404, 'not-found', `org ${org} asked for no deferral of maintenance ${maintenance.id}`);
@@ -348,7 +367,10 @@ export function decideDeferral(maintenance: Maintenance, org: string, decision: 
   const machines =
     decision === 'accept'
       ? Object.fromEntries(
-          Object.entries(maintenance.machines).map(([id, m]) => [id, m.org === org && m.phase === 'held' ? { ...m, handBackBy: deferral.until } : m]),
+          Object.entries(maintenance.machines).map(([id, m]): [string, MaintenanceMachine] => [
+            id,
+            m.org === org && m.phase === 'held' ? { ...m, handBackBy: deferral.until, renotice: true } : m,
+          ]),
         )
       : maintenance.machines;
   return { ...maintenance, machines, deferrals: maintenance.deferrals.map((d) => (d.org === org ? decided : d)), updatedAt: iso(now) };

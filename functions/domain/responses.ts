@@ -1,7 +1,7 @@
 import { alertClassifications } from '#site/agent-contract.ts';
 import type { MachineState, InstanceStatus, MetaInstanceStatus } from '#domain/model.ts';
 import { instanceStatuses, issueCategories } from '#domain/schemas.ts';
-import { machinePhases, maintenanceCategories, maintenanceKinds, maintenanceStates } from '#domain/maintenance.ts';
+import { maintenanceCategories, maintenanceKinds } from '#domain/maintenance.ts';
 import { validationReasons } from '#domain/validation.ts';
 import { lifecycles } from '#domain/lifecycle.ts';
 import { instanceHealths } from '#domain/tenant-health.ts';
@@ -131,8 +131,9 @@ export const metaInstanceResponse = z.object({
   machineIds: z.array(z.string()).optional(),
   placement: z.object({ sameRack: z.boolean(), sameNvlinkDomain: z.boolean().default(false) }),
   labels,
-  status: z.enum(metaInstanceStatuses),
+  status: z.enum(metaInstanceStatuses).describe('Placement: Ready once every node has a member, whatever state the members are in'),
   instanceIds: z.array(z.string()),
+  readyMembers: z.number().int().describe('Members listed in instanceIds that are Ready: the meta-instance is usable whole once this reaches minNodes'),
   memberReplacements: z
     .array(
       z.object({
@@ -334,65 +335,10 @@ export type RepairList = z.infer<typeof repairListResponse>;
 export type AuditEntry = z.infer<typeof auditEntryResponse>;
 export type AuditList = z.infer<typeof auditListResponse>;
 
-const maintenanceMachineResponse = z.object({
-  phase: z.enum(machinePhases),
-  org: z.string().optional(),
-  instanceId: z.string().optional(),
-  handBackBy: z.string(),
-  handedBackAt: z.string().optional(),
-  startedAt: z.string().optional(),
-  returnedAt: z.string().optional(),
-  overdue: z.boolean(),
-  message: z.string().optional(),
-});
-
-const deferralResponse = z.object({
-  org: z.string(),
-  until: z.string(),
-  reason: z.string(),
-  state: z.enum(['requested', 'accepted', 'rejected']),
-  decidedBy: z.string().optional(),
-});
-
-const maintenanceFields = {
-  id: z.string(),
-  kind: z.enum(maintenanceKinds),
-  category: z.enum(maintenanceCategories),
-  reason: z.string(),
-  impact: z.string().optional(),
-  handBackBy: z.string(),
-  windowMinutes: z.number().int(),
-  state: z.enum(maintenanceStates),
-  machines: z.record(z.string(), maintenanceMachineResponse),
-  deferrals: z.array(deferralResponse),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-  completedAt: z.string().optional(),
-};
-
-/** A maintenance as the provider sees it; `history` (newest first) only on GET of one. */
-export const maintenanceResponse = z.object({
-  ...maintenanceFields,
-  scope: z.object({ machineIds: z.array(z.string()).optional(), racks: z.array(z.string()).optional(), nvlinkDomains: z.array(z.string()).optional() }),
-  machineIds: z.array(z.string()),
-  rollout: z.object({ maxInFlight: z.number().int(), haltAfterFailures: z.number().int() }),
-  declaredBy: z.string(),
-  history: z.array(historyEntryResponse).optional(),
-});
-
-/** A maintenance as a tenant sees it: only its own machines and its own deferral; no scope, no other org. */
-export const tenantMaintenanceResponse = z.object(maintenanceFields);
-
-export const maintenanceListResponse = z.object({ items: z.array(maintenanceResponse), nextToken: z.string().optional() });
-export const tenantMaintenanceListResponse = z.object({ items: z.array(tenantMaintenanceResponse) });
-export const handBackResponse = z.object({ handedBack: z.array(z.string()) });
-/** What the agent's report did: `changed` false for a report about a machine not in that maintenance's work. */
-export const maintenanceReportResponse = z.object({ changed: z.boolean(), phase: z.enum(machinePhases).optional(), state: z.enum(maintenanceStates) });
-
 /** Builds a view: a record (or a record with derived fields) parsed through its response schema. */
 export const viewOf = <S extends z.ZodType>(schema: S, record: z.input<S>): z.output<S> => schema.parse(record);
 
-/** Schemas the OpenAPI document names under `components/schemas` (and refers to with `$ref`). */
+/** Schemas the OpenAPI document names under `components/schemas` (and refers to with `$ref`); the maintenance ones are in maintenance-responses.ts. */
 export const componentNames: ReadonlyArray<readonly [z.ZodType, string]> = [
   [issueResponse, 'Issue'],
   [healthOverrideResponse, 'HealthOverride'],
@@ -410,6 +356,4 @@ export const componentNames: ReadonlyArray<readonly [z.ZodType, string]> = [
   [fleetSummaryResponse, 'FleetSummary'],
   [rackResponse, 'Rack'],
   [repairStatsResponse, 'RepairStats'],
-  [maintenanceResponse, 'Maintenance'],
-  [tenantMaintenanceResponse, 'TenantMaintenance'],
 ];

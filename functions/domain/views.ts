@@ -14,6 +14,15 @@ import { instanceResponse, metaInstanceResponse, viewOf } from '#domain/response
 export const instanceView = (instance: Instance, machine: Machine | null) =>
   viewOf(instanceResponse, { ...instance, ...instanceHealth(instance, machine), power: instance.power && powerView(instance.power) });
 
-/** The meta-instance as the API shows it (API.md "MetaInstance"), with the instances it holds now. */
-export const metaInstanceView = (meta: MetaInstance, members: Member[]) =>
-  viewOf(metaInstanceResponse, { ...meta, instanceIds: members.filter(isLive).map((m) => m.instance.id) });
+/**
+ * The meta-instance as the API shows it (API.md "MetaInstance"), with the instances it holds now and how many of
+ * them are Ready: its status says where placement stands, not whether the members are up.
+ */
+export const metaInstanceView = (meta: MetaInstance, members: Member[]) => {
+  const live = members.filter(isLive);
+  return viewOf(metaInstanceResponse, {
+    ...meta,
+    instanceIds: live.map((m) => m.instance.id),
+    readyMembers: live.filter((m) => m.instance.status === 'Ready').length,
+  });
+};

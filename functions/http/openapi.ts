@@ -7,6 +7,7 @@ import {
   type RouteConfig,
 } from '@asteasolutions/zod-to-openapi';
 import * as z from 'zod';
+import { maintenanceComponentNames } from '#domain/maintenance-responses.ts';
 import { componentNames } from '#domain/responses.ts';
 import { problemContentType, type Problem } from '#http/problem.ts';
 import type { HttpMethod, Responses, Route } from '#http/route.ts';
@@ -22,7 +23,8 @@ import { version } from '#http/version.ts';
 // which never import this module (see openapi-served.ts). The domain's response schemas get their component names
 // here too, on the very instances the routes use, so the document refers to them with `$ref`.
 extendZodWithOpenApi(z);
-for (const [schema, name] of componentNames) zodToOpenAPIRegistry.add(schema, { ...zodToOpenAPIRegistry.get(schema), _internal: { refId: name } });
+for (const [schema, name] of [...componentNames, ...maintenanceComponentNames])
+  zodToOpenAPIRegistry.add(schema, { ...zodToOpenAPIRegistry.get(schema), _internal: { refId: name } });
 
 /** RFC 9457 problem document (functions/http/problem.ts), as zod so the document can show it. */
 export const problemSchema = z

@@ -1,7 +1,8 @@
 import { preventingSources } from '#domain/health.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { bucketSettled, type RosterBucket } from '#domain/heartbeat.ts';
-import { nextDueAt, walkPending } from '#domain/maintenance-waves.ts';
+import { nextDueAt } from '#domain/maintenance-deadlines.ts';
+import { walkPending } from '#domain/maintenance-waves.ts';
 import type { Maintenance } from '#domain/maintenance.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
 import { validationDueAt } from '#domain/validation.ts';

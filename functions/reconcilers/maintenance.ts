@@ -1,19 +1,13 @@
 import { withOpenList, type Maintenance, type OpenMaintenances } from '#domain/maintenance.ts';
+import { dueForEnforcement, enforceStep, nextDueAt, resyncStep, timeStep } from '#domain/maintenance-deadlines.ts';
+import { fanOutStep, handedBack, renoticeChunk, renoticeStep, unwindStep } from '#domain/maintenance-fan-out.ts';
 import {
   admissible,
   admit,
-  dueForEnforcement,
-  enforceStep,
-  fanOutStep,
-  handedBack,
   machinesToRead,
   maintenanceIdOf,
-  nextDueAt,
-  resyncStep,
   settleStarts,
-  timeStep,
   unansweredStarts,
-  unwindStep,
   validationSettled,
   walkPending,
 } from '#domain/maintenance-waves.ts';
@@ -80,7 +74,11 @@ export const maintenanceReconciler = defineReconciler({
     const machines = await ctx.store.getMachines(machinesToRead(maintenance));
     // Instances only where a step changes them: the walk's chunk, and held machines past their deadline.
     const enforced = new Set(dueForEnforcement(maintenance, now));
-    const instanceIds = [...machines.values()].flatMap((m) => (m.instanceId && (walkPending(maintenance) || enforced.has(m.id)) ? [m.instanceId] : []));
+    const instanceIds = [
+      ...[...machines.values()].flatMap((m) => (m.instanceId && (walkPending(maintenance) || enforced.has(m.id)) ? [m.instanceId] : [])),
+      // The notices that follow a moved deadline: the instances the next chunk's courses name.
+      ...renoticeChunk(maintenance).flatMap((id) => maintenance.machines[id]?.instanceId ?? []),
+    ];
     const instances = instanceIds.length > 0 ? (await ctx.store.getRecords({ instances: instanceIds })).instances : new Map<string, Instance>();
     return { maintenance, machines, instances, open, now, leaseMs: ctx.config.site_agent.report_timeout_seconds * 1000 };
   },
@@ -88,6 +86,8 @@ export const maintenanceReconciler = defineReconciler({
   decide({ maintenance, machines, instances, open, now, leaseMs }: MaintenanceSnapshot) {
     const walk = fanOutStep(maintenance, machines, instances, now) ?? unwindStep(maintenance, machines, instances, now);
     if (walk) return { change: withOpenList(walk, open), requeueAt: now, summary: 'maintenance walk step' };
+    const renoticed = isOpen(maintenance) ? renoticeStep(maintenance, instances, now) : null;
+    if (renoticed) return { change: renoticed, requeueAt: now, summary: 'maintenance notices follow a moved deadline' };
     const course = isOpen(maintenance) ? handedBack(maintenance, machines, now) : null;
     if (course) {
       return {

@@ -1,4 +1,4 @@
-import { machinesOfOrg, requestDeferral, type Maintenance } from '#domain/maintenance.ts';
+import { machinesOfOrg, orgDeadline, requestDeferral, type Maintenance } from '#domain/maintenance.ts';
 import type { Principal } from '#domain/model.ts';
 import { notFound, unprocessable } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
@@ -10,11 +10,12 @@ import { requireMaintenance } from '#services/maintenance.ts';
 // The tenant's side of declared maintenance: what touches its instances, handing back early, asking for more time.
 // A tenant sees only its own machines and its own deferral of a maintenance, never another org's.
 
-/** A maintenance as one org may see it. */
+/** A maintenance as one org may see it, with the deadline it is held to (a deferral it was granted moved it). */
 export function tenantView(maintenance: Maintenance, org: string): Maintenance {
   const own = new Set(machinesOfOrg(maintenance, org));
   return {
     ...maintenance,
+    handBackBy: orgDeadline(maintenance, org),
     machines: Object.fromEntries(Object.entries(maintenance.machines).filter(([id]) => own.has(id))),
     deferrals: maintenance.deferrals.filter((d) => d.org === org),
   };

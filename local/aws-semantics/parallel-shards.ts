@@ -1,5 +1,5 @@
 import type { StreamPollerOptions } from '#local/stream-poller.ts';
-import type { StreamMappingSettings } from './stack-settings.ts';
+import type { StreamMappingSettings } from '#lib/stream-mapping.ts';
 
 /**
  * The `parallel-shards` mode: the local poller delivers as the stack's event source mapping does. A table in AWS has

@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until, type TestBrowser } from '#test/support/browser.ts';
+import { until } from '#test/support/browser.ts';
 import { type DashboardSite, dashboardSiteTimeoutMs, startDashboardSite } from '#test/support/dashboard-site.ts';
 import type { TestSite } from '#test/support/local-site.ts';
 import { claimForRepair, cleanedUp, repairRelease, reportIssue, runInstance, setRepairStatus, type Actors } from '#test/support/repair-steps.ts';
 
-// The dashboard in Debian's Chromium, asserting what a person sees.
+// The dashboard in Debian's Chromium, asserting what a person sees (and dashboard-failures.test.ts, when the API is not).
 
 // 4 gb200 and 2 h100 machines; the repair-storm breaker out of the way (with 6 machines one report would trip it).
 const site6 = `
@@ -29,7 +29,6 @@ describe('dashboard', () => {
   let dashboard: DashboardSite | undefined;
   let site: TestSite;
   let who: Actors;
-  let browser: TestBrowser;
   let page: Page;
   let pageErrors: string[];
   let repaired = '';
@@ -40,7 +39,7 @@ describe('dashboard', () => {
 
   beforeAll(async () => {
     dashboard = await startDashboardSite(site6, 6);
-    ({ site, who, browser, page, pageErrors } = dashboard);
+    ({ site, who, page, pageErrors } = dashboard);
   }, dashboardSiteTimeoutMs);
 
   afterAll(() => dashboard?.stop());
@@ -357,88 +356,6 @@ describe('dashboard', () => {
     await until(page, 'the meta-instance Ready', async () => (await meta.count()) === 1 && (await meta.textContent())?.includes('Ready'));
     const cells = await meta.locator('td').allTextContents();
     expect(cells.slice(0, 5)).toEqual([created.body.id, 'acme', 'h100', '2 of 2', 'Ready']);
-  });
-
-  it('shows the repair-storm breaker and stuck repairs when the API answers, and hides them on 404', async () => {
-    const only = (path: string) => (url: URL) => url.pathname === path;
-    // Whatever this API version answers, fix the answers: absent first, in both shapes of a 404 (API Gateway's own
-    // for a route it does not have, and a problem document).
-    await page.route(only('/admin/safety'), (route) => route.fulfill({ status: 404, contentType: 'application/json', body: '{"message":"Not Found"}' }));
-    await page.route(only('/admin/repairs'), (route) =>
-      route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"status":404,"code":"route-not-found"}' }),
-    );
-    await until(
-      page,
-      'no safety panel',
-      async () => !(await page.getByTestId('safety').isVisible()) && (await page.getByTestId('pipeline-stuck').count()) === 0,
-    );
-    expect(await page.getByTestId('errors').isVisible()).toBe(false);
-
-    await page.unrouteAll();
-    const since = new Date(Date.now() - 90 * 60_000).toISOString();
-    await page.route(only('/admin/safety'), (route) =>
-      route.fulfill({ json: { repairStorm: { state: 'tripped', trippedAt: since, heldBack: [repaired] }, replacementsInFlight: 1 } }),
-    );
-    await page.route(only('/admin/repairs'), (route) =>
-      route.fulfill({ json: { items: [{ machineId: repaired, since, waitingMinutes: 90, stage: 'unclaimed' }] } }),
-    );
-    await until(page, 'the tripped breaker', async () => (await page.getByTestId('safety').isVisible()) && (await text('breaker-state')).startsWith('tripped'));
-    expect(await text('held-back')).toBe(repaired);
-    const stuck = row('pipeline-stuck', repaired);
-    await until(page, 'the stuck repair', async () => (await stuck.count()) === 1);
-    expect(await stuck.locator('td').allTextContents()).toEqual([repaired, 'unclaimed', '1 h 30 min', expect.any(String)]);
-    await page.unrouteAll();
-  });
-
-  it('shows a failing API call instead of staying silent, and recovers', async () => {
-    await page.route(
-      (url) => url.pathname === '/admin/machines',
-      (route) =>
-        route.fulfill({
-          status: 500,
-          contentType: 'application/problem+json',
-          body: JSON.stringify({ status: 500, code: 'internal-error', detail: 'An internal error occurred' }),
-        }),
-    );
-    await until(
-      page,
-      'the error',
-      async () =>
-        (await page.getByTestId('errors').isVisible()) &&
-        (await text('errors')).includes('GET /admin/machines?limit=500: 500 internal-error: An internal error occurred'),
-    );
-    expect(await text('refresh-status')).toMatch(/^Refresh failed at .*; showing data from /);
-    expect(await count('total-count')).toBe('6'); // the last data stays on screen
-    await page.unrouteAll();
-    await until(
-      page,
-      'the recovery',
-      async () => !(await page.getByTestId('errors').isVisible()) && (await text('refresh-status')).startsWith('Last refreshed'),
-    );
-  });
-
-  it('asks for a token where the API cannot mint one, and keeps it for the tab', async () => {
-    const other = await browser.newPage();
-    try {
-      await other.route(
-        (url) => url.pathname === '/_local/token',
-        (route) => route.fulfill({ status: 404, body: 'not found' }),
-      );
-      await other.goto(`${site.url}/dashboard/`);
-      const login = other.getByTestId('login');
-      await until(other, 'the sign-in form', async () => login.isVisible());
-      expect(await other.getByRole('heading', { name: 'Sign in' }).isVisible()).toBe(true);
-      expect(await other.locator('#main').isVisible()).toBe(false);
-      await other.getByLabel('Bearer token').fill(await site.token('ops', ['provider-admin'], 'alice'));
-      await other.getByRole('button', { name: 'Use token' }).click();
-      await until(other, 'the fleet', async () => (await other.getByTestId('total-count').locator('.value').textContent()) === '6');
-      expect(await login.isVisible()).toBe(false);
-      await other.reload();
-      await until(other, 'the fleet after a reload', async () => (await other.getByTestId('total-count').locator('.value').textContent()) === '6');
-      expect(await login.isVisible()).toBe(false);
-    } finally {
-      await other.close();
-    }
   });
 
   it('lists provider actions in the audit table, newest first, with the request id', async () => {

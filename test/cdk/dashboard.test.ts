@@ -10,7 +10,7 @@ import type { SiteStack } from '#lib/site-stack.ts';
 import cdkJson from '../../cdk.json' with { type: 'json' };
 
 // The dashboard switched off: the sample real site with `[dashboard] enabled = false`, synthesized once (bundling
-// skipped). The dashboard itself (enabled by default) is checked in site-stack.test.ts.
+// skipped). The dashboard itself (enabled by default) is checked in site-stack-dashboard.test.ts.
 const SITE = 'example-aws';
 let scratch: string;
 let stack: SiteStack;

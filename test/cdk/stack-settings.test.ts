@@ -1,26 +1,35 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { defaultSiteConfig } from '#config/site-config.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { defaultSiteConfig, type SiteConfig } from '#config/site-config.ts';
 import { functionTimeoutSeconds } from '#lib/function-timeouts.ts';
 import { FUNCTION_NAMES } from '#lib/lambda-functions.ts';
 import { streamFilters } from '#lib/stream-filters.ts';
-import { STREAM_BATCH_SIZE } from '#lib/stream-reactions.ts';
-import { readStackSettings, readStreamMapping } from '#local/aws-semantics/stack-settings.ts';
+import { STREAM_BATCH_SIZE, streamMappingSettings } from '#lib/stream-mapping.ts';
+import { stackSettingsOf, synthesizeTemplate, type StackSettings } from '#test/support/stack-template.ts';
 
-// The local runner's reading of the synthesized template (FLEETWARD_AWS_SEMANTICS parallel-shards and
-// lambda-timeouts): what the stack deploys, not a copy of it, cached per config and sources.
+// The local runner delivers the stream and times the functions by the values the stack is built from, without
+// synthesizing it at start (FLEETWARD_AWS_SEMANTICS parallel-shards and lambda-timeouts): here they are held equal
+// to what the synthesized template deploys, for the default config and for another.
 
-const cacheDir = mkdtempSync(join(tmpdir(), 'fleetward-stack-settings-'));
-afterAll(() => rmSync(cacheDir, { recursive: true, force: true }));
+const another = (): SiteConfig => {
+  const config = defaultSiteConfig();
+  config.instance_create_retry.max_attempts += 5;
+  config.sweep.interval_seconds *= 2;
+  return config;
+};
 
-describe('the stack settings the local runner reads', () => {
-  it("are the template's stream mapping and function timeouts, synthesized once and then read from the cache", async () => {
-    const config = defaultSiteConfig();
-    const first = await readStackSettings(config, cacheDir);
-    expect(first.source).toBe('synthesized');
-    expect(first.settings.streamMapping).toEqual({
+describe.each([
+  ['the default site config', defaultSiteConfig],
+  ['another site config', another],
+])('the stack synthesized for %s', (_name, configOf) => {
+  const config = configOf();
+  let settings: StackSettings;
+  beforeAll(() => {
+    settings = stackSettingsOf(synthesizeTemplate(config));
+  }, 120_000);
+
+  it("deploys the stream mapping the local runner's poller delivers by (lib/stream-mapping.ts)", () => {
+    expect(settings.streamMapping).toEqual(streamMappingSettings());
+    expect(settings.streamMapping).toEqual({
       filterPatterns: streamFilters().map((filter) => filter.pattern),
       batchSize: STREAM_BATCH_SIZE,
       maximumRetryAttempts: 10,
@@ -28,23 +37,9 @@ describe('the stack settings the local runner reads', () => {
       bisectBatchOnFunctionError: true,
       parallelizationFactor: 1,
     });
-    expect(first.settings.functionTimeoutSeconds).toEqual(Object.fromEntries(FUNCTION_NAMES.map((name) => [name, functionTimeoutSeconds(name, config)])));
+  });
 
-    const again = await readStackSettings(config, cacheDir);
-    expect(again).toMatchObject({ source: 'cache', settings: first.settings });
-    console.log(`stack settings: synthesized in ${first.ms} ms, read from the cache in ${again.ms} ms`);
-  }, 120_000);
-
-  it('are synthesized again for another site config, whose stream mapping is the same (read from the default one)', async () => {
-    const config = defaultSiteConfig();
-    config.instance_create_retry.max_attempts += 5;
-    config.sweep.interval_seconds *= 2;
-    const other = await readStackSettings(config, cacheDir);
-    expect(other.source).toBe('synthesized');
-    const mapping = await readStreamMapping(cacheDir);
-    expect(mapping.source).toBe('cache');
-    expect(other.settings.streamMapping).toEqual(mapping.settings.streamMapping);
-    expect(other.settings.functionTimeoutSeconds.StreamHandler).toBe(functionTimeoutSeconds('StreamHandler', config));
-    expect(readdirSync(cacheDir).filter((file) => file.endsWith('.json'))).toHaveLength(2);
-  }, 120_000);
+  it('gives each function the timeout the local runner invokes it with (lib/function-timeouts.ts)', () => {
+    expect(settings.functionTimeoutSeconds).toEqual(Object.fromEntries(FUNCTION_NAMES.map((name) => [name, functionTimeoutSeconds(name, config)])));
+  });
 });

@@ -89,6 +89,12 @@ maintenance_ms = 50
     const decided = await ok(admin, ['maintenance', 'decide', id!, 'acme', 'accept']);
     expect(decided.stdout).toContain(`deferral of org acme accepted: hand back by ${later}`);
     expect((await showJson(id!)).machines[instance.machineId]).toMatchObject({ phase: 'held', handBackBy: later });
+    // The instance's notice follows the new deadline (the maintenance's walk rewrites it), and so does acme's view.
+    await site.eventually(async () => {
+      const { body } = await site.call('GET', `/v2/org/acme/nico/instance/${instance.id}`, { token: who.tenant });
+      return body.maintenance?.handBackBy === later ? true : undefined;
+    });
+    expect((await ok(tenant, ['maintenance', 'show', id!, '-o', 'json'])).json().handBackBy).toBe(later);
     const wrong = await admin(['maintenance', 'decide', id!, 'acme', 'maybe']);
     expect(wrong.code).toBe(2);
 

@@ -38,7 +38,8 @@ describe('fleetward meta-instance', () => {
       'json',
     ]);
     const meta = created.json();
-    expect(meta).toMatchObject({ org: 'acme', machineType: 'gb200', minNodes: 2, placement: { sameRack: true }, status: 'Ready' });
+    // --wait waits for the members too: Ready says placement is done, readyMembers that they are up.
+    expect(meta).toMatchObject({ org: 'acme', machineType: 'gb200', minNodes: 2, placement: { sameRack: true }, status: 'Ready', readyMembers: 2 });
     expect(meta.instanceIds).toHaveLength(2);
 
     const list = await ok(tenant, ['meta-instance', 'list']);
@@ -49,6 +50,7 @@ describe('fleetward meta-instance', () => {
     const show = await ok(tenant, ['meta-instance', 'show', meta.id]);
     expect(show.stdout).toMatch(/^status:\s+Ready$/m);
     expect(show.stdout).toMatch(/^nodes:\s+2 of 2$/m);
+    expect(show.stdout).toMatch(/^ready:\s+2 of 2$/m);
     // Its instances belong to the org and point back at it; all on one rack.
     const instances = await Promise.all(meta.instanceIds.map(async (id: string) => (await ok(tenant, ['instance', 'show', id, '-o', 'json'])).json()));
     expect(instances.every((i) => i.metaInstanceId === meta.id && i.status === 'Ready')).toBe(true);

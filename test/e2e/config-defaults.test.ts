@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig, type TestSite } from '#test/support/local-site.ts';
 import { deliveredOf, machine, readySite, reportIssue, sources, type Actors } from '#test/support/repair-steps.ts';
 
-// The site config's defaults (API.md "Site config", README "Fleet safety") wired end to end: only the simulator's
+// The site config's defaults (API.md "Site config", docs/guide.md "Fleet safety") wired end to end: only the simulator's
 // fleet and speed are set here, everything under test comes from the defaults.
 
 const FLEET = 20;

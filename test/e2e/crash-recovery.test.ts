@@ -8,7 +8,7 @@ import { crashableRunner } from '#test/support/crashable-runner.ts';
 // workflow is at one of its steps, then started again on the same FLEETWARD_DATA_DIR; each workflow must finish by
 // itself and the fleet's invariants hold. The kill comes SETTLE_MS after the last write the test saw acknowledged
 // (bar the breaker reset, which it cuts short): DynamoDB Local only promises durability for writes that old
-// (README "Durability of the local runner").
+// (docs/guide.md "Durability of the local runner").
 //
 // The simulated site agent keeps its instances in the data dir across the restart, as a real agent, a process of
 // its own, would; cleanups it had under way finish meanwhile and their reports are lost with the controller.

@@ -1,151 +1,41 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { defaultSiteConfig } from '#config/site-config.ts';
 import { createSiteAgentClient } from '#site/agent-client.ts';
 import { heartbeatBody } from '#site/agent-contract.ts';
 import { httpSiteAgent } from '#runtime/site-agent.ts';
-import { MAX_CLOCK_SKEW_SECONDS, signRequest, type SigningKey, type SigningKeySet } from '#site/request-signing.ts';
-import { keysReadOnDemand, staticKeys } from '#site/signing-keys.ts';
+import { staticKeys } from '#site/signing-keys.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
-import { CONTROLLER_CALL_TIMEOUT_MS } from '#local/site-agent/agent-loops.ts';
-import { createSiteSimulator, type SiteSimulator, type SiteSimulatorOptions } from '#local/site-agent/simulator.ts';
+import type { SiteSimulator } from '#local/site-agent/simulator.ts';
+import {
+  agentClient,
+  call,
+  calls,
+  clearCalls,
+  controllerUrl,
+  create,
+  eventually,
+  HEARTBEAT_INTERVAL_MS,
+  heartbeats,
+  machines,
+  onlyK1,
+  refused,
+  resetRefused,
+  rosterIds,
+  send,
+  setControllerDown,
+  setSimUrl,
+  sim,
+  simulatorWith,
+  simUrl,
+  useSimulatorHarness,
+} from '#test/support/simulator-harness.ts';
 
-// The controller is not under test here: a stub records what the simulated agent sends it.
-interface ControllerCall {
-  path: string;
-  authorization: string | undefined;
-  body: any;
-}
-
-let controller: Server;
-let controllerUrl: string;
-let calls: ControllerCall[] = [];
-let controllerDown = false;
-// Cleanup reports turned away while the controller is down.
-let refused = 0;
-
-const machines = demoFleet([{ type: 'gb200', count: 4, racks: 2 }]);
-const newKey = (id: string): SigningKey => ({ id, secret: randomBytes(32).toString('hex') });
-// The key the agent of each test starts with, as the local runner makes one per run.
-const k1 = newKey('k1');
-const onlyK1: SigningKeySet = { keys: [k1], current: k1.id };
-let sim: SiteSimulator;
-let simUrl: string;
-
-// The agent of each test, and from its timings the longest it may take to do what a test waits for: the next beat
-// or two, a create's provisioning, a cleanup with every retry of its report, and one call the controller may leave
-// unanswered until the agent gives up on it.
-const HEARTBEAT_INTERVAL_MS = 50;
-const PROVISION_MS = 20;
-const CLEANUP_MS = 20;
-const REPORT_RETRY_DELAYS_MS = [30, 30, 30];
-const AGENT_ACTS_WITHIN_MS =
-  2 * HEARTBEAT_INTERVAL_MS + PROVISION_MS + CLEANUP_MS + REPORT_RETRY_DELAYS_MS.reduce((a, b) => a + b, 0) + CONTROLLER_CALL_TIMEOUT_MS;
-
-/** An agent of the fleet above that reports to the stub controller, with these options changed. */
-const simulatorWith = (options: Partial<SiteSimulatorOptions> = {}): SiteSimulator =>
-  createSiteSimulator({
-    machines,
-    controllerUrl: () => controllerUrl,
-    token: async () => 'agent-token',
-    signingKeys: [k1],
-    heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
-    provisionMs: PROVISION_MS,
-    cleanupMs: CLEANUP_MS,
-    ...options,
-  });
-
-beforeAll(async () => {
-  controller = createServer(async (req, res) => {
-    let text = '';
-    for await (const chunk of req) text += chunk;
-    if (controllerDown) {
-      if (req.url?.endsWith('/cleanup')) refused++;
-      return void res.writeHead(503).end();
-    }
-    calls.push({ path: req.url ?? '', authorization: req.headers.authorization, body: JSON.parse(text) });
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-  });
-  await new Promise<void>((resolve) => controller.listen(0, '127.0.0.1', resolve));
-  controllerUrl = `http://127.0.0.1:${(controller.address() as AddressInfo).port}`;
-});
-
-afterAll(async () => {
-  controller.closeAllConnections();
-  await new Promise<void>((resolve) => controller.close(() => resolve()));
-});
-
-beforeEach(async () => {
-  calls = [];
-  controllerDown = false;
-  sim = simulatorWith({ reportRetryDelaysMs: REPORT_RETRY_DELAYS_MS });
-  await sim.start();
-  simUrl = sim.url;
-});
-
-afterEach(async () => {
-  await sim.stop();
-});
-
-interface Sent {
-  body?: string;
-  /** Signed with these keys' current one (null: not signed at all). */
-  keys?: SigningKeySet | null;
-  /** When it was signed. */
-  at?: Date;
-  /** Sent over the signature's own headers: a test's forgery. */
-  headers?: Record<string, string>;
-}
-
-/** A request to the agent as the controller sends one: signed by default, over exactly the bytes that go. */
-async function send(method: string, path: string, sent: Sent = {}) {
-  const body = sent.body ?? '';
-  const keys = sent.keys === undefined ? onlyK1 : sent.keys;
-  const signature = keys ? signRequest(keys, { method, target: path, body }, sent.at ?? new Date()) : {};
-  const response = await fetch(`${simUrl}${path}`, {
-    method,
-    headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...signature, ...sent.headers },
-    ...(body ? { body } : {}),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
-const call = (method: string, path: string, body?: unknown) => send(method, path, body === undefined ? {} : { body: JSON.stringify(body) });
-
-const create = (name: string, clientToken: string, machineId = 'gb200-r1-01') =>
-  call('POST', '/instances', { name, machineId, instanceId: `i-${name}`, clientToken });
-
-async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = AGENT_ACTS_WITHIN_MS): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-const heartbeats = () => calls.filter((c) => c.path === '/site/v1/heartbeats');
-const rosterIds = (call: ControllerCall) => call.body.machines.map((m: { id: string }) => m.id);
-
-function agentClient(timeoutMs = 2_000, keys = staticKeys(onlyK1)) {
-  const sleeps: number[] = [];
-  const client = createSiteAgentClient({
-    baseUrl: simUrl,
-    maxAttempts: 3,
-    baseDelayMs: 250,
-    timeoutMs,
-    keys,
-    sleep: async (ms) => void sleeps.push(ms),
-  });
-  return { client, sleeps };
-}
+// The simulated site agent against a stub controller (test/support/simulator-harness.ts); its signing and the
+// controller's agent client against it are in site-simulator-signing.test.ts.
+useSimulatorHarness();
 
 describe('demoFleet', () => {
   it('gives stable ids and spreads each group evenly over its own racks', () => {
@@ -199,7 +89,7 @@ describe('simulated site agent: work taken before it starts', () => {
     const validations = () => calls.filter((c) => c.path.endsWith('/validation'));
     try {
       await early.listen();
-      simUrl = early.url;
+      setSimUrl(early.url);
       const request = { validationId: 'v-early', suite: 'standard', reason: 'registration' };
       expect((await call('POST', '/machines/gb200-r1-01/validation', request)).status).toBe(202);
       await new Promise((resolve) => setTimeout(resolve, 5 * HEARTBEAT_INTERVAL_MS));
@@ -266,165 +156,6 @@ describe('simulated site agent: creates', () => {
   });
 });
 
-describe('simulated site agent: signed calls only', () => {
-  const unauthorized = { status: 401, body: { error: 'unauthorized' } };
-  const createBody = JSON.stringify({ name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-job', clientToken: 'tok-a' });
-  const requestsSeen = async () => (await call('GET', '/_sim/requests')).body.items;
-
-  it('accepts a correctly signed call', async () => {
-    expect(await send('POST', '/instances', { body: createBody })).toEqual({ status: 201, body: { name: 'job', machineId: 'gb200-r1-01' } });
-    expect(await send('GET', '/instances/job')).toEqual({ status: 200, body: { state: 'present' } });
-  });
-
-  it('refuses an unsigned call on every agent route, and on paths it does not serve, without acting on it', async () => {
-    expect(await send('POST', '/instances', { body: createBody, keys: null })).toEqual(unauthorized);
-    expect(await requestsSeen()).toEqual([]);
-    await send('POST', '/instances', { body: createBody });
-    expect(await send('GET', '/instances/job', { keys: null })).toEqual(unauthorized);
-    expect(await send('DELETE', '/instances/job', { keys: null })).toEqual(unauthorized);
-    expect(await send('GET', '/instances/job')).toEqual({ status: 200, body: { state: 'present' } });
-    expect(await send('GET', '/no-such-route', { keys: null })).toEqual(unauthorized);
-  });
-
-  it('refuses a wrong signature: another body, path or method than signed, or another secret under its key id', async () => {
-    const signedFor = (method: string, target: string, body: string) => signRequest(onlyK1, { method, target, body }, new Date());
-    const otherBody = JSON.stringify({ name: 'job2', machineId: 'gb200-r1-01', instanceId: 'i-job', clientToken: 'tok-a' });
-    expect(await send('POST', '/instances', { body: createBody, headers: signedFor('POST', '/instances', otherBody) })).toEqual(unauthorized);
-    expect(await send('DELETE', '/instances/job', { headers: signedFor('DELETE', '/instances/other', '') })).toEqual(unauthorized);
-    expect(await send('DELETE', '/instances/job', { headers: signedFor('GET', '/instances/job', '') })).toEqual(unauthorized);
-    const forged = { keys: [{ id: k1.id, secret: newKey('x').secret }], current: k1.id };
-    expect(await send('POST', '/instances', { body: createBody, keys: forged })).toEqual(unauthorized);
-    expect(await requestsSeen()).toEqual([]);
-  });
-
-  it('refuses an unknown key id', async () => {
-    expect(await send('POST', '/instances', { body: createBody, keys: { keys: [newKey('k9')], current: 'k9' } })).toEqual(unauthorized);
-    expect(await requestsSeen()).toEqual([]);
-  });
-
-  it(`refuses a timestamp more than ${MAX_CLOCK_SKEW_SECONDS} s away from its clock, either way`, async () => {
-    const secondsAgo = (seconds: number) => new Date(Date.now() - seconds * 1000);
-    expect(await send('POST', '/instances', { body: createBody, at: secondsAgo(MAX_CLOCK_SKEW_SECONDS + 1) })).toEqual(unauthorized);
-    expect(await send('POST', '/instances', { body: createBody, at: secondsAgo(-MAX_CLOCK_SKEW_SECONDS - 2) })).toEqual(unauthorized);
-    expect(await requestsSeen()).toEqual([]);
-    expect((await send('POST', '/instances', { body: createBody, at: secondsAgo(MAX_CLOCK_SKEW_SECONDS - 5) })).status).toBe(201);
-  });
-
-  it('accepts either of two keys during a rotation, and only the new one once the old is removed', async () => {
-    const k2 = newKey('k2');
-    const signedByK2: SigningKeySet = { keys: [k1, k2], current: k2.id };
-    expect(await send('GET', '/instances/job', { keys: signedByK2 })).toEqual(unauthorized);
-    expect(await call('POST', '/_sim/keys', k2)).toEqual({ status: 200, body: { keys: [{ id: 'k1' }, { id: 'k2' }] } });
-    expect((await send('GET', '/instances/job', { keys: onlyK1 })).status).toBe(404);
-    expect((await send('GET', '/instances/job', { keys: signedByK2 })).status).toBe(404);
-    expect(await call('DELETE', '/_sim/keys/k1')).toEqual({ status: 200, body: { keys: [{ id: 'k2' }] } });
-    expect(await send('GET', '/instances/job', { keys: onlyK1 })).toEqual(unauthorized);
-    expect((await send('GET', '/instances/job', { keys: signedByK2 })).status).toBe(404);
-  });
-
-  it('takes its /_sim controls unsigned, lists key ids but never secrets, and refuses a key it could not check', async () => {
-    const keys = await fetch(`${simUrl}/_sim/keys`);
-    expect(keys.status).toBe(200);
-    const listed = await keys.text();
-    expect(JSON.parse(listed)).toEqual({ keys: [{ id: 'k1' }] });
-    expect(listed).not.toContain(k1.secret);
-    const short = await call('POST', '/_sim/keys', { id: 'k2', secret: 'short' });
-    expect(short.status).toBe(422);
-    expect(short.body.errors).toEqual([{ path: 'secret', message: 'a secret is at least 32 characters' }]);
-    expect((await call('POST', '/_sim/keys', { id: 'k 2', secret: newKey('k2').secret })).status).toBe(422);
-    expect((await call('DELETE', '/_sim/keys/k7')).status).toBe(404);
-    expect((await call('PUT', '/_sim/keys')).status).toBe(405);
-  });
-
-  it('serves a client through a key rotation: the client reads its keys again after the 401 and goes on with the new key', async () => {
-    const k2 = newKey('k2');
-    let secret = onlyK1;
-    let reads = 0;
-    const { client } = agentClient(
-      2_000,
-      keysReadOnDemand(async () => (reads++, secret)),
-    );
-    const request = { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 'tok-1' };
-    expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'absent' });
-    // 1. the agent accepts the new key beside the old; 2. the secret names it current; 3. the agent drops the old.
-    await call('POST', '/_sim/keys', k2);
-    secret = { keys: [k1, k2], current: k2.id };
-    expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'absent' });
-    await call('DELETE', `/_sim/keys/${k1.id}`);
-    expect(reads).toBe(1);
-    expect(await client.createInstance(request)).toEqual({ ok: true, siteName: 'job', attempts: 1 });
-    expect(reads).toBe(2);
-    const creates = (await requestsSeen()).filter((r: { kind: string }) => r.kind === 'create');
-    expect(creates.map((r: { name: string; outcome: unknown }) => [r.name, r.outcome])).toEqual([['job', 201]]);
-    expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'present' });
-    expect(reads).toBe(2);
-  });
-});
-
-describe('the agent client against the simulator', () => {
-  it('500 then success: the retry is named -r2 and counted', async () => {
-    await call('POST', '/_sim/faults', { op: 'create', outcomes: [500] });
-    const { client, sleeps } = agentClient();
-    const request = { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 'tok-1' };
-    expect(await client.createInstance(request)).toEqual({ ok: true, siteName: 'job-r2', attempts: 2 });
-    expect(sleeps).toEqual([250]);
-    const { body } = await call('GET', '/_sim/requests');
-    expect(body.items.map((r: { name: string; outcome: unknown }) => [r.name, r.outcome])).toEqual([
-      ['job', 500],
-      ['job-r2', 201],
-    ]);
-  });
-
-  it('network failure then success: the plain name twice', async () => {
-    await call('POST', '/_sim/faults', { op: 'create', outcomes: ['network'] });
-    const { client } = agentClient();
-    const request = { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 'tok-1' };
-    expect(await client.createInstance(request)).toEqual({ ok: true, siteName: 'job', attempts: 2 });
-    const { body } = await call('GET', '/_sim/requests');
-    expect(body.items.map((r: { name: string; outcome: unknown }) => [r.name, r.outcome])).toEqual([
-      ['job', 'network'],
-      ['job', 201],
-    ]);
-  });
-
-  it('a held-open create is a timeout and is not retried', async () => {
-    await call('POST', '/_sim/faults', { op: 'create', outcomes: ['timeout'] });
-    const { client } = agentClient(200);
-    const request = { name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 'tok-1' };
-    const result = await client.createInstance(request);
-    expect(result).toMatchObject({ ok: false, attempts: 1, lastOutcome: { kind: 'timeout' } });
-    expect((await call('GET', '/_sim/requests')).body.items).toHaveLength(1);
-  });
-
-  it('stop() closes a create that is still held open', async () => {
-    await call('POST', '/_sim/faults', { op: 'create', outcomes: ['timeout'] });
-    const clientTimeoutMs = 10_000;
-    const { client } = agentClient(clientTimeoutMs);
-    const pending = client.createInstance({ name: 'job', machineId: 'gb200-r1-01', instanceId: 'i-1', clientToken: 't' });
-    await eventually(async () => ((await sim.control('GET', '/_sim/requests', undefined))?.body as { items: unknown[] } | undefined)?.items[0]);
-    const started = Date.now();
-    await sim.stop();
-    // Closed by the agent, not ended by the client's own timeout.
-    expect(Date.now() - started).toBeLessThan(clientTimeoutMs);
-    expect(sim.running()).toBe(false);
-    // The agent went away without answering: a network failure to the client, retried against a dead port.
-    expect(await pending).toMatchObject({ ok: false, lastOutcome: { kind: 'network' } });
-  });
-
-  it('deletes through the client, then reports the cleanup to the controller', async () => {
-    const { client } = agentClient();
-    await client.createInstance({ name: 'job', machineId: 'gb200-r2-01', instanceId: 'i-1', clientToken: 'tok-1' });
-    expect(await client.deleteInstance('job')).toEqual({ ok: true, status: 202, alreadyGone: false });
-    const report = await eventually(() => calls.find((c) => c.path.endsWith('/cleanup')));
-    expect(report).toEqual({
-      path: '/site/v1/machines/gb200-r2-01/cleanup',
-      authorization: 'Bearer agent-token',
-      body: { ok: true },
-    });
-    expect(await client.deleteInstance('job')).toEqual({ ok: true, status: 404, alreadyGone: true });
-  });
-});
-
 describe('simulated site agent: instance status', () => {
   it('answers present, then cleaning until the cleanup is reported, then absent', async () => {
     const { client } = agentClient();
@@ -432,15 +163,15 @@ describe('simulated site agent: instance status', () => {
     await create('job', 'tok-a');
     expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'present' });
 
-    controllerDown = true;
-    refused = 0;
+    setControllerDown(true);
+    resetRefused();
     expect(await client.deleteInstance('job')).toEqual({ ok: true, status: 202, alreadyGone: false });
     await eventually(() => (refused >= 1 ? true : undefined));
     expect(await client.instanceStatus('job')).toEqual({ ok: true, state: 'cleaning' });
     // The same delete again while cleaning: accepted, and no second cleanup.
     expect(await client.deleteInstance('job')).toEqual({ ok: true, status: 202, alreadyGone: false });
 
-    controllerDown = false;
+    setControllerDown(false);
     await eventually(async () => {
       const status = await client.instanceStatus('job');
       return status.ok && status.state === 'absent' ? true : undefined;
@@ -452,7 +183,7 @@ describe('simulated site agent: instance status', () => {
     const agent = httpSiteAgent(simUrl, defaultSiteConfig(), staticKeys(onlyK1));
     await create('job', 'tok-a');
     expect(await agent.status('job')).toEqual({ kind: 'present' });
-    controllerDown = true;
+    setControllerDown(true);
     await agent.delete('job');
     expect(await agent.status('job')).toEqual({ kind: 'cleaning' });
     expect(await agent.status('never-made')).toEqual({ kind: 'absent' });
@@ -527,11 +258,11 @@ describe('simulated site agent: cleanup reports', () => {
 
   it('retries the report while the controller is unavailable', async () => {
     await create('job', 'tok-a');
-    controllerDown = true;
-    refused = 0;
+    setControllerDown(true);
+    resetRefused();
     await call('DELETE', '/instances/job');
     await eventually(() => (refused >= 2 ? true : undefined));
-    controllerDown = false;
+    setControllerDown(false);
     const report = await eventually(() => calls.find((c) => c.path.endsWith('/cleanup')));
     expect(report.body).toEqual({ ok: true });
   });
@@ -551,12 +282,12 @@ describe('simulated site agent: heartbeats', () => {
       status: 200,
       body: { id: stopped, stopped: true },
     });
-    calls = [];
+    clearCalls();
     const without = await eventually(() => heartbeats()[1]);
     expect(rosterIds(without)).toEqual(machines.map((m) => m.id).filter((id) => id !== stopped));
 
     await call('POST', `/_sim/machines/${stopped}/heartbeat`, { stopped: false });
-    calls = [];
+    clearCalls();
     const back = await eventually(() => heartbeats()[1]);
     expect(rosterIds(back)).toEqual(machines.map((m) => m.id));
   });
@@ -570,13 +301,13 @@ describe('simulated site agent: heartbeats', () => {
     const alerting = machines[2]!.id;
     const alerts = [{ id: 'GpuXid79', message: 'GPU 3 fell off the bus', classifications: ['PreventAllocations'] }];
     expect(await call('POST', `/_sim/machines/${alerting}/health`, { alerts })).toEqual({ status: 200, body: { id: alerting, alerts } });
-    calls = [];
+    clearCalls();
     const reported = await eventually(() => heartbeats()[1]);
     expect(reported.body.machines.filter((m: { alerts?: unknown }) => m.alerts)).toEqual([{ id: alerting, alerts }]);
     expect(heartbeatBody.parse(reported.body)).toEqual(reported.body);
 
     await call('POST', `/_sim/machines/${alerting}/health`, { alerts: [] });
-    calls = [];
+    clearCalls();
     const cleared = await eventually(() => heartbeats()[1]);
     expect(cleared.body.machines.every((m: { alerts?: unknown }) => m.alerts === undefined)).toBe(true);
   });

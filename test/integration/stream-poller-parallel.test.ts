@@ -1,22 +1,18 @@
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { defaultSiteConfig } from '#config/site-config.ts';
-import { STREAM_BATCH_SIZE } from '#lib/stream-reactions.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { STREAM_BATCH_SIZE, streamMappingSettings } from '#lib/stream-mapping.ts';
 import { pollerSettingsOf } from '#local/aws-semantics/parallel-shards.ts';
-import { readStackSettings, type StreamMappingSettings } from '#local/aws-semantics/stack-settings.ts';
 import { invokeFunction } from '#local/lambda-invocation.ts';
 import { auditedStreamFilter } from '#local/stream-filter-audit.ts';
 import { createStreamPoller, type StreamPoller, type StreamPollerOptions } from '#local/stream-poller.ts';
 import { freshTables } from '#test/support/tables.ts';
 
 // The poller under FLEETWARD_AWS_SEMANTICS=parallel-shards, on DynamoDB Local's real stream: set up from the
-// synthesized stack's event source mapping, as the local runner sets it up in that mode.
+// stack's event source mapping, as the local runner sets it up in that mode.
 
-let mapping: StreamMappingSettings;
-beforeAll(async () => {
-  mapping = (await readStackSettings(defaultSiteConfig())).settings.streamMapping;
-}, 60_000);
+// The stack's mapping, which test/cdk/stack-settings.test.ts holds equal to the synthesized template's.
+const mapping = streamMappingSettings();
 
 const pollers: StreamPoller[] = [];
 afterEach(async () => {

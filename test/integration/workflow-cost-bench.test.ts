@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PartResults } from '../../bench/part.ts';
 import { workflowsPart } from '../../bench/parts/workflows.ts';
-import { WORKFLOWS } from '../../bench/workflow-cost.ts';
+import { WORKFLOWS } from '../../bench/workflow-summary.ts';
 import { benchContext } from '../support/bench-context.ts';
 
 // The workflows bench part with one trial and no warm-up, so that what it measures keeps working between full runs

@@ -1,15 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { finishCleanup } from '#domain/cleanup.ts';
 import { atItsFullest, type DeclareRequest } from '#domain/maintenance.ts';
-import { maintenanceIdOf, MAINTENANCE_SOURCE } from '#domain/maintenance-waves.ts';
+import { FAN_OUT_CHUNK, maintenanceIdOf, MAINTENANCE_SOURCE } from '#domain/maintenance-waves.ts';
 import { addMs, iso } from '#domain/time.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { registerMachines } from '#services/machines.ts';
 import { ITEM_LIMIT_BYTES, itemSizeBytes } from '#store/item-size.ts';
 import { maintenanceItem } from '#store/items.ts';
 import { cancel, declare, reportMaintenanceWork, resume, showMaintenance } from '#services/maintenance.ts';
-import { askForDeferral, handBack, listForOrg } from '#services/tenant-maintenance.ts';
+import { askForDeferral, handBack, listForOrg, showForOrg } from '#services/tenant-maintenance.ts';
 import { decideOrgDeferral } from '#services/maintenance.ts';
+import { maintenanceReconciler } from '#reconcilers/maintenance.ts';
 import { registry } from '#reconcilers/registry.ts';
 import { sweep } from '#reconcilers/sweep.ts';
 import { NOW, ops } from '#test/support/fixtures.ts';
@@ -37,6 +38,11 @@ async function site(): Promise<{ h: Harness; held: string; instanceId: string }>
 }
 
 const step = (h: Harness, id: string) => reconcile(h.ctx, { entity: 'maintenance', id });
+/** One pass of the maintenance reconciler, as one stream reaction or sweep step makes it, without the passes it asks for next. */
+async function reconcileOnce(h: Harness, id: string) {
+  const decision = maintenanceReconciler.decide((await maintenanceReconciler.load(h.ctx, id))!);
+  if (decision.change) await h.store.commit(decision.change);
+}
 const phases = async (h: Harness, id: string) =>
   Object.fromEntries(Object.entries((await showMaintenance(h.ctx, id)).machines).map(([machineId, m]) => [machineId, m.phase]));
 const eventsOf = async (h: Harness, id: string) =>
@@ -183,6 +189,39 @@ describe('tenants', () => {
     await askForDeferral(h.ctx, alice, id, until, 'a training run ends on the 30th');
     await decideOrgDeferral(h.ctx, id, 'acme', 'accept', ops);
     expect((await showMaintenance(h.ctx, id)).machines[held]!.handBackBy).toBe(until);
+  });
+
+  it("an accepted deferral reaches the org's instances, in chunks after the answer, and its view and reminder", async () => {
+    const h = harness();
+    await siteWith(h, { gb200: FAN_OUT_CHUNK + 5 });
+    const instances = await Promise.all(Array.from({ length: FAN_OUT_CHUNK + 5 }, () => createInstance(h.ctx, alice, { machineType: 'gb200' })));
+    const scope = { machineIds: instances.map((i) => i.machineId).sort() };
+    const { id } = await declare(h.ctx, request({ scope }), ops);
+    await step(h, id);
+    const noticed = async () => new Set(await Promise.all(instances.map(async (i) => (await h.store.getInstance(i.id))!.maintenance?.handBackBy)));
+    const declaredBy = request().handBackBy;
+    expect(await noticed()).toEqual(new Set([declaredBy]));
+
+    const until = iso(addMs(NOW, 30 * DAY));
+    await askForDeferral(h.ctx, alice, id, until, 'a training run ends on the 30th');
+    const decided = await decideOrgDeferral(h.ctx, id, 'acme', 'accept', ops);
+    // The answer wrote the maintenance record alone: the notices follow asynchronously, a chunk a step.
+    expect(await noticed()).toEqual(new Set([declaredBy]));
+    expect(Object.values(decided.machines).filter((m) => m.renotice)).toHaveLength(FAN_OUT_CHUNK + 5);
+    await reconcileOnce(h, id);
+    expect((await noticed()).size).toBe(2);
+    await step(h, id);
+    expect(await noticed()).toEqual(new Set([until]));
+    expect(Object.values((await showMaintenance(h.ctx, id)).machines).filter((m) => m.renotice)).toEqual([]);
+
+    const [view] = await listForOrg(h.ctx, 'acme');
+    expect(view!.handBackBy).toBe(until);
+    expect((await showForOrg(h.ctx, 'acme', id)).handBackBy).toBe(until);
+    // The reminder goes out for the new deadline, notice_hours before it, and none for the old one.
+    h.clock.advance(30 * DAY - 23 * 3_600_000);
+    await sweep(h.ctx);
+    const reminders = (await showMaintenance(h.ctx, id)).history.flatMap((e) => (e.event?.type === 'MaintenanceHandBackDue' ? [e.event.detail] : []));
+    expect(reminders).toEqual([expect.objectContaining({ org: 'acme', handBackBy: until })]);
   });
 
   it('release of a held instance by the usual route hands it back too', async () => {

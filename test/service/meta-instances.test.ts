@@ -31,6 +31,17 @@ describe('createMetaInstance', () => {
     expect(members.every((i) => i.status === 'Provisioning' && i.labels.job === 'llm' && i.createdBy === 'meta-instance:mi-1')).toBe(true);
   });
 
+  it('says how many of its members are Ready: Ready is placed, usable whole once readyMembers reaches minNodes', async () => {
+    const { h, created } = await metaInstanceOn({ gb200: 3 });
+    expect(created).toMatchObject({ status: 'Ready', readyMembers: 0 });
+    const [first, second] = created.instanceIds;
+    await reconcile(h.ctx, { entity: 'instance', id: first! });
+    expect(await showMetaInstance(h.ctx, alice, created.id)).toMatchObject({ status: 'Ready', readyMembers: 1 });
+    await reconcile(h.ctx, { entity: 'instance', id: second! });
+    expect(await showMetaInstance(h.ctx, alice, created.id)).toMatchObject({ status: 'Ready', readyMembers: 2 });
+    expect((await listMetaInstances(h.ctx, 'acme', { limit: 10 })).items[0]).toMatchObject({ readyMembers: 2 });
+  });
+
   it('waits (Placing) while too few machines are free; a machine freed up wakes it and it is placed', async () => {
     const { h, created } = await metaInstanceOn({ gb200: 2 });
     const waiting = await createMetaInstance(h.ctx, alice, pair);

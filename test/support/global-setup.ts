@@ -5,7 +5,6 @@ import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import { startDynamoDbLocal } from '#local/dynamodb-local.ts';
 import { parseStreamChaos, type StreamChaosConfig } from '#local/stream-chaos.ts';
 import { parseAwsSemantics, type AwsSemanticsConfig } from '#local/aws-semantics/config.ts';
-import { readStreamMapping } from '#local/aws-semantics/stack-settings.ts';
 import { DEFAULT_AWS_CALL_LOG } from '#test/support/iam/recorded-calls.ts';
 
 // One DynamoDB Local for the whole test run; each test file makes its own uniquely named tables on it.
@@ -20,9 +19,6 @@ export default async function setup(project: TestProject) {
   if (awsSemantics) console.log(`AWS semantics ${awsSemantics.modes.join(',')}: FLEETWARD_AWS_SEMANTICS_SEED=${awsSemantics.seed} replays this run`);
   project.provide('awsSemantics', awsSemantics);
   project.provide('awsCallLogDir', awsCallLogDir());
-  // Every site's stream poller reads the stack's mapping: synthesized here once, not by each test file at once.
-  const mapping = await readStreamMapping();
-  if (mapping.source === 'synthesized') console.log(`the stack's stream mapping synthesized in ${mapping.ms} ms (cached for later runs)`);
   // Every test file's tables have streams: with the stream log indexed, a file's writes do not get slower with the
   // stream records of every file before it.
   const dynamo = await startDynamoDbLocal({ indexStreamLog: true });

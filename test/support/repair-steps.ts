@@ -128,3 +128,19 @@ export async function listedWith(site: TestSite, path: string, token: string, id
     return ids.includes(id) ? ids : undefined;
   });
 }
+
+/** A fast simulated site agent with these machines, for a site's TOML. */
+export const fastSimulator = (machines: string) => `
+[instance_create_retry]
+base_delay_ms = 10
+[simulator]
+machines = ${machines}
+heartbeat_interval_seconds = 0.2
+provision_ms = 10
+cleanup_ms = 10
+`;
+
+/** A machine's history, newest first, up to 500 entries. */
+export async function machineHistory(site: TestSite, admin: string, machineId: string): Promise<Array<Record<string, any>>> {
+  return (await site.call('GET', `/admin/machines/${machineId}/history?limit=500`, { token: admin })).body.items;
+}

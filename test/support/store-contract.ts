@@ -5,6 +5,7 @@ import { capacityHistoryContract } from './store-contract/capacity-history.ts';
 import { indexesContract } from './store-contract/indexes.ts';
 import { contractKit } from './store-contract/kit.ts';
 import { listingsContract } from './store-contract/listings.ts';
+import { pageTokensContract } from './store-contract/page-tokens.ts';
 import { quotasContract } from './store-contract/quotas.ts';
 import { recordsContract } from './store-contract/records.ts';
 
@@ -21,6 +22,7 @@ export function storeContract(newStore: () => Promise<FleetStore>): void {
   recordsContract(kit);
   indexesContract(kit);
   listingsContract(kit);
+  pageTokensContract(kit);
   auditAndSummaryContract(kit);
   quotasContract(kit);
   capacityHistoryContract(kit);

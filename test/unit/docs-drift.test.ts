@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { siteConfigSchema } from '#config/site-config.ts';
 import { reconcilers, registry } from '#reconcilers/registry.ts';
 
-// What the README and the design say the code has, held to the code: the reconcilers, the record kinds the stream
-// delivers, and the site config's sections.
+// What the guide and the design say the code has, held to the code: the reconcilers, the record kinds the stream
+// delivers, and the site config's sections. The README is the front door and stays short: a test holds its length.
 
 const root = join(import.meta.dirname, '../..');
 const read = (file: string) => readFileSync(join(root, file), 'utf8');
@@ -22,7 +22,7 @@ function listAfter(doc: string, label: string): string[] {
 
 const configSections = Object.keys(siteConfigSchema.shape);
 
-describe.each(['README.md', 'docs/design.md'])('%s', (file) => {
+describe.each(['docs/guide.md', 'docs/design.md'])('%s', (file) => {
   const doc = read(file);
   it("lists the registry's reconcilers, in its order", () => {
     expect(listAfter(doc, 'Reconcilers (`registry.ts`):')).toEqual(reconcilers.map((r) => r.kind));
@@ -33,8 +33,8 @@ describe.each(['README.md', 'docs/design.md'])('%s', (file) => {
 });
 
 describe('the site config sections', () => {
-  it("are the README table's rows", () => {
-    const rows = [...read('README.md').matchAll(/^\| `\[([a-z_]+)\]`/gm)].map((m) => m[1]);
+  it("are the guide table's rows", () => {
+    const rows = [...read('docs/guide.md').matchAll(/^\| `\[([a-z_]+)\]`/gm)].map((m) => m[1]);
     expect(rows.sort()).toEqual([...configSections].sort());
   });
   it("are the sections of docs/api.md's sample config", () => {
@@ -42,5 +42,15 @@ describe('the site config sections', () => {
     const sample = api.slice(api.indexOf('## Site config'), api.indexOf('## Local runner extras'));
     const sections = [...sample.matchAll(/^\[([a-z_]+)\]/gm)].map((m) => m[1]);
     expect(sections.sort()).toEqual([...configSections].sort());
+  });
+});
+
+describe('README.md', () => {
+  it('is a front door of at most 200 lines, the guide linked from it', () => {
+    const readme = read('README.md');
+    expect(readme.split('\n').length).toBeLessThanOrEqual(200);
+    expect(readme).toContain('](docs/guide.md)');
+    expect(readme).toContain('npm ci && npm start');
+    expect(readme).toContain('npm ci && npm test');
   });
 });

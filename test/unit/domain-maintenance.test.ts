@@ -12,22 +12,17 @@ import {
   type Maintenance,
   type MaintenanceRules,
 } from '#domain/maintenance.ts';
+import { nextDueAt, resyncAt, resyncStep, timeStep } from '#domain/maintenance-deadlines.ts';
+import { fanOutStep, handedBack, unwindStep } from '#domain/maintenance-fan-out.ts';
 import {
   admissible,
   admit,
   FAN_OUT_CHUNK,
-  fanOutStep,
-  handedBack,
   maintenanceIdOf,
   MAINTENANCE_SOURCE,
-  nextDueAt,
   reportWork,
-  resyncAt,
-  resyncStep,
   settleStarts,
-  timeStep,
   unansweredStarts,
-  unwindStep,
   validationSettled,
 } from '#domain/maintenance-waves.ts';
 import type { Instance, Machine } from '#domain/model.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkInvariants, type Failure } from '../../bench/scale-soak.ts';
+import { checkInvariants, type Failure } from '../../bench/scale-invariants.ts';
 import { aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';
 
 // The scale soak's end-of-run checks (bench/scale-soak.ts), on hand-made fleets: a healthy one passes, and each

@@ -5,7 +5,7 @@ import {
   maintenanceResponse,
   tenantMaintenanceListResponse,
   tenantMaintenanceResponse,
-} from '#domain/responses.ts';
+} from '#domain/maintenance-responses.ts';
 import {
   declareMaintenanceBody,
   deferralDecisionBody,
