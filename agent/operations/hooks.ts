@@ -1,0 +1,66 @@
+// A hook is the site's own command for a piece of work (docs/agent.md "Hooks"): it learns what to do from its
+// environment, has its own timeout, and its exit status and last lines are the outcome the agent reports.
+
+import type { MachineConfig } from '../config/schema.ts';
+import { readSecret } from '../config/secret-ref.ts';
+import type { AgentContext } from './context.ts';
+import { describeOutcome, lastLines, runCommand, type CommandOutcome } from './run-command.ts';
+
+export type HookName = 'provision' | 'cleanup' | 'validate' | 'maintenance';
+
+export interface HookResult {
+  ok: boolean;
+  /** The hook's last lines, or why it failed. */
+  message: string;
+  outcome?: CommandOutcome;
+}
+
+/** The machine and its BMC, as every hook sees them. The BMC password is there so a hook can drive the BMC itself. */
+export function machineEnv(machine: MachineConfig): Record<string, string> {
+  const env: Record<string, string> = {
+    FLEETWARD_MACHINE_ID: machine.id,
+    FLEETWARD_MACHINE_TYPE: machine.type,
+    FLEETWARD_RACK: machine.rack,
+    FLEETWARD_NVLINK_DOMAIN: machine.nvlink_domain ?? '',
+    FLEETWARD_BMC_DRIVER: machine.bmc.driver,
+    FLEETWARD_BMC_USER: machine.bmc.user,
+  };
+  if (machine.bmc.driver === 'ipmi') {
+    Object.assign(env, {
+      FLEETWARD_BMC_HOST: machine.bmc.host,
+      FLEETWARD_BMC_PORT: String(machine.bmc.port),
+      FLEETWARD_BMC_CIPHER_SUITE: String(machine.bmc.cipher_suite),
+    });
+  } else {
+    env.FLEETWARD_BMC_URL = machine.bmc.url;
+    if (machine.bmc.system) env.FLEETWARD_BMC_SYSTEM = machine.bmc.system;
+  }
+  try {
+    const password = readSecret(machine.bmc.password);
+    // ipmitool -E reads IPMI_PASSWORD: a hook's ipmitool needs no password on its command line.
+    Object.assign(env, { FLEETWARD_BMC_PASSWORD: password, IPMI_PASSWORD: password });
+  } catch {
+    // The hook will find out from its BMC; the agent's own BMC calls report it.
+  }
+  return env;
+}
+
+/**
+ * Runs the hook for `machine` with `extra` in its environment. A hook the config does not name has nothing to do:
+ * `ok` for provision and cleanup (the machine is used as it is), refused for validate and maintenance (nothing
+ * checked or done must never read as passed).
+ */
+export async function runHook(ctx: AgentContext, name: HookName, machine: MachineConfig, extra: Record<string, string>): Promise<HookResult> {
+  const hook = ctx.config.hooks[name];
+  if (!hook) {
+    const required = name === 'validate' || name === 'maintenance';
+    return { ok: !required, message: required ? `no ${name} hook is configured` : `no ${name} hook is configured: nothing to do` };
+  }
+  const timeoutMs = hook.timeout_seconds * 1000;
+  ctx.log(`${name} hook for ${machine.id} starts`);
+  const outcome = await runCommand({ shell: hook.command, env: { ...machineEnv(machine), FLEETWARD_HOOK: name, ...extra }, timeoutMs });
+  const ok = outcome.code === 0 && !outcome.timedOut;
+  const message = ok ? lastLines(outcome) || `${name} hook succeeded` : describeOutcome(`${name} hook`, outcome, timeoutMs);
+  ctx.log(`${name} hook for ${machine.id}: ${ok ? 'ok' : message}`);
+  return { ok, message: message.slice(0, 4000), outcome };
+}
