@@ -43,7 +43,14 @@ export function controllerClient(
     new Promise<boolean>((resolve) => {
       if (signal.aborted) return resolve(false);
       const timer = setTimeout(() => resolve(true), ms);
-      signal.addEventListener('abort', () => (clearTimeout(timer), resolve(false)), { once: true });
+      signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          resolve(false);
+        },
+        { once: true },
+      );
     });
 
   return {

@@ -3,8 +3,8 @@
 
 import type { Finding } from './findings.ts';
 
-// Order matters: "Upper Non-critical" contains "critical".
-const WARNING_EVENT = /non-critical|Correctable ECC|Predictive Failure|Presence detected|Redundancy Degraded/i;
+// Order matters: "Upper Non-critical" contains "critical" (and "Uncorrectable ECC" is no correctable one).
+const WARNING_EVENT = /non-critical|\bCorrectable ECC|Predictive Failure|Redundancy Degraded/i;
 const CRITICAL_EVENT =
   /Uncorrectable|critical|Non-recoverable|Bus Fatal|Machine Check|IERR|Thermal Trip|Failure detected|Power Supply AC lost|Fatal|Configuration Error|Redundancy Lost/i;
 

@@ -35,7 +35,7 @@ export function nvidiaSmiFindings(result: CommandText, expectedGpus?: number): F
 function lostGpus(said: string): Finding[] {
   const findings: Finding[] = [];
   for (const line of said.split('\n')) {
-    const busId = /device handle for GPU\s*([0-9A-Fa-f:.]+)/.exec(line)?.[1];
+    const busId = /device handle for GPU\s*((?:[0-9A-Fa-f]+:)+[0-9A-Fa-f]+\.[0-9A-Fa-f])/.exec(line)?.[1];
     if (busId || /GPU is lost|fallen off the bus/i.test(line)) {
       findings.push({ kind: 'gpu-lost', subject: busId ?? 'unknown', message: line.trim() });
     }
