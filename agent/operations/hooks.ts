@@ -4,6 +4,7 @@
 import type { MachineConfig } from '../config/schema.ts';
 import { readSecret } from '../config/secret-ref.ts';
 import type { AgentContext } from './context.ts';
+import { readFileSync } from 'node:fs';
 import { describeOutcome, lastLines, runCommand, type CommandOutcome } from './run-command.ts';
 
 export type HookName = 'provision' | 'cleanup' | 'validate' | 'maintenance';
@@ -50,7 +51,7 @@ export function machineEnv(machine: MachineConfig): Record<string, string> {
  * `ok` for provision and cleanup (the machine is used as it is), refused for validate and maintenance (nothing
  * checked or done must never read as passed).
  */
-export async function runHook(ctx: AgentContext, name: HookName, machine: MachineConfig, extra: Record<string, string>): Promise<HookResult> {
+export async function runHook(ctx: AgentContext, name: HookName, machine: MachineConfig, key: string, extra: Record<string, string>): Promise<HookResult> {
   const hook = ctx.config.hooks[name];
   if (!hook) {
     const required = name === 'validate' || name === 'maintenance';
@@ -58,9 +59,29 @@ export async function runHook(ctx: AgentContext, name: HookName, machine: Machin
   }
   const timeoutMs = hook.timeout_seconds * 1000;
   ctx.log(`${name} hook for ${machine.id} starts`);
-  const outcome = await runCommand({ shell: hook.command, env: { ...machineEnv(machine), FLEETWARD_HOOK: name, ...extra }, timeoutMs });
+  endOrphanedHook(ctx, key);
+  const env = { ...machineEnv(machine), FLEETWARD_HOOK: name, FLEETWARD_HOOK_KEY: key, ...extra };
+  const outcome = await runCommand({ shell: hook.command, env, timeoutMs, onSpawn: (pid) => ctx.record({ t: 'hook-started', key, pid }) });
   const ok = outcome.code === 0 && !outcome.timedOut;
   const message = ok ? lastLines(outcome) || `${name} hook succeeded` : describeOutcome(`${name} hook`, outcome, timeoutMs);
   ctx.log(`${name} hook for ${machine.id}: ${ok ? 'ok' : message}`);
   return { ok, message: message.slice(0, 4000), outcome };
+}
+
+/**
+ * A hook the agent started before a crash may still run, orphaned: it is ended before the work runs again, so the
+ * machine never has two of them at once. Only a process that is that hook (its environment names the same work) is
+ * killed: a pid reused since belongs to someone else.
+ */
+function endOrphanedHook(ctx: AgentContext, key: string): void {
+  const pid = ctx.ledger.hookPids.get(key);
+  if (pid === undefined) return;
+  try {
+    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    if (!environ.includes(`FLEETWARD_HOOK_KEY=${key}`)) return;
+    process.kill(-pid, 'SIGKILL');
+    ctx.log(`ended the hook left running before the restart (pid ${pid}) for ${key}`);
+  } catch {
+    // Gone already (or no /proc): nothing to end.
+  }
 }

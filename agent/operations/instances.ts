@@ -41,7 +41,7 @@ export function instances(ctx: AgentContext): Instances {
     const { clientToken, machineId } = record.request;
     const running = ctx.queue
       .run(machineId, async () => {
-        const result = await runHook(ctx, 'provision', ctx.machines.get(machineId)!, hookEnv(record, resumed));
+        const result = await runHook(ctx, 'provision', ctx.machines.get(machineId)!, clientToken, hookEnv(record, resumed));
         ctx.record({ t: 'provisioned', clientToken, ok: result.ok, message: result.message });
       })
       .finally(() => provisioning.delete(clientToken));
@@ -61,7 +61,7 @@ export function instances(ctx: AgentContext): Instances {
     void ctx.queue
       .run(machineId, async () => {
         if (record.phase === 'cleaning') {
-          const result = await runHook(ctx, 'cleanup', ctx.machines.get(machineId)!, hookEnv(record, resumed));
+          const result = await runHook(ctx, 'cleanup', ctx.machines.get(machineId)!, `cleanup:${clientToken}`, hookEnv(record, resumed));
           ctx.record({ t: 'cleaned', clientToken, ok: result.ok, message: result.message });
         }
       })

@@ -49,7 +49,7 @@ export function machineWork(ctx: AgentContext): MachineWork {
           FLEETWARD_REASON: request.reason,
           FLEETWARD_RESUMED: resumed ? '1' : '0',
         };
-        const result = await runHook(ctx, 'validate', ctx.machines.get(machineId)!, env);
+        const result = await runHook(ctx, 'validate', ctx.machines.get(machineId)!, `validation:${request.validationId}`, env);
         ctx.record({ t: 'validated', validationId: request.validationId, report: validationReportOf(request.validationId, request.suite, result) });
       })
       .then(async () => {
@@ -64,7 +64,7 @@ export function machineWork(ctx: AgentContext): MachineWork {
       .run(machineId, async () => {
         if (record.outcome) return;
         const env = { FLEETWARD_MAINTENANCE_ID: request.maintenanceId, FLEETWARD_CATEGORY: request.category, FLEETWARD_RESUMED: resumed ? '1' : '0' };
-        const result = await runHook(ctx, 'maintenance', ctx.machines.get(machineId)!, env);
+        const result = await runHook(ctx, 'maintenance', ctx.machines.get(machineId)!, `maintenance:${request.maintenanceId}`, env);
         ctx.record({ t: 'maintained', maintenanceId: request.maintenanceId, ok: result.ok, message: result.message });
       })
       .then(async () => {
