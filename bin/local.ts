@@ -15,6 +15,12 @@ const configPath = process.env.FLEETWARD_SITE_CONFIG ?? 'sites/local.toml';
 const port = Number(process.env.PORT ?? 8080);
 const persistDir = process.env.FLEETWARD_DATA_DIR;
 const awsCallLogDir = process.env[AWS_CALL_LOG_ENV];
+// FLEETWARD_AGENT=reference runs the reference agent (agent/, docs/agent.md) for the demo fleet instead of the simulator.
+const agent = process.env.FLEETWARD_AGENT ?? 'simulator';
+if (agent !== 'simulator' && agent !== 'reference') {
+  console.error(`FLEETWARD_AGENT=${agent}: not simulator or reference`);
+  process.exit(1);
+}
 const usage = 'options: --log-level <debug|info|warn|error>, --log-format <pretty|json>';
 
 /** `npm start -- --log-level debug --log-format json`; LOG_LEVEL otherwise (Powertools' levels: debug, info, warn, error...). */
@@ -77,6 +83,7 @@ try {
     ...(awsSemantics ? { awsSemantics } : {}),
     ...(logLevel ? { logLevel } : {}),
     ...(awsCallLogDir ? { awsCallLogDir } : {}),
+    agent,
   });
   stopOnSignals(site.stop);
   console.log(`

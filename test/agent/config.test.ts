@@ -43,16 +43,16 @@ describe('the agent config', () => {
     const config = parseAgentConfig(minimal, 'agent.toml');
     expect(config.agent).toMatchObject({ listen_host: '127.0.0.1', heartbeat_interval_seconds: 10, heartbeat_parts: 1, probe_interval_seconds: 60 });
     expect(config.machines[0]!.bmc).toMatchObject({ driver: 'redfish', auth: 'session', tls_verify: true, timeout_seconds: 20 });
-    expect(config.machines[0]!.probes).toEqual([
-      { kind: 'nvidia-smi', command: 'ssh gb200-r1-01 nvidia-smi -q -x', timeout_seconds: 30 },
-      { kind: 'sel' },
-    ]);
+    expect(config.machines[0]!.probes).toEqual([{ kind: 'nvidia-smi', command: 'ssh gb200-r1-01 nvidia-smi -q -x', timeout_seconds: 30 }, { kind: 'sel' }]);
   });
 
   it('a bad config stops the daemon with one line naming the key, and exit 1', () => {
     const cases: Array<[string, string]> = [
       [minimal.replace('listen_port = 9400', 'listen_port = 9400\nlisten_prot = 1'), 'fleetward-agent: <config>: agent: Unrecognized key: "listen_prot"\n'],
-      [minimal.replace('driver = "redfish"', 'driver = "smash"'), "fleetward-agent: <config>: machines.0.bmc.driver: Invalid discriminator value. Expected 'ipmi' | 'redfish'"],
+      [
+        minimal.replace('driver = "redfish"', 'driver = "smash"'),
+        "fleetward-agent: <config>: machines.0.bmc.driver: Invalid discriminator value. Expected 'ipmi' | 'redfish'",
+      ],
       [minimal.replace('password = { env = "BMC_PASSWORD" }', 'password = "calvin"'), 'fleetward-agent: <config>: machines.0.bmc.password: Invalid input'],
       [`${minimal}${minimal.slice(minimal.indexOf('[[machines]]'))}`, 'fleetward-agent: <config>: machines.1.id: machine gb200-r1-01 is listed twice\n'],
       ['[agent', 'fleetward-agent: <config>: not TOML: '],

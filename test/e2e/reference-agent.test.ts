@@ -1,0 +1,98 @@
+// The local site with FLEETWARD_AGENT=reference: the reference agent (agent/) serves the demo fleet, each machine an
+// ipmi_sim BMC whose "power on" starts a process standing for the machine. The flows the simulator plays pass through
+// real IPMI: create → Ready (the provision hook boots the machine), power cycle (a new machine process), release
+// (the cleanup hook powers it off), and a release with an issue through repair back to the pool.
+
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ipmiToolsInstalled } from '#agent/support/ipmi-sim.ts';
+import { testConfig, type TestSite } from '#test/support/local-site.ts';
+import {
+  claimForRepair,
+  cleanedUp,
+  instanceStatus,
+  readySite,
+  repairRelease,
+  reportIssue,
+  runInstance,
+  setRepairStatus,
+  type Actors,
+} from '#test/support/repair-steps.ts';
+
+const tools = ipmiToolsInstalled();
+if (!tools) console.warn('SKIPPED: the reference agent e2e test: ipmi_sim and ipmitool are not installed (apt-get install -y openipmi ipmitool)');
+
+const config = testConfig(`
+[instance_create_retry]
+base_delay_ms = 10
+timeout_ms = 10000
+[repair_storm]
+max_quarantines = 1000
+max_fraction = 1
+[simulator]
+machines = [ { type = "gb200", count = 3, racks = 1 } ]
+heartbeat_interval_seconds = 0.5
+`);
+
+describe.skipIf(!tools)('the local site on the reference agent', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'e2e-reference-agent-'));
+  let site: TestSite;
+  let who: Actors;
+  /** The pid of the process standing for the machine while its BMC says "on". */
+  const machinePid = (machineId: string): number | undefined => {
+    const file = join(dataDir, 'reference-agent', 'bmc', machineId, 'machine.pid');
+    if (!existsSync(file)) return undefined;
+    const pid = Number(readFileSync(file, 'utf8').trim());
+    try {
+      process.kill(pid, 0);
+      return pid;
+    } catch {
+      return undefined;
+    }
+  };
+
+  beforeAll(async () => {
+    ({ site, who } = await readySite(3, { config, agent: 'reference', persistDir: dataDir }));
+  }, 60_000);
+  afterAll(async () => {
+    await site?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('create → Ready boots the machine through its BMC; a power cycle restarts it; a release powers it off', async () => {
+    const instance = await runInstance(site, who);
+    const booted = machinePid(instance.machineId);
+    expect(booted).toBeDefined();
+
+    const cycled = await site.call('POST', `/v2/org/acme/nico/instance/${instance.id}/power`, { token: who.tenant, body: { action: 'cycle' } });
+    expect(cycled.status).toBe(202);
+    const settled = await site.eventually(async () => {
+      const { body } = await site.call('GET', `/v2/org/acme/nico/instance/${instance.id}`, { token: who.tenant });
+      return body.power?.result === 'pending' ? undefined : body;
+    }, 20_000);
+    expect(settled.power).toMatchObject({ action: 'cycle', state: 'on', result: 'accepted' });
+    await site.eventually(async () => machinePid(instance.machineId) !== undefined && machinePid(instance.machineId) !== booted, 10_000);
+
+    expect((await site.call('DELETE', `/v2/org/acme/nico/instance/${instance.id}`, { token: who.tenant })).status).toBe(202);
+    await instanceStatus(site, who.tenant, 'acme', instance.id, 'Terminated');
+    await cleanedUp(site, who.admin, instance.machineId);
+    await site.eventually(async () => machinePid(instance.machineId) === undefined, 5_000);
+    expect(site.logLines.some((l) => l.includes(`reported cleanup of ${instance.machineId}`))).toBe(true);
+  }, 60_000);
+
+  it('a release with an issue goes through repair, validation by the DCGM hook, and back to the pool', async () => {
+    const machineId = await reportIssue(site, who);
+    const repairInstance = await claimForRepair(site, who, machineId);
+    await setRepairStatus(site, who, machineId, 'completed');
+    const after = await repairRelease(site, who, repairInstance, machineId);
+    expect(after.validation).toMatchObject({ reason: 'repair', state: 'passed' });
+    expect(after.allocatable).toBe(true);
+    expect(site.logLines.some((l) => l.includes(`validate hook for ${machineId}: ok`))).toBe(true);
+  }, 90_000);
+
+  it('/_sim controls are the simulator’s: not served for the reference agent', async () => {
+    expect((await site.call('GET', '/_sim/requests')).status).toBe(404);
+  });
+});
