@@ -354,6 +354,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     stops.push(() => server.close());
     apiUrl = server.url;
     serverErrors = watchServerErrors(server.server);
+    // Up before the fleet is registered, as the simulator listens before: registration's validations reach it.
+    if (reference) await reference.start(apiUrl);
 
     if (options.registerFleet ?? true) {
       const fleet = demoFleet(config.simulator.machines);
@@ -371,8 +373,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     timer.start();
     startedAt = Date.now();
     stops.push(() => timer.stop());
-    if (reference) await reference.start(apiUrl);
-    else {
+    if (!reference) {
       await simulator.start();
       stops.push(() => simulator.stop());
     }
