@@ -27,8 +27,6 @@ export type JournalEntry = Stamp &
     | ({ t: 'maintenance'; machineId: string } & StartMaintenanceRequest)
     | { t: 'maintained'; maintenanceId: string; ok: boolean; message: string }
     | { t: 'maintenance-reported'; maintenanceId: string }
-    /** A hook's process group, so that a restart ends a hook the crash orphaned before it runs the work again. */
-    | { t: 'hook-started'; key: string; pid: number }
   );
 
 /** An entry as the code writes it: the journal stamps the time. */

@@ -48,12 +48,10 @@ export interface Ledger {
   power: Map<string, PowerRecord>;
   validations: Map<string, ValidationRecord>;
   maintenances: Map<string, MaintenanceRecord>;
-  /** The process group of the latest hook run for a piece of work (clientToken, validationId, maintenanceId). */
-  hookPids: Map<string, number>;
 }
 
 export function emptyLedger(): Ledger {
-  return { instances: new Map(), names: new Map(), power: new Map(), validations: new Map(), maintenances: new Map(), hookPids: new Map() };
+  return { instances: new Map(), names: new Map(), power: new Map(), validations: new Map(), maintenances: new Map() };
 }
 
 /** Applies one entry. Records whose story is over (reported, or done) are dropped: the journal's compaction keeps the rest. */
@@ -143,9 +141,6 @@ export function applyEntry(ledger: Ledger, entry: JournalEntry): void {
     }
     case 'maintenance-reported':
       ledger.maintenances.delete(entry.maintenanceId);
-      return;
-    case 'hook-started':
-      ledger.hookPids.set(entry.key, entry.pid);
       return;
   }
 }

@@ -4,7 +4,7 @@
 import type { MachineConfig } from '../config/schema.ts';
 import { readSecret } from '../config/secret-ref.ts';
 import type { AgentContext } from './context.ts';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describeOutcome, lastLines, runCommand, type CommandOutcome } from './run-command.ts';
 
 export type HookName = 'provision' | 'cleanup' | 'validate' | 'maintenance';
@@ -59,9 +59,11 @@ export async function runHook(ctx: AgentContext, name: HookName, machine: Machin
   }
   const timeoutMs = hook.timeout_seconds * 1000;
   ctx.log(`${name} hook for ${machine.id} starts`);
-  endOrphanedHook(ctx, key);
-  const env = { ...machineEnv(machine), FLEETWARD_HOOK: name, FLEETWARD_HOOK_KEY: key, ...extra };
-  const outcome = await runCommand({ shell: hook.command, env, timeoutMs, onSpawn: (pid) => ctx.record({ t: 'hook-started', key, pid }) });
+  // Named by the journal too: two agents on one host never take each other's hooks for their own.
+  const hookKey = `${ctx.config.agent.journal}#${key}`;
+  if (extra.FLEETWARD_RESUMED === '1') endOrphanedHooks(ctx, hookKey);
+  const env = { ...machineEnv(machine), FLEETWARD_HOOK: name, FLEETWARD_HOOK_KEY: hookKey, ...extra };
+  const outcome = await runCommand({ shell: hook.command, env, timeoutMs });
   const ok = outcome.code === 0 && !outcome.timedOut;
   const message = ok ? lastLines(outcome) || `${name} hook succeeded` : describeOutcome(`${name} hook`, outcome, timeoutMs);
   ctx.log(`${name} hook for ${machine.id}: ${ok ? 'ok' : message}`);
@@ -70,18 +72,25 @@ export async function runHook(ctx: AgentContext, name: HookName, machine: Machin
 
 /**
  * A hook the agent started before a crash may still run, orphaned: it is ended before the work runs again, so the
- * machine never has two of them at once. Only a process that is that hook (its environment names the same work) is
- * killed: a pid reused since belongs to someone else.
+ * machine never has two of them at once. Found by its environment (every hook carries FLEETWARD_HOOK_KEY, and what it
+ * starts inherits it), not by a pid the agent would have had to journal before the crash.
  */
-function endOrphanedHook(ctx: AgentContext, key: string): void {
-  const pid = ctx.ledger.hookPids.get(key);
-  if (pid === undefined) return;
+function endOrphanedHooks(ctx: AgentContext, key: string): void {
+  let pids: string[];
   try {
-    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-    if (!environ.includes(`FLEETWARD_HOOK_KEY=${key}`)) return;
-    process.kill(-pid, 'SIGKILL');
-    ctx.log(`ended the hook left running before the restart (pid ${pid}) for ${key}`);
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name) && name !== String(process.pid));
   } catch {
-    // Gone already (or no /proc): nothing to end.
+    return;
+  }
+  for (const pid of pids) {
+    try {
+      if (!readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`FLEETWARD_HOOK_KEY=${key}`)) continue;
+      // The hook ran in a process group of its own: end the group, and with it whatever the hook started.
+      const group = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[2]);
+      process.kill(group > 1 ? -group : Number(pid), 'SIGKILL');
+      ctx.log(`ended a ${key} hook left running before the restart (pid ${pid})`);
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
   }
 }

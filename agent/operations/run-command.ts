@@ -24,8 +24,6 @@ export interface RunCommandOptions {
   input?: string;
   /** How much output to keep (bytes each stream): a chatty tool must not fill the agent's memory. */
   keepBytes?: number;
-  /** Told the pid (also the process group's id) once it runs. */
-  onSpawn?: (pid: number) => void;
 }
 
 const KILL_GRACE_MS = 2_000;
@@ -36,7 +34,6 @@ export function runCommand(options: RunCommandOptions): Promise<CommandOutcome> 
   return new Promise((resolve) => {
     // Its own process group, so a timeout ends what the hook started too (an ssh, a sleep), not only the shell.
     const child = spawn(file!, args, { env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-    if (child.pid !== undefined) options.onSpawn?.(child.pid);
     let stdout = '';
     let stderr = '';
     let timedOut = false;

@@ -6,7 +6,7 @@ import type { Finding } from './findings.ts';
 // Order matters: "Upper Non-critical" contains "critical" (and "Uncorrectable ECC" is no correctable one).
 const WARNING_EVENT = /non-critical|\bCorrectable ECC|Predictive Failure|Redundancy Degraded/i;
 const CRITICAL_EVENT =
-  /Uncorrectable|critical|Non-recoverable|Bus Fatal|Machine Check|IERR|Thermal Trip|Failure detected|Power Supply AC lost|Fatal|Configuration Error|Redundancy Lost/i;
+  /Uncorrectable|critical|Non-recoverable|Bus Fatal|Machine Check|IERR|Thermal Trip|Failure detected|AC lost|Fatal|Configuration Error|Redundancy Lost/i;
 
 /**
  * `sel elist`: `   1 | 03/05/2024 | 10:11:12 | Memory #0x01 | Uncorrectable ECC | Asserted` (a BMC without a clock

@@ -1,7 +1,7 @@
 // The daemon as the controller sees it: every route of the agent contract, signed calls only, heartbeats in parts,
 // hooks run once per create, power through the machine's BMC (a Redfish mockup service here).
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,23 +31,28 @@ describe('the reference agent daemon', () => {
     controller = await startRecordingController();
     bmc = await startRedfishMockup({ dir: join(import.meta.dirname, 'fixtures', 'redfish-mockup'), user: 'root', password: 'calvin' });
     process.env.AGENT_TEST_REDFISH_PASSWORD = 'calvin';
+    writeFileSync(join(dir, 'nic-alert.json'), JSON.stringify({ alerts: [{ id: 'nic', message: 'eth1 down', classifications: ['PreventAllocations'] }] }));
+    const tests = [
+      { test: 'dcgm-diag-r1', passed: true },
+      { test: 'nccl', passed: false, message: 'busbw 12 GB/s' },
+    ];
+    writeFileSync(join(dir, 'validation-lines'), tests.map((t) => JSON.stringify(t)).join('\n'));
     const record = `echo "$FLEETWARD_HOOK $FLEETWARD_MACHINE_ID $FLEETWARD_INSTANCE_NAME $FLEETWARD_CLIENT_TOKEN $FLEETWARD_VALIDATION_ID" >> ${hookLog}`;
     const config = writeAgentConfig(dir, {
       controllerUrl: controller.url,
       token: controller.token,
       machines: MACHINES.map((id) => ({
         id,
-        bmcPort: 0,
         bmc: `{ driver = "redfish", url = "${bmc.url}", user = "root", password = { env = "AGENT_TEST_REDFISH_PASSWORD" } }`,
         ...(id === 'h100-r1-02'
           ? {
-              probes: `[{ kind = "command", command = "echo '{\\"alerts\\":[{\\"id\\":\\"nic\\",\\"message\\":\\"eth1 down\\",\\"classifications\\":[\\"PreventAllocations\\"]}]}'" }]`,
+              probes: `[{ kind = "command", command = "cat ${join(dir, 'nic-alert.json')}" }]`,
             }
           : {}),
       })),
       hooks: `provision = { command = '${record}', timeout_seconds = 5 }
 cleanup = { command = '${record}; echo wiped; echo disks clean', timeout_seconds = 5 }
-validate = { command = '${record}; echo "{\\"test\\":\\"dcgm-diag-r1\\",\\"passed\\":true}"; echo "{\\"test\\":\\"nccl\\",\\"passed\\":false,\\"message\\":\\"busbw 12 GB/s\\"}"; exit 1', timeout_seconds = 5 }
+validate = { command = '${record}; cat ${join(dir, 'validation-lines')}; exit 1', timeout_seconds = 5 }
 maintenance = { command = '${record}; echo firmware 1.2.3 applied', timeout_seconds = 5 }`,
       extra: 'heartbeat_parts = 4',
     });
@@ -60,7 +65,7 @@ maintenance = { command = '${record}; echo firmware 1.2.3 applied', timeout_seco
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('refuses with 401 {"error":"unauthorized"} a call unsigned, signed with an unknown key or a wrong secret, stale, or to a path it does not serve', async () => {
+  it('refuses with 401 {"error":"unauthorized"} a call unsigned, signed by an unknown key or wrong secret, stale, or to no route', async () => {
     const unsigned = await fetch(`${agent.url}/instances/x`);
     expect([unsigned.status, await unsigned.json()]).toEqual([401, { error: 'unauthorized' }]);
     expect((await agent.call('GET', '/instances/x', undefined, { id: 'other', secret: TEST_KEY.secret })).status).toBe(401);

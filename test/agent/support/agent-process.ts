@@ -78,9 +78,8 @@ export async function startAgentProcess(configPath: string): Promise<AgentProces
 
 export interface TestMachine {
   id: string;
-  bmcPort: number;
-  /** TOML for the machine's bmc, e.g. an ipmi_sim's. */
-  bmc?: string;
+  /** TOML for the machine's bmc, e.g. a Redfish mockup service's. */
+  bmc: string;
   probes?: string;
 }
 
@@ -98,7 +97,7 @@ export function writeAgentConfig(
 id = "${m.id}"
 type = "h100"
 rack = "rack-1"
-bmc = ${m.bmc ?? `{ driver = "ipmi", host = "127.0.0.1", port = ${m.bmcPort}, user = "admin", password = { env = "AGENT_TEST_BMC_PASSWORD" }, timeout_seconds = 4 }`}
+bmc = ${m.bmc}
 ${m.probes ? `probes = ${m.probes}` : ''}`,
   );
   writeFileSync(
