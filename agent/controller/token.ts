@@ -22,7 +22,10 @@ export function tokenSource(config: TokenSourceConfig, controllerUrl: string): T
       return token;
     };
   }
+  // Asked again every minute: far within the dev issuer's token lifetime, and not a call per heartbeat.
+  let kept: { token: string; until: number } | undefined;
   return async () => {
+    if (kept && kept.until > Date.now()) return kept.token;
     const response = await fetch(new URL('/_local/token', controllerUrl), {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -30,6 +33,7 @@ export function tokenSource(config: TokenSourceConfig, controllerUrl: string): T
       signal: AbortSignal.timeout(10_000),
     });
     if (!response.ok) throw new Error(`the local runner's issuer answered ${response.status}`);
-    return ((await response.json()) as { token: string }).token;
+    kept = { token: ((await response.json()) as { token: string }).token, until: Date.now() + 60_000 };
+    return kept.token;
   };
 }
