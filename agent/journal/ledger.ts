@@ -71,8 +71,9 @@ export function applyEntry(ledger: Ledger, entry: JournalEntry): void {
       return;
     case 'provisioned':
       withInstance(ledger, entry, (record) => {
-        record.phase = entry.ok ? 'present' : 'provision-failed';
         if (!entry.ok) record.provisionMessage = entry.message;
+        // A delete that came during the provisioning stands: the cleanup queued behind it runs next.
+        if (record.phase === 'provisioning') record.phase = entry.ok ? 'present' : 'provision-failed';
       });
       return;
     case 'delete':
