@@ -65,6 +65,13 @@ describe('the agent config', () => {
     }
   });
 
+  it('--help says how to run it; no --config is one line and exit 1', () => {
+    const help = spawnSync(process.execPath, [join(REPO_ROOT, 'agent/main.ts'), '--help'], { encoding: 'utf8' });
+    expect([help.status, help.stdout.split('\n')[0]]).toEqual([0, 'usage: fleetward-agent --config <agent.toml>']);
+    const bare = spawnSync(process.execPath, [join(REPO_ROOT, 'agent/main.ts')], { encoding: 'utf8' });
+    expect([bare.status, bare.stderr]).toEqual([1, 'fleetward-agent: --config <agent.toml> is required; --help lists the options\n']);
+  });
+
   it('a config whose secrets cannot be read stops it too, naming where it looked', () => {
     const { status, stderr } = runBin(minimal);
     expect(status).toBe(1);

@@ -128,6 +128,16 @@ maintenance = { command = '${record}; echo firmware 1.2.3 applied', timeout_seco
     expect((await agent.call('GET', '/instances/job-a')).status).toBe(404);
   });
 
+  it('a key rotation: SIGHUP reads the keys file again, and both keys are accepted while it lasts', async () => {
+    const next = { id: 'k2', secret: 'fedcba9876543210fedcba9876543210-rotated' };
+    expect((await agent.call('GET', '/instances/job-a', undefined, next)).status).toBe(401);
+    writeFileSync(join(dir, 'keys.json'), JSON.stringify({ keys: [TEST_KEY, next], current: next.id }));
+    agent.signal('SIGHUP');
+    await agent.logged(/signing keys read again: k1, k2/);
+    expect((await agent.call('GET', '/instances/job-a', undefined, next)).status).toBe(404);
+    expect((await agent.call('GET', '/instances/job-a')).status).toBe(404);
+  });
+
   it('validation reports each test the hook printed; maintenance its outcome', async () => {
     const validation = { validationId: 'val-1', suite: 'return-to-service', reason: 'repair' };
     expect(await agent.call('POST', '/machines/h100-r1-04/validation', validation)).toEqual({ status: 202, body: { validationId: 'val-1' } });

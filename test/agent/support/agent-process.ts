@@ -16,6 +16,8 @@ export interface AgentProcess {
   logged(pattern: RegExp, timeoutMs?: number): Promise<void>;
   call(method: string, path: string, body?: unknown, key?: SigningKey): Promise<{ status: number; body: any }>;
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Sends a signal and does not wait (SIGHUP: read the signing keys again). */
+  signal(signal: NodeJS.Signals): void;
 }
 
 export async function startAgentProcess(configPath: string): Promise<AgentProcess> {
@@ -66,6 +68,9 @@ export async function startAgentProcess(configPath: string): Promise<AgentProces
       });
       const answer = await response.text();
       return { status: response.status, body: answer ? JSON.parse(answer) : undefined };
+    },
+    signal(signal) {
+      child.kill(signal);
     },
     async kill(signal = 'SIGKILL') {
       if (child.exitCode !== null) return;
