@@ -119,7 +119,8 @@ export function redfishDriver(config: RedfishBmcConfig): BmcDriver {
       throw new BmcError(`${where}: the system allows none of ${RESET_PREFERENCES[action].join(', ')} (it allows ${JSON.stringify(allowed)})`);
     },
     async healthFindings() {
-      return logFindings(await system());
+      const found = await system();
+      return [...(await logFindings(found)), ...(await sensorFindings(found))];
     },
   };
 
@@ -133,6 +134,35 @@ export function redfishDriver(config: RedfishBmcConfig): BmcDriver {
     await call('POST', target, { ResetType: resetType });
   }
 
+  /** A resource a collection lists: expanded in place, or only its link (the BMC's choice), followed then. */
+  async function member(entry: Resource, needs: string): Promise<Resource> {
+    return entry[needs] === undefined && typeof entry['@odata.id'] === 'string' ? get(entry['@odata.id']) : entry;
+  }
+
+  /** The sensors of the system's chassis whose health is Critical or Warning (past a threshold, as the BMC judges). */
+  async function sensorFindings(found: Resource): Promise<Finding[]> {
+    const findings: Finding[] = [];
+    const chassisLinks = ((found.Links as Resource | undefined)?.Chassis as Resource[] | undefined) ?? [];
+    for (const chassisLink of chassisLinks) {
+      if (typeof chassisLink['@odata.id'] !== 'string') continue;
+      const sensors = linkOf(await get(chassisLink['@odata.id']), 'Sensors');
+      if (!sensors) continue;
+      for (const entry of (await get(sensors)).Members as Resource[]) {
+        const sensor = await member(entry, 'Status');
+        const health = (sensor.Status as Resource | undefined)?.Health;
+        if (health !== 'Critical' && health !== 'Warning') continue;
+        const name = String(sensor.Name ?? sensor.Id);
+        const reading = sensor.Reading === undefined ? '' : ` (${sensor.Reading} ${sensor.ReadingUnits ?? ''})`.replace(' )', ')');
+        findings.push({
+          kind: health === 'Critical' ? 'sensor-critical' : 'sensor-warning',
+          subject: name,
+          message: `${where}: sensor ${name} is ${health}${reading}`,
+        });
+      }
+    }
+    return findings;
+  }
+
   /** Critical and warning entries of the system's log services (the SEL, mostly). */
   async function logFindings(found: Resource): Promise<Finding[]> {
     const services = linkOf(found, 'LogServices');
@@ -143,8 +173,7 @@ export function redfishDriver(config: RedfishBmcConfig): BmcDriver {
       if (!entriesPath) continue;
       const entries = await get(entriesPath);
       for (const entry of (entries.Members as Resource[] | undefined) ?? []) {
-        // Members may be links only (expanded or not is the BMC's choice): follow the link when there is no Severity.
-        const full = entry.Severity === undefined && typeof entry['@odata.id'] === 'string' ? await get(entry['@odata.id']) : entry;
+        const full = await member(entry, 'Severity');
         const severity = full.Severity;
         if (severity !== 'Critical' && severity !== 'Warning') continue;
         const words = [full.SensorType, full.EntryCode, full.Message].filter((w) => typeof w === 'string').join(': ');

@@ -55,7 +55,7 @@ describe('the Redfish driver against a mockup service', () => {
     }
   });
 
-  it('reads critical SEL entries from the log services', async () => {
+  it('reads critical SEL entries from the log services and sensors the BMC judges critical, by the system’s chassis', async () => {
     const findings = await driverOf('calvin').healthFindings();
     expect(findings).toEqual([
       {
@@ -63,6 +63,7 @@ describe('the Redfish driver against a mockup service', () => {
         subject: '1',
         message: `BMC ${bmc.url}: Temperature: Upper Critical - going high: GPU 3 temperature above its critical threshold`,
       },
+      { kind: 'sensor-critical', subject: 'GPU 3 temperature', message: `BMC ${bmc.url}: sensor GPU 3 temperature is Critical (97 Cel)` },
     ]);
   });
 
