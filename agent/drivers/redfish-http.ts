@@ -68,6 +68,7 @@ export function redfishErrorText(answer: RedfishAnswer): string {
   const body = answer.body as { error?: { message?: string; '@Message.ExtendedInfo'?: Array<{ Message?: string }> } } | string | undefined;
   if (typeof body === 'string') return `${answer.status} ${body.slice(0, 300)}`.trim();
   const extended = body?.error?.['@Message.ExtendedInfo']?.map((info) => info.Message).filter(Boolean) ?? [];
-  const words = [body?.error?.message, ...extended].filter(Boolean).join('; ');
+  // A BMC often says the same thing in both places: once is enough.
+  const words = [...new Set([body?.error?.message, ...extended].filter(Boolean))].join('; ');
   return words ? `${answer.status} ${words}` : `${answer.status}`;
 }

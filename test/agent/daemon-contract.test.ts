@@ -31,6 +31,7 @@ describe('the reference agent daemon', () => {
     controller = await startRecordingController();
     bmc = await startRedfishMockup({ dir: join(import.meta.dirname, 'fixtures', 'redfish-mockup'), user: 'root', password: 'calvin' });
     process.env.AGENT_TEST_REDFISH_PASSWORD = 'calvin';
+    process.env.AGENT_TEST_WRONG = 'not-calvin';
     writeFileSync(join(dir, 'nic-alert.json'), JSON.stringify({ alerts: [{ id: 'nic', message: 'eth1 down', classifications: ['PreventAllocations'] }] }));
     const tests = [
       { test: 'dcgm-diag-r1', passed: true },
@@ -43,7 +44,8 @@ describe('the reference agent daemon', () => {
       token: controller.token,
       machines: MACHINES.map((id) => ({
         id,
-        bmc: `{ driver = "redfish", url = "${bmc.url}", user = "root", password = { env = "AGENT_TEST_REDFISH_PASSWORD" } }`,
+        // h100-r1-06's BMC refuses the agent's credentials.
+        bmc: `{ driver = "redfish", url = "${bmc.url}", user = "root", password = { env = "${id === 'h100-r1-06' ? 'AGENT_TEST_WRONG' : 'AGENT_TEST_REDFISH_PASSWORD'}" } }`,
         ...(id === 'h100-r1-02'
           ? {
               probes: `[{ kind = "command", command = "cat ${join(dir, 'nic-alert.json')}" }]`,
@@ -116,6 +118,13 @@ maintenance = { command = '${record}; echo firmware 1.2.3 applied', timeout_seco
     expect(await agent.call('POST', '/instances/job-a/power', { action: 'cycle' })).toEqual({ status: 202, body: { action: 'cycle' } });
     expect(bmc.resets.slice(before).map((r) => r.resetType)).toEqual(['ForceOff', 'On']);
     expect((await agent.call('POST', '/instances/nobody/power', { action: 'on' })).status).toBe(404);
+    const refused = { name: 'job-6', machineId: 'h100-r1-06', instanceId: 'i-6', clientToken: 'tok-6' };
+    expect((await agent.call('POST', '/instances', refused)).status).toBe(201);
+    const failed = await agent.call('POST', '/instances/job-6/power', { action: 'cycle' });
+    expect(failed).toEqual({
+      status: 502,
+      body: { code: 'bmc_error', message: `BMC ${bmc.url}: log-in refused: 401 Invalid username or password` },
+    });
   });
 
   it('a delete is 202, runs the cleanup hook and reports its outcome with the hook’s last lines', async () => {
