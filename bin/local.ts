@@ -15,6 +15,8 @@ const configPath = process.env.FLEETWARD_SITE_CONFIG ?? 'sites/local.toml';
 const port = Number(process.env.PORT ?? 8080);
 const persistDir = process.env.FLEETWARD_DATA_DIR;
 const awsCallLogDir = process.env[AWS_CALL_LOG_ENV];
+// A deploy in progress: the table stays in the layout of the release before (local/runner.ts startMigrations).
+const holdMigrations = process.env.FLEETWARD_HOLD_MIGRATIONS === '1';
 // FLEETWARD_AGENT=reference runs the reference agent (agent/, docs/agent.md) for the demo fleet instead of the simulator.
 const agent = process.env.FLEETWARD_AGENT ?? 'simulator';
 if (agent !== 'simulator' && agent !== 'reference') {
@@ -83,6 +85,7 @@ try {
     ...(awsSemantics ? { awsSemantics } : {}),
     ...(logLevel ? { logLevel } : {}),
     ...(awsCallLogDir ? { awsCallLogDir } : {}),
+    ...(holdMigrations ? { startMigrations: false } : {}),
     agent,
   });
   stopOnSignals(site.stop);

@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
+import { adminCommand } from './commands/admin.ts';
 import { capacityCommand } from './commands/capacity.ts';
 import { completionCommand } from './commands/completion.ts';
 import { auditCommand } from './commands/audit.ts';
@@ -42,6 +43,7 @@ export function buildProgram(deps: RuntimeDeps = {}): Command {
     repairsCommand,
     repairTicketsCommand,
     auditCommand,
+    adminCommand,
     versionCommand,
     devCommand,
     profileCommand,

@@ -534,6 +534,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/migrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The data migrations of this release and where each stands: they run in the background, the site serving throughout
+         * @description Roles: provider-admin.
+         */
+        get: operations["list-migrations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/migrations/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Declare the deploy of this release done: records are written in its layout from now on, and its migrations start with the next sweep. Idempotent; after it the release before is no longer served
+         * @description Roles: provider-admin.
+         */
+        post: operations["start-migrations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/fleet/summary": {
         parameters: {
             query?: never;
@@ -1356,6 +1396,24 @@ export interface components {
                 [key: string]: number;
             };
             updatedAt: string;
+        };
+        Migration: {
+            /** @description The data version the table holds once it is done */
+            id: number;
+            name: string;
+            /** @enum {string} */
+            state: "pending" | "running" | "done" | "failed";
+            /** @description Items walked so far (a site migration: items copied) */
+            itemsDone: number;
+            /** @description The table's item count when the walk began (DynamoDB's estimate) */
+            itemsTotal?: number;
+            /** @description Items it rewrote; the rest were already as they must be */
+            itemsMigrated?: number;
+            startedAt?: string;
+            finishedAt?: string;
+            /** @description While running: when it will be done at its pace so far */
+            estimatedDoneAt?: string;
+            error?: string;
         };
         FleetSummary: {
             machines: number;
@@ -4471,6 +4529,18 @@ export interface operations {
                 content: {
                     "application/json": {
                         version: string;
+                        /** @description The release this code is (releases/<version>.json) */
+                        release: string;
+                        /** @description The data version the table holds: the last migration done */
+                        dataVersion: number;
+                        /** @description The data version this release brings the table to */
+                        latestDataVersion: number;
+                        migrations: {
+                            pending: number;
+                            running: number;
+                        };
+                        /** @description Records are written in the layout of the release before: its deploy is not declared done (POST /admin/migrations/start) */
+                        pinned: boolean;
                         config: {
                             site: {
                                 /** @default local */
@@ -4479,6 +4549,7 @@ export interface operations {
                                 agent_url?: string;
                                 /** @default dc1 */
                                 region: string;
+                                deployed_release?: string;
                             };
                             catalog: {
                                 /**
@@ -4554,6 +4625,16 @@ export interface operations {
                                 outbox_grace_seconds: number;
                                 /** @default 300 */
                                 capacity_history_seconds: number;
+                            };
+                            migrations: {
+                                /** @default 200 */
+                                max_write_units_per_second: number;
+                                /** @default 4 */
+                                segments: number;
+                                /** @default 20 */
+                                contract_after_minutes: number;
+                                /** @default 20 */
+                                sweep_seconds: number;
                             };
                             validation: {
                                 /**
@@ -4685,6 +4766,152 @@ export interface operations {
                 };
             };
             /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "list-migrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["Migration"][];
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error. Problem codes: `internal-error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "start-migrations": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays within 24 h with the same key and body return the first answer and change nothing; the same key with another body is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["Migration"][];
+                    };
+                };
+            };
+            /** @description Missing or invalid bearer token: API Gateway answers `{"message":"Unauthorized"}` itself; a verified token without sub, org or roles is this problem. Problem codes: `unauthenticated` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks the role or capability. Problem codes: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another org's resources are reported as not found). Problem codes: `not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict. Problem codes: `idempotency-in-progress`, `concurrent-update` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable content. Problem codes: `validation-failed`, `idempotency-key-reused` */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -1,6 +1,9 @@
 import { App, Validations, type AppProps } from 'aws-cdk-lib';
 import nag from 'cdk-nag';
 import { AwsLimitsChecks } from './aws-limits.ts';
+import { SiteConfigError } from '#config/site-config.ts';
+import { currentRelease, previousRelease, releaseRecord, UnknownReleaseError } from './releases.ts';
+import { UpgradeChecks } from './upgrade-checks.ts';
 import { loadSite, type LoadSiteOptions } from './site.ts';
 import { SiteStack, stackNameOf } from './site-stack.ts';
 
@@ -29,9 +32,22 @@ export function buildSiteApp(options: SiteAppOptions = {}) {
   // cdk-nag 3 is a policy validation plugin: a violation stops synthesis with a report; acknowledgments are
   // `Validations.of(construct).acknowledge(...)` next to the resource, each with its reason.
   // AWS's own limits that no other check knows (stream filters, concurrency, API timeouts): lib/aws-limits.ts.
+  // The update from the release the site runs (or else the one before this) must be one CloudFormation takes.
+  const deployed = site.config.site.deployed_release;
+  const from = deployed === undefined ? previousRelease(currentRelease) : deployedRecord(site.name, deployed);
   Validations.of(app).addPlugins(
     new AwsSolutionsChecks(app, { verbose: true }),
     new AwsLimitsChecks({ accountConcurrency: site.config.lambda.account_concurrency }),
+    ...(from ? [new UpgradeChecks(from, currentRelease)] : []),
   );
   return { app, stack, site };
+}
+
+function deployedRecord(siteName: string, release: string) {
+  try {
+    return releaseRecord(release);
+  } catch (error) {
+    if (error instanceof UnknownReleaseError) throw new SiteConfigError(`sites/${siteName}.toml: [site] deployed_release: ${error.message}`);
+    throw error;
+  }
 }

@@ -58,14 +58,15 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
     // Query: an org's quota usage items (its capacity answer) and its capacity history, one partition each; a reported
     // machine's history (repair tickets).
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
-    queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'repairRequested'),
+    // members: a meta-instance that release 0.1.0 wrote, until the migration gave it memberIds (store/legacy-layout.ts).
+    queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'members', 'repairRequested'),
     idempotencyRecords,
   ],
   // The provider's routes: also the fleet's registration (BatchWriteItem of new machines), history and audit reads.
   AdminApi: [
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'BatchWriteItem'),
     // byOrg: maintenance listed by state. allocatable, allocatableByDomain: a small reservation's free machines.
-    queries('allocatable', 'allocatableByDomain', 'auditByActor', 'byKind', 'byOrg', 'eventsByDay', 'repairRequested', 'replacing'),
+    queries('allocatable', 'allocatableByDomain', 'auditByActor', 'byKind', 'byOrg', 'eventsByDay', 'members', 'repairRequested', 'replacing'),
     idempotencyRecords,
   ],
   // Heartbeats (the roster time is one guarded UpdateItem) and cleanup reports: by key only, no index.
@@ -74,17 +75,18 @@ export const FUNCTION_GRANTS: Record<FunctionName, readonly Grant[]> = {
   StreamHandler: [
     // Query: an org's capacity-events feed, its last entry (one partition).
     tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
-    queries('allocatable', 'allocatableByDomain', 'due', 'waiting'),
+    queries('allocatable', 'allocatableByDomain', 'due', 'members', 'waiting'),
     { sid: 'ReadTableStream', actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'], resources: [logicalResource.stream] },
     // ListStreams has no resource-level permissions: `*` is the only resource it takes (AWS_ONLY_ACTIONS says why).
     { sid: 'ListTableStreams', actions: ['dynamodb:ListStreams'], resources: [logicalResource.any] },
     putEventsFrom('PutRepairEvents', EVENT_SOURCE),
   ],
   // Whatever is due, the fleet gauges, the counters' drift repairs, orgs' capacity points, its own follow-ups, and the
-  // outbox events the stream left undelivered.
+  // outbox events the stream left undelivered. And the data migrations: a Scan of the table, its item count for their
+  // progress, and 0.1.0's items deleted by the contract (store/migrations).
   SweepHandler: [
-    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'),
-    queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'due', 'eventsByDay', 'repairRequested', 'replacing', 'waiting'),
+    tableItems('GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'Scan', 'DescribeTable'),
+    queries('allocatable', 'allocatableByDomain', 'byKind', 'byOrg', 'due', 'eventsByDay', 'members', 'repairRequested', 'replacing', 'waiting'),
     putEventsFrom('PutSweepFollowUp', SWEEP_FOLLOW_UP.source),
     putEventsFrom('PutRepairEvents', EVENT_SOURCE),
   ],

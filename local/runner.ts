@@ -103,6 +103,12 @@ export interface LocalSiteOptions {
    * (local/aws-call-recorder.ts). Nothing is recorded, and no recording middleware installed, without it.
    */
   awsCallLogDir?: string;
+  /**
+   * Declare this start a finished deploy: a table an earlier release wrote leaves that release's layout and its
+   * migrations start (POST /admin/migrations/start). Default true; false keeps it pinned, as a deploy in progress
+   * (FLEETWARD_HOLD_MIGRATIONS=1), for running beside the release before.
+   */
+  startMigrations?: boolean;
 }
 
 export interface LocalSite {
@@ -152,6 +158,17 @@ function countingRequests<E extends { routeKey: string }, C, R>(counts: Map<stri
   };
 }
 
+/** A table an earlier release wrote is said to be so, with what its migrations will do while the site serves. */
+async function sayDataVersion(store: DynamoFleetStore, say: (line: string) => void): Promise<void> {
+  const status = await store.migrationStatus();
+  if (status.dataVersion >= status.latest) return;
+  const pending = status.items.filter((item) => item.state !== 'done').map((item) => `${item.id} ${item.name}`);
+  say(
+    `the table holds data version ${status.dataVersion} of ${status.latest}: migrations ${pending.join(', ')} ` +
+      'run in the background while the site serves (GET /admin/migrations)',
+  );
+}
+
 /** How many sweep intervals one hold of the sweep's lease lasts locally, before its run renews it. */
 const SWEEP_LEASE_HOLD_INTERVALS = 3;
 
@@ -176,7 +193,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     }
     const endpoint = options.dynamoEndpoint ?? dynamo!.endpoint;
     const names = options.tableNames ?? { table: `fleetward-${config.site.name}`, idempotencyTable: `fleetward-${config.site.name}-idempotency` };
-    await createTables(endpoint, names);
+    const tables = await createTables(endpoint, names, (line) => sink.part('dynamodb', line));
 
     const issuer = createLocalTokenIssuer({ issuer: config.auth.issuer, audience: config.auth.audience });
     let apiUrl = '';
@@ -229,6 +246,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       injectIndexLag(storeClient, { lagMs: options.awsSemantics.indexLagMs, images: createDocumentClient(endpoint) });
     }
     const store = new DynamoFleetStore(storeClient, names.table, dueTimes);
+    if (!tables.created) await sayDataVersion(store, (line) => sink.part('runner', line));
     // The same Powertools JSON lines as in Lambda, handed to the sink, which shows them as it is told.
     const logger = createLogger({ logLevel: options.logLevel ?? process.env.LOG_LEVEL, write: sink.controller });
     const log = powertoolsLog(logger);
@@ -371,6 +389,11 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       stops.push(() => poller.stop());
     }
     timer.start();
+    if (!tables.created && options.startMigrations !== false) {
+      const status = await store.startMigrations();
+      if (status.dataVersion < status.latest)
+        sink.part('runner', 'data migrations start with the next sweep: `fleetward admin migrations --watch` follows them');
+    }
     startedAt = Date.now();
     stops.push(() => timer.stop());
     if (!reference) {

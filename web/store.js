@@ -7,6 +7,7 @@
 /**
  * @typedef {object} Shared
  * @property {Answer<'/admin/config', 'get'>} [config] the site's configuration, from the header (read once)
+ * @property {Answer<'/admin/migrations', 'get'>} [migrations] the data migrations, from the header (read while any is not done)
  * @property {Answer<'/admin/fleet/summary', 'get'>} [summary] from the fleet panel: the rack map's machine types
  * @property {Item<'/admin/repairs'>[] | null} [stuck] stuck repairs, from the pipeline: outlined on the rack map; null: no such route
  * @property {Answer<'/admin/safety', 'get'> | null} [safety] from the safety panel: the pipeline marks what the breaker held back

@@ -64,6 +64,8 @@ export const siteConfigSchema = z.strictObject({
     agent_url: z.optional(z.url()),
     // Where the site is, as a tenant's node records name it (GET /v2/org/{org}/nico/nodes).
     region: z._default(z.string().check(z.regex(/^[a-z0-9][a-z0-9-]*$/, 'lower-case letters, digits and dashes')), 'dc1'),
+    // The release the deployed site runs (releases/<version>.json): `cdk synth` checks the update against it.
+    deployed_release: z.optional(z.string().check(z.regex(/^\d+\.\d+\.\d+$/, 'a release version such as 0.1.0'))),
   }),
   catalog: section({
     // GPUs per machine of a type, for the tenant's capacity in GPUs; a type without an entry counts 0 (GET /admin/config names it).
@@ -107,6 +109,16 @@ export const siteConfigSchema = z.strictObject({
     outbox_grace_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 300),
     // Each org's capacity history keeps a point per this many seconds, taken by the sweep.
     capacity_history_seconds: z._default(z.int().check(z.minimum(1), z.maximum(86_400)), 300),
+  }),
+  migrations: section({
+    // Write units a second a data migration may spend: what the live site can spare (docs/deploy.md, "Upgrading a site").
+    max_write_units_per_second: z._default(z.int().check(z.minimum(1), z.maximum(40_000)), 200),
+    // Parallel Scan segments of a table walk.
+    segments: z._default(z.int().check(z.minimum(1), z.maximum(64)), 4),
+    // A contract migration waits this long after the expand before it, so no invocation of the release before is left.
+    contract_after_minutes: z._default(z.number().check(z.minimum(0), z.maximum(1_440)), 20),
+    // How long each sweep run gives the migrations after its own work.
+    sweep_seconds: z._default(z.int().check(z.minimum(1), z.maximum(600)), 20),
   }),
   validation: section({
     // The returns after which a machine is allocatable only once the site agent's validation passed; [] turns it off.

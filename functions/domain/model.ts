@@ -122,6 +122,11 @@ export interface Instance {
   createdAt: string;
   updatedAt: string;
   version: number;
+  /**
+   * Written by release 0.1.0, before quotas: its org's usage counter does not count it yet. The migration to 0.2.0
+   * counts it (store/migrations), and so does any change that writes it first: its `before` then counts nothing.
+   */
+  usageUncounted?: true;
 }
 
 export interface Tenant {

@@ -45,7 +45,7 @@ export const usageRef = (org: string, machineType: string): string => JSON.strin
 export function usageMoves(instances: Versioned<Instance>[]): UsageMove[] {
   const moves = new Map<string, UsageMove>();
   for (const { before, after } of instances) {
-    const by = Number(counted(after)) - Number(counted(before));
+    const by = Number(counted(after)) - Number(counted(before) && before?.usageUncounted !== true);
     if (by === 0) continue;
     const ref = usageRef(after.org, after.machineType);
     const move = moves.get(ref) ?? moves.set(ref, { org: after.org, machineType: after.machineType, by: 0 }).get(ref)!;

@@ -1,5 +1,6 @@
 // First: a deployed function's process-wide settings hold before the modules below are evaluated.
 import '#handlers/lambda-runtime.ts';
+import { runPendingMigrations } from '#reconcilers/migrations.ts';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { Context } from 'aws-lambda';
 import type { SiteConfig } from '#config/site-config.ts';
@@ -20,8 +21,12 @@ export type HandOff = (position: SweepPosition) => Promise<void>;
 /** The schedule's target (and its follow-ups'): finish whatever is due that no stream reaction finished. */
 export function createSweepHandler(ctx: AppContext, handOff: HandOff) {
   const sweepOnce = async (event: unknown, timeLeftMs?: () => number, lease?: SweepLease): Promise<SweepResult> => {
-    const result = await sweep(ctx, { from: sweepStart(event), ...(timeLeftMs ? { timeLeftMs } : {}), ...(lease ? { lease } : {}) });
+    const from = sweepStart(event);
+    const result = await sweep(ctx, { from, ...(timeLeftMs ? { timeLeftMs } : {}), ...(lease ? { lease } : {}) });
     if (result.followUp) await handOff(result.followUp);
+    // A scheduled run gives what it has left to the data migrations, after its lease is back: the next run's due work
+    // never waits for them.
+    if (!from && !result.skipped) await runPendingMigrations(ctx, timeLeftMs ?? (() => Number.POSITIVE_INFINITY));
     return result;
   };
   // What the run waits for (throttles included) gives up within its time, so it hands off rather than being cut.

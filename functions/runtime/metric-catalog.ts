@@ -22,6 +22,8 @@ export const metricCatalog = {
   RepairsStuck: { kind: 'gauge', help: 'Repairs past their claim or repair SLA (site-wide, and by machine type)' },
   RepairBreakerTripped: { kind: 'gauge', help: '1 while the repair-storm breaker is tripped, else 0' },
   MaintenanceOverdue: { kind: 'gauge', help: 'Machines in open maintenance past their window and not back yet (the MaintenanceOverdue alarm)' },
+  MigrationsPending: { kind: 'gauge', help: 'Data migrations the table has still to run, after each sweep (the MigrationStalled alarm)' },
+  MigrationItemsWalked: { kind: 'counter', help: 'Items a data migration walked (the MigrationStalled alarm: none while one is pending)' },
   ReplacementsInFlight: { kind: 'gauge', help: 'Meta-instance replacements still provisioning' },
   SiteAgentSilent: { kind: 'gauge', help: '1 while the site agent has sent no roster within the heartbeat timeout, else 0 (the SiteAgentSilent alarm)' },
   SiteAgentRosterAgeSeconds: { kind: 'gauge', help: "Seconds since the site agent's last heartbeat roster was stored" },

@@ -16,6 +16,7 @@ import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
 import { retryThrottled, throttleDelayMs, untilProcessed } from '#store/throttle.ts';
 import { keys } from '#store/items.ts';
+import { LEGACY_SITE_ITEMS } from '#store/legacy-layout.ts';
 import {
   ItemStore,
   listingOf,
@@ -32,6 +33,11 @@ import {
 } from '#store/item-store.ts';
 import { StaleWriteError, type DueTimes } from '#store/port.ts';
 import { decodePageToken, encodePageToken, invalidPageToken } from '#store/paging.ts';
+import { TableMigrations, type MigrationRun, type MigrationSettings, type MigrationStatus } from '#store/migrations/runner.ts';
+
+/** The site heartbeat's 0.1.0 key, kept up to date while the table is pinned to that layout (legacy-layout.ts). */
+const LEGACY_HEARTBEAT = LEGACY_SITE_ITEMS.find((site) => site.name === 'HEARTBEAT')!.legacy;
+const withoutUndefined = (record: object) => Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
 
 /** DynamoDB's limits of keys per BatchGetItem and of items per BatchWriteItem. */
 export const BATCH_GET_LIMIT = 100;
@@ -44,10 +50,31 @@ export class DynamoFleetStore extends ItemStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
 
+  private readonly migrations: TableMigrations;
+
   constructor(client: DynamoDBDocumentClient, table: string, due: DueTimes) {
     super(due);
     this.client = client;
     this.table = table;
+    this.migrations = new TableMigrations({ client, table, store: this, due });
+  }
+
+  migrationStatus(): Promise<MigrationStatus> {
+    return this.migrations.status();
+  }
+
+  async startMigrations(): Promise<MigrationStatus> {
+    await this.migrations.unpin();
+    return this.migrations.status();
+  }
+
+  runMigrations(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun> {
+    return this.migrations.run(settings, deadlineMs, holder);
+  }
+
+  /** A table this release just created: nothing in it to migrate, ever (local/tables.ts). */
+  markCurrentLayout(): Promise<boolean> {
+    return this.migrations.markCurrent();
   }
 
   /** Store the agent's roster time, guarded so concurrent beats cannot interleave. */
@@ -70,6 +97,9 @@ export class DynamoFleetStore extends ItemStore {
         }),
       ),
     );
+    if (await this.legacyWrites()) {
+      await this.client.send(new PutCommand({ TableName: this.table, Item: { ...LEGACY_HEARTBEAT, ...withoutUndefined(after), version } }));
+    }
     return { ...after, version };
   }
 
@@ -94,6 +124,16 @@ export class DynamoFleetStore extends ItemStore {
   protected async getItem(key: TableKey): Promise<Item | undefined> {
     const result = await this.client.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true }));
     return result.Item;
+  }
+
+  protected async putIfAbsent(item: Item): Promise<boolean> {
+    try {
+      await this.client.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+      return true;
+    } catch (error) {
+      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+      throw error;
+    }
   }
 
   protected async putItems(items: Item[]): Promise<void> {
@@ -234,8 +274,11 @@ export function transactItemOf(table: string, write: ItemWrite): TransactItem {
       Put: {
         TableName: table,
         Item: write.put,
-        ConditionExpression: write.expectedVersion === null ? 'attribute_not_exists(pk)' : 'version = :expected',
-        ...(write.expectedVersion === null ? {} : { ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
+        ...(write.expectedVersion === 'any'
+          ? {}
+          : write.expectedVersion === null
+            ? { ConditionExpression: 'attribute_not_exists(pk)' }
+            : { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': write.expectedVersion } }),
       },
     };
   }

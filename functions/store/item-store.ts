@@ -33,6 +33,7 @@ import {
   historyItem,
   instanceItem,
   keys,
+  siteItem,
   machineItem,
   metaInstanceItem,
   rosterBucketItem,
@@ -110,6 +111,19 @@ import {
 } from '#store/capacity-items.ts';
 import type { CapacityPoint } from '#domain/capacity-history.ts';
 import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/org-capacity.ts';
+import type { MigrationRun, MigrationSettings, MigrationStatus } from '#store/migrations/runner.ts';
+import { CONTRACTED_DATA_VERSION, DATA_VERSION_TTL_MS } from '#store/data-version.ts';
+import {
+  inLegacyLayout,
+  legacyTwinOf,
+  LEGACY_DUE_PARTITION,
+  LEGACY_MACHINE_KIND,
+  LEGACY_META_KIND,
+  LEGACY_SITE_ITEMS,
+  legacyAllocatablePartition,
+  legacyInstanceListing,
+  legacyMembersPartition,
+} from '#store/legacy-layout.ts';
 import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 
 // What both implementations share: which item each record becomes, which index each listing reads and how, and
@@ -118,6 +132,12 @@ import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 
 export type Item = Record<string, unknown>;
 export type TableKey = { pk: string; sk: string };
+
+/** What the table's data version says of its layouts (data-version.ts). */
+interface LayoutState {
+  legacyReads: boolean;
+  legacyWrites: boolean;
+}
 
 /** An item's table key as one string, to find the items a batch read returned (in no order) by the keys asked for. */
 export const tableKeyOf = (item: Record<string, unknown>): string => `${String(item.pk)}|${String(item.sk)}`;
@@ -156,8 +176,11 @@ export interface ItemPage {
   nextToken?: string | undefined;
 }
 
-/** A record written whole, guarded by the version it was read at or by not existing yet. */
-export type GuardedPut = { put: Item; expectedVersion: number | null };
+/**
+ * A record written whole, guarded by the version it was read at or by not existing yet; `any`: unguarded, a mirror
+ * of a guarded write in the same transaction (a site item's 0.1.0 twin, see legacy-layout.ts).
+ */
+export type GuardedPut = { put: Item; expectedVersion: number | null | 'any' };
 /**
  * An (org, type)'s usage counter moved by `by` without reading it (domain/quotas.ts), or its quota set (a number) or
  * lifted (null). `guard` is the quota an increment was decided against: null, the item must have no quota; a
@@ -204,11 +227,17 @@ export function compareByQuery(query: Pick<ItemQuery, 'index' | 'descending'>, a
 
 const compareStrings = (a: unknown, b: unknown): number => (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0);
 
-/** The writes of one decision, history included; over the transaction limit is a bug, not a lost race. */
-export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTimes): ItemWrite[] {
+/**
+ * The writes of one decision, history included; over the transaction limit is a bug, not a lost race. `legacy`: the
+ * table is pinned to release 0.1.0's layout, and each record is written as that release would (legacy-layout.ts).
+ */
+export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTimes, legacy = false): ItemWrite[] {
   const writes: ItemWrite[] = [];
   const guarded = <T extends { version: number }>(pair: { before: T | null; after: T }, toItem: (record: T) => Item) => {
-    writes.push({ put: toItem({ ...pair.after, version: (pair.before?.version ?? -1) + 1 }), expectedVersion: pair.before?.version ?? null });
+    const item = toItem({ ...pair.after, version: (pair.before?.version ?? -1) + 1 });
+    writes.push({ put: legacy ? inLegacyLayout(item) : item, expectedVersion: pair.before?.version ?? null });
+    const twin = legacy ? legacyTwinOf(item as TableKey) : undefined;
+    if (twin) writes.push({ put: { ...item, ...twin }, expectedVersion: 'any' });
   };
   for (const pair of change.machines ?? []) guarded(pair, (machine) => machineItem(machine, due.machine(machine)));
   for (const pair of change.instances ?? []) guarded(pair, (instance) => instanceItem(instance, due.instance(instance)));
@@ -300,14 +329,80 @@ export abstract class ItemStore implements FleetStore {
   abstract putSiteHeartbeat(before: SiteHeartbeat | null, after: Omit<SiteHeartbeat, 'version'>): Promise<SiteHeartbeat>;
   /** The unique part of a history or audit entry's sort key, so entries at the same instant do not overwrite each other. */
   protected abstract historySuffix(): string;
+  abstract migrationStatus(): Promise<MigrationStatus>;
+  abstract startMigrations(): Promise<MigrationStatus>;
+  abstract runMigrations(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun>;
+  /** Writes `item` unless an item with its key exists; false when one did. */
+  protected abstract putIfAbsent(item: Item): Promise<boolean>;
+
+  private layoutRead: { at: number; state: Promise<LayoutState> } | undefined;
+
+  /**
+   * Where the table stands between the layouts: read at most once per DATA_VERSION_TTL_MS per store. Until the
+   * contract every listing also reads 0.1.0's partitions (legacy-layout.ts), and the site's own items are first copied
+   * to their current keys; while the table is pinned (no data version yet, or one still pinned) records are written
+   * in 0.1.0's layout, so that a release 0.1.0 running beside this one, or deployed again, sees all of them.
+   */
+  protected layoutState(): Promise<LayoutState> {
+    const now = Date.now();
+    if (!this.layoutRead || now - this.layoutRead.at > DATA_VERSION_TTL_MS) {
+      const state = this.getItem(keys.siteDataVersion).then(async (found): Promise<LayoutState> => {
+        const dataVersion = found ? Number(found.dataVersion) : 0;
+        const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
+        if (legacyReads) await this.copyLegacySiteItems();
+        return { legacyReads, legacyWrites: !found || found.pinned === true };
+      });
+      state.catch(() => (this.layoutRead = undefined));
+      this.layoutRead = { at: now, state };
+    }
+    return this.layoutRead.state;
+  }
+
+  protected async legacyLayout(): Promise<boolean> {
+    return (await this.layoutState()).legacyReads;
+  }
+
+  protected async legacyWrites(): Promise<boolean> {
+    return (await this.layoutState()).legacyWrites;
+  }
+
+  /**
+   * The site's own items, each copied from its 0.1.0 key to its current one where it is not there yet: a write
+   * guarded by the version read then finds the item it read. Idempotent, and never over a newer write.
+   */
+  async copyLegacySiteItems(): Promise<number> {
+    const found = await this.getItems(LEGACY_SITE_ITEMS.map((site) => site.legacy));
+    let copied = 0;
+    for (const item of found) {
+      const site = LEGACY_SITE_ITEMS.find((s) => s.legacy.pk === item.pk && s.legacy.sk === item.sk)!;
+      if (await this.putIfAbsent({ ...item, ...siteItem(site.name) })) copied++;
+    }
+    return copied;
+  }
+
+  /**
+   * Meta-instances that release 0.1.0 wrote get `memberIds` from its members index (its members not yet Terminated);
+   * while the table is pinned every one does, since 0.1.0 may have placed a member that `memberIds` does not name.
+   */
+  private async withMembers(metas: MetaInstance[]): Promise<MetaInstance[]> {
+    const pinned = metas.length > 0 && (await this.legacyWrites());
+    return Promise.all(
+      metas.map(async (meta) => {
+        if (Array.isArray(meta.memberIds) && !pinned) return meta;
+        const members = await this.allItems({ index: indexes.members, partition: legacyMembersPartition(meta.id), entriesOnly: true });
+        return { ...meta, memberIds: members.map((item) => String(item.id ?? String(item.pk).slice('INSTANCE#'.length))) };
+      }),
+    );
+  }
 
   async commit(change: Change): Promise<void> {
-    const writes = writesOf(change, () => this.historySuffix(), this.due);
+    const writes = writesOf(change, () => this.historySuffix(), this.due, await this.legacyWrites());
     if (writes.length > 0) await this.writeItems(writes);
   }
 
   async createMachines(machines: Machine[]): Promise<void> {
-    await this.putItems(machines.map((machine) => machineItem(machine, this.due.machine(machine))));
+    const legacy = await this.legacyWrites();
+    await this.putItems(machines.map((machine) => machineItem(machine, this.due.machine(machine))).map((item) => (legacy ? inLegacyLayout(item) : item)));
   }
 
   /**
@@ -344,6 +439,7 @@ export abstract class ItemStore implements FleetStore {
   }
 
   async getRosterDigests(): Promise<RosterDigests | null> {
+    await this.legacyLayout();
     const item = await this.getItem(keys.siteRosterDigests);
     if (!item) return null;
     return {
@@ -394,7 +490,7 @@ export abstract class ItemStore implements FleetStore {
 
   async getMetaInstance(id: string): Promise<MetaInstance | null> {
     const item = await this.getItem(keys.metaInstance(id));
-    return item ? fromMetaInstanceItem(item) : null;
+    return item ? (await this.withMembers([fromMetaInstanceItem(item)]))[0]! : null;
   }
 
   async getTenant(org: string): Promise<Tenant | null> {
@@ -403,6 +499,7 @@ export abstract class ItemStore implements FleetStore {
   }
 
   async getCatalog(): Promise<Catalog> {
+    await this.legacyLayout();
     return catalogOf(await this.getItem(keys.siteCatalog));
   }
 
@@ -416,6 +513,7 @@ export abstract class ItemStore implements FleetStore {
     if (ids.siteHeartbeat) want(keys.siteHeartbeat);
     if (ids.safety) want(keys.siteSafety);
     if (ids.replacements) want(keys.siteReplacements);
+    if (ids.catalog || ids.siteHeartbeat || ids.safety) await this.legacyLayout();
     const found = new Map((await this.getItems([...wanted.values()])).map((item) => [tableKeyOf(item), item]));
     const decode = <T>(list: readonly string[] | undefined, key: (id: string) => TableKey, from: (item: Item) => T): Map<string, T> => {
       const out = new Map<string, T>();
@@ -428,7 +526,7 @@ export abstract class ItemStore implements FleetStore {
     return {
       machines: decode(ids.machines, keys.machine, fromMachineItem),
       instances: decode(ids.instances, keys.instance, fromInstanceItem),
-      metaInstances: decode(ids.metaInstances, keys.metaInstance, fromMetaInstanceItem),
+      metaInstances: await this.metaInstancesWithMembers(decode(ids.metaInstances, keys.metaInstance, fromMetaInstanceItem)),
       ...(ids.catalog ? { catalog: catalogOf(found.get(tableKeyOf(keys.siteCatalog))) } : {}),
       ...(ids.siteHeartbeat ? { siteHeartbeat: siteHeartbeatOf(found.get(tableKeyOf(keys.siteHeartbeat))) } : {}),
       ...(ids.safety ? { safety: safetyOf(found.get(tableKeyOf(keys.siteSafety))) } : {}),
@@ -436,7 +534,12 @@ export abstract class ItemStore implements FleetStore {
     };
   }
 
+  private async metaInstancesWithMembers(metas: Map<string, MetaInstance>): Promise<Map<string, MetaInstance>> {
+    return new Map((await this.withMembers([...metas.values()])).map((meta) => [meta.id, meta]));
+  }
+
   async getSafety(): Promise<SafetyState | null> {
+    await this.legacyLayout();
     return safetyOf(await this.getItem(keys.siteSafety));
   }
 
@@ -493,6 +596,7 @@ export abstract class ItemStore implements FleetStore {
   }
 
   async getSiteHeartbeat(): Promise<SiteHeartbeat | null> {
+    await this.legacyLayout();
     return siteHeartbeatOf(await this.getItem(keys.siteHeartbeat));
   }
 
@@ -512,15 +616,17 @@ export abstract class ItemStore implements FleetStore {
       ? await this.queryItems({ index: indexes.byOrg, partition: `ORG#${org}#META`, descending: true, limit: page.limit }, page.nextToken)
       : await this.readMerged(
           'meta-instances',
-          listingPartitions(META_LISTING).map((partition): ItemQuery => ({ index: indexes.byKind, partition, descending: true })),
+          [...(await this.legacyPartitions(LEGACY_META_KIND)), ...listingPartitions(META_LISTING)].map(
+            (partition): ItemQuery => ({ index: indexes.byKind, partition, descending: true }),
+          ),
           page,
         );
-    return { items: result.items.map(fromMetaInstanceItem), nextToken: result.nextToken };
+    return { items: await this.withMembers(result.items.map(fromMetaInstanceItem)), nextToken: result.nextToken };
   }
 
   async waitingMetaInstances(machineType: string, limit: number): Promise<MetaInstance[]> {
     const result = await this.queryItems({ index: indexes.waiting, partition: `WAIT#${machineType}`, limit });
-    return result.items.map(fromMetaInstanceItem);
+    return this.withMembers(result.items.map(fromMetaInstanceItem));
   }
 
   /** The replacing index holds only replacements still provisioning. */
@@ -551,6 +657,10 @@ export abstract class ItemStore implements FleetStore {
         for (const page of pages) ids.push(...page.items.slice(0, limit - ids.length).map((entry) => machineIdOfKey(String(entry.pk))));
       }
     }
+    for (const partition of ids.length < enough ? await this.legacyPartitions(legacyAllocatablePartition(machineType)) : []) {
+      const page = await this.queryItems({ index: indexes.allocatable, partition, limit: limit - ids.length, entriesOnly: true });
+      ids.push(...page.items.map((entry) => machineIdOfKey(String(entry.pk))));
+    }
     return ids;
   }
 
@@ -578,14 +688,22 @@ export abstract class ItemStore implements FleetStore {
       return { items: result.items.map(fromMachineItem).filter((machine) => rack === undefined || machine.rack === rack), nextToken: result.nextToken };
     }
     const racks = rack === undefined ? typeRacks(await this.getCatalog(), machineType) : [rack];
-    const queries = racks.map((r): ItemQuery => ({ index: indexes.allocatable, partition: allocatablePartition(machineType, r) }));
+    const legacy = (await this.legacyPartitions(legacyAllocatablePartition(machineType))).map(
+      (partition): ItemQuery => ({
+        index: indexes.allocatable,
+        partition,
+        ...(rack === undefined ? {} : { sort: { beginsWith: allocatableSortKey(rack, '') } }),
+      }),
+    );
+    const queries = [...legacy, ...racks.map((r): ItemQuery => ({ index: indexes.allocatable, partition: allocatablePartition(machineType, r) }))];
     const result = await this.readInOrder(`allocatable:${machineType}`, queries, page);
     return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
   }
 
   /** Rack by rack (the catalog's racks, by name), each rack's machines by id: a Query of byKind per rack read. */
   async listMachines(page: PageRequest): Promise<Page<Machine>> {
-    const queries = catalogRacks(await this.getCatalog()).map((rack): ItemQuery => ({ index: indexes.byKind, partition: machineKind(rack) }));
+    const partitions = [...(await this.legacyPartitions(LEGACY_MACHINE_KIND)), ...catalogRacks(await this.getCatalog()).map(machineKind)];
+    const queries = partitions.map((partition): ItemQuery => ({ index: indexes.byKind, partition }));
     const result = await this.readInOrder('machines', queries, page);
     return { items: result.items.map(fromMachineItem), nextToken: result.nextToken };
   }
@@ -605,7 +723,8 @@ export abstract class ItemStore implements FleetStore {
   /** Every one of the org's listing shards (listingPartitions), merged newest first. */
   async listInstances(org: string, page: PageRequest & { status?: string | undefined }): Promise<Page<Instance>> {
     const where = page.status ? { where: { attribute: 'status', equals: page.status } } : {};
-    const queries = listingPartitions(instanceListing(org)).map((partition): ItemQuery => ({ index: indexes.byOrg, partition, descending: true, ...where }));
+    const partitions = [...(await this.legacyPartitions(legacyInstanceListing(org))), ...listingPartitions(instanceListing(org))];
+    const queries = partitions.map((partition): ItemQuery => ({ index: indexes.byOrg, partition, descending: true, ...where }));
     const result = await this.readMerged(JSON.stringify(['instances', org, page.status ?? null]), queries, page);
     return { items: result.items.map(fromInstanceItem), nextToken: result.nextToken };
   }
@@ -731,7 +850,8 @@ export abstract class ItemStore implements FleetStore {
   /** Costs what is due, not what the fleet holds: one Query of each due shard (keys only), merged by due time. */
   async dueEntities(now: Date, page: PageRequest): Promise<Page<DueEntry>> {
     const sort = { atMost: now.toISOString() };
-    const queries = duePartitions.map((partition): ItemQuery => ({ index: indexes.due, partition, sort, entriesOnly: true }));
+    const partitions = [...(await this.legacyPartitions(LEGACY_DUE_PARTITION)), ...duePartitions];
+    const queries = partitions.map((partition): ItemQuery => ({ index: indexes.due, partition, sort, entriesOnly: true }));
     const result = await this.readMerged('due', queries, page);
     return { items: result.items.map(dueEntryOf), nextToken: result.nextToken };
   }
@@ -871,6 +991,11 @@ export abstract class ItemStore implements FleetStore {
       token = undefined;
     }
     return { items, nextToken: stopAt(queries[at], null) };
+  }
+
+  /** The 0.1.0 partition a listing also reads while the table may hold that layout; none after the contract. */
+  private async legacyPartitions(partition: string): Promise<string[]> {
+    return (await this.legacyLayout()) ? [partition] : [];
   }
 
   private async allItems(query: ItemQuery): Promise<Item[]> {

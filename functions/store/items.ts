@@ -21,7 +21,7 @@ import type { Reservation } from '#domain/reservations.ts';
  * Each of the site's own items under a key of its own: they are written by different work (registration, the roster,
  * the replacement cap, the sweep's lease), and sharing one partition key would add all of their writes up on it.
  */
-const siteItem = (name: string) => ({ pk: `SITE#${name}`, sk: `#${name}` });
+export const siteItem = (name: string) => ({ pk: `SITE#${name}`, sk: `#${name}` });
 
 export const keys = {
   machine: (id: string) => ({ pk: `MACHINE#${id}`, sk: '#MACHINE' }),
@@ -44,6 +44,11 @@ export const keys = {
   maintenance: (id: string) => ({ pk: `MAINTENANCE#${id}`, sk: '#MAINTENANCE' }),
   reservation: (id: string) => ({ pk: `RESERVATION#${id}`, sk: '#RESERVATION' }),
   siteOpenMaintenances: siteItem('MAINTENANCE'),
+  /** The layout the table's items are in: the last migration done (store/migrations/registry.ts). */
+  siteDataVersion: siteItem('DATA-VERSION'),
+  /** A migration's progress, and each of its Scan segments' checkpoint beside it. */
+  migration: (id: number) => ({ pk: `MIGRATION#${id}`, sk: '#MIGRATION' }),
+  migrationSegment: (id: number, segment: number) => ({ pk: `MIGRATION#${id}`, sk: `SEGMENT#${shardKey(segment)}` }),
   siteHeartbeat: siteItem('HEARTBEAT'),
   siteRosterDigests: siteItem('ROSTER'),
   siteCatalog: siteItem('CATALOG'),
@@ -194,7 +199,7 @@ export function machineItem(machine: Machine, dueAt: string | undefined): Item {
   };
 }
 
-export function instanceItem(instance: Instance, dueAt: string | undefined): Item {
+export function instanceItem({ usageUncounted: _counted, ...instance }: Instance, dueAt: string | undefined): Item {
   return {
     ...keys.instance(instance.id),
     entity: 'instance',
@@ -202,6 +207,8 @@ export function instanceItem(instance: Instance, dueAt: string | undefined): Ite
     orgSk: `${instance.createdAt}#${instance.id}`,
     ...dueAttributes(keys.instance(instance.id).pk, dueAt),
     ...(instance.replacement && instance.status === 'Provisioning' ? { replacingPk: 'REPLACING', replacingSk: `${instance.createdAt}#${instance.id}` } : {}),
+    // Its org's usage counter counts it (domain/quotas.ts): what tells it from an instance 0.1.0 wrote.
+    quotaCounted: true,
     ...instance,
   };
 }
@@ -343,7 +350,16 @@ export function eventDeliveryItem(eventId: string, delivered: HistoryEntry): Ite
 }
 
 export const fromMachineItem = (item: Item): Machine => strip<Machine>(item);
-export const fromInstanceItem = (item: Item): Instance => strip<Instance>(item);
+export function fromInstanceItem(item: Item): Instance {
+  // A member's legacy `memberOf` stays on it until the contract migration: release 0.1.0, running beside this one
+  // for the length of a deploy, still finds members by it.
+  const { quotaCounted, ...instance } = strip<Instance & { quotaCounted?: true }>(item);
+  return quotaCounted === true ? instance : { ...instance, usageUncounted: true };
+}
+/**
+ * A meta-instance as stored; one that release 0.1.0 wrote has no `memberIds` yet (its members carry `memberOf`),
+ * which the store fills from the legacy members index before anyone sees it (item-store.ts `withMembers`).
+ */
 export const fromMetaInstanceItem = (item: Item): MetaInstance => strip<MetaInstance>(item);
 export const fromTenantItem = (item: Item): Tenant => strip<Tenant>(item);
 export const fromRosterBucketItem = (item: Item): RosterBucket => strip<RosterBucket>(item);

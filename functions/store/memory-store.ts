@@ -1,3 +1,6 @@
+import { LATEST_DATA_VERSION } from '#store/data-version.ts';
+import { migrations } from '#store/migrations/registry.ts';
+import type { MigrationRun, MigrationStatus } from '#store/migrations/runner.ts';
 import type { SiteHeartbeat } from '#domain/heartbeat.ts';
 import { keys } from '#store/items.ts';
 import {
@@ -83,7 +86,7 @@ export class MemoryFleetStore extends ItemStore {
     const items = writes.map((write) => {
       if (isUsageWrite(write)) return usageAfter(write.usage, this.items.get(itemKey(write.usage.key)));
       const stored = this.items.get(itemKey(write.put as TableKey));
-      const holds = write.expectedVersion === null ? stored === undefined : stored?.version === write.expectedVersion;
+      const holds = write.expectedVersion === 'any' || (write.expectedVersion === null ? stored === undefined : stored?.version === write.expectedVersion);
       return holds ? write.put : null;
     });
     if (items.some((item) => item === null)) throw new StaleWriteError('a record changed since it was read');
@@ -97,6 +100,34 @@ export class MemoryFleetStore extends ItemStore {
 
   protected async putItems(items: Item[]): Promise<void> {
     for (const item of items) this.put(item);
+  }
+
+  protected async putIfAbsent(item: Item): Promise<boolean> {
+    if (this.items.has(itemKey(item as TableKey))) return false;
+    this.put(item);
+    return true;
+  }
+
+  async migrationStatus(): Promise<MigrationStatus> {
+    return {
+      dataVersion: LATEST_DATA_VERSION,
+      latest: LATEST_DATA_VERSION,
+      pinned: false,
+      items: migrations.map(({ id, name }) => ({ id, name, state: 'done' as const, itemsDone: 0 })),
+    };
+  }
+
+  async runMigrations(): Promise<MigrationRun> {
+    return { dataVersion: LATEST_DATA_VERSION, itemsDone: 0 };
+  }
+
+  async startMigrations(): Promise<MigrationStatus> {
+    return this.migrationStatus();
+  }
+
+  /** A memory store is born in the current layout: release 0.1.0 never wrote one. */
+  protected override layoutState() {
+    return Promise.resolve({ legacyReads: false, legacyWrites: false });
   }
 
   protected async getItems(keys: TableKey[], read: ItemRead = {}): Promise<Item[]> {

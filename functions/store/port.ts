@@ -1,3 +1,4 @@
+import type { MigrationRun, MigrationSettings, MigrationStatus } from '#store/migrations/runner.ts';
 import type { QuotaUsage } from '#domain/quotas.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
@@ -148,6 +149,15 @@ export interface FleetStore {
   renewLease(name: string, holder: string, until: string): Promise<boolean>;
   /** Give the lease back, if `holder` still has it. */
   releaseLease(name: string, holder: string, now: string): Promise<void>;
+  /** The table's data version and each migration's progress (store/migrations). */
+  migrationStatus(): Promise<MigrationStatus>;
+  /**
+   * Declares the deploy of this release done: the table is no longer pinned to the layout of the release before, and
+   * the migrations that move its items may start (the next sweep starts them).
+   */
+  startMigrations(): Promise<MigrationStatus>;
+  /** Runs the pending migrations until `deadlineMs` (epoch ms), under a lease named for them: where it stopped, and why. */
+  runMigrations(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun>;
   getSiteHeartbeat(): Promise<SiteHeartbeat | null>;
   /** The roster buckets stored (BatchGetItem), by bucket id; a bucket never written is left out. */
   getRosterBuckets(ids: string[]): Promise<Map<string, RosterBucket>>;

@@ -58,6 +58,7 @@ describe('dashboard', () => {
     // Every machine is listed, each a link to its detail.
     expect(await page.getByTestId('machines-table').locator('tbody tr a.machine').count()).toBe(6);
     expect(await count('stale-count')).toBe('0');
+    expect(await text('release')).toMatch(/^release \d+\.\d+\.\d+ · data version (\d+) of \1$/);
   });
 
   // Every mutation under <main> (the panels) is recorded as where it happened: the panel, the table, and the machine

@@ -144,6 +144,18 @@ describe('fleetward CLI', () => {
     expect(plain.stdout).toMatch(/^fleetward CLI /);
   });
 
+  it('version shows the site release and its data version; admin migrations lists the migrations, all done on a new table', async () => {
+    const shown = await ok(admin, ['version']);
+    expect(shown.stdout).toMatch(/^site .*: release \d+\.\d+\.\d+, data version (\d+) of \1$/m);
+    const json = (await ok(admin, ['version', '-o', 'json'])).json();
+    expect(json).toMatchObject({ release: json.cli, migrations: { pending: 0, running: 0 } });
+    expect(json.dataVersion).toBe(json.latestDataVersion);
+    const migrations = (await ok(admin, ['admin', 'migrations', '-o', 'json'])).json();
+    expect(migrations.items.length).toBe(json.latestDataVersion);
+    expect(migrations.items.every((m: { state: string }) => m.state === 'done')).toBe(true);
+    expect((await ok(admin, ['admin', 'migrations', '--watch'])).stdout).toMatch(/^ID\s+NAME\s+STATE/m);
+  });
+
   it('tenant set-capability turns targeted instance creation on and off', async () => {
     const on = (await ok(admin, ['tenant', 'set-capability', 'fixit', '--targeted-instance-creation', 'true', '-o', 'json'])).json();
     expect(on).toMatchObject({ org: 'fixit', capabilities: { targetedInstanceCreation: true } });

@@ -30,8 +30,9 @@ describe('partition heat: the write units of an item change, per partition key',
     const [first, second] = [due('2026-01-01T00:00:00.000Z'), due('2026-01-01T00:01:00.000Z')];
     expect(first.duePk).not.toBe(second.duePk);
     expect(byKey(partitionWrites(first, second))).toEqual({ 'table:MACHINE#m-1': 1, [`due:${first.duePk}`]: 1, [`due:${second.duePk}`]: 1 });
-    // Left alone, a keys-only entry costs nothing when the rest of the item changes.
-    expect(byKey(partitionWrites(first, { ...first, note: 'x' }))).toEqual({ 'table:MACHINE#m-1': 1 });
+    // The due index projects the whole item (store/table.ts says why, until a release of its own makes it keys-only):
+    // its entry is written again when the rest of the item changes.
+    expect(byKey(partitionWrites(first, { ...first, note: 'x' }))).toEqual({ 'table:MACHINE#m-1': 1, [`due:${first.duePk}`]: 1 });
   });
 
   it('an item over a KB costs a unit per started KB, in the table and in every ALL index it is in', () => {

@@ -7,6 +7,22 @@ import { configInForce } from '#services/site-config.ts';
 import { setTenant, showTenant } from '#services/tenants.ts';
 import { defineRoute, listResult, REGISTRATION_MAX_BODY_BYTES, type Route } from '#http/route.ts';
 import { version } from '#http/version.ts';
+import { listMigrations, releaseInForce, startMigrations } from '#services/migrations.ts';
+
+const migrationResponse = z
+  .object({
+    id: z.int().meta({ description: 'The data version the table holds once it is done' }),
+    name: z.string(),
+    state: z.enum(['pending', 'running', 'done', 'failed']),
+    itemsDone: z.int().meta({ description: 'Items walked so far (a site migration: items copied)' }),
+    itemsTotal: z.int().optional().meta({ description: "The table's item count when the walk began (DynamoDB's estimate)" }),
+    itemsMigrated: z.int().optional().meta({ description: 'Items it rewrote; the rest were already as they must be' }),
+    startedAt: z.string().optional(),
+    finishedAt: z.string().optional(),
+    estimatedDoneAt: z.string().optional().meta({ description: 'While running: when it will be done at its pace so far' }),
+    error: z.string().optional(),
+  })
+  .meta({ id: 'Migration' });
 
 /**
  * The site config as the OpenAPI document shows it: its schema is zod/mini (config/zod-messages.ts), which the
@@ -107,10 +123,38 @@ export const adminRoutes: Route[] = [
     responses: {
       200: z.object({
         version: z.string(),
+        release: z.string().meta({ description: 'The release this code is (releases/<version>.json)' }),
+        dataVersion: z.int().meta({ description: 'The data version the table holds: the last migration done' }),
+        latestDataVersion: z.int().meta({ description: 'The data version this release brings the table to' }),
+        migrations: z.object({ pending: z.int(), running: z.int() }),
+        pinned: z
+          .boolean()
+          .meta({ description: 'Records are written in the layout of the release before: its deploy is not declared done (POST /admin/migrations/start)' }),
         config: siteConfigDocumented,
         typesWithoutGpuCount: z.array(z.string()).meta({ description: 'Machine types of the site that [catalog] gpus_per_machine does not name: 0 GPUs each' }),
       }),
     },
-    handle: async (_request, ctx) => ({ status: 200, body: { version, ...(await configInForce(ctx)) } }),
+    handle: async (_request, ctx) => ({ status: 200, body: { version, release: version, ...(await releaseInForce(ctx)), ...(await configInForce(ctx)) } }),
+  }),
+  defineRoute({
+    operationId: 'list-migrations',
+    method: 'GET',
+    path: '/admin/migrations',
+    roles: ['provider-admin'],
+    summary: 'The data migrations of this release and where each stands: they run in the background, the site serving throughout',
+    query: emptyQuery,
+    responses: { 200: z.object({ items: z.array(migrationResponse) }) },
+    handle: async (_request, ctx) => ({ status: 200, body: { items: await listMigrations(ctx) } }),
+  }),
+  defineRoute({
+    operationId: 'start-migrations',
+    method: 'POST',
+    path: '/admin/migrations/start',
+    roles: ['provider-admin'],
+    summary:
+      'Declare the deploy of this release done: records are written in its layout from now on, and its migrations start with the next sweep. Idempotent; after it the release before is no longer served',
+    query: emptyQuery,
+    responses: { 200: z.object({ items: z.array(migrationResponse) }) },
+    handle: async (_request, ctx) => ({ status: 200, body: { items: await startMigrations(ctx) } }),
   }),
 ];

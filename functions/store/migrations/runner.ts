@@ -1,0 +1,380 @@
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  ScanCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
+import type { Item, TableKey } from '#store/item-store.ts';
+import { keys } from '#store/items.ts';
+import { indexes } from '#store/table.ts';
+import type { DueTimes } from '#store/port.ts';
+import { migrateItem, type ItemMigration } from './item-migrations.ts';
+import { checkpointOf, progressOf, type MigrationProgress, type SegmentCheckpoint } from './progress.ts';
+import { migrationOf, migrations, type Migration } from './registry.ts';
+import { WriteBudget, writeUnitsOf } from './write-budget.ts';
+
+export interface MigrationSettings {
+  /** Parallel Scan segments of a table walk. */
+  segments: number;
+  /** Write units a second the migration may spend. */
+  writeUnitsPerSecond: number;
+  /** How long a contract migration waits after the expand migration before it moved anything. */
+  contractAfterMs: number;
+  pageSize?: number;
+}
+
+export interface MigrationStatus {
+  dataVersion: number;
+  latest: number;
+  /** The deploy is not declared done: records are written in the layout of the release before, and no walk starts. */
+  pinned: boolean;
+  items: MigrationProgress[];
+}
+
+export interface MigrationRun {
+  dataVersion: number;
+  /** Items this run walked. */
+  itemsDone: number;
+  /**
+   * Why it stopped before the latest data version: its time was up, another runner holds the walk, a contract waits,
+   * or the table is pinned until its deploy is declared done.
+   */
+  stoppedBy?: 'deadline' | 'held' | 'contract-wait' | 'pinned';
+}
+
+/** What the runner needs of the store it migrates: the lease, and the site items' copy (migration 1). */
+export interface MigratedStore {
+  takeLease(name: string, holder: string, until: string, now: string): Promise<boolean>;
+  releaseLease(name: string, holder: string, now: string): Promise<void>;
+  copyLegacySiteItems(): Promise<number>;
+}
+
+const LEASE = 'migrations';
+
+const withoutNullStart = ({ startKey, ...rest }: SegmentCheckpoint): Omit<SegmentCheckpoint, 'startKey'> & { startKey?: Record<string, unknown> } =>
+  startKey ? { ...rest, startKey } : rest;
+const CONFLICTS = new Set(['ConditionalCheckFailedException', 'TransactionCanceledException']);
+
+/**
+ * Runs the pending migrations of one table (registry.ts) for as long as it is given: each table walk in parallel
+ * Scan segments, each segment's checkpoint written after every page, every item written conditionally on what it
+ * was read as, and all of it under a write-unit cap. One runner at a time (a lease); one whose time is up leaves
+ * its checkpoints for the next run (the sweep's), which goes on from there.
+ */
+export class TableMigrations {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly table: string;
+  private readonly store: MigratedStore;
+  private readonly due: DueTimes;
+  private readonly now: () => Date;
+  constructor(options: { client: DynamoDBDocumentClient; table: string; store: MigratedStore; due: DueTimes; now?: () => Date }) {
+    this.client = options.client;
+    this.table = options.table;
+    this.store = options.store;
+    this.due = options.due;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  async dataVersion(): Promise<DataVersion | null> {
+    const found = await this.get(keys.siteDataVersion);
+    return found
+      ? { dataVersion: Number(found.dataVersion), updatedAt: String(found.updatedAt), version: Number(found.version), pinned: found.pinned === true }
+      : null;
+  }
+
+  /** The deploy is done: walks may start, and records are written in this release's layout (within DATA_VERSION_TTL_MS). */
+  async unpin(): Promise<void> {
+    const found = await this.dataVersion();
+    if (found && !found.pinned) return;
+    const next = { dataVersion: found?.dataVersion ?? 0, updatedAt: this.now().toISOString(), version: (found?.version ?? -1) + 1, pinned: false };
+    await this.client.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: { ...keys.siteDataVersion, ...next },
+        ...(found
+          ? { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': found.version } }
+          : { ConditionExpression: 'attribute_not_exists(pk)' }),
+      }),
+    );
+  }
+
+  /** A table created by this release: born at the latest data version, with nothing to migrate. */
+  async markCurrent(): Promise<boolean> {
+    return this.putIfAbsent({ ...keys.siteDataVersion, dataVersion: LATEST_DATA_VERSION, updatedAt: this.now().toISOString(), version: 0, pinned: false });
+  }
+
+  async status(): Promise<MigrationStatus> {
+    const found = await this.dataVersion();
+    const dataVersion = found?.dataVersion ?? 0;
+    const items = await Promise.all(
+      migrations.map(async (migration) => {
+        const { head, segments } = await this.progressItems(migration.id);
+        if (migration.id <= dataVersion && !head) return { id: migration.id, name: migration.name, state: 'done' as const, itemsDone: 0 };
+        return progressOf(migration, head, segments, this.now());
+      }),
+    );
+    return { dataVersion, latest: LATEST_DATA_VERSION, pinned: found ? found.pinned : dataVersion < LATEST_DATA_VERSION, items };
+  }
+
+  async run(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun> {
+    let itemsDone = 0;
+    let version = await this.dataVersion();
+    if (!version) {
+      // No data version: a table release 0.1.0 made, unless it holds nothing yet (this release's own first start).
+      const first = await this.client.send(new ScanCommand({ TableName: this.table, Limit: 1 }));
+      if ((first.Items ?? []).length === 0 && (await this.markCurrent())) return { dataVersion: LATEST_DATA_VERSION, itemsDone };
+      version = { dataVersion: 0, updatedAt: this.now().toISOString(), version: -1, pinned: true };
+    }
+    while (version.dataVersion < LATEST_DATA_VERSION) {
+      const migration = migrationOf(version.dataVersion + 1)!;
+      if (version.pinned && migration.walk === 'scan') return { dataVersion: version.dataVersion, itemsDone, stoppedBy: 'pinned' };
+      if (migration.kind === 'contract' && (await this.contractMustWait(migration, version, settings)))
+        return { dataVersion: version.dataVersion, itemsDone, stoppedBy: 'contract-wait' };
+      const now = this.now();
+      if (!(await this.store.takeLease(LEASE, holder, new Date(Math.max(deadlineMs, now.getTime()) + 30_000).toISOString(), now.toISOString()))) {
+        return { dataVersion: version.dataVersion, itemsDone, stoppedBy: 'held' };
+      }
+      try {
+        const walked = await this.runOne(migration, settings, deadlineMs);
+        itemsDone += walked.items;
+        if (!walked.done) return { dataVersion: version.dataVersion, itemsDone, stoppedBy: 'deadline' };
+        version = await this.advance(version, migration.id);
+      } catch (error) {
+        await this.update(keys.migration(migration.id), { state: 'failed', error: (error as Error).message });
+        throw error;
+      } finally {
+        await this.store.releaseLease(LEASE, holder, this.now().toISOString());
+      }
+    }
+    return { dataVersion: version.dataVersion, itemsDone };
+  }
+
+  /** A contract waits for every invocation of the release before to be over, if the expand before it found its items. */
+  private async contractMustWait(migration: Migration, version: DataVersion, settings: MigrationSettings): Promise<boolean> {
+    const expand = await this.progressItems(migration.id - 1);
+    const moved = expand.segments.reduce((sum, s) => sum + s.itemsMigrated, 0);
+    return moved > 0 && Date.parse(version.updatedAt) + settings.contractAfterMs > this.now().getTime();
+  }
+
+  private async runOne(migration: Migration, settings: MigrationSettings, deadlineMs: number): Promise<{ done: boolean; items: number }> {
+    const segments = migration.walk === 'scan' ? settings.segments : 1;
+    await this.putIfAbsent({
+      ...keys.migration(migration.id),
+      entity: 'migration',
+      id: migration.id,
+      name: migration.name,
+      state: 'running',
+      segments,
+      startedAt: this.now().toISOString(),
+      ...(migration.walk === 'scan' ? { itemsTotal: await this.itemCount() } : {}),
+    });
+    await this.update(keys.migration(migration.id), { state: 'running' }, ['error']);
+    if (migration.walk === 'site') {
+      const copied = await this.store.copyLegacySiteItems();
+      await this.saveCheckpoint(migration.id, { segment: 0, startKey: null, done: true, itemsDone: copied, itemsMigrated: copied, version: 0 }, null);
+      await this.finish(migration.id);
+      return { done: true, items: copied };
+    }
+    const head = await this.get(keys.migration(migration.id));
+    const total = Number(head?.segments ?? segments);
+    const budget = new WriteBudget(settings.writeUnitsPerSecond);
+    const walked = await Promise.all(
+      Array.from({ length: total }, (_, segment) => this.walkSegment(migration, segment, total, budget, deadlineMs, settings.pageSize ?? 100)),
+    );
+    const done = walked.every((w) => w.done);
+    if (done) await this.finish(migration.id);
+    return { done, items: walked.reduce((sum, w) => sum + w.items, 0) };
+  }
+
+  private async walkSegment(migration: Migration, segment: number, total: number, budget: WriteBudget, deadlineMs: number, pageSize: number) {
+    const stored = await this.get(keys.migrationSegment(migration.id, segment));
+    let checkpoint: SegmentCheckpoint = stored ? checkpointOf(stored) : { segment, startKey: null, done: false, itemsDone: 0, itemsMigrated: 0, version: -1 };
+    let items = 0;
+    while (!checkpoint.done && Date.now() < deadlineMs) {
+      const page = await this.client.send(
+        new ScanCommand({
+          TableName: this.table,
+          Segment: segment,
+          TotalSegments: total,
+          Limit: pageSize,
+          ...(checkpoint.startKey ? { ExclusiveStartKey: checkpoint.startKey } : {}),
+        }),
+      );
+      let migrated = 0;
+      for (const item of page.Items ?? []) if (await this.migrateOne(item, migration.kind === 'contract', budget)) migrated++;
+      items += page.Items?.length ?? 0;
+      const next: SegmentCheckpoint = {
+        segment,
+        startKey: page.LastEvaluatedKey ?? null,
+        done: !page.LastEvaluatedKey,
+        itemsDone: checkpoint.itemsDone + (page.Items?.length ?? 0),
+        itemsMigrated: checkpoint.itemsMigrated + migrated,
+        version: checkpoint.version + 1,
+      };
+      await this.saveCheckpoint(migration.id, next, checkpoint.version < 0 ? null : checkpoint.version);
+      checkpoint = next;
+    }
+    return { done: checkpoint.done, items };
+  }
+
+  /** One item brought into the current layout; a write that lost to a newer one reads the item again and decides again. */
+  private async migrateOne(scanned: Item, contract: boolean, budget: WriteBudget): Promise<boolean> {
+    let item: Item | undefined = scanned;
+    for (let attempt = 0; attempt < 5 && item; attempt++) {
+      const migration = await migrateItem(item, { due: this.due, membersOf: (id) => this.membersOf(id) }, contract);
+      if (!migration) return false;
+      try {
+        await this.write(migration, budget);
+        return true;
+      } catch (error) {
+        if (!CONFLICTS.has((error as Error).name)) throw error;
+        item = await this.get({ pk: String(item.pk), sk: String(item.sk) });
+      }
+    }
+    return false;
+  }
+
+  private async write(migration: ItemMigration, budget: WriteBudget): Promise<void> {
+    if (migration.remove) {
+      await budget.take(1);
+      await this.client.send(new DeleteCommand({ TableName: this.table, Key: migration.remove }));
+      return;
+    }
+    const put = {
+      TableName: this.table,
+      Item: migration.put!,
+      ConditionExpression: migration.expectedVersion === undefined ? 'attribute_exists(pk)' : 'version = :expected',
+      ...(migration.expectedVersion === undefined ? {} : { ExpressionAttributeValues: { ':expected': migration.expectedVersion } }),
+    };
+    if (!migration.countUsage) {
+      await budget.take(writeUnitsOf(migration.put, false));
+      await this.client.send(new PutCommand(put));
+      return;
+    }
+    const usage = migration.countUsage;
+    await budget.take(writeUnitsOf(migration.put, true) + 2);
+    await this.client.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Put: put },
+          {
+            Update: {
+              TableName: this.table,
+              Key: usage.key,
+              UpdateExpression: 'SET entity = :entity, org = :org, machineType = :type ADD used :one',
+              ExpressionAttributeValues: { ':entity': 'quota-usage', ':org': usage.org, ':type': usage.machineType, ':one': 1 },
+            },
+          },
+        ],
+      }),
+    );
+  }
+
+  private async membersOf(metaInstanceId: string): Promise<string[]> {
+    const ids: string[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: indexes.members.name,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': indexes.members.pk },
+          ExpressionAttributeValues: { ':pk': `META#${metaInstanceId}` },
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      ids.push(...(page.Items ?? []).map((item) => String(item.id)));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return ids;
+  }
+
+  private async advance(version: DataVersion, to: number): Promise<DataVersion> {
+    const next = { dataVersion: to, updatedAt: this.now().toISOString(), version: version.version + 1, pinned: version.pinned };
+    await this.client.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: { ...keys.siteDataVersion, ...next },
+        ConditionExpression: version.version < 0 ? 'attribute_not_exists(pk)' : 'version = :expected',
+        ...(version.version < 0 ? {} : { ExpressionAttributeValues: { ':expected': version.version } }),
+      }),
+    );
+    return next;
+  }
+
+  private finish(id: number): Promise<void> {
+    return this.update(keys.migration(id), { state: 'done', finishedAt: this.now().toISOString() });
+  }
+
+  private async saveCheckpoint(id: number, checkpoint: SegmentCheckpoint, expected: number | null): Promise<void> {
+    await this.client.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: { ...keys.migrationSegment(id, checkpoint.segment), entity: 'migration-segment', ...withoutNullStart(checkpoint) },
+        // Only the runner holding the lease writes a checkpoint; the guard keeps a runner whose lease ran out from
+        // moving one back.
+        ...(expected === null ? {} : { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': expected } }),
+      }),
+    );
+  }
+
+  private async progressItems(id: number): Promise<{ head: Item | undefined; segments: SegmentCheckpoint[] }> {
+    const result = await this.client.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.migration(id).pk },
+        ConsistentRead: true,
+      }),
+    );
+    const items = result.Items ?? [];
+    return {
+      head: items.find((item) => item.sk === keys.migration(id).sk),
+      segments: items.filter((item) => String(item.sk).startsWith('SEGMENT#')).map(checkpointOf),
+    };
+  }
+
+  private async itemCount(): Promise<number> {
+    const described = await this.client.send(new DescribeTableCommand({ TableName: this.table }));
+    return described.Table?.ItemCount ?? 0;
+  }
+
+  private async update(key: TableKey, set: Record<string, unknown>, remove: string[] = []): Promise<void> {
+    const names = Object.keys(set);
+    const removing = remove.length ? ` REMOVE ${remove.map((_, i) => `#r${i}`).join(', ')}` : '';
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: key,
+        UpdateExpression: `SET ${names.map((_name, i) => `#n${i} = :v${i}`).join(', ')}${removing}`,
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: {
+          ...Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
+          ...Object.fromEntries(remove.map((name, i) => [`#r${i}`, name])),
+        },
+        ExpressionAttributeValues: Object.fromEntries(names.map((name, i) => [`:v${i}`, set[name]])),
+      }),
+    );
+  }
+
+  private async get(key: TableKey): Promise<Item | undefined> {
+    return (await this.client.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true }))).Item;
+  }
+
+  private async putIfAbsent(item: Item): Promise<boolean> {
+    try {
+      await this.client.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+      return true;
+    } catch (error) {
+      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+      throw error;
+    }
+  }
+}
