@@ -14,6 +14,8 @@ import { startRedfishMockup, type RedfishMockup } from './support/redfish-mockup
 const dir = mkdtempSync(join(tmpdir(), 'agent-contract-'));
 const hookLog = join(dir, 'hooks.log');
 const MACHINES = ['h100-r1-01', 'h100-r1-02', 'h100-r1-03', 'h100-r1-04', 'h100-r1-05', 'h100-r1-06'];
+/** h100-r1-06's BMC refuses the agent's credentials. */
+const passwordVariable = (id: string) => (id === 'h100-r1-06' ? 'AGENT_TEST_WRONG' : 'AGENT_TEST_REDFISH_PASSWORD');
 const hookLines = () => readFileSync(hookLog, 'utf8').trim().split('\n');
 const until = async (check: () => boolean, what: string, ms = 10_000) => {
   for (const start = Date.now(); !check(); ) {
@@ -44,8 +46,7 @@ describe('the reference agent daemon', () => {
       token: controller.token,
       machines: MACHINES.map((id) => ({
         id,
-        // h100-r1-06's BMC refuses the agent's credentials.
-        bmc: `{ driver = "redfish", url = "${bmc.url}", user = "root", password = { env = "${id === 'h100-r1-06' ? 'AGENT_TEST_WRONG' : 'AGENT_TEST_REDFISH_PASSWORD'}" } }`,
+        bmc: `{ driver = "redfish", url = "${bmc.url}", user = "root", password = { env = "${passwordVariable(id)}" } }`,
         ...(id === 'h100-r1-02'
           ? {
               probes: `[{ kind = "command", command = "cat ${join(dir, 'nic-alert.json')}" }]`,
