@@ -215,7 +215,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       log: (line) => sink.part('simulator', line),
     });
     // Listening before either side starts: the controller knows the agent's URL, and no other process can take its port.
-    await simulator.listen();
+    // With the reference agent the simulator only keeps its (idle) counters: it takes no port.
+    if (options.agent !== 'reference') await simulator.listen();
     // Closes it if the site fails before starting it; once started, it is stopped first (below), and this does nothing.
     stops.push(() => simulator.stop());
     const reference =
