@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
-/** Tiers that run without DynamoDB Local: pure domain and the services over the in-memory store. */
-const withoutJava = ['test/unit/**/*.test.ts', 'test/service/**/*.test.ts'];
+/** Tiers that run without DynamoDB Local: pure domain, the services over the in-memory store, the reference agent. */
+const withoutJava = ['test/unit/**/*.test.ts', 'test/service/**/*.test.ts', 'test/agent/**/*.test.ts'];
 
 export default defineConfig({
   test: {

@@ -19,6 +19,12 @@ const persistDir = process.env.FLEETWARD_DATA_DIR;
 const awsCallLogDir = process.env[AWS_CALL_LOG_ENV];
 // A deploy in progress: the table stays in the layout of the release before (local/runner.ts startMigrations).
 const holdMigrations = process.env.FLEETWARD_HOLD_MIGRATIONS === '1';
+// FLEETWARD_AGENT=reference runs the reference agent (agent/, docs/agent.md) for the demo fleet instead of the simulator.
+const agent = process.env.FLEETWARD_AGENT ?? 'simulator';
+if (agent !== 'simulator' && agent !== 'reference') {
+  console.error(`FLEETWARD_AGENT=${agent}: not simulator or reference`);
+  process.exit(1);
+}
 const usage = 'options: --log-level <debug|info|warn|error>, --log-format <pretty|json>';
 
 /** `npm start -- --log-level debug --log-format json`; LOG_LEVEL otherwise (Powertools' levels: debug, info, warn, error...). */
@@ -89,6 +95,7 @@ try {
     ...(logLevel ? { logLevel } : {}),
     ...(awsCallLogDir ? { awsCallLogDir } : {}),
     ...(holdMigrations ? { startMigrations: false } : {}),
+    agent,
   });
   stopOnSignals(site.stop);
   log.part('runner', `${machines} machines registered`);

@@ -3,7 +3,7 @@
 // both by kind and decides how they are shown: as they are (tests and the bench read them), as JSON for a pipe or a
 // log collector, or short and readable on a terminal.
 
-export type RunnerPart = 'dynamodb' | 'stream' | 'schedule' | 'simulator' | 'runner';
+export type RunnerPart = 'dynamodb' | 'stream' | 'schedule' | 'simulator' | 'agent' | 'runner';
 
 export interface LogSink {
   /** One line of the controller's: a Powertools JSON object, as Lambda would print it. */

@@ -38,6 +38,7 @@ import { runnerRoutes } from './runner-routes.ts';
 import { createScheduleTimer } from './schedule-timer.ts';
 import { demoFleet } from './site-agent/demo-fleet.ts';
 import { createSiteSimulator, type SiteSimulator } from './site-agent/simulator.ts';
+import { prepareReferenceAgent, withoutSimulatorControls } from './reference-agent.ts';
 import type { StreamChaosConfig } from './stream-chaos.ts';
 import { pollerSettingsOf } from '#local/aws-semantics/parallel-shards.ts';
 import { siteFunctions } from '#local/aws-semantics/site-functions.ts';
@@ -62,6 +63,11 @@ export interface LocalSiteOptions {
   sweepIntervalMs?: number;
   clock?: Clock;
   ids?: IdSource;
+  /**
+   * Which site agent serves the demo fleet: the simulator (the default), or the reference agent (agent/) with an
+   * ipmi_sim BMC per machine (FLEETWARD_AGENT=reference, local/reference-agent.ts).
+   */
+  agent?: 'simulator' | 'reference';
   /** Register the simulator's demo fleet at start. Default true. */
   registerFleet?: boolean;
   /** Called with the store's DynamoDB client before its first request (the bench's meters). */
@@ -210,9 +216,22 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       log: (line) => sink.part('simulator', line),
     });
     // Listening before either side starts: the controller knows the agent's URL, and no other process can take its port.
-    await simulator.listen();
+    // With the reference agent the simulator only keeps its (idle) counters: it takes no port.
+    if (options.agent !== 'reference') await simulator.listen();
     // Closes it if the site fails before starting it; once started, it is stopped first (below), and this does nothing.
     stops.push(() => simulator.stop());
+    const reference =
+      options.agent === 'reference'
+        ? await prepareReferenceAgent({
+            machines: demoFleet(config.simulator.machines),
+            signingKey,
+            heartbeatIntervalSeconds: config.simulator.heartbeat_interval_seconds,
+            heartbeatParts: config.simulator.heartbeat_parts,
+            ...(options.persistDir ? { dataDir: options.persistDir } : {}),
+            log: (line) => sink.part('agent', line),
+          })
+        : undefined;
+    if (reference) stops.push(() => reference.stop());
 
     const busName = `fleetward-${config.site.name}`;
     const recorder = options.awsCallLogDir
@@ -252,7 +271,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       config,
       clock: options.clock ?? systemClock,
       ids: options.ids ?? randomIds,
-      agent: httpSiteAgent(simulator.url, config, staticKeys({ keys: [signingKey], current: signingKey.id })),
+      agent: httpSiteAgent(reference?.url ?? simulator.url, config, staticKeys({ keys: [signingKey], current: signingKey.id })),
       events: eventBridgePublisher(busName, eventBridge),
       metrics,
       log,
@@ -321,7 +340,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
           dynamodb,
           ...(poller ? { streamPoller: { running: poller.running(), lastPollAt: poller.stats().lastPollAt ?? startedAt } } : {}),
           scheduler: { running: timer.running(), lastTickAt: timer.stats().lastTickAt ?? startedAt, intervalMs: sweepIntervalMs },
-          siteAgent: simulator.running(),
+          siteAgent: reference ? reference.running() : simulator.running(),
         },
         options.healthStallAfterMs,
       );
@@ -329,7 +348,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
 
     const apiRequests = new Map<string, number>();
     const counters = () => countersOf({ timer, latestSweptRun: () => latestSweptRun, poller, simulator, apiRequests });
-    const extraRoutes = runnerRoutes({ issuer, health, counters, metrics, simulator });
+    const extraRoutes = runnerRoutes({ issuer, health, counters, metrics, simulator: reference ? withoutSimulatorControls(simulator) : simulator });
 
     // A client of its own, so that what the bench meters on storeClient is the store's traffic alone.
     const idempotency = { client: createDocumentClient(endpoint), tableName: names.idempotencyTable };
@@ -356,6 +375,8 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     stops.push(() => server.close());
     apiUrl = server.url;
     serverErrors = watchServerErrors(server.server);
+    // Up before the fleet is registered, as the simulator listens before: registration's validations reach it.
+    if (reference) await reference.start(apiUrl);
 
     if (options.registerFleet ?? true) {
       const fleet = demoFleet(config.simulator.machines);
@@ -378,8 +399,10 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
     }
     startedAt = Date.now();
     stops.push(() => timer.stop());
-    await simulator.start();
-    stops.push(() => simulator.stop());
+    if (!reference) {
+      await simulator.start();
+      stops.push(() => simulator.stop());
+    }
 
     return {
       url: apiUrl,
