@@ -59,3 +59,16 @@ export function assessHealth(probe: HealthProbe, stallAfterMs = defaultStallAfte
     down,
   };
 }
+
+/** False when the read fails or takes longer than `ms`: a hung DynamoDB Local must not hang /health too. */
+export function answersWithin(read: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  return Promise.race([
+    read.then(
+      () => true,
+      () => false,
+    ),
+    timeout,
+  ]).finally(() => clearTimeout(timer));
+}

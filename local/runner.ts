@@ -30,7 +30,7 @@ import { createLocalHttpServer, gatewayRoutesOf } from './api-gateway-adapter.ts
 import { createAwsCallRecorder } from './aws-call-recorder.ts';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
 import { runAsFunction } from './function-scope.ts';
-import { assessHealth, type Health } from './health.ts';
+import { answersWithin, assessHealth, type Health } from './health.ts';
 import { localEventBridge } from './local-event-bridge.ts';
 import { textLines, type LogSink } from './log-sink.ts';
 import { countersOf, type RunnerCounters } from './runner-counters.ts';
@@ -49,6 +49,7 @@ import { auditedStreamFilter, type FilterDisagreement } from './stream-filter-au
 import { watchServerErrors, type ServerErrorAnswer } from './server-errors.ts';
 import { createStreamPoller, type StreamPollerOptions } from './stream-poller.ts';
 import { createTables } from './tables.ts';
+import { declareDeployed, sayDataVersion } from './table-upgrade.ts';
 
 export interface LocalSiteOptions {
   config: SiteConfig;
@@ -135,19 +136,6 @@ export interface LocalSite {
   stop(): Promise<void>;
 }
 
-/** False when the read fails or takes longer than `ms`: a hung DynamoDB Local must not hang /health too. */
-function answersWithin(read: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  return Promise.race([
-    read.then(
-      () => true,
-      () => false,
-    ),
-    timeout,
-  ]).finally(() => clearTimeout(timer));
-}
-
 /** The API function, counting the invocations that answered by route key. */
 function countingRequests<E extends { routeKey: string }, C, R>(counts: Map<string, number>, handler: (event: E, context: C) => Promise<R>) {
   return async (event: E, context: C): Promise<R> => {
@@ -157,17 +145,6 @@ function countingRequests<E extends { routeKey: string }, C, R>(counts: Map<stri
       counts.set(event.routeKey, (counts.get(event.routeKey) ?? 0) + 1);
     }
   };
-}
-
-/** A table an earlier release wrote is said to be so, with what its migrations will do while the site serves. */
-async function sayDataVersion(store: DynamoFleetStore, say: (line: string) => void): Promise<void> {
-  const status = await store.migrationStatus();
-  if (status.dataVersion >= status.latest) return;
-  const pending = status.items.filter((item) => item.state !== 'done').map((item) => `${item.id} ${item.name}`);
-  say(
-    `the table holds data version ${status.dataVersion} of ${status.latest}: migrations ${pending.join(', ')} ` +
-      'run in the background while the site serves (GET /admin/migrations)',
-  );
 }
 
 /** How many sweep intervals one hold of the sweep's lease lasts locally, before its run renews it. */
@@ -392,11 +369,7 @@ export async function startLocalSite(options: LocalSiteOptions): Promise<LocalSi
       stops.push(() => poller.stop());
     }
     timer.start();
-    if (!tables.created && options.startMigrations !== false) {
-      const status = await store.startMigrations();
-      if (status.dataVersion < status.latest)
-        sink.part('runner', 'data migrations start with the next sweep: `fleetward admin migrations --watch` follows them');
-    }
+    if (!tables.created && options.startMigrations !== false) await declareDeployed(store, (line) => sink.part('runner', line));
     startedAt = Date.now();
     stops.push(() => timer.stop());
     if (!reference) {

@@ -11,8 +11,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { idempotencyTableDefinition, tableDefinition } from '#store/table.ts';
 import type { TableNames } from '#store/client.ts';
-import { keys } from '#store/items.ts';
-import { LATEST_DATA_VERSION } from '#store/data-version.ts';
+import { DATA_VERSION_KEY, LATEST_DATA_VERSION } from '#store/data-version.ts';
 
 /** What bringing the tables up did: created them, or took an existing table through these index steps. */
 export interface TablesReady {
@@ -96,7 +95,7 @@ async function createMarked(client: DynamoDBClient, definition: CreateTableComma
   const name = definition.TableName!;
   await client.send(new CreateTableCommand(withoutStream));
   await waitUntilTableExists({ client, maxWaitTime: 30 }, { TableName: name });
-  const { pk, sk } = keys.siteDataVersion;
+  const { pk, sk } = DATA_VERSION_KEY;
   await client.send(
     new PutItemCommand({
       TableName: name,

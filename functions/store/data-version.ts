@@ -1,5 +1,5 @@
 // The table's data version: the number of the last migration done (migrations/registry.ts), kept in one site item
-// (items.ts keys.siteDataVersion). No item: a table release 0.1.0 made, unless the table holds nothing at all.
+// (DATA_VERSION_KEY below). No item: a table release 0.1.0 made, unless the table holds nothing at all.
 
 /** Release 0.2.0's layout, contracted: nothing is left in 0.1.0's (legacy-layout.ts). */
 export const LATEST_DATA_VERSION = 3;
@@ -18,3 +18,12 @@ export interface DataVersion {
 
 /** How long a container trusts the data version it read: the legacy reads end within this of the contract. */
 export const DATA_VERSION_TTL_MS = 10_000;
+
+/** The layout the table's items are in: the last migration done (migrations/registry.ts). */
+export const DATA_VERSION_KEY = { pk: 'SITE#DATA-VERSION', sk: '#DATA-VERSION' };
+
+/** A migration's progress, and each of its Scan segments' checkpoint beside it. */
+export const migrationKeys = {
+  head: (id: number) => ({ pk: `MIGRATION#${id}`, sk: '#MIGRATION' }),
+  segment: (id: number, segment: number) => ({ pk: `MIGRATION#${id}`, sk: `SEGMENT#${String(segment).padStart(2, '0')}` }),
+};

@@ -112,7 +112,7 @@ import {
 import type { CapacityPoint } from '#domain/capacity-history.ts';
 import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/org-capacity.ts';
 import type { MigrationStatus } from '#store/migrations/runner.ts';
-import { CONTRACTED_DATA_VERSION, DATA_VERSION_TTL_MS } from '#store/data-version.ts';
+import { DATA_VERSION_KEY, CONTRACTED_DATA_VERSION, DATA_VERSION_TTL_MS } from '#store/data-version.ts';
 import {
   inLegacyLayout,
   legacyTwinOf,
@@ -345,7 +345,7 @@ export abstract class ItemStore implements FleetStore {
   protected layoutState(): Promise<LayoutState> {
     const now = Date.now();
     if (!this.layoutRead || now - this.layoutRead.at > DATA_VERSION_TTL_MS) {
-      const state = this.getItem(keys.siteDataVersion).then(async (found): Promise<LayoutState> => {
+      const state = this.getItem(DATA_VERSION_KEY).then(async (found): Promise<LayoutState> => {
         const dataVersion = found ? Number(found.dataVersion) : 0;
         const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
         if (legacyReads) await this.copyLegacySiteItems();

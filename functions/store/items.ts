@@ -44,11 +44,6 @@ export const keys = {
   maintenance: (id: string) => ({ pk: `MAINTENANCE#${id}`, sk: '#MAINTENANCE' }),
   reservation: (id: string) => ({ pk: `RESERVATION#${id}`, sk: '#RESERVATION' }),
   siteOpenMaintenances: siteItem('MAINTENANCE'),
-  /** The layout the table's items are in: the last migration done (store/migrations/registry.ts). */
-  siteDataVersion: siteItem('DATA-VERSION'),
-  /** A migration's progress, and each of its Scan segments' checkpoint beside it. */
-  migration: (id: number) => ({ pk: `MIGRATION#${id}`, sk: '#MIGRATION' }),
-  migrationSegment: (id: number, segment: number) => ({ pk: `MIGRATION#${id}`, sk: `SEGMENT#${shardKey(segment)}` }),
   siteHeartbeat: siteItem('HEARTBEAT'),
   siteRosterDigests: siteItem('ROSTER'),
   siteCatalog: siteItem('CATALOG'),

@@ -1,7 +1,6 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
+import { migrationKeys, DATA_VERSION_KEY, LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
 import type { Item, TableKey } from '#store/item-store.ts';
-import { keys } from '#store/items.ts';
 import { checkpointOf, progressOf, type SegmentCheckpoint } from './progress.ts';
 import { migrations } from './registry.ts';
 import type { MigrationStatus } from './runner.ts';
@@ -25,7 +24,7 @@ export class MigrationLedger {
   }
 
   async dataVersion(): Promise<DataVersion | null> {
-    const found = await this.get(keys.siteDataVersion);
+    const found = await this.get(DATA_VERSION_KEY);
     return found
       ? { dataVersion: Number(found.dataVersion), updatedAt: String(found.updatedAt), version: Number(found.version), pinned: found.pinned === true }
       : null;
@@ -39,7 +38,7 @@ export class MigrationLedger {
     await this.client.send(
       new PutCommand({
         TableName: this.table,
-        Item: { ...keys.siteDataVersion, ...next },
+        Item: { ...DATA_VERSION_KEY, ...next },
         ...(found
           ? { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': found.version } }
           : { ConditionExpression: 'attribute_not_exists(pk)' }),
@@ -49,7 +48,7 @@ export class MigrationLedger {
 
   /** A table created by this release: born at the latest data version, with nothing to migrate. */
   async markCurrent(): Promise<boolean> {
-    return this.putIfAbsent({ ...keys.siteDataVersion, dataVersion: LATEST_DATA_VERSION, updatedAt: this.now().toISOString(), version: 0, pinned: false });
+    return this.putIfAbsent({ ...DATA_VERSION_KEY, dataVersion: LATEST_DATA_VERSION, updatedAt: this.now().toISOString(), version: 0, pinned: false });
   }
 
   async status(): Promise<MigrationStatus> {
@@ -70,7 +69,7 @@ export class MigrationLedger {
     await this.client.send(
       new PutCommand({
         TableName: this.table,
-        Item: { ...keys.siteDataVersion, ...next },
+        Item: { ...DATA_VERSION_KEY, ...next },
         ConditionExpression: version.version < 0 ? 'attribute_not_exists(pk)' : 'version = :expected',
         ...(version.version < 0 ? {} : { ExpressionAttributeValues: { ':expected': version.version } }),
       }),
@@ -79,14 +78,14 @@ export class MigrationLedger {
   }
 
   finish(id: number): Promise<void> {
-    return this.update(keys.migration(id), { state: 'done', finishedAt: this.now().toISOString() });
+    return this.update(migrationKeys.head(id), { state: 'done', finishedAt: this.now().toISOString() });
   }
 
   async saveCheckpoint(id: number, checkpoint: SegmentCheckpoint, expected: number | null): Promise<void> {
     await this.client.send(
       new PutCommand({
         TableName: this.table,
-        Item: { ...keys.migrationSegment(id, checkpoint.segment), entity: 'migration-segment', ...withoutNullStart(checkpoint) },
+        Item: { ...migrationKeys.segment(id, checkpoint.segment), entity: 'migration-segment', ...withoutNullStart(checkpoint) },
         // Only the runner holding the lease writes a checkpoint; the guard keeps a runner whose lease ran out from
         // moving one back.
         ...(expected === null ? {} : { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': expected } }),
@@ -99,13 +98,13 @@ export class MigrationLedger {
       new QueryCommand({
         TableName: this.table,
         KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': keys.migration(id).pk },
+        ExpressionAttributeValues: { ':pk': migrationKeys.head(id).pk },
         ConsistentRead: true,
       }),
     );
     const items = result.Items ?? [];
     return {
-      head: items.find((item) => item.sk === keys.migration(id).sk),
+      head: items.find((item) => item.sk === migrationKeys.head(id).sk),
       segments: items.filter((item) => String(item.sk).startsWith('SEGMENT#')).map(checkpointOf),
     };
   }

@@ -1,8 +1,7 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
+import { migrationKeys, LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
 import type { Item } from '#store/item-store.ts';
-import { keys } from '#store/items.ts';
 import { indexes } from '#store/table.ts';
 import type { DueTimes } from '#store/port.ts';
 import { migrateItem, type ItemMigration } from './item-migrations.ts';
@@ -102,7 +101,7 @@ export class TableMigrations implements MigrationRunner {
         if (!walked.done) return { dataVersion: version.dataVersion, itemsDone, stoppedBy: 'deadline' };
         version = await this.ledger.advance(version, migration.id);
       } catch (error) {
-        await this.ledger.update(keys.migration(migration.id), { state: 'failed', error: (error as Error).message });
+        await this.ledger.update(migrationKeys.head(migration.id), { state: 'failed', error: (error as Error).message });
         throw error;
       } finally {
         await this.store.releaseLease(LEASE, holder, this.now().toISOString());
@@ -121,7 +120,7 @@ export class TableMigrations implements MigrationRunner {
   private async runOne(migration: Migration, settings: MigrationSettings, deadlineMs: number): Promise<{ done: boolean; items: number }> {
     const segments = migration.walk === 'scan' ? settings.segments : 1;
     await this.ledger.putIfAbsent({
-      ...keys.migration(migration.id),
+      ...migrationKeys.head(migration.id),
       entity: 'migration',
       id: migration.id,
       name: migration.name,
@@ -130,14 +129,14 @@ export class TableMigrations implements MigrationRunner {
       startedAt: this.now().toISOString(),
       ...(migration.walk === 'scan' ? { itemsTotal: await this.itemCount() } : {}),
     });
-    await this.ledger.update(keys.migration(migration.id), { state: 'running' }, ['error']);
+    await this.ledger.update(migrationKeys.head(migration.id), { state: 'running' }, ['error']);
     if (migration.walk === 'site') {
       const copied = await this.store.copyLegacySiteItems();
       await this.ledger.saveCheckpoint(migration.id, { segment: 0, startKey: null, done: true, itemsDone: copied, itemsMigrated: copied, version: 0 }, null);
       await this.ledger.finish(migration.id);
       return { done: true, items: copied };
     }
-    const head = await this.ledger.get(keys.migration(migration.id));
+    const head = await this.ledger.get(migrationKeys.head(migration.id));
     const total = Number(head?.segments ?? segments);
     const budget = new WriteBudget(settings.writeUnitsPerSecond);
     const walked = await Promise.all(
@@ -149,7 +148,7 @@ export class TableMigrations implements MigrationRunner {
   }
 
   private async walkSegment(migration: Migration, segment: number, total: number, budget: WriteBudget, deadlineMs: number, pageSize: number) {
-    const stored = await this.ledger.get(keys.migrationSegment(migration.id, segment));
+    const stored = await this.ledger.get(migrationKeys.segment(migration.id, segment));
     let checkpoint: SegmentCheckpoint = stored ? checkpointOf(stored) : { segment, startKey: null, done: false, itemsDone: 0, itemsMigrated: 0, version: -1 };
     let items = 0;
     while (!checkpoint.done && Date.now() < deadlineMs) {
