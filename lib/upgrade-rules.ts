@@ -13,7 +13,7 @@ export const UPGRADE_RULES = {
   'local-index': 'local secondary indexes cannot change after a table is created: CloudFormation replaces the table',
   'stream-view-type': "a stream's view type cannot change in one update, and the site's reactions read both images",
   'retained-replacement': 'a property whose change replaces the resource changed on a resource that holds data and is retained',
-  'retained-removed': 'a retained resource left the template (removed or renamed): CloudFormation would orphan it and create another',
+  'retained-removed': 'a retained table left the template (removed or renamed): CloudFormation would orphan it, with its data, and create another',
   'retained-unchecked': 'a retained resource of a type whose replacing properties are not known (release-record.ts REPLACING_PROPERTIES)',
 } as const;
 
@@ -72,6 +72,9 @@ export function upgradeViolations(from: ReleaseRecord, to: ReleaseRecord): Upgra
   }
   for (const [logicalId, resource] of Object.entries(from.retained)) {
     const next = to.retained[logicalId];
+    // A retained log group or bucket goes with a part of the stack a site may turn off (its dashboard): it is kept,
+    // and the site runs without it. A table that goes takes the site's data with it.
+    if (!next && resource.type !== 'AWS::DynamoDB::Table') continue;
     if (!next || next.type !== resource.type) {
       violations.push({ rule: 'retained-removed', resource: logicalId, detail: `${resource.type} is not in release ${to.release}'s template` });
       continue;

@@ -6,6 +6,7 @@ import { heartbeatPart } from './heartbeat.ts';
 import { maintenancePart } from './maintenance.ts';
 import { hostPart } from './host.ts';
 import { metaPart } from './meta.ts';
+import { migrationPart } from './migration.ts';
 import { monthlyCostPart } from './monthly-cost.ts';
 import { partitionHeatPart } from './partition-heat.ts';
 import { placementPart } from './placement.ts';
@@ -29,6 +30,7 @@ export const parts: readonly AnyPart[] = [
   scalePart,
   summaryPart,
   maintenancePart,
+  migrationPart,
   workflowsPart,
   monthlyCostPart,
   partitionHeatPart,

@@ -1,3 +1,4 @@
+import { retryThrottled } from '#store/throttle.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import { catalogRacks, emptyCatalog, typeRacks } from '#domain/catalog.ts';
@@ -81,6 +82,7 @@ import {
 } from '#store/paging.ts';
 import {
   StaleWriteError,
+  ThrottledError,
   type AllocatablePage,
   type AuditFilter,
   type CapacityItemIds,
@@ -132,6 +134,9 @@ import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 
 export type Item = Record<string, unknown>;
 export type TableKey = { pk: string; sk: string };
+
+/** How long the read of the table's layout retries a throttle before the store goes on without it. */
+const LAYOUT_READ_BUDGET_MS = 500;
 
 /** What the table's data version says of its layouts (data-version.ts). */
 interface LayoutState {
@@ -345,12 +350,20 @@ export abstract class ItemStore implements FleetStore {
   protected layoutState(): Promise<LayoutState> {
     const now = Date.now();
     if (!this.layoutRead || now - this.layoutRead.at > DATA_VERSION_TTL_MS) {
-      const state = this.getItem(DATA_VERSION_KEY).then(async (found): Promise<LayoutState> => {
-        const dataVersion = found ? Number(found.dataVersion) : 0;
-        const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
-        if (legacyReads) await this.copyLegacySiteItems();
-        return { legacyReads, legacyWrites: !found || found.pinned === true };
-      });
+      const state = retryThrottled(() => this.getItem(DATA_VERSION_KEY), LAYOUT_READ_BUDGET_MS).then(
+        async (found): Promise<LayoutState> => {
+          const dataVersion = found ? Number(found.dataVersion) : 0;
+          const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
+          if (legacyReads) await this.copyLegacySiteItems();
+          return { legacyReads, legacyWrites: !found || found.pinned === true };
+        },
+        (error: unknown) => {
+          if (!(error instanceof ThrottledError)) throw error;
+          // Not known this time: read both layouts, write this release's, and ask again at the next call.
+          this.layoutRead = undefined;
+          return { legacyReads: true, legacyWrites: false };
+        },
+      );
       state.catch(() => (this.layoutRead = undefined));
       this.layoutRead = { at: now, state };
     }

@@ -40,9 +40,10 @@ describe('the AWS call log', () => {
         has('SweepHandler', 'dynamodb:Query', 'table/main/index/due'),
       ].every(Boolean),
     );
-    // A test reading the tables is no function: its Scan is not the site's.
+    // A test reading the tables is no function: its Scan is not the site's, whose only Scan is the sweep's, walking the
+    // table for a data migration (store/migrations).
     await scanTable(site);
-    expect(recorded().filter((c) => c.action === 'dynamodb:Scan')).toEqual([]);
+    expect(recorded().filter((c) => c.action === 'dynamodb:Scan' && c.function !== 'SweepHandler')).toEqual([]);
   });
 
   it('shows a sweep that ran out of time handing the rest to a follow-up through the event bus', async () => {

@@ -1,10 +1,13 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRunner } from '#test/support/runner-process.ts';
 import { caller, seedRelease010, tokenFor, type SeededSite } from '#test/support/upgrade/seed-release-0-1-0.ts';
 import { RELEASE_010_COMMIT, releaseWorktree, type ReleaseWorktree } from '#test/support/upgrade/release-worktree.ts';
+import { watchInvariants } from '#test/support/site-invariants.ts';
+import { parseSiteConfig } from '#config/site-config.ts';
 
 // Release 0.1.0 (commit 1557cba) runs from a worktree of this repository's history, with data: machines, instances
 // of two orgs, a quarantined machine under repair, a meta-instance, a provider's override, audit and history. Then
@@ -44,6 +47,17 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
     await sleep(250);
   }
 }
+
+/** An h100 instance, once the site has one free: a site just started may still be validating what it registered. */
+const createOnceFree = (call: ReturnType<typeof caller>, org: string, name: string) =>
+  until(
+    `a free h100 for ${name}`,
+    async () => {
+      const answer = await call('POST', `/v2/org/${org}/nico/instance`, { machineType: 'h100', name });
+      return answer.status === 409 && answer.json.code === 'no-capacity' ? undefined : answer;
+    },
+    30_000,
+  );
 
 describe('an upgrade from release 0.1.0', () => {
   let release: ReleaseWorktree;
@@ -178,18 +192,119 @@ describe('an upgrade from release 0.1.0', () => {
     }
   }, 300_000);
 
+  /** Release 0.1.0's site in its own process, on the table of a running site of this release (one DynamoDB Local). */
+  async function startRelease010Beside(endpoint: string) {
+    const script = join(release.dir, 'beside.ts');
+    writeFileSync(
+      script,
+      `import { readFileSync } from 'node:fs';
+import { parseSiteConfig } from '#config/site-config.ts';
+import { startLocalSite } from '#local/site.ts';
+const config = parseSiteConfig(readFileSync('sites/local.toml', 'utf8'));
+const names = { table: 'fleetward-local', idempotencyTable: 'fleetward-local-idempotency' };
+const site = await startLocalSite({ config, port: 0, dynamoEndpoint: process.env.BESIDE_DYNAMO, tableNames: names, registerFleet: false, log: () => {} });
+console.log('API ' + site.url);
+process.on('SIGTERM', () => site.stop().then(() => process.exit(0)));
+`,
+    );
+    const child = spawn(process.execPath, [script], { cwd: release.dir, env: { ...process.env, BESIDE_DYNAMO: endpoint }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const api = await until(
+      'release 0.1.0 beside',
+      async () => /API (http:\/\/\S+)/.exec(output)?.[1] ?? (child.exitCode === null ? undefined : Promise.reject(new Error(output))),
+      60_000,
+    );
+    return {
+      api,
+      stop: () =>
+        new Promise<void>((resolve) => {
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+        }),
+    };
+  }
+
+  it('runs beside release 0.1.0 on one table during the deploy: each sees what the other writes, and the invariants hold', async () => {
+    const site = await startRunner({ dataDir: copyOfSeeded(), siteName: 'local', config: currentConfig, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
+    const endpoint = /DynamoDB Local on (http:\/\/\S+)/.exec(site.output())![1]!;
+    const watch = watchInvariants(endpoint, 'fleetward-local', parseSiteConfig(currentConfig));
+    const old = await startRelease010Beside(endpoint);
+    const statuses: number[] = [];
+    const created = new Map<string, string>();
+    try {
+      const sides = await Promise.all(
+        [old.api, site.api].map(async (api) => ({
+          acme: caller(api, await tokenFor(api, 'alice', 'acme', ['tenant'])),
+          globex: caller(api, await tokenFor(api, 'gina', 'globex', ['tenant'])),
+        })),
+      );
+      const kept = async (answer: Promise<{ status: number; json: Json }>) => {
+        const { status, json } = await answer;
+        statuses.push(status);
+        return { status, json };
+      };
+      // Each release creates for one org and releases what the other created; meta-instances are made on one side
+      // and deleted on the other.
+      const metas: string[] = [];
+      for (const [at, side] of sides.entries()) {
+        const meta = await kept(side.acme('POST', '/v2/org/acme/nico/meta-instance', { machineType: 'h100', minNodes: 2, placement: { sameRack: false } }));
+        if (meta.status === 201) metas.push(meta.json.id);
+        for (let n = 0; n < 3; n++) {
+          const made = await kept(side.globex('POST', '/v2/org/globex/nico/instance', { machineType: at === 0 ? 'gb200' : 'h100', name: `side-${at}-${n}` }));
+          if (made.status === 201) created.set(made.json.id, 'globex');
+        }
+      }
+      await sleep(3_000);
+      for (const [at, id] of [...created.keys()].entries()) await kept(sides[at % 2]!.globex('DELETE', `/v2/org/globex/nico/instance/${id}`));
+      await kept(sides[1]!.acme('DELETE', `/v2/org/acme/nico/meta-instance/${metas[0]}`));
+      await kept(sides[0]!.acme('DELETE', `/v2/org/acme/nico/meta-instance/${metas[1]}`));
+      // Both sites list every instance either made.
+      for (const side of sides) {
+        const listed = (await listAll(side.globex, '/v2/org/globex/nico/instance')).map((i) => i.id);
+        for (const id of created.keys()) expect(listed).toContain(id);
+      }
+      await sleep(3_000);
+    } finally {
+      await old.stop();
+    }
+    try {
+      const admin = caller(site.api, await tokenFor(site.api, 'olga', 'provider', ['provider-admin']));
+      expect((await admin('POST', '/admin/migrations/start', {})).status).toBe(200);
+      await until(
+        'every migration done',
+        async () => ((await admin('GET', '/admin/migrations')).json.items.every((m: Json) => m.state === 'done') ? true : undefined),
+        120_000,
+      );
+      const globex = caller(site.api, await tokenFor(site.api, 'gina', 'globex', ['tenant']));
+      const listed = await listAll(globex, '/v2/org/globex/nico/instance');
+      for (const id of created.keys()) expect(listed.find((i) => i.id === id)?.status).toMatch(/^(Terminating|Terminated)$/);
+      const machines = await listAll(admin, '/admin/machines');
+      expect(machines).toHaveLength(before.machines.length);
+      expect(statuses.filter((status) => status >= 500)).toEqual([]);
+    } finally {
+      expect(await watch.stop()).toEqual([]);
+      await site.stop();
+    }
+  }, 300_000);
+
   it('a deploy never declared done leaves a table that release 0.1.0 serves whole', async () => {
     const dataDir = copyOfSeeded();
     const site = await startRunner({ dataDir, siteName: 'local', config: currentConfig, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
     let createdByNew: string;
     try {
       const acme = caller(site.api, await tokenFor(site.api, 'alice', 'acme', ['tenant']));
-      const created = await acme('POST', '/v2/org/acme/nico/instance', { machineType: 'h100', name: 'during-the-deploy' });
+      // While pinned, a meta-instance's members are read from 0.1.0's members index, which both releases keep.
+      const meta = await acme('GET', `/v2/org/acme/nico/meta-instance/${seeded.metaInstanceId}`);
+      expect(meta.json.instanceIds).toHaveLength(2);
+      const created = await createOnceFree(acme, 'acme', 'during-the-deploy');
       expect(created.status).toBe(201);
       createdByNew = created.json.id;
       await until('Ready', async () => ((await acme('GET', `/v2/org/acme/nico/instance/${createdByNew}`)).json.status === 'Ready' ? true : undefined), 30_000);
       const admin = caller(site.api, await tokenFor(site.api, 'olga', 'provider', ['provider-admin']));
       expect((await admin('GET', '/admin/config')).json).toMatchObject({ pinned: true });
+      expect((await admin('GET', '/admin/meta-instances')).json.items.find((m: Json) => m.id === seeded.metaInstanceId)?.instanceIds).toHaveLength(2);
       await sleep(2_000);
     } finally {
       await site.kill();
@@ -201,8 +316,7 @@ describe('an upgrade from release 0.1.0', () => {
       expect((await listAll(admin, '/admin/machines')).length).toBe(before.machines.length);
       const listed = await listAll(acme, '/v2/org/acme/nico/instance');
       expect(listed.find((i) => i.id === createdByNew)).toMatchObject({ status: 'Ready' });
-      const again = await acme('POST', '/v2/org/acme/nico/instance', { machineType: 'h100', name: 'after-the-rollback' });
-      expect(again.status).toBe(201);
+      expect((await createOnceFree(acme, 'acme', 'after-the-rollback')).status).toBe(201);
       expect((await acme('GET', `/v2/org/acme/nico/meta-instance/${seeded.metaInstanceId}`)).json.status).toBe('Ready');
     } finally {
       await old.stop();

@@ -118,6 +118,9 @@ export const expectations: Record<string, Expectation> = {
   'GET /admin/tenants/{org}': { row: providerAdmin(200) },
   'GET /admin/tenants/{org}/capacity/history': { row: providerAdmin(200) },
   'GET /admin/config': { row: providerAdmin(200) },
+  'GET /admin/migrations': { row: providerAdmin(200) },
+  // A table this release made is not pinned: starting its migrations changes nothing.
+  'POST /admin/migrations/start': { row: providerAdmin(200), body: () => ({}) },
   'GET /admin/fleet/summary': { row: providerAdmin(200) },
   'GET /admin/fleet/repair-stats': { row: providerAdmin(200) },
   'GET /admin/fleet/racks': { row: providerAdmin(200) },

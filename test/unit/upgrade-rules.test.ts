@@ -70,12 +70,15 @@ describe('the upgrade rules', () => {
         edited(release010, (r) => void (r.retained[TABLE]!.replacing.TableName = 'renamed')),
       ),
     ).toEqual(['retained-replacement']);
+    const withOldTable = edited(release010, (r) => void (r.retained.OldTable = { type: 'AWS::DynamoDB::Table', replacing: {} }));
+    expect(rulesOf(withOldTable, release010)).toEqual(['retained-removed']);
+    // A site without the dashboard has none of its retained buckets and log groups: that is no removal.
     expect(
       rulesOf(
         release010,
-        edited(release010, (r) => delete r.retained.TenantApiLogs3062DEA6),
+        edited(release010, (r) => delete r.retained.DashboardBucketA782FB5B),
       ),
-    ).toEqual(['retained-removed']);
+    ).toEqual([]);
     expect(
       rulesOf(
         release010,

@@ -196,39 +196,8 @@ export class TableMigrations implements MigrationRunner {
   }
 
   private async write(migration: ItemMigration, budget: WriteBudget): Promise<void> {
-    if (migration.remove) {
-      await budget.take(1);
-      await this.client.send(new DeleteCommand({ TableName: this.table, Key: migration.remove }));
-      return;
-    }
-    const put = {
-      TableName: this.table,
-      Item: migration.put!,
-      ConditionExpression: migration.expectedVersion === undefined ? 'attribute_exists(pk)' : 'version = :expected',
-      ...(migration.expectedVersion === undefined ? {} : { ExpressionAttributeValues: { ':expected': migration.expectedVersion } }),
-    };
-    if (!migration.countUsage) {
-      await budget.take(writeUnitsOf(migration.put, false));
-      await this.client.send(new PutCommand(put));
-      return;
-    }
-    const usage = migration.countUsage;
-    await budget.take(writeUnitsOf(migration.put, true) + 2);
-    await this.client.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Put: put },
-          {
-            Update: {
-              TableName: this.table,
-              Key: usage.key,
-              UpdateExpression: 'SET entity = :entity, org = :org, machineType = :type ADD used :one',
-              ExpressionAttributeValues: { ':entity': 'quota-usage', ':org': usage.org, ':type': usage.machineType, ':one': 1 },
-            },
-          },
-        ],
-      }),
-    );
+    await budget.take(writeUnitsOfMigration(migration));
+    await writeMigration(this.client, this.table, migration);
   }
 
   private async membersOf(metaInstanceId: string): Promise<string[]> {
@@ -255,4 +224,45 @@ export class TableMigrations implements MigrationRunner {
     const described = await this.client.send(new DescribeTableCommand({ TableName: this.table }));
     return described.Table?.ItemCount ?? 0;
   }
+}
+
+/** The write units one item's migration spends (write-budget.ts): a transaction when it also counts usage. */
+export const writeUnitsOfMigration = (migration: ItemMigration): number =>
+  migration.remove ? 1 : migration.countUsage ? writeUnitsOf(migration.put, true) + 2 : writeUnitsOf(migration.put, false);
+
+/**
+ * One item's migration as DynamoDB requests: its removal, its conditional rewrite, or both the rewrite and its org's
+ * usage count in one transaction. The bench sends the same requests raw for its floor.
+ */
+export async function writeMigration(client: DynamoDBDocumentClient, table: string, migration: ItemMigration): Promise<void> {
+  if (migration.remove) {
+    await client.send(new DeleteCommand({ TableName: table, Key: migration.remove }));
+    return;
+  }
+  const put = {
+    TableName: table,
+    Item: migration.put!,
+    ConditionExpression: migration.expectedVersion === undefined ? 'attribute_exists(pk)' : 'version = :expected',
+    ...(migration.expectedVersion === undefined ? {} : { ExpressionAttributeValues: { ':expected': migration.expectedVersion } }),
+  };
+  const usage = migration.countUsage;
+  if (!usage) {
+    await client.send(new PutCommand(put));
+    return;
+  }
+  await client.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        { Put: put },
+        {
+          Update: {
+            TableName: table,
+            Key: usage.key,
+            UpdateExpression: 'SET entity = :entity, org = :org, machineType = :type ADD used :one',
+            ExpressionAttributeValues: { ':entity': 'quota-usage', ':org': usage.org, ':type': usage.machineType, ':one': 1 },
+          },
+        },
+      ],
+    }),
+  );
 }
