@@ -1,4 +1,4 @@
-import { retryThrottled } from '#store/throttle.ts';
+import { isThrottled } from '#store/throttle.ts';
 import type { AuditEntry } from '#domain/audit.ts';
 import type { Catalog } from '#domain/catalog.ts';
 import { catalogRacks, emptyCatalog, typeRacks } from '#domain/catalog.ts';
@@ -82,7 +82,6 @@ import {
 } from '#store/paging.ts';
 import {
   StaleWriteError,
-  ThrottledError,
   type AllocatablePage,
   type AuditFilter,
   type CapacityItemIds,
@@ -135,8 +134,8 @@ import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 export type Item = Record<string, unknown>;
 export type TableKey = { pk: string; sk: string };
 
-/** How long the read of the table's layout retries a throttle before the store goes on without it. */
-const LAYOUT_READ_BUDGET_MS = 500;
+/** How long a request waits for the read of the table's layout before it goes on without it. */
+const LAYOUT_READ_BUDGET_MS = 300;
 
 /** What the table's data version says of its layouts (data-version.ts). */
 interface LayoutState {
@@ -340,6 +339,7 @@ export abstract class ItemStore implements FleetStore {
   protected abstract putIfAbsent(item: Item): Promise<boolean>;
 
   private layoutRead: { at: number; state: Promise<LayoutState> } | undefined;
+  private layoutKnown: LayoutState | undefined;
 
   /**
    * Where the table stands between the layouts: read at most once per DATA_VERSION_TTL_MS per store. Until the
@@ -350,20 +350,26 @@ export abstract class ItemStore implements FleetStore {
   protected layoutState(): Promise<LayoutState> {
     const now = Date.now();
     if (!this.layoutRead || now - this.layoutRead.at > DATA_VERSION_TTL_MS) {
-      const state = retryThrottled(() => this.getItem(DATA_VERSION_KEY), LAYOUT_READ_BUDGET_MS).then(
-        async (found): Promise<LayoutState> => {
-          const dataVersion = found ? Number(found.dataVersion) : 0;
-          const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
-          if (legacyReads) await this.copyLegacySiteItems();
-          return { legacyReads, legacyWrites: !found || found.pinned === true };
-        },
-        (error: unknown) => {
-          if (!(error instanceof ThrottledError)) throw error;
-          // Not known this time: read both layouts, write this release's, and ask again at the next call.
-          this.layoutRead = undefined;
-          return { legacyReads: true, legacyWrites: false };
-        },
+      const known = this.layoutKnown;
+      const read = this.getItem(DATA_VERSION_KEY).then(async (found): Promise<LayoutState> => {
+        const dataVersion = found ? Number(found.dataVersion) : 0;
+        const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
+        if (legacyReads) await this.copyLegacySiteItems();
+        this.layoutKnown = { legacyReads, legacyWrites: !found || found.pinned === true };
+        return this.layoutKnown;
+      });
+      // A read that throttles or lags does not hold up the request: it goes on as the table was last known to be (or,
+      // never read yet, reading both layouts and writing this release's), and the next call asks again.
+      const unknown = (): LayoutState => {
+        this.layoutRead = undefined;
+        return known ?? { legacyReads: true, legacyWrites: false };
+      };
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<LayoutState>((resolve) => (timer = setTimeout(() => resolve(unknown()), LAYOUT_READ_BUDGET_MS)));
+      const state = Promise.race([read.catch((error: unknown) => (isThrottled(error) ? unknown() : Promise.reject(error))), late]).finally(() =>
+        clearTimeout(timer),
       );
+      read.catch(() => undefined);
       state.catch(() => (this.layoutRead = undefined));
       this.layoutRead = { at: now, state };
     }
