@@ -10,7 +10,13 @@ export default defineConfig({
   test: {
     name: 'dynamodb',
     include: ['test/e2e/**/*.test.ts'],
-    exclude: ['test/e2e/crash-*.test.ts', 'test/e2e/local-runner.test.ts', 'test/e2e/cli*.test.ts', 'test/e2e/reference-agent.test.ts', 'test/e2e/upgrade-*.test.ts'],
+    exclude: [
+      'test/e2e/crash-*.test.ts',
+      'test/e2e/local-runner.test.ts',
+      'test/e2e/cli*.test.ts',
+      'test/e2e/reference-agent.test.ts',
+      'test/e2e/upgrade-*.test.ts',
+    ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     maxWorkers: 2,

@@ -102,6 +102,8 @@ describe('an upgrade from release 0.1.0', () => {
 
   it('upgrades the table while the site serves, and loses nothing', async () => {
     const site = await startRunner({ dataDir: copyOfSeeded(), siteName: 'local', config: currentConfig });
+    // No machine held twice, no meta-instance over its size, at any moment of the migration.
+    const watch = watchInvariants(/DynamoDB Local on (http:\/\/\S+)/.exec(site.output())![1]!, 'fleetward-local', parseSiteConfig(currentConfig));
     try {
       expect(site.output()).toContain('step 1 of 1, create index allocatableByDomain');
       expect(site.output()).toMatch(/data version 0 of \d+: migrations 1 site-items-own-keys/);
@@ -188,6 +190,7 @@ describe('an upgrade from release 0.1.0', () => {
       const none = await initech('POST', '/v2/org/initech/nico/instance', { machineType: 'gb200', name: 'one-too-many' });
       expect(none.status).toBe(409);
     } finally {
+      expect(await watch.stop()).toEqual([]);
       await site.stop();
     }
   }, 300_000);
