@@ -123,14 +123,8 @@ export class DynamoFleetStore extends ItemStore {
     return result.Item;
   }
 
-  protected async putIfAbsent(item: Item): Promise<boolean> {
-    try {
-      await this.client.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
-      return true;
-    } catch (error) {
-      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
-      throw error;
-    }
+  protected putIfAbsent(item: Item): Promise<boolean> {
+    return this.migrations.putIfAbsent(item);
   }
 
   protected async putItems(items: Item[]): Promise<void> {
