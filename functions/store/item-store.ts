@@ -134,6 +134,9 @@ import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
 export type Item = Record<string, unknown>;
 export type TableKey = { pk: string; sk: string };
 
+/** The data version from which the site's own items are at their current keys (migrations/registry.ts, migration 1). */
+const SITE_ITEMS_MIGRATED = 1;
+
 /** How long a request waits for the read of the table's layout before it goes on without it. */
 const LAYOUT_READ_BUDGET_MS = 300;
 
@@ -354,7 +357,8 @@ export abstract class ItemStore implements FleetStore {
       const read = this.getItem(DATA_VERSION_KEY).then(async (found): Promise<LayoutState> => {
         const dataVersion = found ? Number(found.dataVersion) : 0;
         const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
-        if (legacyReads) await this.copyLegacySiteItems();
+        // Once migration 1 is done the site's items are at their own keys: no refresh copies them again.
+        if (dataVersion < SITE_ITEMS_MIGRATED) await this.copyLegacySiteItems();
         this.layoutKnown = { legacyReads, legacyWrites: !found || found.pinned === true };
         return this.layoutKnown;
       });
