@@ -4,9 +4,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Answer, BurstRequest } from './contention.ts';
 
-const { url, headers, bodies } = workerData as BurstRequest;
+const { requests } = workerData as BurstRequest;
 const answers = await Promise.all(
-  bodies.map(async (body): Promise<Answer> => {
+  requests.map(async ({ url, headers, body }): Promise<Answer> => {
     const t0 = performance.now();
     const response = await fetch(url, { method: 'POST', headers, body });
     const answer = (await response.json()) as { code?: string; machineId?: string };

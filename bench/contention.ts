@@ -30,6 +30,8 @@ export const defaultContentionOptions: ContentionOptions = { machines: 100, requ
 
 /** The goal: a create answers within this, however many creates contend (p99 of every answer). */
 export const CONTENTION_GOAL_P99_MS = 3_000;
+/** One org's burst answers within this much of the same burst spread over an org per create (p99 against p99). */
+export const ONE_ORG_GOAL_RATIO = 1.2;
 
 const MACHINE_TYPE = 'gb200';
 const ORG = 'bench';
@@ -49,12 +51,17 @@ export interface Answer {
   machineId: string | undefined;
 }
 
-/** What bench/burst-client.ts sends, all at once. */
+/** What bench/burst-client.ts sends, all at once: each body to its own org's URL, with that org's token. */
 export interface BurstRequest {
-  url: string;
-  headers: Record<string, string>;
-  bodies: string[];
+  requests: Array<{ url: string; headers: Record<string, string>; body: string }>;
 }
+
+/**
+ * Whose creates a burst is: one org's, with no quota or with one that has room for all of them, or each create
+ * another org's (the floor: the same creates for the same machines, with no usage counter shared by any two).
+ */
+export type BurstOrgs = 'one-org' | 'one-org-with-quota' | 'an-org-each';
+const BURST_KINDS: readonly BurstOrgs[] = ['an-org-each', 'one-org', 'one-org-with-quota'];
 
 /** The burst's answers, from a worker thread: each create timed from its send until its body is read. */
 function sendBurst(request: BurstRequest): Promise<Answer[]> {
@@ -92,7 +99,12 @@ interface BurstSetting {
   progress: (line: string) => void;
 }
 
-async function burst({ endpoint, javaPid, options, progress }: BurstSetting, tableName: string, containerPerRequest: boolean): Promise<Burst> {
+async function burst(
+  { endpoint, javaPid, options, progress }: BurstSetting,
+  tableName: string,
+  containerPerRequest: boolean,
+  orgs: BurstOrgs = 'one-org',
+): Promise<Burst> {
   const { site, siteLog } = await startBenchSite({
     endpoint,
     tableName,
@@ -109,26 +121,43 @@ async function burst({ endpoint, javaPid, options, progress }: BurstSetting, tab
       if (Date.now() > deadline) throw new Error(`bench: the contention site's machines were not all live within 60 s; site log:\n${siteLog.join('\n')}`);
       await sleep(100);
     }
-    const token = await site.issuer.mint({ sub: 'bench-contention', org: ORG, roles: ['tenant'] }, '1h');
+    const orgOf = (i: number) => (orgs === 'an-org-each' ? `${ORG}-${i}` : ORG);
+    const tokens = await Promise.all(
+      Array.from({ length: orgs === 'an-org-each' ? options.requests : 1 }, (_, i) =>
+        site.issuer.mint({ sub: 'bench-contention', org: orgOf(i), roles: ['tenant'] }, '1h'),
+      ),
+    );
+    if (orgs === 'one-org-with-quota') {
+      const admin = await site.issuer.mint({ sub: 'bench-admin', org: 'provider', roles: ['provider-admin'] }, '1h');
+      const set = await fetch(`${site.url}/admin/tenants/${ORG}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ quotas: { [MACHINE_TYPE]: 2 * options.requests } }),
+      });
+      if (set.status !== 200) throw new Error(`bench: setting the contention org's quota answered ${set.status}: ${await set.text()}`);
+    }
     // As in api.ts: the local server verifies each request's token in that request's async context, so marking the
     // context there attributes to the creates exactly the DynamoDB requests they make (and not the agent's reports).
     const calls = new AsyncLocalStorage<string | undefined>();
     const verify = site.issuer.verify.bind(site.issuer);
+    const creators = new Set(tokens);
     site.issuer.verify = (presented) => {
-      calls.enterWith(presented === token ? 'create' : undefined);
+      calls.enterWith(creators.has(presented) ? 'create' : undefined);
       return verify(presented);
     };
     const requests = countRequests(site.storeClient, { tagOf: () => calls.getStore() });
-    const url = `${site.url}/v2/org/${ORG}/nico/instance`;
-    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     progress(
-      `contention: ${options.requests} creates at once on ${options.machines} free machines` +
+      `contention: ${options.requests} creates at once on ${options.machines} free machines, ${orgs}` +
         (containerPerRequest ? ', each request a container of its own' : ''),
     );
     const before = { ...requests.counts };
-    const bodies = Array.from({ length: options.requests }, (_, i) => JSON.stringify({ machineType: MACHINE_TYPE, name: `burst-${i}` }));
+    const burstRequests = Array.from({ length: options.requests }, (_, i) => ({
+      url: `${site.url}/v2/org/${orgOf(i)}/nico/instance`,
+      headers: { authorization: `Bearer ${tokens[orgs === 'an-org-each' ? i : 0]}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ machineType: MACHINE_TYPE, name: `burst-${i}` }),
+    }));
     const compiling = watchJitCompilers(javaPid);
-    const answers = await sendBurst({ url, headers, bodies });
+    const answers = await sendBurst({ requests: burstRequests });
     return { answers, createRequests: requests.take('create').requests, siteRequests: difference(requests.counts, before), jit: compiling() };
   } finally {
     await site.stop();
@@ -149,13 +178,21 @@ export async function contentionBench(
   const setting: BurstSetting = { endpoint: dynamo.endpoint, javaPid: dynamo.javaPid, options, progress };
   const warmupBursts: Burst[] = [];
   for (let round = 0; round < options.warmupRounds; round++) warmupBursts.push(await burst(setting, `bench-contention-${id}-w${round}`, false));
-  const bursts: Burst[] = [];
-  for (let round = 0; round < options.rounds; round++) bursts.push(await burst(setting, `bench-contention-${id}-${round}`, false));
+  // The kinds take turns in each round, so that whatever else the host does meanwhile falls on all of them alike.
+  const byKind = new Map<BurstOrgs, Burst[]>(BURST_KINDS.map((kind) => [kind, []]));
+  for (let round = 0; round < options.rounds; round++) {
+    for (const kind of BURST_KINDS) byKind.get(kind)!.push(await burst(setting, `bench-contention-${id}-${round}-${kind}`, false, kind));
+  }
   const containerBursts: Burst[] = [];
   for (let round = 0; round < options.containerRounds; round++) {
     containerBursts.push(await burst(setting, `bench-contention-${id}-c${round}`, true));
   }
-  const judged = figuresOf(bursts);
+  const judged = figuresOf(byKind.get('one-org')!);
+  const withQuota = figuresOf(byKind.get('one-org-with-quota')!);
+  const floor = figuresOf(byKind.get('an-org-each')!);
+  const worstOneOrgP99 = Math.max(judged.latency.all.p99, withQuota.latency.all.p99);
+  const exact = (figures: ReturnType<typeof figuresOf>) =>
+    figures.bursts.every((b) => b.created === Math.min(options.machines, options.requests) && b.refused_no_capacity === options.requests - b.created);
   return {
     config: {
       machines: options.machines,
@@ -168,9 +205,19 @@ export async function contentionBench(
       method:
         'each burst on a fresh local site (new tables on one DynamoDB Local, its stream log indexed) once every machine is live: all creates sent at once ' +
         "with fetch from a worker thread (the clients off the site's event loop, as on other machines), each timed from send until its body is read; the " +
-        'stream reactions provision the winners meanwhile, as they would',
+        'stream reactions provision the winners meanwhile, as they would. Each round sends one burst of each kind in turn: one org with no quota (judged ' +
+        'against the goal), one org with a quota that has room for all, and the floor, each create another org',
     },
     ...judged,
+    one_org_with_quota: { unit: 'the same bursts by one org whose quota has room for every create', ...withQuota },
+    an_org_each: { unit: 'the floor: the same bursts, each create by another org, so that no two share a usage counter', ...floor },
+    one_org_against_floor: {
+      figure: 'p99 of the one-org bursts (the worse of with and without a quota) / p99 of the an-org-each bursts',
+      value: ratio(worstOneOrgP99, floor.latency.all.p99),
+      goal: ONE_ORG_GOAL_RATIO,
+      meets_goal: ratio(worstOneOrgP99, floor.latency.all.p99) <= ONE_ORG_GOAL_RATIO,
+      exactly_the_free_machines_won: exact(judged) && exact(withQuota),
+    },
     goal: {
       figure: 'p99 latency of every create answer, ms',
       value: judged.latency.all.p99,
@@ -209,6 +256,7 @@ function figuresOf(bursts: Burst[]) {
     const machinesTaken = b.answers.filter((a) => a.status === 201).map((a) => a.machineId);
     return {
       created: machinesTaken.length,
+      refused_no_capacity: b.answers.filter((a) => a.status === 409 && a.code === 'no-capacity').length,
       distinct_machines: new Set(machinesTaken).size,
       p50_ms: summarize(b.answers.map((a) => a.ms)).median,
       p99_ms: summarize(b.answers.map((a) => a.ms)).p99,

@@ -27,6 +27,11 @@ export const contentionPart = definePart({
     goal_p99_ms: contention.goal.goal,
     ratio_p99_over_goal: contention.goal.ratio,
     outcomes: contention.outcomes,
+    one_org_with_quota_p99_ms: contention.one_org_with_quota.latency.all.p99,
+    an_org_each_p99_ms: contention.an_org_each.latency.all.p99,
+    ratio_one_org_over_an_org_each: contention.one_org_against_floor.value,
+    goal_ratio: contention.one_org_against_floor.goal,
+    exactly_the_free_machines_won: contention.one_org_against_floor.exactly_the_free_machines_won,
     dynamodb_requests_per_create: contention.dynamodb_requests_per_create.value,
     no_machine_twice: contention.no_machine_twice,
     warmup: contention.warmup

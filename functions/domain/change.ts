@@ -10,6 +10,7 @@ import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.
 import type { SiteHistoryEntry } from '#domain/site-agent-silence.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
 import type { QuotaGuard } from '#domain/quotas.ts';
+import type { QuotaSetting } from '#domain/quota-shards.ts';
 import type { Reservation } from '#domain/reservations.ts';
 
 /** A record as it was read (null when new) and as the decision wants it; the store guards on `before.version`. */
@@ -61,8 +62,8 @@ export interface Change {
    * it raises commits only while that quota holds. The usage moves themselves follow from `instances`.
    */
   quotaGuards?: QuotaGuard[];
-  /** Quotas the provider sets (a number) or lifts (null), per (org, type), on the usage items. */
-  quotas?: Array<{ org: string; machineType: string; quota: number | null }>;
+  /** Quotas the provider sets (a number) or lifts (null), or dealt again over their shards, per (org, type). */
+  quotas?: QuotaSetting[];
 }
 
 /**

@@ -7,7 +7,7 @@ import { replacementsAfter, withMeta } from '#domain/meta-changes.ts';
 import type { HistoryEntry, Issue, Machine, MetaInstance } from '#domain/model.ts';
 import { hasOverride } from '#domain/overrides.ts';
 import { choosePlacement } from '#domain/placement.ts';
-import { guardOf } from '#domain/quotas.ts';
+import { chargeQuota } from '#domain/quota-shards.ts';
 import { conflict, notFound } from '#domain/rejection.ts';
 import { repairPolicy, type SafetyRules, type SafetyState } from '#domain/safety.ts';
 import { ageMs, iso } from '#domain/time.ts';
@@ -214,8 +214,9 @@ function makeBeforeBreak(s: MetaSnapshot, replacement: MemberReplacement): MetaD
   const entries = (s.meta.memberReplacements ?? []).map((r) => (r === replacement ? { ...r, successorId: instance.id } : r));
   const change = mergeChanges(withMeta(s.meta, { memberReplacements: entries }, s.now), placed);
   change.replacements = replacementsAfter(s.replacements, change);
-  change.quotaGuards = [guardOf(s.meta.org, s.meta.machineType, s.usage ?? null)];
-  return { kind: 'commit', change, summary: `successor ${instance.id} placed for member ${replacement.instanceId}` };
+  const charged = chargeQuota(change, s.usage ?? null, s.meta.org, s.meta.machineType);
+  if (!charged) return null;
+  return { kind: 'commit', change: charged, summary: `successor ${instance.id} placed for member ${replacement.instanceId}` };
 }
 
 /** How many more live members than `minNodes` the meta-instance may hold now: one per successor placed and not yet done. */

@@ -6,7 +6,8 @@ import type { Instance, Machine, MetaInstance, Placement } from '#domain/model.t
 import { reservedForAnother } from '#domain/reservations.ts';
 import { choosePlacement, groupOf, isSatisfied, placeName, type Plan } from '#domain/placement.ts';
 import { Rejection } from '#domain/rejection.ts';
-import { guardOf, type QuotaUsage } from '#domain/quotas.ts';
+import type { QuotaUsage } from '#domain/quotas.ts';
+import { chargeQuota } from '#domain/quota-shards.ts';
 import { addMs, ageMs, iso } from '#domain/time.ts';
 import { replacementsAfter, withMeta, type ReplacementsView } from '#domain/meta-changes.ts';
 import { replaceMembers, wantsSuccessorCandidates, type FaultRules } from '#domain/member-replacement.ts';
@@ -259,8 +260,9 @@ function place(s: MetaSnapshot): MetaDecision {
     : { placementError: `waiting for a replacement slot: placed ${assignments.length} of ${plan.machines.length}, cap ${cap} in flight site-wide` };
   const change = mergeChanges(withMeta(meta, status, now), ...assignments.map((a) => a.change));
   if (replacing) change.replacements = replacementsAfter(s.replacements, change);
-  change.quotaGuards = [guardOf(meta.org, meta.machineType, s.usage ?? null)];
-  return { kind: 'commit', change, summary: `placed ${assignments.length}` };
+  const charged = chargeQuota(change, s.usage ?? null, meta.org, meta.machineType);
+  if (!charged) return placementFailed(s, `waiting for room in org ${meta.org}'s ${meta.machineType} usage shards, dealt again on the next attempt`);
+  return { kind: 'commit', change: charged, summary: `placed ${assignments.length}` };
 }
 
 /** A placement error is written once per distinct message, so a meta-instance waiting for capacity costs nothing. */

@@ -127,6 +127,8 @@ export interface Instance {
    * counts it (store/migrations), and so does any change that writes it first: its `before` then counts nothing.
    */
   usageUncounted?: true;
+  /** The counter shard of its org's usage this instance is counted in (domain/quota-shards.ts); absent, shard 0. */
+  usageShard?: number;
 }
 
 export interface Tenant {

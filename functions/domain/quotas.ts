@@ -2,15 +2,22 @@ import type { Versioned } from '#domain/change.ts';
 import type { Instance } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 
-// Quotas: at most `quota` machines of a type held by an org's instances at once. Each (org, type) has one usage
-// item whose `used` counts the org's instances in a counted status. It is never read-modified-written: every change
-// that moves an instance into or out of a counted status moves `used` by the same amount in its own transaction
-// (usageMoves, applied by the store), so the counter can neither drift from the instances nor lose a step to a crash.
-// An increment is guarded by the quota it was decided against (the item's `quota` unchanged and `used` low enough),
-// so concurrent creates can never take an org past its quota together.
+// Quotas: at most `quota` machines of a type held by an org's instances at once. Each (org, type)'s usage is counted
+// in shards (quota-shards.ts) whose `used` counts the org's instances in a counted status, each instance in the shard
+// it was charged to (`usageShard`). No shard is read-modified-written: every change that moves an instance into or out
+// of a counted status moves its shard's `used` by the same amount in its own transaction (usageMoves, applied by the
+// store), so the counters can neither drift from the instances nor lose a step to a crash. An increment is guarded by
+// the shard's cap it was decided against, so concurrent creates can never take an org past its quota together.
 
 /** Instances holding (or about to hold, or still handing back) a machine: what a quota counts. */
 export const COUNTED: ReadonlySet<Instance['status']> = new Set(['Provisioning', 'Ready', 'Repairing', 'Terminating']);
+
+/** One counter shard as stored: its count, and its cap (its share of the quota) when a quota is set. */
+export interface UsageShard {
+  shard: number;
+  used: number;
+  cap?: number;
+}
 
 /** One (org, type)'s count, and its quota when the provider set one. */
 export interface QuotaUsage {
@@ -18,44 +25,48 @@ export interface QuotaUsage {
   machineType: string;
   used: number;
   quota?: number;
+  /** The shards stored, as the store reads them; absent, shard 0 holds the count (and the quota) whole. */
+  shards?: UsageShard[];
+  /** false while the table is pinned to a release that counts in shard 0 alone: creates count there too. */
+  shardable?: boolean;
 }
 
-/** How an (org, type)'s `used` moves in one change. */
+/** How an (org, type)'s shard's `used` moves in one change. */
 export interface UsageMove {
   org: string;
   machineType: string;
+  shard: number;
   by: number;
 }
 
 /**
- * What an increment was decided against: no quota (the item must still have none), or this quota (the item must
- * still have it, with room for the increment when the transaction commits).
+ * What an increment of a shard was decided against: no quota (the shard must still have no cap), or this cap (the
+ * shard must still have it, with room for the increment when the transaction commits).
  */
 export interface QuotaGuard {
   org: string;
   machineType: string;
+  shard: number;
   quota: number | null;
 }
 
 const counted = (instance: Instance | null): boolean => instance !== null && COUNTED.has(instance.status);
 
-export const usageRef = (org: string, machineType: string): string => JSON.stringify([org, machineType]);
+export const usageRef = (org: string, machineType: string, shard: number): string => JSON.stringify([org, machineType, shard]);
 
-/** How the changed instances move their orgs' usage counters; pairs that stay counted (or uncounted) move nothing. */
+/** How the changed instances move their orgs' usage shards; pairs that stay counted (or uncounted) move nothing. */
 export function usageMoves(instances: Versioned<Instance>[]): UsageMove[] {
   const moves = new Map<string, UsageMove>();
   for (const { before, after } of instances) {
     const by = Number(counted(after)) - Number(counted(before) && before?.usageUncounted !== true);
     if (by === 0) continue;
-    const ref = usageRef(after.org, after.machineType);
-    const move = moves.get(ref) ?? moves.set(ref, { org: after.org, machineType: after.machineType, by: 0 }).get(ref)!;
+    const shard = after.usageShard ?? 0;
+    const ref = usageRef(after.org, after.machineType, shard);
+    const move = moves.get(ref) ?? moves.set(ref, { org: after.org, machineType: after.machineType, shard, by: 0 }).get(ref)!;
     move.by += by;
   }
   return [...moves.values()].filter((move) => move.by !== 0);
 }
-
-/** The guard of an increment decided on this reading of the usage item (none read: no quota). */
-export const guardOf = (org: string, machineType: string, usage: QuotaUsage | null): QuotaGuard => ({ org, machineType, quota: usage?.quota ?? null });
 
 /** 409 `quota-exceeded` when taking `more` machines would take the org past its quota; nothing when it would not. */
 export function checkQuota(usage: QuotaUsage | null, more: number): void {

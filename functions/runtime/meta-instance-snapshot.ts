@@ -1,3 +1,4 @@
+import { loadQuotaUsage } from '#runtime/quota-usage.ts';
 import type { HeartbeatView } from '#domain/health.ts';
 import { noReplacements, wantsMoreCandidates, homePlace, type Member, type MetaSnapshot, type ReplacementsView } from '#domain/meta-instances.ts';
 import type { FaultRules } from '#domain/member-replacement.ts';
@@ -112,7 +113,7 @@ export async function loadMetaSnapshot(ctx: AppContext, meta: MetaInstance, memb
     candidates: [],
     pinned: loaded.pinned,
     heartbeat: heartbeat ?? (await loadHeartbeatView(ctx)),
-    usage: live ? await ctx.store.getQuotaUsage(meta.org, meta.machineType) : null,
+    usage: live ? await loadQuotaUsage(ctx, meta.org, meta.machineType) : null,
     now: ctx.clock.now(),
     rules: {
       maxConsecutiveFailures: rules.max_consecutive_failures,

@@ -5,13 +5,16 @@ import type { Instance, Issue, Machine, Principal } from '#domain/model.ts';
 import { repairPolicy, type RepairPolicy, type SafetyState } from '#domain/safety.ts';
 import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.ts';
 import { repairClaimBlockers } from '#domain/repair.ts';
-import { checkQuota, guardOf } from '#domain/quotas.ts';
+import { checkQuota } from '#domain/quotas.ts';
+import { chargeQuota } from '#domain/quota-shards.ts';
+import { loadQuotaUsage } from '#runtime/quota-usage.ts';
 import { patchInstance as decidePatch, type InstancePatch } from '#domain/machine-edits.ts';
 import { safetyRules, validationRules, type AppContext } from '#runtime/context.ts';
 import { validationRequired } from '#domain/validation.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { loadFleetSize } from '#runtime/fleet-size.ts';
 import { committedOnce, retryOnStale } from '#runtime/retry-on-stale.ts';
+import { StaleWriteError } from '#store/port.ts';
 import { siteView } from '#services/site-view.ts';
 import { claimMachine, readCandidates } from '#services/claims-in-flight.ts';
 import { reservedForAnother } from '#domain/reservations.ts';
@@ -62,7 +65,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   if (!site.catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
   // The org's usage of the type: a create past its quota is refused before any machine is read, and the claim
   // commits only while the quota it was decided against still has room (domain/quotas.ts).
-  let usage = await ctx.store.getQuotaUsage(principal.org, machineType);
+  let usage = await loadQuotaUsage(ctx, principal.org, machineType);
   checkQuota(usage, 1);
   /**
    * 409 quota-exceeded when the org's quota is used up now: the answer that explains a lost race, if it applies. Read
@@ -70,7 +73,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
    */
   const refuseAtQuota = async (afterLostCommit = false) => {
     if (!afterLostCommit && usage?.quota === undefined) return;
-    usage = await ctx.store.getQuotaUsage(principal.org, machineType);
+    usage = await loadQuotaUsage(ctx, principal.org, machineType);
     checkQuota(usage, 1);
   };
   const outOfTime = () => ctx.deadline !== undefined && ctx.deadline - Date.now() < LAST_TRY_RESERVE_MS;
@@ -134,8 +137,9 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
       // Taken by a rival since the index was read (or before, the index lagging), reserved for another org, or stale.
       if (!machine || !allocatable || reservedForAnother(machine, principal.org)) return { setAside: true };
       const { change, instance } = assignInstance(machine, spec, now);
-      const guarded = { ...change, quotaGuards: [guardOf(principal.org, machineType, usage)] };
-      return (await committedOnce(() => ctx.store.commit(guarded))) ? { instance } : { lost: true };
+      // No shard with room (rivals filled those read): lost like a commit, and the usage is read again.
+      const charged = chargeQuota(change, usage, principal.org, machineType);
+      return charged && (await committedOnce(() => ctx.store.commit(charged))) ? { instance } : { lost: true };
     };
     const result = await claimMachine(ctx, machineType, id, attempt, (outcome) => 'instance' in outcome, reservedFor);
     if ('instance' in result) return result.instance;
@@ -160,10 +164,12 @@ async function createOnMachine(ctx: AppContext, principal: Principal, machineId:
     if (blockers.length > 0) {
       throw conflict('machine-unavailable', `machine ${machineId} cannot be claimed for repair: ${blockers.join(', ')}`);
     }
-    const usage = await ctx.store.getQuotaUsage(principal.org, machine.machineType);
+    const usage = await loadQuotaUsage(ctx, principal.org, machine.machineType);
     checkQuota(usage, 1);
     const { change, instance } = assignInstance(machine, spec, ctx.clock.now());
-    await ctx.store.commit({ ...change, quotaGuards: [guardOf(principal.org, machine.machineType, usage)] });
+    const charged = chargeQuota(change, usage, principal.org, machine.machineType);
+    if (!charged) throw new StaleWriteError(`org ${principal.org}'s ${machine.machineType} usage shards filled while this request ran`);
+    await ctx.store.commit(charged);
     return instance;
   });
 }

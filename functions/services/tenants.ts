@@ -1,5 +1,6 @@
 import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
 import type { Tenant } from '#domain/model.ts';
+import { quotaSetting } from '#domain/quota-shards.ts';
 import { iso } from '#domain/time.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
@@ -28,8 +29,11 @@ export async function setTenant(ctx: AppContext, org: string, settings: TenantSe
       auditTargets.tenant(org),
       auditedChange(before, after, settings),
     );
+    // Only the types whose quota changes are dealt, each over its usage shards as they count now.
     const types = new Set([...Object.keys(before?.quotas ?? {}), ...Object.keys(quotas)]);
-    const quotaWrites = settings.quotas ? [...types].map((machineType) => ({ org, machineType, quota: quotas[machineType] ?? null })) : [];
+    const changed = [...types].filter((type) => settings.quotas && before?.quotas?.[type] !== quotas[type]);
+    const usage = await Promise.all(changed.map((machineType) => ctx.store.getQuotaUsage(org, machineType, { fresh: true })));
+    const quotaWrites = usage.map((u) => quotaSetting(u, quotas[u.machineType] ?? null));
     await ctx.store.commit({ tenants: [{ before, after }], history: [], audit, ...(quotaWrites.length > 0 ? { quotas: quotaWrites } : {}) });
     ctx.log.info(settings.quotas ? 'tenant quotas set' : 'tenant capabilities set', { org, capabilities, quotas, actor: by.actor, requestId: by.requestId });
     return { ...after, version: (before?.version ?? -1) + 1 };

@@ -274,30 +274,45 @@ export function transactItemOf(table: string, write: ItemWrite): TransactItem {
     };
   }
   const { usage } = write;
-  const quotaSet = usage.setQuota === undefined ? '' : usage.setQuota === null ? ' REMOVE #quota' : ', #quota = :quota';
-  const guard = usage.guard === undefined ? undefined : usage.guard === null ? 'attribute_not_exists(#quota)' : '#quota = :guard AND #used <= :most';
+  const names: Record<string, string> = { '#entity': 'entity', '#org': 'org', '#type': 'machineType', '#used': 'used' };
+  const values: Record<string, unknown> = { ':entity': 'quota-usage', ':org': usage.org, ':type': usage.machineType, ':zero': 0, ':by': usage.by };
+  const sets = ['#entity = :entity', '#org = :org', '#type = :type', '#used = if_not_exists(#used, :zero) + :by'];
+  const removes: string[] = [];
+  const conditions: string[] = [];
+  const setOrRemove = (name: string, attribute: string, value: number | null | undefined) => {
+    if (value === undefined) return;
+    names[name] = attribute;
+    if (value === null) {
+      removes.push(name);
+    } else {
+      values[`:${attribute}`] = value;
+      sets.push(`${name} = :${attribute}`);
+    }
+  };
+  if (usage.shard !== 0) setOrRemove('#shard', 'shard', usage.shard);
+  setOrRemove('#quota', 'quota', usage.setQuota);
+  setOrRemove('#total', 'quotaTotal', usage.setTotal);
+  if (usage.guard === null) {
+    names['#quota'] = 'quota';
+    conditions.push('attribute_not_exists(#quota)');
+  } else if (usage.guard !== undefined) {
+    names['#quota'] = 'quota';
+    values[':guard'] = usage.guard;
+    values[':most'] = usage.guard - usage.by;
+    conditions.push('#quota = :guard AND #used <= :most');
+  }
+  if (usage.expectUsed !== undefined) {
+    values[':expected'] = usage.expectUsed;
+    conditions.push(usage.expectUsed === 0 ? '(attribute_not_exists(#used) OR #used = :expected)' : '#used = :expected');
+  }
   return {
     Update: {
       TableName: table,
       Key: usage.key,
-      UpdateExpression: `SET #entity = :entity, #org = :org, #type = :type, #used = if_not_exists(#used, :zero) + :by${quotaSet}`,
-      ...(guard ? { ConditionExpression: guard } : {}),
-      ExpressionAttributeNames: {
-        '#entity': 'entity',
-        '#org': 'org',
-        '#type': 'machineType',
-        '#used': 'used',
-        ...(usage.setQuota !== undefined || usage.guard !== undefined ? { '#quota': 'quota' } : {}),
-      },
-      ExpressionAttributeValues: {
-        ':entity': 'quota-usage',
-        ':org': usage.org,
-        ':type': usage.machineType,
-        ':zero': 0,
-        ':by': usage.by,
-        ...(typeof usage.setQuota === 'number' ? { ':quota': usage.setQuota } : {}),
-        ...(typeof usage.guard === 'number' ? { ':guard': usage.guard, ':most': usage.guard - usage.by } : {}),
-      },
+      UpdateExpression: `SET ${sets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
+      ...(conditions.length > 0 ? { ConditionExpression: conditions.join(' AND ') } : {}),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
     },
   };
 }

@@ -5,6 +5,7 @@ import { catalogRacks, emptyCatalog, typeRacks } from '#domain/catalog.ts';
 import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
 import { checkTransactionSize } from '#store/item-size.ts';
 import { usageMoves, usageRef, type QuotaUsage } from '#domain/quotas.ts';
+import { quotaSetting } from '#domain/quota-shards.ts';
 import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
 import { COUNTER_ITEMS_PER_SHARD, shardOf, SUMMARY_SHARDS, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
@@ -51,7 +52,8 @@ import {
   maintenanceItem,
   maintenanceStatePartition,
   fromMaintenanceItem,
-  fromQuotaUsageItem,
+  quotaShardRange,
+  quotaUsagesOf,
   quotaPartition,
   allocatableDomainPartition,
   allocatablePartition,
@@ -113,7 +115,7 @@ import {
 import type { CapacityPoint } from '#domain/capacity-history.ts';
 import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/org-capacity.ts';
 import type { MigrationStatus } from '#store/migrations/runner.ts';
-import { DATA_VERSION_KEY, CONTRACTED_DATA_VERSION, DATA_VERSION_TTL_MS } from '#store/data-version.ts';
+import { DATA_VERSION_KEY, CONTRACTED_DATA_VERSION, DATA_VERSION_TTL_MS, pinnedOf, QUOTAS_DEALT_DATA_VERSION } from '#store/data-version.ts';
 import {
   inLegacyLayout,
   legacyTwinOf,
@@ -144,6 +146,8 @@ const LAYOUT_READ_BUDGET_MS = 300;
 interface LayoutState {
   legacyReads: boolean;
   legacyWrites: boolean;
+  /** Creates may count in usage shards other than 0: not while pinned to a release that counts in shard 0 alone. */
+  countersShardable: boolean;
 }
 
 /** An item's table key as one string, to find the items a batch read returned (in no order) by the keys asked for. */
@@ -189,11 +193,24 @@ export interface ItemPage {
  */
 export type GuardedPut = { put: Item; expectedVersion: number | null | 'any' };
 /**
- * An (org, type)'s usage counter moved by `by` without reading it (domain/quotas.ts), or its quota set (a number) or
- * lifted (null). `guard` is the quota an increment was decided against: null, the item must have no quota; a
- * number, the item must still have that quota and room for `by` under it.
+ * An (org, type)'s usage shard moved by `by` without reading it (domain/quotas.ts), or its cap set (a number) or
+ * lifted (null), with shard 0's `quotaTotal` beside it. `guard` is the cap an increment was decided against: null,
+ * the shard must have no cap; a number, the shard must still have that cap and room for `by` under it. `expectUsed`:
+ * the count the caps were dealt on, which the shard must still hold.
  */
-export type UsageWrite = { usage: { key: TableKey; org: string; machineType: string; by: number; guard?: number | null; setQuota?: number | null } };
+export type UsageWrite = {
+  usage: {
+    key: TableKey;
+    org: string;
+    machineType: string;
+    shard: number;
+    by: number;
+    guard?: number | null;
+    setQuota?: number | null;
+    setTotal?: number | null;
+    expectUsed?: number;
+  };
+};
 export type ItemWrite = GuardedPut | UsageWrite;
 
 export const isUsageWrite = (write: ItemWrite): write is UsageWrite => 'usage' in write;
@@ -204,9 +221,13 @@ export function usageAfter(write: UsageWrite['usage'], stored: Item | undefined)
   const quota = typeof stored?.quota === 'number' ? stored.quota : undefined;
   if (write.guard === null && quota !== undefined) return null;
   if (typeof write.guard === 'number' && (quota !== write.guard || used + write.by > write.guard)) return null;
-  const after: Item = { ...(stored ?? {}), ...write.key, entity: 'quota-usage', org: write.org, machineType: write.machineType, used: used + write.by };
+  if (write.expectUsed !== undefined && used !== write.expectUsed) return null;
+  const { org, machineType, shard } = write;
+  const after: Item = { ...(stored ?? {}), ...write.key, entity: 'quota-usage', org, machineType, ...(shard === 0 ? {} : { shard }), used: used + write.by };
   if (write.setQuota === null) delete after.quota;
   else if (write.setQuota !== undefined) after.quota = write.setQuota;
+  if (write.setTotal === null) delete after.quotaTotal;
+  else if (write.setTotal !== undefined) after.quotaTotal = write.setTotal;
   return after;
 }
 
@@ -268,13 +289,18 @@ export function writesOf(change: Change, uniqueSuffix: () => string, due: DueTim
   if (change.audit) writes.push({ put: auditItem(change.audit, uniqueSuffix()), expectedVersion: null });
   for (const entry of change.siteHistory ?? []) writes.push({ put: siteHistoryItem(entry), expectedVersion: null });
   for (const point of change.capacityPoints ?? []) writes.push({ put: capacityPointItem(point), expectedVersion: null });
-  const guards = new Map((change.quotaGuards ?? []).map((g) => [usageRef(g.org, g.machineType), g.quota]));
+  const guards = new Map((change.quotaGuards ?? []).map((g) => [usageRef(g.org, g.machineType, g.shard), g.quota]));
   for (const move of usageMoves(change.instances ?? [])) {
-    const guard = move.by > 0 ? guards.get(usageRef(move.org, move.machineType)) : undefined;
-    writes.push({ usage: { key: keys.quotaUsage(move.org, move.machineType), ...move, ...(guard === undefined ? {} : { guard }) } });
+    const guard = move.by > 0 ? guards.get(usageRef(move.org, move.machineType, move.shard)) : undefined;
+    writes.push({ usage: { key: keys.quotaUsage(move.org, move.machineType, move.shard), ...move, ...(guard === undefined ? {} : { guard }) } });
   }
-  for (const { org, machineType, quota } of change.quotas ?? []) {
-    writes.push({ usage: { key: keys.quotaUsage(org, machineType), org, machineType, by: 0, setQuota: quota } });
+  for (const { org, machineType, quota, shards } of change.quotas ?? []) {
+    // Shard 0 names the total once the quota is dealt over the shards; held whole by shard 0, its cap is the total.
+    const total = shards.length > 1 ? quota : null;
+    for (const { shard, cap, expectUsed } of shards) {
+      const setting = { setQuota: cap, ...(shard === 0 ? { setTotal: total } : {}), ...(expectUsed === undefined ? {} : { expectUsed }) };
+      writes.push({ usage: { key: keys.quotaUsage(org, machineType, shard), org, machineType, shard, by: 0, ...setting } });
+    }
   }
   if (writes.length > TRANSACTION_LIMIT) throw new Error(`a change of ${writes.length} writes exceeds one transaction`);
   checkTransactionSize(writes.map((write) => (isUsageWrite(write) ? { ...write.usage.key, ...write.usage } : write.put)));
@@ -359,14 +385,19 @@ export abstract class ItemStore implements FleetStore {
         const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
         // Once migration 1 is done the site's items are at their own keys: no refresh copies them again.
         if (dataVersion < SITE_ITEMS_MIGRATED) await this.copyLegacySiteItems();
-        this.layoutKnown = { legacyReads, legacyWrites: !found || found.pinned === true };
+        const pinned = pinnedOf(found ?? null);
+        this.layoutKnown = {
+          legacyReads,
+          legacyWrites: pinned && dataVersion < CONTRACTED_DATA_VERSION,
+          countersShardable: !pinned || dataVersion >= QUOTAS_DEALT_DATA_VERSION,
+        };
         return this.layoutKnown;
       });
       // A read that throttles or lags does not hold up the request: it goes on as the table was last known to be (or,
       // never read yet, reading both layouts and writing this release's), and the next call asks again.
       const unknown = (): LayoutState => {
         this.layoutRead = undefined;
-        return known ?? { legacyReads: true, legacyWrites: false };
+        return known ?? { legacyReads: true, legacyWrites: false, countersShardable: false };
       };
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<LayoutState>((resolve) => (timer = setTimeout(() => resolve(unknown()), LAYOUT_READ_BUDGET_MS)));
@@ -386,6 +417,28 @@ export abstract class ItemStore implements FleetStore {
 
   protected async legacyWrites(): Promise<boolean> {
     return (await this.layoutState()).legacyWrites;
+  }
+
+  /** `fresh`: read now, not as cached, for a quota about to be dealt on what it says. */
+  protected async countersShardable(fresh = false): Promise<boolean> {
+    if (fresh) this.layoutRead = undefined;
+    return (await this.layoutState()).countersShardable;
+  }
+
+  /** Deals a quota usage shard 0 holds whole over the (org, type)'s shards; false when none is held whole any more. */
+  async dealHeldQuota(org: string, machineType: string): Promise<boolean> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const usage = await this.getQuotaUsage(org, machineType);
+      const held = usage?.quota !== undefined && !usage.shards?.some((shard) => shard.shard !== 0 && shard.cap !== undefined);
+      if (!held) return false;
+      try {
+        await this.commit({ quotas: [quotaSetting({ ...usage, shardable: true }, usage.quota!)], history: [] });
+        return true;
+      } catch (error) {
+        if (!(error instanceof StaleWriteError)) throw error;
+      }
+    }
+    throw new StaleWriteError(`org ${org}'s ${machineType} usage kept changing while its quota was dealt over its shards`);
   }
 
   /**
@@ -622,14 +675,22 @@ export abstract class ItemStore implements FleetStore {
     return siteHeartbeatOf(await this.getItem(keys.siteHeartbeat));
   }
 
-  async getQuotaUsage(org: string, machineType: string): Promise<QuotaUsage | null> {
-    const item = await this.getItem(keys.quotaUsage(org, machineType));
-    return item ? fromQuotaUsageItem(item) : null;
+  /**
+   * Strongly consistent, one Query of the type's shards: a create is decided on the counts it is guarded by. `fresh`:
+   * the table's layout read now rather than as cached, for a quota about to be dealt on what it says.
+   */
+  async getQuotaUsage(org: string, machineType: string, options: { fresh?: boolean } = {}): Promise<QuotaUsage> {
+    const [items, shardable] = await Promise.all([
+      this.allItems({ partition: quotaPartition(org), sort: { between: quotaShardRange(machineType) }, consistent: true }),
+      this.countersShardable(options.fresh),
+    ]);
+    return quotaUsagesOf(items, shardable)[0] ?? { org, machineType, used: 0, shards: [], shardable };
   }
 
   /** Strongly consistent: the usage shown is the one the org's creates are guarded by, not a moment old. */
   async listQuotaUsage(org: string): Promise<QuotaUsage[]> {
-    return (await this.allItems({ partition: quotaPartition(org), consistent: true })).map(fromQuotaUsageItem);
+    const [items, shardable] = await Promise.all([this.allItems({ partition: quotaPartition(org), consistent: true }), this.countersShardable()]);
+    return quotaUsagesOf(items, shardable);
   }
 
   /** An org's, one partition; every org's, the listing shards (listingPartitions) merged newest first. */

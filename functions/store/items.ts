@@ -28,8 +28,11 @@ export const keys = {
   instance: (id: string) => ({ pk: `INSTANCE#${id}`, sk: '#INSTANCE' }),
   metaInstance: (id: string) => ({ pk: `META#${id}`, sk: '#META' }),
   tenant: (org: string) => ({ pk: `TENANT#${org}`, sk: '#TENANT' }),
-  /** An org's usage counters and quotas, one item per machine type, all in the org's partition: one Query reads them. */
-  quotaUsage: (org: string, machineType: string) => ({ pk: quotaPartition(org), sk: `TYPE#${machineType}` }),
+  /**
+   * An org's usage counter shards and quotas (domain/quota-shards.ts), all in the org's partition: one Query reads an
+   * org's, or one type's. Shard 0 keeps the key of the one counter releases before 0.3.0 wrote.
+   */
+  quotaUsage: (org: string, machineType: string, shard = 0) => ({ pk: quotaPartition(org), sk: `TYPE#${machineType}${shard === 0 ? '' : `#${shard}`}` }),
   /** A machine's history, or the site's (SITE_SUBJECT). */
   history: (machineId: string, at: string, unique: string) => ({
     pk: machineId === SITE_SUBJECT ? 'SITE' : `MACHINE#${machineId}`,
@@ -366,12 +369,33 @@ export const fromReservationItem = (item: Item): Reservation => strip<Reservatio
 export const fromStaleCheckItem = (item: Item): StaleCheck => strip<StaleCheck>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item);
-export const fromQuotaUsageItem = (item: Item): QuotaUsage => ({
-  org: String(item.org),
-  machineType: String(item.machineType),
-  used: Number(item.used ?? 0),
-  ...(typeof item.quota === 'number' ? { quota: item.quota } : {}),
-});
+/** One type's shards between these sort keys (shard 0's and the shards after it): one Query of the org's partition. */
+export const quotaShardRange = (machineType: string): [string, string] => [`TYPE#${machineType}`, `TYPE#${machineType}#~`];
+
+/**
+ * Each type's usage from its shards' items: the count summed, the quota from shard 0 (`quotaTotal` once dealt over
+ * the shards; before that, shard 0's own `quota`, which holds it whole).
+ */
+export function quotaUsagesOf(items: Item[], shardable: boolean): QuotaUsage[] {
+  const byType = new Map<string, Item[]>();
+  for (const item of items) byType.set(String(item.machineType), [...(byType.get(String(item.machineType)) ?? []), item]);
+  return [...byType].map(([machineType, shards]) => {
+    const head = shards.find((item) => item.shard === undefined);
+    const quota = typeof head?.quotaTotal === 'number' ? head.quotaTotal : typeof head?.quota === 'number' ? head.quota : undefined;
+    return {
+      org: String(shards[0]!.org),
+      machineType,
+      used: shards.reduce((sum, item) => sum + Number(item.used ?? 0), 0),
+      ...(quota === undefined ? {} : { quota }),
+      shards: shards.map((item) => ({
+        shard: Number(item.shard ?? 0),
+        used: Number(item.used ?? 0),
+        ...(typeof item.quota === 'number' ? { cap: item.quota } : {}),
+      })),
+      shardable,
+    };
+  });
+}
 export const fromRackAggregateItem = (item: Item): RackAggregate => strip<RackAggregate>(item);
 export const fromSummaryShardItem = (item: Item): SummaryShard => strip<SummaryShard>(item);
 

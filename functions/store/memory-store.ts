@@ -123,7 +123,7 @@ export class MemoryFleetStore extends ItemStore {
 
   /** A memory store is born in the current layout: release 0.1.0 never wrote one. */
   protected override layoutState() {
-    return Promise.resolve({ legacyReads: false, legacyWrites: false });
+    return Promise.resolve({ legacyReads: false, legacyWrites: false, countersShardable: true });
   }
 
   protected async getItems(keys: TableKey[], read: ItemRead = {}): Promise<Item[]> {

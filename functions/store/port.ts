@@ -171,10 +171,15 @@ export interface FleetStore {
   /** Every maintenance, newest first; with `state`, of that state only (a filter: a page may come back short). */
   listMaintenances(page: PageRequest & { state?: MaintenanceState | undefined }): Promise<Page<Maintenance>>;
 
-  /** An org's usage of a machine type and its quota (domain/quotas.ts); null when nothing was ever counted or set. */
-  getQuotaUsage(org: string, machineType: string): Promise<QuotaUsage | null>;
+  /**
+   * An org's usage of a machine type, its quota and its shards (domain/quota-shards.ts); none counted yet, zero.
+   * `fresh`: whether the table is pinned read now, not as cached, for a quota about to be dealt on it.
+   */
+  getQuotaUsage(org: string, machineType: string, options?: { fresh?: boolean }): Promise<QuotaUsage>;
   /** Every machine type an org has a usage item for: one Query of the org's partition. */
   listQuotaUsage(org: string): Promise<QuotaUsage[]>;
+  /** Deals a quota that usage shard 0 holds whole over the (org, type)'s shards (migration 4); false when none is held. */
+  dealHeldQuota(org: string, machineType: string): Promise<boolean>;
   /** Newest first; one org's, or the whole site's when `org` is null. */
   listMetaInstances(org: string | null, page: PageRequest): Promise<Page<MetaInstance>>;
   /** Meta-instances waiting for machines of a type, oldest first: they get freed machines in order. */

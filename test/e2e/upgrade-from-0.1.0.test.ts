@@ -1,5 +1,4 @@
-import { spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +6,7 @@ import { startRunner } from '#test/support/runner-process.ts';
 import { caller, seedRelease010, tokenFor, type SeededSite } from '#test/support/upgrade/seed-release-0-1-0.ts';
 import { RELEASE_010_COMMIT, releaseWorktree, type ReleaseWorktree } from '#test/support/upgrade/release-worktree.ts';
 import { watchInvariants } from '#test/support/site-invariants.ts';
+import { listAll, migrationsDone, startReleaseBeside, until } from '#test/support/upgrade/release-site.ts';
 import { parseSiteConfig } from '#config/site-config.ts';
 
 // Release 0.1.0 (commit 1557cba) runs from a worktree of this repository's history, with data: machines, instances
@@ -16,6 +16,7 @@ import { parseSiteConfig } from '#config/site-config.ts';
 type Json = Record<string, any>;
 const currentConfig = `${readFileSync('sites/local.toml', 'utf8')}\n[migrations]\ncontract_after_minutes = 0\nsweep_seconds = 5\n`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const thisRelease = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 
 interface Before {
   machines: Json[];
@@ -24,28 +25,6 @@ interface Before {
   audit: number;
   repairHistory: number;
   overrides: Json[];
-}
-
-async function listAll(call: ReturnType<typeof caller>, path: string): Promise<Json[]> {
-  const items: Json[] = [];
-  let nextToken: string | undefined;
-  do {
-    const answer = await call('GET', `${path}${path.includes('?') ? '&' : '?'}limit=100${nextToken ? `&nextToken=${encodeURIComponent(nextToken)}` : ''}`);
-    if (answer.status !== 200) throw new Error(`${path}: ${answer.status} ${JSON.stringify(answer.json)}`);
-    items.push(...(answer.json.items as Json[]));
-    nextToken = answer.json.nextToken;
-  } while (nextToken);
-  return items;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(250);
-  }
 }
 
 /** An h100 instance, once the site has one free: a site just started may still be validating what it registered. */
@@ -123,21 +102,14 @@ describe('an upgrade from release 0.1.0', () => {
           );
         }
       })();
-      const migrations = await until(
-        'every migration done',
-        async () => {
-          const items = (await admin('GET', '/admin/migrations')).json.items as Json[];
-          return items.every((m) => m.state === 'done') ? items : undefined;
-        },
-        120_000,
-      );
+      const migrations = await migrationsDone(admin);
       migrating = false;
       await traffic;
       expect(answers.filter((status) => status >= 500)).toEqual([]);
       expect(answers.length).toBeGreaterThan(0);
       expect(migrations.find((m) => m.name === 'records-in-0.2.0-layout')!.itemsMigrated).toBeGreaterThan(before.machines.length);
       const version = (await admin('GET', '/admin/config')).json;
-      expect(version).toMatchObject({ release: '0.2.0', dataVersion: version.latestDataVersion, pinned: false, migrations: { pending: 0, running: 0 } });
+      expect(version).toMatchObject({ release: thisRelease, dataVersion: version.latestDataVersion, pinned: false, migrations: { pending: 0, running: 0 } });
 
       // Every machine is listed, with its overrides; the summary agrees with the listing.
       const machines = await listAll(admin, '/admin/machines');
@@ -195,45 +167,11 @@ describe('an upgrade from release 0.1.0', () => {
     }
   }, 300_000);
 
-  /** Release 0.1.0's site in its own process, on the table of a running site of this release (one DynamoDB Local). */
-  async function startRelease010Beside(endpoint: string) {
-    const script = join(release.dir, 'beside.ts');
-    writeFileSync(
-      script,
-      `import { readFileSync } from 'node:fs';
-import { parseSiteConfig } from '#config/site-config.ts';
-import { startLocalSite } from '#local/site.ts';
-const config = parseSiteConfig(readFileSync('sites/local.toml', 'utf8'));
-const names = { table: 'fleetward-local', idempotencyTable: 'fleetward-local-idempotency' };
-const site = await startLocalSite({ config, port: 0, dynamoEndpoint: process.env.BESIDE_DYNAMO, tableNames: names, registerFleet: false, log: () => {} });
-console.log('API ' + site.url);
-process.on('SIGTERM', () => site.stop().then(() => process.exit(0)));
-`,
-    );
-    const child = spawn(process.execPath, [script], { cwd: release.dir, env: { ...process.env, BESIDE_DYNAMO: endpoint }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const api = await until(
-      'release 0.1.0 beside',
-      async () => /API (http:\/\/\S+)/.exec(output)?.[1] ?? (child.exitCode === null ? undefined : Promise.reject(new Error(output))),
-      60_000,
-    );
-    return {
-      api,
-      stop: () =>
-        new Promise<void>((resolve) => {
-          child.once('exit', () => resolve());
-          child.kill('SIGTERM');
-        }),
-    };
-  }
-
   it('runs beside release 0.1.0 on one table during the deploy: each sees what the other writes, and the invariants hold', async () => {
     const site = await startRunner({ dataDir: copyOfSeeded(), siteName: 'local', config: currentConfig, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
     const endpoint = /DynamoDB Local on (http:\/\/\S+)/.exec(site.output())![1]!;
     const watch = watchInvariants(endpoint, 'fleetward-local', parseSiteConfig(currentConfig));
-    const old = await startRelease010Beside(endpoint);
+    const old = await startReleaseBeside(release.dir, endpoint);
     const statuses: number[] = [];
     const created = new Map<string, string>();
     try {
@@ -275,11 +213,7 @@ process.on('SIGTERM', () => site.stop().then(() => process.exit(0)));
     try {
       const admin = caller(site.api, await tokenFor(site.api, 'olga', 'provider', ['provider-admin']));
       expect((await admin('POST', '/admin/migrations/start', {})).status).toBe(200);
-      await until(
-        'every migration done',
-        async () => ((await admin('GET', '/admin/migrations')).json.items.every((m: Json) => m.state === 'done') ? true : undefined),
-        120_000,
-      );
+      await migrationsDone(admin);
       const globex = caller(site.api, await tokenFor(site.api, 'gina', 'globex', ['tenant']));
       const listed = await listAll(globex, '/v2/org/globex/nico/instance');
       for (const id of created.keys()) expect(listed.find((i) => i.id === id)?.status).toMatch(/^(Terminating|Terminated)$/);

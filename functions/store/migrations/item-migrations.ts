@@ -25,6 +25,8 @@ export interface ItemMigration {
   countUsage?: { key: TableKey; org: string; machineType: string };
   /** 0.1.0's own items that nothing reads any more (contract only). */
   remove?: TableKey;
+  /** A quota usage shard 0 holds whole, to be dealt over the (org, type)'s shards (domain/quota-shards.ts). */
+  dealQuota?: { org: string; machineType: string };
 }
 
 export interface MigrationInput {
@@ -32,6 +34,9 @@ export interface MigrationInput {
   membersOf(metaInstanceId: string): Promise<string[]>;
   due: DueTimes;
 }
+
+/** Shard 0 of a usage whose quota it holds whole, as releases before 0.3.0 wrote every quota. */
+const heldWhole = (item: Item): boolean => item.shard === undefined && typeof item.quota === 'number' && item.quotaTotal === undefined;
 
 /** The attributes an item's place in the table and its indexes derive from; nothing else of it ever changes here. */
 const layoutOf = (item: Item): string =>
@@ -85,6 +90,8 @@ export async function migrateItem(stored: Item, input: MigrationInput, contract:
       const meta = contract && Array.isArray(found.memberIds) ? found : { ...found, memberIds: await input.membersOf(found.id) };
       return rewritten(stored, metaInstanceItem(meta, input.due.metaInstance(meta)));
     }
+    case 'quota-usage':
+      return heldWhole(stored) ? { dealQuota: { org: String(stored.org), machineType: String(stored.machineType) } } : null;
     case 'roster-bucket': {
       const bucket: RosterBucket = fromRosterBucketItem(stored);
       return rewritten(stored, rosterBucketItem(bucket, input.due.rosterBucket(bucket)));

@@ -1,5 +1,5 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { migrationKeys, DATA_VERSION_KEY, LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
+import { migrationKeys, pinnedOf, DATA_VERSION_KEY, LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
 import type { Item, TableKey } from '#store/item-store.ts';
 import { checkpointOf, progressOf, type SegmentCheckpoint } from './progress.ts';
 import { migrations } from './registry.ts';
@@ -25,16 +25,22 @@ export class MigrationLedger {
 
   async dataVersion(): Promise<DataVersion | null> {
     const found = await this.get(DATA_VERSION_KEY);
-    return found
-      ? { dataVersion: Number(found.dataVersion), updatedAt: String(found.updatedAt), version: Number(found.version), pinned: found.pinned === true }
-      : null;
+    if (!found) return null;
+    const declared = found.declaredFor === undefined ? {} : { declaredFor: Number(found.declaredFor) };
+    return { dataVersion: Number(found.dataVersion), updatedAt: String(found.updatedAt), version: Number(found.version), pinned: pinnedOf(found), ...declared };
   }
 
   /** The deploy is done: walks may start, and records are written in this release's layout (within DATA_VERSION_TTL_MS). */
   async unpin(): Promise<void> {
     const found = await this.dataVersion();
     if (found && !found.pinned) return;
-    const next = { dataVersion: found?.dataVersion ?? 0, updatedAt: this.now().toISOString(), version: (found?.version ?? -1) + 1, pinned: false };
+    const next = {
+      dataVersion: found?.dataVersion ?? 0,
+      updatedAt: this.now().toISOString(),
+      version: (found?.version ?? -1) + 1,
+      pinned: false,
+      declaredFor: LATEST_DATA_VERSION,
+    };
     await this.client.send(
       new PutCommand({
         TableName: this.table,
@@ -48,7 +54,15 @@ export class MigrationLedger {
 
   /** A table created by this release: born at the latest data version, with nothing to migrate. */
   async markCurrent(): Promise<boolean> {
-    return this.putIfAbsent({ ...DATA_VERSION_KEY, dataVersion: LATEST_DATA_VERSION, updatedAt: this.now().toISOString(), version: 0, pinned: false });
+    const now = this.now().toISOString();
+    return this.putIfAbsent({
+      ...DATA_VERSION_KEY,
+      dataVersion: LATEST_DATA_VERSION,
+      updatedAt: now,
+      version: 0,
+      pinned: false,
+      declaredFor: LATEST_DATA_VERSION,
+    });
   }
 
   async status(): Promise<MigrationStatus> {
@@ -65,7 +79,8 @@ export class MigrationLedger {
   }
 
   async advance(version: DataVersion, to: number): Promise<DataVersion> {
-    const next = { dataVersion: to, updatedAt: this.now().toISOString(), version: version.version + 1, pinned: version.pinned };
+    const declared = version.declaredFor === undefined ? {} : { declaredFor: version.declaredFor };
+    const next = { dataVersion: to, updatedAt: this.now().toISOString(), version: version.version + 1, pinned: version.pinned, ...declared };
     await this.client.send(
       new PutCommand({
         TableName: this.table,

@@ -14,6 +14,8 @@ export interface Migration {
   release: string;
   kind: 'expand' | 'contract';
   walk: 'site' | 'scan';
+  /** Runs before the deploy is declared done: it leaves nothing the release before cannot read. */
+  whilePinned?: true;
   summary: string;
 }
 
@@ -24,6 +26,7 @@ export const migrations: readonly Migration[] = [
     release: '0.2.0',
     kind: 'expand',
     walk: 'site',
+    whilePinned: true,
     summary: "copies the site's catalog, heartbeat, roster digests and safety state from pk SITE to a key each",
   },
   {
@@ -45,6 +48,15 @@ export const migrations: readonly Migration[] = [
     summary:
       "moves whatever 0.1.0 wrote during the deploy, removes finished members' memberOf and 0.1.0's site and summary items; " +
       "then no listing reads 0.1.0's partitions",
+  },
+  {
+    id: 4,
+    name: 'quotas-dealt-over-usage-shards',
+    release: '0.3.0',
+    kind: 'expand',
+    walk: 'scan',
+    summary:
+      "deals every quota that usage shard 0 holds whole over the org's usage shards, so that the org's concurrent creates " + 'no longer all count in one item',
   },
 ];
 

@@ -3,6 +3,7 @@ import { DeleteCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteComm
 import { migrationKeys, LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
 import type { Item } from '#store/item-store.ts';
 import { indexes } from '#store/table.ts';
+import { USAGE_SHARDS } from '#domain/quota-shards.ts';
 import type { DueTimes } from '#store/port.ts';
 import { migrateItem, type ItemMigration } from './item-migrations.ts';
 import { checkpointOf, type MigrationProgress, type SegmentCheckpoint } from './progress.ts';
@@ -49,6 +50,8 @@ export interface MigratedStore {
   takeLease(name: string, holder: string, until: string, now: string): Promise<boolean>;
   releaseLease(name: string, holder: string, now: string): Promise<void>;
   copyLegacySiteItems(): Promise<number>;
+  /** Deals the quota usage shard 0 holds whole over the (org, type)'s shards; false when none is held whole any more. */
+  dealHeldQuota(org: string, machineType: string): Promise<boolean>;
 }
 
 const LEASE = 'migrations';
@@ -88,7 +91,7 @@ export class TableMigrations implements MigrationRunner {
     }
     while (version.dataVersion < LATEST_DATA_VERSION) {
       const migration = migrationOf(version.dataVersion + 1)!;
-      if (version.pinned && migration.walk === 'scan') return { dataVersion: version.dataVersion, itemsDone, stoppedBy: 'pinned' };
+      if (version.pinned && !migration.whilePinned) return { dataVersion: version.dataVersion, itemsDone, stoppedBy: 'pinned' };
       if (migration.kind === 'contract' && (await this.contractMustWait(migration, version, settings)))
         return { dataVersion: version.dataVersion, itemsDone, stoppedBy: 'contract-wait' };
       const now = this.now();
@@ -197,7 +200,8 @@ export class TableMigrations implements MigrationRunner {
 
   private async write(migration: ItemMigration, budget: WriteBudget): Promise<void> {
     await budget.take(writeUnitsOfMigration(migration));
-    await writeMigration(this.client, this.table, migration);
+    if (migration.dealQuota) await this.store.dealHeldQuota(migration.dealQuota.org, migration.dealQuota.machineType);
+    else await writeMigration(this.client, this.table, migration);
   }
 
   private async membersOf(metaInstanceId: string): Promise<string[]> {
@@ -228,7 +232,13 @@ export class TableMigrations implements MigrationRunner {
 
 /** The write units one item's migration spends (write-budget.ts): a transaction when it also counts usage. */
 export const writeUnitsOfMigration = (migration: ItemMigration): number =>
-  migration.remove ? 1 : migration.countUsage ? writeUnitsOf(migration.put, true) + 2 : writeUnitsOf(migration.put, false);
+  migration.dealQuota
+    ? 2 * USAGE_SHARDS
+    : migration.remove
+      ? 1
+      : migration.countUsage
+        ? writeUnitsOf(migration.put, true) + 2
+        : writeUnitsOf(migration.put, false);
 
 /**
  * One item's migration as DynamoDB requests: its removal, its conditional rewrite, or both the rewrite and its org's

@@ -5,6 +5,8 @@ import { join, resolve } from 'node:path';
 
 /** The commit whose layout is release 0.1.0 (releases/0.1.0.json). */
 export const RELEASE_010_COMMIT = '1557cba';
+/** The last commit of release 0.2.0 (releases/0.2.0.json). */
+export const RELEASE_020_COMMIT = '352efee';
 
 export interface ReleaseWorktree {
   dir: string;
