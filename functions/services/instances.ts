@@ -1,20 +1,20 @@
-import { allocatability, rosterStale } from '#domain/health.ts';
-import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances.ts';
-import type { Versioned } from '#domain/change.ts';
-import type { Instance, Issue, Machine, Principal } from '#domain/model.ts';
-import { repairPolicy, type RepairPolicy, type SafetyState } from '#domain/safety.ts';
-import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.ts';
-import { repairClaimBlockers } from '#domain/repair.ts';
-import { checkQuota, guardOf } from '#domain/quotas.ts';
-import { patchInstance as decidePatch, type InstancePatch } from '#domain/machine-edits.ts';
+import { allocatability, rosterStale } from '#domain/core/health.ts';
+import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances/instances.ts';
+import type { Versioned } from '#domain/core/change.ts';
+import type { Instance, Issue, Machine, Principal } from '#domain/core/model.ts';
+import { repairPolicy, type RepairPolicy, type SafetyState } from '#domain/repair/safety.ts';
+import { conflict, forbidden, notFound, unprocessable } from '#domain/core/rejection.ts';
+import { repairClaimBlockers } from '#domain/repair/repair.ts';
+import { checkQuota, guardOf } from '#domain/reservations/quotas.ts';
+import { patchInstance as decidePatch, type InstancePatch } from '#domain/repair/machine-edits.ts';
 import { safetyRules, validationRules, type AppContext } from '#runtime/context.ts';
-import { validationRequired } from '#domain/validation.ts';
+import { validationRequired } from '#domain/repair/validation.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { loadFleetSize } from '#runtime/fleet-size.ts';
 import { committedOnce, retryOnStale } from '#runtime/retry-on-stale.ts';
 import { siteView } from '#services/site-view.ts';
 import { claimMachine, readCandidates } from '#services/claims-in-flight.ts';
-import { reservedForAnother } from '#domain/reservations.ts';
+import { reservedForAnother } from '#domain/reservations/reservations.ts';
 
 export interface CreateInstanceRequest {
   machineType?: string | undefined;
@@ -61,7 +61,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   if (!site.catalog.types[machineType] && site.cached) site = await siteView(ctx, { fresh: true });
   if (!site.catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
   // The org's usage of the type: a create past its quota is refused before any machine is read, and the claim
-  // commits only while the quota it was decided against still has room (domain/quotas.ts).
+  // commits only while the quota it was decided against still has room (domain/reservations/quotas.ts).
   let usage = await ctx.store.getQuotaUsage(principal.org, machineType);
   checkQuota(usage, 1);
   /**
@@ -217,7 +217,7 @@ export async function releaseInstance(
 export const validationIdentity = (ctx: AppContext) => ({ validationId: ctx.ids.next('v'), suite: ctx.config.validation.suite });
 
 /**
- * What a tenant's issue report leads to beyond quarantine (domain/safety.ts `repairPolicy`). Counting the quarantine
+ * What a tenant's issue report leads to beyond quarantine (domain/repair/safety.ts `repairPolicy`). Counting the quarantine
  * changes the site's safety record, which commits with the release.
  */
 async function repairPolicyFor(ctx: AppContext, machine: Machine, request: ReleaseRequest): Promise<{ policy: RepairPolicy; safety?: Versioned<SafetyState> }> {

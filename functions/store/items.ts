@@ -1,17 +1,17 @@
-import { inAllocatableIndex } from '#domain/health.ts';
-import { repairStage } from '#domain/stuck-repairs.ts';
+import { inAllocatableIndex } from '#domain/core/health.ts';
+import { repairStage } from '#domain/repair/stuck-repairs.ts';
 import { keyHash } from '#store/key-hash.ts';
 import type { DueEntry, PositionedOutboxEntry } from './port.ts';
-import type { AuditEntry } from '#domain/audit.ts';
-import type { OutboxEntry } from '#domain/events.ts';
-import type { QuotaUsage } from '#domain/quotas.ts';
-import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.ts';
-import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
-import type { Maintenance } from '#domain/maintenance.ts';
-import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
-import { utcDay } from '#domain/repair-stats.ts';
-import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
-import type { Reservation } from '#domain/reservations.ts';
+import type { AuditEntry } from '#domain/events/audit.ts';
+import type { OutboxEntry } from '#domain/events/events.ts';
+import type { QuotaUsage } from '#domain/reservations/quotas.ts';
+import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/machines/site-agent-silence.ts';
+import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/machines/heartbeat.ts';
+import type { Maintenance } from '#domain/maintenance/maintenance.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/core/model.ts';
+import { utcDay } from '#domain/repair/repair-stats.ts';
+import type { RackAggregate, SummaryShard } from '#domain/machines/fleet-summary.ts';
+import type { Reservation } from '#domain/reservations/reservations.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
 // item is in a sparse index exactly while its state says it belongs there; `dueAt` is given by the store's owner,
@@ -50,7 +50,7 @@ export const keys = {
   siteSafety: siteItem('SAFETY'),
   siteReplacements: siteItem('REPLACEMENTS'),
   siteLease: (name: string) => siteItem(`LEASE#${name}`),
-  /** How far the sweep's outbox fallback has looked (domain/outbox.ts). */
+  /** How far the sweep's outbox fallback has looked (domain/events/outbox.ts). */
   siteOutboxCursor: siteItem('OUTBOX-CURSOR'),
   /**
    * One type's rack, a partition key of its own: a fleet-wide change rewrites every rack, and a key per rack keeps each
@@ -202,7 +202,7 @@ export function instanceItem({ usageUncounted: _counted, ...instance }: Instance
     orgSk: `${instance.createdAt}#${instance.id}`,
     ...dueAttributes(keys.instance(instance.id).pk, dueAt),
     ...(instance.replacement && instance.status === 'Provisioning' ? { replacingPk: 'REPLACING', replacingSk: `${instance.createdAt}#${instance.id}` } : {}),
-    // Its org's usage counter counts it (domain/quotas.ts): what tells it from an instance 0.1.0 wrote.
+    // Its org's usage counter counts it (domain/reservations/quotas.ts): what tells it from an instance 0.1.0 wrote.
     quotaCounted: true,
     ...instance,
   };

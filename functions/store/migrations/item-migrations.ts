@@ -1,6 +1,6 @@
-import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
-import type { RosterBucket } from '#domain/heartbeat.ts';
-import { COUNTED } from '#domain/quotas.ts';
+import type { Instance, Machine, MetaInstance } from '#domain/core/model.ts';
+import type { RosterBucket } from '#domain/machines/heartbeat.ts';
+import { COUNTED } from '#domain/reservations/quotas.ts';
 import type { Item, TableKey } from '#store/item-store.ts';
 import {
   fromInstanceItem,

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { StaleWriteError } from '#store/port.ts';
 import type { ContractKit } from './kit.ts';
 
-/** The usage counters and quotas (domain/quotas.ts): moved in place by instance changes, guarded by the quota decided on. */
+/** The usage counters and quotas (domain/reservations/quotas.ts): moved in place by instance changes, guarded by the quota decided on. */
 export function quotasContract(kit: ContractKit): void {
   const { instance, create } = kit;
 
