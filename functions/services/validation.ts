@@ -1,6 +1,6 @@
 import { auditEntry, auditTargets, type Requester } from '#domain/events/audit.ts';
-import type { Machine } from '#domain/core/model.ts';
-import { currentValidation, recordValidationReport, requestValidation, type MachineValidation, type ValidationReport } from '#domain/repair/validation.ts';
+import type { Machine, MachineValidation } from '#domain/core/model.ts';
+import { currentValidation, recordValidationReport, requestValidation, type ValidationReport } from '#domain/repair/validation.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import { reportedFaultPolicy, requireMachine, validationIdentity } from '#services/instances.ts';

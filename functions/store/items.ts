@@ -9,7 +9,7 @@ import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/machines/site-agent
 import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/machines/heartbeat.ts';
 import type { Maintenance } from '#domain/maintenance/maintenance.ts';
 import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/core/model.ts';
-import { utcDay } from '#domain/repair/repair-stats.ts';
+import { utcDay } from '#domain/core/time.ts';
 import type { RackAggregate, SummaryShard } from '#domain/machines/fleet-summary.ts';
 import type { Reservation } from '#domain/reservations/reservations.ts';
 

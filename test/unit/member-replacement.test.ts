@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { HeartbeatView } from '#domain/core/health.ts';
 import { maintenanceOverride } from '#domain/maintenance/maintenance-waves.ts';
 import type { Maintenance } from '#domain/maintenance/maintenance.ts';
-import { requestMemberReplacement, surplusAllowed, type MemberReplacement } from '#domain/meta-instances/member-replacement.ts';
+import { requestMemberReplacement, surplusAllowed } from '#domain/meta-instances/member-replacement.ts';
 import { noReplacements, reconcileMetaInstance, type Member, type MetaSnapshot } from '#domain/meta-instances/meta-instances.ts';
-import type { Instance, Machine, MetaInstance } from '#domain/core/model.ts';
+import type { Instance, Machine, MetaInstance, MemberReplacement } from '#domain/core/model.ts';
 import { Rejection } from '#domain/core/rejection.ts';
 import { aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { HealthOverride, Machine } from '#domain/core/model.ts';
+import type { HealthOverride, Machine, RepairLog } from '#domain/core/model.ts';
 import {
   closeStorm,
   handOverHeldBack,
@@ -9,7 +9,6 @@ import {
   resetStorm,
   shouldEscalate,
   trimLog,
-  type RepairLog,
   type RepairPolicy,
   type ResetStep,
   type SafetyRules,

@@ -4,6 +4,7 @@ import { MAINTENANCE_SOURCE } from '#domain/maintenance/maintenance-waves.ts';
 import type { HistoryEntry, Instance, Machine } from '#domain/core/model.ts';
 import { SOURCES } from '#domain/core/overrides.ts';
 import { VALIDATION_SOURCES } from '#domain/repair/validation.ts';
+import type { capacityChanges, capacityReasons } from '#domain/core/vocabulary.ts';
 
 // The capacity-events feed (CAP03): when capacity the provider hands an org arrives or goes, and why. Each machine's
 // capacity node keeps the machine's standing as last accounted; the org-capacity reconciler compares it with the
@@ -18,10 +19,8 @@ import { VALIDATION_SOURCES } from '#domain/repair/validation.ts';
 //   call answers both, so those are not entries; the provider taking the machine for repair or maintenance is
 //   (`withdrawn`), and so is its return while the org still holds the machine (`delivered`).
 
-export const capacityChanges = ['delivered', 'withdrawn'] as const;
 export type CapacityChangeKind = (typeof capacityChanges)[number];
 
-export const capacityReasons = ['reservation', 'reservation-released', 'repair', 'repair-return', 'maintenance', 'maintenance-return', 'retired'] as const;
 export type CapacityReason = (typeof capacityReasons)[number];
 
 export type OutOfService = 'repair' | 'maintenance' | 'retired';
@@ -193,4 +192,12 @@ export function contiguousAfter(after: number, entries: CapacityFeedEntry[]): Ca
     run.push(entry);
   }
   return run;
+}
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    /** Entries of orgs' capacity-events feeds, each written only while its org's `seq` is free. */
+    capacityFeed?: CapacityFeedEntry[];
+  }
 }

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { capacityChanges, capacityReasons } from '#domain/capacity/capacity-events.ts';
+import { capacityChanges, capacityReasons } from '#domain/core/vocabulary.ts';
 import { pageQuery } from '#domain/core/schemas.ts';
 
 // The capacity-events feed as a tenant reads it (docs/api.md "The org's capacity events"): its own entries, after a

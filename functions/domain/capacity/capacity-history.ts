@@ -41,3 +41,11 @@ export const capacityPointExpiry = (at: string): number => Math.floor((Date.pars
 
 /** Where a history read starts when the caller names no `since`: a day back. */
 export const defaultHistorySince = (now: Date): string => new Date(now.getTime() - DAY_MS).toISOString();
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    /** Points of orgs' capacity history, each written only if its interval has none. */
+    capacityPoints?: CapacityPoint[];
+  }
+}

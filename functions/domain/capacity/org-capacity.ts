@@ -1,5 +1,5 @@
 import { capacityMovesOf, feedEntriesOf, standingOf, type CapacityMove, type CapacityStanding } from '#domain/capacity/capacity-events.ts';
-import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/core/change.ts';
+import { MAX_TRANSACTION_ITEMS, type Change, type Versioned } from '#domain/core/change.ts';
 import { heartbeatStale, preventingSources, type HeartbeatView } from '#domain/core/health.ts';
 import type { Instance, InstanceStatus, Machine } from '#domain/core/model.ts';
 import { ageMs, iso } from '#domain/core/time.ts';
@@ -360,3 +360,11 @@ export function repairedShard(org: string, shard: number, before: OrgCapacitySha
 
 const sameCounters = (a: Record<string, number>, b: Record<string, number>): boolean =>
   Object.keys(movedCounters(a, Object.fromEntries(Object.entries(b).map(([key, value]) => [key, -value])))).length === 0;
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    /** Tenant orgs' capacity: machines' node items and their orgs' counter shards together. */
+    orgCapacity?: { nodes: Versioned<CapacityNode>[]; shards: Versioned<OrgCapacityShard>[] };
+  }
+}

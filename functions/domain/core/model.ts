@@ -1,10 +1,6 @@
 import type { HealthAlert, HealthOverride, Issue } from '#domain/core/responses.ts';
-import type { InstanceMaintenanceNotice } from '#domain/maintenance/maintenance.ts';
-import type { RepairLog } from '#domain/repair/safety.ts';
-import type { MachineValidation } from '#domain/repair/validation.ts';
-import type { Retirement } from '#domain/machines/retirement.ts';
-import type { InstancePower } from '#domain/instances/power.ts';
-import type { MemberReplacement } from '#domain/meta-instances/member-replacement.ts';
+import type { maintenanceCategories, maintenanceKinds, powerStates, replacementReasons, validationReasons } from '#domain/core/vocabulary.ts';
+import type { powerActions } from '#site/agent-contract.ts';
 
 // The records Fleetward keeps. Pure data: the store maps them to DynamoDB items, the API to JSON.
 
@@ -197,4 +193,99 @@ export interface MetaInstance {
   createdAt: string;
   updatedAt: string;
   version: number;
+}
+
+// The parts of the records above that a capability keeps: here, so the records name them without depending on the
+// capability that decides them.
+
+/** What an instance on a machine in a declared maintenance's scope carries in every view (maintenance/). */
+export interface InstanceMaintenanceNotice {
+  id: string;
+  kind: (typeof maintenanceKinds)[number];
+  category: (typeof maintenanceCategories)[number];
+  reason: string;
+  impact?: string;
+  handBackBy: string;
+}
+
+export interface ValidationResult {
+  test: string;
+  passed: boolean;
+  message?: string | undefined;
+}
+
+/** The site agent's latest validation of a machine (repair/validation.ts). */
+export interface MachineValidation {
+  id: string;
+  state: 'running' | 'passed' | 'failed';
+  reason: (typeof validationReasons)[number];
+  suite: string;
+  requestedAt: string;
+  finishedAt?: string;
+  results?: ValidationResult[];
+  /** When the site agent accepted the request. */
+  askedAt?: string;
+  /** Its report is awaited until then (`[validation] timeout_minutes` past `askedAt`). */
+  reportDueBy?: string;
+  /** A call to the agent is in flight (or waits to be tried again) until then: nobody else sends one before. */
+  leaseUntil?: string;
+  /** Calls sent to the agent for this validation. */
+  attempts: number;
+  /** Why the last call to the agent failed. */
+  error?: string;
+  /** When it first overran its timeout: ValidationStuck is raised once per validation. */
+  stuckAt?: string;
+}
+
+/** A tenant's latest power action on an instance (instances/power.ts). */
+export interface InstancePower {
+  /** Unique per action: an outcome recorded for an older action never touches a newer one. */
+  id: string;
+  action: (typeof powerActions)[number];
+  /** What the tenant sees: `cycling` while a cycle waits for the agent; after the agent took an action, its end state. */
+  state: (typeof powerStates)[number];
+  /** The state before the action: what a failed action leaves. */
+  previous: Exclude<(typeof powerStates)[number], 'cycling'>;
+  /** pending: to be sent (again, once `leaseUntil` passed); in-flight: sent, under the lease; accepted or failed: done. */
+  phase: 'pending' | 'in-flight' | 'accepted' | 'failed';
+  requestedAt: string;
+  requestedBy: string;
+  /** While a call is in flight, or until a failed call is tried again: nobody else sends one before. */
+  leaseUntil?: string;
+  /** Calls sent to the agent for this action. */
+  attempts: number;
+  finishedAt?: string;
+  /** Why the action failed, or why the last call did. */
+  error?: string;
+}
+
+/** A meta-instance member being replaced (meta-instances/member-replacement.ts). */
+export interface MemberReplacement {
+  /** The outgoing member. */
+  instanceId: string;
+  reason: (typeof replacementReasons)[number];
+  requestedAt: string;
+  requestedBy: string;
+  /** What the tenant reported: its machine is quarantined on release, as on any release with an issue. */
+  issue?: Issue;
+  /** The member placed to take its place; the outgoing one is released once it is Ready. */
+  successorId?: string;
+}
+
+export interface RepairLogEntry {
+  at: string;
+  issue?: Issue;
+}
+
+/** A machine's recent repair record, for escalation: reports and completed repairs inside the window. */
+export interface RepairLog {
+  reports: RepairLogEntry[];
+  completed: string[];
+}
+
+/** A machine taken out for good (machines/retirement.ts). */
+export interface Retirement {
+  at: string;
+  by: string;
+  reason: string;
 }

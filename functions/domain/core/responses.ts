@@ -1,13 +1,18 @@
 import { alertClassifications } from '#site/agent-contract.ts';
 import type { MachineState, InstanceStatus, MetaInstanceStatus } from '#domain/core/model.ts';
 import { instanceStatuses, issueCategories } from '#domain/core/schemas.ts';
-import { maintenanceCategories, maintenanceKinds } from '#domain/maintenance/maintenance.ts';
-import { validationReasons } from '#domain/repair/validation.ts';
-import { lifecycles } from '#domain/machines/lifecycle.ts';
-import { instanceHealths } from '#domain/instances/tenant-health.ts';
-import { powerResults, powerStates } from '#domain/instances/power.ts';
-import { replacementReasons } from '#domain/meta-instances/member-replacement.ts';
-import { ticketActions, ticketStates } from '#domain/repair/repair-tickets.ts';
+import {
+  maintenanceCategories,
+  maintenanceKinds,
+  validationReasons,
+  lifecycles,
+  instanceHealths,
+  powerResults,
+  powerStates,
+  replacementReasons,
+  ticketActions,
+  ticketStates,
+} from '#domain/core/vocabulary.ts';
 import { powerActions } from '#site/agent-contract.ts';
 import * as z from 'zod';
 

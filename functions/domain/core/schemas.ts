@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { alertClassifications, powerActions } from '#site/agent-contract.ts';
 import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
 import { machineIdRule } from '#site/machine-id.ts';
-import { maintenanceCategories, maintenanceKinds, maintenanceStates } from '#domain/maintenance/maintenance.ts';
+import { maintenanceCategories, maintenanceKinds, maintenanceStates } from '#domain/core/vocabulary.ts';
 
 // Request shapes of API.md (responses are in responses.ts). The routes validate with them and the OpenAPI
 // document is made from them. `.meta()` documents what the generator cannot derive but the handlers enforce;

@@ -59,3 +59,11 @@ export function auditEntry(by: Requester, now: Date, action: AuditAction, target
     requestId: by.requestId,
   };
 }
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    /** The provider action this change is, if it is one: written as its own item in the same transaction. */
+    audit?: AuditEntry;
+  }
+}

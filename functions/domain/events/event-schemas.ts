@@ -1,9 +1,8 @@
 import * as z from 'zod';
-import type { capacityReasons } from '#domain/capacity/capacity-events.ts';
+import type { capacityReasons } from '#domain/core/vocabulary.ts';
+import { maintenanceCategories, maintenanceKinds, validationReasons } from '#domain/core/vocabulary.ts';
 import { EVENT_VERSIONS, type EventType } from '#domain/events/event-versions.ts';
-import { maintenanceCategories, maintenanceKinds } from '#domain/maintenance/maintenance.ts';
 import { issueSchema } from '#domain/core/schemas.ts';
-import { validationReasons } from '#domain/repair/validation.ts';
 
 // The events repair automation is told about (EventBridge detail types) and the shape of each one's detail. A
 // detail changes shape only together with its type's `version` (event-versions.ts). docs/events/ holds the JSON Schemas made from these

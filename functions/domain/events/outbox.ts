@@ -1,5 +1,4 @@
-import { utcDay } from '#domain/repair/repair-stats.ts';
-import { addMs, iso } from '#domain/core/time.ts';
+import { addMs, iso, utcDay } from '#domain/core/time.ts';
 
 /**
  * The sweep's fallback for the outbox. The stream delivers each event within seconds of its commit; a record it never

@@ -1,8 +1,8 @@
 import type { Change } from '#domain/core/change.ts';
-import type { HistoryEntry, Instance, Machine } from '#domain/core/model.ts';
+import type { HistoryEntry, Instance, Machine, RepairLog } from '#domain/core/model.ts';
 import { hasOverride, SOURCES } from '#domain/core/overrides.ts';
 import { applyOverrideEdits, releaseOverrideEdits, type OverrideEdits, type ReleaseReport } from '#domain/repair/repair.ts';
-import { logged, type RepairLog } from '#domain/repair/safety.ts';
+import { logged } from '#domain/repair/safety.ts';
 import { repairEvent } from '#domain/events/events.ts';
 import { startCleanup } from '#domain/instances/cleanup.ts';
 import { conflict } from '#domain/core/rejection.ts';

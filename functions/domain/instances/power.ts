@@ -1,38 +1,16 @@
 import type { Change } from '#domain/core/change.ts';
-import type { HistoryEntry, Instance } from '#domain/core/model.ts';
+import type { HistoryEntry, Instance, InstancePower } from '#domain/core/model.ts';
 import { conflict } from '#domain/core/rejection.ts';
 import { addMs, ageMs, iso } from '#domain/core/time.ts';
 import type { powerActions } from '#site/agent-contract.ts';
+import type { powerStates } from '#domain/core/vocabulary.ts';
 
 // A tenant's power action on an instance (docs/api.md "Power"): recorded on the instance first, in the transaction
 // that writes its history entry, then sent to the site agent by the power reconciler under a lease, and its outcome
 // recorded. A crash between any two steps leaves a pending action or a lapsed lease, which the due index brings back.
 
 export type PowerAction = (typeof powerActions)[number];
-export const powerStates = ['on', 'off', 'cycling'] as const;
 export type PowerState = (typeof powerStates)[number];
-export const powerResults = ['pending', 'accepted', 'failed'] as const;
-
-export interface InstancePower {
-  /** Unique per action: an outcome recorded for an older action never touches a newer one. */
-  id: string;
-  action: PowerAction;
-  /** What the tenant sees: `cycling` while a cycle waits for the agent; after the agent took an action, its end state. */
-  state: PowerState;
-  /** The state before the action: what a failed action leaves. */
-  previous: Exclude<PowerState, 'cycling'>;
-  /** pending: to be sent (again, once `leaseUntil` passed); in-flight: sent, under the lease; accepted or failed: done. */
-  phase: 'pending' | 'in-flight' | 'accepted' | 'failed';
-  requestedAt: string;
-  requestedBy: string;
-  /** While a call is in flight, or until a failed call is tried again: nobody else sends one before. */
-  leaseUntil?: string;
-  /** Calls sent to the agent for this action. */
-  attempts: number;
-  finishedAt?: string;
-  /** Why the action failed, or why the last call did. */
-  error?: string;
-}
 
 export interface PowerRules {
   /** How long one call may take: a crashed caller's claim lapses after it and the call is sent again. */

@@ -1,11 +1,10 @@
-import type { HealthAlert, Instance, Machine } from '#domain/core/model.ts';
-import type { InstanceMaintenanceNotice } from '#domain/maintenance/maintenance.ts';
+import type { HealthAlert, Instance, Machine, InstanceMaintenanceNotice } from '#domain/core/model.ts';
 import { SOURCES } from '#domain/core/overrides.ts';
+import type { instanceHealths } from '#domain/core/vocabulary.ts';
 
 // What a tenant learns about the health of the machine under its instance (docs/api.md "Tenant view"): one word,
 // and the alerts' tenant messages. Never a provider's private message, never anything of another tenant.
 
-export const instanceHealths = ['healthy', 'degraded', 'maintenance-required'] as const;
 export type InstanceHealth = (typeof instanceHealths)[number];
 
 export const GENERIC_DEGRADED = 'The machine under this instance reports a health problem; the provider is aware of it';

@@ -92,3 +92,10 @@ export function catalogAfter(catalog: Catalog, machines: Versioned<Machine>[]): 
   }
   return changed ? next : null;
 }
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    catalog?: Versioned<Catalog>;
+  }
+}

@@ -1,4 +1,4 @@
-import type { Change } from '#domain/core/change.ts';
+import type { Change, Versioned } from '#domain/core/change.ts';
 import { heartbeatStale, inAllocatableIndex, preventingSources, type HeartbeatView } from '#domain/core/health.ts';
 import type { Machine, MachineState } from '#domain/core/model.ts';
 import { lifecycleOf, type Lifecycle } from '#domain/machines/lifecycle.ts';
@@ -309,4 +309,12 @@ export function fleetSummary(shards: SummaryShard[], heartbeat: HeartbeatView, n
     summary.allocatable += type.allocatable;
   }
   return summary;
+}
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    /** The fleet summary's aggregates: a rack's entries and its shard's counters together. */
+    fleetSummary?: { racks: Versioned<RackAggregate>[]; shards: Versioned<SummaryShard>[] };
+  }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { boundBucketAlerts, type AgentAlert, type BucketAlerts } from '#domain/repair/agent-alerts.ts';
-import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/core/change.ts';
+import { MAX_TRANSACTION_ITEMS, type Change, type Versioned } from '#domain/core/change.ts';
 import { hardwareHealthStep } from '#domain/repair/hardware-health.ts';
 import type { HistoryEntry, Machine } from '#domain/core/model.ts';
 import type { RepairPolicyInput, SafetyState } from '#domain/repair/safety.ts';
@@ -363,4 +363,14 @@ export function walkBucket(bucket: RosterBucket, machines: Array<Machine | null>
     },
     settles,
   };
+}
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    /** The agent's roster, by bucket. */
+    rosterBuckets?: Versioned<RosterBucket>[];
+    rosterDigests?: Versioned<RosterDigests>;
+    staleChecks?: Versioned<StaleCheck>[];
+  }
 }

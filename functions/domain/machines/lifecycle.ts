@@ -1,11 +1,11 @@
 import { preventingSources } from '#domain/core/health.ts';
 import type { Machine } from '#domain/core/model.ts';
 import { hasOverride, SOURCES } from '#domain/core/overrides.ts';
+import type { lifecycles } from '#domain/core/vocabulary.ts';
 
 // One word for where a machine is in its life, for people and dashboards (docs/api.md "Lifecycle"). Derived from the
 // record alone, never stored: it cannot disagree with what decides allocation.
 
-export const lifecycles = ['commissioning', 'available', 'assigned', 'cleanup', 'quarantined', 'in-repair', 'maintenance', 'validating', 'retired'] as const;
 export type Lifecycle = (typeof lifecycles)[number];
 
 /** The alert a declared maintenance's override carries: the machine is out for planned work. */

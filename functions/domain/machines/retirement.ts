@@ -7,12 +7,6 @@ import { iso } from '#domain/core/time.ts';
 // Retirement takes a machine out for good (docs/api.md "Retirement"): never allocated again, out of the capacity
 // counts, its record and history kept.
 
-export interface Retirement {
-  at: string;
-  by: string;
-  reason: string;
-}
-
 /** The change that retires the machine; null when it is retired already (the same request again). */
 export function retireMachine(machine: Machine, reason: string, actor: string, now: Date): Change | null {
   if (machine.retired) return null;

@@ -25,3 +25,11 @@ export function siteAgentSilence(site: string, lastRosterAt: string, now: Date, 
     entry: eventEntry(SITE_SUBJECT, 'sweep', type, at, { at, site, lastRosterAt, silentForSeconds: Math.floor(silentMs / 1000), timeoutSeconds }),
   };
 }
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    /** Site-level entries (events about the site), each written only if its key is new. */
+    siteHistory?: SiteHistoryEntry[];
+  }
+}

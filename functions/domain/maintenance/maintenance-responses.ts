@@ -1,7 +1,8 @@
-import { machinePhases, maintenanceCategories, maintenanceKinds, maintenanceStates } from '#domain/maintenance/maintenance.ts';
+import { machinePhases } from '#domain/maintenance/maintenance.ts';
 import { historyEntryResponse } from '#domain/core/responses.ts';
 import * as z from 'zod';
 
+import { maintenanceCategories, maintenanceKinds, maintenanceStates } from '#domain/core/vocabulary.ts';
 // What the maintenance routes answer with (docs/api.md "Declared maintenance"): the provider's view of a maintenance,
 // the tenant's (its own machines and deferral only), and the receipts of a hand-back and of the agent's report.
 

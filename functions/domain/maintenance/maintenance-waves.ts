@@ -1,14 +1,7 @@
 import type { Change, Versioned } from '#domain/core/change.ts';
 import { maintenanceEvent } from '#domain/maintenance/maintenance-events.ts';
-import {
-  COURSE_MESSAGE_MAX,
-  failuresOf,
-  isOpen,
-  type InstanceMaintenanceNotice,
-  type Maintenance,
-  type MaintenanceMachine,
-} from '#domain/maintenance/maintenance.ts';
-import type { HealthOverride, HistoryEntry, Machine } from '#domain/core/model.ts';
+import { COURSE_MESSAGE_MAX, failuresOf, isOpen, type Maintenance, type MaintenanceMachine } from '#domain/maintenance/maintenance.ts';
+import type { HealthOverride, HistoryEntry, Machine, InstanceMaintenanceNotice } from '#domain/core/model.ts';
 import { buildOverride, withOverride, withoutOverride } from '#domain/core/overrides.ts';
 import { addMs, iso } from '#domain/core/time.ts';
 import { withValidationStarted } from '#domain/repair/validation.ts';

@@ -1,12 +1,11 @@
 import { conflict, Rejection, unprocessable } from '#domain/core/rejection.ts';
 import { addMs, iso } from '#domain/core/time.ts';
+import type { maintenanceCategories, maintenanceKinds, maintenanceStates } from '#domain/core/vocabulary.ts';
+import type { Versioned } from '#domain/core/change.ts';
 
 // Declared maintenance (API.md "Maintenance"): the record and the rules of declaring, deferring, cancelling and
 // resuming it. What happens to each machine in scope (fan-out, waves, reports, overdue) is maintenance-waves.ts.
 
-export const maintenanceKinds = ['planned', 'emergency'] as const;
-export const maintenanceCategories = ['firmware', 'hardware', 'network', 'facility', 'other'] as const;
-export const maintenanceStates = ['Declared', 'InProgress', 'Halted', 'Completed', 'Cancelled'] as const;
 export const machinePhases = ['held', 'waiting', 'in-maintenance', 'validating', 'returned', 'failed'] as const;
 
 export type MaintenanceKind = (typeof maintenanceKinds)[number];
@@ -30,16 +29,6 @@ export interface MaintenanceScope {
   machineIds?: string[] | undefined;
   racks?: string[] | undefined;
   nvlinkDomains?: string[] | undefined;
-}
-
-/** What an instance on a machine in scope carries in every view. */
-export interface InstanceMaintenanceNotice {
-  id: string;
-  kind: MaintenanceKind;
-  category: MaintenanceCategory;
-  reason: string;
-  impact?: string;
-  handBackBy: string;
 }
 
 /** One machine's course through a maintenance. */
@@ -374,4 +363,13 @@ export function decideDeferral(maintenance: Maintenance, org: string, decision: 
         )
       : maintenance.machines;
   return { ...maintenance, machines, deferrals: maintenance.deferrals.map((d) => (d.org === org ? decided : d)), updatedAt: iso(now) };
+}
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    /** Declared maintenance, and the site's list of open ones that declarations commit against. */
+    maintenances?: Versioned<Maintenance>[];
+    openMaintenances?: Versioned<OpenMaintenances>;
+  }
 }

@@ -1,4 +1,5 @@
 import type { HistoryEntry } from '#domain/core/model.ts';
+import { utcDay } from '#domain/core/time.ts';
 
 /** One UTC day's repair-automation events. */
 export interface RepairDay {
@@ -15,9 +16,6 @@ export interface RepairStats {
 }
 
 const DAY_MS = 86_400_000;
-
-/** `yyyy-mm-dd` of an instant, in UTC: the key of the events-by-day index. */
-export const utcDay = (at: string | Date): string => new Date(at).toISOString().slice(0, 10);
 
 /** The `count` UTC days ending with today's, oldest first. */
 export function lastDays(now: Date, count: number): string[] {

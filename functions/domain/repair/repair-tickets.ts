@@ -1,11 +1,9 @@
 import type { HistoryEntry, IssueCategory } from '#domain/core/model.ts';
 import { SOURCES } from '#domain/core/overrides.ts';
+import type { ticketActions, ticketStates } from '#domain/core/vocabulary.ts';
 
 // An org's repair tickets (docs/api.md "Repair tickets"): each is one of its reports (a release with an issue), told
 // from the machine's history after it, what repair and validation did. Nothing is kept besides the history.
-
-export const ticketStates = ['open', 'in-repair', 'resolved', 'unresolved'] as const;
-export const ticketActions = ['repaired', 'validated', 'retired', 'no-fault-found'] as const;
 
 export interface RepairTicket {
   id: string;

@@ -1,7 +1,7 @@
 import { hardwareHealthIssue } from '#domain/repair/agent-alerts.ts';
-import type { Change } from '#domain/core/change.ts';
+import type { Change, Versioned } from '#domain/core/change.ts';
 import { addOverride } from '#domain/repair/machine-edits.ts';
-import type { Issue, Machine } from '#domain/core/model.ts';
+import type { Machine, RepairLog, RepairLogEntry } from '#domain/core/model.ts';
 import { hasOverride, SOURCES } from '#domain/core/overrides.ts';
 import type { RepairStorm } from '#domain/core/responses.ts';
 import { ageMs } from '#domain/core/time.ts';
@@ -33,17 +33,6 @@ export type RepairPolicy =
   | { kind: 'off' }
   | { kind: 'hold-back'; trips: boolean }
   | { kind: 'escalate'; earlierReports: RepairLogEntry[] };
-
-export interface RepairLogEntry {
-  at: string;
-  issue?: Issue;
-}
-
-/** A machine's recent repair record, for escalation: reports and completed repairs inside the window. */
-export interface RepairLog {
-  reports: RepairLogEntry[];
-  completed: string[];
-}
 
 const within = (now: Date, windowMs: number) => (at: string) => ageMs(now, at) <= windowMs;
 
@@ -166,3 +155,10 @@ export function handOverHeldBack(before: SafetyState, machineId: string, machine
 const stillHeldBack = (machine: Machine): boolean =>
   (hasOverride(machine, SOURCES.tenantReportedIssue) || hasOverride(machine, SOURCES.hardwareHealth)) &&
   ![SOURCES.repairRequest, SOURCES.outForRepair, SOURCES.onlineRepair].some((source) => hasOverride(machine, source));
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    safety?: Versioned<SafetyState>;
+  }
+}

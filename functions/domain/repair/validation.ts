@@ -1,47 +1,19 @@
 import type { Change } from '#domain/core/change.ts';
 import { repairEvent } from '#domain/events/events.ts';
-import type { HealthOverride, HistoryEntry, Issue, Machine } from '#domain/core/model.ts';
+import type { HealthOverride, HistoryEntry, Issue, Machine, MachineValidation, ValidationResult } from '#domain/core/model.ts';
 import { conflict } from '#domain/core/rejection.ts';
 import { applyOverrideEdits, reportedFaultEdits } from '#domain/repair/repair.ts';
 import { logged, type RepairPolicy } from '#domain/repair/safety.ts';
 import { addMs, ageMs, iso } from '#domain/core/time.ts';
+import type { validationReasons } from '#domain/core/vocabulary.ts';
 
 // Validated return (docs/api.md "Validation"): a machine coming back from repair, maintenance or registration, or on
 // a provider's demand, is allocatable again only once the site agent's validation passed. The record says where the
 // validation stands (`Machine.validation`), so whoever asked for it (repair, maintenance) reads the outcome there.
 
-export const validationReasons = ['repair', 'maintenance', 'registration', 'provider'] as const;
 export type ValidationReason = (typeof validationReasons)[number];
 /** The reasons a site may require validation after (`[validation] after`); a provider's demand always validates. */
 export type ValidationTrigger = Exclude<ValidationReason, 'provider'>;
-
-export interface ValidationResult {
-  test: string;
-  passed: boolean;
-  message?: string | undefined;
-}
-
-export interface MachineValidation {
-  id: string;
-  state: 'running' | 'passed' | 'failed';
-  reason: ValidationReason;
-  suite: string;
-  requestedAt: string;
-  finishedAt?: string;
-  results?: ValidationResult[];
-  /** When the site agent accepted the request. */
-  askedAt?: string;
-  /** Its report is awaited until then (`[validation] timeout_minutes` past `askedAt`). */
-  reportDueBy?: string;
-  /** A call to the agent is in flight (or waits to be tried again) until then: nobody else sends one before. */
-  leaseUntil?: string;
-  /** Calls sent to the agent for this validation. */
-  attempts: number;
-  /** Why the last call to the agent failed. */
-  error?: string;
-  /** When it first overran its timeout: ValidationStuck is raised once per validation. */
-  stuckAt?: string;
-}
 
 export const VALIDATION_SOURCES = { running: 'validation', failed: 'validation-failed' } as const;
 

@@ -77,3 +77,14 @@ export function assertWithinQuota(usage: QuotaUsage | null, minNodes: number): v
   if (usage?.quota === undefined || minNodes <= usage.quota) return;
   throw new Rejection(422, 'unsatisfiable', `minNodes ${minNodes} is more than org ${usage.org}'s quota of ${usage.quota} ${usage.machineType} machine(s)`);
 }
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    /**
+     * The quotas the instances this change counts were decided against: each (org, type) whose usage it raises
+     * commits only while that quota holds. The usage moves themselves follow from `instances`.
+     */
+    quotaGuards?: QuotaGuard[];
+  }
+}

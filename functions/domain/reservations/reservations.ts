@@ -299,3 +299,11 @@ export const releasedAtOnce = (r: Reservation): string[] => (r.machineIds.length
 
 /** Whether a step remains to be done: the reconciler is due. */
 export const workPending = (r: Reservation): boolean => r.work !== undefined;
+
+// What a Change carries of this file's records (core/change.ts).
+declare module '#domain/core/change.ts' {
+  interface Change {
+    /** Capacity reservations, with the machines they claim or hand back. */
+    reservations?: Versioned<Reservation>[];
+  }
+}
