@@ -5,7 +5,7 @@
 
 import * as z from 'zod/mini';
 import '#config/zod-messages.ts';
-import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
+import { ROSTER_PART_COUNTS } from '#config/roster-parts.ts';
 import { machineIdRule } from '#site/machine-id.ts';
 
 const text = (min: number, max: number) => z.string().check(z.minLength(min), z.maxLength(max));

@@ -3,8 +3,9 @@ import { dirname, join, normalize, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 // The layers of functions/, bottom first: a module may import its own layer and the layers below it, never one
-// above. config and site (the site agent's contract, client and signing) are the floor everything stands on.
-const LAYERS = [['config', 'site'], ['domain'], ['store'], ['runtime'], ['reconcilers'], ['services'], ['http'], ['handlers']];
+// above. config (the site config, zod's messages) is the floor; site (the site agent's contract, client and signing)
+// stands on it.
+const LAYERS = [['config'], ['site'], ['domain'], ['store'], ['runtime'], ['reconcilers'], ['services'], ['http'], ['handlers']];
 
 // The domain's capability folders, bottom first, by the same rule: a folder imports itself and the folders below.
 // core holds the records, Change, the API's schemas and the rules every capability reads a machine by.

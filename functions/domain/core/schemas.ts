@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { alertClassifications, powerActions } from '#site/agent-contract.ts';
-import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
+import { ROSTER_PART_COUNTS } from '#config/roster-parts.ts';
 import { machineIdRule } from '#site/machine-id.ts';
 import { maintenanceCategories, maintenanceKinds, maintenanceStates } from '#domain/core/vocabulary.ts';
 
