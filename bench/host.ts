@@ -12,8 +12,8 @@
 
 import { BatchGetCommand, BatchWriteCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { dueTimes } from '#reconcilers/due-times.ts';
-import { livenessChange } from '#domain/heartbeat.ts';
-import { registerMachine } from '#domain/machines.ts';
+import { livenessChange } from '#domain/machines/heartbeat.ts';
+import { registerMachine } from '#domain/machines/machines.ts';
 import { createTables } from '#local/tables.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseSiteConfig } from '#config/site-config.ts';
-import type { Maintenance } from '#domain/maintenance.ts';
-import type { Instance } from '#domain/model.ts';
+import type { Maintenance } from '#domain/maintenance/maintenance.ts';
+import type { Instance } from '#domain/core/model.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';

@@ -1,7 +1,7 @@
 // How long from a backing machine's failure until its meta-instance has a replacement that is Ready, on the local
 // runner; stream-driven, and on a second site where only the sweep reconciles.
 
-import type { Instance } from '#domain/model.ts';
+import type { Instance } from '#domain/core/model.ts';
 import { dueTimes, ROSTER_WALK_GRACE_MS } from '#reconcilers/due-times.ts';
 import type { LocalSite } from '#local/runner.ts';
 import { fastSiteToml, freeMachines, startBenchSite, warnsOrFails } from './site.ts';

@@ -1,5 +1,5 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { Instance, Machine } from '#domain/model.ts';
+import type { Instance, Machine } from '#domain/core/model.ts';
 import { startDynamoDbLocal } from '#local/dynamodb-local.ts';
 import { createTables } from '#local/tables.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';

@@ -4,7 +4,7 @@ import type { BatchWriteCommandInput, BatchWriteCommandOutput, DynamoDBDocumentC
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as LambdaAttributeValue } from 'aws-lambda';
 import { toLambdaRecord } from '#local/lambda-stream-record.ts';
-import { auditTargets } from '#domain/audit.ts';
+import { auditTargets } from '#domain/events/audit.ts';
 import { auditTargetPartition } from '#store/items.ts';
 import { indexes } from '#store/table.ts';
 import { round } from './stats.ts';

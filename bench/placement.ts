@@ -4,10 +4,17 @@
 // allocatable indexes ordered as the store orders them (rack, then id; NVLink domain, then id), and is checked
 // against a decision that sees every free machine of the type.
 
-import type { HeartbeatView } from '#domain/health.ts';
-import { inAllocatableIndex } from '#domain/health.ts';
-import { newMetaInstance, noReplacements, reconcileMetaInstance, type MetaDecision, type MetaRules, type MetaSnapshot } from '#domain/meta-instances.ts';
-import type { HealthOverride, Machine, MetaInstance } from '#domain/model.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
+import { inAllocatableIndex } from '#domain/core/health.ts';
+import {
+  newMetaInstance,
+  noReplacements,
+  reconcileMetaInstance,
+  type MetaDecision,
+  type MetaRules,
+  type MetaSnapshot,
+} from '#domain/meta-instances/meta-instances.ts';
+import type { HealthOverride, Machine, MetaInstance } from '#domain/core/model.ts';
 import { CANDIDATE_PAGE, loadCandidates, type CandidateReader } from '#runtime/meta-instance-snapshot.ts';
 import { percentile, ratio, round } from './stats.ts';
 import { seededRandom } from '#local/stream-chaos.ts';

@@ -1,6 +1,6 @@
 import { parseSiteConfig } from '#config/site-config.ts';
-import type { Catalog } from '#domain/catalog.ts';
-import type { Machine } from '#domain/model.ts';
+import type { Catalog } from '#domain/machines/catalog.ts';
+import type { Machine } from '#domain/core/model.ts';
 import { randomIds } from '#handlers/lambda-context.ts';
 import { createTables } from '#local/tables.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS } from '#lib/function-timeouts.ts';

@@ -1,4 +1,4 @@
-import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
+import type { Instance, Machine, MetaInstance } from '#domain/core/model.ts';
 import type { DynamoFleetStore } from '#store/dynamo-store.ts';
 
 // What must hold at the end of the scale soak, once the churn is over and the site is quiet: checked on the store's

@@ -5,7 +5,7 @@
 // invariants at the end. Sizes come from the options (BENCH_SCALE_*, parts/scale.ts), so a test runs a small version.
 
 import { randomUUID } from 'node:crypto';
-import type { Instance } from '#domain/model.ts';
+import type { Instance } from '#domain/core/model.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';

@@ -1,7 +1,7 @@
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { livenessChange } from '#domain/heartbeat.ts';
-import { registerMachine } from '#domain/machines.ts';
+import { livenessChange } from '#domain/machines/heartbeat.ts';
+import { registerMachine } from '#domain/machines/machines.ts';
 import { startDynamoDbLocal } from '#local/dynamodb-local.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { createTables } from '#local/tables.ts';

@@ -2,7 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { parseSiteConfig } from '#config/site-config.ts';
 import { textLines } from '#local/log-sink.ts';
 import { startLocalSite, type LocalSite } from '#local/runner.ts';
-import type { Machine } from '#domain/model.ts';
+import type { Machine } from '#domain/core/model.ts';
 import type { FleetStore } from '#store/port.ts';
 
 // What the bench parts that run a whole local site share: the site file of a fast simulated site, and starting the

@@ -3,7 +3,7 @@
 
 import { ScanCommand, BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { dueTimes } from '#reconcilers/due-times.ts';
-import type { HealthOverride, Machine } from '#domain/model.ts';
+import type { HealthOverride, Machine } from '#domain/core/model.ts';
 import { createTables } from '#local/tables.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';

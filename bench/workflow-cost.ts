@@ -5,7 +5,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { DynamoDBStreamsClient, GetRecordsCommand } from '@aws-sdk/client-dynamodb-streams';
-import type { Instance } from '#domain/model.ts';
+import type { Instance } from '#domain/core/model.ts';
 import type { LocalSite } from '#local/runner.ts';
 import { fastSiteToml, freeMachines, startBenchSite, warnsOrFails } from './site.ts';
 import { createDocumentClient } from '#store/client.ts';

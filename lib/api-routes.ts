@@ -1,7 +1,7 @@
 import { openApiDocument, type OpenApiDocument } from '#http/openapi.ts';
 import type { HttpMethod, Route } from '#http/route.ts';
 import { routes } from '#http/routes/index.ts';
-import type { Role } from '#domain/model.ts';
+import type { Role } from '#domain/core/model.ts';
 
 /**
  * Route groups, one Lambda function each, all running the same api handler module, each given its group's routes

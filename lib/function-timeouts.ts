@@ -1,5 +1,5 @@
 import type { SiteConfig } from '#config/site-config.ts';
-import { createLeaseMs } from '#domain/instances.ts';
+import { createLeaseMs } from '#domain/instances/instances.ts';
 import type { FunctionName } from './lambda-functions.ts';
 
 /**

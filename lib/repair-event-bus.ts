@@ -1,7 +1,7 @@
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { CfnRegistry, CfnSchema } from 'aws-cdk-lib/aws-eventschemas';
 import type { Construct } from 'constructs';
-import { eventCatalog, EVENT_TYPES } from '#domain/event-schemas.ts';
+import { eventCatalog, EVENT_TYPES } from '#domain/events/event-schemas.ts';
 import { EVENT_SOURCE } from '#runtime/events.ts';
 import { eventJsonSchema } from './event-schemas.ts';
 import { SitePart } from './site-part.ts';

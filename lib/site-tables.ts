@@ -46,7 +46,7 @@ export class SiteTables extends SitePart {
       ...keysOf(definition, definition.KeySchema),
       billingMode: billingOf(definition),
       stream: StreamViewType[streamView],
-      // Orgs' capacity history points expire (domain/capacity-history.ts); no other item carries the attribute.
+      // Orgs' capacity history points expire (domain/capacity/capacity-history.ts); no other item carries the attribute.
       timeToLiveAttribute: 'expiresAt',
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       deletionProtection: true,

@@ -12,7 +12,7 @@ import { registry } from '#reconcilers/registry.ts';
  *   pk with another's sk would pass too; no such item exists, and the local poller counts any record the filters
  *   pass that the handler then ignores (test/support/local-site.ts fails a test on one).
  * - events: INSERT of a machine or site history entry carrying an `event` (the outbox of events). The `event`
- *   attribute is a map `{ type, detail }` (functions/domain/events.ts); "exists" only works on leaves, so the filter
+ *   attribute is a map `{ type, detail }` (functions/domain/events/events.ts); "exists" only works on leaves, so the filter
  *   asks for its `type` string.
  * The key prefixes come from the store's own key functions, so they cannot drift from the items written. The
  * patterns are plain JSON (what CDK's FilterCriteria.filter would stringify), so the local runner applies the same

@@ -3,7 +3,7 @@ import { dueTimes } from '#reconcilers/due-times.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { SiteConfig } from '#config/site-config.ts';
-import { systemClock, type Clock, type IdSource } from '#domain/model.ts';
+import { systemClock, type Clock, type IdSource } from '#domain/core/model.ts';
 import { createHttpApi } from '#handlers/api.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
 import { followUpEvent, SWEEP_FOLLOW_UP } from '#reconcilers/sweep-follow-up.ts';

@@ -1,5 +1,5 @@
 // Writes docs/events/ (one JSON Schema per event type and README.md) from the zod schemas of the events, and
-// removes files of event types that no longer exist. Run after changing functions/domain/event-schemas.ts:
+// removes files of event types that no longer exist. Run after changing functions/domain/events/event-schemas.ts:
 //   npm run gen:events
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -2,7 +2,7 @@
 // site never runs with a setting it did not mean.
 
 import { z } from 'zod';
-import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
+import { ROSTER_PART_COUNTS } from '#config/roster-parts.ts';
 import { machineIdRule } from '#site/machine-id.ts';
 
 /** A secret is never written in the config itself: it names where to read it. */

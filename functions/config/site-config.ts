@@ -1,7 +1,7 @@
 import * as z from 'zod/mini';
 import '#config/zod-messages.ts';
 import { parse as parseToml } from 'smol-toml';
-import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
+import { ROSTER_PART_COUNTS } from '#config/roster-parts.ts';
 
 // Every section is strict so that a misspelt key stops start-up instead of being silently ignored.
 const section = <T extends z.core.$ZodLooseShape>(shape: T) => z.prefault(z.strictObject(shape), {} as never);

@@ -8,7 +8,7 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
 import type { SiteConfig } from '#config/site-config.ts';
-import { systemClock, type IdSource } from '#domain/model.ts';
+import { systemClock, type IdSource } from '#domain/core/model.ts';
 import { createDocumentClient, tableNamesFromEnv } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
 import type { IdempotencyPersistence } from '#handlers/api.ts';

@@ -9,7 +9,7 @@ import { signedSiteAgent } from '#handlers/lambda-site-agent.ts';
 import { forRequest, requestIdOf } from '#runtime/request-scope.ts';
 import { withTimeLeft } from '#store/deadline.ts';
 import { deliverOutboxEvent } from '#runtime/events.ts';
-import type { OutboxEntry } from '#domain/events.ts';
+import type { OutboxEntry } from '#domain/events/events.ts';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { recordOfKey, recordSources } from '#reconcilers/records.ts';

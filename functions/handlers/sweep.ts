@@ -8,7 +8,7 @@ import { TableMigrations, type MigrationRunner } from '#store/migrations/runner.
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { Context } from 'aws-lambda';
 import type { SiteConfig } from '#config/site-config.ts';
-import { createLeaseMs } from '#domain/instances.ts';
+import { createLeaseMs } from '#domain/instances/instances.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { contextFromEnv, buildOnFirstCall, withTracingLogsAndMetrics } from '#handlers/lambda-context.ts';
 import { signedSiteAgent } from '#handlers/lambda-site-agent.ts';

@@ -5,7 +5,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy, { type MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import type { Principal } from '#domain/model.ts';
+import type { Principal } from '#domain/core/model.ts';
 import { answerThrough } from '#http/answer.ts';
 import { principalFromEvent } from '#http/auth.ts';
 import { classifyError, outOfTime } from '#http/classify-error.ts';

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import type { Principal, Role } from '#domain/model.ts';
+import type { Principal, Role } from '#domain/core/model.ts';
 import { ProblemError } from '#http/problem.ts';
 
 export type ClaimValue = string | number | boolean | string[] | undefined;

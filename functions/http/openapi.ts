@@ -7,8 +7,8 @@ import {
   type RouteConfig,
 } from '@asteasolutions/zod-to-openapi';
 import * as z from 'zod';
-import { maintenanceComponentNames } from '#domain/maintenance-responses.ts';
-import { componentNames } from '#domain/responses.ts';
+import { maintenanceComponentNames } from '#domain/maintenance/maintenance-responses.ts';
+import { componentNames } from '#domain/core/responses.ts';
 import { problemContentType, type Problem } from '#http/problem.ts';
 import type { HttpMethod, Responses, Route } from '#http/route.ts';
 import { version } from '#http/version.ts';

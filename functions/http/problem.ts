@@ -1,4 +1,4 @@
-import type { Rejection } from '#domain/rejection.ts';
+import type { Rejection } from '#domain/core/rejection.ts';
 
 // RFC 9457 problem documents: every error the API answers with has this shape and a stable `code`.
 
@@ -42,7 +42,7 @@ const titles: Record<number, string> = {
 };
 
 /** Refusals are decided in the domain; HTTP only renders them. */
-export { Rejection as ProblemError, conflict, forbidden, notFound } from '#domain/rejection.ts';
+export { Rejection as ProblemError, conflict, forbidden, notFound } from '#domain/core/rejection.ts';
 
 export function toProblem(error: Rejection): Problem {
   return {

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import type { Requester } from '#domain/audit.ts';
-import type { Principal, Role } from '#domain/model.ts';
+import type { Requester } from '#domain/events/audit.ts';
+import type { Principal, Role } from '#domain/core/model.ts';
 import type { AppContext } from '#runtime/context.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

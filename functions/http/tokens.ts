@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { jwtVerify, SignJWT, type JWTPayload } from 'jose';
-import type { Role } from '#domain/model.ts';
+import type { Role } from '#domain/core/model.ts';
 
 export interface TokenSubject {
   sub: string;

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { pageQuery } from '#domain/schemas.ts';
+import { pageQuery } from '#domain/core/schemas.ts';
 import { ProblemError, type FieldError } from '#http/problem.ts';
 
 /** The part of the request a zod issue is about: body paths stay bare (`machineHealthIssue.category`). */

@@ -1,7 +1,7 @@
-import { capacityIntervalOf, capacityPoint } from '#domain/capacity-history.ts';
-import { gpusPerMachine } from '#domain/gpu-catalog.ts';
-import type { HeartbeatView } from '#domain/health.ts';
-import { orgCapacity } from '#domain/org-capacity.ts';
+import { capacityIntervalOf, capacityPoint } from '#domain/capacity/capacity-history.ts';
+import { gpusPerMachine } from '#domain/machines/gpu-catalog.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
+import { orgCapacity } from '#domain/capacity/org-capacity.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { committedOnce } from '#runtime/retry-on-stale.ts';
 

@@ -1,13 +1,13 @@
-import { preventingSources } from '#domain/health.ts';
-import { addMs, iso } from '#domain/time.ts';
-import { bucketSettled, type RosterBucket } from '#domain/heartbeat.ts';
-import { nextDueAt } from '#domain/maintenance-deadlines.ts';
-import { walkPending } from '#domain/maintenance-waves.ts';
-import type { Maintenance } from '#domain/maintenance.ts';
-import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
-import { validationDueAt } from '#domain/validation.ts';
-import { powerDueAt } from '#domain/power.ts';
-import { workPending, type Reservation } from '#domain/reservations.ts';
+import { preventingSources } from '#domain/core/health.ts';
+import { addMs, iso } from '#domain/core/time.ts';
+import { bucketSettled, type RosterBucket } from '#domain/machines/heartbeat.ts';
+import { nextDueAt } from '#domain/maintenance/maintenance-deadlines.ts';
+import { walkPending } from '#domain/maintenance/maintenance-waves.ts';
+import type { Maintenance } from '#domain/maintenance/maintenance.ts';
+import type { Instance, Machine, MetaInstance } from '#domain/core/model.ts';
+import { validationDueAt } from '#domain/repair/validation.ts';
+import { powerDueAt } from '#domain/instances/power.ts';
+import { workPending, type Reservation } from '#domain/reservations/reservations.ts';
 import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
 import type { DueTimes } from '#store/port.ts';
 

@@ -1,9 +1,9 @@
-import type { SummaryShard } from '#domain/fleet-summary.ts';
-import { fleetGauges, type TypeGauges } from '#domain/fleet-gauges.ts';
-import type { HeartbeatView } from '#domain/health.ts';
-import type { Machine } from '#domain/model.ts';
-import type { SafetyState } from '#domain/safety.ts';
-import { ageMs } from '#domain/time.ts';
+import type { SummaryShard } from '#domain/machines/fleet-summary.ts';
+import { fleetGauges, type TypeGauges } from '#domain/machines/fleet-gauges.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
+import type { Machine } from '#domain/core/model.ts';
+import type { SafetyState } from '#domain/repair/safety.ts';
+import { ageMs } from '#domain/core/time.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { heartbeatViewOf } from '#runtime/heartbeat-view.ts';
 import { repairSla } from '#reconcilers/stuck-repairs.ts';

@@ -1,9 +1,18 @@
-import { counterItemOf, rackRef, shardOf, shardRef, summaryChange, summaryEntry, type Placement, type SummarySnapshot } from '#domain/fleet-summary.ts';
-import type { Machine } from '#domain/model.ts';
+import {
+  counterItemOf,
+  rackRef,
+  shardOf,
+  shardRef,
+  summaryChange,
+  summaryEntry,
+  type Placement,
+  type SummarySnapshot,
+} from '#domain/machines/fleet-summary.ts';
+import type { Machine } from '#domain/core/model.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { defineReconciler, fellDue, type BatchRoom } from '#reconcilers/reconciler.ts';
 
-// Keeps the fleet summary's aggregates (domain/fleet-summary.ts) in step with the machine records. An id is a
+// Keeps the fleet summary's aggregates (domain/machines/fleet-summary.ts) in step with the machine records. An id is a
 // placement: a machine with the type and rack it is counted under (bring its entry there up to date), or was
 // counted under before it was re-described (take its entry out there). Placements of one counter shard are
 // reconciled together, so a burst of machine changes (a roster walk, a registration) costs one transaction per

@@ -1,9 +1,9 @@
-import { claimCreate, claimCreateCheck, completeCreate, createLeaseMs, recordCreateCheck, type CreateOutcome } from '#domain/instances.ts';
-import type { Instance, Machine } from '#domain/model.ts';
-import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
+import { claimCreate, claimCreateCheck, completeCreate, createLeaseMs, recordCreateCheck, type CreateOutcome } from '#domain/instances/instances.ts';
+import type { Instance, Machine } from '#domain/core/model.ts';
+import type { InstanceStatusOutcome } from '#domain/instances/status-checks.ts';
 import type { AppContext, SiteAgent } from '#runtime/context.ts';
 import type { RecordIds } from '#store/port.ts';
-import type { Change } from '#domain/change.ts';
+import type { Change } from '#domain/core/change.ts';
 import { committedById, defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
 import { recordCreateOutcome } from '#runtime/create-metrics.ts';
 import { instanceDueAt } from '#reconcilers/due-times.ts';

@@ -1,9 +1,9 @@
-import { claimCleanup, claimStatusCheck, recordDeleteOutcome, recordStatusCheck, type CleanupTimings, type DeleteOutcome } from '#domain/cleanup.ts';
-import type { Instance, Machine } from '#domain/model.ts';
-import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
+import { claimCleanup, claimStatusCheck, recordDeleteOutcome, recordStatusCheck, type CleanupTimings, type DeleteOutcome } from '#domain/instances/cleanup.ts';
+import type { Instance, Machine } from '#domain/core/model.ts';
+import type { InstanceStatusOutcome } from '#domain/instances/status-checks.ts';
 import { siteCleanupTimings, type AppContext } from '#runtime/context.ts';
 import type { RecordIds } from '#store/port.ts';
-import type { Change } from '#domain/change.ts';
+import type { Change } from '#domain/core/change.ts';
 import { committedById, defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
 import { cleanupDueAt } from '#reconcilers/due-times.ts';
 

@@ -1,4 +1,4 @@
-import { isOverdueNow } from '#domain/maintenance-deadlines.ts';
+import { isOverdueNow } from '#domain/maintenance/maintenance-deadlines.ts';
 import type { AppContext } from '#runtime/context.ts';
 
 /**

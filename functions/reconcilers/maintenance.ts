@@ -1,6 +1,6 @@
-import { withOpenList, type Maintenance, type OpenMaintenances } from '#domain/maintenance.ts';
-import { dueForEnforcement, enforceStep, nextDueAt, resyncStep, timeStep } from '#domain/maintenance-deadlines.ts';
-import { fanOutStep, handedBack, renoticeChunk, renoticeStep, unwindStep } from '#domain/maintenance-fan-out.ts';
+import { withOpenList, type Maintenance, type OpenMaintenances } from '#domain/maintenance/maintenance.ts';
+import { dueForEnforcement, enforceStep, nextDueAt, resyncStep, timeStep } from '#domain/maintenance/maintenance-deadlines.ts';
+import { fanOutStep, handedBack, renoticeChunk, renoticeStep, unwindStep } from '#domain/maintenance/maintenance-fan-out.ts';
 import {
   admissible,
   admit,
@@ -10,10 +10,10 @@ import {
   unansweredStarts,
   validationSettled,
   walkPending,
-} from '#domain/maintenance-waves.ts';
-import { isOpen } from '#domain/maintenance.ts';
-import type { Instance, Machine } from '#domain/model.ts';
-import { iso } from '#domain/time.ts';
+} from '#domain/maintenance/maintenance-waves.ts';
+import { isOpen } from '#domain/maintenance/maintenance.ts';
+import type { Instance, Machine } from '#domain/core/model.ts';
+import { iso } from '#domain/core/time.ts';
 import type { AppContext, MaintenanceStartOutcome } from '#runtime/context.ts';
 import { defineReconciler } from '#reconcilers/reconciler.ts';
 import { limiter } from '#store/in-parallel.ts';

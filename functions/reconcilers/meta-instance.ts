@@ -1,6 +1,6 @@
-import { preventingSources } from '#domain/health.ts';
-import { reconcileMetaInstance, type MetaSnapshot } from '#domain/meta-instances.ts';
-import type { Instance, Machine } from '#domain/model.ts';
+import { preventingSources } from '#domain/core/health.ts';
+import { reconcileMetaInstance, type MetaSnapshot } from '#domain/meta-instances/meta-instances.ts';
+import type { Instance, Machine } from '#domain/core/model.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { heartbeatViewOf } from '#runtime/heartbeat-view.ts';
 import { defineReconciler, fellDue } from '#reconcilers/reconciler.ts';

@@ -1,4 +1,4 @@
-import { ORG_CAPACITY_SHARDS, repairedShard, settledForRecount, type CapacityNode } from '#domain/org-capacity.ts';
+import { ORG_CAPACITY_SHARDS, repairedShard, settledForRecount, type CapacityNode } from '#domain/capacity/org-capacity.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { committedOnce } from '#runtime/retry-on-stale.ts';
 
@@ -11,7 +11,7 @@ const REPAIR_PAGE_SIZE = 100;
  * and stores the counters if they differ, guarded by the version it read first. Each run takes the next org shard
  * in turn (by the minute), so every one is recounted within orgs x shards runs, and a run reads a bounded number of
  * items. A shard whose nodes do not fit the budget is left to the stream, and so is one whose counters moved too lately
- * for its index to list the nodes they count (domain/org-capacity.ts `repairedShard`).
+ * for its index to list the nodes they count (domain/capacity/org-capacity.ts `repairedShard`).
  */
 export async function repairOrgCapacityShard(ctx: AppContext): Promise<{ repaired: boolean }> {
   const orgs = await ctx.store.capacityOrgs();

@@ -1,11 +1,11 @@
-import type { Instance, Machine } from '#domain/model.ts';
-import { preventingSources } from '#domain/health.ts';
-import { capacityChange, capacityShardOf, entriesNow, feedMovesNow, orgShardRef, reservationOf, type CapacitySnapshot } from '#domain/org-capacity.ts';
-import { iso } from '#domain/time.ts';
+import type { Instance, Machine } from '#domain/core/model.ts';
+import { preventingSources } from '#domain/core/health.ts';
+import { capacityChange, capacityShardOf, entriesNow, feedMovesNow, orgShardRef, reservationOf, type CapacitySnapshot } from '#domain/capacity/org-capacity.ts';
+import { iso } from '#domain/core/time.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { defineReconciler, fellDue, roomFor } from '#reconcilers/reconciler.ts';
 
-// Keeps tenant orgs' capacity (domain/org-capacity.ts) in step with machines and the instances on them. An id is a
+// Keeps tenant orgs' capacity (domain/capacity/org-capacity.ts) in step with machines and the instances on them. An id is a
 // machine id; machines of one counter shard are reconciled together, so a burst of changes costs a transaction per
 // batch, and batches of one shard never race each other within a run.
 
@@ -27,7 +27,7 @@ const delivered = (machine: Machine | null): boolean => machine !== null && (mac
 /**
  * A batch's machines with their node items and counters: one node and up to two counter items each (old org, new
  * org), and per capacity-events entry the entry and its event. What does not fit one transaction waits for the next
- * pass (domain/org-capacity.ts `capacityChange`).
+ * pass (domain/capacity/org-capacity.ts `capacityChange`).
  */
 const BATCH_MACHINES = 40;
 

@@ -1,5 +1,5 @@
-import { publishedEvent } from '#domain/events.ts';
-import { outboxWindow, settledThroughDay, windowDays } from '#domain/outbox.ts';
+import { publishedEvent } from '#domain/events/events.ts';
+import { outboxWindow, settledThroughDay, windowDays } from '#domain/events/outbox.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { deliverOutboxEvent } from '#runtime/events.ts';
 import { StaleWriteError, type OutboxCursor, type PositionedOutboxEntry } from '#store/port.ts';
@@ -13,7 +13,7 @@ export const OUTBOX_PAGE = 100;
 export const OUTBOX_PAGES_PER_RUN = 10;
 
 /**
- * Deliver what the stream left undelivered (domain/outbox.ts): each outbox entry older than the grace whose event has
+ * Deliver what the stream left undelivered (domain/events/outbox.ts): each outbox entry older than the grace whose event has
  * no delivery marker, once, by its id, through the same delivery as the stream's. The cursor moves on past what was
  * settled, page by page (at most OUTBOX_PAGES_PER_RUN) and day by day, so a crash redoes at most a page (whose
  * delivered events the markers keep from going out again). A run turned away from the cursor by a rival's move stops:

@@ -1,6 +1,6 @@
-import type { Change } from '#domain/change.ts';
-import type { Instance } from '#domain/model.ts';
-import { awaitsPowerCall, claimPowerCall, powerDueAt, recordPowerCall, type PowerCallOutcome, type PowerRules } from '#domain/power.ts';
+import type { Change } from '#domain/core/change.ts';
+import type { Instance } from '#domain/core/model.ts';
+import { awaitsPowerCall, claimPowerCall, powerDueAt, recordPowerCall, type PowerCallOutcome, type PowerRules } from '#domain/instances/power.ts';
 import { powerRules, type AppContext } from '#runtime/context.ts';
 import { committedById, defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
 import type { PowerRequest } from '#site/agent-contract.ts';

@@ -1,8 +1,8 @@
-import type { Change, Versioned } from '#domain/change.ts';
-import type { RosterBucket, StaleCheck } from '#domain/heartbeat.ts';
-import type { Maintenance } from '#domain/maintenance.ts';
-import type { Reservation } from '#domain/reservations.ts';
-import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
+import type { Change, Versioned } from '#domain/core/change.ts';
+import type { RosterBucket, StaleCheck } from '#domain/machines/heartbeat.ts';
+import type { Maintenance } from '#domain/maintenance/maintenance.ts';
+import type { Reservation } from '#domain/reservations/reservations.ts';
+import type { Instance, Machine, MetaInstance } from '#domain/core/model.ts';
 import type { AppContext } from '#runtime/context.ts';
 import type { RecordIds } from '#store/port.ts';
 

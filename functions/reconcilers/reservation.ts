@@ -1,5 +1,5 @@
-import type { HeartbeatView } from '#domain/health.ts';
-import type { Machine } from '#domain/model.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
+import type { Machine } from '#domain/core/model.ts';
 import {
   claimChunk,
   claimStep,
@@ -12,14 +12,14 @@ import {
   type ClaimRead,
   type DomainRead,
   type Reservation,
-} from '#domain/reservations.ts';
+} from '#domain/reservations/reservations.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { nvlinkDomainSizes, readDomains } from '#runtime/nvlink-domain-reads.ts';
 import { defineReconciler } from '#reconcilers/reconciler.ts';
 import { reservationDueAt } from '#reconcilers/due-times.ts';
 
-// A reservation too large for one transaction, one bounded step per pass (domain/reservations.ts): its domains
+// A reservation too large for one transaction, one bounded step per pass (domain/reservations/reservations.ts): its domains
 // resolved to machines, then a chunk of machines claimed, undone or handed back per step, each step one transaction
 // carrying the reservation's progress with the machines it changed. The `due` index holds the reservation while a
 // step remains, so a crash between steps is finished by the next sweep.

@@ -1,5 +1,5 @@
-import { bucketSettled, machinesOfBucket, walkBucket, type RosterBucket, type WalkPolicy } from '#domain/heartbeat.ts';
-import type { Machine } from '#domain/model.ts';
+import { bucketSettled, machinesOfBucket, walkBucket, type RosterBucket, type WalkPolicy } from '#domain/machines/heartbeat.ts';
+import type { Machine } from '#domain/core/model.ts';
 import { heartbeatTimeoutMs, safetyRules, type AppContext } from '#runtime/context.ts';
 import { loadFleetSize } from '#runtime/fleet-size.ts';
 import { defineReconciler } from '#reconcilers/reconciler.ts';

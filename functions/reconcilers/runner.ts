@@ -1,4 +1,4 @@
-import type { Change } from '#domain/change.ts';
+import type { Change } from '#domain/core/change.ts';
 import type { AppContext } from '#runtime/context.ts';
 import type { RecordIds } from '#store/port.ts';
 import { limiter } from '#store/in-parallel.ts';

@@ -1,6 +1,6 @@
-import { needsStuckAlert, stuckRepairAlert, watchRepair, type RepairSla, type RepairWatch } from '#domain/stuck-repairs.ts';
-import type { Machine } from '#domain/model.ts';
-import { iso } from '#domain/time.ts';
+import { needsStuckAlert, stuckRepairAlert, watchRepair, type RepairSla, type RepairWatch } from '#domain/repair/stuck-repairs.ts';
+import type { Machine } from '#domain/core/model.ts';
+import { iso } from '#domain/core/time.ts';
 import type { SiteConfig } from '#config/site-config.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';

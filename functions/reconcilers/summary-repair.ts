@@ -1,4 +1,4 @@
-import { applyDelta, counterItemsOfShard, countersByItem, SUMMARY_SHARDS, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
+import { applyDelta, counterItemsOfShard, countersByItem, SUMMARY_SHARDS, type RackAggregate, type SummaryShard } from '#domain/machines/fleet-summary.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { committedOnce } from '#runtime/retry-on-stale.ts';
 

@@ -6,8 +6,8 @@ import { isEntityRef, registry, type EntityRef } from '#reconcilers/registry.ts'
 import { startRun, type Run } from '#reconcilers/runner.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { watchStuckRepairs } from '#reconcilers/stuck-repairs.ts';
-import { addMs, iso } from '#domain/time.ts';
-import { siteAgentSilence } from '#domain/site-agent-silence.ts';
+import { addMs, iso } from '#domain/core/time.ts';
+import { siteAgentSilence } from '#domain/machines/site-agent-silence.ts';
 import { committedOnce } from '#runtime/retry-on-stale.ts';
 import { repairSummaryShard } from '#reconcilers/summary-repair.ts';
 import { repairOrgCapacityShard } from '#reconcilers/org-capacity-repair.ts';

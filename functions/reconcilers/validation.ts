@@ -1,5 +1,5 @@
-import type { Change } from '#domain/change.ts';
-import type { Machine } from '#domain/model.ts';
+import type { Change } from '#domain/core/change.ts';
+import type { Machine } from '#domain/core/model.ts';
 import {
   claimValidationCall,
   overrunValidation,
@@ -7,7 +7,7 @@ import {
   validationDueAt,
   type ValidationCallOutcome,
   type ValidationRules,
-} from '#domain/validation.ts';
+} from '#domain/repair/validation.ts';
 import { validationRules, type AppContext } from '#runtime/context.ts';
 import { committedById, defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
 import type { ValidationRequest } from '#site/agent-contract.ts';

@@ -1,5 +1,5 @@
-import { inAllocatableIndex } from '#domain/health.ts';
-import type { Machine, MetaInstance } from '#domain/model.ts';
+import { inAllocatableIndex } from '#domain/core/health.ts';
+import type { Machine, MetaInstance } from '#domain/core/model.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { defineReconciler } from '#reconcilers/reconciler.ts';
 

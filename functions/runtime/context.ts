@@ -1,15 +1,15 @@
 import type { SiteConfig } from '#config/site-config.ts';
-import { cleanupTimings, type CleanupTimings } from '#domain/cleanup.ts';
-import type { CreateOutcome } from '#domain/instances.ts';
-import type { DeleteOutcome } from '#domain/cleanup.ts';
-import type { InstanceStatusOutcome } from '#domain/status-checks.ts';
-import type { ValidationCallOutcome, ValidationRules } from '#domain/validation.ts';
+import { cleanupTimings, type CleanupTimings } from '#domain/instances/cleanup.ts';
+import type { CreateOutcome } from '#domain/instances/instances.ts';
+import type { DeleteOutcome } from '#domain/instances/cleanup.ts';
+import type { InstanceStatusOutcome } from '#domain/instances/status-checks.ts';
+import type { ValidationCallOutcome, ValidationRules } from '#domain/repair/validation.ts';
 import type { PowerRequest, ValidationRequest } from '#site/agent-contract.ts';
-import type { PowerCallOutcome, PowerRules } from '#domain/power.ts';
-import type { Clock, IdSource } from '#domain/model.ts';
+import type { PowerCallOutcome, PowerRules } from '#domain/instances/power.ts';
+import type { Clock, IdSource } from '#domain/core/model.ts';
 import type { FleetStore } from '#store/port.ts';
 import type { StartMaintenanceRequest } from '#site/agent-contract.ts';
-import type { SafetyRules } from '#domain/safety.ts';
+import type { SafetyRules } from '#domain/repair/safety.ts';
 import type { EventPublisher } from '#runtime/events.ts';
 import type { Dimensions, MetricName } from '#runtime/metric-catalog.ts';
 

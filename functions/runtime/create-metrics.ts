@@ -1,5 +1,5 @@
-import type { CreateOutcome } from '#domain/instances.ts';
-import type { Change } from '#domain/change.ts';
+import type { CreateOutcome } from '#domain/instances/instances.ts';
+import type { Change } from '#domain/core/change.ts';
 import type { Metrics } from '#runtime/context.ts';
 
 /** What one create effect cost: its attempts (each retry too) and how it ended. */

@@ -1,6 +1,6 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
-import { deliveryEntry, publishedEvent, type OutboxEntry, type PublishedEvent } from '#domain/events.ts';
-import { iso } from '#domain/time.ts';
+import { deliveryEntry, publishedEvent, type OutboxEntry, type PublishedEvent } from '#domain/events/events.ts';
+import { iso } from '#domain/core/time.ts';
 import type { AppContext, Log } from '#runtime/context.ts';
 import { CORRELATION_KEY } from '#runtime/request-scope.ts';
 

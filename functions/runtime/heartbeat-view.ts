@@ -1,5 +1,5 @@
-import type { HeartbeatView } from '#domain/health.ts';
-import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
+import type { SiteHeartbeat } from '#domain/machines/heartbeat.ts';
 import { heartbeatTimeoutMs, type AppContext } from '#runtime/context.ts';
 
 export async function loadHeartbeatView(ctx: AppContext): Promise<HeartbeatView> {

@@ -1,8 +1,15 @@
 import { loadQuotaUsage } from '#runtime/quota-usage.ts';
-import type { HeartbeatView } from '#domain/health.ts';
-import { noReplacements, wantsMoreCandidates, homePlace, type Member, type MetaSnapshot, type ReplacementsView } from '#domain/meta-instances.ts';
-import type { FaultRules } from '#domain/member-replacement.ts';
-import type { Machine, MetaInstance } from '#domain/model.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
+import {
+  noReplacements,
+  wantsMoreCandidates,
+  homePlace,
+  type Member,
+  type MetaSnapshot,
+  type ReplacementsView,
+} from '#domain/meta-instances/meta-instances.ts';
+import type { FaultRules } from '#domain/meta-instances/member-replacement.ts';
+import type { Machine, MetaInstance } from '#domain/core/model.ts';
 import type { Page } from '#store/paging.ts';
 import type { AllocatablePage } from '#store/port.ts';
 import { safetyRules, type AppContext } from '#runtime/context.ts';

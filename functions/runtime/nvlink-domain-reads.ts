@@ -1,7 +1,7 @@
-import { COUNTER_ITEMS_PER_SHARD, fleetSummary, SUMMARY_SHARDS } from '#domain/fleet-summary.ts';
-import type { HeartbeatView } from '#domain/health.ts';
-import type { Machine } from '#domain/model.ts';
-import type { DomainRead } from '#domain/reservations.ts';
+import { COUNTER_ITEMS_PER_SHARD, fleetSummary, SUMMARY_SHARDS } from '#domain/machines/fleet-summary.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
+import type { Machine } from '#domain/core/model.ts';
+import type { DomainRead } from '#domain/reservations/reservations.ts';
 import type { AppContext } from '#runtime/context.ts';
 
 /** How many machines of a type each NVLink domain has, as the fleet summary counts them: one batch read of its counter items. */

@@ -1,5 +1,5 @@
-import { needsRebalance, quotaSetting } from '#domain/quota-shards.ts';
-import type { QuotaUsage } from '#domain/quotas.ts';
+import { needsRebalance, quotaSetting } from '#domain/reservations/quota-shards.ts';
+import type { QuotaUsage } from '#domain/reservations/quotas.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { StaleWriteError } from '#store/port.ts';
 

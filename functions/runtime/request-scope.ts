@@ -1,4 +1,4 @@
-import { stampRequestId } from '#domain/request-id.ts';
+import { stampRequestId } from '#domain/core/request-id.ts';
 import type { FleetStore } from '#store/port.ts';
 import type { AppContext, Log } from '#runtime/context.ts';
 

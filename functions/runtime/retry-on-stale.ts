@@ -1,4 +1,4 @@
-import { conflict } from '#domain/rejection.ts';
+import { conflict } from '#domain/core/rejection.ts';
 import { StaleWriteError } from '#store/port.ts';
 
 export interface StaleRetry {

@@ -1,6 +1,6 @@
-import { contiguousAfter } from '#domain/capacity-events.ts';
-import { capacityEventsResponse, type CapacityEventsView } from '#domain/capacity-feed-schemas.ts';
-import { unprocessable } from '#domain/rejection.ts';
+import { contiguousAfter } from '#domain/capacity/capacity-events.ts';
+import { capacityEventsResponse, type CapacityEventsView } from '#domain/capacity/capacity-feed-schemas.ts';
+import { unprocessable } from '#domain/core/rejection.ts';
 import type { AppContext } from '#runtime/context.ts';
 
 /**

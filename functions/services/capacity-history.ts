@@ -1,5 +1,5 @@
-import { defaultHistorySince } from '#domain/capacity-history.ts';
-import { capacityPointResponse } from '#domain/capacity-responses.ts';
+import { defaultHistorySince } from '#domain/capacity/capacity-history.ts';
+import { capacityPointResponse } from '#domain/capacity/capacity-responses.ts';
 import type { AppContext } from '#runtime/context.ts';
 import type { PageRequest } from '#store/port.ts';
 

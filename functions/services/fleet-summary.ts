@@ -1,5 +1,5 @@
-import { fleetSummary, type FleetSummary, type RackAggregate } from '#domain/fleet-summary.ts';
-import { rackTallies, type RackTallies } from '#domain/rack-tally.ts';
+import { fleetSummary, type FleetSummary, type RackAggregate } from '#domain/machines/fleet-summary.ts';
+import { rackTallies, type RackTallies } from '#domain/machines/rack-tally.ts';
 import type { Page } from '#store/paging.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';

@@ -12,9 +12,9 @@ import {
   type RosterDigests,
   type RosterPart,
   type SiteHeartbeat,
-} from '#domain/heartbeat.ts';
-import { unprocessable } from '#domain/rejection.ts';
-import { iso } from '#domain/time.ts';
+} from '#domain/machines/heartbeat.ts';
+import { unprocessable } from '#domain/core/rejection.ts';
+import { iso } from '#domain/core/time.ts';
 import { heartbeatTimeoutMs, type AppContext } from '#runtime/context.ts';
 import { committedOnce } from '#runtime/retry-on-stale.ts';
 

@@ -1,23 +1,23 @@
-import { allocatability, rosterStale } from '#domain/health.ts';
-import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances.ts';
-import type { Versioned } from '#domain/change.ts';
-import type { Instance, Issue, Machine, Principal } from '#domain/model.ts';
-import { repairPolicy, type RepairPolicy, type SafetyState } from '#domain/safety.ts';
-import { conflict, forbidden, notFound, unprocessable } from '#domain/rejection.ts';
-import { repairClaimBlockers } from '#domain/repair.ts';
-import { checkQuota } from '#domain/quotas.ts';
-import { chargeQuota } from '#domain/quota-shards.ts';
+import { allocatability, rosterStale } from '#domain/core/health.ts';
+import { assignInstance, releaseInstance as decideRelease, type NewInstanceSpec } from '#domain/instances/instances.ts';
+import type { Change, Versioned } from '#domain/core/change.ts';
+import type { Instance, Issue, Machine, Principal } from '#domain/core/model.ts';
+import { repairPolicy, type RepairPolicy, type SafetyState } from '#domain/repair/safety.ts';
+import { conflict, forbidden, notFound, unprocessable } from '#domain/core/rejection.ts';
+import { repairClaimBlockers } from '#domain/repair/repair.ts';
+import { checkQuota } from '#domain/reservations/quotas.ts';
+import { chargeQuota } from '#domain/reservations/quota-shards.ts';
 import { loadQuotaUsage } from '#runtime/quota-usage.ts';
-import { patchInstance as decidePatch, type InstancePatch } from '#domain/machine-edits.ts';
+import { patchInstance as decidePatch, type InstancePatch } from '#domain/repair/machine-edits.ts';
 import { safetyRules, validationRules, type AppContext } from '#runtime/context.ts';
-import { validationRequired } from '#domain/validation.ts';
+import { validationRequired } from '#domain/repair/validation.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { loadFleetSize } from '#runtime/fleet-size.ts';
 import { committedOnce, retryOnStale } from '#runtime/retry-on-stale.ts';
 import { StaleWriteError } from '#store/port.ts';
 import { siteView } from '#services/site-view.ts';
 import { claimMachine, readCandidates } from '#services/claims-in-flight.ts';
-import { reservedForAnother } from '#domain/reservations.ts';
+import { reservedForAnother } from '#domain/reservations/reservations.ts';
 
 export interface CreateInstanceRequest {
   machineType?: string | undefined;
@@ -64,7 +64,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   if (!site.catalog.types[machineType] && site.cached) site = await siteView(ctx, { fresh: true });
   if (!site.catalog.types[machineType]) throw unprocessable('unknown-machine-type', `this site has no machines of type ${machineType}`);
   // The org's usage of the type: a create past its quota is refused before any machine is read, and the claim
-  // commits only while the quota it was decided against still has room (domain/quotas.ts).
+  // commits only while the quota it was decided against still has room (domain/reservations/quotas.ts).
   let usage = await loadQuotaUsage(ctx, principal.org, machineType);
   checkQuota(usage, 1);
   /**
@@ -139,7 +139,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
       const { change, instance } = assignInstance(machine, spec, now);
       // No shard with room (rivals filled those read): lost like a commit, and the usage is read again.
       const charged = chargeQuota(change, usage, principal.org, machineType);
-      return charged && (await committedOnce(() => ctx.store.commit(charged))) ? { instance } : { lost: true };
+      return charged && (await committedOnce(() => ctx.store.commit(charged))) ? { instance: chargedInstance(charged, instance) } : { lost: true };
     };
     const result = await claimMachine(ctx, machineType, id, attempt, (outcome) => 'instance' in outcome, reservedFor);
     if ('instance' in result) return result.instance;
@@ -149,6 +149,9 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     else tried++;
   }
 }
+
+/** The instance as committed: with the usage shard it is counted in. */
+const chargedInstance = (charged: Change, instance: Instance): Instance => charged.instances!.find((pair) => pair.after.id === instance.id)!.after;
 
 /** One try of a create: the machine claimed, lost to a rival's commit, or found not allocatable when read. */
 type ClaimTry = { instance: Instance } | { lost: true } | { setAside: true };
@@ -170,7 +173,7 @@ async function createOnMachine(ctx: AppContext, principal: Principal, machineId:
     const charged = chargeQuota(change, usage, principal.org, machine.machineType);
     if (!charged) throw new StaleWriteError(`org ${principal.org}'s ${machine.machineType} usage shards filled while this request ran`);
     await ctx.store.commit(charged);
-    return instance;
+    return chargedInstance(charged, instance);
   });
 }
 
@@ -223,7 +226,7 @@ export async function releaseInstance(
 export const validationIdentity = (ctx: AppContext) => ({ validationId: ctx.ids.next('v'), suite: ctx.config.validation.suite });
 
 /**
- * What a tenant's issue report leads to beyond quarantine (domain/safety.ts `repairPolicy`). Counting the quarantine
+ * What a tenant's issue report leads to beyond quarantine (domain/repair/safety.ts `repairPolicy`). Counting the quarantine
  * changes the site's safety record, which commits with the release.
  */
 async function repairPolicyFor(ctx: AppContext, machine: Machine, request: ReleaseRequest): Promise<{ policy: RepairPolicy; safety?: Versioned<SafetyState> }> {

@@ -1,8 +1,8 @@
-import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
-import { addOverride, editMachineLabels, removeOverride, type LabelPatch } from '#domain/machine-edits.ts';
-import type { HealthOverride, Machine, Principal } from '#domain/model.ts';
-import type { OverrideRequest } from '#domain/overrides.ts';
-import { forbidden, notFound } from '#domain/rejection.ts';
+import { auditEntry, auditTargets, type Requester } from '#domain/events/audit.ts';
+import { addOverride, editMachineLabels, removeOverride, type LabelPatch } from '#domain/repair/machine-edits.ts';
+import type { HealthOverride, Machine, Principal } from '#domain/core/model.ts';
+import type { OverrideRequest } from '#domain/core/overrides.ts';
+import { forbidden, notFound } from '#domain/core/rejection.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { hasCapability, requireMachine } from '#services/instances.ts';
 import { showMachine } from '#services/machines.ts';

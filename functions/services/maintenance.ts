@@ -1,5 +1,5 @@
-import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
-import type { Change } from '#domain/change.ts';
+import { auditEntry, auditTargets, type Requester } from '#domain/events/audit.ts';
+import type { Change } from '#domain/core/change.ts';
 import {
   atItsFullest,
   cancelMaintenance,
@@ -14,13 +14,13 @@ import {
   type MaintenanceState,
   type OpenMaintenances,
   type ScopeCandidate,
-} from '#domain/maintenance.ts';
-import { reportWork } from '#domain/maintenance-waves.ts';
-import { scopeAggregates, scopeCandidates } from '#domain/maintenance-scope.ts';
-import type { HistoryEntry } from '#domain/model.ts';
-import { notFound, unprocessable } from '#domain/rejection.ts';
-import { iso } from '#domain/time.ts';
-import { validationRequired } from '#domain/validation.ts';
+} from '#domain/maintenance/maintenance.ts';
+import { reportWork } from '#domain/maintenance/maintenance-waves.ts';
+import { scopeAggregates, scopeCandidates } from '#domain/maintenance/maintenance-scope.ts';
+import type { HistoryEntry } from '#domain/core/model.ts';
+import { notFound, unprocessable } from '#domain/core/rejection.ts';
+import { iso } from '#domain/core/time.ts';
+import { validationRequired } from '#domain/repair/validation.ts';
 import { validationRules, type AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import { ITEM_LIMIT_BYTES, itemSizeBytes } from '#store/item-size.ts';
@@ -99,7 +99,7 @@ export async function declare(ctx: AppContext, request: DeclareRequest, by: Requ
   });
 }
 
-/** 422 for a scope whose record would outgrow one item on its way (domain/maintenance.ts atItsFullest). */
+/** 422 for a scope whose record would outgrow one item on its way (domain/maintenance/maintenance.ts atItsFullest). */
 function checkFits(maintenance: Maintenance): void {
   const size = itemSizeBytes(maintenanceItem(atItsFullest(maintenance), maintenance.updatedAt));
   if (size <= ITEM_LIMIT_BYTES) return;
@@ -171,7 +171,7 @@ export async function reportMaintenanceWork(
     ]);
     if (!found) throw notFound(`machine ${machineId}`);
     const maintenance = await requireMaintenance(ctx, report.maintenanceId);
-    // Validated return: the work done, the machine is validated before it goes back (domain/maintenance-waves.ts).
+    // Validated return: the work done, the machine is validated before it goes back (domain/maintenance/maintenance-waves.ts).
     const validation = validationRequired(validationRules(ctx.config), 'maintenance')
       ? { id: ctx.ids.next('v'), suite: ctx.config.validation.suite }
       : undefined;

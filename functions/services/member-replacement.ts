@@ -1,6 +1,6 @@
-import { requestMemberReplacement } from '#domain/member-replacement.ts';
-import type { Issue, Principal } from '#domain/model.ts';
-import { metaInstanceView } from '#domain/views.ts';
+import { requestMemberReplacement } from '#domain/meta-instances/member-replacement.ts';
+import type { Issue, Principal } from '#domain/core/model.ts';
+import { metaInstanceView } from '#domain/meta-instances/views.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import { loadMembers } from '#runtime/meta-instance-snapshot.ts';

@@ -4,11 +4,11 @@ import {
   newMetaInstance,
   reconcileMetaInstance,
   type MetaInstanceRequest,
-} from '#domain/meta-instances.ts';
-import type { MetaInstance, Principal } from '#domain/model.ts';
-import { metaInstanceView } from '#domain/views.ts';
-import { notFound } from '#domain/rejection.ts';
-import { assertWithinQuota, checkQuota } from '#domain/quotas.ts';
+} from '#domain/meta-instances/meta-instances.ts';
+import type { MetaInstance, Principal } from '#domain/core/model.ts';
+import { metaInstanceView } from '#domain/meta-instances/views.ts';
+import { notFound } from '#domain/core/rejection.ts';
+import { assertWithinQuota, checkQuota } from '#domain/reservations/quotas.ts';
 import type { Page } from '#store/paging.ts';
 import { loadMembers, loadMetaSnapshot, loadPinned } from '#runtime/meta-instance-snapshot.ts';
 import type { AppContext } from '#runtime/context.ts';

@@ -1,8 +1,8 @@
-import { gpusPerMachine } from '#domain/gpu-catalog.ts';
-import { heartbeatStale } from '#domain/health.ts';
-import type { Machine } from '#domain/model.ts';
-import { capacityNodeResponse, type CapacityNodeView } from '#domain/capacity-responses.ts';
-import { orgCapacity, type CapacityNode, type OrgCapacity } from '#domain/org-capacity.ts';
+import { gpusPerMachine } from '#domain/machines/gpu-catalog.ts';
+import { heartbeatStale } from '#domain/core/health.ts';
+import type { Machine } from '#domain/core/model.ts';
+import { capacityNodeResponse, type CapacityNodeView } from '#domain/capacity/capacity-responses.ts';
+import { orgCapacity, type CapacityNode, type OrgCapacity } from '#domain/capacity/org-capacity.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import type { Page } from '#store/paging.ts';

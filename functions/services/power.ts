@@ -1,5 +1,5 @@
-import type { Instance, Principal } from '#domain/model.ts';
-import { requestPower, type PowerAction } from '#domain/power.ts';
+import type { Instance, Principal } from '#domain/core/model.ts';
+import { requestPower, type PowerAction } from '#domain/instances/power.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import { committedRecord } from '#reconcilers/reconciler.ts';

@@ -1,4 +1,4 @@
-import { lastDays, repairStats, type RepairStats } from '#domain/repair-stats.ts';
+import { lastDays, repairStats, type RepairStats } from '#domain/repair/repair-stats.ts';
 import type { AppContext } from '#runtime/context.ts';
 
 /** One Query of the eventsByDay index per day (at most 90): costs the window's events, not the fleet. */

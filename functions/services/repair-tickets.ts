@@ -1,5 +1,5 @@
-import type { RepairTicket } from '#domain/repair-tickets.ts';
-import { TICKET_HISTORY_READ, ticketOf } from '#domain/repair-tickets.ts';
+import type { RepairTicket } from '#domain/repair/repair-tickets.ts';
+import { TICKET_HISTORY_READ, ticketOf } from '#domain/repair/repair-tickets.ts';
 import type { AppContext } from '#runtime/context.ts';
 import type { Page } from '#store/paging.ts';
 import type { PageRequest } from '#store/port.ts';

@@ -1,10 +1,10 @@
-import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
-import { rackPicker } from '#domain/catalog.ts';
-import type { HeartbeatView } from '#domain/health.ts';
-import type { Machine } from '#domain/model.ts';
-import { reservationHealth } from '#domain/org-capacity.ts';
-import { notFound, unprocessable } from '#domain/rejection.ts';
-import { reservationResponse, type ReservationView } from '#domain/reservation-responses.ts';
+import { auditEntry, auditTargets, type Requester } from '#domain/events/audit.ts';
+import { rackPicker } from '#domain/machines/catalog.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
+import type { Machine } from '#domain/core/model.ts';
+import { reservationHealth } from '#domain/capacity/org-capacity.ts';
+import { notFound, unprocessable } from '#domain/core/rejection.ts';
+import { reservationResponse, type ReservationView } from '#domain/reservations/reservation-responses.ts';
 import {
   decidedAtOnce,
   domainsFree,
@@ -15,7 +15,7 @@ import {
   reserveAtOnce,
   type Reservation,
   type ReservationAsk,
-} from '#domain/reservations.ts';
+} from '#domain/reservations/reservations.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { nvlinkDomainSizes, readDomains } from '#runtime/nvlink-domain-reads.ts';
@@ -23,7 +23,7 @@ import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import type { Page } from '#store/paging.ts';
 import type { PageRequest } from '#store/port.ts';
 
-// Capacity reservations (domain/reservations.ts): one small enough for a transaction is decided here, Active or 409;
+// Capacity reservations (domain/reservations/reservations.ts): one small enough for a transaction is decided here, Active or 409;
 // a larger one is recorded Pending and claimed by the reservation reconciler. Release hands the machines back here
 // when they fit one transaction, and through the reconciler otherwise.
 
@@ -142,7 +142,7 @@ export async function listReservations(ctx: AppContext, org: string | null, page
 
 /**
  * The reservation with its health, from its org's capacity counters (one bounded read, whatever it holds): those
- * counters count each reserved machine the org has under its reservation too (domain/org-capacity.ts).
+ * counters count each reserved machine the org has under its reservation too (domain/capacity/org-capacity.ts).
  */
 async function viewOf(ctx: AppContext, r: Reservation, known?: HeartbeatView): Promise<ReservationView> {
   const [shards, heartbeat] = await Promise.all([ctx.store.orgCapacityShards(r.org), known ?? loadHeartbeatView(ctx)]);

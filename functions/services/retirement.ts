@@ -1,5 +1,5 @@
-import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
-import { retireMachine as decideRetirement } from '#domain/retirement.ts';
+import { auditEntry, auditTargets, type Requester } from '#domain/events/audit.ts';
+import { retireMachine as decideRetirement } from '#domain/machines/retirement.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import { requireMachine } from '#services/instances.ts';

@@ -1,5 +1,5 @@
-import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
-import { closeStorm, handOverHeldBack, initialSafety, nextHeldBack, type ResetStep } from '#domain/safety.ts';
+import { auditEntry, auditTargets, type Requester } from '#domain/events/audit.ts';
+import { closeStorm, handOverHeldBack, initialSafety, nextHeldBack, type ResetStep } from '#domain/repair/safety.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 
@@ -10,7 +10,7 @@ export async function showSafety(ctx: AppContext) {
 
 /**
  * A provider closes the breaker. With `applyHeldBack`, the repair requests it held back are applied first, one
- * machine per transaction (domain/safety.ts `ResetStep`), so a reset cut short is finished by asking again.
+ * machine per transaction (domain/repair/safety.ts `ResetStep`), so a reset cut short is finished by asking again.
  */
 export async function resetRepairStorm(ctx: AppContext, applyHeldBack: boolean, by: Requester) {
   const applied: string[] = [];

@@ -1,4 +1,4 @@
-import { typesWithoutGpuCount } from '#domain/gpu-catalog.ts';
+import { typesWithoutGpuCount } from '#domain/machines/gpu-catalog.ts';
 import type { AppContext } from '#runtime/context.ts';
 
 /** The config in force, and what the site holds that it leaves uncounted: one read (the catalog). */

@@ -1,5 +1,5 @@
-import { rackPicker, type Catalog, type RackPicker } from '#domain/catalog.ts';
-import type { HeartbeatView } from '#domain/health.ts';
+import { rackPicker, type Catalog, type RackPicker } from '#domain/machines/catalog.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { heartbeatViewOf } from '#runtime/heartbeat-view.ts';
 
@@ -7,7 +7,7 @@ import { heartbeatViewOf } from '#runtime/heartbeat-view.ts';
 export interface SiteView {
   catalog: Catalog;
   heartbeat: HeartbeatView;
-  /** A rack of the type at random, in proportion to its machines (domain/catalog.ts rackPicker). */
+  /** A rack of the type at random, in proportion to its machines (domain/machines/catalog.ts rackPicker). */
   randomRack(machineType: string): string | undefined;
   /**
    * Whether a create under this view found the org's reserved machines of the type all taken (or none reserved): its

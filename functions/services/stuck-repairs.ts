@@ -1,4 +1,4 @@
-import { watchRepair, type RepairWatch } from '#domain/stuck-repairs.ts';
+import { watchRepair, type RepairWatch } from '#domain/repair/stuck-repairs.ts';
 import { repairSla } from '#reconcilers/stuck-repairs.ts';
 import type { AppContext } from '#runtime/context.ts';
 

@@ -1,5 +1,5 @@
-import type { Instance } from '#domain/model.ts';
-import { instanceView } from '#domain/views.ts';
+import type { Instance } from '#domain/core/model.ts';
+import { instanceView } from '#domain/meta-instances/views.ts';
 import type { AppContext } from '#runtime/context.ts';
 
 /** Instances as the tenant sees them, health included: the machines under them read in one batch (a page at most). */

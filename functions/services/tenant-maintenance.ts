@@ -1,7 +1,7 @@
-import { machinesOfOrg, orgDeadline, requestDeferral, type Maintenance } from '#domain/maintenance.ts';
-import type { Principal } from '#domain/model.ts';
-import { notFound, unprocessable } from '#domain/rejection.ts';
-import { iso } from '#domain/time.ts';
+import { machinesOfOrg, orgDeadline, requestDeferral, type Maintenance } from '#domain/maintenance/maintenance.ts';
+import type { Principal } from '#domain/core/model.ts';
+import { notFound, unprocessable } from '#domain/core/rejection.ts';
+import { iso } from '#domain/core/time.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import { releaseInstance } from '#services/instances.ts';

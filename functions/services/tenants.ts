@@ -1,7 +1,7 @@
-import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
-import type { Tenant } from '#domain/model.ts';
-import { quotaSetting } from '#domain/quota-shards.ts';
-import { iso } from '#domain/time.ts';
+import { auditEntry, auditTargets, type Requester } from '#domain/events/audit.ts';
+import type { Tenant } from '#domain/core/model.ts';
+import { quotaSetting } from '#domain/reservations/quota-shards.ts';
+import { iso } from '#domain/core/time.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 
@@ -12,7 +12,7 @@ export interface TenantSettings {
 
 /**
  * Set a tenant org's capabilities, its quotas, or both; what is not given stays. Quotas are also written onto the
- * org's usage items (domain/quotas.ts), which creates are guarded by, in the same transaction as the tenant and the
+ * org's usage items (domain/reservations/quotas.ts), which creates are guarded by, in the same transaction as the tenant and the
  * audit entry of each part set.
  */
 export async function setTenant(ctx: AppContext, org: string, settings: TenantSettings, by: Requester): Promise<Tenant> {

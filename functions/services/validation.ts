@@ -1,13 +1,13 @@
-import { auditEntry, auditTargets, type Requester } from '#domain/audit.ts';
-import type { Machine } from '#domain/model.ts';
-import { currentValidation, recordValidationReport, requestValidation, type MachineValidation, type ValidationReport } from '#domain/validation.ts';
+import { auditEntry, auditTargets, type Requester } from '#domain/events/audit.ts';
+import type { Machine, MachineValidation } from '#domain/core/model.ts';
+import { currentValidation, recordValidationReport, requestValidation, type ValidationReport } from '#domain/repair/validation.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import { reportedFaultPolicy, requireMachine, validationIdentity } from '#services/instances.ts';
 
 // Validated return (docs/api.md "Validation"): a provider's demand, and the site agent's report. The calls to the agent
 // are the validation reconciler's (reconcilers/validation.ts); repair and registration start a validation in their
-// own change (domain/validation.ts `withValidationStarted`).
+// own change (domain/repair/validation.ts `withValidationStarted`).
 
 /** A provider asks for a validation (reason `provider`): the one running already answers the same request again. */
 export async function requestProviderValidation(ctx: AppContext, machineId: string, by: Requester): Promise<MachineValidation> {

@@ -5,7 +5,7 @@
 
 import * as z from 'zod/mini';
 import '#config/zod-messages.ts';
-import { ROSTER_PART_COUNTS } from '#site/roster-parts.ts';
+import { ROSTER_PART_COUNTS } from '#config/roster-parts.ts';
 import { machineIdRule } from '#site/machine-id.ts';
 
 const text = (min: number, max: number) => z.string().check(z.minLength(min), z.maxLength(max));
@@ -99,7 +99,7 @@ export const HEARTBEAT_MAX_BODY_BYTES = 3.5 * 1024 * 1024;
 /** POST /site/v1/heartbeats: every machine the agent sees, with what it alerts on. */
 export const heartbeatBody = z.strictObject({
   machines: z.array(z.strictObject({ id: machineId, alerts: z.optional(machineAlerts) })).check(z.maxLength(100_000)),
-  /** One part of a roster too large for one beat (domain/heartbeat.ts RosterPart); the whole roster when absent. */
+  /** One part of a roster too large for one beat (domain/machines/heartbeat.ts RosterPart); the whole roster when absent. */
   part: z.optional(
     z
       .strictObject({ index: z.int().check(z.minimum(0)), count: z.union(ROSTER_PART_COUNTS.map((n) => z.literal(n))) })

@@ -1,10 +1,10 @@
-import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
-import { capacityPointExpiry, type CapacityPoint } from '#domain/capacity-history.ts';
-import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
-import { capacityShardOf } from '#domain/org-capacity.ts';
+import type { CapacityFeedEntry } from '#domain/capacity/capacity-events.ts';
+import { capacityPointExpiry, type CapacityPoint } from '#domain/capacity/capacity-history.ts';
+import type { CapacityNode, OrgCapacityShard } from '#domain/capacity/org-capacity.ts';
+import { capacityShardOf } from '#domain/capacity/org-capacity.ts';
 import { keyHash } from '#store/key-hash.ts';
 
-// Keys and item shapes of a tenant org's capacity (domain/org-capacity.ts). A machine's node item stays at one key
+// Keys and item shapes of a tenant org's capacity (domain/capacity/org-capacity.ts). A machine's node item stays at one key
 // whichever org has it; while an org has it, it is in the byOrg index under that org and its counter shard, ordered by
 // machine id: a shard's recount is one Query, the org's node listing reads the shards' partitions one after another,
 // and a large org's node changes spread over its shards' keys instead of taking one. An org's counter shards, a

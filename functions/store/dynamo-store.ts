@@ -12,7 +12,7 @@ import {
   type QueryCommandInput,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { SiteHeartbeat } from '#domain/machines/heartbeat.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
 import { retryThrottled, throttleDelayMs, untilProcessed } from '#store/throttle.ts';
 import { keys } from '#store/items.ts';

@@ -1,4 +1,4 @@
-import { Rejection } from '#domain/rejection.ts';
+import { Rejection } from '#domain/core/rejection.ts';
 
 /**
  * An item's size as DynamoDB counts it against its limits (400 KB an item, 4 MB a transaction): each attribute's

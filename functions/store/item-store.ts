@@ -1,16 +1,17 @@
+import { quotaShardRange, quotaUsagesOf } from '#store/quota-usage-items.ts';
 import { isThrottled } from '#store/throttle.ts';
-import type { AuditEntry } from '#domain/audit.ts';
-import type { Catalog } from '#domain/catalog.ts';
-import { catalogRacks, emptyCatalog, typeRacks } from '#domain/catalog.ts';
-import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
+import type { AuditEntry } from '#domain/events/audit.ts';
+import type { Catalog } from '#domain/machines/catalog.ts';
+import { catalogRacks, emptyCatalog, typeRacks } from '#domain/machines/catalog.ts';
+import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/core/change.ts';
 import { checkTransactionSize } from '#store/item-size.ts';
-import { usageMoves, usageRef, type QuotaUsage } from '#domain/quotas.ts';
-import { quotaSetting } from '#domain/quota-shards.ts';
-import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
-import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
-import { COUNTER_ITEMS_PER_SHARD, shardOf, SUMMARY_SHARDS, type RackAggregate, type SummaryShard } from '#domain/fleet-summary.ts';
-import type { Maintenance, MaintenanceState, OpenMaintenances } from '#domain/maintenance.ts';
-import type { SafetyState } from '#domain/safety.ts';
+import { usageMoves, usageRef, type QuotaUsage } from '#domain/reservations/quotas.ts';
+import { quotaSetting } from '#domain/reservations/quota-shards.ts';
+import type { RosterBucket, RosterDigests, RosterParts, SiteHeartbeat, StaleCheck } from '#domain/machines/heartbeat.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/core/model.ts';
+import { COUNTER_ITEMS_PER_SHARD, shardOf, SUMMARY_SHARDS, type RackAggregate, type SummaryShard } from '#domain/machines/fleet-summary.ts';
+import type { Maintenance, MaintenanceState, OpenMaintenances } from '#domain/maintenance/maintenance.ts';
+import type { SafetyState } from '#domain/repair/safety.ts';
 import {
   AUDIT_KIND,
   eventDayPartition,
@@ -52,8 +53,6 @@ import {
   maintenanceItem,
   maintenanceStatePartition,
   fromMaintenanceItem,
-  quotaShardRange,
-  quotaUsagesOf,
   quotaPartition,
   allocatableDomainPartition,
   allocatablePartition,
@@ -68,8 +67,8 @@ import {
   listingPartitions,
   META_LISTING,
 } from '#store/items.ts';
-import type { Reservation } from '#domain/reservations.ts';
-import type { OutboxWindow } from '#domain/outbox.ts';
+import type { Reservation } from '#domain/reservations/reservations.ts';
+import type { OutboxWindow } from '#domain/events/outbox.ts';
 import {
   decodeMergedPageToken,
   decodePageToken,
@@ -112,8 +111,8 @@ import {
   orgCapacityKinds,
   orgCapacityShardItem,
 } from '#store/capacity-items.ts';
-import type { CapacityPoint } from '#domain/capacity-history.ts';
-import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/org-capacity.ts';
+import type { CapacityPoint } from '#domain/capacity/capacity-history.ts';
+import { ORG_CAPACITY_SHARDS, type CapacityNode, type OrgCapacityShard } from '#domain/capacity/org-capacity.ts';
 import type { MigrationStatus } from '#store/migrations/runner.ts';
 import { DATA_VERSION_KEY, CONTRACTED_DATA_VERSION, DATA_VERSION_TTL_MS, pinnedOf, QUOTAS_DEALT_DATA_VERSION } from '#store/data-version.ts';
 import {
@@ -127,7 +126,7 @@ import {
   legacyInstanceListing,
   legacyMembersPartition,
 } from '#store/legacy-layout.ts';
-import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
+import type { CapacityFeedEntry } from '#domain/capacity/capacity-events.ts';
 
 // What both implementations share: which item each record becomes, which index each listing reads and how, and
 // which writes a decision turns into. An implementation only supplies the table primitives (get, query, count,
@@ -193,7 +192,7 @@ export interface ItemPage {
  */
 export type GuardedPut = { put: Item; expectedVersion: number | null | 'any' };
 /**
- * An (org, type)'s usage shard moved by `by` without reading it (domain/quotas.ts), or its cap set (a number) or
+ * An (org, type)'s usage shard moved by `by` without reading it (domain/reservations/quotas.ts), or its cap set (a number) or
  * lifted (null), with shard 0's `quotaTotal` beside it. `guard` is the cap an increment was decided against: null,
  * the shard must have no cap; a number, the shard must still have that cap and room for `by` under it. `expectUsed`:
  * the count the caps were dealt on, which the shard must still hold.

@@ -1,17 +1,16 @@
-import { inAllocatableIndex } from '#domain/health.ts';
-import { repairStage } from '#domain/stuck-repairs.ts';
+import { inAllocatableIndex } from '#domain/core/health.ts';
+import { repairStage } from '#domain/repair/stuck-repairs.ts';
 import { keyHash } from '#store/key-hash.ts';
 import type { DueEntry, PositionedOutboxEntry } from './port.ts';
-import type { AuditEntry } from '#domain/audit.ts';
-import type { OutboxEntry } from '#domain/events.ts';
-import type { QuotaUsage } from '#domain/quotas.ts';
-import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/site-agent-silence.ts';
-import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/heartbeat.ts';
-import type { Maintenance } from '#domain/maintenance.ts';
-import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/model.ts';
-import { utcDay } from '#domain/repair-stats.ts';
-import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
-import type { Reservation } from '#domain/reservations.ts';
+import type { AuditEntry } from '#domain/events/audit.ts';
+import type { OutboxEntry } from '#domain/events/events.ts';
+import { SITE_SUBJECT, type SiteHistoryEntry } from '#domain/machines/site-agent-silence.ts';
+import type { RosterBucket, RosterDigests, StaleCheck } from '#domain/machines/heartbeat.ts';
+import type { Maintenance } from '#domain/maintenance/maintenance.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, Tenant } from '#domain/core/model.ts';
+import { utcDay } from '#domain/core/time.ts';
+import type { RackAggregate, SummaryShard } from '#domain/machines/fleet-summary.ts';
+import type { Reservation } from '#domain/reservations/reservations.ts';
 
 // Keys and item shapes of the single table. Index attributes are derived from the record on every write, so an
 // item is in a sparse index exactly while its state says it belongs there; `dueAt` is given by the store's owner,
@@ -29,7 +28,7 @@ export const keys = {
   metaInstance: (id: string) => ({ pk: `META#${id}`, sk: '#META' }),
   tenant: (org: string) => ({ pk: `TENANT#${org}`, sk: '#TENANT' }),
   /**
-   * An org's usage counter shards and quotas (domain/quota-shards.ts), all in the org's partition: one Query reads an
+   * An org's usage counter shards and quotas (domain/reservations/quota-shards.ts), all in the org's partition: one Query reads an
    * org's, or one type's. Shard 0 keeps the key of the one counter releases before 0.3.0 wrote.
    */
   quotaUsage: (org: string, machineType: string, shard = 0) => ({ pk: quotaPartition(org), sk: `TYPE#${machineType}${shard === 0 ? '' : `#${shard}`}` }),
@@ -53,7 +52,7 @@ export const keys = {
   siteSafety: siteItem('SAFETY'),
   siteReplacements: siteItem('REPLACEMENTS'),
   siteLease: (name: string) => siteItem(`LEASE#${name}`),
-  /** How far the sweep's outbox fallback has looked (domain/outbox.ts). */
+  /** How far the sweep's outbox fallback has looked (domain/events/outbox.ts). */
   siteOutboxCursor: siteItem('OUTBOX-CURSOR'),
   /**
    * One type's rack, a partition key of its own: a fleet-wide change rewrites every rack, and a key per rack keeps each
@@ -205,7 +204,7 @@ export function instanceItem({ usageUncounted: _counted, ...instance }: Instance
     orgSk: `${instance.createdAt}#${instance.id}`,
     ...dueAttributes(keys.instance(instance.id).pk, dueAt),
     ...(instance.replacement && instance.status === 'Provisioning' ? { replacingPk: 'REPLACING', replacingSk: `${instance.createdAt}#${instance.id}` } : {}),
-    // Its org's usage counter counts it (domain/quotas.ts): what tells it from an instance 0.1.0 wrote.
+    // Its org's usage counter counts it (domain/reservations/quotas.ts): what tells it from an instance 0.1.0 wrote.
     quotaCounted: true,
     ...instance,
   };
@@ -369,33 +368,6 @@ export const fromReservationItem = (item: Item): Reservation => strip<Reservatio
 export const fromStaleCheckItem = (item: Item): StaleCheck => strip<StaleCheck>(item);
 export const fromHistoryItem = (item: Item): HistoryEntry => strip<HistoryEntry>(item);
 export const fromAuditItem = (item: Item): AuditEntry => strip<AuditEntry>(item);
-/** One type's shards between these sort keys (shard 0's and the shards after it): one Query of the org's partition. */
-export const quotaShardRange = (machineType: string): [string, string] => [`TYPE#${machineType}`, `TYPE#${machineType}#~`];
-
-/**
- * Each type's usage from its shards' items: the count summed, the quota from shard 0 (`quotaTotal` once dealt over
- * the shards; before that, shard 0's own `quota`, which holds it whole).
- */
-export function quotaUsagesOf(items: Item[], shardable: boolean): QuotaUsage[] {
-  const byType = new Map<string, Item[]>();
-  for (const item of items) byType.set(String(item.machineType), [...(byType.get(String(item.machineType)) ?? []), item]);
-  return [...byType].map(([machineType, shards]) => {
-    const head = shards.find((item) => item.shard === undefined);
-    const quota = typeof head?.quotaTotal === 'number' ? head.quotaTotal : typeof head?.quota === 'number' ? head.quota : undefined;
-    return {
-      org: String(shards[0]!.org),
-      machineType,
-      used: shards.reduce((sum, item) => sum + Number(item.used ?? 0), 0),
-      ...(quota === undefined ? {} : { quota }),
-      shards: shards.map((item) => ({
-        shard: Number(item.shard ?? 0),
-        used: Number(item.used ?? 0),
-        ...(typeof item.quota === 'number' ? { cap: item.quota } : {}),
-      })),
-      shardable,
-    };
-  });
-}
 export const fromRackAggregateItem = (item: Item): RackAggregate => strip<RackAggregate>(item);
 export const fromSummaryShardItem = (item: Item): SummaryShard => strip<SummaryShard>(item);
 

@@ -1,7 +1,7 @@
 import { LATEST_DATA_VERSION } from '#store/data-version.ts';
 import { migrations } from '#store/migrations/registry.ts';
 import type { MigrationStatus } from '#store/migrations/runner.ts';
-import type { SiteHeartbeat } from '#domain/heartbeat.ts';
+import type { SiteHeartbeat } from '#domain/machines/heartbeat.ts';
 import { keys } from '#store/items.ts';
 import {
   ItemStore,

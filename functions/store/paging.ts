@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Rejection } from '#domain/rejection.ts';
+import { Rejection } from '#domain/core/rejection.ts';
 import { indexes } from '#store/table.ts';
 
 export interface Page<T> {

@@ -1,28 +1,28 @@
 import type { MigrationStatus } from '#store/migrations/runner.ts';
-import type { QuotaUsage } from '#domain/quotas.ts';
-import type { AuditEntry } from '#domain/audit.ts';
-import type { Catalog } from '#domain/catalog.ts';
-import type { Change } from '#domain/change.ts';
-import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/heartbeat.ts';
-import type { CapacityPoint } from '#domain/capacity-history.ts';
-import type { RackAggregate, SummaryShard } from '#domain/fleet-summary.ts';
-import type { Maintenance, MaintenanceState, OpenMaintenances } from '#domain/maintenance.ts';
-import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/model.ts';
-import type { SafetyState } from '#domain/safety.ts';
-import type { OutboxEntry } from '#domain/events.ts';
-import type { OutboxWindow } from '#domain/outbox.ts';
+import type { QuotaUsage } from '#domain/reservations/quotas.ts';
+import type { AuditEntry } from '#domain/events/audit.ts';
+import type { Catalog } from '#domain/machines/catalog.ts';
+import type { Change } from '#domain/core/change.ts';
+import type { RosterBucket, RosterDigests, SiteHeartbeat, StaleCheck } from '#domain/machines/heartbeat.ts';
+import type { CapacityPoint } from '#domain/capacity/capacity-history.ts';
+import type { RackAggregate, SummaryShard } from '#domain/machines/fleet-summary.ts';
+import type { Maintenance, MaintenanceState, OpenMaintenances } from '#domain/maintenance/maintenance.ts';
+import type { HistoryEntry, Instance, Machine, MetaInstance, ReplacementsInFlight, Tenant } from '#domain/core/model.ts';
+import type { SafetyState } from '#domain/repair/safety.ts';
+import type { OutboxEntry } from '#domain/events/events.ts';
+import type { OutboxWindow } from '#domain/events/outbox.ts';
 import type { Page } from '#store/paging.ts';
-import type { CapacityNode, OrgCapacityShard } from '#domain/org-capacity.ts';
-import type { CapacityFeedEntry } from '#domain/capacity-events.ts';
-import type { Reservation } from '#domain/reservations.ts';
+import type { CapacityNode, OrgCapacityShard } from '#domain/capacity/org-capacity.ts';
+import type { CapacityFeedEntry } from '#domain/capacity/capacity-events.ts';
+import type { Reservation } from '#domain/reservations/reservations.ts';
 
-/** Where the sweep's outbox fallback has looked up to (domain/outbox.ts), with the version it was written at. */
+/** Where the sweep's outbox fallback has looked up to (domain/events/outbox.ts), with the version it was written at. */
 export interface OutboxCursor {
   through: string;
   version: number;
 }
 
-/** An outbox entry with its place in the eventsByDay index (its position, domain/outbox.ts). */
+/** An outbox entry with its place in the eventsByDay index (its position, domain/events/outbox.ts). */
 export interface PositionedOutboxEntry {
   position: string;
   outbox: OutboxEntry;
@@ -172,7 +172,7 @@ export interface FleetStore {
   listMaintenances(page: PageRequest & { state?: MaintenanceState | undefined }): Promise<Page<Maintenance>>;
 
   /**
-   * An org's usage of a machine type, its quota and its shards (domain/quota-shards.ts); none counted yet, zero.
+   * An org's usage of a machine type, its quota and its shards (domain/reservations/quota-shards.ts); none counted yet, zero.
    * `fresh`: whether the table is pinned read now, not as cached, for a quota about to be dealt on it.
    */
   getQuotaUsage(org: string, machineType: string, options?: { fresh?: boolean }): Promise<QuotaUsage>;
@@ -221,7 +221,7 @@ export interface FleetStore {
   eventsOnDay(day: string): Promise<HistoryEntry[]>;
   /** Provider actions, newest first. */
   listAudit(filter: AuditFilter, page: PageRequest): Promise<Page<AuditEntry>>;
-  /** The fleet summary's aggregates (domain/fleet-summary.ts), kept by the stream. */
+  /** The fleet summary's aggregates (domain/machines/fleet-summary.ts), kept by the stream. */
   getSummaryShard(machineType: string, shard: number): Promise<SummaryShard | null>;
   /**
    * Several racks and shards in one batch read, and the machines named by `machineIds` in the same read (strongly
@@ -239,13 +239,13 @@ export interface FleetStore {
   summaryShards(options?: { nvlinkDomains?: boolean }): Promise<SummaryShard[]>;
   /** One type's racks with their machines' entries, grouped by counter shard (or one shard's), by rack name within. */
   listRackAggregates(machineType: string, page: PageRequest & { shard?: number | undefined }): Promise<Page<RackAggregate>>;
-  /** Tenant orgs' capacity (domain/org-capacity.ts): records of several kinds in one strongly consistent batch read. */
+  /** Tenant orgs' capacity (domain/capacity/org-capacity.ts): records of several kinds in one strongly consistent batch read. */
   getCapacityItems(ids: CapacityItemIds): Promise<CapacityItems>;
   /** One org's counter shards: a bounded read, whatever the org holds. */
   orgCapacityShards(org: string): Promise<OrgCapacityShard[]>;
   /** The orgs that have capacity counters. */
   capacityOrgs(): Promise<string[]>;
-  /** One org's capacity points (domain/capacity-history.ts) from `since` on, oldest first. */
+  /** One org's capacity points (domain/capacity/capacity-history.ts) from `since` on, oldest first. */
   listCapacityPoints(org: string, since: string, page: PageRequest): Promise<Page<CapacityPoint>>;
   /** Which of `orgs` have a capacity point at `at`. */
   orgsWithCapacityPoint(orgs: readonly string[], at: string): Promise<Set<string>>;

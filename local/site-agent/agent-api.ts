@@ -4,7 +4,7 @@
 // the faults the /_sim controls queued.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Clock } from '#domain/model.ts';
+import type { Clock } from '#domain/core/model.ts';
 import { REQUEST_ID_HEADER } from '#site/agent-client.ts';
 import {
   createInstanceRequest,

@@ -1,7 +1,7 @@
 // What the simulated agent does by itself, on timers: its heartbeats, the machines it sanitizes and the cleanup
 // reports it posts, and the provisioning delay of a create. stop() cancels every timer and outbound call.
 
-import { bucketInPart, bucketOf } from '#domain/heartbeat.ts';
+import { bucketInPart, bucketOf } from '#domain/machines/heartbeat.ts';
 import type { CleanupReport, HeartbeatBody, ValidationReportBody } from '#site/agent-contract.ts';
 import type { AgentInstance } from './agent-state.ts';
 import { errorText } from './wire.ts';

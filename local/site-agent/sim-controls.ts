@@ -4,7 +4,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as z from 'zod';
-import { notFound, Rejection } from '#domain/rejection.ts';
+import { notFound, Rejection } from '#domain/core/rejection.ts';
 import { problemContentType, toProblem } from '#http/problem.ts';
 import { fieldErrors, validationFailed } from '#http/validation.ts';
 import { machineAlerts } from '#site/agent-contract.ts';

@@ -5,7 +5,7 @@
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { systemClock, type Clock } from '#domain/model.ts';
+import { systemClock, type Clock } from '#domain/core/model.ts';
 import type { SigningKey } from '#site/request-signing.ts';
 import { RequestBodyError } from '../request-body.ts';
 import { createAgentApi } from './agent-api.ts';

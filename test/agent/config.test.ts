@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAgentConfig } from '#agent/config/load.ts';
 import { rosterBucket } from '#agent/controller/roster-part.ts';
-import { bucketOf } from '#domain/heartbeat.ts';
+import { bucketOf } from '#domain/machines/heartbeat.ts';
 import { REPO_ROOT } from './support/agent-process.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'agent-config-'));

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventCatalog, EVENT_TYPES, type EventType } from '#domain/event-schemas.ts';
+import { eventCatalog, EVENT_TYPES, type EventType } from '#domain/events/event-schemas.ts';
 import type { SiteStack } from '#lib/site-stack.ts';
 import { EVENT_SOURCE } from '#runtime/events.ts';
 import { SWEEP_FOLLOW_UP } from '#reconcilers/sweep-follow-up.ts';

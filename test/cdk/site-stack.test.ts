@@ -289,7 +289,7 @@ describe('table', () => {
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       DeletionProtectionEnabled: true,
       StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
-      // Orgs' capacity history points expire (domain/capacity-history.ts).
+      // Orgs' capacity history points expire (domain/capacity/capacity-history.ts).
       TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
     });
     template.hasResource('AWS::DynamoDB::Table', { Properties: Match.objectLike({ DeletionProtectionEnabled: true }), DeletionPolicy: 'Retain' });

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Role } from '#domain/model.ts';
+import type { Role } from '#domain/core/model.ts';
 import { createLocalTokenIssuer } from '#http/tokens.ts';
 import { callers, expectations, otherOrg, type Caller, type Expectation, type Outcome, type Resources } from '#test/support/auth-matrix-table.ts';
 import { expectGatewayAnswer, expectProblem, routePath, startTestSite } from '#test/support/local-site.ts';

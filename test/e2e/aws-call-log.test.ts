@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import type { Machine } from '#domain/model.ts';
-import { newReservation } from '#domain/reservations.ts';
+import type { Machine } from '#domain/core/model.ts';
+import { newReservation } from '#domain/reservations/reservations.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
-import { iso } from '#domain/time.ts';
+import { iso } from '#domain/core/time.ts';
 import { DUE_PAGE } from '#reconcilers/sweep.ts';
 import { SWEEP_FOLLOW_UP } from '#reconcilers/sweep-follow-up.ts';
 import type { RecordedCall } from '#local/aws-call-recorder.ts';

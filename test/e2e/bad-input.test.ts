@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_MAX_BODY_BYTES } from '#http/route.ts';
-import type { Role } from '#domain/model.ts';
+import type { Role } from '#domain/core/model.ts';
 import type { Route } from '#http/route.ts';
 import { expectGatewayAnswer, expectProblem, routeKey, startTestSite, TEST_SWEEP_INTERVAL_MS, testConfig, type TestSite } from '#test/support/local-site.ts';
 import { afterNextSweepWithinMs } from '#test/support/bounds.ts';

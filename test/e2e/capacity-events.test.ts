@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Machine } from '#domain/model.ts';
+import type { Machine } from '#domain/core/model.ts';
 import { deliveredOf, readySite, type Actors } from '#test/support/repair-steps.ts';
 import { cliFor, shown } from '#test/support/cli.ts';
 import { expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSiteConfig } from '#config/site-config.ts';
-import { surplusAllowed } from '#domain/member-replacement.ts';
+import { surplusAllowed } from '#domain/meta-instances/member-replacement.ts';
 import { powerRules } from '#runtime/context.ts';
 import { createCallMs, sweepWithinMs } from '#test/support/bounds.ts';
 import { crashableRunner } from '#test/support/crashable-runner.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Role } from '#domain/model.ts';
+import type { Role } from '#domain/core/model.ts';
 import { crashableRunner } from '#test/support/crashable-runner.ts';
 
 // Crash recovery of declared maintenance (as test/e2e/crash-recovery.test.ts does for the other workflows): the local

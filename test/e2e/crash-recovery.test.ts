@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSiteConfig } from '#config/site-config.ts';
-import { statusCheckDelayMs } from '#domain/status-checks.ts';
+import { statusCheckDelayMs } from '#domain/instances/status-checks.ts';
 import { createCallMs, sweepWithinMs } from '#test/support/bounds.ts';
 import { crashableRunner } from '#test/support/crashable-runner.ts';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Role } from '#domain/model.ts';
+import type { Role } from '#domain/core/model.ts';
 import type { Route } from '#http/route.ts';
 import { fuzzSettings } from '#test/support/fuzz.ts';
 import { applyEdit, bodyEdits, inUrl, surplusKeys, tamperedKey, wrongValuesUpTo } from '#test/support/fuzz-arbitraries.ts';

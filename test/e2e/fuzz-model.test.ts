@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { preventingSources } from '#domain/health.ts';
-import type { HealthOverride } from '#domain/model.ts';
+import { preventingSources } from '#domain/core/health.ts';
+import type { HealthOverride } from '#domain/core/model.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { fuzzSettings } from '#test/support/fuzz.ts';
 import { scanTable, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';

@@ -1,7 +1,7 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { isSatisfied } from '#domain/placement.ts';
-import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
+import { isSatisfied } from '#domain/meta-instances/placement.ts';
+import type { Instance, Machine, MetaInstance } from '#domain/core/model.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
 import { sweep } from '#reconcilers/sweep.ts';
 import { testConfig, type TestSite } from '#test/support/local-site.ts';

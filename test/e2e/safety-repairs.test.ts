@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Clock } from '#domain/model.ts';
+import type { Clock } from '#domain/core/model.ts';
 import { sweep } from '#reconcilers/sweep.ts';
 import { expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';
 import {

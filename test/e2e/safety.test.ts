@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Change } from '#domain/change.ts';
+import type { Change } from '#domain/core/change.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { resetRepairStorm } from '#services/safety.ts';
 import { expectGatewayAnswer, expectProblem, testConfig, type TestSite } from '#test/support/local-site.ts';

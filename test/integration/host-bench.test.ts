@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from 'vitest';
-import { catalogAfter, emptyCatalog } from '#domain/catalog.ts';
+import { catalogAfter, emptyCatalog } from '#domain/machines/catalog.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';

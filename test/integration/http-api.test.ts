@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { GetCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Role } from '#domain/model.ts';
+import type { Role } from '#domain/core/model.ts';
 import { createApiHandler } from '#http/api-handler.ts';
 import { createLocalTokenIssuer } from '#http/tokens.ts';
 import { expectGatewayAnswer } from '#test/support/local-site.ts';

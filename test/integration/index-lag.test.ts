@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { registerMachine } from '#domain/machines.ts';
-import type { Machine } from '#domain/model.ts';
+import { registerMachine } from '#domain/machines/machines.ts';
+import type { Machine } from '#domain/core/model.ts';
 import { injectIndexLag } from '#local/aws-semantics/index-lag.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { createDocumentClient } from '#store/client.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { streamHeat, watchWriteTimes } from '#bench/partition-heat.ts';
-import { registerMachine } from '#domain/machines.ts';
+import { registerMachine } from '#domain/machines/machines.ts';
 import { createTables } from '#local/tables.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { createDocumentClient } from '#store/client.ts';

@@ -3,7 +3,7 @@ import type { Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { createApiHandler, type ApiEvent } from '#http/api-handler.ts';
 import { defineRoute } from '#http/route.ts';
-import { registerMachine } from '#domain/machines.ts';
+import { registerMachine } from '#domain/machines/machines.ts';
 import { aMachine, T0 } from '#test/support/fixtures.ts';
 import { injectThrottles } from '#local/aws-semantics/throttle.ts';
 import { seededRandom } from '#local/stream-chaos.ts';

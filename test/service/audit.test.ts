@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AuditEntry } from '#domain/audit.ts';
+import type { AuditEntry } from '#domain/events/audit.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride, patchMachineLabels, removeHealthOverride, tenantPatchMachineLabels } from '#services/machine-actions.ts';
 import { registerMachines } from '#services/machines.ts';

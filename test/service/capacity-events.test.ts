@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { Machine } from '#domain/model.ts';
+import type { Machine } from '#domain/core/model.ts';
 import { readCapacityEvents } from '#services/capacity-events.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride, removeHealthOverride } from '#services/machine-actions.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { OrgCapacityShard } from '#domain/org-capacity.ts';
+import type { OrgCapacityShard } from '#domain/capacity/org-capacity.ts';
 import { CAPACITY_POINTS_PER_RUN, takeCapacityPoints } from '#reconcilers/capacity-history.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { listCapacityHistory } from '#services/capacity-history.ts';

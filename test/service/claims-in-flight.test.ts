@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Change } from '#domain/change.ts';
+import type { Change } from '#domain/core/change.ts';
 import { createInstance } from '#services/instances.ts';
 import type { FleetStore } from '#store/port.ts';
 import { harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { Change, Versioned } from '#domain/change.ts';
-import type { Machine } from '#domain/model.ts';
+import type { Change, Versioned } from '#domain/core/change.ts';
+import type { Machine } from '#domain/core/model.ts';
 import { registry } from '#reconcilers/registry.ts';
 import { startRun } from '#reconcilers/runner.ts';
 import { listRacks, readFleetSummary } from '#services/fleet-summary.ts';
@@ -11,7 +11,7 @@ import { addHealthOverride } from '#services/machine-actions.ts';
 import { listMachines, registerMachines } from '#services/machines.ts';
 import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
-import { applyDelta, countersByItem, SUMMARY_SHARDS, type SummaryShard } from '#domain/fleet-summary.ts';
+import { applyDelta, countersByItem, SUMMARY_SHARDS, type SummaryShard } from '#domain/machines/fleet-summary.ts';
 
 const alice = tenant('acme', 'alice');
 

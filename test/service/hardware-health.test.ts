@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AgentAlert } from '#domain/agent-alerts.ts';
+import type { AgentAlert } from '#domain/repair/agent-alerts.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { tenantPatchMachineLabels } from '#services/machine-actions.ts';
 import { createMetaInstance, showMetaInstance } from '#services/meta-instances.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { bucketInPart, bucketOf, type RosterPart } from '#domain/heartbeat.ts';
-import { rosterStale } from '#domain/health.ts';
-import { iso } from '#domain/time.ts';
+import { bucketInPart, bucketOf, type RosterPart } from '#domain/machines/heartbeat.ts';
+import { rosterStale } from '#domain/core/health.ts';
+import { iso } from '#domain/core/time.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { heartbeatViewOf } from '#runtime/heartbeat-view.ts';
 import { registerMachines } from '#services/machines.ts';

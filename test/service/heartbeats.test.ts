@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bucketOf, SITE_STALE_CHECK } from '#domain/heartbeat.ts';
-import { addMs, iso } from '#domain/time.ts';
+import { bucketOf, SITE_STALE_CHECK } from '#domain/machines/heartbeat.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { createMetaInstance } from '#services/meta-instances.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { registerMachines } from '#services/machines.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { Change } from '#domain/change.ts';
+import type { Change } from '#domain/core/change.ts';
 import { createInstance, LAST_TRY_RESERVE_MS, patchInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride } from '#services/machine-actions.ts';
 import { setTenant } from '#services/tenants.ts';

@@ -4,7 +4,7 @@ import { addHealthOverride, patchMachineLabels, removeHealthOverride, tenantPatc
 import { listMachines, machineHistory, REGISTRATION_RESERVE_MS, registerMachines, showMachine } from '#services/machines.ts';
 import { ThrottledError } from '#store/port.ts';
 import { setTenant } from '#services/tenants.ts';
-import { bucketOf, RECHECK } from '#domain/heartbeat.ts';
+import { bucketOf, RECHECK } from '#domain/machines/heartbeat.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
 import { harness, reconcile, rejection, siteWith, tenant } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';

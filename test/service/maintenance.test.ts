@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { finishCleanup } from '#domain/cleanup.ts';
-import { atItsFullest, type DeclareRequest } from '#domain/maintenance.ts';
-import { FAN_OUT_CHUNK, maintenanceIdOf, MAINTENANCE_SOURCE } from '#domain/maintenance-waves.ts';
-import { addMs, iso } from '#domain/time.ts';
+import { finishCleanup } from '#domain/instances/cleanup.ts';
+import { atItsFullest, type DeclareRequest } from '#domain/maintenance/maintenance.ts';
+import { FAN_OUT_CHUNK, maintenanceIdOf, MAINTENANCE_SOURCE } from '#domain/maintenance/maintenance-waves.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { registerMachines } from '#services/machines.ts';
 import { ITEM_LIMIT_BYTES, itemSizeBytes } from '#store/item-size.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { Instance } from '#domain/model.ts';
-import { capacityShardOf, ORG_CAPACITY_SHARDS, reservationHealth } from '#domain/org-capacity.ts';
+import type { Instance } from '#domain/core/model.ts';
+import { capacityShardOf, ORG_CAPACITY_SHARDS, reservationHealth } from '#domain/capacity/org-capacity.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { repairOrgCapacityShard } from '#reconcilers/org-capacity-repair.ts';
 import { startRun } from '#reconcilers/runner.ts';

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { publishedEvent, repairEvent, type PublishedEvent } from '#domain/events.ts';
-import { outboxWindow } from '#domain/outbox.ts';
-import { utcDay } from '#domain/repair-stats.ts';
-import { iso } from '#domain/time.ts';
+import { publishedEvent, repairEvent, type PublishedEvent } from '#domain/events/events.ts';
+import { outboxWindow } from '#domain/events/outbox.ts';
+import { iso, utcDay } from '#domain/core/time.ts';
 import { sweep } from '#reconcilers/sweep.ts';
 import { deliverOutboxEvent, type EventPublisher } from '#runtime/events.ts';
 import { harness, siteWith, type Harness } from '#test/support/service-harness.ts';

@@ -3,8 +3,8 @@ import { createInstance, releaseInstance } from '#services/instances.ts';
 import { SITE_AGENT_SILENT_METRIC, sweep } from '#reconcilers/sweep.ts';
 import { siteCleanupTimings } from '#runtime/context.ts';
 import { deliverOutboxEvent } from '#runtime/events.ts';
-import { eventCatalog } from '#domain/event-schemas.ts';
-import { SITE_SUBJECT } from '#domain/site-agent-silence.ts';
+import { eventCatalog } from '#domain/events/event-schemas.ts';
+import { SITE_SUBJECT } from '#domain/machines/site-agent-silence.ts';
 import { keys, outboxEntryOf } from '#store/items.ts';
 import { beat, harness, siteWith, tenant, type Harness, reconcile } from '#test/support/service-harness.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Machine } from '#domain/model.ts';
+import type { Machine } from '#domain/core/model.ts';
 import { reservationReconciler } from '#reconcilers/reservation.ts';
 import { createInstance } from '#services/instances.ts';
 import { SITE_VIEW_TTL_MS } from '#services/site-view.ts';

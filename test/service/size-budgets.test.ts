@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bucketOf } from '#domain/heartbeat.ts';
-import { Rejection } from '#domain/rejection.ts';
+import { bucketOf } from '#domain/machines/heartbeat.ts';
+import { Rejection } from '#domain/core/rejection.ts';
 import { routes } from '#http/routes/index.ts';
 import { DEFAULT_MAX_BODY_BYTES } from '#http/route.ts';
 import { AWS_LIMITS } from '#lib/aws-limits.ts';

@@ -6,7 +6,7 @@ import { DUE_PAGE, sweep, type SweepPosition } from '#reconcilers/sweep.ts';
 import { followUpEvent, sweepStart } from '#reconcilers/sweep-follow-up.ts';
 import { DEFAULT_CONCURRENCY } from '#reconcilers/runner.ts';
 import { DUE_SHARDS } from '#store/items.ts';
-import { iso } from '#domain/time.ts';
+import { iso } from '#domain/core/time.ts';
 import { aMachine, NOW, ops } from '#test/support/fixtures.ts';
 import { beat, harness, tenant, type Harness } from '#test/support/service-harness.ts';
 import { recordedMembers } from '#test/support/meta-members.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SWEEP_LEASE, sweep } from '#reconcilers/sweep.ts';
-import { iso } from '#domain/time.ts';
+import { iso } from '#domain/core/time.ts';
 import { harness } from '#test/support/service-harness.ts';
 
 // Overlapping sweeps (the schedule and a follow-up, or a retried invocation) do not do the same work twice.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { iso } from '#domain/time.ts';
+import { iso } from '#domain/core/time.ts';
 import { setTenant } from '#services/tenants.ts';
 import { harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';

@@ -1,4 +1,4 @@
-import type { Role } from '#domain/model.ts';
+import type { Role } from '#domain/core/model.ts';
 import type { PathValues } from '#test/support/local-site.ts';
 
 // The table of test/e2e/auth-matrix.test.ts: who calls, and what each caller must get from each route the site

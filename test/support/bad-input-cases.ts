@@ -1,6 +1,6 @@
 import { DEFAULT_MAX_BODY_BYTES } from '#http/route.ts';
 import { HEARTBEAT_MAX_BODY_BYTES } from '#site/agent-contract.ts';
-import type { Role } from '#domain/model.ts';
+import type { Role } from '#domain/core/model.ts';
 import type { Route } from '#http/route.ts';
 import { routes } from '#http/routes/index.ts';
 import { routePath, type PathValues } from '#test/support/local-site.ts';

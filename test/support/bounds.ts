@@ -1,6 +1,6 @@
 import type { SiteConfig } from '#config/site-config.ts';
-import { createLeaseMs } from '#domain/instances.ts';
-import { validationCallRetryDelayMs } from '#domain/validation.ts';
+import { createLeaseMs } from '#domain/instances/instances.ts';
+import { validationCallRetryDelayMs } from '#domain/repair/validation.ts';
 import { validationRules } from '#runtime/context.ts';
 import { reconcilerTimeoutSeconds } from '#lib/function-timeouts.ts';
 

@@ -1,5 +1,5 @@
-import { catalogAfter } from '#domain/catalog.ts';
-import type { Machine } from '#domain/model.ts';
+import { catalogAfter } from '#domain/machines/catalog.ts';
+import type { Machine } from '#domain/core/model.ts';
 import type { FleetStore } from '#store/port.ts';
 
 /** Adds machines' types, racks and domains to the store's catalog, as a registration does after writing them. */

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Role } from '#domain/model.ts';
+import type { Role } from '#domain/core/model.ts';
 import { startRunner, type RunnerProcess } from './runner-process.ts';
 
 // The crash tests' site: the local runner (`npm start`) on a data dir of its own, killed with SIGKILL and started

@@ -1,8 +1,16 @@
-import type { Requester } from '#domain/audit.ts';
-import { counterItemOf, rackRef, shardRef, type Placement, type RackAggregate, type SummaryShard, type SummarySnapshot } from '#domain/fleet-summary.ts';
-import type { SafetyRules } from '#domain/safety.ts';
-import type { HealthOverride, Instance, Machine, MetaInstance } from '#domain/model.ts';
-import { addMs, iso } from '#domain/time.ts';
+import type { Requester } from '#domain/events/audit.ts';
+import {
+  counterItemOf,
+  rackRef,
+  shardRef,
+  type Placement,
+  type RackAggregate,
+  type SummaryShard,
+  type SummarySnapshot,
+} from '#domain/machines/fleet-summary.ts';
+import type { SafetyRules } from '#domain/repair/safety.ts';
+import type { HealthOverride, Instance, Machine, MetaInstance } from '#domain/core/model.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 
 // Domain records for tests that build them by hand. Each builder fills in a plain record at a fixed time; a test
 // passes the fields it is about, and any value it relies on, as overrides.

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { expect, inject } from 'vitest';
 import { parseSiteConfig, type SiteConfig } from '#config/site-config.ts';
-import type { Role } from '#domain/model.ts';
+import type { Role } from '#domain/core/model.ts';
 import type { Route } from '#http/route.ts';
 import { textLines } from '#local/log-sink.ts';
 import { startLocalSite, type LocalSite, type LocalSiteOptions } from '#local/runner.ts';

@@ -1,4 +1,4 @@
-import type { Instance } from '#domain/model.ts';
+import type { Instance } from '#domain/core/model.ts';
 import type { FleetStore } from '#store/port.ts';
 
 /**

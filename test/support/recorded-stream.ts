@@ -1,5 +1,5 @@
-import type { Change } from '#domain/change.ts';
-import type { Instance, Machine } from '#domain/model.ts';
+import type { Change } from '#domain/core/change.ts';
+import type { Instance, Machine } from '#domain/core/model.ts';
 import { registry } from '#reconcilers/registry.ts';
 import { startRun } from '#reconcilers/runner.ts';
 import type { Harness } from '#test/support/service-harness.ts';

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
-import type { Instance, Machine, MetaInstance, Role } from '#domain/model.ts';
+import type { Instance, Machine, MetaInstance, Role } from '#domain/core/model.ts';
 import { AWS_CALL_LOG_ENV } from '#local/aws-call-recorder.ts';
 import type { RunnerCounters } from '#local/runner-counters.ts';
 import { signRequest, type SigningKeySet } from '#site/request-signing.ts';

@@ -1,8 +1,8 @@
 import { ScanCommand, TransactGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SiteConfig } from '#config/site-config.ts';
-import { publishedEvent } from '#domain/events.ts';
-import type { Instance, MetaInstance } from '#domain/model.ts';
-import { surplusAllowed } from '#domain/member-replacement.ts';
+import { publishedEvent } from '#domain/events/events.ts';
+import type { Instance, MetaInstance } from '#domain/core/model.ts';
+import { surplusAllowed } from '#domain/meta-instances/member-replacement.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { fromInstanceItem, fromMetaInstanceItem, outboxEntryOf } from '#store/items.ts';
 

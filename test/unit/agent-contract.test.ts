@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cleanupReportBody, heartbeatBody as heartbeatRouteBody } from '#domain/schemas.ts';
+import { cleanupReportBody, heartbeatBody as heartbeatRouteBody } from '#domain/core/schemas.ts';
 import { agentPaths, cleanupReport, createInstanceRequest, heartbeatBody, instanceStatusAnswer } from '#site/agent-contract.ts';
 
 describe('site agent contract', () => {

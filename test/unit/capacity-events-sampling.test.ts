@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { capacityMovesOf, standingOf, type CapacityMove, type CapacityStanding } from '#domain/capacity-events.ts';
-import type { HealthOverride, Instance, Machine } from '#domain/model.ts';
-import { addMs, iso } from '#domain/time.ts';
+import { capacityMovesOf, standingOf, type CapacityMove, type CapacityStanding } from '#domain/capacity/capacity-events.ts';
+import type { HealthOverride, Instance, Machine } from '#domain/core/model.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { aMachine, anInstance, T0 } from '#test/support/fixtures.ts';
 
 // The org-capacity reconciler accounts a machine's standing whenever the stream brings it a record, and reads the

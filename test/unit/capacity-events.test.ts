@@ -8,14 +8,14 @@ import {
   type CapacityFeedEntry,
   type CapacityMove,
   type CapacityStanding,
-} from '#domain/capacity-events.ts';
-import { MAX_TRANSACTION_ITEMS } from '#domain/change.ts';
-import type { HealthOverride, Instance, Machine } from '#domain/model.ts';
-import { capacityChange, type CapacityNode } from '#domain/org-capacity.ts';
+} from '#domain/capacity/capacity-events.ts';
+import { MAX_TRANSACTION_ITEMS } from '#domain/core/change.ts';
+import type { HealthOverride, Instance, Machine } from '#domain/core/model.ts';
+import { capacityChange, type CapacityNode } from '#domain/capacity/org-capacity.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { writesOf } from '#store/item-store.ts';
-import { withValidationStarted, type ValidationReason } from '#domain/validation.ts';
-import { iso } from '#domain/time.ts';
+import { withValidationStarted, type ValidationReason } from '#domain/repair/validation.ts';
+import { iso } from '#domain/core/time.ts';
 import { aMachine, anInstance, aRepairRequest, AT, NOW } from '#test/support/fixtures.ts';
 
 const maintenance: HealthOverride = {

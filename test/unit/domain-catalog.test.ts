@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { catalogAfter, emptyCatalog, rackPicker, type Catalog } from '#domain/catalog.ts';
-import type { Versioned } from '#domain/change.ts';
-import type { Machine } from '#domain/model.ts';
+import { catalogAfter, emptyCatalog, rackPicker, type Catalog } from '#domain/machines/catalog.ts';
+import type { Versioned } from '#domain/core/change.ts';
+import type { Machine } from '#domain/core/model.ts';
 import { aMachine } from '#test/support/fixtures.ts';
 
 const machine = (id: string, machineType: string, rack: string): Machine => aMachine({ id, machineType, rack, heartbeatLive: false });

@@ -8,10 +8,10 @@ import {
   recordStatusCheck,
   startCleanup,
   type CleanupTimings,
-} from '#domain/cleanup.ts';
-import type { Instance, InstanceStatus, Machine, MachineCleanup } from '#domain/model.ts';
-import { Rejection } from '#domain/rejection.ts';
-import { addMs, iso } from '#domain/time.ts';
+} from '#domain/instances/cleanup.ts';
+import type { Instance, InstanceStatus, Machine, MachineCleanup } from '#domain/core/model.ts';
+import { Rejection } from '#domain/core/rejection.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { cleanupDueAt } from '#reconcilers/due-times.ts';
 import { aMachine, anInstance, NOW } from '#test/support/fixtures.ts';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Change } from '#domain/change.ts';
+import type { Change } from '#domain/core/change.ts';
 import {
   applyDelta,
   COUNTER_ITEMS_PER_SHARD,
@@ -12,10 +12,10 @@ import {
   summaryChange,
   type RackAggregate,
   type SummaryShard,
-} from '#domain/fleet-summary.ts';
-import type { Machine } from '#domain/model.ts';
-import { rackTallies } from '#domain/rack-tally.ts';
-import { addMs, iso } from '#domain/time.ts';
+} from '#domain/machines/fleet-summary.ts';
+import type { Machine } from '#domain/core/model.ts';
+import { rackTallies } from '#domain/machines/rack-tally.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { aMachine, aRepairRequest, AT, summaryOfFresh, summaryOfOne, T0 } from '#test/support/fixtures.ts';
 
 const heartbeat = { rosterSeenAt: AT, timeoutMs: 30_000 };

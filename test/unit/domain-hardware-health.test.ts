@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { boundBucketAlerts, keptAlerts, MAX_ALERT_MESSAGE, MAX_ALERTS_PER_MACHINE, MAX_BUCKET_ALERT_BYTES, type AgentAlert } from '#domain/agent-alerts.ts';
-import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/change.ts';
+import {
+  boundBucketAlerts,
+  keptAlerts,
+  MAX_ALERT_MESSAGE,
+  MAX_ALERTS_PER_MACHINE,
+  MAX_BUCKET_ALERT_BYTES,
+  type AgentAlert,
+} from '#domain/repair/agent-alerts.ts';
+import { MAX_TRANSACTION_ITEMS, type Change } from '#domain/core/change.ts';
 import {
   bucketOf,
   bucketWithRoster,
@@ -11,12 +18,12 @@ import {
   WALK_RESERVED_ITEMS,
   type RosterBucket,
   type WalkPolicy,
-} from '#domain/heartbeat.ts';
-import { allocatability } from '#domain/health.ts';
-import type { Machine } from '#domain/model.ts';
-import { repairClaimBlockers } from '#domain/repair.ts';
-import { initialSafety, type SafetyState } from '#domain/safety.ts';
-import { addMs, iso } from '#domain/time.ts';
+} from '#domain/machines/heartbeat.ts';
+import { allocatability } from '#domain/core/health.ts';
+import type { Machine } from '#domain/core/model.ts';
+import { repairClaimBlockers } from '#domain/repair/repair.ts';
+import { initialSafety, type SafetyState } from '#domain/repair/safety.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { aMachine, SAFETY_RULES, T0 } from '#test/support/fixtures.ts';
 
 const TIMEOUT_MS = 30_000;

@@ -8,9 +8,9 @@ import {
   lastSeenAt,
   preventingSources,
   type HeartbeatView,
-} from '#domain/health.ts';
-import type { Classification, HealthOverride, Machine } from '#domain/model.ts';
-import { addMs, iso } from '#domain/time.ts';
+} from '#domain/core/health.ts';
+import type { Classification, HealthOverride, Machine } from '#domain/core/model.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { aMachine, T0 } from '#test/support/fixtures.ts';
 
 const TIMEOUT_MS = 30_000;

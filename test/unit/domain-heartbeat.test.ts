@@ -18,10 +18,10 @@ import {
   type RosterDigests,
   type SiteHeartbeat,
   type WalkPolicy,
-} from '#domain/heartbeat.ts';
-import { heartbeatStale } from '#domain/health.ts';
-import type { Machine } from '#domain/model.ts';
-import { addMs, iso } from '#domain/time.ts';
+} from '#domain/machines/heartbeat.ts';
+import { heartbeatStale } from '#domain/core/health.ts';
+import type { Machine } from '#domain/core/model.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { aMachine, SAFETY_RULES, T0 } from '#test/support/fixtures.ts';
 
 const TIMEOUT_MS = 30_000;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { claimCreate, claimCreateCheck, completeCreate, createLeaseMs, recordCreateCheck } from '#domain/instances.ts';
-import type { Instance, InstanceStatus, Machine } from '#domain/model.ts';
-import { addMs, iso } from '#domain/time.ts';
+import { claimCreate, claimCreateCheck, completeCreate, createLeaseMs, recordCreateCheck } from '#domain/instances/instances.ts';
+import type { Instance, InstanceStatus, Machine } from '#domain/core/model.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { aMachine, anInstance, NOW } from '#test/support/fixtures.ts';
 
 // The create's course with the site agent: its lease, its claim, its completion and the checks of a create whose

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { assignInstance, releaseInstance, type NewInstanceSpec } from '#domain/instances.ts';
-import { instanceView } from '#domain/views.ts';
-import type { Instance, InstanceStatus, Machine } from '#domain/model.ts';
-import { Rejection } from '#domain/rejection.ts';
-import type { ReleaseReport } from '#domain/repair.ts';
-import { iso } from '#domain/time.ts';
+import { assignInstance, releaseInstance, type NewInstanceSpec } from '#domain/instances/instances.ts';
+import { instanceView } from '#domain/meta-instances/views.ts';
+import type { Instance, InstanceStatus, Machine } from '#domain/core/model.ts';
+import { Rejection } from '#domain/core/rejection.ts';
+import type { ReleaseReport } from '#domain/repair/repair.ts';
+import { iso } from '#domain/core/time.ts';
 import { aMachine, anInstance, NOW, T0 } from '#test/support/fixtures.ts';
 
 const machine = (over: Partial<Machine> = {}): Machine => aMachine({ labels: { pool: 'a' }, version: 5, ...over });

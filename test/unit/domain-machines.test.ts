@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { HistoryEntry, Machine } from '#domain/model.ts';
-import { historyPage, machineView, registerMachine, registrationEntry, type MachineRegistration } from '#domain/machines.ts';
-import { addMs, iso } from '#domain/time.ts';
+import type { HistoryEntry, Machine } from '#domain/core/model.ts';
+import { historyPage, machineView, registerMachine, registrationEntry, type MachineRegistration } from '#domain/machines/machines.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { aMachine, aRepairRequest, NOW, T0 } from '#test/support/fixtures.ts';
 
 const repairRequest = aRepairRequest();

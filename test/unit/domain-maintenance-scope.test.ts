@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { catalogAfter, emptyCatalog } from '#domain/catalog.ts';
-import type { RackAggregate } from '#domain/fleet-summary.ts';
-import { resolveScope } from '#domain/maintenance.ts';
-import { scopeAggregates, scopeCandidates } from '#domain/maintenance-scope.ts';
+import { catalogAfter, emptyCatalog } from '#domain/machines/catalog.ts';
+import type { RackAggregate } from '#domain/machines/fleet-summary.ts';
+import { resolveScope } from '#domain/maintenance/maintenance.ts';
+import { scopeAggregates, scopeCandidates } from '#domain/maintenance/maintenance-scope.ts';
 import { aMachine } from '#test/support/fixtures.ts';
 
 // A declaration's scope resolves through the summary's rack aggregates: the racks named, and the racks the named

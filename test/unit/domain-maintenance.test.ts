@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Change } from '#domain/change.ts';
-import { allocatability } from '#domain/health.ts';
+import type { Change } from '#domain/core/change.ts';
+import { allocatability } from '#domain/core/health.ts';
 import {
   cancelMaintenance,
   declareMaintenance,
@@ -11,9 +11,9 @@ import {
   type DeclareRequest,
   type Maintenance,
   type MaintenanceRules,
-} from '#domain/maintenance.ts';
-import { nextDueAt, resyncAt, resyncStep, timeStep } from '#domain/maintenance-deadlines.ts';
-import { fanOutStep, handedBack, unwindStep } from '#domain/maintenance-fan-out.ts';
+} from '#domain/maintenance/maintenance.ts';
+import { nextDueAt, resyncAt, resyncStep, timeStep } from '#domain/maintenance/maintenance-deadlines.ts';
+import { fanOutStep, handedBack, unwindStep } from '#domain/maintenance/maintenance-fan-out.ts';
 import {
   admissible,
   admit,
@@ -24,10 +24,10 @@ import {
   settleStarts,
   unansweredStarts,
   validationSettled,
-} from '#domain/maintenance-waves.ts';
-import type { Instance, Machine } from '#domain/model.ts';
-import { Rejection } from '#domain/rejection.ts';
-import { addMs, iso } from '#domain/time.ts';
+} from '#domain/maintenance/maintenance-waves.ts';
+import type { Instance, Machine } from '#domain/core/model.ts';
+import { Rejection } from '#domain/core/rejection.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { aMachine, anInstance, T0 } from '#test/support/fixtures.ts';
 
 const RULES: MaintenanceRules = { minHandBackDays: 14, emergencyMinHandBackMinutes: 15, noticeHours: 24, resyncSeconds: 300 };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { HeartbeatView } from '#domain/health.ts';
-import type { Machine } from '#domain/model.ts';
-import { Rejection } from '#domain/rejection.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
+import type { Machine } from '#domain/core/model.ts';
+import { Rejection } from '#domain/core/rejection.ts';
 import {
   claimStep,
   handBackChunk,
@@ -13,9 +13,9 @@ import {
   resolveDomains,
   type Reservation,
   type ReservationAsk,
-} from '#domain/reservations.ts';
-import { capacityChange, capacityEntryOf, reservationHealth } from '#domain/org-capacity.ts';
-import { choosePlacement } from '#domain/placement.ts';
+} from '#domain/reservations/reservations.ts';
+import { capacityChange, capacityEntryOf, reservationHealth } from '#domain/capacity/org-capacity.ts';
+import { choosePlacement } from '#domain/meta-instances/placement.ts';
 import { aMachine, aMetaInstance, AT, NOW } from '#test/support/fixtures.ts';
 
 const heartbeat: HeartbeatView = { rosterSeenAt: AT, timeoutMs: 3_600_000 };

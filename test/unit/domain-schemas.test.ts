@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createInstanceBody, issueSchema, listInstancesQuery, listQuery, releaseInstanceBody } from '#domain/schemas.ts';
+import { createInstanceBody, issueSchema, listInstancesQuery, listQuery, releaseInstanceBody } from '#domain/core/schemas.ts';
 
 describe('issueSchema', () => {
   it.each([

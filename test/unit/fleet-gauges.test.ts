@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { fleetGauges } from '#domain/fleet-gauges.ts';
-import { summaryChange, type SummaryShard } from '#domain/fleet-summary.ts';
-import { SOURCES } from '#domain/overrides.ts';
+import { fleetGauges } from '#domain/machines/fleet-gauges.ts';
+import { summaryChange, type SummaryShard } from '#domain/machines/fleet-summary.ts';
+import { SOURCES } from '#domain/core/overrides.ts';
 import { AT, NOW, aMachine, aRepairRequest, summaryOfFresh } from '#test/support/fixtures.ts';
-import type { HealthOverride, Machine } from '#domain/model.ts';
+import type { HealthOverride, Machine } from '#domain/core/model.ts';
 
 const heartbeat = { rosterSeenAt: NOW.toISOString(), timeoutMs: 30_000 };
 const sla = { claimMs: 30 * 60_000, repairMs: 24 * 3_600_000 };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { lifecycleOf } from '#domain/lifecycle.ts';
-import { declareMaintenance } from '#domain/maintenance.ts';
-import { maintenanceOverride } from '#domain/maintenance-waves.ts';
-import { withValidationStarted } from '#domain/validation.ts';
+import { lifecycleOf } from '#domain/machines/lifecycle.ts';
+import { declareMaintenance } from '#domain/maintenance/maintenance.ts';
+import { maintenanceOverride } from '#domain/maintenance/maintenance-waves.ts';
+import { withValidationStarted } from '#domain/repair/validation.ts';
 import { aMachine, AT, T0 } from '#test/support/fixtures.ts';
 
 // One word for where a machine is (docs/api.md "Lifecycle"), here for declared maintenance and what follows it.

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { HeartbeatView } from '#domain/health.ts';
-import { maintenanceOverride } from '#domain/maintenance-waves.ts';
-import type { Maintenance } from '#domain/maintenance.ts';
-import { requestMemberReplacement, surplusAllowed, type MemberReplacement } from '#domain/member-replacement.ts';
-import { noReplacements, reconcileMetaInstance, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
-import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
-import { Rejection } from '#domain/rejection.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
+import { maintenanceOverride } from '#domain/maintenance/maintenance-waves.ts';
+import type { Maintenance } from '#domain/maintenance/maintenance.ts';
+import { requestMemberReplacement, surplusAllowed } from '#domain/meta-instances/member-replacement.ts';
+import { noReplacements, reconcileMetaInstance, type Member, type MetaSnapshot } from '#domain/meta-instances/meta-instances.ts';
+import type { Instance, Machine, MetaInstance, MemberReplacement } from '#domain/core/model.ts';
+import { Rejection } from '#domain/core/rejection.ts';
 import { aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';
 
-// Replacing a meta-instance member (domain/member-replacement.ts): the decisions on a snapshot, pure, injected dates.
+// Replacing a meta-instance member (domain/meta-instances/member-replacement.ts): the decisions on a snapshot, pure, injected dates.
 
 const now = new Date('2026-11-27T10:00:00.000Z');
 const at = now.toISOString();

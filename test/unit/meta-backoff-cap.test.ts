@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { HeartbeatView } from '#domain/health.ts';
+import type { HeartbeatView } from '#domain/core/health.ts';
 import {
   backoffMs,
   noReplacements,
@@ -9,10 +9,10 @@ import {
   type MetaRules,
   type MetaSnapshot,
   type ReplacementsView,
-} from '#domain/meta-instances.ts';
-import { choosePlacement } from '#domain/placement.ts';
-import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
-import { buildOverride } from '#domain/overrides.ts';
+} from '#domain/meta-instances/meta-instances.ts';
+import { choosePlacement } from '#domain/meta-instances/placement.ts';
+import type { Instance, Machine, MetaInstance } from '#domain/core/model.ts';
+import { buildOverride } from '#domain/core/overrides.ts';
 import { aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';
 
 // Meta-instance retry backoff and the site-wide cap on replacements in flight. Pure, injected dates.

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { homePlace, noReplacements, reconcileMetaInstance, wantsMoreCandidates, type Member, type MetaSnapshot } from '#domain/meta-instances.ts';
-import type { Machine, MetaInstance } from '#domain/model.ts';
+import {
+  homePlace,
+  noReplacements,
+  reconcileMetaInstance,
+  wantsMoreCandidates,
+  type Member,
+  type MetaSnapshot,
+} from '#domain/meta-instances/meta-instances.ts';
+import type { Machine, MetaInstance } from '#domain/core/model.ts';
 import { CANDIDATE_PAGE, MAX_CANDIDATE_PAGES, loadCandidates, type CandidateReader } from '#runtime/meta-instance-snapshot.ts';
 import { aMachine, aMetaInstance, anInstance, NOW } from '#test/support/fixtures.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { capacityChange, type CapacityNode } from '#domain/org-capacity.ts';
+import { capacityChange, type CapacityNode } from '#domain/capacity/org-capacity.ts';
 import { aMachine, anInstance, AT, NOW } from '#test/support/fixtures.ts';
-import { iso } from '#domain/time.ts';
+import { iso } from '#domain/core/time.ts';
 
 const machine = aMachine({ id: 'm-1', instanceId: 'i-1' });
 const instance = anInstance({ id: 'i-1', org: 'acme', machineId: 'm-1', status: 'Ready' });

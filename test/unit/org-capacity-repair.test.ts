@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Machine } from '#domain/model.ts';
+import type { Machine } from '#domain/core/model.ts';
 import {
   capacityChange,
   capacityShardOf,
@@ -8,8 +8,8 @@ import {
   reservationHealth,
   type CapacityNode,
   type OrgCapacityShard,
-} from '#domain/org-capacity.ts';
-import { addMs, iso } from '#domain/time.ts';
+} from '#domain/capacity/org-capacity.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { aMachine, anInstance, AT, NOW } from '#test/support/fixtures.ts';
 
 const heartbeat = { rosterSeenAt: AT, timeoutMs: 60_000 };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FIRST_LOOK_BACK_MS, outboxWindow, settledThroughDay, windowDays } from '#domain/outbox.ts';
+import { FIRST_LOOK_BACK_MS, outboxWindow, settledThroughDay, windowDays } from '#domain/events/outbox.ts';
 
 const now = new Date('2026-11-27T00:03:00.000Z');
 

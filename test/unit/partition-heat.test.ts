@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { addWrites, heatReport, hottestFamiliesFirst, partitionWrites, type Heat } from '#bench/partition-heat.ts';
-import { registerMachine } from '#domain/machines.ts';
-import { livenessChange } from '#domain/heartbeat.ts';
+import { registerMachine } from '#domain/machines/machines.ts';
+import { livenessChange } from '#domain/machines/heartbeat.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { duePartitionOf, keys, machineItem } from '#store/items.ts';
 import { T0 } from '#test/support/fixtures.ts';

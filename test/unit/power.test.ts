@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { Change } from '#domain/change.ts';
-import type { Instance } from '#domain/model.ts';
-import { claimPowerCall, powerDueAt, recordPowerCall, requestPower, type PowerRules } from '#domain/power.ts';
-import type { Rejection } from '#domain/rejection.ts';
+import type { Change } from '#domain/core/change.ts';
+import type { Instance } from '#domain/core/model.ts';
+import { claimPowerCall, powerDueAt, recordPowerCall, requestPower, type PowerRules } from '#domain/instances/power.ts';
+import type { Rejection } from '#domain/core/rejection.ts';
 import { anInstance } from '#test/support/fixtures.ts';
 
-// A tenant's power action on an instance (domain/power.ts): requested, claimed, answered, given up. Pure, injected dates.
+// A tenant's power action on an instance (domain/instances/power.ts): requested, claimed, answered, given up. Pure, injected dates.
 
 const now = new Date('2026-11-27T10:00:00.000Z');
 const later = (ms: number) => new Date(now.getTime() + ms);

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Change } from '#domain/change.ts';
-import type { Instance } from '#domain/model.ts';
-import { chargeQuota, needsRebalance, quotaSetting, USAGE_SHARDS, type QuotaSetting } from '#domain/quota-shards.ts';
-import type { QuotaGuard, QuotaUsage, UsageShard } from '#domain/quotas.ts';
+import type { Change } from '#domain/core/change.ts';
+import type { Instance } from '#domain/core/model.ts';
+import { chargeQuota, needsRebalance, quotaSetting, USAGE_SHARDS, type QuotaSetting } from '#domain/reservations/quota-shards.ts';
+import type { QuotaGuard, QuotaUsage, UsageShard } from '#domain/reservations/quotas.ts';
 import { anInstance } from '#test/support/fixtures.ts';
 
 const org = 'acme';

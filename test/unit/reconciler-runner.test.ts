@@ -1,6 +1,6 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import type { Change } from '#domain/change.ts';
+import type { Change } from '#domain/core/change.ts';
 import { createStreamHandler } from '#handlers/stream.ts';
 import { createRegistry, defineReconciler, roomFor, type Reconciler, type Ref } from '#reconcilers/reconciler.ts';
 import { MAX_PASSES, startRun } from '#reconcilers/runner.ts';

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { cleanupTimings } from '#domain/cleanup.ts';
-import { noReplacements, type MetaSnapshot } from '#domain/meta-instances.ts';
-import { buildOverride } from '#domain/overrides.ts';
-import { addMs, iso } from '#domain/time.ts';
+import { cleanupTimings } from '#domain/instances/cleanup.ts';
+import { noReplacements, type MetaSnapshot } from '#domain/meta-instances/meta-instances.ts';
+import { buildOverride } from '#domain/core/overrides.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { instanceReconciler, type InstanceSnapshot } from '#reconcilers/instance.ts';
 import { machineReconciler, type MachineSnapshot } from '#reconcilers/machine.ts';
 import { metaInstanceReconciler } from '#reconcilers/meta-instance.ts';
 import { registry } from '#reconcilers/registry.ts';
 import { waitQueueReconciler } from '#reconcilers/wait-queue.ts';
 import { fleetSummaryReconciler } from '#reconcilers/fleet-summary.ts';
-import type { Instance, Machine } from '#domain/model.ts';
+import type { Instance, Machine } from '#domain/core/model.ts';
 import { AT, NOW, aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';
 
 // Each reconciler's decide and settle are pure: snapshots in, decisions out, no store, no agent, no clock. Their

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Issue, Machine } from '#domain/model.ts';
-import { buildOverride } from '#domain/overrides.ts';
-import { applyOverrideEdits, releaseOverrideEdits, repairClaimBlockers, type ReleaseReport } from '#domain/repair.ts';
+import type { Issue, Machine } from '#domain/core/model.ts';
+import { buildOverride } from '#domain/core/overrides.ts';
+import { applyOverrideEdits, releaseOverrideEdits, repairClaimBlockers, type ReleaseReport } from '#domain/repair/repair.ts';
 import { aMachine } from '#test/support/fixtures.ts';
 
 const at = '2026-11-22T10:00:00.000Z';

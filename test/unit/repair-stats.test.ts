@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { HistoryEntry } from '#domain/model.ts';
-import { lastDays, repairStats } from '#domain/repair-stats.ts';
+import type { HistoryEntry } from '#domain/core/model.ts';
+import { lastDays, repairStats } from '#domain/repair/repair-stats.ts';
 
 const event = (machineId: string, at: string, type: string): HistoryEntry => ({
   machineId,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { HistoryEntry } from '#domain/model.ts';
-import { ticketOf } from '#domain/repair-tickets.ts';
+import type { HistoryEntry } from '#domain/core/model.ts';
+import { ticketOf } from '#domain/repair/repair-tickets.ts';
 
-// A repair ticket told from a machine's history (domain/repair-tickets.ts): pure, on hand-written histories.
+// A repair ticket told from a machine's history (domain/repair/repair-tickets.ts): pure, on hand-written histories.
 
 const t = (minute: number) => `2026-11-27T10:${String(minute).padStart(2, '0')}:00.000Z`;
 const issue = { category: 'HARDWARE' as const, summary: 'ECC errors' };

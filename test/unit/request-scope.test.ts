@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { repairEvent } from '#domain/events.ts';
+import { repairEvent } from '#domain/events/events.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
-import { stampRequestId } from '#domain/request-id.ts';
+import { stampRequestId } from '#domain/core/request-id.ts';
 import type { AgentCall, AppContext } from '#runtime/context.ts';
 import { forRequest } from '#runtime/request-scope.ts';
 import { MemoryFleetStore } from '#store/memory-store.ts';

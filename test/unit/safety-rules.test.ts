@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { HealthOverride, Machine } from '#domain/model.ts';
+import type { HealthOverride, Machine, RepairLog } from '#domain/core/model.ts';
 import {
   closeStorm,
   handOverHeldBack,
@@ -9,12 +9,11 @@ import {
   resetStorm,
   shouldEscalate,
   trimLog,
-  type RepairLog,
   type RepairPolicy,
   type ResetStep,
   type SafetyRules,
   type SafetyState,
-} from '#domain/safety.ts';
+} from '#domain/repair/safety.ts';
 import { aMachine, aRepairRequest } from '#test/support/fixtures.ts';
 
 // The repair-storm breaker and recurring-fault escalation: pure, with injected dates.

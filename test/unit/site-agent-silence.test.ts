@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { eventCatalog } from '#domain/event-schemas.ts';
-import { SITE_SUBJECT, siteAgentSilence } from '#domain/site-agent-silence.ts';
-import { addMs, iso } from '#domain/time.ts';
+import { eventCatalog } from '#domain/events/event-schemas.ts';
+import { SITE_SUBJECT, siteAgentSilence } from '#domain/machines/site-agent-silence.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { T0 } from '#test/support/fixtures.ts';
 
 describe('siteAgentSilence', () => {

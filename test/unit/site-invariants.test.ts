@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { historyItem, instanceItem, metaInstanceItem, eventDeliveryItem } from '#store/items.ts';
-import { publishedEvent } from '#domain/events.ts';
+import { publishedEvent } from '#domain/events/events.ts';
 import { outboxEntryOf } from '#store/items.ts';
 import { anInstance, aMetaInstance, AT } from '#test/support/fixtures.ts';
 import { outboxFaults, violationsOf } from '#test/support/site-invariants.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Machine } from '#domain/model.ts';
-import { buildOverride } from '#domain/overrides.ts';
-import { needsStuckAlert, repairStage, watchRepair, type RepairSla } from '#domain/stuck-repairs.ts';
+import type { Machine } from '#domain/core/model.ts';
+import { buildOverride } from '#domain/core/overrides.ts';
+import { needsStuckAlert, repairStage, watchRepair, type RepairSla } from '#domain/repair/stuck-repairs.ts';
 import { aMachine } from '#test/support/fixtures.ts';
 
 // Stuck repairs: a repair request nobody claims within claim_minutes, or a claimed repair past

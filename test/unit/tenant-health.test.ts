@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { hardwareHealthOverride } from '#domain/agent-alerts.ts';
-import { buildOverride } from '#domain/overrides.ts';
-import { GENERIC_DEGRADED, instanceHealth } from '#domain/tenant-health.ts';
+import { hardwareHealthOverride } from '#domain/repair/agent-alerts.ts';
+import { buildOverride } from '#domain/core/overrides.ts';
+import { GENERIC_DEGRADED, instanceHealth } from '#domain/instances/tenant-health.ts';
 import { aMachine, anInstance, AT } from '#test/support/fixtures.ts';
 
 // The tenant's view of its machine's health (docs/api.md "Tenant view"): degraded by what touches the machine as it

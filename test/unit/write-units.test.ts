@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { itemBytes, putWriteUnits, transactionWriteUnits } from '../../bench/write-units.ts';
-import type { Machine } from '#domain/model.ts';
+import type { Machine } from '#domain/core/model.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
 import { machineItem } from '#store/items.ts';
 import { aMachine } from '#test/support/fixtures.ts';

@@ -1,5 +1,5 @@
-import { auditListResponse } from '#domain/responses.ts';
-import { auditQuery } from '#domain/schemas.ts';
+import { auditListResponse } from '#domain/core/responses.ts';
+import { auditQuery } from '#domain/core/schemas.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
 
 /** The audit log: every provider action, written in the transaction that made it. */

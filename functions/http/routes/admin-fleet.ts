@@ -1,5 +1,5 @@
-import { fleetSummaryResponse, repairStatsResponse, rackListResponse, rackResponse, viewOf } from '#domain/responses.ts';
-import { fleetSummaryQuery, rackListQuery, repairStatsQuery } from '#domain/schemas.ts';
+import { fleetSummaryResponse, repairStatsResponse, rackListResponse, rackResponse, viewOf } from '#domain/core/responses.ts';
+import { fleetSummaryQuery, rackListQuery, repairStatsQuery } from '#domain/core/schemas.ts';
 import { listRacks, readFleetSummary } from '#services/fleet-summary.ts';
 import { readRepairStats } from '#services/repair-stats.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';

@@ -1,5 +1,5 @@
-import { metaInstanceListResponse } from '#domain/responses.ts';
-import { listQuery } from '#domain/schemas.ts';
+import { metaInstanceListResponse } from '#domain/core/responses.ts';
+import { listQuery } from '#domain/core/schemas.ts';
 import { listMetaInstances } from '#services/meta-instances.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
 

@@ -1,5 +1,5 @@
-import { healthOverrideListResponse, healthOverrideResponse, machineResponse } from '#domain/responses.ts';
-import { labelsPatchBody, emptyQuery, params, overrideBody } from '#domain/schemas.ts';
+import { healthOverrideListResponse, healthOverrideResponse, machineResponse } from '#domain/core/responses.ts';
+import { labelsPatchBody, emptyQuery, params, overrideBody } from '#domain/core/schemas.ts';
 import { requireMachine } from '#services/instances.ts';
 import { addHealthOverride, patchMachineLabels, removeHealthOverride } from '#services/machine-actions.ts';
 import { defineRoute, type Route } from '#http/route.ts';

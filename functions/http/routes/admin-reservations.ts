@@ -1,5 +1,5 @@
-import { reservationListResponse, reservationResponse } from '#domain/reservation-responses.ts';
-import { createReservationBody, emptyQuery, listQuery, params } from '#domain/schemas.ts';
+import { reservationListResponse, reservationResponse } from '#domain/reservations/reservation-responses.ts';
+import { createReservationBody, emptyQuery, listQuery, params } from '#domain/core/schemas.ts';
 import { createReservation, listReservations, releaseReservation, showReservation } from '#services/reservations.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
 

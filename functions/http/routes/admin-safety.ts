@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { repairListResponse, safetyResetResponse, safetyResponse } from '#domain/responses.ts';
-import { emptyQuery, pageQuery } from '#domain/schemas.ts';
+import { repairListResponse, safetyResetResponse, safetyResponse } from '#domain/core/responses.ts';
+import { emptyQuery, pageQuery } from '#domain/core/schemas.ts';
 import { resetRepairStorm, showSafety } from '#services/safety.ts';
 import { listRepairs } from '#services/stuck-repairs.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';

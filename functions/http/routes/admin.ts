@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { siteConfigSchema, type SiteConfig } from '#config/site-config.ts';
-import { historyListResponse, machineListResponse, machineResponse, registrationResponse, tenantResponse } from '#domain/responses.ts';
-import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/schemas.ts';
+import { historyListResponse, machineListResponse, machineResponse, registrationResponse, tenantResponse } from '#domain/core/responses.ts';
+import { emptyQuery, listMachinesQuery, listQuery, params, registerMachinesBody, tenantBody } from '#domain/core/schemas.ts';
 import { listMachines, machineHistory, registerMachines, showMachine } from '#services/machines.ts';
 import { configInForce } from '#services/site-config.ts';
 import { setTenant, showTenant } from '#services/tenants.ts';

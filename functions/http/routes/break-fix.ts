@@ -1,6 +1,6 @@
-import { instanceView } from '#domain/views.ts';
-import { instanceResponse, metaInstanceResponse, repairTicketListResponse } from '#domain/responses.ts';
-import { emptyQuery, params, powerInstanceBody, repairTicketsQuery, replaceMemberBody } from '#domain/schemas.ts';
+import { instanceView } from '#domain/meta-instances/views.ts';
+import { instanceResponse, metaInstanceResponse, repairTicketListResponse } from '#domain/core/responses.ts';
+import { emptyQuery, params, powerInstanceBody, repairTicketsQuery, replaceMemberBody } from '#domain/core/schemas.ts';
 import { listRepairTickets } from '#services/repair-tickets.ts';
 import { replaceMember } from '#services/member-replacement.ts';
 import { requestInstancePower } from '#services/power.ts';

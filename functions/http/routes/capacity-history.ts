@@ -1,5 +1,5 @@
-import { capacityHistoryResponse } from '#domain/capacity-responses.ts';
-import { capacityHistoryQuery, params } from '#domain/schemas.ts';
+import { capacityHistoryResponse } from '#domain/capacity/capacity-responses.ts';
+import { capacityHistoryQuery, params } from '#domain/core/schemas.ts';
 import { listCapacityHistory } from '#services/capacity-history.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
 

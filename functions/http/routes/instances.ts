@@ -1,7 +1,7 @@
-import { instanceView } from '#domain/views.ts';
-import type { Instance } from '#domain/model.ts';
-import { instanceListResponse, instanceResponse } from '#domain/responses.ts';
-import { createInstanceBody, emptyQuery, listInstancesQuery, params, patchInstanceBody, releaseInstanceBody, releaseV1Body } from '#domain/schemas.ts';
+import { instanceView } from '#domain/meta-instances/views.ts';
+import type { Instance } from '#domain/core/model.ts';
+import { instanceListResponse, instanceResponse } from '#domain/core/responses.ts';
+import { createInstanceBody, emptyQuery, listInstancesQuery, params, patchInstanceBody, releaseInstanceBody, releaseV1Body } from '#domain/core/schemas.ts';
 import { createInstance, loadOwnInstance, patchInstance, releaseInstance } from '#services/instances.ts';
 import { instanceViews, instanceWithHealth } from '#services/tenant-health.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';

@@ -5,7 +5,7 @@ import {
   maintenanceResponse,
   tenantMaintenanceListResponse,
   tenantMaintenanceResponse,
-} from '#domain/maintenance-responses.ts';
+} from '#domain/maintenance/maintenance-responses.ts';
 import {
   declareMaintenanceBody,
   deferralDecisionBody,
@@ -15,7 +15,7 @@ import {
   maintenanceListQuery,
   maintenanceReportBody,
   params,
-} from '#domain/schemas.ts';
+} from '#domain/core/schemas.ts';
 import { cancel, declare, decideOrgDeferral, listMaintenances, reportMaintenanceWork, resume, showMaintenance } from '#services/maintenance.ts';
 import { askForDeferral, handBack, listForOrg, showForOrg } from '#services/tenant-maintenance.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';

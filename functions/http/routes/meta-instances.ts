@@ -1,5 +1,5 @@
-import { metaInstanceListResponse, metaInstanceResponse } from '#domain/responses.ts';
-import { createMetaInstanceBody, emptyQuery, listQuery, params } from '#domain/schemas.ts';
+import { metaInstanceListResponse, metaInstanceResponse } from '#domain/core/responses.ts';
+import { createMetaInstanceBody, emptyQuery, listQuery, params } from '#domain/core/schemas.ts';
 import { createMetaInstance, deleteMetaInstance, listMetaInstances, showMetaInstance } from '#services/meta-instances.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
 

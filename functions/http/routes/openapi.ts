@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { emptyQuery } from '#domain/schemas.ts';
+import { emptyQuery } from '#domain/core/schemas.ts';
 import type { OpenApiDocument } from '#http/openapi.ts';
 import { servedOpenApiDocument } from '#http/openapi-served.ts';
 import { defineRoute, type Route } from '#http/route.ts';

@@ -1,5 +1,5 @@
-import { machineResponse } from '#domain/responses.ts';
-import { emptyQuery, params, retireBody } from '#domain/schemas.ts';
+import { machineResponse } from '#domain/core/responses.ts';
+import { emptyQuery, params, retireBody } from '#domain/core/schemas.ts';
 import { retireMachine } from '#services/retirement.ts';
 import { defineRoute, type Route } from '#http/route.ts';
 

@@ -1,9 +1,9 @@
-import { finishCleanup } from '#domain/cleanup.ts';
-import { heartbeatReceiptResponse, machineResponse } from '#domain/responses.ts';
-import { cleanupReportBody, emptyQuery, heartbeatBody, params } from '#domain/schemas.ts';
+import { finishCleanup } from '#domain/instances/cleanup.ts';
+import { heartbeatReceiptResponse, machineResponse } from '#domain/core/responses.ts';
+import { cleanupReportBody, emptyQuery, heartbeatBody, params } from '#domain/core/schemas.ts';
 import { receiveHeartbeat } from '#services/heartbeats.ts';
-import { machineView } from '#domain/machines.ts';
-import { notFound } from '#domain/rejection.ts';
+import { machineView } from '#domain/machines/machines.ts';
+import { notFound } from '#domain/core/rejection.ts';
 import { heartbeatViewOf } from '#runtime/heartbeat-view.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import { HEARTBEAT_MAX_BODY_BYTES } from '#site/agent-contract.ts';

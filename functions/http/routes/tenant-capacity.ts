@@ -1,9 +1,9 @@
-import { capacityNodeListResponse, orgCapacityResponse } from '#domain/capacity-responses.ts';
-import { capacityEventsQuery, capacityEventsResponse } from '#domain/capacity-feed-schemas.ts';
+import { capacityNodeListResponse, orgCapacityResponse } from '#domain/capacity/capacity-responses.ts';
+import { capacityEventsQuery, capacityEventsResponse } from '#domain/capacity/capacity-feed-schemas.ts';
 import { readCapacityEvents } from '#services/capacity-events.ts';
-import { emptyQuery, listQuery, params } from '#domain/schemas.ts';
+import { emptyQuery, listQuery, params } from '#domain/core/schemas.ts';
 import { listOrgNodes, readOrgCapacity } from '#services/org-capacity.ts';
-import { reservationListResponse } from '#domain/reservation-responses.ts';
+import { reservationListResponse } from '#domain/reservations/reservation-responses.ts';
 import { listReservations } from '#services/reservations.ts';
 import { defineRoute, listResult, type Route } from '#http/route.ts';
 

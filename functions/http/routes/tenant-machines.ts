@@ -1,6 +1,6 @@
-import { forbidden } from '#domain/rejection.ts';
-import { repairCandidateListResponse, tenantMachineResponse } from '#domain/responses.ts';
-import { labelsPatchBody, emptyQuery, params, tenantMachinesQuery } from '#domain/schemas.ts';
+import { forbidden } from '#domain/core/rejection.ts';
+import { repairCandidateListResponse, tenantMachineResponse } from '#domain/core/responses.ts';
+import { labelsPatchBody, emptyQuery, params, tenantMachinesQuery } from '#domain/core/schemas.ts';
 import { hasCapability } from '#services/instances.ts';
 import { tenantPatchMachineLabels, tenantShowMachine } from '#services/machine-actions.ts';
 import { listMachines } from '#services/machines.ts';

@@ -1,6 +1,6 @@
-import { machineResponse, machineValidationResponse } from '#domain/responses.ts';
-import { emptyQuery, params, validationReportBody } from '#domain/schemas.ts';
-import { machineView } from '#domain/machines.ts';
+import { machineResponse, machineValidationResponse } from '#domain/core/responses.ts';
+import { emptyQuery, params, validationReportBody } from '#domain/core/schemas.ts';
+import { machineView } from '#domain/machines/machines.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';
 import { reportValidation, requestProviderValidation } from '#services/validation.ts';
 import { defineRoute, type Route } from '#http/route.ts';

@@ -1,6 +1,6 @@
-import type { Instance, Machine, MetaInstance } from '#domain/model.ts';
-import type { RosterBucket } from '#domain/heartbeat.ts';
-import { COUNTED } from '#domain/quotas.ts';
+import type { Instance, Machine, MetaInstance } from '#domain/core/model.ts';
+import type { RosterBucket } from '#domain/machines/heartbeat.ts';
+import { COUNTED } from '#domain/reservations/quotas.ts';
 import type { Item, TableKey } from '#store/item-store.ts';
 import {
   fromInstanceItem,
@@ -25,7 +25,7 @@ export interface ItemMigration {
   countUsage?: { key: TableKey; org: string; machineType: string };
   /** 0.1.0's own items that nothing reads any more (contract only). */
   remove?: TableKey;
-  /** A quota usage shard 0 holds whole, to be dealt over the (org, type)'s shards (domain/quota-shards.ts). */
+  /** A quota usage shard 0 holds whole, to be dealt over the (org, type)'s shards (domain/reservations/quota-shards.ts). */
   dealQuota?: { org: string; machineType: string };
 }
 

@@ -3,7 +3,7 @@ import { DeleteCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteComm
 import { migrationKeys, LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
 import type { Item } from '#store/item-store.ts';
 import { indexes } from '#store/table.ts';
-import { USAGE_SHARDS } from '#domain/quota-shards.ts';
+import { USAGE_SHARDS } from '#domain/reservations/quota-shards.ts';
 import type { DueTimes } from '#store/port.ts';
 import { migrateItem, type ItemMigration } from './item-migrations.ts';
 import { checkpointOf, type MigrationProgress, type SegmentCheckpoint } from './progress.ts';

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { auditEntry, type AuditEntry } from '#domain/audit.ts';
-import { applyDelta, shardOf, summaryChange, type SummaryShard } from '#domain/fleet-summary.ts';
-import type { Machine } from '#domain/model.ts';
-import { Rejection } from '#domain/rejection.ts';
-import { iso } from '#domain/time.ts';
+import { auditEntry, type AuditEntry } from '#domain/events/audit.ts';
+import { applyDelta, shardOf, summaryChange, type SummaryShard } from '#domain/machines/fleet-summary.ts';
+import type { Machine } from '#domain/core/model.ts';
+import { Rejection } from '#domain/core/rejection.ts';
+import { iso } from '#domain/core/time.ts';
 import { StaleWriteError, type AuditFilter, type FleetStore } from '#store/port.ts';
 import { summaryOfOne } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { CapacityPoint } from '#domain/capacity-history.ts';
+import type { CapacityPoint } from '#domain/capacity/capacity-history.ts';
 import { StaleWriteError } from '#store/port.ts';
 import type { ContractKit } from './kit.ts';
 
-/** Orgs' capacity points (domain/capacity-history.ts): one per org and time, read from a time on, oldest first. */
+/** Orgs' capacity points (domain/capacity/capacity-history.ts): one per org and time, read from a time on, oldest first. */
 export function capacityHistoryContract(kit: ContractKit): void {
   describe('capacity history', () => {
     const point = (org: string, at: string, delivered: number): CapacityPoint => {

@@ -1,11 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Change } from '#domain/change.ts';
-import { finishCleanup, claimCleanup, cleanupTimings } from '#domain/cleanup.ts';
-import { inAllocatableIndex } from '#domain/health.ts';
-import { assignInstance, releaseInstance } from '#domain/instances.ts';
-import { registerMachine } from '#domain/machines.ts';
-import type { HealthOverride, Machine } from '#domain/model.ts';
-import { addMs, iso } from '#domain/time.ts';
+import type { Change } from '#domain/core/change.ts';
+import { finishCleanup, claimCleanup, cleanupTimings } from '#domain/instances/cleanup.ts';
+import { inAllocatableIndex } from '#domain/core/health.ts';
+import { assignInstance, releaseInstance } from '#domain/instances/instances.ts';
+import { registerMachine } from '#domain/machines/machines.ts';
+import type { HealthOverride, Machine } from '#domain/core/model.ts';
+import { addMs, iso } from '#domain/core/time.ts';
 import { duePartitionOf, duePartitions, keys, listingPartitionOf, META_LISTING } from '#store/items.ts';
 import type { FleetStore } from '#store/port.ts';
 import { aMetaInstance, aRepairRequest, T0 } from '../fixtures.ts';

@@ -1,6 +1,6 @@
-import { registerMachine } from '#domain/machines.ts';
-import type { HistoryEntry, Instance, Machine } from '#domain/model.ts';
-import { addMs } from '#domain/time.ts';
+import { registerMachine } from '#domain/machines/machines.ts';
+import type { HistoryEntry, Instance, Machine } from '#domain/core/model.ts';
+import { addMs } from '#domain/core/time.ts';
 import { catalogue as catalogueIn } from '#test/support/catalogue.ts';
 import type { FleetStore } from '#store/port.ts';
 import { aMachine, anInstance, T0 } from '../fixtures.ts';

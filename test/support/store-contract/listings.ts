@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { HistoryEntry, InstanceStatus, Machine } from '#domain/model.ts';
-import { Rejection } from '#domain/rejection.ts';
-import { iso } from '#domain/time.ts';
+import type { HistoryEntry, InstanceStatus, Machine } from '#domain/core/model.ts';
+import { Rejection } from '#domain/core/rejection.ts';
+import { iso } from '#domain/core/time.ts';
 import type { FleetStore } from '#store/port.ts';
 import { instanceListing, LISTING_SHARDS, listingPartitionOf } from '#store/items.ts';
 import { aRepairRequest, T0 } from '../fixtures.ts';

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { HistoryEntry } from '#domain/model.ts';
-import { Rejection } from '#domain/rejection.ts';
-import { iso } from '#domain/time.ts';
+import type { HistoryEntry } from '#domain/core/model.ts';
+import { Rejection } from '#domain/core/rejection.ts';
+import { iso } from '#domain/core/time.ts';
 import type { ContractKit } from './kit.ts';
 
 // Page tokens are opaque to callers and checked strictly by the store: each listing's token is bound to its index,

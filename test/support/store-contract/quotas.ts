@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { chargeQuota, quotaSetting, USAGE_SHARDS } from '#domain/quota-shards.ts';
-import type { Change } from '#domain/change.ts';
+import { chargeQuota, quotaSetting, USAGE_SHARDS } from '#domain/reservations/quota-shards.ts';
+import type { Change } from '#domain/core/change.ts';
 import { StaleWriteError } from '#store/port.ts';
 import type { ContractKit } from './kit.ts';
 
-/** The usage shards and quotas (domain/quota-shards.ts): moved in place by instance changes, guarded by the caps decided on. */
+/** The usage shards and quotas (domain/reservations/quota-shards.ts): moved in place by instance changes, guarded by the caps decided on. */
 export function quotasContract(kit: ContractKit): void {
   const { instance, create } = kit;
   const type = 'gb200';

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { Change } from '#domain/change.ts';
-import { bucketWithRoster, type RosterBucket } from '#domain/heartbeat.ts';
-import { assignInstance } from '#domain/instances.ts';
-import { registerMachine } from '#domain/machines.ts';
-import type { HistoryEntry } from '#domain/model.ts';
-import { iso } from '#domain/time.ts';
-import { publishedEvent, repairEvent } from '#domain/events.ts';
+import type { Change } from '#domain/core/change.ts';
+import { bucketWithRoster, type RosterBucket } from '#domain/machines/heartbeat.ts';
+import { assignInstance } from '#domain/instances/instances.ts';
+import { registerMachine } from '#domain/machines/machines.ts';
+import type { HistoryEntry } from '#domain/core/model.ts';
+import { iso } from '#domain/core/time.ts';
+import { publishedEvent, repairEvent } from '#domain/events/events.ts';
 import { ROSTER_WALK_GRACE_MS } from '#reconcilers/due-times.ts';
 import { StaleWriteError } from '#store/port.ts';
 import { aMachine, aMetaInstance, T0 } from '../fixtures.ts';

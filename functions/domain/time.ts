@@ -1,3 +1,0 @@
-export const addMs = (at: Date, ms: number): Date => new Date(at.getTime() + ms);
-export const iso = (at: Date): string => at.toISOString();
-export const ageMs = (now: Date, then: string | undefined): number => (then === undefined ? Number.POSITIVE_INFINITY : now.getTime() - Date.parse(then));
