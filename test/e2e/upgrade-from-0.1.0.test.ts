@@ -171,7 +171,7 @@ describe('an upgrade from release 0.1.0', () => {
     const site = await startRunner({ dataDir: copyOfSeeded(), siteName: 'local', config: currentConfig, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
     const endpoint = /DynamoDB Local on (http:\/\/\S+)/.exec(site.output())![1]!;
     const watch = watchInvariants(endpoint, 'fleetward-local', parseSiteConfig(currentConfig));
-    const old = await startReleaseBeside(release.dir, endpoint);
+    const old = await startReleaseBeside(release.dir, endpoint, '#local/site.ts');
     const statuses: number[] = [];
     const created = new Map<string, string>();
     try {

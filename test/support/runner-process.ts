@@ -77,16 +77,23 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerProcess
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
-  while (!/API\s+http:\/\//.test(output)) {
+  const banner = [/API\s+http:\/\//, /site agent\s+simulated, http:\/\//, /DynamoDB Local on http:\/\//];
+  while (!banner.every((line) => line.test(output))) {
     if (child.exitCode !== null || Date.now() > deadline) {
       killTree(child);
       throw new Error(`the local runner did not come up:\n${output}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  const api = /API\s+(http:\/\/\S+)/.exec(output)![1]!;
-  const agent = /site agent\s+simulated, (http:\/\/\S+)/.exec(output)![1]!;
-  const dynamo = /DynamoDB Local on (http:\/\/\S+)/.exec(output)![1]!;
+  const found = (pattern: RegExp): string => {
+    const value = pattern.exec(output)?.[1];
+    if (value !== undefined) return value;
+    killTree(child);
+    throw new Error(`the local runner's banner has no ${pattern}:\n${output}`);
+  };
+  const api = found(/API\s+(http:\/\/\S+)/);
+  const agent = found(/site agent\s+simulated, (http:\/\/\S+)/);
+  const dynamo = found(/DynamoDB Local on (http:\/\/\S+)/);
   const documents = createDocumentClient(dynamo);
 
   const call: RunnerProcess['call'] = async (method, path, { token, body } = {}) => {

@@ -42,18 +42,20 @@ export const migrationsDone = (admin: ReturnType<typeof caller>, timeoutMs = 120
 
 /**
  * An earlier release's site in its own process, from its worktree, on the table of a running site of this release (one
- * DynamoDB Local): the two releases side by side during a deploy.
+ * DynamoDB Local): the two releases side by side during a deploy. `siteModule`: where that release starts a site.
  */
-export async function startReleaseBeside(releaseDir: string, endpoint: string) {
+export async function startReleaseBeside(releaseDir: string, endpoint: string, siteModule: '#local/site.ts' | '#local/runner.ts') {
   const script = join(releaseDir, 'beside.ts');
+  // 0.1.0's site takes a function for its log; later ones a sink of their own, which writes to stdout.
+  const quiet = siteModule === '#local/site.ts' ? ', log: () => {}' : '';
   writeFileSync(
     script,
     `import { readFileSync } from 'node:fs';
 import { parseSiteConfig } from '#config/site-config.ts';
-import { startLocalSite } from '#local/site.ts';
+import { startLocalSite } from '${siteModule}';
 const config = parseSiteConfig(readFileSync('sites/local.toml', 'utf8'));
 const names = { table: 'fleetward-local', idempotencyTable: 'fleetward-local-idempotency' };
-const site = await startLocalSite({ config, port: 0, dynamoEndpoint: process.env.BESIDE_DYNAMO, tableNames: names, registerFleet: false, log: () => {} });
+const site = await startLocalSite({ config, port: 0, dynamoEndpoint: process.env.BESIDE_DYNAMO, tableNames: names, registerFleet: false${quiet} });
 console.log('API ' + site.url);
 process.on('SIGTERM', () => site.stop().then(() => process.exit(0)));
 `,
