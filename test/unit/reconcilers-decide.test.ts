@@ -261,7 +261,7 @@ describe('meta-instance reconciler', () => {
 describe('wait-queue reconciler', () => {
   it('wakes the waiting meta-instances in the order they wait', () => {
     const waiting = [aMetaInstance({ id: 'mi-old' }), aMetaInstance({ id: 'mi-new' })];
-    expect(waitQueueReconciler.decide({ waiting })).toEqual({
+    expect(waitQueueReconciler.decide({ waiting, free: 1, reservedFree: new Map(), now: new Date(AT), turn: 0 })).toEqual({
       enqueue: [
         { entity: 'meta-instance', id: 'mi-old' },
         { entity: 'meta-instance', id: 'mi-new' },
