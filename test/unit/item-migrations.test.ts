@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dueTimes } from '#reconcilers/due-times.ts';
+import { LATEST_DATA_VERSION, pinnedOf } from '#store/data-version.ts';
 import { instanceItem, keys, machineItem, metaInstanceItem } from '#store/items.ts';
 import { inLegacyLayout } from '#store/legacy-layout.ts';
 import { migrateItem, type MigrationInput } from '#store/migrations/item-migrations.ts';
@@ -36,6 +37,14 @@ describe('a migration of one item', () => {
     expect((await migrateItem(done, input(), false))?.countUsage).toBeUndefined();
   });
 
+  it('deals a quota 0.2.0 held whole in one usage item, and leaves shards and counts without a quota alone', async () => {
+    const head = { ...keys.quotaUsage('acme', 'gb200'), entity: 'quota-usage', org: 'acme', machineType: 'gb200', used: 2 };
+    expect(await migrateItem({ ...head, quota: 3 }, input(), false)).toEqual({ dealQuota: { org: 'acme', machineType: 'gb200' } });
+    expect(await migrateItem({ ...head, quota: 1, quotaTotal: 3 }, input(), false)).toBeNull();
+    expect(await migrateItem({ ...keys.quotaUsage('acme', 'gb200', 5), entity: 'quota-usage', shard: 5, used: 0, quota: 1 }, input(), false)).toBeNull();
+    expect(await migrateItem(head, input(), false)).toBeNull();
+  });
+
   it("gives a meta-instance its members from 0.1.0's members index, which a pinned site keeps on every member", async () => {
     const member = inLegacyLayout(instanceItem(anInstance({ id: 'i-9', metaInstanceId: 'mi-1', status: 'Ready' }), undefined));
     expect(member).toMatchObject({ memberOf: 'META#mi-1', memberSk: 'i-9' });
@@ -57,5 +66,20 @@ describe('a migration of one item', () => {
     expect(await migrateItem(member('Ready'), input(), true)).toBeNull();
     const finished = await migrateItem(member('Terminated'), input(), true);
     expect(finished?.put).not.toHaveProperty('memberOf');
+  });
+});
+
+describe('whether a release finds the table pinned', () => {
+  const latest = LATEST_DATA_VERSION;
+  it('is pinned on a table with no data version, one pinned, or one behind it whose deploy an earlier release declared', () => {
+    expect(pinnedOf(null)).toBe(true);
+    expect(pinnedOf({ dataVersion: 0, pinned: true })).toBe(true);
+    expect(pinnedOf({ dataVersion: latest - 1, pinned: false })).toBe(true);
+    expect(pinnedOf({ dataVersion: latest - 1, pinned: false, declaredFor: latest - 1 })).toBe(true);
+  });
+
+  it('is not pinned once its own deploy is declared, nor on a table at its latest data version', () => {
+    expect(pinnedOf({ dataVersion: latest - 1, pinned: false, declaredFor: latest })).toBe(false);
+    expect(pinnedOf({ dataVersion: latest, pinned: false })).toBe(false);
   });
 });
