@@ -3,7 +3,7 @@ import { noReplacements, wantsMoreCandidates, homePlace, type Member, type MetaS
 import type { FaultRules } from '#domain/member-replacement.ts';
 import type { Machine, MetaInstance } from '#domain/model.ts';
 import type { Page } from '#store/paging.ts';
-import type { AllocatablePage } from '#store/port.ts';
+import type { AllocatablePage } from '#store/aggregates/machines.ts';
 import { safetyRules, type AppContext } from '#runtime/context.ts';
 import { loadFleetSize } from '#runtime/fleet-size.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';

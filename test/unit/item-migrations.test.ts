@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { dueTimes } from '#reconcilers/due-times.ts';
-import { instanceItem, keys, machineItem, metaInstanceItem } from '#store/items.ts';
+import { instanceItem } from '#store/aggregates/instance-items.ts';
+import { keys } from '#store/keys.ts';
+import { machineItem } from '#store/aggregates/machine-items.ts';
+import { metaInstanceItem } from '#store/aggregates/meta-instance-items.ts';
 import { inLegacyLayout } from '#store/legacy-layout.ts';
 import { migrateItem, type MigrationInput } from '#store/migrations/item-migrations.ts';
 import { aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';

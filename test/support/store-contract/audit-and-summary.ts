@@ -4,7 +4,8 @@ import { applyDelta, shardOf, summaryChange, type SummaryShard } from '#domain/f
 import type { Machine } from '#domain/model.ts';
 import { Rejection } from '#domain/rejection.ts';
 import { iso } from '#domain/time.ts';
-import { StaleWriteError, type AuditFilter, type FleetStore } from '#store/port.ts';
+import { StaleWriteError, type FleetStore } from '#store/port.ts';
+import type { AuditFilter } from '#store/aggregates/audit.ts';
 import { summaryOfOne } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';
 
