@@ -9,10 +9,12 @@ import { inAllocatableIndex } from '#domain/core/health.ts';
 import type { Instance, Machine } from '#domain/core/model.ts';
 import { randomIds } from '#handlers/lambda-context.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { transactItemOf } from '#store/dynamo-store.ts';
+import { transactItemOf } from '#store/dynamo-items.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
-import { writesOf } from '#store/item-store.ts';
-import { allocatablePartition, fromInstanceItem, keys, machineIdOfKey, machineItem } from '#store/items.ts';
+import { writesOf } from '#store/writes.ts';
+import { allocatablePartition, machineIdOfKey, machineItem } from '#store/aggregates/machine-items.ts';
+import { fromInstanceItem } from '#store/aggregates/instance-items.ts';
+import { keys } from '#store/keys.ts';
 import { indexes, tableDefinition } from '#store/table.ts';
 import { countRequests, snapshot } from './counter.ts';
 import { settle, subtractCost, type Cost } from './stats.ts';
@@ -84,7 +86,7 @@ async function copySiteItems(setting: FloorSetting, to: DynamoDBDocumentClient, 
   return machines;
 }
 
-/** A decision's writes as one transaction, as dynamo-store.ts writeItems sends a change of several items. */
+/** A decision's writes as one transaction, as dynamo-items.ts writeItems sends a change of several items. */
 function transactionOf(tableName: string, change: Change): TransactWriteCommand {
   const writes = writesOf(change, () => randomUUID().slice(0, 8), dueTimes);
   return new TransactWriteCommand({ TransactItems: writes.map((write) => transactItemOf(tableName, write)) });

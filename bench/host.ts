@@ -18,10 +18,12 @@ import { createTables } from '#local/tables.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, BATCH_WRITES_IN_FLIGHT } from '#store/dynamo-store.ts';
+import { BATCH_GET_LIMIT, BATCH_WRITE_LIMIT, BATCH_WRITES_IN_FLIGHT } from '#store/dynamo-items.ts';
 import { chunksOf, inParallel } from '#store/in-parallel.ts';
-import { isUsageWrite, writesOf } from '#store/item-store.ts';
-import { keys, machineItem } from '#store/items.ts';
+import { isUsageWrite } from '#store/aggregates/quota-usage-items.ts';
+import { writesOf } from '#store/writes.ts';
+import { keys } from '#store/keys.ts';
+import { machineItem } from '#store/aggregates/machine-items.ts';
 import { watchJitCompilers } from './jvm-compiler.ts';
 import { ratio, round } from './stats.ts';
 

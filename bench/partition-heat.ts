@@ -5,7 +5,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as LambdaAttributeValue } from 'aws-lambda';
 import { toLambdaRecord } from '#local/lambda-stream-record.ts';
 import { auditTargets } from '#domain/events/audit.ts';
-import { auditTargetPartition } from '#store/items.ts';
+import { auditTargetPartition } from '#store/aggregates/audit-items.ts';
 import { indexes } from '#store/table.ts';
 import { round } from './stats.ts';
 import { itemBytes } from './write-units.ts';

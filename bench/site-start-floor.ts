@@ -9,7 +9,8 @@ import { dueTimes } from '#reconcilers/due-times.ts';
 import { SEPARATE_IN_FLIGHT } from '#reconcilers/runner.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { inParallel } from '#store/in-parallel.ts';
-import { isUsageWrite, writesOf } from '#store/item-store.ts';
+import { isUsageWrite } from '#store/aggregates/quota-usage-items.ts';
+import { writesOf } from '#store/writes.ts';
 import { round } from './stats.ts';
 
 // The floor of a whole site's start: from the moment its API answers until every machine is allocatable, the least

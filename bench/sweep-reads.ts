@@ -7,7 +7,7 @@ import type { HealthOverride, Machine } from '#domain/core/model.ts';
 import { createTables } from '#local/tables.ts';
 import { createDocumentClient } from '#store/client.ts';
 import { DynamoFleetStore } from '#store/dynamo-store.ts';
-import { machineItem } from '#store/items.ts';
+import { machineItem } from '#store/aggregates/machine-items.ts';
 import { DUE_PAGE, sweep, type SweepPosition } from '#reconcilers/sweep.ts';
 import { parseSiteConfig } from '#config/site-config.ts';
 import type { AppContext } from '#runtime/context.ts';
@@ -307,7 +307,7 @@ export async function sweepReads(endpoint: string, id: string, options: SweepRea
       due_page: DUE_PAGE,
       claim_sla_minutes: CLAIM_MS / 60_000,
       method:
-        'machine records built in memory, written with BatchWrite (25 per request, several in flight) through items.ts machineItem, so every index ' +
+        'machine records built in memory, written with BatchWrite (25 per request, several in flight) through machine-items.ts machineItem, so every index ' +
         "attribute is what the store would write; then the sweep's finding reads through DynamoFleetStore (dueEntities with the sweep's limit, " +
         'getSiteHeartbeat, repairsToWatch) with read-unit deltas metered on its client (counter.ts), then one full Scan of the table (all pages, ' +
         'eventually consistent as the index queries are, Select COUNT, which consumes what a plain Scan does) with ReturnConsumedCapacity TOTAL',

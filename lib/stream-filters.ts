@@ -1,4 +1,4 @@
-import { keys } from '#store/items.ts';
+import { keys } from '#store/keys.ts';
 import { recordSources } from '#reconcilers/records.ts';
 import { registry } from '#reconcilers/registry.ts';
 

@@ -15,7 +15,8 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { recordOfKey, recordSources } from '#reconcilers/records.ts';
 import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
 import { registry } from '#reconcilers/registry.ts';
-import { keys, outboxEntryOf } from '#store/items.ts';
+import { keys } from '#store/keys.ts';
+import { outboxEntryOf } from '#store/aggregates/event-items.ts';
 import { startRun } from '#reconcilers/runner.ts';
 
 type Image = NonNullable<NonNullable<DynamoDBRecord['dynamodb']>['NewImage']>;

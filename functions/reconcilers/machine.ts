@@ -2,7 +2,7 @@ import { claimCleanup, claimStatusCheck, recordDeleteOutcome, recordStatusCheck,
 import type { Instance, Machine } from '#domain/core/model.ts';
 import type { InstanceStatusOutcome } from '#domain/instances/status-checks.ts';
 import { siteCleanupTimings, type AppContext } from '#runtime/context.ts';
-import type { RecordIds } from '#store/port.ts';
+import type { RecordIds } from '#store/aggregates/records.ts';
 import type { Change } from '#domain/core/change.ts';
 import { committedById, defineReconciler, fellDue } from '#reconcilers/reconciler.ts';
 import { cleanupDueAt } from '#reconcilers/due-times.ts';

@@ -2,7 +2,9 @@ import { publishedEvent } from '#domain/events/events.ts';
 import { outboxWindow, settledThroughDay, windowDays } from '#domain/events/outbox.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { deliverOutboxEvent } from '#runtime/events.ts';
-import { StaleWriteError, type OutboxCursor, type PositionedOutboxEntry } from '#store/port.ts';
+import { StaleWriteError } from '#store/port.ts';
+import type { OutboxCursor } from '#store/aggregates/site.ts';
+import type { PositionedOutboxEntry } from '#store/aggregates/event-items.ts';
 
 /** Outbox entries read per Query, and their delivery markers per BatchGetItem (at most 100 keys). */
 export const OUTBOX_PAGE = 100;

@@ -4,7 +4,7 @@ import type { Maintenance } from '#domain/maintenance/maintenance.ts';
 import type { Reservation } from '#domain/reservations/reservations.ts';
 import type { Instance, Machine, MetaInstance } from '#domain/core/model.ts';
 import type { AppContext } from '#runtime/context.ts';
-import type { RecordIds } from '#store/port.ts';
+import type { RecordIds } from '#store/aggregates/records.ts';
 
 // The shape of a reconciler (Kubernetes controller style): it watches records, which map a change to the entities
 // that must look again; it loads what its decision needs, decides purely, and names what must look again next

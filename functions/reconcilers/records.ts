@@ -1,14 +1,11 @@
 import type { AppContext } from '#runtime/context.ts';
-import {
-  fromInstanceItem,
-  fromMaintenanceItem,
-  fromMachineItem,
-  fromMetaInstanceItem,
-  fromReservationItem,
-  fromRosterBucketItem,
-  fromStaleCheckItem,
-  keys,
-} from '#store/items.ts';
+import { fromInstanceItem } from '#store/aggregates/instance-items.ts';
+import { fromMaintenanceItem } from '#store/aggregates/maintenance-items.ts';
+import { fromMachineItem } from '#store/aggregates/machine-items.ts';
+import { fromMetaInstanceItem } from '#store/aggregates/meta-instance-items.ts';
+import { fromReservationItem } from '#store/aggregates/reservation-items.ts';
+import { fromRosterBucketItem, fromStaleCheckItem } from '#store/aggregates/roster-items.ts';
+import { keys } from '#store/keys.ts';
 import type { RecordKind, RecordTypes } from '#reconcilers/reconciler.ts';
 
 // Where the watched records live in the table: their keys (what the stream filters match), how an item or a stream

@@ -1,6 +1,6 @@
 import type { Change } from '#domain/core/change.ts';
 import type { AppContext } from '#runtime/context.ts';
-import type { RecordIds } from '#store/port.ts';
+import type { RecordIds } from '#store/aggregates/records.ts';
 import { limiter } from '#store/in-parallel.ts';
 import { recordReadyInstances } from '#runtime/create-metrics.ts';
 import { forRequest } from '#runtime/request-scope.ts';

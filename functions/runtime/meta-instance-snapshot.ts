@@ -11,7 +11,7 @@ import {
 import type { FaultRules } from '#domain/meta-instances/member-replacement.ts';
 import type { Machine, MetaInstance } from '#domain/core/model.ts';
 import type { Page } from '#store/paging.ts';
-import type { AllocatablePage } from '#store/port.ts';
+import type { AllocatablePage } from '#store/aggregates/machines.ts';
 import { safetyRules, type AppContext } from '#runtime/context.ts';
 import { loadFleetSize } from '#runtime/fleet-size.ts';
 import { loadHeartbeatView } from '#runtime/heartbeat-view.ts';

@@ -24,7 +24,7 @@ import { validationRequired } from '#domain/repair/validation.ts';
 import { validationRules, type AppContext } from '#runtime/context.ts';
 import { retryOnStale } from '#runtime/retry-on-stale.ts';
 import { ITEM_LIMIT_BYTES, itemSizeBytes } from '#store/item-size.ts';
-import { maintenanceItem } from '#store/items.ts';
+import { maintenanceItem } from '#store/aggregates/maintenance-items.ts';
 import type { PageRequest } from '#store/port.ts';
 
 // The provider's side of declared maintenance: declare (recorded at once; the reconciler fans it out), list, show,

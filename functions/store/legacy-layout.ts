@@ -1,4 +1,4 @@
-import type { TableKey } from '#store/item-store.ts';
+import type { TableKey } from '#store/item-access.ts';
 
 // Release 0.1.0's layout (releases/0.1.0.json, commit 1557cba): where its items sit that the current layout keeps
 // elsewhere. While the table may still hold such items (its data version below CONTRACTED_DATA_VERSION, see

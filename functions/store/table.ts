@@ -7,7 +7,7 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
  * An index that projects ALL is written whenever its items change at all; one that projects KEYS_ONLY only when an
  * item enters or leaves it. Every machine is in byKind and most are in allocatable, so those two hold keys only:
  * a machine's liveness flipping (a whole fleet's at once, when its agent restarts) writes no index, and a read of
- * them fetches the items by key (dynamo-store.ts).
+ * them fetches the items by key (dynamo-items.ts).
  */
 export const indexes = {
   /** Machines that can take an instance, by machine type and rack (pk `ALLOC#<type>#<rack>`, sk the machine id). */
@@ -19,7 +19,7 @@ export const indexes = {
   /** A tenant org's instances, newest first by createdAt. */
   byOrg: { name: 'byOrg', pk: 'orgPk', sk: 'orgSk', projection: 'ALL' },
   /**
-   * The sweep's work queue: items with something due at `dueAt`, spread over shards (pk `DUE#<nn>`, items.ts
+   * The sweep's work queue: items with something due at `dueAt`, spread over shards (pk `DUE#<nn>`, aggregates/due.ts
    * `duePartitionOf`). The sweep reads its keys only and re-reads each record it redelivers, so KEYS_ONLY would do and
    * would spare the index an item's other changes; but release 0.1.0 projects ALL, and a changed projection is a
    * delete and a create of the index: two of the one index change a stack update may make (docs/design.md,

@@ -7,7 +7,7 @@ import { asItWas, keyOf, type Item, type RecentWrite } from '#local/aws-semantic
  * table as it is). Each write through the client keeps the images of the items it wrote, before and after, for as
  * long as the lag; a lagging Query is answered from DynamoDB Local and then corrected with those images: an item
  * written since is shown as it was before (or not at all), evaluated by the key conditions and filters the store
- * uses (store/dynamo-store.ts `queryInput`).
+ * uses (store/dynamo-items.ts `queryInput`).
  */
 export interface IndexLagOptions {
   lagMs: number;

@@ -17,7 +17,7 @@ import { API_FUNCTION_OF } from '#lib/lambda-functions.ts';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { keys } from '#store/items.ts';
+import { keys } from '#store/keys.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { createSiteSimulator } from '#local/site-agent/simulator.ts';
 import { createDocumentClient } from '#store/client.ts';

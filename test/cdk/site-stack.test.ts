@@ -3,7 +3,7 @@ import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entityOfRecord, eventOfRecord } from '#handlers/stream.ts';
 import { idempotencyTableDefinition, tableDefinition } from '#store/table.ts';
-import { keys } from '#store/items.ts';
+import { keys } from '#store/keys.ts';
 import { apiRouteSpecs, ROUTE_GROUPS } from '#lib/api-routes.ts';
 import { handlerEntry } from '#lib/fleetward-function.ts';
 import type { SiteStack } from '#lib/site-stack.ts';

@@ -1,6 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keys } from '#store/items.ts';
+import { keys } from '#store/keys.ts';
 import type { TestSite } from '#test/support/local-site.ts';
 import { instanceStatus, readySite, type Actors } from '#test/support/repair-steps.ts';
 

@@ -169,7 +169,7 @@ describe('capacity events cost', () => {
       await deliver(h, records.splice(0), 5);
       expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.healthy.machines).toBe(0);
       expect(heads).not.toHaveBeenCalled();
-      const primitives = h.store as unknown as Record<'getItem' | 'getItems' | 'queryItems', () => Promise<unknown>>;
+      const primitives = (h.store as unknown as { items: Record<'getItem' | 'getItems' | 'queryItems', () => Promise<unknown>> }).items;
       const spies = (['getItem', 'getItems', 'queryItems'] as const).map((name) => [name, vi.spyOn(primitives, name)] as const);
       const page = await readCapacityEvents(h.ctx, 'acme', { since: '1', limit: 50 });
       expect(page.items).toHaveLength(Math.min(50, reserved - 1));

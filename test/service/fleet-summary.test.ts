@@ -206,7 +206,7 @@ describe('fleet summary', () => {
         machines.map((m) => m.id),
       );
       await deliver(h, records, 7);
-      const primitives = h.store as unknown as Record<'getItem' | 'getItems' | 'queryItems', () => Promise<unknown>>;
+      const primitives = (h.store as unknown as { items: Record<'getItem' | 'getItems' | 'queryItems', () => Promise<unknown>> }).items;
       const spies = (['getItem', 'getItems', 'queryItems'] as const).map((name) => [name, vi.spyOn(primitives, name)] as const);
       const page = await listRacks(h.ctx, 'gb200', { limit: 500 });
       const reads = Object.fromEntries(spies.map(([name, spy]) => [name, spy.mock.calls.length]));

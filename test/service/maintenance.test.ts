@@ -6,7 +6,7 @@ import { addMs, iso } from '#domain/core/time.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { registerMachines } from '#services/machines.ts';
 import { ITEM_LIMIT_BYTES, itemSizeBytes } from '#store/item-size.ts';
-import { maintenanceItem } from '#store/items.ts';
+import { maintenanceItem } from '#store/aggregates/maintenance-items.ts';
 import { cancel, declare, reportMaintenanceWork, resume, showMaintenance } from '#services/maintenance.ts';
 import { askForDeferral, handBack, listForOrg, showForOrg } from '#services/tenant-maintenance.ts';
 import { decideOrgDeferral } from '#services/maintenance.ts';

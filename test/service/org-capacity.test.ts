@@ -188,7 +188,7 @@ describe('org capacity', () => {
       await siteWith(h, { gb200: delivered });
       for (let i = 0; i < delivered; i++) await createInstance(h.ctx, alice, { machineType: 'gb200' });
       await deliver(h, records, 19);
-      const primitives = h.store as unknown as Record<'getItem' | 'getItems' | 'queryItems', () => Promise<unknown>>;
+      const primitives = (h.store as unknown as { items: Record<'getItem' | 'getItems' | 'queryItems', () => Promise<unknown>> }).items;
       const spies = (['getItem', 'getItems', 'queryItems'] as const).map((name) => [name, vi.spyOn(primitives, name)] as const);
       expect((await readOrgCapacity(h.ctx, 'acme')).byType.gb200?.delivered.machines).toBe(delivered);
       return Object.fromEntries(spies.map(([name, spy]) => [name, spy.mock.calls.length]));

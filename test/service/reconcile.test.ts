@@ -5,7 +5,8 @@ import { siteCleanupTimings } from '#runtime/context.ts';
 import { deliverOutboxEvent } from '#runtime/events.ts';
 import { eventCatalog } from '#domain/events/event-schemas.ts';
 import { SITE_SUBJECT } from '#domain/machines/site-agent-silence.ts';
-import { keys, outboxEntryOf } from '#store/items.ts';
+import { keys } from '#store/keys.ts';
+import { outboxEntryOf } from '#store/aggregates/event-items.ts';
 import { beat, harness, siteWith, tenant, type Harness, reconcile } from '#test/support/service-harness.ts';
 
 const alice = tenant('acme', 'alice');

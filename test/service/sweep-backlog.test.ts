@@ -5,7 +5,7 @@ import { registerMachines } from '#services/machines.ts';
 import { DUE_PAGE, sweep, type SweepPosition } from '#reconcilers/sweep.ts';
 import { followUpEvent, sweepStart } from '#reconcilers/sweep-follow-up.ts';
 import { DEFAULT_CONCURRENCY } from '#reconcilers/runner.ts';
-import { DUE_SHARDS } from '#store/items.ts';
+import { DUE_SHARDS } from '#store/aggregates/due.ts';
 import { iso } from '#domain/core/time.ts';
 import { aMachine, NOW, ops } from '#test/support/fixtures.ts';
 import { beat, harness, tenant, type Harness } from '#test/support/service-harness.ts';

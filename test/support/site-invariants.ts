@@ -4,7 +4,9 @@ import { publishedEvent } from '#domain/events/events.ts';
 import type { Instance, MetaInstance } from '#domain/core/model.ts';
 import { surplusAllowed } from '#domain/meta-instances/member-replacement.ts';
 import { createDocumentClient } from '#store/client.ts';
-import { fromInstanceItem, fromMetaInstanceItem, outboxEntryOf } from '#store/items.ts';
+import { fromInstanceItem } from '#store/aggregates/instance-items.ts';
+import { fromMetaInstanceItem } from '#store/aggregates/meta-instance-items.ts';
+import { outboxEntryOf } from '#store/aggregates/event-items.ts';
 
 /**
  * The safety rules a site must keep at every moment, whatever AWS does to it (docs/design.md, "What AWS does that

@@ -1,5 +1,5 @@
-import { capacityHistoryPartition } from '#store/capacity-items.ts';
-import { keys } from '#store/items.ts';
+import { capacityHistoryPartition } from '#store/aggregates/capacity-items.ts';
+import { keys } from '#store/keys.ts';
 import { SWEEP_LEASE } from '#reconcilers/sweep.ts';
 import { scanTable, type TestSite } from './local-site.ts';
 

@@ -13,7 +13,7 @@ import { MAX_TRANSACTION_ITEMS } from '#domain/core/change.ts';
 import type { HealthOverride, Instance, Machine } from '#domain/core/model.ts';
 import { capacityChange, type CapacityNode } from '#domain/capacity/org-capacity.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
-import { writesOf } from '#store/item-store.ts';
+import { writesOf } from '#store/writes.ts';
 import { withValidationStarted, type ValidationReason } from '#domain/repair/validation.ts';
 import { iso } from '#domain/core/time.ts';
 import { aMachine, anInstance, aRepairRequest, AT, NOW } from '#test/support/fixtures.ts';

@@ -16,7 +16,8 @@ import { overrunValidation, recordValidationReport, withValidationStarted } from
 import { retireMachine } from '#domain/machines/retirement.ts';
 import { eventOfRecord } from '#handlers/stream.ts';
 import { eventDocs, eventExamples, eventJsonSchema } from '#lib/event-schemas.ts';
-import { historyItem, keys } from '#store/items.ts';
+import { historyItem } from '#store/aggregates/event-items.ts';
+import { keys } from '#store/keys.ts';
 import { aMachine, anInstance, AT, NOW } from '#test/support/fixtures.ts';
 
 // Events as repair automation receives them: every emitter's detail satisfies its type's schema, ids are stable per

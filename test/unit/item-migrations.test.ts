@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { dueTimes } from '#reconcilers/due-times.ts';
+import { instanceItem } from '#store/aggregates/instance-items.ts';
 import { LATEST_DATA_VERSION, pinnedOf } from '#store/data-version.ts';
-import { instanceItem, keys, machineItem, metaInstanceItem } from '#store/items.ts';
+import { keys } from '#store/keys.ts';
+import { machineItem } from '#store/aggregates/machine-items.ts';
+import { metaInstanceItem } from '#store/aggregates/meta-instance-items.ts';
 import { inLegacyLayout } from '#store/legacy-layout.ts';
 import { migrateItem, type MigrationInput } from '#store/migrations/item-migrations.ts';
 import { aMachine, aMetaInstance, anInstance } from '#test/support/fixtures.ts';

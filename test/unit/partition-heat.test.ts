@@ -3,7 +3,9 @@ import { addWrites, heatReport, hottestFamiliesFirst, partitionWrites, type Heat
 import { registerMachine } from '#domain/machines/machines.ts';
 import { livenessChange } from '#domain/machines/heartbeat.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
-import { duePartitionOf, keys, machineItem } from '#store/items.ts';
+import { duePartitionOf } from '#store/aggregates/due.ts';
+import { keys } from '#store/keys.ts';
+import { machineItem } from '#store/aggregates/machine-items.ts';
 import { T0 } from '#test/support/fixtures.ts';
 
 const registered = registerMachine(null, { id: 'm-1', machineType: 'gb200', rack: 'r1' }, 'ops', T0)!.machines![0]!.after;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { historyItem, instanceItem, metaInstanceItem, eventDeliveryItem } from '#store/items.ts';
+import { historyItem, eventDeliveryItem, outboxEntryOf } from '#store/aggregates/event-items.ts';
+import { instanceItem } from '#store/aggregates/instance-items.ts';
+import { metaInstanceItem } from '#store/aggregates/meta-instance-items.ts';
 import { publishedEvent } from '#domain/events/events.ts';
-import { outboxEntryOf } from '#store/items.ts';
 import { anInstance, aMetaInstance, AT } from '#test/support/fixtures.ts';
 import { outboxFaults, violationsOf } from '#test/support/site-invariants.ts';
 

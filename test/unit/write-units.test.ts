@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { itemBytes, putWriteUnits, transactionWriteUnits } from '../../bench/write-units.ts';
 import type { Machine } from '#domain/core/model.ts';
 import { dueTimes } from '#reconcilers/due-times.ts';
-import { machineItem } from '#store/items.ts';
+import { machineItem } from '#store/aggregates/machine-items.ts';
 import { aMachine } from '#test/support/fixtures.ts';
 
 describe('write units by DynamoDB pricing, which DynamoDB Local does not follow for transactions', () => {

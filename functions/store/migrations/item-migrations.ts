@@ -1,18 +1,12 @@
 import type { Instance, Machine, MetaInstance } from '#domain/core/model.ts';
 import type { RosterBucket } from '#domain/machines/heartbeat.ts';
 import { COUNTED } from '#domain/reservations/quotas.ts';
-import type { Item, TableKey } from '#store/item-store.ts';
-import {
-  fromInstanceItem,
-  fromMachineItem,
-  fromMetaInstanceItem,
-  fromRosterBucketItem,
-  instanceItem,
-  keys,
-  machineItem,
-  metaInstanceItem,
-  rosterBucketItem,
-} from '#store/items.ts';
+import type { Item, TableKey } from '#store/item-access.ts';
+import { fromInstanceItem, instanceItem } from '#store/aggregates/instance-items.ts';
+import { fromMachineItem, machineItem } from '#store/aggregates/machine-items.ts';
+import { fromMetaInstanceItem, metaInstanceItem } from '#store/aggregates/meta-instance-items.ts';
+import { fromRosterBucketItem, rosterBucketItem } from '#store/aggregates/roster-items.ts';
+import { keys } from '#store/keys.ts';
 import { isLegacySummaryItem, LEGACY_MEMBER_ATTRIBUTES, LEGACY_SITE_ITEMS } from '#store/legacy-layout.ts';
 import type { DueTimes } from '#store/port.ts';
 

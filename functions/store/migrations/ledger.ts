@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { migrationKeys, pinnedOf, DATA_VERSION_KEY, LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
-import type { Item, TableKey } from '#store/item-store.ts';
+import type { Item, TableKey } from '#store/item-access.ts';
 import { checkpointOf, progressOf, type SegmentCheckpoint } from './progress.ts';
 import { migrations } from './registry.ts';
 import type { MigrationStatus } from './runner.ts';

@@ -1,4 +1,4 @@
-import type { Item } from '#store/item-store.ts';
+import type { Item } from '#store/item-access.ts';
 
 /** Where a migration stands, as `GET /admin/migrations` shows it. */
 export interface MigrationProgress {

@@ -1,7 +1,7 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { migrationKeys, LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
-import type { Item } from '#store/item-store.ts';
+import type { Item } from '#store/item-access.ts';
 import { indexes } from '#store/table.ts';
 import { USAGE_SHARDS } from '#domain/reservations/quota-shards.ts';
 import type { DueTimes } from '#store/port.ts';

@@ -4,7 +4,8 @@ import { applyDelta, shardOf, summaryChange, type SummaryShard } from '#domain/m
 import type { Machine } from '#domain/core/model.ts';
 import { Rejection } from '#domain/core/rejection.ts';
 import { iso } from '#domain/core/time.ts';
-import { StaleWriteError, type AuditFilter, type FleetStore } from '#store/port.ts';
+import { StaleWriteError, type FleetStore } from '#store/port.ts';
+import type { AuditFilter } from '#store/aggregates/audit.ts';
 import { summaryOfOne } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';
 

@@ -6,7 +6,10 @@ import { assignInstance, releaseInstance } from '#domain/instances/instances.ts'
 import { registerMachine } from '#domain/machines/machines.ts';
 import type { HealthOverride, Machine } from '#domain/core/model.ts';
 import { addMs, iso } from '#domain/core/time.ts';
-import { duePartitionOf, duePartitions, keys, listingPartitionOf, META_LISTING } from '#store/items.ts';
+import { duePartitionOf, duePartitions } from '#store/aggregates/due.ts';
+import { keys } from '#store/keys.ts';
+import { listingPartitionOf } from '#store/item-codec.ts';
+import { META_LISTING } from '#store/aggregates/meta-instance-items.ts';
 import type { FleetStore } from '#store/port.ts';
 import { aMetaInstance, aRepairRequest, T0 } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';

@@ -3,7 +3,8 @@ import type { HistoryEntry, InstanceStatus, Machine } from '#domain/core/model.t
 import { Rejection } from '#domain/core/rejection.ts';
 import { iso } from '#domain/core/time.ts';
 import type { FleetStore } from '#store/port.ts';
-import { instanceListing, LISTING_SHARDS, listingPartitionOf } from '#store/items.ts';
+import { instanceListing } from '#store/aggregates/instance-items.ts';
+import { LISTING_SHARDS, listingPartitionOf } from '#store/item-codec.ts';
 import { aRepairRequest, T0 } from '../fixtures.ts';
 import type { ContractKit } from './kit.ts';
 

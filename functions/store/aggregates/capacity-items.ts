@@ -3,6 +3,8 @@ import { capacityPointExpiry, type CapacityPoint } from '#domain/capacity/capaci
 import type { CapacityNode, OrgCapacityShard } from '#domain/capacity/org-capacity.ts';
 import { capacityShardOf } from '#domain/capacity/org-capacity.ts';
 import { keyHash } from '#store/key-hash.ts';
+import type { Item } from '#store/item-access.ts';
+import { shardKey } from '#store/item-codec.ts';
 
 // Keys and item shapes of a tenant org's capacity (domain/capacity/org-capacity.ts). A machine's node item stays at one key
 // whichever org has it; while an org has it, it is in the byOrg index under that org and its counter shard, ordered by
@@ -11,10 +13,6 @@ import { keyHash } from '#store/key-hash.ts';
 // partition each, are read by key (one batch read), and are in byKind under ORG-CAPACITY#<nn>, a partition chosen by the org: the sweep's list
 // of orgs to recount, read a partition each (orgs that start at once put their items in different partitions). An org's
 // capacity-events feed is one partition of the table ordered by `seq` (zero-padded), read strongly consistent.
-
-type Item = Record<string, unknown>;
-
-const shardKey = (shard: number): string => String(shard).padStart(2, '0');
 
 const ORG_CAPACITY_KIND_PARTITIONS = 16;
 export const orgCapacityKinds: readonly string[] = Array.from({ length: ORG_CAPACITY_KIND_PARTITIONS }, (_, n) => `ORG-CAPACITY#${shardKey(n)}`);
