@@ -8,32 +8,26 @@
 
 const pattern = /^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
 
-function parse(version: string): { core: number[]; pre: string[] } {
+/** A version as its identifiers in order of precedence: major, minor, patch as numbers, then the pre-release's. */
+function identifiers(version: string): Array<string | number> {
   const found = pattern.exec(String(version).trim());
   if (!found) throw new TypeError(`Invalid Version: ${version}`);
-  return { core: [Number(found[1]), Number(found[2]), Number(found[3])], pre: found[4] ? found[4].split('.') : [] };
+  const pre = found[4] ? found[4].split('.').map((id) => (/^\d+$/.test(id) ? Number(id) : id)) : [];
+  return [Number(found[1]), Number(found[2]), Number(found[3]), ...pre];
 }
 
-const numeric = /^\d+$/;
-
-function compareIdentifiers(a: string, b: string): number {
-  const aNumeric = numeric.test(a);
-  const bNumeric = numeric.test(b);
-  if (aNumeric && bNumeric) return Math.sign(Number(a) - Number(b));
-  if (aNumeric !== bNumeric) return aNumeric ? -1 : 1;
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
+/** semver's order: numbers by value and below strings, strings by code unit, a release above its pre-releases. */
 export function compare(a: string, b: string): number {
-  const left = parse(a);
-  const right = parse(b);
-  for (let i = 0; i < 3; i++) if (left.core[i] !== right.core[i]) return Math.sign(left.core[i]! - right.core[i]!);
-  if (left.pre.length === 0 || right.pre.length === 0) return Math.sign(right.pre.length - left.pre.length);
-  for (let i = 0; i < Math.max(left.pre.length, right.pre.length); i++) {
-    if (left.pre[i] === undefined) return -1;
-    if (right.pre[i] === undefined) return 1;
-    const order = compareIdentifiers(left.pre[i]!, right.pre[i]!);
-    if (order !== 0) return order;
+  const left = identifiers(a);
+  const right = identifiers(b);
+  for (let i = 0; i < Math.max(left.length, right.length); i++) {
+    const [x, y] = [left[i], right[i]];
+    if (x === y) continue;
+    // Past the core, the version that has run out of identifiers is the lower, unless that is the release itself.
+    if (x === undefined) return i === 3 ? 1 : -1;
+    if (y === undefined) return i === 3 ? -1 : 1;
+    if (typeof x !== typeof y) return typeof x === 'number' ? -1 : 1;
+    return x < y ? -1 : 1;
   }
   return 0;
 }

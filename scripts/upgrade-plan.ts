@@ -6,6 +6,7 @@ import semver from 'semver';
 import { currentRelease, releaseRecord, releaseRecords, UnknownReleaseError } from '#lib/releases.ts';
 import { indexChanges, upgradeViolations, describeViolation } from '#lib/upgrade-rules.ts';
 import { migrations } from '#store/migrations/registry.ts';
+import { migrationSummaries } from '#store/migrations/summaries.ts';
 import type { ReleaseRecord } from '#lib/release-record.ts';
 
 export interface UpgradeStep {
@@ -30,7 +31,9 @@ export function upgradePlan(from: string, to = currentRelease, records: ReleaseR
       from: before.release,
       to: record.release,
       tableChanges,
-      migrations: migrations.filter((m) => m.release === record.release).map((m) => `${m.id} ${m.name} (${m.kind}): ${m.summary}`),
+      migrations: migrations
+        .filter((m) => m.release === record.release)
+        .map((m) => `${m.id} ${m.name} (${m.kind}): ${migrationSummaries[m.id] ?? 'no summary'}`),
       refused: upgradeViolations(before, record).map(describeViolation),
     };
     before = record;

@@ -39,11 +39,6 @@ export class DynamoFleetStore extends ItemStore {
     return this.migrations.status();
   }
 
-  /** A table this release just created: nothing in it to migrate, ever (local/tables.ts). */
-  markCurrentLayout(): Promise<boolean> {
-    return this.migrations.markCurrent();
-  }
-
   /** Migration 1's copy of the site's items to their own keys (layout.ts). */
   copyLegacySiteItems(): Promise<number> {
     return this.layout.copyLegacySiteItems();

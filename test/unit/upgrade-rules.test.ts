@@ -3,6 +3,9 @@ import type { ReleaseRecord } from '#lib/release-record.ts';
 import { releaseRecord } from '#lib/releases.ts';
 import { upgradeViolations } from '#lib/upgrade-rules.ts';
 import { renderPlan, upgradePlan } from '../../scripts/upgrade-plan.ts';
+import { migrations } from '#store/migrations/registry.ts';
+import { LATEST_DATA_VERSION } from '#store/data-version.ts';
+import { migrationSummaries } from '#store/migrations/summaries.ts';
 
 const release010 = releaseRecord('0.1.0');
 const release020 = releaseRecord('0.2.0');
@@ -100,5 +103,16 @@ describe('npm run upgrade-plan', () => {
     ]);
     expect(renderPlan('0.1.0', steps)).toContain('set [site] deployed_release = "0.1.0"');
     expect(upgradePlan('0.2.0', '0.2.0')).toEqual([]);
+    const from020 = upgradePlan('0.2.0', '0.3.0');
+    expect(from020).toMatchObject([{ from: '0.2.0', to: '0.3.0', tableChanges: [], refused: [] }]);
+    expect(from020[0]!.migrations).toEqual([`4 quotas-dealt-over-usage-shards (expand): ${migrationSummaries[4]}`]);
+  });
+
+  it('numbers the migrations 1, 2, … up to the latest data version', () => {
+    expect(migrations.map((m) => m.id)).toEqual(Array.from({ length: LATEST_DATA_VERSION }, (_, i) => i + 1));
+  });
+
+  it('has a summary for every migration, as the upgrade plan prints it', () => {
+    expect(migrations.filter((m) => !migrationSummaries[m.id]).map((m) => m.name)).toEqual([]);
   });
 });

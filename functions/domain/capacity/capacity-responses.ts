@@ -4,9 +4,9 @@ import { listOf } from '#domain/core/responses.ts';
 // What a tenant org sees of its capacity (API.md "The tenant's governance view"): its own counts and machines, and
 // nothing a provider keeps to itself (racks, other orgs, override details beyond their sources).
 
-const count = z.object({ machines: z.number().int(), gpus: z.number().int() });
+const count = /* @__PURE__ */ z.object({ machines: z.number().int(), gpus: z.number().int() });
 
-export const orgCapacityResponse = z.object({
+export const orgCapacityResponse = /* @__PURE__ */ z.object({
   asOf: z.string(),
   byType: z.record(
     z.string(),
@@ -14,7 +14,7 @@ export const orgCapacityResponse = z.object({
   ),
 });
 
-export const capacityNodeResponse = z.object({
+export const capacityNodeResponse = /* @__PURE__ */ z.object({
   nodeId: z.string(),
   health: z.enum(['healthy', 'unhealthy']),
   /** Why it is unhealthy: health override sources, `cleanup-failed`, `heartbeat-stale`; empty when healthy. */
@@ -30,14 +30,14 @@ export const capacityNodeResponse = z.object({
   reservationId: z.string().optional(),
 });
 
-export const capacityNodeListResponse = listOf(capacityNodeResponse);
+export const capacityNodeListResponse = /* @__PURE__ */ listOf(capacityNodeResponse);
 
 /** One point of an org's capacity history: the counts of `GET .../capacity` at the start of an interval. */
-export const capacityPointResponse = z.object({
+export const capacityPointResponse = /* @__PURE__ */ z.object({
   at: z.string().describe('The start of the interval the point stands for (the sweep took it within that interval)'),
   byType: z.record(z.string(), z.object({ delivered: count, healthy: count, reserved: count, inUse: count })),
 });
 
-export const capacityHistoryResponse = listOf(capacityPointResponse);
+export const capacityHistoryResponse = /* @__PURE__ */ listOf(capacityPointResponse);
 
 export type CapacityNodeView = z.infer<typeof capacityNodeResponse>;

@@ -21,13 +21,13 @@ import * as z from 'zod';
 // it is listed here. The API types are inferred from these schemas; `componentNames` names the ones the OpenAPI
 // document shows as components (the generator attaches the names, so no bundle carries it).
 
-const labels = z.record(z.string(), z.string());
+const labels = /* @__PURE__ */ z.record(z.string(), z.string());
 const machineStates = ['Ready', 'Assigned', 'Cleanup'] as const satisfies readonly MachineState[];
 const metaInstanceStatuses = ['Placing', 'Ready', 'Retrying', 'Deleting', 'Deleted'] as const satisfies readonly MetaInstanceStatus[];
 
-export const issueResponse = z.object({ category: z.enum(issueCategories), summary: z.string(), details: z.string().optional() });
+export const issueResponse = /* @__PURE__ */ z.object({ category: z.enum(issueCategories), summary: z.string(), details: z.string().optional() });
 
-export const healthAlertResponse = z.object({
+export const healthAlertResponse = /* @__PURE__ */ z.object({
   id: z.string(),
   target: z.string(),
   message: z.string(),
@@ -35,7 +35,7 @@ export const healthAlertResponse = z.object({
   classifications: z.array(z.enum(alertClassifications)),
 });
 
-export const healthOverrideResponse = z.object({
+export const healthOverrideResponse = /* @__PURE__ */ z.object({
   source: z.string(),
   mode: z.enum(['merge', 'replace']),
   alerts: z.array(healthAlertResponse),
@@ -45,7 +45,7 @@ export const healthOverrideResponse = z.object({
 });
 
 /** What an instance on a machine in declared maintenance carries: hand it back by `handBackBy`. */
-export const instanceMaintenanceResponse = z.object({
+export const instanceMaintenanceResponse = /* @__PURE__ */ z.object({
   id: z.string(),
   kind: z.enum(maintenanceKinds),
   category: z.enum(maintenanceCategories),
@@ -55,7 +55,7 @@ export const instanceMaintenanceResponse = z.object({
 });
 
 /** The instance's latest power action (docs/api.md "Power"). */
-export const instancePowerResponse = z.object({
+export const instancePowerResponse = /* @__PURE__ */ z.object({
   state: z.enum(powerStates).describe('cycling while a cycle waits for the site agent; then what the accepted action left, or the state before a failed one'),
   action: z.enum(powerActions),
   requestedAt: z.string(),
@@ -64,7 +64,7 @@ export const instancePowerResponse = z.object({
   error: z.string().optional().describe('Why the action failed'),
 });
 
-export const instanceResponse = z.object({
+export const instanceResponse = /* @__PURE__ */ z.object({
   id: z.string(),
   org: z.string(),
   name: z.string(),
@@ -85,7 +85,7 @@ export const instanceResponse = z.object({
   updatedAt: z.string(),
 });
 
-export const machineValidationResponse = z.object({
+export const machineValidationResponse = /* @__PURE__ */ z.object({
   id: z.string(),
   state: z.enum(['running', 'passed', 'failed']),
   reason: z.enum(validationReasons),
@@ -120,15 +120,15 @@ const machineFields = {
   version: z.number().int(),
 };
 
-export const machineResponse = z.object(machineFields);
+export const machineResponse = /* @__PURE__ */ z.object(machineFields);
 
 /** A machine as a tenant sees it: which org's reservation holds it is the provider's to know. */
-export const tenantMachineResponse = machineResponse.omit({ reservation: true });
+export const tenantMachineResponse = /* @__PURE__ */ machineResponse.omit({ reservation: true });
 
 /** A machine as a repair tenant finds it in a listing: whose instance or reservation it holds is not theirs to know. */
-export const repairCandidateResponse = z.object((({ instanceId: _hidden, reservation: _reserved, ...visible }) => visible)(machineFields));
+export const repairCandidateResponse = /* @__PURE__ */ z.object((({ instanceId: _hidden, reservation: _reserved, ...visible }) => visible)(machineFields));
 
-export const metaInstanceResponse = z.object({
+export const metaInstanceResponse = /* @__PURE__ */ z.object({
   id: z.string(),
   org: z.string(),
   machineType: z.string(),
@@ -161,7 +161,7 @@ export const metaInstanceResponse = z.object({
 /** Who did what, when: the head of a machine's history entry and of an audit entry alike. */
 const actionFields = { at: z.string(), actor: z.string(), action: z.string() };
 
-export const historyEntryResponse = z.object({
+export const historyEntryResponse = /* @__PURE__ */ z.object({
   machineId: z.string(),
   ...actionFields,
   instanceId: z.string().optional(),
@@ -177,7 +177,7 @@ export const historyEntryResponse = z.object({
   eventId: z.string().optional(),
 });
 
-export const tenantResponse = z.object({
+export const tenantResponse = /* @__PURE__ */ z.object({
   org: z.string(),
   capabilities: z.object({ targetedInstanceCreation: z.boolean() }),
   quotas: z.record(z.string(), z.number().int()).default({}),
@@ -188,7 +188,7 @@ export const tenantResponse = z.object({
   updatedAt: z.string(),
 });
 
-export const repairStormResponse = z.object({
+export const repairStormResponse = /* @__PURE__ */ z.object({
   state: z.enum(['closed', 'tripped']),
   trippedAt: z.string().optional(),
   /** Machines quarantined while tripped, whose repair request was held back. */
@@ -197,11 +197,11 @@ export const repairStormResponse = z.object({
 
 const safetyFields = { repairStorm: repairStormResponse, replacementsInFlight: z.number().int() };
 
-export const safetyResponse = z.object(safetyFields);
+export const safetyResponse = /* @__PURE__ */ z.object(safetyFields);
 
-export const safetyResetResponse = z.object({ ...safetyFields, heldBackAtReset: z.array(z.string()), applied: z.array(z.string()) });
+export const safetyResetResponse = /* @__PURE__ */ z.object({ ...safetyFields, heldBackAtReset: z.array(z.string()), applied: z.array(z.string()) });
 
-export const repairResponse = z.object({
+export const repairResponse = /* @__PURE__ */ z.object({
   machineId: z.string(),
   stage: z.enum(['unclaimed', 'in-repair']),
   since: z.string(),
@@ -210,7 +210,7 @@ export const repairResponse = z.object({
   stuck: z.boolean(),
 });
 
-export const auditEntryResponse = z.object({
+export const auditEntryResponse = /* @__PURE__ */ z.object({
   ...actionFields,
   /** The resource acted on, as its path below /admin: `machines/m-1`, `tenants/acme`, `safety/repair-storm`, `machines`. */
   target: z.string(),
@@ -220,7 +220,7 @@ export const auditEntryResponse = z.object({
 });
 
 /** One of an org's reported issues and what became of it (docs/api.md "Repair tickets"). */
-export const repairTicketResponse = z.object({
+export const repairTicketResponse = /* @__PURE__ */ z.object({
   id: z.string(),
   machineId: z.string(),
   instanceId: z.string(),
@@ -233,26 +233,26 @@ export const repairTicketResponse = z.object({
   action: z.enum(ticketActions).optional(),
 });
 
-export const registrationResponse = z.object({ upserted: z.number().int() });
+export const registrationResponse = /* @__PURE__ */ z.object({ upserted: z.number().int() });
 
-export const heartbeatReceiptResponse = z.object({ received: z.number().int(), stored: z.boolean(), rosterBucketsChanged: z.number().int() });
+export const heartbeatReceiptResponse = /* @__PURE__ */ z.object({ received: z.number().int(), stored: z.boolean(), rosterBucketsChanged: z.number().int() });
 
 /** API.md "Lists": a page of items and, when there is more, the token for the next page. */
 export const listOf = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextToken: z.string().optional() });
 
-export const instanceListResponse = listOf(instanceResponse);
-export const machineListResponse = listOf(machineResponse);
-export const repairCandidateListResponse = listOf(repairCandidateResponse);
-export const metaInstanceListResponse = listOf(metaInstanceResponse);
-export const historyListResponse = listOf(historyEntryResponse);
-export const healthOverrideListResponse = listOf(healthOverrideResponse);
-export const repairListResponse = listOf(repairResponse);
-export const auditListResponse = listOf(auditEntryResponse);
-export const repairTicketListResponse = listOf(repairTicketResponse);
+export const instanceListResponse = /* @__PURE__ */ listOf(instanceResponse);
+export const machineListResponse = /* @__PURE__ */ listOf(machineResponse);
+export const repairCandidateListResponse = /* @__PURE__ */ listOf(repairCandidateResponse);
+export const metaInstanceListResponse = /* @__PURE__ */ listOf(metaInstanceResponse);
+export const historyListResponse = /* @__PURE__ */ listOf(historyEntryResponse);
+export const healthOverrideListResponse = /* @__PURE__ */ listOf(healthOverrideResponse);
+export const repairListResponse = /* @__PURE__ */ listOf(repairResponse);
+export const auditListResponse = /* @__PURE__ */ listOf(auditEntryResponse);
+export const repairTicketListResponse = /* @__PURE__ */ listOf(repairTicketResponse);
 
-const counts = z.record(z.string(), z.number().int());
+const counts = /* @__PURE__ */ z.record(z.string(), z.number().int());
 
-export const repairStatsResponse = z
+export const repairStatsResponse = /* @__PURE__ */ z
   .object({
     days: z.array(
       z.object({
@@ -271,10 +271,10 @@ export const repairStatsResponse = z
   .describe('Repair events per UTC day, oldest first, and time to repair over the window');
 
 /** Machines, those allocatable now, and those with an override that prevents allocation. */
-const tally = z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() });
+const tally = /* @__PURE__ */ z.object({ machines: z.number().int(), allocatable: z.number().int(), quarantined: z.number().int() });
 
 /** Fleet counts as the machine listing would show them now, from the stream's aggregates (docs/api.md). */
-export const fleetSummaryResponse = z.object({
+export const fleetSummaryResponse = /* @__PURE__ */ z.object({
   machines: z.number().int(),
   allocatable: z.number().int(),
   stale: z.number().int(),
@@ -293,7 +293,7 @@ export const fleetSummaryResponse = z.object({
 });
 
 /** A rack with each machine's compact entry, as the stream last recorded it (heartbeat staleness is the reader's). */
-export const rackResponse = z.object({
+export const rackResponse = /* @__PURE__ */ z.object({
   machineType: z.string(),
   rack: z.string(),
   machines: z.record(
@@ -315,7 +315,7 @@ export const rackResponse = z.object({
   byNvlinkDomain: z.record(z.string(), tally).optional().describe("The same, per NVLink domain of the rack's machines"),
 });
 
-export const rackListResponse = listOf(rackResponse);
+export const rackListResponse = /* @__PURE__ */ listOf(rackResponse);
 
 export type Issue = z.infer<typeof issueResponse>;
 export type HealthAlert = z.infer<typeof healthAlertResponse>;

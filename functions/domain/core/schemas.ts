@@ -8,14 +8,14 @@ import { maintenanceCategories, maintenanceKinds, maintenanceStates } from '#dom
 // document is made from them. `.meta()` documents what the generator cannot derive but the handlers enforce;
 // test/unit/openapi-drift.test.ts fails when the document says less than zod checks.
 
-const machineId = z.string().regex(machineIdRule.pattern, machineIdRule.message);
-const org = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits and . _ - (at most 64)');
-const resourceId = z.string().min(1).max(128);
+const machineId = /* @__PURE__ */ z.string().regex(machineIdRule.pattern, machineIdRule.message);
+const org = /* @__PURE__ */ z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits and . _ - (at most 64)');
+const resourceId = /* @__PURE__ */ z.string().min(1).max(128);
 const machineTypePattern = /^[a-z0-9][a-z0-9._-]{0,63}$/;
-const machineType = z.string().regex(machineTypePattern, 'lower-case letters, digits and . _ - (at most 64)');
+const machineType = /* @__PURE__ */ z.string().regex(machineTypePattern, 'lower-case letters, digits and . _ - (at most 64)');
 const labelKeyPattern = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/;
-const labelKey = z.string().regex(labelKeyPattern, 'letters, digits and . _ / - (at most 63)');
-const labelValue = z.string().max(1024);
+const labelKey = /* @__PURE__ */ z.string().regex(labelKeyPattern, 'letters, digits and . _ / - (at most 63)');
+const labelValue = /* @__PURE__ */ z.string().max(1024);
 
 /**
  * The label key rule, which the generator leaves out of the document, as JSON Schema `propertyNames`. Written out:
@@ -23,16 +23,16 @@ const labelValue = z.string().max(1024);
  */
 const labelKeyRule = { propertyNames: { type: 'string', pattern: labelKeyPattern.source } };
 
-const labels = z
+const labels = /* @__PURE__ */ z
   .record(labelKey, labelValue)
   .refine((l) => Object.keys(l).length <= 64, 'at most 64 labels')
   .meta(labelKeyRule);
-const instanceName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'lower-case letters, digits and dashes (at most 63)');
+const instanceName = /* @__PURE__ */ z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'lower-case letters, digits and dashes (at most 63)');
 
 export const issueCategories = ['HARDWARE', 'NETWORK', 'PERFORMANCE', 'OTHER'] as const;
 
 /** Category in any letter case, stored upper-case; the document shows the canonical values. */
-export const issueSchema = z.strictObject({
+export const issueSchema = /* @__PURE__ */ z.strictObject({
   category: z
     .string()
     .transform((c) => c.toUpperCase())
@@ -57,15 +57,15 @@ export const pageQuery = {
   nextToken: z.string().min(1).max(2048).optional(),
 };
 
-export const listQuery = z.strictObject(pageQuery);
+export const listQuery = /* @__PURE__ */ z.strictObject(pageQuery);
 
 /** Each ticket costs a read of its machine's history: a page is at most 50. */
-export const repairTicketsQuery = z.strictObject({
+export const repairTicketsQuery = /* @__PURE__ */ z.strictObject({
   limit: z.preprocess(decimalDigits, z.coerce.number().int().min(1).max(50).default(20)),
   nextToken: pageQuery.nextToken,
 });
 
-export const auditQuery = z.strictObject({
+export const auditQuery = /* @__PURE__ */ z.strictObject({
   ...pageQuery,
   actor: z.string().min(1).max(256).optional(),
   target: z.string().min(1).max(256).optional(),
@@ -77,7 +77,7 @@ export const auditQuery = z.strictObject({
 });
 
 /** An org's capacity history: its points from `since` on (default: a day back), oldest first, a page at a time. */
-export const capacityHistoryQuery = z.strictObject({
+export const capacityHistoryQuery = /* @__PURE__ */ z.strictObject({
   ...pageQuery,
   since: z.iso
     .datetime({ offset: true })
@@ -100,7 +100,7 @@ export const params = {
   reservation: z.strictObject({ id: resourceId }),
 };
 
-export const createInstanceBody = z
+export const createInstanceBody = /* @__PURE__ */ z
   .strictObject({
     machineType: machineType.optional(),
     machineId: machineId.optional(),
@@ -112,40 +112,40 @@ export const createInstanceBody = z
     path: ['machineType'],
   });
 
-export const releaseInstanceBody = z.strictObject({
+export const releaseInstanceBody = /* @__PURE__ */ z.strictObject({
   machineHealthIssue: issueSchema.optional(),
   isRepairTenant: z.boolean().optional(),
 });
 
-const labelPatch = z
+const labelPatch = /* @__PURE__ */ z
   .record(labelKey, labelValue.nullable())
   .refine((l) => Object.keys(l).length <= 64, 'at most 64 labels')
   .meta(labelKeyRule);
 
-export const patchInstanceBody = z.strictObject({
+export const patchInstanceBody = /* @__PURE__ */ z.strictObject({
   labels: labelPatch.optional(),
   onlineRepair: z.strictObject({ enabled: z.boolean(), issue: issueSchema.optional() }).optional(),
 });
 
-export const powerInstanceBody = z.strictObject({ action: z.enum(powerActions) });
+export const powerInstanceBody = /* @__PURE__ */ z.strictObject({ action: z.enum(powerActions) });
 
-export const replaceMemberBody = z.strictObject({ instanceId: resourceId, issue: issueSchema.optional() });
+export const replaceMemberBody = /* @__PURE__ */ z.strictObject({ instanceId: resourceId, issue: issueSchema.optional() });
 
-export const releaseV1Body = z.strictObject({ id: resourceId, issue: issueSchema.optional() });
+export const releaseV1Body = /* @__PURE__ */ z.strictObject({ id: resourceId, issue: issueSchema.optional() });
 
-export const labelsPatchBody = z.strictObject({
+export const labelsPatchBody = /* @__PURE__ */ z.strictObject({
   labels: labelPatch.refine((l) => Object.keys(l).length > 0, 'give at least one label'),
 });
 
-export const overrideBody = z.strictObject({
+export const overrideBody = /* @__PURE__ */ z.strictObject({
   template: z.string().min(1).max(64),
   message: z.string().min(1).max(4096).optional(),
   mode: z.enum(['merge', 'replace']).optional(),
 });
 
-export const tenantMachinesQuery = z.strictObject({ ...pageQuery, healthOverride: z.string().min(1).max(64).optional() });
+export const tenantMachinesQuery = /* @__PURE__ */ z.strictObject({ ...pageQuery, healthOverride: z.string().min(1).max(64).optional() });
 
-export const createMetaInstanceBody = z.strictObject({
+export const createMetaInstanceBody = /* @__PURE__ */ z.strictObject({
   machineType,
   minNodes: z.number().int().min(1).max(24).default(1),
   machineIds: z
@@ -161,9 +161,9 @@ export const createMetaInstanceBody = z.strictObject({
 
 export const instanceStatuses = ['Provisioning', 'Ready', 'Repairing', 'Terminating', 'Terminated', 'Failed'] as const;
 
-export const listInstancesQuery = z.strictObject({ ...pageQuery, status: z.enum(instanceStatuses).optional() });
+export const listInstancesQuery = /* @__PURE__ */ z.strictObject({ ...pageQuery, status: z.enum(instanceStatuses).optional() });
 
-export const registerMachinesBody = z.strictObject({
+export const registerMachinesBody = /* @__PURE__ */ z.strictObject({
   machines: z
     .array(
       z.strictObject({
@@ -179,7 +179,7 @@ export const registerMachinesBody = z.strictObject({
     .refine((ms) => new Set(ms.map((m) => m.id)).size === ms.length, 'machine ids must be unique'),
 });
 
-export const listMachinesQuery = z.strictObject({
+export const listMachinesQuery = /* @__PURE__ */ z.strictObject({
   ...pageQuery,
   state: z.enum(['Ready', 'Assigned', 'Cleanup']).optional(),
   machineType: machineType.optional(),
@@ -191,14 +191,14 @@ export const listMachinesQuery = z.strictObject({
 });
 
 /** The rack map: one type's racks (by default the first type by name), a page of racks at a time. */
-export const rackListQuery = z.strictObject({ ...pageQuery, machineType: machineType.optional() });
+export const rackListQuery = /* @__PURE__ */ z.strictObject({ ...pageQuery, machineType: machineType.optional() });
 
 /** The fleet summary: its counts, and per NVLink domain only when asked for. */
-export const fleetSummaryQuery = z.strictObject({
+export const fleetSummaryQuery = /* @__PURE__ */ z.strictObject({
   include: z.enum(['nvlinkDomains']).optional().describe("`nvlinkDomains`: also count each type's machines per NVLink domain (`byNvlinkDomain`)"),
 });
 
-export const tenantBody = z
+export const tenantBody = /* @__PURE__ */ z
   .strictObject({
     capabilities: z.strictObject({ targetedInstanceCreation: z.boolean() }).optional(),
     quotas: z
@@ -214,12 +214,12 @@ export const tenantBody = z
  * What the site agent posts, as the agent's contract (agent-contract.ts, zod/mini) has it, in zod for the route's
  * validation and the OpenAPI document; a unit test holds the two to the same verdicts.
  */
-const agentAlert = z.strictObject({
+const agentAlert = /* @__PURE__ */ z.strictObject({
   id: z.string().min(1).max(128),
   message: z.string().max(4096),
   classifications: z.array(z.enum(alertClassifications)).max(alertClassifications.length),
 });
-export const heartbeatBody = z.strictObject({
+export const heartbeatBody = /* @__PURE__ */ z.strictObject({
   machines: z.array(z.strictObject({ id: machineId, alerts: z.array(agentAlert).max(64).optional() })).max(100_000),
   part: z
     .strictObject({ index: z.number().int().min(0), count: z.union(ROSTER_PART_COUNTS.map((n) => z.literal(n))) })
@@ -231,34 +231,34 @@ export const heartbeatBody = z.strictObject({
     ),
 });
 
-export const cleanupReportBody = z.strictObject({
+export const cleanupReportBody = /* @__PURE__ */ z.strictObject({
   ok: z.boolean(),
   message: z.string().max(4096).optional(),
 });
 
-export const retireBody = z.strictObject({ reason: z.string().min(1).max(1024) });
+export const retireBody = /* @__PURE__ */ z.strictObject({ reason: z.string().min(1).max(1024) });
 
-export const validationReportBody = z.strictObject({
+export const validationReportBody = /* @__PURE__ */ z.strictObject({
   validationId: z.string().min(1).max(128),
   passed: z.boolean(),
   results: z.array(z.strictObject({ test: z.string().min(1).max(128), passed: z.boolean(), message: z.string().max(1024).optional() })).max(64),
 });
 
-export const emptyQuery = z.strictObject({});
+export const emptyQuery = /* @__PURE__ */ z.strictObject({});
 
-export const repairStatsQuery = z.strictObject({
+export const repairStatsQuery = /* @__PURE__ */ z.strictObject({
   days: z.preprocess(decimalDigits, z.coerce.number().int().min(1).max(90).default(30)),
 });
 
 const nameList = (item: z.ZodType<string>) => z.array(item).min(1).max(1000);
 /** An instant with its offset, e.g. 2026-12-14T09:00:00Z; spelt out as a pattern so the OpenAPI document carries it. */
-const time = z
+const time = /* @__PURE__ */ z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/, 'an ISO 8601 time with its offset, e.g. 2026-12-14T09:00:00Z')
   .refine((at) => !Number.isNaN(Date.parse(at)), 'not a real time');
 
 /** POST /admin/maintenance. The scope's names are resolved once, here; at least one of them must be given. */
-export const declareMaintenanceBody = z.strictObject({
+export const declareMaintenanceBody = /* @__PURE__ */ z.strictObject({
   kind: z.enum(maintenanceKinds),
   category: z.enum(maintenanceCategories),
   reason: z.string().min(1).max(1024),
@@ -277,19 +277,19 @@ export const declareMaintenanceBody = z.strictObject({
     .optional(),
 });
 
-export const maintenanceListQuery = z.strictObject({ ...pageQuery, state: z.enum(maintenanceStates).optional() });
+export const maintenanceListQuery = /* @__PURE__ */ z.strictObject({ ...pageQuery, state: z.enum(maintenanceStates).optional() });
 
-export const deferralDecisionBody = z.strictObject({ decision: z.enum(['accept', 'reject']) });
+export const deferralDecisionBody = /* @__PURE__ */ z.strictObject({ decision: z.enum(['accept', 'reject']) });
 
-export const deferralRequestBody = z.strictObject({ until: time, reason: z.string().min(1).max(1024) });
+export const deferralRequestBody = /* @__PURE__ */ z.strictObject({ until: time, reason: z.string().min(1).max(1024) });
 
-export const handBackBody = z.strictObject({ instanceIds: z.array(resourceId).min(1).max(100) });
+export const handBackBody = /* @__PURE__ */ z.strictObject({ instanceIds: z.array(resourceId).min(1).max(100) });
 
 /** POST /site/v1/machines/{id}/maintenance: the agent's report of one machine's maintenance work. */
-export const maintenanceReportBody = z.strictObject({ maintenanceId: resourceId, ok: z.boolean(), message: z.string().max(4096).optional() });
+export const maintenanceReportBody = /* @__PURE__ */ z.strictObject({ maintenanceId: resourceId, ok: z.boolean(), message: z.string().max(4096).optional() });
 
 /** POST /admin/reservations: exactly one of a count, machine ids or NVLink domains (whole domains). */
-export const createReservationBody = z
+export const createReservationBody = /* @__PURE__ */ z
   .strictObject({
     org,
     machineType,

@@ -8,7 +8,7 @@ import { issueSchema } from '#domain/core/schemas.ts';
 // detail changes shape only together with its type's `version` (event-versions.ts). docs/events/ holds the JSON Schemas made from these
 // (`npm run gen:events`), and the CDK stack registers them in the bus's schema registry.
 
-const timestamp = z.iso.datetime();
+const timestamp = /* @__PURE__ */ z.iso.datetime();
 
 /** What every event's detail carries. */
 const common = <V extends number>(version: V) => ({
@@ -29,10 +29,10 @@ const machineFields = {
   labels: z.record(z.string(), z.string()).describe("The machine's labels after the change"),
 };
 
-const earlierReports = z
+const earlierReports = /* @__PURE__ */ z
   .array(z.strictObject({ at: timestamp, issue: issueSchema.optional() }))
   .describe('The reports that count towards escalation, oldest first');
-const repairRequestHeldBack = z.literal(true).describe('The repair-storm breaker held the repair request back');
+const repairRequestHeldBack = /* @__PURE__ */ z.literal(true).describe('The repair-storm breaker held the repair request back');
 
 const validationFields = {
   validationId: z.string().min(1),
@@ -56,7 +56,7 @@ function maintenanceEvent<V extends number, Extra extends z.ZodRawShape>(version
   };
   return { version, description, detail: z.strictObject({ ...common(version), ...fields, ...extra }) };
 }
-const org = z.string().min(1).describe('The tenant org');
+const org = /* @__PURE__ */ z.string().min(1).describe('The tenant org');
 
 /** What a capacity event carries: the entry of the org's capacity-events feed it mirrors. */
 function capacityEvent<V extends number>(version: V, description: string, reasons: ReadonlyArray<(typeof capacityReasons)[number]>) {

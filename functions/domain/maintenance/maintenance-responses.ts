@@ -6,7 +6,7 @@ import { maintenanceCategories, maintenanceKinds, maintenanceStates } from '#dom
 // What the maintenance routes answer with (docs/api.md "Declared maintenance"): the provider's view of a maintenance,
 // the tenant's (its own machines and deferral only), and the receipts of a hand-back and of the agent's report.
 
-const maintenanceMachineResponse = z.object({
+const maintenanceMachineResponse = /* @__PURE__ */ z.object({
   phase: z.enum(machinePhases),
   org: z.string().optional(),
   instanceId: z.string().optional(),
@@ -18,7 +18,7 @@ const maintenanceMachineResponse = z.object({
   message: z.string().optional(),
 });
 
-const deferralResponse = z.object({
+const deferralResponse = /* @__PURE__ */ z.object({
   org: z.string(),
   until: z.string(),
   reason: z.string(),
@@ -43,7 +43,7 @@ const maintenanceFields = {
 };
 
 /** A maintenance as the provider sees it; `history` (newest first) only on GET of one. */
-export const maintenanceResponse = z.object({
+export const maintenanceResponse = /* @__PURE__ */ z.object({
   ...maintenanceFields,
   scope: z.object({ machineIds: z.array(z.string()).optional(), racks: z.array(z.string()).optional(), nvlinkDomains: z.array(z.string()).optional() }),
   machineIds: z.array(z.string()),
@@ -53,13 +53,17 @@ export const maintenanceResponse = z.object({
 });
 
 /** A maintenance as a tenant sees it: only its own machines and its own deferral; no scope, no other org. */
-export const tenantMaintenanceResponse = z.object(maintenanceFields);
+export const tenantMaintenanceResponse = /* @__PURE__ */ z.object(maintenanceFields);
 
-export const maintenanceListResponse = z.object({ items: z.array(maintenanceResponse), nextToken: z.string().optional() });
-export const tenantMaintenanceListResponse = z.object({ items: z.array(tenantMaintenanceResponse) });
-export const handBackResponse = z.object({ handedBack: z.array(z.string()) });
+export const maintenanceListResponse = /* @__PURE__ */ z.object({ items: z.array(maintenanceResponse), nextToken: z.string().optional() });
+export const tenantMaintenanceListResponse = /* @__PURE__ */ z.object({ items: z.array(tenantMaintenanceResponse) });
+export const handBackResponse = /* @__PURE__ */ z.object({ handedBack: z.array(z.string()) });
 /** What the agent's report did: `changed` false for a report about a machine not in that maintenance's work. */
-export const maintenanceReportResponse = z.object({ changed: z.boolean(), phase: z.enum(machinePhases).optional(), state: z.enum(maintenanceStates) });
+export const maintenanceReportResponse = /* @__PURE__ */ z.object({
+  changed: z.boolean(),
+  phase: z.enum(machinePhases).optional(),
+  state: z.enum(maintenanceStates),
+});
 
 /** Maintenance schemas the OpenAPI document names under `components/schemas`. */
 export const maintenanceComponentNames: ReadonlyArray<readonly [z.ZodType, string]> = [

@@ -66,6 +66,9 @@ export function quotaSetting(usage: QuotaUsage, quota: number | null): QuotaSett
   return { org, machineType, quota, shards: shards.map(({ shard, used }) => ({ shard, cap: used + each + (shard < extra ? 1 : 0), expectUsed: used })) };
 }
 
+/** A quota that shard 0 holds whole (as releases before 0.3.0 set every quota): no other shard has a cap. */
+export const heldWhole = (usage: QuotaUsage): boolean => usage.quota !== undefined && !usage.shards?.some((s) => s.shard !== 0 && s.cap !== undefined);
+
 /** Room the caps leave, shard by shard; with no quota, none is limited. */
 const roomOf = (shard: UsageShard): number => (shard.cap === undefined ? 0 : Math.max(0, shard.cap - shard.used));
 

@@ -3,14 +3,14 @@ import { listOf } from '#domain/core/responses.ts';
 
 // A reservation as the API shows it (API.md "Reservations"), to the provider and to the org that holds it alike.
 
-const reservationHealthResponse = z.object({
+const reservationHealthResponse = /* @__PURE__ */ z.object({
   machines: z.number().int(),
   healthy: z.number().int(),
   inUse: z.number().int(),
   quarantined: z.number().int(),
 });
 
-export const reservationResponse = z.object({
+export const reservationResponse = /* @__PURE__ */ z.object({
   id: z.string(),
   org: z.string(),
   machineType: z.string(),
@@ -27,6 +27,6 @@ export const reservationResponse = z.object({
   health: reservationHealthResponse,
 });
 
-export const reservationListResponse = listOf(reservationResponse);
+export const reservationListResponse = /* @__PURE__ */ listOf(reservationResponse);
 
 export type ReservationView = z.infer<typeof reservationResponse>;

@@ -1,9 +1,8 @@
-import { quotaSetting, type QuotaSetting } from '#domain/reservations/quota-shards.ts';
+import type { QuotaSetting } from '#domain/reservations/quota-shards.ts';
 import { usageMoves, usageRef, type QuotaUsage } from '#domain/reservations/quotas.ts';
 import type { Aggregate } from '#store/aggregate.ts';
 import { quotaPartition, quotaShardRange, quotaUsageKeys, quotaUsagesOf, type UsageWrite } from '#store/aggregates/quota-usage-items.ts';
 import { allItems } from '#store/item-reads.ts';
-import { StaleWriteError } from '#store/port.ts';
 
 export interface QuotaUsageStore {
   /**
@@ -14,8 +13,6 @@ export interface QuotaUsageStore {
   getQuotaUsage(org: string, machineType: string, options?: { fresh?: boolean }): Promise<QuotaUsage>;
   /** Every machine type an org has a usage item for: one Query of the org's partition, strongly consistent. */
   listQuotaUsage(org: string): Promise<QuotaUsage[]>;
-  /** Deals a quota that usage shard 0 holds whole over the (org, type)'s shards (migration 4); false when none is held. */
-  dealHeldQuota(org: string, machineType: string): Promise<boolean>;
 }
 
 /** A quota setting's writes: every shard it names, shard 0 with the total once the quota is dealt over the shards. */
@@ -57,19 +54,6 @@ export const quotaUsage: Aggregate<QuotaUsageStore> = {
       async listQuotaUsage(org) {
         const [found, shardable] = await Promise.all([allItems(items, { partition: quotaPartition(org), consistent: true }), layout.countersShardable()]);
         return quotaUsagesOf(found, shardable);
-      },
-      async dealHeldQuota(org, machineType) {
-        for (let attempt = 0; attempt < 5; attempt++) {
-          const usage = await getQuotaUsage(org, machineType);
-          if (usage.quota === undefined || usage.shards?.some((shard) => shard.shard !== 0 && shard.cap !== undefined)) return false;
-          try {
-            await items.writeItems(settingWrites(quotaSetting({ ...usage, shardable: true }, usage.quota)));
-            return true;
-          } catch (error) {
-            if (!(error instanceof StaleWriteError)) throw error;
-          }
-        }
-        throw new StaleWriteError(`org ${org}'s ${machineType} usage kept changing while its quota was dealt over its shards`);
       },
     };
   },

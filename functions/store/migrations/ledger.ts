@@ -1,12 +1,9 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { migrationKeys, pinnedOf, DATA_VERSION_KEY, LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
 import type { Item, TableKey } from '#store/item-access.ts';
 import { checkpointOf, progressOf, type SegmentCheckpoint } from './progress.ts';
 import { migrations } from './registry.ts';
 import type { MigrationStatus } from './runner.ts';
-
-const withoutNullStart = ({ startKey, ...rest }: SegmentCheckpoint): Omit<SegmentCheckpoint, 'startKey'> & { startKey?: Record<string, unknown> } =>
-  startKey ? { ...rest, startKey } : rest;
 
 /**
  * What the table says of its migrations: its data version, whether it is pinned, and each migration's progress item
@@ -14,9 +11,9 @@ const withoutNullStart = ({ startKey, ...rest }: SegmentCheckpoint): Omit<Segmen
  * never walks the table, carries none of the walk's code (runner.ts).
  */
 export class MigrationLedger {
-  private readonly client: DynamoDBDocumentClient;
-  private readonly table: string;
-  private readonly now: () => Date;
+  protected readonly client: DynamoDBDocumentClient;
+  protected readonly table: string;
+  protected readonly now: () => Date;
   constructor(client: DynamoDBDocumentClient, table: string, now: () => Date = () => new Date()) {
     this.client = client;
     this.table = table;
@@ -52,19 +49,6 @@ export class MigrationLedger {
     );
   }
 
-  /** A table created by this release: born at the latest data version, with nothing to migrate. */
-  async markCurrent(): Promise<boolean> {
-    const now = this.now().toISOString();
-    return this.putIfAbsent({
-      ...DATA_VERSION_KEY,
-      dataVersion: LATEST_DATA_VERSION,
-      updatedAt: now,
-      version: 0,
-      pinned: false,
-      declaredFor: LATEST_DATA_VERSION,
-    });
-  }
-
   async status(): Promise<MigrationStatus> {
     const found = await this.dataVersion();
     const dataVersion = found?.dataVersion ?? 0;
@@ -76,36 +60,6 @@ export class MigrationLedger {
       }),
     );
     return { dataVersion, latest: LATEST_DATA_VERSION, pinned: found ? found.pinned : dataVersion < LATEST_DATA_VERSION, items };
-  }
-
-  async advance(version: DataVersion, to: number): Promise<DataVersion> {
-    const declared = version.declaredFor === undefined ? {} : { declaredFor: version.declaredFor };
-    const next = { dataVersion: to, updatedAt: this.now().toISOString(), version: version.version + 1, pinned: version.pinned, ...declared };
-    await this.client.send(
-      new PutCommand({
-        TableName: this.table,
-        Item: { ...DATA_VERSION_KEY, ...next },
-        ConditionExpression: version.version < 0 ? 'attribute_not_exists(pk)' : 'version = :expected',
-        ...(version.version < 0 ? {} : { ExpressionAttributeValues: { ':expected': version.version } }),
-      }),
-    );
-    return next;
-  }
-
-  finish(id: number): Promise<void> {
-    return this.update(migrationKeys.head(id), { state: 'done', finishedAt: this.now().toISOString() });
-  }
-
-  async saveCheckpoint(id: number, checkpoint: SegmentCheckpoint, expected: number | null): Promise<void> {
-    await this.client.send(
-      new PutCommand({
-        TableName: this.table,
-        Item: { ...migrationKeys.segment(id, checkpoint.segment), entity: 'migration-segment', ...withoutNullStart(checkpoint) },
-        // Only the runner holding the lease writes a checkpoint; the guard keeps a runner whose lease ran out from
-        // moving one back.
-        ...(expected === null ? {} : { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': expected } }),
-      }),
-    );
   }
 
   async progressItems(id: number): Promise<{ head: Item | undefined; segments: SegmentCheckpoint[] }> {
@@ -122,24 +76,6 @@ export class MigrationLedger {
       head: items.find((item) => item.sk === migrationKeys.head(id).sk),
       segments: items.filter((item) => String(item.sk).startsWith('SEGMENT#')).map(checkpointOf),
     };
-  }
-
-  async update(key: TableKey, set: Record<string, unknown>, remove: string[] = []): Promise<void> {
-    const names = Object.keys(set);
-    const removing = remove.length ? ` REMOVE ${remove.map((_, i) => `#r${i}`).join(', ')}` : '';
-    await this.client.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: key,
-        UpdateExpression: `SET ${names.map((_name, i) => `#n${i} = :v${i}`).join(', ')}${removing}`,
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeNames: {
-          ...Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
-          ...Object.fromEntries(remove.map((name, i) => [`#r${i}`, name])),
-        },
-        ExpressionAttributeValues: Object.fromEntries(names.map((name, i) => [`:v${i}`, set[name]])),
-      }),
-    );
   }
 
   async get(key: TableKey): Promise<Item | undefined> {

@@ -3,13 +3,16 @@ import { DeleteCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteComm
 import { migrationKeys, LATEST_DATA_VERSION, type DataVersion } from '#store/data-version.ts';
 import type { Item } from '#store/item-access.ts';
 import { indexes } from '#store/table.ts';
-import { USAGE_SHARDS } from '#domain/reservations/quota-shards.ts';
+import type { Change } from '#domain/core/change.ts';
+import { heldWhole, quotaSetting, USAGE_SHARDS } from '#domain/reservations/quota-shards.ts';
+import type { QuotaUsage } from '#domain/reservations/quotas.ts';
+import { StaleWriteError } from '#store/port.ts';
 import type { DueTimes } from '#store/port.ts';
 import { migrateItem, type ItemMigration } from './item-migrations.ts';
 import { checkpointOf, type MigrationProgress, type SegmentCheckpoint } from './progress.ts';
 import { migrationOf, type Migration } from './registry.ts';
 import { WriteBudget, writeUnitsOf } from './write-budget.ts';
-import { MigrationLedger } from './ledger.ts';
+import { MigrationJournal } from './journal.ts';
 
 export interface MigrationSettings {
   /** Parallel Scan segments of a table walk. */
@@ -45,13 +48,13 @@ export interface MigrationRunner {
   run(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun>;
 }
 
-/** What the runner needs of the store it migrates: the lease, and the site items' copy (migration 1). */
+/** What the runner needs of the store it migrates: the lease, the site items' copy (migration 1), the quotas (migration 4). */
 export interface MigratedStore {
   takeLease(name: string, holder: string, until: string, now: string): Promise<boolean>;
   releaseLease(name: string, holder: string, now: string): Promise<void>;
   copyLegacySiteItems(): Promise<number>;
-  /** Deals the quota usage shard 0 holds whole over the (org, type)'s shards; false when none is held whole any more. */
-  dealHeldQuota(org: string, machineType: string): Promise<boolean>;
+  getQuotaUsage(org: string, machineType: string): Promise<QuotaUsage>;
+  commit(change: Change): Promise<void>;
 }
 
 const LEASE = 'migrations';
@@ -70,14 +73,14 @@ export class TableMigrations implements MigrationRunner {
   private readonly store: MigratedStore;
   private readonly due: DueTimes;
   private readonly now: () => Date;
-  private readonly ledger: MigrationLedger;
+  private readonly ledger: MigrationJournal;
   constructor(options: { client: DynamoDBDocumentClient; table: string; store: MigratedStore; due: DueTimes; now?: () => Date }) {
     this.client = options.client;
     this.table = options.table;
     this.store = options.store;
     this.due = options.due;
     this.now = options.now ?? (() => new Date());
-    this.ledger = new MigrationLedger(options.client, options.table, this.now);
+    this.ledger = new MigrationJournal(options.client, options.table, this.now);
   }
 
   async run(settings: MigrationSettings, deadlineMs: number, holder: string): Promise<MigrationRun> {
@@ -200,8 +203,23 @@ export class TableMigrations implements MigrationRunner {
 
   private async write(migration: ItemMigration, budget: WriteBudget): Promise<void> {
     await budget.take(writeUnitsOfMigration(migration));
-    if (migration.dealQuota) await this.store.dealHeldQuota(migration.dealQuota.org, migration.dealQuota.machineType);
+    if (migration.dealQuota) await this.dealHeldQuota(migration.dealQuota.org, migration.dealQuota.machineType);
     else await writeMigration(this.client, this.table, migration);
+  }
+
+  /** A quota usage shard 0 holds whole, dealt over the (org, type)'s shards; a count moved meanwhile: read again. */
+  private async dealHeldQuota(org: string, machineType: string): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const usage = await this.store.getQuotaUsage(org, machineType);
+      if (!heldWhole(usage)) return;
+      try {
+        await this.store.commit({ quotas: [quotaSetting({ ...usage, shardable: true }, usage.quota!)], history: [] });
+        return;
+      } catch (error) {
+        if (!(error instanceof StaleWriteError)) throw error;
+      }
+    }
+    throw new StaleWriteError(`org ${org}'s ${machineType} usage kept changing while its quota was dealt over its shards`);
   }
 
   private async membersOf(metaInstanceId: string): Promise<string[]> {
