@@ -15,8 +15,8 @@ interface TypeClaims {
   claimed: Map<string, { at: number; committedAtMs: number }>;
   /** Claims committed so far: the clock reads are ordered by. */
   committed: number;
-  read: { sinceClaims: number; page: Promise<string[]> } | null;
-  /** Creates of the type waiting for candidates now. */
+  read: { sinceClaims: number; page: Promise<string[]>; wanted: number } | null;
+  /** Creates of the type waiting for candidates now, or about to: those waiting for claims will read next. */
   asking: number;
 }
 
@@ -24,10 +24,19 @@ interface TypeClaims {
 export interface Candidates {
   /** Every machine the read found (free ones and those of this process's claims alike). */
   page: string[];
+  /**
+   * The read came back short of what it asked for, so it went through every rack of the pool: the page is all the
+   * pool held free when read, and once this process has taken each of its machines, none is left.
+   */
+  complete: boolean;
   /** Those no create of this process is claiming or has claimed since the read began. */
   open(ids: string[]): string[];
-  /** The claims in flight on machines of the page: once they settle, a new read shows what they left. */
-  busy(ids: string[]): Promise<unknown>[];
+  /**
+   * Waits for the claims in flight on machines of the page: once they settle, a new read shows what they left. The
+   * create counts as asking from now on, so that a read another create starts meanwhile asks for it too (a burst
+   * whose creates all wait is then served by one read, not one a machine at a time); `done` ends that.
+   */
+  waitForClaims(ids: string[]): { settled: Promise<unknown>; done: () => void };
 }
 
 /** How long a committed claim is remembered: far longer than any read, so every read started before it sees it. */
@@ -51,29 +60,48 @@ function claimsOf(ctx: AppContext, machineType: string, reservedFor: string | un
 /**
  * A page of the type's allocatable index (its shared pool, or with `reservedFor` the machines that org's reservations
  * hold): the read already under way in this process if there is one, else a new one from `fromRack` on, long enough
- * to reach past the machines this process is claiming and to offer every create asking a machine.
+ * to reach past the machines this process is claiming and to offer every create asking a machine. `waited`: the
+ * `done` of the create's wait for claims, which counted it as asking until now.
  */
-export async function readCandidates(ctx: AppContext, machineType: string, pageSize: number, fromRack?: string, reservedFor?: string): Promise<Candidates> {
+export async function readCandidates(
+  ctx: AppContext,
+  machineType: string,
+  pageSize: number,
+  fromRack?: string,
+  reservedFor?: string,
+  waited?: () => void,
+): Promise<Candidates> {
   const claims = claimsOf(ctx, machineType, reservedFor);
   claims.asking++;
+  waited?.();
   try {
     if (!claims.read) {
       const limit = Math.min(pageSize + claims.claiming.size + claims.asking - 1, MAX_SHARED_PAGE);
       // Enough from the rack on: a machine for each create asking, besides those being claimed (still in the index).
       const from = fromRack === undefined ? undefined : { rack: fromRack, enough: claims.claiming.size + claims.asking };
-      const read = { sinceClaims: claims.committed, page: ctx.store.allocatableMachineIds(machineType, limit, from, reservedFor) };
+      const wanted = from === undefined ? limit : Math.min(from.enough, limit);
+      const read = { sinceClaims: claims.committed, page: ctx.store.allocatableMachineIds(machineType, limit, from, reservedFor), wanted };
       claims.read = read;
       const done = () => claims.read === read && (claims.read = null);
       read.page.then(done, done);
     }
-    const { sinceClaims, page } = claims.read;
+    const { sinceClaims, page, wanted } = claims.read;
     const ids = await page;
     forgetOldClaims(claims);
     const takenHere = (id: string) => claims.claiming.has(id) || (claims.claimed.get(id)?.at ?? -1) >= sinceClaims;
     return {
       page: ids,
+      complete: ids.length < wanted,
       open: (subset) => subset.filter((id) => !takenHere(id)),
-      busy: (subset) => subset.flatMap((id) => claims.claiming.get(id) ?? []),
+      waitForClaims: (subset) => {
+        claims.asking++;
+        let counted = true;
+        const done = () => {
+          if (counted) claims.asking--;
+          counted = false;
+        };
+        return { settled: Promise.allSettled(subset.flatMap((id) => claims.claiming.get(id) ?? [])), done };
+      },
     };
   } finally {
     claims.asking--;

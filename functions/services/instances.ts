@@ -85,68 +85,86 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
   // A page read from a random rack on stops there once it holds enough ids; when all of those were set aside (taken,
   // the index lagging), it says nothing of the racks before it, and the shared pool is read from its start instead.
   let fromStart = false;
-  for (let tried = 0; ; ) {
-    const now = ctx.clock.now();
-    // A silent agent leaves no machine fresh: no read of each candidate to find that out.
-    if (rosterStale(site.heartbeat, now) && site.cached) site = await siteView(ctx, { fresh: true });
-    if (rosterStale(site.heartbeat, now)) throw noCapacity();
-    const fromRack = reservedFor === undefined && !fromStart ? site.randomRack(machineType) : undefined;
-    const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE + setAside.size, fromRack, reservedFor);
-    const free = candidates.page.filter((id) => !setAside.has(id));
-    if (free.length === 0 && reservedFor !== undefined) {
-      site.noteReservedPoolEmpty(machineType, reservedFor);
-      reservedFor = undefined;
-      continue;
-    }
-    if (free.length === 0 && fromRack !== undefined && setAside.size > 0) {
-      fromStart = true;
-      continue;
-    }
-    if (free.length === 0) throw noCapacity();
-    const lostEveryTry = tried === PLACEMENT_TRIES || setAside.size >= CANDIDATE_PAGE || (tried + setAside.size > 0 && outOfTime());
-    if (lostEveryTry) {
-      await refuseAtQuota();
-      // Capacity remains: this request was unlucky, not refused. A 409 like any lost race; retrying is safe.
-      throw conflict(
-        'concurrent-update',
-        `concurrent creates took each of the ${tried} ${machineType} machines this request tried to claim; ${machineType} ` +
-          'machines are still free, so retry the request (with the same Idempotency-Key, if it had one)',
-      );
-    }
-    const open = candidates.open(free);
-    if (open.length === 0) {
-      // Every free machine read is being claimed by another create of this process: what they leave is read next.
-      if (outOfTime()) {
+  // Set when a create that waited for this process's claims is short of time: the read it makes next is its last.
+  let lastRead = false;
+  let waited: (() => void) | undefined;
+  try {
+    for (let tried = 0; ; ) {
+      const now = ctx.clock.now();
+      // A silent agent leaves no machine fresh: no read of each candidate to find that out.
+      if (rosterStale(site.heartbeat, now) && site.cached) site = await siteView(ctx, { fresh: true });
+      if (rosterStale(site.heartbeat, now)) throw noCapacity();
+      const fromRack = reservedFor === undefined && !fromStart ? site.randomRack(machineType) : undefined;
+      const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE + setAside.size, fromRack, reservedFor, waited);
+      waited = undefined;
+      const free = candidates.page.filter((id) => !setAside.has(id));
+      if (free.length === 0 && reservedFor !== undefined) {
+        site.noteReservedPoolEmpty(machineType, reservedFor);
+        reservedFor = undefined;
+        continue;
+      }
+      if (free.length === 0 && fromRack !== undefined && setAside.size > 0) {
+        fromStart = true;
+        continue;
+      }
+      if (free.length === 0) throw noCapacity();
+      const lostEveryTry = tried === PLACEMENT_TRIES || setAside.size >= CANDIDATE_PAGE || (tried + setAside.size > 0 && outOfTime());
+      if (lostEveryTry) {
         await refuseAtQuota();
-        throw conflict('concurrent-update', `concurrent creates are claiming every free ${machineType} machine; retry the request`);
+        // Capacity remains: this request was unlucky, not refused. A 409 like any lost race; retrying is safe.
+        throw conflict(
+          'concurrent-update',
+          `concurrent creates took each of the ${tried} ${machineType} machines this request tried to claim; ${machineType} ` +
+            'machines are still free, so retry the request (with the same Idempotency-Key, if it had one)',
+        );
       }
-      await Promise.allSettled(candidates.busy(free));
-      // The claims waited for may have used up the org's quota.
-      await refuseAtQuota();
-      continue;
+      const open = candidates.open(free);
+      if (open.length === 0) {
+        // Every free machine read is being claimed by another create of this process: a commit each, so they are waited
+        // for whatever the time left, and what they leave decides the answer.
+        const wait = candidates.waitForClaims(free);
+        waited = wait.done;
+        await wait.settled;
+        // The claims waited for may have used up the org's quota.
+        await refuseAtQuota();
+        // The read held every free machine of the pool and this process took them all: none is left to read again.
+        if (candidates.complete && candidates.open(free).length === 0) {
+          if (reservedFor === undefined) throw noCapacity();
+          site.noteReservedPoolEmpty(machineType, reservedFor);
+          reservedFor = undefined;
+          continue;
+        }
+        if (lastRead) throw conflict('concurrent-update', `concurrent creates are claiming every free ${machineType} machine; retry the request`);
+        // Short of time, one more read still fits (the reserve is kept for it): if it finds nothing free, the answer is
+        // no-capacity, which a retry would only repeat; if it finds every free machine claimed again, it is the 409.
+        lastRead = outOfTime();
+        continue;
+      }
+      const id = open[Math.floor(Math.random() * open.length)]!;
+      const attempt = async (): Promise<ClaimTry> => {
+        const machine = await ctx.store.getMachine(id);
+        let allocatable = machine !== null && allocatability(machine, site.heartbeat, now).allocatable;
+        // The site view may be a little old: a machine that looks stale by it is judged again on a fresh one.
+        if (machine && !allocatable && site.cached) {
+          site = await siteView(ctx, { fresh: true });
+          allocatable = allocatability(machine, site.heartbeat, now).allocatable;
+        }
+        // Taken by a rival since the index was read (or before, the index lagging), reserved for another org, or stale.
+        if (!machine || !allocatable || reservedForAnother(machine, principal.org)) return { setAside: true };
+        const { change, instance } = assignInstance(machine, spec, now);
+        // No shard with room (rivals filled those read): lost like a commit, and the usage is read again.
+        const charged = chargeQuota(change, usage, principal.org, machineType);
+        return charged && (await committedOnce(() => ctx.store.commit(charged))) ? { instance: chargedInstance(charged, instance) } : { lost: true };
+      };
+      const result = await claimMachine(ctx, machineType, id, attempt, (outcome) => 'instance' in outcome, reservedFor);
+      if ('instance' in result) return result.instance;
+      // Lost to a rival for the machine, or to the org's other creates for the last of its quota: the usage says which.
+      if ('lost' in result) await refuseAtQuota(true);
+      if ('setAside' in result) setAside.add(id);
+      else tried++;
     }
-    const id = open[Math.floor(Math.random() * open.length)]!;
-    const attempt = async (): Promise<ClaimTry> => {
-      const machine = await ctx.store.getMachine(id);
-      let allocatable = machine !== null && allocatability(machine, site.heartbeat, now).allocatable;
-      // The site view may be a little old: a machine that looks stale by it is judged again on a fresh one.
-      if (machine && !allocatable && site.cached) {
-        site = await siteView(ctx, { fresh: true });
-        allocatable = allocatability(machine, site.heartbeat, now).allocatable;
-      }
-      // Taken by a rival since the index was read (or before, the index lagging), reserved for another org, or stale.
-      if (!machine || !allocatable || reservedForAnother(machine, principal.org)) return { setAside: true };
-      const { change, instance } = assignInstance(machine, spec, now);
-      // No shard with room (rivals filled those read): lost like a commit, and the usage is read again.
-      const charged = chargeQuota(change, usage, principal.org, machineType);
-      return charged && (await committedOnce(() => ctx.store.commit(charged))) ? { instance: chargedInstance(charged, instance) } : { lost: true };
-    };
-    const result = await claimMachine(ctx, machineType, id, attempt, (outcome) => 'instance' in outcome, reservedFor);
-    if ('instance' in result) return result.instance;
-    // Lost to a rival for the machine, or to the org's other creates for the last of its quota: the usage says which.
-    if ('lost' in result) await refuseAtQuota(true);
-    if ('setAside' in result) setAside.add(id);
-    else tried++;
+  } finally {
+    waited?.();
   }
 }
 
@@ -162,16 +180,16 @@ async function createOnMachine(ctx: AppContext, principal: Principal, machineId:
   const heartbeat = await loadHeartbeatView(ctx);
   return retryOnStale(async () => {
     const machine = await ctx.store.getMachine(machineId);
-    if (!machine) throw notFound(`machine ${machineId}`);
+    if (!machine) throw notFound(`machine $machineId`);
     const blockers = repairClaimBlockers(machine, heartbeat, ctx.clock.now());
     if (blockers.length > 0) {
-      throw conflict('machine-unavailable', `machine ${machineId} cannot be claimed for repair: ${blockers.join(', ')}`);
+      throw conflict('machine-unavailable', `machine $machineIdcannot be claimed for repair: $blockers.join(', ')`);
     }
     const usage = await loadQuotaUsage(ctx, principal.org, machine.machineType);
     checkQuota(usage, 1);
     const { change, instance } = assignInstance(machine, spec, ctx.clock.now());
     const charged = chargeQuota(change, usage, principal.org, machine.machineType);
-    if (!charged) throw new StaleWriteError(`org ${principal.org}'s ${machine.machineType} usage shards filled while this request ran`);
+    if (!charged) throw new StaleWriteError(`org $principal.org's ${machine.machineType} usage shards filled while this request ran`);
     await ctx.store.commit(charged);
     return chargedInstance(charged, instance);
   });

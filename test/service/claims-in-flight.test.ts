@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { Change } from '#domain/core/change.ts';
-import { createInstance } from '#services/instances.ts';
+import { createInstance, LAST_TRY_RESERVE_MS } from '#services/instances.ts';
+import { registerMachines } from '#services/machines.ts';
 import type { FleetStore } from '#store/port.ts';
-import { harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
+import { beat, harness, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
+import { ops } from '#test/support/fixtures.ts';
 
 const alice = tenant('acme', 'alice');
 
@@ -45,5 +47,37 @@ describe('concurrent creates of one process', () => {
     const answers = await outcomes([createInstance(h.ctx, alice, { machineType: 'gb200' }), createInstance(h.ctx, alice, { machineType: 'gb200' })]);
     expect(answers.sort()).toEqual(['created', 'no-capacity']);
     expect((await h.store.getMachine('gb200-1'))!.instanceId).toBeDefined();
+  });
+
+  it('a burst on a nearly full type, on reads slow enough to use up the time before the deadline: a machine or no-capacity each', async () => {
+    const h = harness();
+    const racks = Array.from({ length: 40 }, (_, r) => `rack-${String(r).padStart(2, '0')}`);
+    const onRacks = (names: string[]) => names.flatMap((rack) => Array.from({ length: 20 }, (_, i) => ({ id: `${rack}-${i}`, machineType: 'gb200', rack })));
+    // Every rack full but four, spread among them: registered after the others are taken.
+    const freeRacks = ['rack-05', 'rack-15', 'rack-25', 'rack-35'];
+    const held = onRacks(racks.filter((rack) => !freeRacks.includes(rack)));
+    await registerMachines(h.ctx, held, ops);
+    await beat(
+      h,
+      held.map((m) => m.id),
+    );
+    await Promise.all(held.map(() => createInstance(h.ctx, tenant('filler', 'f'), { machineType: 'gb200' })));
+    const free = onRacks(freeRacks);
+    await registerMachines(h.ctx, free, ops);
+    await beat(
+      h,
+      [...held, ...free].map((m) => m.id),
+    );
+    // Each read of the index takes a while, as a read through many racks does on a busy site.
+    const allocatableMachineIds = h.store.allocatableMachineIds.bind(h.store);
+    h.store.allocatableMachineIds = async (...read) => {
+      await new Promise((r) => setTimeout(r, 40));
+      return allocatableMachineIds(...read);
+    };
+    // Time for a read or two before the reserve for the last try is reached.
+    const ctx = { ...h.ctx, deadline: Date.now() + LAST_TRY_RESERVE_MS + 100 };
+    const answers = await outcomes(Array.from({ length: 240 }, () => createInstance(ctx, alice, { machineType: 'gb200' })));
+    expect(answers.filter((a) => a === 'created')).toHaveLength(80);
+    expect(answers.filter((a) => a === 'no-capacity')).toHaveLength(160);
   });
 });
