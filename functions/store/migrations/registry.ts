@@ -1,5 +1,6 @@
 /**
- * Every data migration, in order (what each does: summaries.ts, for the upgrade plan; the functions carry none of it): each brings the table to the data version of its id. Numbered, idempotent and
+ * Every data migration, in order: each brings the table to the data version of its id (what each does is in
+ * summaries.ts, for the upgrade plan: the functions carry none of that prose). Numbered, idempotent and
  * resumable; `site` ones touch a bounded set of the site's own items, `scan` ones walk the whole table in parallel
  * Scan segments with a checkpoint each (runner.ts). An `expand` migration leaves what the release before reads; a
  * `contract` one removes it, no sooner than `[migrations] contract_after_minutes` after the expand before it, when
