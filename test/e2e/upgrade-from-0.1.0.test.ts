@@ -1,12 +1,11 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRunner } from '#test/support/runner-process.ts';
 import { caller, seedRelease010, tokenFor, type SeededSite } from '#test/support/upgrade/seed-release-0-1-0.ts';
 import { RELEASE_010_COMMIT, releaseWorktree, type ReleaseWorktree } from '#test/support/upgrade/release-worktree.ts';
 import { watchInvariants } from '#test/support/site-invariants.ts';
-import { listAll, migrationsDone, startReleaseBeside, until } from '#test/support/upgrade/release-site.ts';
+import { listAll, migrationsDone, seededData, startReleaseBeside, UPGRADE_CONFIG, until } from '#test/support/upgrade/release-site.ts';
 import { parseSiteConfig } from '#config/site-config.ts';
 
 // Release 0.1.0 (commit 1557cba) runs from a worktree of this repository's history, with data: machines, instances
@@ -14,7 +13,6 @@ import { parseSiteConfig } from '#config/site-config.ts';
 // this release starts on its table (docs/deploy.md, "Upgrading a site").
 
 type Json = Record<string, any>;
-const currentConfig = `${readFileSync('sites/local.toml', 'utf8')}\n[migrations]\ncontract_after_minutes = 0\nsweep_seconds = 5\n`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const thisRelease = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 
@@ -40,14 +38,7 @@ const createOnceFree = (call: ReturnType<typeof caller>, org: string, name: stri
 
 describe('an upgrade from release 0.1.0', () => {
   let release: ReleaseWorktree;
-  const seededDir = mkdtempSync(join(tmpdir(), 'fleetward-0.1.0-data-'));
-  const dirs: string[] = [seededDir];
-  const copyOfSeeded = () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fleetward-upgrade-'));
-    cpSync(seededDir, dir, { recursive: true });
-    dirs.push(dir);
-    return dir;
-  };
+  const data = seededData('0.1.0');
   let seeded: SeededSite;
   let before: Before;
   const startRelease010 = (dataDir: string) =>
@@ -55,7 +46,7 @@ describe('an upgrade from release 0.1.0', () => {
 
   beforeAll(async () => {
     release = releaseWorktree(RELEASE_010_COMMIT);
-    const old = await startRelease010(seededDir);
+    const old = await startRelease010(data.dir);
     try {
       seeded = await seedRelease010(old.api);
       const admin = caller(old.api, await tokenFor(old.api, 'olga', 'provider', ['provider-admin']));
@@ -76,13 +67,13 @@ describe('an upgrade from release 0.1.0', () => {
 
   afterAll(() => {
     release?.remove();
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    data.remove();
   });
 
   it('upgrades the table while the site serves, and loses nothing', async () => {
-    const site = await startRunner({ dataDir: copyOfSeeded(), siteName: 'local', config: currentConfig });
+    const site = await startRunner({ dataDir: data.copy(), siteName: 'local', config: UPGRADE_CONFIG });
     // No machine held twice, no meta-instance over its size, at any moment of the migration.
-    const watch = watchInvariants(/DynamoDB Local on (http:\/\/\S+)/.exec(site.output())![1]!, 'fleetward-local', parseSiteConfig(currentConfig));
+    const watch = watchInvariants(/DynamoDB Local on (http:\/\/\S+)/.exec(site.output())![1]!, 'fleetward-local', parseSiteConfig(UPGRADE_CONFIG));
     try {
       expect(site.output()).toContain('step 1 of 1, create index allocatableByDomain');
       expect(site.output()).toMatch(/data version 0 of \d+: migrations 1 site-items-own-keys/);
@@ -168,9 +159,9 @@ describe('an upgrade from release 0.1.0', () => {
   }, 300_000);
 
   it('runs beside release 0.1.0 on one table during the deploy: each sees what the other writes, and the invariants hold', async () => {
-    const site = await startRunner({ dataDir: copyOfSeeded(), siteName: 'local', config: currentConfig, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
+    const site = await startRunner({ dataDir: data.copy(), siteName: 'local', config: UPGRADE_CONFIG, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
     const endpoint = /DynamoDB Local on (http:\/\/\S+)/.exec(site.output())![1]!;
-    const watch = watchInvariants(endpoint, 'fleetward-local', parseSiteConfig(currentConfig));
+    const watch = watchInvariants(endpoint, 'fleetward-local', parseSiteConfig(UPGRADE_CONFIG));
     const old = await startReleaseBeside(release.dir, endpoint, '#local/site.ts');
     const statuses: number[] = [];
     const created = new Map<string, string>();
@@ -227,8 +218,8 @@ describe('an upgrade from release 0.1.0', () => {
   }, 300_000);
 
   it('a deploy never declared done leaves a table that release 0.1.0 serves whole', async () => {
-    const dataDir = copyOfSeeded();
-    const site = await startRunner({ dataDir, siteName: 'local', config: currentConfig, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
+    const dataDir = data.copy();
+    const site = await startRunner({ dataDir, siteName: 'local', config: UPGRADE_CONFIG, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
     let createdByNew: string;
     try {
       const acme = caller(site.api, await tokenFor(site.api, 'alice', 'acme', ['tenant']));

@@ -1,11 +1,10 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSiteConfig } from '#config/site-config.ts';
 import { startRunner } from '#test/support/runner-process.ts';
 import { watchInvariants } from '#test/support/site-invariants.ts';
-import { listAll, migrationsDone, startReleaseBeside, until } from '#test/support/upgrade/release-site.ts';
+import { listAll, migrationsDone, seededData, startReleaseBeside, UPGRADE_CONFIG, until } from '#test/support/upgrade/release-site.ts';
 import { RELEASE_020_COMMIT, releaseWorktree, type ReleaseWorktree } from '#test/support/upgrade/release-worktree.ts';
 import { caller, tokenFor } from '#test/support/upgrade/seed-release-0-1-0.ts';
 
@@ -14,7 +13,6 @@ import { caller, tokenFor } from '#test/support/upgrade/seed-release-0-1-0.ts';
 // table over (docs/deploy.md, "Upgrading a site").
 
 type Call = ReturnType<typeof caller>;
-const currentConfig = `${readFileSync('sites/local.toml', 'utf8')}\n[migrations]\ncontract_after_minutes = 0\nsweep_seconds = 5\n`;
 const QUOTA = 3;
 
 /** Creates sent at once; their answers' status (and code, for a 409). */
@@ -31,21 +29,14 @@ const counted = async (call: Call, org: string) =>
 
 describe('an upgrade from release 0.2.0', () => {
   let release: ReleaseWorktree;
-  const seededDir = mkdtempSync(join(tmpdir(), 'fleetward-0.2.0-data-'));
-  const dirs: string[] = [seededDir];
-  const copyOfSeeded = () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fleetward-upgrade-'));
-    cpSync(seededDir, dir, { recursive: true });
-    dirs.push(dir);
-    return dir;
-  };
+  const seeded = seededData('0.2.0');
   let held: string[];
 
   beforeAll(async () => {
     release = releaseWorktree(RELEASE_020_COMMIT);
     const old = await startRunner({
       cwd: release.dir,
-      dataDir: seededDir,
+      dataDir: seeded.dir,
       siteName: 'local',
       config: readFileSync(join(release.dir, 'sites/local.toml'), 'utf8'),
     });
@@ -75,11 +66,11 @@ describe('an upgrade from release 0.2.0', () => {
 
   afterAll(() => {
     release?.remove();
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    seeded.remove();
   });
 
   it('deals the quota 0.2.0 held in one item over the usage shards while the site serves, and keeps it exact', async () => {
-    const site = await startRunner({ dataDir: copyOfSeeded(), siteName: 'local', config: currentConfig });
+    const site = await startRunner({ dataDir: seeded.copy(), siteName: 'local', config: UPGRADE_CONFIG });
     try {
       const admin = caller(site.api, await tokenFor(site.api, 'olga', 'provider', ['provider-admin']));
       const acme = caller(site.api, await tokenFor(site.api, 'alice', 'acme', ['tenant']));
@@ -101,9 +92,9 @@ describe('an upgrade from release 0.2.0', () => {
   }, 240_000);
 
   it('runs beside release 0.2.0 on one table until the deploy is declared done: one quota for both, then dealt', async () => {
-    const site = await startRunner({ dataDir: copyOfSeeded(), siteName: 'local', config: currentConfig, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
+    const site = await startRunner({ dataDir: seeded.copy(), siteName: 'local', config: UPGRADE_CONFIG, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
     const endpoint = /DynamoDB Local on (http:\/\/\S+)/.exec(site.output())![1]!;
-    const watch = watchInvariants(endpoint, 'fleetward-local', parseSiteConfig(currentConfig));
+    const watch = watchInvariants(endpoint, 'fleetward-local', parseSiteConfig(UPGRADE_CONFIG));
     const old = await startReleaseBeside(release.dir, endpoint, '#local/runner.ts');
     try {
       const sides = await Promise.all([old.api, site.api].map(async (api) => caller(api, await tokenFor(api, 'alice', 'acme', ['tenant']))));

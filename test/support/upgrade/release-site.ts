@@ -1,10 +1,32 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { caller } from './seed-release-0-1-0.ts';
 
 type Json = Record<string, any>;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** This release's local site config for the upgrade tests: a contract runs at once, and the sweep migrates often. */
+export const UPGRADE_CONFIG = `${readFileSync('sites/local.toml', 'utf8')}\n[migrations]\ncontract_after_minutes = 0\nsweep_seconds = 5\n`;
+
+/** A data folder an earlier release seeds once, and a fresh copy of it for each test; all removed at the end. */
+export function seededData(release: string) {
+  const dir = mkdtempSync(join(tmpdir(), `fleetward-${release}-data-`));
+  const dirs = [dir];
+  return {
+    dir,
+    copy(): string {
+      const copy = mkdtempSync(join(tmpdir(), 'fleetward-upgrade-'));
+      cpSync(dir, copy, { recursive: true });
+      dirs.push(copy);
+      return copy;
+    },
+    remove(): void {
+      for (const each of dirs) rmSync(each, { recursive: true, force: true });
+    },
+  };
+}
 
 export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
