@@ -48,10 +48,22 @@ export interface Ledger {
   power: Map<string, PowerRecord>;
   validations: Map<string, ValidationRecord>;
   maintenances: Map<string, MaintenanceRecord>;
+  /**
+   * Validation and maintenance ids whose outcome was reported: the same id asked again is answered, not run again.
+   * Kept for the process's life (a compacted journal leaves them out), as the controller repeats a call within it.
+   */
+  reported: { validations: Set<string>; maintenances: Set<string> };
 }
 
 export function emptyLedger(): Ledger {
-  return { instances: new Map(), names: new Map(), power: new Map(), validations: new Map(), maintenances: new Map() };
+  return {
+    instances: new Map(),
+    names: new Map(),
+    power: new Map(),
+    validations: new Map(),
+    maintenances: new Map(),
+    reported: { validations: new Set(), maintenances: new Set() },
+  };
 }
 
 /** Applies one entry. Records whose story is over (reported, or done) are dropped: the journal's compaction keeps the rest. */
@@ -127,6 +139,7 @@ export function applyEntry(ledger: Ledger, entry: JournalEntry): void {
     }
     case 'validation-reported':
       ledger.validations.delete(entry.validationId);
+      ledger.reported.validations.add(entry.validationId);
       return;
     case 'maintenance': {
       const { t: _t, at: _at, machineId, ...request } = entry;
@@ -142,6 +155,7 @@ export function applyEntry(ledger: Ledger, entry: JournalEntry): void {
     }
     case 'maintenance-reported':
       ledger.maintenances.delete(entry.maintenanceId);
+      ledger.reported.maintenances.add(entry.maintenanceId);
       return;
   }
 }

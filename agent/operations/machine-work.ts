@@ -77,7 +77,7 @@ export function machineWork(ctx: AgentContext): MachineWork {
   return {
     validate(machineId, request) {
       if (!ctx.machines.has(machineId)) return refusal(404, 'not_found', `this agent has no machine ${machineId}`);
-      if (!ctx.ledger.validations.has(request.validationId)) {
+      if (!ctx.ledger.validations.has(request.validationId) && !ctx.ledger.reported.validations.has(request.validationId)) {
         ctx.record({ t: 'validation', machineId, ...request });
         runValidation(ctx.ledger.validations.get(request.validationId)!, false);
       }
@@ -85,7 +85,7 @@ export function machineWork(ctx: AgentContext): MachineWork {
     },
     maintain(machineId, request) {
       if (!ctx.machines.has(machineId)) return refusal(404, 'not_found', `this agent has no machine ${machineId}`);
-      if (!ctx.ledger.maintenances.has(request.maintenanceId)) {
+      if (!ctx.ledger.maintenances.has(request.maintenanceId) && !ctx.ledger.reported.maintenances.has(request.maintenanceId)) {
         ctx.record({ t: 'maintenance', machineId, ...request });
         runMaintenance(ctx.ledger.maintenances.get(request.maintenanceId)!, false);
       }

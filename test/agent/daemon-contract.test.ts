@@ -173,6 +173,9 @@ maintenance = { command = '${record}; echo firmware 1.2.3 applied', timeout_seco
       ok: true,
       message: 'firmware 1.2.3 applied',
     });
+    // Asked again once its outcome was reported, it is the same validation: answered, not run again.
+    expect((await agent.call('POST', '/machines/h100-r1-04/validation', validation)).status).toBe(202);
+    expect((await agent.call('POST', '/machines/h100-r1-05/maintenance', { maintenanceId: 'mnt-1', category: 'firmware' })).status).toBe(202);
     expect(hookLines().filter((l) => l.startsWith('validate'))).toEqual(['validate h100-r1-04   val-1']);
   });
 });

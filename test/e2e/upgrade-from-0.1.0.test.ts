@@ -73,7 +73,7 @@ describe('an upgrade from release 0.1.0', () => {
   it('upgrades the table while the site serves, and loses nothing', async () => {
     const site = await startRunner({ dataDir: data.copy(), siteName: 'local', config: UPGRADE_CONFIG });
     // No machine held twice, no meta-instance over its size, at any moment of the migration.
-    const watch = watchInvariants(/DynamoDB Local on (http:\/\/\S+)/.exec(site.output())![1]!, 'fleetward-local', parseSiteConfig(UPGRADE_CONFIG));
+    const watch = watchInvariants(site.dynamoEndpoint, 'fleetward-local', parseSiteConfig(UPGRADE_CONFIG));
     try {
       expect(site.output()).toContain('step 1 of 1, create index allocatableByDomain');
       expect(site.output()).toMatch(/data version 0 of \d+: migrations 1 site-items-own-keys/);
@@ -160,7 +160,7 @@ describe('an upgrade from release 0.1.0', () => {
 
   it('runs beside release 0.1.0 on one table during the deploy: each sees what the other writes, and the invariants hold', async () => {
     const site = await startRunner({ dataDir: data.copy(), siteName: 'local', config: UPGRADE_CONFIG, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
-    const endpoint = /DynamoDB Local on (http:\/\/\S+)/.exec(site.output())![1]!;
+    const endpoint = site.dynamoEndpoint;
     const watch = watchInvariants(endpoint, 'fleetward-local', parseSiteConfig(UPGRADE_CONFIG));
     const old = await startReleaseBeside(release.dir, endpoint, '#local/site.ts');
     const statuses: number[] = [];

@@ -93,7 +93,7 @@ describe('an upgrade from release 0.2.0', () => {
 
   it('runs beside release 0.2.0 on one table until the deploy is declared done: one quota for both, then dealt', async () => {
     const site = await startRunner({ dataDir: seeded.copy(), siteName: 'local', config: UPGRADE_CONFIG, env: { FLEETWARD_HOLD_MIGRATIONS: '1' } });
-    const endpoint = /DynamoDB Local on (http:\/\/\S+)/.exec(site.output())![1]!;
+    const endpoint = site.dynamoEndpoint;
     const watch = watchInvariants(endpoint, 'fleetward-local', parseSiteConfig(UPGRADE_CONFIG));
     const old = await startReleaseBeside(release.dir, endpoint, '#local/runner.ts');
     try {

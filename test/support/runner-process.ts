@@ -35,6 +35,8 @@ export interface RunnerProcess {
   api: string;
   /** The simulated site agent's own API (GET {agent}/instances/{name}). */
   agent: string;
+  /** The runner's DynamoDB Local. */
+  dynamoEndpoint: string;
   /** A call to the agent's own API, signed with a key of the test's that the agent was told to accept. */
   callAgent(method: string, path: string): Promise<Answer>;
   call(method: string, path: string, options?: { token?: string; body?: unknown }): Promise<Answer>;
@@ -71,29 +73,31 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerProcess
     detached: true,
   });
   let output = '';
-  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-OUTPUT_KEPT));
+  // The banner's addresses, caught as their lines go by: a site that logs every reaction as JSON scrolls them out
+  // of the kept tail within moments.
+  const banner = { api: /API\s+(http:\/\/\S+)/, agent: /site agent\s+simulated, (http:\/\/\S+)/, dynamo: /DynamoDB Local on (http:\/\/\S+)/ };
+  const seen: Partial<Record<keyof typeof banner, string>> = {};
+  let partial = '';
+  const keep = (chunk: Buffer) => {
+    const text = chunk.toString();
+    output = (output + text).slice(-OUTPUT_KEPT);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) for (const [name, pattern] of Object.entries(banner)) seen[name as keyof typeof banner] ??= pattern.exec(line)?.[1];
+  };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
-  const banner = [/API\s+http:\/\//, /site agent\s+simulated, http:\/\//, /DynamoDB Local on http:\/\//];
-  while (!banner.every((line) => line.test(output))) {
+  while (!(seen.api && seen.agent && seen.dynamo)) {
     if (child.exitCode !== null || Date.now() > deadline) {
       killTree(child);
-      throw new Error(`the local runner did not come up:\n${output}`);
+      throw new Error(`the local runner did not come up (banner so far: ${JSON.stringify(seen)}):\n${output}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  const found = (pattern: RegExp): string => {
-    const value = pattern.exec(output)?.[1];
-    if (value !== undefined) return value;
-    killTree(child);
-    throw new Error(`the local runner's banner has no ${pattern}:\n${output}`);
-  };
-  const api = found(/API\s+(http:\/\/\S+)/);
-  const agent = found(/site agent\s+simulated, (http:\/\/\S+)/);
-  const dynamo = found(/DynamoDB Local on (http:\/\/\S+)/);
+  const { api, agent, dynamo } = seen as Record<keyof typeof banner, string>;
   const documents = createDocumentClient(dynamo);
 
   const call: RunnerProcess['call'] = async (method, path, { token, body } = {}) => {
@@ -118,6 +122,7 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerProcess
   return {
     api,
     agent,
+    dynamoEndpoint: dynamo,
     call,
     async callAgent(method, path) {
       const response = await fetch(`${agent}${path}`, { method, headers: signRequest(testKeys, { method, target: path, body: '' }, new Date()) });
