@@ -9,8 +9,8 @@ const answers = await Promise.all(
   requests.map(async ({ url, headers, body }): Promise<Answer> => {
     const t0 = performance.now();
     const response = await fetch(url, { method: 'POST', headers, body });
-    const answer = (await response.json()) as { code?: string; machineId?: string };
-    return { ms: performance.now() - t0, status: response.status, code: answer.code, machineId: answer.machineId };
+    const answer = (await response.json()) as { code?: string; machineId?: string; id?: string };
+    return { ms: performance.now() - t0, status: response.status, code: answer.code, machineId: answer.machineId, id: answer.id };
   }),
 );
 parentPort!.postMessage(answers);

@@ -49,6 +49,8 @@ export interface Answer {
   status: number;
   code: string | undefined;
   machineId: string | undefined;
+  /** The created instance's id, for a bench that releases the winners. */
+  id: string | undefined;
 }
 
 /** What bench/burst-client.ts sends, all at once: each body to its own org's URL, with that org's token. */
@@ -64,7 +66,7 @@ export type BurstOrgs = 'one-org' | 'one-org-with-quota' | 'an-org-each';
 const BURST_KINDS: readonly BurstOrgs[] = ['an-org-each', 'one-org', 'one-org-with-quota'];
 
 /** The burst's answers, from a worker thread: each create timed from its send until its body is read. */
-function sendBurst(request: BurstRequest): Promise<Answer[]> {
+export function sendBurst(request: BurstRequest): Promise<Answer[]> {
   const client = new Worker(new URL('./burst-client.ts', import.meta.url), { workerData: request });
   return new Promise<Answer[]>((resolve, reject) => {
     client.once('message', resolve);

@@ -12,6 +12,7 @@ import { partitionHeatPart } from './partition-heat.ts';
 import { placementPart } from './placement.ts';
 import { reservationPart } from './reservation.ts';
 import { scalePart } from './scale.ts';
+import { scaleBurstPart } from './scale-burst.ts';
 import { summaryPart } from './summary.ts';
 import { sweepPart } from './sweep.ts';
 import { workflowsPart } from './workflows.ts';
@@ -28,6 +29,7 @@ export const parts: readonly AnyPart[] = [
   contentionPart,
   coldstartPart,
   scalePart,
+  scaleBurstPart,
   summaryPart,
   maintenancePart,
   migrationPart,

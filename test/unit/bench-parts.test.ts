@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parts } from '../../bench/parts/index.ts';
 import { placementPart } from '../../bench/parts/placement.ts';
+import { scaleBurstPart } from '../../bench/parts/scale-burst.ts';
 import { selectParts } from '../../bench/select.ts';
 
 // How a run picks its bench parts (BENCH_ONLY, BENCH_SKIP) and what each part is to the run: no DynamoDB here.
@@ -47,5 +48,8 @@ describe('bench parts', () => {
       metaInstances: 1_000,
       passes: 5,
     });
+    // The burst on a site-scale type: 100 free for 400 creates unless told, the sweep as deployed (each minute).
+    expect(scaleBurstPart.options({})).toEqual({ machines: 4_000, free: 100, requests: 400, rounds: 1, waiters: 5, sweepIntervalMs: 60_000 });
+    expect(scaleBurstPart.options({ BENCH_SCALE_BURST_MACHINES: '200', BENCH_SCALE_BURST_WAITERS: '0' })).toMatchObject({ machines: 200, waiters: 0 });
   });
 });
