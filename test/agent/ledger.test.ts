@@ -49,6 +49,9 @@ describe('the ledger the journal rebuilds', () => {
     ];
     const live = liveEntries(replay(entries));
     expect(live.map((e) => e.t)).toEqual(['create', 'provisioned', 'power', 'power-sent']);
-    expect(replay(live)).toEqual(replay(entries));
+    // The ids whose outcome was reported are answered again only until the journal is compacted (at a restart).
+    const { reported, ...rest } = replay(entries);
+    expect(reported.validations).toEqual(new Set(['v1']));
+    expect(replay(live)).toEqual({ ...rest, reported: { validations: new Set(), maintenances: new Set() } });
   });
 });
