@@ -185,12 +185,10 @@ describe('dashboard', () => {
     const cells = map.locator('a.cell');
     await until(page, 'the h100 squares', async () => (await cells.count()) === 2);
     const [held, free] = (await cells.evaluateAll((all) => all.map((a) => a.getAttribute('data-machine')))) as [string, string];
-    // Only a free machine is reserved at once: on a loaded host an earlier test's cleanup, or a late beat, may still
-    // hold it, and a beat that comes late again may make it stale for a moment after it was free: asked again then.
-    const created = await site.eventually(async () => {
-      const answer = await site.call('POST', '/admin/reservations', { token: who.admin, body: { org: 'acme', machineType: 'h100', machineIds: [held] } });
-      return answer.status === 201 ? answer : answer.status === 409 ? undefined : Promise.reject(new Error(`${answer.status} ${JSON.stringify(answer.body)}`));
-    }, 30_000);
+    // Only a free machine is reserved: an earlier test's cleanup, or a late beat on a loaded host, may hold it a while.
+    const reserve = () => site.call('POST', '/admin/reservations', { token: who.admin, body: { org: 'acme', machineType: 'h100', machineIds: [held] } });
+    const created = await site.eventually(async () => reserve().then((answer) => (answer.status === 409 ? undefined : answer)), 30_000);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
     const reservation = (created.body as { id: string }).id;
     const square = (id: string) => map.locator(`a.cell[data-machine="${id}"]`);
     const outline = (id: string) => square(id).evaluate((a) => getComputedStyle(a).outlineStyle);
