@@ -187,7 +187,7 @@ describe('dashboard', () => {
     const [held, free] = (await cells.evaluateAll((all) => all.map((a) => a.getAttribute('data-machine')))) as [string, string];
     // Only a free machine is reserved: an earlier test's cleanup, or a late beat on a loaded host, may hold it a while.
     const reserve = () => site.call('POST', '/admin/reservations', { token: who.admin, body: { org: 'acme', machineType: 'h100', machineIds: [held] } });
-    const created = await site.eventually(async () => reserve().then((answer) => (answer.status === 409 ? undefined : answer)), 30_000);
+    const created = await site.eventually(async () => reserve().then((answer) => (answer.status === 409 ? undefined : answer)), 50_000);
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const reservation = (created.body as { id: string }).id;
     const square = (id: string) => map.locator(`a.cell[data-machine="${id}"]`);
@@ -210,7 +210,7 @@ describe('dashboard', () => {
     expect(await outline(held)).toBe('none');
     expect(await map.getByTestId('reservation-key').count()).toBe(0);
     await page.locator('#rack-type').selectOption('gb200');
-  });
+  }, 60_000);
 
   it('a release with an issue: the machine waits for a repair tenant with its issue, and the counts change', async () => {
     repaired = await reportIssue(site, who, { category: 'hardware', summary: 'ECC errors', details: 'DIMM 2' });
