@@ -4,7 +4,7 @@ import { assignInstance, releaseInstance } from '#domain/instances/instances.ts'
 import { MAINTENANCE_SOURCE } from '#domain/maintenance/maintenance-waves.ts';
 import type { Member, MetaDecision, MetaSnapshot } from '#domain/meta-instances/meta-instances.ts';
 import { replacementsAfter, withMeta } from '#domain/meta-instances/meta-changes.ts';
-import type { HistoryEntry, Issue, Machine, MetaInstance } from '#domain/core/model.ts';
+import type { HistoryEntry, Issue, Machine, MemberReplacement, MetaInstance } from '#domain/core/model.ts';
 import { hasOverride } from '#domain/core/overrides.ts';
 import { choosePlacement } from '#domain/meta-instances/placement.ts';
 import { chargeQuota } from '#domain/reservations/quota-shards.ts';
@@ -17,20 +17,6 @@ import { ageMs, iso } from '#domain/core/time.ts';
 // under the site's cap) and the outgoing member is released only once the successor is Ready. Else at once: the
 // outgoing member is released and placement fills the place as for any failed member. The intent is kept on the
 // meta-instance's record, so each step is one commit of that record and a crash resumes where the last one left it.
-
-export const replacementReasons = ['tenant', 'maintenance'] as const;
-
-export interface MemberReplacement {
-  /** The outgoing member. */
-  instanceId: string;
-  reason: (typeof replacementReasons)[number];
-  requestedAt: string;
-  requestedBy: string;
-  /** What the tenant reported: its machine is quarantined on release, as on any release with an issue. */
-  issue?: Issue;
-  /** The member placed to take its place; the outgoing one is released once it is Ready. */
-  successorId?: string;
-}
 
 /** What the site's repair rules need to decide on a reported fault (domain/repair/safety.ts `repairPolicy`). */
 export interface FaultRules {
