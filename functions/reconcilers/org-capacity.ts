@@ -1,6 +1,15 @@
 import type { Instance, Machine } from '#domain/core/model.ts';
 import { preventingSources } from '#domain/core/health.ts';
-import { capacityChange, capacityShardOf, entriesNow, feedMovesNow, orgShardRef, reservationOf, type CapacitySnapshot } from '#domain/capacity/org-capacity.ts';
+import {
+  capacityChange,
+  capacityShardOf,
+  endedHolds,
+  entriesNow,
+  feedMovesNow,
+  orgShardRef,
+  reservationOf,
+  type CapacitySnapshot,
+} from '#domain/capacity/org-capacity.ts';
 import { iso } from '#domain/core/time.ts';
 import type { AppContext } from '#runtime/context.ts';
 import { defineReconciler, fellDue, roomFor } from '#reconcilers/reconciler.ts';
@@ -90,7 +99,7 @@ async function loadCapacity(ctx: AppContext, ids: string[]): Promise<CapacitySna
   const known = [...ofNodes, ...shardsOf([...first.machines].map(([id, machine]) => [id, reservationOf(machine)]))];
   const unread = (wanted: Array<{ org: string; shard: number }>, read: Array<{ org: string; shard: number }>) =>
     wanted.filter(({ org, shard }) => !shards.has(orgShardRef(org, shard)) && !read.some((r) => r.org === org && r.shard === shard));
-  const instanceIds = [...first.machines.values()].flatMap((m) => (m.instanceId ? [m.instanceId] : []));
+  const instanceIds = [...[...first.machines.values()].flatMap((m) => (m.instanceId ? [m.instanceId] : [])), ...endedHolds(first.machines, nodes)];
   const second = await ctx.store.getCapacityItems({ instances: instanceIds, shards: unread(known, ofNodes) });
   for (const s of second.shards) shards.set(orgShardRef(s.org, s.shard), s);
   const snapshot = { machineIds, machines: first.machines, instances: second.instances, nodes };

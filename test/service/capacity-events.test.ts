@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { Machine } from '#domain/core/model.ts';
+import { finishCleanup } from '#domain/instances/cleanup.ts';
 import { readCapacityEvents } from '#services/capacity-events.ts';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { addHealthOverride, removeHealthOverride } from '#services/machine-actions.ts';
@@ -139,6 +140,20 @@ describe('capacity events', () => {
     await siteWith(h, { h100: 1 });
     const held = await createInstance(h.ctx, alice, { machineType: 'h100' });
     await releaseInstance(h.ctx, alice, held.id, { issue });
+    await deliver(h, records.splice(0), 7);
+    const feed = await follow(h, 'acme');
+    expect(changes(feed.items)).toEqual([[held.machineId, 'withdrawn', 'repair']]);
+  });
+
+  it("tells the org its machine went to repair on its own report, when the stream delivers nothing before the machine's cleanup ended", async () => {
+    const h = harness();
+    const records = recordStream(h);
+    await siteWith(h, { h100: 1 });
+    const held = await createInstance(h.ctx, alice, { machineType: 'h100' });
+    await deliver(h, records.splice(0), 5);
+    await releaseInstance(h.ctx, alice, held.id, { issue });
+    const machine = (await h.store.getMachine(held.machineId))!;
+    await h.store.commit(finishCleanup(machine, await h.store.getInstance(held.id), { ok: true }, 'site-agent', h.clock.now()));
     await deliver(h, records.splice(0), 7);
     const feed = await follow(h, 'acme');
     expect(changes(feed.items)).toEqual([[held.machineId, 'withdrawn', 'repair']]);

@@ -140,7 +140,7 @@ export async function startTestSite(overrides: Partial<LocalSiteOptions> & { wat
       // A test that stops DynamoDB under the site sees the 500s a site without its database gives.
       if (!breaksItsDatabase) expect(unacceptable(site.serverErrors()), 'answers no client may get: a 5xx but 503 with Retry-After').toEqual([]);
       expect(violations, 'safety rules broken while the site ran').toEqual([]);
-      expect(undelivered, 'outbox events not delivered once per id').toEqual([]);
+      expect(undelivered, `outbox events not delivered once per id; the stream: ${streamTrace(site, lines)}`).toEqual([]);
     },
     logLines: lines,
     config,
@@ -274,6 +274,13 @@ export const routeKey = (route: Pick<Route, 'method' | 'path'>): string => `${ro
  * Once the stream has caught up, every outbox entry has gone out. A site run without its stream, or whose stream is
  * stalled, is past judging here: its own test says what it expects.
  */
+/** What the stream poller counted, and its own log lines, for a test that finds an event undelivered. */
+function streamTrace(site: LocalSite, lines: readonly string[]): string {
+  const { streamBatches, streamRecords, streamFailureDestination } = site.counters();
+  const own = lines.filter((line) => line.includes('stream-poller')).slice(-10);
+  return JSON.stringify({ streamBatches, streamRecords, streamFailureDestination }) + own.map((line) => `\n${line}`).join('');
+}
+
 async function settledOutboxFaults(site: LocalSite, config: SiteConfig): Promise<string[]> {
   try {
     await site.streamIdle(reconcilerRunMs(config));

@@ -16,7 +16,7 @@ import { dueTimes } from '#reconcilers/due-times.ts';
 import { writesOf } from '#store/writes.ts';
 import { withValidationStarted, type ValidationReason } from '#domain/repair/validation.ts';
 import { iso } from '#domain/core/time.ts';
-import { aMachine, anInstance, aRepairRequest, AT, NOW } from '#test/support/fixtures.ts';
+import { aMachine, anInstance, aRepairRequest, AT, NOW, T0 } from '#test/support/fixtures.ts';
 
 const maintenance: HealthOverride = {
   source: 'maintenance',
@@ -95,6 +95,20 @@ describe('capacity events', () => {
     expect(
       walk(on({}, held()), on({ healthOverrides: [maintenance] }, held()), on({ state: 'Cleanup', healthOverrides: [maintenance] }, held('Terminating'))),
     ).toEqual([{ org: 'acme', change: 'withdrawn', reason: 'maintenance' }]);
+  });
+
+  it('a look that comes only after the cleanup tells the provider took the machine while its instance held it, and only then', () => {
+    const [assigned, taken, ended] = [AT, iso(new Date(T0.getTime() + 1_000)), iso(new Date(T0.getTime() + 2_000))];
+    const before = standingOf(aMachine({ instanceId: 'i-1', state: 'Assigned', assignedAt: assigned }), anInstance({ status: 'Ready', createdAt: assigned }));
+    const over = anInstance({ status: 'Terminated', createdAt: assigned, updatedAt: ended });
+    const freeWith = (createdAt: string) => standingOf(aMachine({ healthOverrides: [{ ...aRepairRequest(), createdAt }] }), null, over);
+    expect(before).toMatchObject({ holder: 'acme', heldBy: 'i-1' });
+    expect(capacityMovesOf(before, freeWith(taken))).toEqual(acme('withdrawn', 'repair'));
+    // Taken after its hold ended, or before it began: the org had let go of it, or never had it in service.
+    expect(capacityMovesOf(before, freeWith(iso(new Date(T0.getTime() + 3_000))))).toEqual([]);
+    expect(capacityMovesOf(before, freeWith(iso(new Date(T0.getTime() - 1_000))))).toEqual([]);
+    // Without the instance that held it, the machine free and out says nothing of whom it was taken from.
+    expect(capacityMovesOf(before, standingOf(aMachine({ healthOverrides: [{ ...aRepairRequest(), createdAt: taken }] }), null))).toEqual([]);
   });
 
   it("a repair tenant's claim and release of a reserved machine are no entries of its own; the machine comes back to the reservation", () => {

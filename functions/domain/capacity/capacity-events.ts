@@ -29,6 +29,11 @@ export type OutOfService = 'repair' | 'maintenance' | 'retired';
 export interface CapacityStanding {
   /** The org whose Provisioning, Ready or Repairing instance is on it. */
   holder?: string;
+  /**
+   * The instance holding it, live or releasing it: a later look that finds the machine free reads that instance to
+   * tell whether the provider took the machine before its hold ended (`standingOf`'s `ended`).
+   */
+  heldBy?: string;
   reservation?: { id: string; org: string };
   /** Why it serves nobody now, even its holder or its reservation's org. */
   out?: OutOfService;
@@ -84,28 +89,38 @@ function outOfService(machine: Machine, held: boolean): OutOfService | undefined
 }
 
 /**
- * Whether the machine went out of service while its current instance held it, having been in service when assigned:
- * retired since, or an override that takes it set since, and none in effect from before. Allocation hands an org
- * only machines in service, so that org had it in service before; a repair tenant claims a machine already out.
+ * Whether the machine went out of service while an instance held it, having been in service when assigned (`since`):
+ * retired since, or an override that takes it set since (and by `until`, when the hold has ended), and none in effect
+ * from before. Allocation hands an org only machines in service, so that org had it in service before; a repair
+ * tenant claims a machine already out.
  */
-function takenSinceAssigned(machine: Machine): boolean {
-  const since = machine.assignedAt;
+function takenDuringHold(machine: Machine, since: string | undefined, until?: string): boolean {
   if (since === undefined) return false;
+  const within = (at: string) => at >= since && (until === undefined || at <= until);
   const preventing = new Set(preventingSources(machine.healthOverrides));
   const effective = machine.healthOverrides.filter((o) => preventing.has(o.source));
   if (effective.some((o) => o.createdAt < since)) return false;
-  if (machine.retired) return machine.retired.at >= since;
-  return effective.some((o) => TAKING_SOURCES.has(o.source));
+  if (machine.retired) return within(machine.retired.at);
+  return effective.some((o) => TAKING_SOURCES.has(o.source) && within(o.createdAt));
 }
 
-/** The machine's standing now, given the instance its record names (if loaded). */
-export function standingOf(machine: Machine, instance: Instance | null): CapacityStanding {
+/**
+ * The machine's standing now, given the instance its record names (if loaded) and, when that is not the one its
+ * standing last named, the instance that held it then (`ended`): a look that comes only after that instance's
+ * cleanup still tells whether the provider took the machine from it, the instance's last update being when its hold
+ * ended.
+ */
+export function standingOf(machine: Machine, instance: Instance | null, ended: Instance | null = null): CapacityStanding {
   const holding = instance && machine.instanceId === instance.id && instance.machineId === machine.id && HOLDING.has(instance.status) ? instance : null;
   const holder = holding && LIVE.has(holding.status) ? holding.org : undefined;
   const out = outOfService(machine, holder !== undefined);
-  const takenFrom = holding && out && takenSinceAssigned(machine) ? holding.org : undefined;
+  const over = !holding && ended?.machineId === machine.id && ended.id !== machine.instanceId && !HOLDING.has(ended.status) ? ended : null;
+  const taker = holding ?? over;
+  const takenFrom =
+    taker && out && takenDuringHold(machine, holding ? machine.assignedAt : over?.createdAt, holding ? undefined : over?.updatedAt) ? taker.org : undefined;
   return {
     ...(holder !== undefined ? { holder } : {}),
+    ...(holding ? { heldBy: holding.id } : {}),
     ...(machine.reservation ? { reservation: { id: machine.reservation.id, org: machine.reservation.org } } : {}),
     ...(out ? { out } : {}),
     ...(takenFrom !== undefined ? { takenFrom } : {}),

@@ -188,19 +188,33 @@ export function entriesNow({
   );
 }
 
-/** The standings the machines now have, by machine id (null for a machine that is gone). */
+/**
+ * The standings the machines now have, by machine id (null for a machine that is gone), each with the instance its
+ * node last named as holding it when the machine no longer names that one (`endedHolds`).
+ */
 function standingsNow({
   machineIds,
   machines,
   instances,
-}: Pick<CapacitySnapshot, 'machineIds' | 'machines' | 'instances'>): Map<string, CapacityStanding | null> {
+  nodes,
+}: Pick<CapacitySnapshot, 'machineIds' | 'machines' | 'instances' | 'nodes'>): Map<string, CapacityStanding | null> {
   return new Map(
     machineIds.map((id) => {
       const machine = machines.get(id);
       const instance = machine?.instanceId ? (instances.get(machine.instanceId) ?? null) : null;
-      return [id, machine ? standingOf(machine, instance) : null];
+      const heldBy = nodes.get(id)?.standing?.heldBy;
+      const ended = heldBy !== undefined && heldBy !== machine?.instanceId ? (instances.get(heldBy) ?? null) : null;
+      return [id, machine ? standingOf(machine, instance, ended) : null];
     }),
   );
+}
+
+/** The instances the nodes last named as holding their machines that the machines no longer name: `standingsNow` reads them. */
+export function endedHolds(machines: ReadonlyMap<string, Machine>, nodes: ReadonlyMap<string, CapacityNode>): string[] {
+  return [...nodes].flatMap(([id, node]) => {
+    const heldBy = node.standing?.heldBy;
+    return heldBy !== undefined && heldBy !== machines.get(id)?.instanceId ? [heldBy] : [];
+  });
 }
 
 /** The capacity-events moves of each machine whose standing changed since its node last accounted it. */
