@@ -20,6 +20,7 @@ beforeAll(async () => {
 afterAll(() => site?.stop());
 
 describe('a site whose DynamoDB throttles', () => {
+  // Bounded by its waits, each with a limit of its own, not by the default 30 s for the whole test.
   it('creates and releases instances; every answer is a success or 503 throttled with Retry-After', async () => {
     const created = [];
     for (let i = 0; i < 3; i++) {
@@ -34,5 +35,5 @@ describe('a site whose DynamoDB throttles', () => {
 
     const failures = client.answers.filter((a) => a.status >= 500);
     expect(failures.filter((a) => a.status !== 503 || a.code !== 'throttled' || a.retryAfter !== '1')).toEqual([]);
-  });
+  }, 120_000);
 });
