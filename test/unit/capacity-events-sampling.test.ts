@@ -8,8 +8,8 @@ import { aMachine, anInstance, T0 } from '#test/support/fixtures.ts';
 // The org-capacity reconciler accounts a machine's standing whenever the stream brings it a record, and reads the
 // machine as it is by then: late, duplicated or reordered records make it see some of the machine's states and not
 // others. Whichever it sees, an org's feed must say the same in the end: what it skipped can only be a delivery and
-// withdrawal that undo each other. What it must see is each instance's hold as it ends, before the machine's cleanup
-// ends it (docs/design.md, "The capacity-events feed").
+// withdrawal that undo each other. What it must see of each instance's hold is one state while it lasts, and how it
+// ends: its release, or the machine just after its cleanup (docs/design.md, "The capacity-events feed").
 
 const ORGS = ['acme', 'globex'] as const;
 type Org = (typeof ORGS)[number];
@@ -44,6 +44,13 @@ const action: fc.Arbitrary<Action> = fc.oneof(
 interface State {
   machine: Machine;
   instance: Instance | null;
+}
+
+/** A state as the reconciler reads it: the machine, and every instance that held it so far, as each is then. */
+interface Seen {
+  machine: Machine;
+  instances: ReadonlyMap<string, Instance>;
+  hold: string | undefined;
 }
 
 const override = (source: string, at: string): HealthOverride => ({
@@ -93,7 +100,7 @@ function next({ machine, instance }: State, act: Action, step: number): State | 
     case 'cleanup-done': {
       if (!holding || instance.status !== 'Terminating') return null;
       const { instanceId: _i, assignedAt: _a, ...rest } = machine;
-      return { machine: { ...rest, state: 'Ready' }, instance: { ...instance, status: 'Terminated' } };
+      return { machine: { ...rest, state: 'Ready' }, instance: { ...instance, status: 'Terminated', updatedAt: at } };
     }
     // A repair tenant's machine is in the provider's hands already: no new override comes while the tenant holds it.
     case 'override':
@@ -109,27 +116,51 @@ function next({ machine, instance }: State, act: Action, step: number): State | 
   }
 }
 
-/** The machine's states under the actions the product accepts, each with the instance holding it then (if any). */
-function life(actions: Action[]): Array<{ standing: CapacityStanding; hold: string | undefined }> {
+/** The machine's states under the actions the product accepts. */
+function life(actions: Action[]): Seen[] {
   let state: State = { machine: aMachine(), instance: null };
-  const states = [{ standing: standingOf(state.machine, null), hold: undefined as string | undefined }];
+  let instances = new Map<string, Instance>();
+  const states: Seen[] = [{ machine: state.machine, instances, hold: undefined }];
   actions.forEach((act, step) => {
     const after = next(state, act, step + 1);
     if (!after) return;
     state = after;
-    states.push({ standing: standingOf(state.machine, state.instance), hold: state.machine.instanceId });
+    if (state.instance) instances = new Map(instances).set(state.instance.id, state.instance);
+    states.push({ machine: state.machine, instances, hold: state.machine.instanceId });
   });
   return states;
 }
 
-/** The feed's moves of an account that saw these standings, from a node that saw none. */
-function movesSeeing(standings: CapacityStanding[]): CapacityMove[] {
+/**
+ * The feed's moves of an account that saw these states, from a node that saw none: each standing read as the
+ * reconciler reads it, with the instance the node last named as holding the machine.
+ */
+function movesSeeing(states: Seen[]): CapacityMove[] {
   let before: CapacityStanding | null = null;
-  return standings.flatMap((after) => {
+  return states.flatMap(({ machine, instances }) => {
+    const named = machine.instanceId ? (instances.get(machine.instanceId) ?? null) : null;
+    const after = standingOf(machine, named, before?.heldBy ? (instances.get(before.heldBy) ?? null) : null);
     const moves = capacityMovesOf(before, after);
     before = after;
     return moves;
   });
+}
+
+/**
+ * The states a reconciler sees: those `looks` picks, the last, and for each hold one of its states (its first when
+ * `looks` picks none) and how it ends, its last state or the one after its cleanup as `ends` picks.
+ */
+function sampled(states: Seen[], looks: boolean[], ends: boolean[]): Seen[] {
+  const seen = new Set(states.flatMap((_, i) => (looks[i] || i === states.length - 1 ? [i] : [])));
+  let holds = 0;
+  states.forEach((state, i) => {
+    if (state.hold === undefined || states[i - 1]?.hold === state.hold) return;
+    let last = i;
+    while (states[last + 1]?.hold === state.hold) last++;
+    if (![...seen].some((j) => j >= i && j <= last)) seen.add(i);
+    seen.add(ends[holds++] && last + 1 < states.length ? last + 1 : last);
+  });
+  return states.filter((_, i) => seen.has(i));
 }
 
 /** Per org, its entries once each delivery and withdrawal that undo each other are taken out. */
@@ -144,13 +175,12 @@ function netPerOrg(moves: CapacityMove[]): Record<string, string[]> {
 }
 
 describe('the capacity-events feed, whichever states of a machine the stream lets it see', () => {
-  it('says in the end what it says seeing every state, when it sees how each hold ends and the last state', () => {
+  it('says in the end what it says seeing every state, when it sees a state of each hold, how it ends, and the last state', () => {
+    const flags = fc.array(fc.boolean(), { minLength: 41, maxLength: 41 });
     fc.assert(
-      fc.property(fc.array(action, { maxLength: 40 }), fc.array(fc.boolean(), { minLength: 41, maxLength: 41 }), (actions, looks) => {
+      fc.property(fc.array(action, { maxLength: 40 }), flags, flags, (actions, looks, ends) => {
         const states = life(actions);
-        // The last state of each hold (its release, while the machine's cleanup runs) is seen, and the last of all.
-        const seen = states.filter((state, i) => looks[i] || i === states.length - 1 || (state.hold !== undefined && states[i + 1]?.hold !== state.hold));
-        expect(netPerOrg(movesSeeing(seen.map((s) => s.standing)))).toEqual(netPerOrg(movesSeeing(states.map((s) => s.standing))));
+        expect(netPerOrg(movesSeeing(sampled(states, looks, ends)))).toEqual(netPerOrg(movesSeeing(states)));
       }),
       { numRuns: 2_000 },
     );
@@ -158,13 +188,13 @@ describe('the capacity-events feed, whichever states of a machine the stream let
 
   it('tells the org its machine was taken for repair by its own report, when the stream first reacts after the release', () => {
     const states = life([{ kind: 'assign', org: 'acme' }, { kind: 'ready' }, { kind: 'release', issue: true }]);
-    expect(movesSeeing([states[0]!.standing, states.at(-1)!.standing])).toEqual([{ org: 'acme', change: 'withdrawn', reason: 'repair' }]);
-    expect(movesSeeing(states.map((s) => s.standing))).toEqual([{ org: 'acme', change: 'withdrawn', reason: 'repair' }]);
+    expect(movesSeeing([states[0]!, states.at(-1)!])).toEqual([{ org: 'acme', change: 'withdrawn', reason: 'repair' }]);
+    expect(movesSeeing(states)).toEqual([{ org: 'acme', change: 'withdrawn', reason: 'repair' }]);
   });
 
   it('tells a repair tenant nothing of the machine it claimed in repair, whenever the stream reacts', () => {
     const states = life([{ kind: 'override', source: 'repair-request' }, { kind: 'claim-for-repair' }, { kind: 'ready' }, { kind: 'release', issue: false }]);
-    expect(movesSeeing(states.map((s) => s.standing))).toEqual([]);
-    expect(movesSeeing([states[0]!.standing, states.at(-1)!.standing])).toEqual([]);
+    expect(movesSeeing(states)).toEqual([]);
+    expect(movesSeeing([states[0]!, states.at(-1)!])).toEqual([]);
   });
 });
