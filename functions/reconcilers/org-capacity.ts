@@ -99,7 +99,8 @@ async function loadCapacity(ctx: AppContext, ids: string[]): Promise<CapacitySna
   const known = [...ofNodes, ...shardsOf([...first.machines].map(([id, machine]) => [id, reservationOf(machine)]))];
   const unread = (wanted: Array<{ org: string; shard: number }>, read: Array<{ org: string; shard: number }>) =>
     wanted.filter(({ org, shard }) => !shards.has(orgShardRef(org, shard)) && !read.some((r) => r.org === org && r.shard === shard));
-  const instanceIds = [...[...first.machines.values()].flatMap((m) => (m.instanceId ? [m.instanceId] : [])), ...endedHolds(first.machines, nodes)];
+  const named = [...first.machines.values()].flatMap((m) => (m.instanceId ? [m.instanceId] : []));
+  const instanceIds = [...new Set([...named, ...endedHolds(first.machines, nodes)])];
   const second = await ctx.store.getCapacityItems({ instances: instanceIds, shards: unread(known, ofNodes) });
   for (const s of second.shards) shards.set(orgShardRef(s.org, s.shard), s);
   const snapshot = { machineIds, machines: first.machines, instances: second.instances, nodes };

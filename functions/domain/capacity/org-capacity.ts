@@ -202,20 +202,21 @@ function standingsNow({
     machineIds.map((id) => {
       const machine = machines.get(id);
       const instance = machine?.instanceId ? (instances.get(machine.instanceId) ?? null) : null;
-      const heldBy = nodes.get(id)?.standing?.heldBy;
-      const ended = heldBy !== undefined && heldBy !== machine?.instanceId ? (instances.get(heldBy) ?? null) : null;
-      return [id, machine ? standingOf(machine, instance, ended) : null];
+      const ended = endedHoldOf(nodes.get(id), machine);
+      return [id, machine ? standingOf(machine, instance, ended === undefined ? null : (instances.get(ended) ?? null)) : null];
     }),
   );
 }
 
-/** The instances the nodes last named as holding their machines that the machines no longer name: `standingsNow` reads them. */
-export function endedHolds(machines: ReadonlyMap<string, Machine>, nodes: ReadonlyMap<string, CapacityNode>): string[] {
-  return [...nodes].flatMap(([id, node]) => {
-    const heldBy = node.standing?.heldBy;
-    return heldBy !== undefined && heldBy !== machines.get(id)?.instanceId ? [heldBy] : [];
-  });
+/** The instance the node last named as holding its machine, when the machine no longer names it. */
+function endedHoldOf(node: CapacityNode | undefined, machine: Machine | undefined): string | undefined {
+  const heldBy = node?.standing?.heldBy;
+  return heldBy !== undefined && heldBy !== machine?.instanceId ? heldBy : undefined;
 }
+
+/** The instances of the nodes' ended holds (`endedHoldOf`): `standingsNow` reads them beside the machines' own. */
+export const endedHolds = (machines: ReadonlyMap<string, Machine>, nodes: ReadonlyMap<string, CapacityNode>): string[] =>
+  [...nodes].flatMap(([id, node]) => endedHoldOf(node, machines.get(id)) ?? []);
 
 /** The capacity-events moves of each machine whose standing changed since its node last accounted it. */
 export function feedMovesNow(snapshot: Pick<CapacitySnapshot, 'machineIds' | 'machines' | 'instances' | 'nodes'>): Map<string, CapacityMove[]> {
