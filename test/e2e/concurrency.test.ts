@@ -41,7 +41,7 @@ beforeAll(async () => {
   admin = await site.token('provider', ['provider-admin']);
   for (const org of ['acme', 'globex']) tenants[org] = await site.token(org, ['tenant']);
   await site.eventually(
-    async () => (await site.call('GET', '/admin/machines?allocatable=true&limit=500', { token: admin })).body.items.length === gb200Count + h100Count,
+    async () => (await site.call('GET', '/admin/machines?allocatable=true&limit=500', { token: admin })).body?.items?.length === gb200Count + h100Count,
   );
 });
 afterAll(async () => site?.stop());

@@ -16,8 +16,14 @@ export async function actors(site: TestSite): Promise<Actors> {
   return { tenant: await site.token('acme', ['tenant']), repairer, admin };
 }
 
+/**
+ * Until `count` machines are listed allocatable: a readiness wait, as long as the site's own start waits for
+ * commissioning (a loaded host, or AWS's semantics throttling the listing, take a while); an answer that is not a
+ * listing (a 503 throttled) is asked again.
+ */
 export async function waitForFleet(site: TestSite, admin: string, count: number) {
-  await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: admin })).body.items.length >= count);
+  const listed = async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: admin })).body?.items?.length ?? 0;
+  await site.eventually(async () => (await listed()) >= count, 60_000);
 }
 
 /** A test site (with `overrides` of its options) and its actors, once at least `count` machines are allocatable. */
