@@ -323,7 +323,9 @@ let who: Actors;
 beforeAll(async () => {
   site = await startTestSite({ config: testConfig(fleet) });
   who = await actors(site);
-  await site.eventually(async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: who.admin })).body.items.length === machineIds.length);
+  await site.eventually(
+    async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: who.admin })).body?.items?.length === machineIds.length,
+  );
 }, 60_000);
 afterAll(async () => site?.stop());
 
