@@ -4,6 +4,7 @@ import { inject } from 'vitest';
 import { createStreamHandler } from '#handlers/stream.ts';
 import { sweep } from '#reconcilers/sweep.ts';
 import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { waitForFleet } from '#test/support/repair-steps.ts';
 import { streamRecords } from '#test/support/stream-records.ts';
 
 // DESIGN.md principles 1 and 2 under contention: a lost race is a clean 409 (never a double assignment), an
@@ -40,10 +41,8 @@ beforeAll(async () => {
   });
   admin = await site.token('provider', ['provider-admin']);
   for (const org of ['acme', 'globex']) tenants[org] = await site.token(org, ['tenant']);
-  await site.eventually(
-    async () => (await site.call('GET', '/admin/machines?allocatable=true&limit=500', { token: admin })).body?.items?.length === gb200Count + h100Count,
-  );
-});
+  await waitForFleet(site, admin, gb200Count + h100Count);
+}, 120_000);
 afterAll(async () => site?.stop());
 
 const instancePath = (org: string, id = '') => `/v2/org/${org}/nico/instance${id ? `/${id}` : ''}`;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
+import { waitForFleet } from '#test/support/repair-steps.ts';
 import { retryingClient } from '#test/support/retrying-client.ts';
 
 // Bounded contention: far more creates than machines, all at once. Each create tries a few machines and then
@@ -35,12 +36,8 @@ for (const { name, machines, requests, containerPerRequest } of cases) {
     beforeAll(async () => {
       site = await startTestSite({ config: siteConfig(machines), containerPerRequest });
       admin = await site.token('provider', ['provider-admin']);
-      await site.eventually(
-        // A 503 throttled (AWS's semantics) is no listing yet: asked again.
-        async () => (await site.call('GET', '/admin/machines?allocatable=true&limit=500', { token: admin })).body?.items?.length === machines,
-        30_000,
-      );
-    }, 60_000);
+      await waitForFleet(site, admin, machines);
+    }, 120_000);
     afterAll(async () => site?.stop());
 
     const title = `${requests} concurrent creates on ${machines} machines: exactly ${machines} win, no machine twice`;

@@ -5,7 +5,7 @@ import type { HealthOverride } from '#domain/core/model.ts';
 import { demoFleet } from '#local/site-agent/demo-fleet.ts';
 import { fuzzSettings } from '#test/support/fuzz.ts';
 import { scanTable, startTestSite, testConfig, type TestSite } from '#test/support/local-site.ts';
-import { actors, type Actors } from '#test/support/repair-steps.ts';
+import { actors, waitForFleet, type Actors } from '#test/support/repair-steps.ts';
 
 // Model-based runs: random interleavings of what tenants, repair tenants, operators and the site agent do, each
 // checked against a small reference model, with the stream's reconcilers run to quiescence after every command.
@@ -323,10 +323,8 @@ let who: Actors;
 beforeAll(async () => {
   site = await startTestSite({ config: testConfig(fleet) });
   who = await actors(site);
-  await site.eventually(
-    async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: who.admin })).body?.items?.length === machineIds.length,
-  );
-}, 60_000);
+  await waitForFleet(site, who.admin, machineIds.length);
+}, 120_000);
 afterAll(async () => site?.stop());
 
 /** Back to a healthy, idle fleet between runs: what the previous run left is released, removed or restarted. */

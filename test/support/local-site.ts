@@ -270,10 +270,6 @@ export async function scanTable(site: LocalSite, which: 'table' | 'idempotencyTa
 
 export const routeKey = (route: Pick<Route, 'method' | 'path'>): string => `${route.method} ${route.path}`;
 
-/**
- * Once the stream has caught up, every outbox entry has gone out. A site run without its stream, or whose stream is
- * stalled, is past judging here: its own test says what it expects.
- */
 /** What the stream poller counted, and its own log lines, for a test that finds an event undelivered. */
 function streamTrace(site: LocalSite, lines: readonly string[]): string {
   const { streamBatches, streamRecords, streamFailureDestination } = site.counters();
@@ -282,9 +278,10 @@ function streamTrace(site: LocalSite, lines: readonly string[]): string {
 }
 
 /**
- * The outbox faults that outlast the stream going idle twice. The site still runs while it is judged, so an agent's
- * report or a sweep may commit an event just after the first idle: that one is late, not lost, and the second look
- * finds it delivered.
+ * Once the stream has caught up, every outbox entry has gone out. The site still runs while it is judged, so an
+ * agent's report or a sweep may commit an event just after the stream went idle: that one is late, not lost, so a
+ * fault counts only if it outlasts the stream going idle a second time. A site run without its stream, or whose
+ * stream is stalled, is past judging here: its own test says what it expects.
  */
 async function settledOutboxFaults(site: LocalSite, config: SiteConfig): Promise<string[]> {
   const look = async () => {

@@ -22,7 +22,7 @@ export async function actors(site: TestSite): Promise<Actors> {
  * listing (a 503 throttled) is asked again.
  */
 export async function waitForFleet(site: TestSite, admin: string, count: number) {
-  const listed = async () => (await site.call('GET', '/admin/machines?allocatable=true', { token: admin })).body?.items?.length ?? 0;
+  const listed = async () => (await site.call('GET', '/admin/machines?allocatable=true&limit=500', { token: admin })).body?.items?.length ?? 0;
   await site.eventually(async () => (await listed()) >= count, 60_000);
 }
 
