@@ -9,6 +9,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores: keep files in parallel but bounded, they share one DynamoDB Local.
     maxWorkers: 2,
+    // Transformed modules kept in node_modules between runs: a rerun, and the tiers after the first, skip the transform.
+    experimental: { fsModuleCache: true },
     projects: [
       {
         extends: true,

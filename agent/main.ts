@@ -2,8 +2,6 @@
 // `fleetward-agent --config <agent.toml>`: the reference site agent (docs/agent.md). Needs Node 22+: run it as
 // `npx fleetward-agent`, which finds the project's Node.
 import { parseArgs } from 'node:util';
-import { AgentConfigError, loadAgentConfig } from './config/load.ts';
-import { startAgent } from './daemon.ts';
 
 const usage = `usage: fleetward-agent --config <agent.toml>
 
@@ -31,6 +29,8 @@ if (values.help) {
 }
 if (!values.config) fail('--config <agent.toml> is required; --help lists the options');
 
+// Loaded only once the arguments are good: --help and a usage error answer without compiling the daemon.
+const [{ AgentConfigError, loadAgentConfig }, { startAgent }] = await Promise.all([import('./config/load.ts'), import('./daemon.ts')]);
 const log = (line: string) => console.log(`${new Date().toISOString()} ${line}`);
 try {
   const agent = await startAgent(loadAgentConfig(values.config), log);

@@ -22,11 +22,14 @@ const untilAsync = async (check: () => Promise<boolean>, ms = 5_000) => {
   }
 };
 
-describe.skipIf(!ipmiTools)('the IPMI driver against ipmi_sim (ipmitool -I lanplus)', () => {
+describe.skipIf(!ipmiTools).concurrent('the IPMI driver against ipmi_sim (ipmitool -I lanplus)', () => {
   let bmc: SimulatedBmc;
+  // Each driver reads its password from a variable of its own: the tests run at once, mostly waiting on ipmitool.
+  let drivers = 0;
   const driverOf = (password: string, port = bmc.port, timeout_seconds = 4) => {
-    process.env.AGENT_TEST_BMC_PASSWORD = password;
-    return ipmiDriver({ driver: 'ipmi', host: bmc.host, port, user: bmc.user, password: { env: 'AGENT_TEST_BMC_PASSWORD' }, cipher_suite: 3, timeout_seconds });
+    const env = `AGENT_TEST_BMC_PASSWORD_${++drivers}`;
+    process.env[env] = password;
+    return ipmiDriver({ driver: 'ipmi', host: bmc.host, port, user: bmc.user, password: { env }, cipher_suite: 3, timeout_seconds });
   };
 
   beforeAll(async () => {
