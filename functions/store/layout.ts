@@ -33,6 +33,8 @@ export class TableLayout {
   private readonly fixed: LayoutState | undefined;
   private layoutRead: { at: number; state: Promise<LayoutState> } | undefined;
   private layoutKnown: LayoutState | undefined;
+  /** The data version read under way, which a write that finds the layout never read waits for. */
+  private reading: Promise<LayoutState> | undefined;
 
   /** With `fixed`, the table is known to be in that layout and its data version is never read. */
   constructor(items: ItemAccess, fixed?: LayoutState) {
@@ -50,7 +52,6 @@ export class TableLayout {
     if (this.fixed) return Promise.resolve(this.fixed);
     const now = Date.now();
     if (!this.layoutRead || now - this.layoutRead.at > DATA_VERSION_TTL_MS) {
-      const known = this.layoutKnown;
       const read = this.items.getItem(DATA_VERSION_KEY).then(async (found): Promise<LayoutState> => {
         const dataVersion = found ? Number(found.dataVersion) : 0;
         const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
@@ -64,11 +65,12 @@ export class TableLayout {
         };
         return this.layoutKnown;
       });
-      // A read that throttles or lags does not hold up the request: it goes on as the table was last known to be (or,
-      // never read yet, reading both layouts and writing this release's), and the next call asks again.
+      this.reading = read;
+      // A read that throttles or lags does not hold up the request's reads: they go on as the table was last known to
+      // be (or, never read yet, reading both layouts), and the next call asks again. Writes wait (legacyWrites).
       const unknown = (): LayoutState => {
         this.layoutRead = undefined;
-        return known ?? { legacyReads: true, legacyWrites: false, countersShardable: false };
+        return this.layoutKnown ?? { legacyReads: true, legacyWrites: false, countersShardable: false };
       };
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<LayoutState>((resolve) => (timer = setTimeout(() => resolve(unknown()), LAYOUT_READ_BUDGET_MS)));
@@ -87,8 +89,15 @@ export class TableLayout {
     return (await this.state()).legacyReads;
   }
 
+  /**
+   * Whether records are written as 0.1.0 would. Never a guess: a record in the wrong layout is one that one of the two
+   * releases does not see. So until this store has read the data version once, a write waits for that read, however
+   * late, and fails as it does (a throttle is a 503, sent again); reads went on without it, reading both layouts.
+   */
   async legacyWrites(): Promise<boolean> {
-    return (await this.state()).legacyWrites;
+    if (this.fixed) return this.fixed.legacyWrites;
+    await this.state();
+    return (this.layoutKnown ?? (await this.reading!)).legacyWrites;
   }
 
   /** `fresh`: read now, not as cached, for a quota about to be dealt on what it says. */
@@ -121,7 +130,7 @@ export class TableLayout {
    * while the table is pinned every one does, since 0.1.0 may have placed a member that `memberIds` does not name.
    */
   async withMembers(metas: MetaInstance[]): Promise<MetaInstance[]> {
-    const pinned = metas.length > 0 && (await this.legacyWrites());
+    const pinned = metas.length > 0 && (await this.state()).legacyWrites;
     return Promise.all(
       metas.map(async (meta) => {
         if (Array.isArray(meta.memberIds) && !pinned) return meta;
