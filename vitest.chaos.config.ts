@@ -21,5 +21,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     maxWorkers: 2,
     globalSetup: ['test/support/global-setup.ts'],
+    // As in the main tier (vitest.config.ts): each file's sites are its own, so files share a worker's modules.
+    isolate: false,
   },
 });
