@@ -5,7 +5,7 @@ import type { ItemAccess } from '#store/item-access.ts';
 import { allItems } from '#store/item-reads.ts';
 import { LEGACY_SITE_ITEMS, legacyMembersPartition } from '#store/legacy-layout.ts';
 import { indexes } from '#store/table.ts';
-import { isThrottled } from '#store/throttle.ts';
+import { isThrottled, retryThrottled } from '#store/throttle.ts';
 
 // Where the table stands between release 0.1.0's layout and this one's (legacy-layout.ts, data-version.ts), and the
 // reads that layout still asks for: the aggregates ask it which 0.1.0 partitions to read too, and whether to write
@@ -52,19 +52,7 @@ export class TableLayout {
     if (this.fixed) return Promise.resolve(this.fixed);
     const now = Date.now();
     if (!this.layoutRead || now - this.layoutRead.at > DATA_VERSION_TTL_MS) {
-      const read = this.items.getItem(DATA_VERSION_KEY).then(async (found): Promise<LayoutState> => {
-        const dataVersion = found ? Number(found.dataVersion) : 0;
-        const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
-        // Once migration 1 is done the site's items are at their own keys: no refresh copies them again.
-        if (dataVersion < SITE_ITEMS_MIGRATED) await this.copyLegacySiteItems();
-        const pinned = pinnedOf(found ?? null);
-        this.layoutKnown = {
-          legacyReads,
-          legacyWrites: pinned && dataVersion < CONTRACTED_DATA_VERSION,
-          countersShardable: !pinned || dataVersion >= QUOTAS_DEALT_DATA_VERSION,
-        };
-        return this.layoutKnown;
-      });
+      const read = this.readLayout();
       this.reading = read;
       // A read that throttles or lags does not hold up the request's reads: they go on as the table was last known to
       // be (or, never read yet, reading both layouts), and the next call asks again. Writes wait (legacyWrites).
@@ -84,6 +72,22 @@ export class TableLayout {
     return this.layoutRead.state;
   }
 
+  /** The data version, read now: what it says of the layouts is known from then on. */
+  private async readLayout(): Promise<LayoutState> {
+    const found = await this.items.getItem(DATA_VERSION_KEY);
+    const dataVersion = found ? Number(found.dataVersion) : 0;
+    const legacyReads = dataVersion < CONTRACTED_DATA_VERSION;
+    // Once migration 1 is done the site's items are at their own keys: no refresh copies them again.
+    if (dataVersion < SITE_ITEMS_MIGRATED) await this.copyLegacySiteItems();
+    const pinned = pinnedOf(found ?? null);
+    this.layoutKnown = {
+      legacyReads,
+      legacyWrites: pinned && dataVersion < CONTRACTED_DATA_VERSION,
+      countersShardable: !pinned || dataVersion >= QUOTAS_DEALT_DATA_VERSION,
+    };
+    return this.layoutKnown;
+  }
+
   /** Whether listings also read 0.1.0's partitions; asked before a read of a site item too, which copies those first. */
   async legacyReads(): Promise<boolean> {
     return (await this.state()).legacyReads;
@@ -92,12 +96,15 @@ export class TableLayout {
   /**
    * Whether records are written as 0.1.0 would. Never a guess: a record in the wrong layout is one that one of the two
    * releases does not see. So until this store has read the data version once, a write waits for that read, however
-   * late, and fails as it does (a throttle is a 503, sent again); reads went on without it, reading both layouts.
+   * late, reads it again while throttled, and fails as any write the throttles keep out (a ThrottledError, a 503 sent
+   * again); reads went on without it, reading both layouts.
    */
   async legacyWrites(): Promise<boolean> {
     if (this.fixed) return this.fixed.legacyWrites;
     await this.state();
-    return (this.layoutKnown ?? (await this.reading!)).legacyWrites;
+    if (this.layoutKnown) return this.layoutKnown.legacyWrites;
+    const read = this.reading!.catch((error: unknown) => (isThrottled(error) ? retryThrottled(() => this.readLayout()) : Promise.reject(error)));
+    return (await read).legacyWrites;
   }
 
   /** `fresh`: read now, not as cached, for a quota about to be dealt on what it says. */

@@ -19,9 +19,13 @@ import { freshTables } from '#test/support/tables.ts';
 async function throttledStore(share: number, seed = 7) {
   const { endpoint, names } = await freshTables('throttle');
   const client = createDocumentClient(endpoint);
+  const store = new DynamoFleetStore(client, names.table, dueTimes);
+  // A store that has read the table's layout once, as every container soon has: until then its writes wait for that
+  // read (test/unit/table-layout.test.ts), and under throttles on every call it would never come.
+  await store.listMachines({ limit: 1 });
   const stats = injectThrottles(client, { share, random: seededRandom(seed) });
   return {
-    store: new DynamoFleetStore(client, names.table, dueTimes),
+    store,
     observer: new DynamoFleetStore(createDocumentClient(endpoint), names.table, dueTimes),
     stats,
   };
