@@ -7,6 +7,12 @@ import { readySite, runInstance, type Actors } from '#test/support/repair-steps.
 // declares on a rack, the tenant sees its instance in it, asks for a deferral the provider accepts, hands back; a
 // failed validation halts a rollout that `resume` restarts; an emergency maintenance is cancelled.
 
+/**
+ * Each flow is some twenty CLI processes and several waits of up to 20 s of their own (`until`), whose polls are CLI
+ * processes too: longer than vitest's default 30 s for a whole test on a loaded 2-core machine (23 s here, quiet).
+ */
+const FLOW_TIMEOUT_MS = 90_000;
+
 describe('fleetward maintenance', () => {
   let site: TestSite;
   let who: Actors;
@@ -107,7 +113,7 @@ maintenance_ms = 50
     expect(shownDone.stdout).toMatch(/^\s+acme\s+\S+\s+accepted\s+/m);
     expect(shownDone.stdout).toContain('maintenance-declared');
     expect((await ok(admin, ['maintenance', 'list', '--state', 'Completed', '-o', 'json'])).json().items.map((m: { id: string }) => m.id)).toContain(id);
-  });
+  }, FLOW_TIMEOUT_MS);
 
   it('a failed validation halts the rollout; resume admits machines again; cancel ends an emergency one', async () => {
     const { items } = (await ok(admin, ['machine', 'list', '-o', 'json'])).json();
@@ -133,5 +139,5 @@ maintenance_ms = 50
     const noScope = await admin(args);
     expect(noScope.code).toBe(2);
     expect(noScope.stderr).toContain('name the scope');
-  });
+  }, FLOW_TIMEOUT_MS);
 });
