@@ -13,7 +13,7 @@ import { readySite, runInstance, type Actors } from '#test/support/repair-steps.
  */
 const FLOW_TIMEOUT_MS = 90_000;
 
-describe('fleetward maintenance', () => {
+describe('fleetward maintenance', { timeout: FLOW_TIMEOUT_MS }, () => {
   let site: TestSite;
   let who: Actors;
   let admin: CliRunner;
@@ -113,7 +113,7 @@ maintenance_ms = 50
     expect(shownDone.stdout).toMatch(/^\s+acme\s+\S+\s+accepted\s+/m);
     expect(shownDone.stdout).toContain('maintenance-declared');
     expect((await ok(admin, ['maintenance', 'list', '--state', 'Completed', '-o', 'json'])).json().items.map((m: { id: string }) => m.id)).toContain(id);
-  }, FLOW_TIMEOUT_MS);
+  });
 
   it('a failed validation halts the rollout; resume admits machines again; cancel ends an emergency one', async () => {
     const { items } = (await ok(admin, ['machine', 'list', '-o', 'json'])).json();
@@ -139,5 +139,5 @@ maintenance_ms = 50
     const noScope = await admin(args);
     expect(noScope.code).toBe(2);
     expect(noScope.stderr).toContain('name the scope');
-  }, FLOW_TIMEOUT_MS);
+  });
 });
