@@ -29,7 +29,7 @@ export default defineConfig({
           // One DynamoDB Local for the tier, started only when a file of it runs.
           globalSetup: ['test/support/global-setup.ts'],
           // Every site a file starts is its own (table, stream poller, timers) and is stopped whole by the file, so
-          // files can share a worker's modules: importing the site afresh for each file cost a fifth of the tier.
+          // files can share a worker's modules: importing the site afresh for each file cost up to a fifth of the tier.
           isolate: false,
         },
       },
