@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { TestSite } from './local-site.ts';
 
 export interface Answer {
@@ -23,7 +24,12 @@ export function retryingClient(site: TestSite, token: string, shouldRetry: (resp
       const response = await site.call(method, path, {
         token,
         ...(body ? { body } : {}),
-        headers: { 'idempotency-key': `${method} ${path} ${JSON.stringify(body ?? null)}` },
+        // One key per request, within the header's 255 characters whatever the body's size.
+        headers: {
+          'idempotency-key': createHash('sha256')
+            .update(`${method} ${path} ${JSON.stringify(body ?? null)}`)
+            .digest('hex'),
+        },
       });
       answers.push({ status: response.status, code: response.body?.code, retryAfter: response.headers.get('retry-after') });
       if (!shouldRetry(response)) return response;
