@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliFor, shown, type CliRunner } from '#test/support/cli.ts';
 import { startTestSite, type TestSite } from '#test/support/local-site.ts';
-import { retryingClient } from '#test/support/retrying-client.ts';
 
 // The summary through the whole local runner: the real table stream (duplicated and reordered on purpose) keeps the
 // aggregates, and once quiet they agree with the machine listing.
@@ -72,8 +71,13 @@ describe('GET /admin/fleet/summary', () => {
   it('agrees with the machine listing after a burst of registrations and overrides', async () => {
     const registered = Array.from({ length: 30 }, (_, i) => ({ id: `burst-${i}`, machineType: i % 3 === 0 ? 'h100' : 'gb200', rack: `burst-r${i % 4}` }));
     // As a provider's script registers: a registration out of time (503) is sent again, after its Retry-After.
-    const provider = retryingClient(site, token);
-    const register = (machines: unknown[]) => provider.call('POST', '/admin/machines', { machines });
+    const register = async (machines: unknown[]) => {
+      for (;;) {
+        const answer = await site.call('POST', '/admin/machines', { token, body: { machines } });
+        if (answer.status !== 503) return answer;
+        await new Promise((resolve) => setTimeout(resolve, Number(answer.headers.get('retry-after') ?? 1) * 1000));
+      }
+    };
     expect((await register(registered)).status).toBe(200);
     await Promise.all(
       ['burst-1', 'burst-2', 'burst-3'].map((id) =>
