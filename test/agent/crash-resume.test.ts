@@ -50,8 +50,10 @@ describe('the reference agent after a SIGKILL', () => {
     dir = mkdtempSync(join(tmpdir(), 'agent-crash-'));
     // Each hook says when it starts and ends, and whether it resumes a run a crash cut short; it takes as long as the
     // test says: long enough, before a crash, that the orphan cannot finish before the restarted agent looks for it.
+    // It reads how long before it says it started, so a test that sees the start may set the next hook's time at once.
     const say = (name: string, when: string) => `echo "${name} ${when} $FLEETWARD_INSTANCE_NAME resumed=$FLEETWARD_RESUMED" >> ${join(dir, 'hooks.log')}`;
-    const hook = (name: string) => `{ command = '${say(name, 'start')}; sleep $(cat ${hookSeconds()}); ${say(name, 'end')}', timeout_seconds = 20 }`;
+    const hook = (name: string) =>
+      `{ command = 'seconds=$(cat ${hookSeconds()}); ${say(name, 'start')}; sleep $seconds; ${say(name, 'end')}', timeout_seconds = 20 }`;
     hooksTake(0.2);
     config = writeAgentConfig(dir, {
       controllerUrl: controller.url,

@@ -7,18 +7,22 @@ import { parseStreamChaos, type StreamChaosConfig } from '#local/stream-chaos.ts
 import { parseAwsSemantics, type AwsSemanticsConfig } from '#local/aws-semantics/config.ts';
 import { DEFAULT_AWS_CALL_LOG } from '#test/support/iam/recorded-calls.ts';
 
-// One DynamoDB Local for the whole test run; each test file makes its own uniquely named tables on it.
+// One DynamoDB Local for each tier of the test run (vitest.config.ts); each test file makes its own uniquely named
+// tables on it. The tier's stream chaos and AWS semantics come from its `env`, or the shell's.
 export default async function setup(project: TestProject) {
-  // One seed for the run, printed once, so a failing chaos run can be replayed as a whole.
-  const streamChaos = parseStreamChaos(process.env) ?? null;
+  const env = { ...process.env, ...project.config.env };
+  // One seed for the tier, printed once, so a failing chaos run can be replayed as a whole.
+  const streamChaos = parseStreamChaos(env) ?? null;
   if (streamChaos) {
-    console.log(`stream chaos ${streamChaos.modes.join(',')}: FLEETWARD_STREAM_CHAOS_SEED=${streamChaos.seed} replays this run`);
+    console.log(`${project.name}: stream chaos ${streamChaos.modes.join(',')}: FLEETWARD_STREAM_CHAOS_SEED=${streamChaos.seed} replays this tier`);
   }
   project.provide('streamChaos', streamChaos);
-  const awsSemantics = parseAwsSemantics(process.env) ?? null;
-  if (awsSemantics) console.log(`AWS semantics ${awsSemantics.modes.join(',')}: FLEETWARD_AWS_SEMANTICS_SEED=${awsSemantics.seed} replays this run`);
+  const awsSemantics = parseAwsSemantics(env) ?? null;
+  if (awsSemantics) {
+    console.log(`${project.name}: AWS semantics ${awsSemantics.modes.join(',')}: FLEETWARD_AWS_SEMANTICS_SEED=${awsSemantics.seed} replays this tier`);
+  }
   project.provide('awsSemantics', awsSemantics);
-  project.provide('awsCallLogDir', awsCallLogDir());
+  project.provide('awsCallLogDir', awsCallLogDir(project.name));
   // Every test file's tables have streams: with the stream log indexed, a file's writes do not get slower with the
   // stream records of every file before it.
   const dynamo = await startDynamoDbLocal({ indexStreamLog: true });
@@ -28,13 +32,13 @@ export default async function setup(project: TestProject) {
 
 /**
  * Every site of the run, in-process or a runner child, records its functions' AWS calls for the IAM test
- * (test/iam). A directory the caller names is theirs: `npm test` clears it once and both its runs (plain and chaos)
- * add to it. Otherwise each run starts the default one afresh, so that it never mixes in calls of older code.
+ * (test/iam), each tier in a folder of its own. A directory the caller names is theirs: `npm test` clears it once and
+ * every tier adds to it. Otherwise a tier's folder is started afresh, so that it never mixes in calls of older code.
  */
-function awsCallLogDir(): string {
+function awsCallLogDir(tier: string): string {
   const named = process.env[AWS_CALL_LOG_ENV];
-  if (named) return resolve(named);
-  const dir = resolve(DEFAULT_AWS_CALL_LOG);
+  if (named) return resolve(named, tier);
+  const dir = resolve(DEFAULT_AWS_CALL_LOG, tier);
   rmSync(dir, { recursive: true, force: true });
   return dir;
 }

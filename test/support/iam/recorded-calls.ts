@@ -10,9 +10,12 @@ export class NoRecordedCallsError extends Error {
   override name = 'NoRecordedCallsError';
 }
 
-/** Every distinct call recorded in `dir` (local/aws-call-recorder.ts), from all the processes that wrote there. */
+/**
+ * Every distinct call recorded in `dir` (local/aws-call-recorder.ts), from all the processes that wrote there, each
+ * tier of the test run in a folder of its own.
+ */
 export function readRecordedCalls(dir: string): RecordedCall[] {
-  const files = existsSync(dir) ? readdirSync(dir).filter((name) => name.endsWith('.jsonl')) : [];
+  const files = existsSync(dir) ? readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.jsonl')) : [];
   const lines = new Set(
     files.flatMap((name) =>
       readFileSync(join(dir, name), 'utf8')

@@ -19,14 +19,15 @@ export async function tokenFor(base: string, sub: string, org: string, roles: st
   return ((await res.json()) as { token: string }).token;
 }
 
+/** A caller as a tenant's client: `key` is the Idempotency-Key of a request sent again (a fresh one without it). */
 export function caller(base: string, token: string) {
-  return async (method: string, path: string, body?: unknown): Promise<{ status: number; json: Json }> => {
+  return async (method: string, path: string, body?: unknown, key?: string): Promise<{ status: number; json: Json }> => {
     const res = await fetch(`${base}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${token}`,
         'content-type': 'application/json',
-        'idempotency-key': `seed-${method}-${path}-${Math.random().toString(36).slice(2)}`,
+        'idempotency-key': key ?? `seed-${method}-${path}-${Math.random().toString(36).slice(2)}`,
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
