@@ -54,9 +54,17 @@ function logSink(machines: number): LogSink {
 }
 
 /**
+ * How long a stop waits for the work in flight (a sweep, a stream batch) to finish. A busy start (32 machines
+ * registering and validating, on a loaded host) could hold it for many seconds; ending without that work is a crash
+ * the next start recovers from, like any other.
+ */
+const STOP_GRACE_MS = 2_000;
+
+/**
  * Stops the site on SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed), and when the npm process that started
- * it is gone, since nothing would forward a signal to it any more. A second signal ends the process at once; java
- * still goes with it, as DynamoDB Local's wrapper ends java when our end of its pipe closes (local/dynamodb-local.ts).
+ * it is gone, since nothing would forward a signal to it any more. A second signal, or work in flight past the grace,
+ * ends the process at once; java still goes with it, as DynamoDB Local's wrapper ends java when our end of its pipe
+ * closes (local/dynamodb-local.ts).
  */
 function stopOnSignals(stop: () => Promise<void>): void {
   let stopping = false;
@@ -64,7 +72,10 @@ function stopOnSignals(stop: () => Promise<void>): void {
     if (stopping) return;
     stopping = true;
     console.log(`\n${why}: stopping…`);
-    await stop();
+    const grace = new Promise<false>((resolve) => setTimeout(() => resolve(false), STOP_GRACE_MS).unref());
+    if (!(await Promise.race([stop().then(() => true), grace]))) {
+      console.log(`the work in flight did not end within ${STOP_GRACE_MS / 1000} s: stopped without it (the next start finishes it)`);
+    }
     process.exit(0);
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => (stopping ? process.exit(1) : void shutdown(signal)));

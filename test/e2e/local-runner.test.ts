@@ -49,9 +49,19 @@ interface Started {
   java: number;
 }
 
+/**
+ * The site the stop tests start: what they stop is the processes, not the fleet, so a fleet of two keeps each start
+ * cheap (32 machines registering and validating took most of each start's CPU).
+ */
+function smallSiteConfig(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'fleetward-small-')), 'small.toml');
+  writeFileSync(file, '[site]\nname = "small"\n[simulator]\nmachines = [ { type = "h100", count = 2, racks = 1 } ]\n');
+  return file;
+}
+
 /** `npm start` as a terminal's foreground job (npm leads its own process group), or as a script's `npm start &`. */
 async function startNpm(how: 'foreground' | 'background in a script'): Promise<Started> {
-  const env = { ...process.env, PORT: '0' };
+  const env = { ...process.env, PORT: '0', FLEETWARD_SITE_CONFIG: smallSiteConfig() };
   const root =
     how === 'foreground'
       ? spawn('npm', ['start'], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
