@@ -31,6 +31,8 @@ export interface Candidates {
   complete: boolean;
   /** Those no create of this process is claiming or has claimed since the read began. */
   open(ids: string[]): string[];
+  /** Whether a create of this process has claimed (committed) each of them since the read began. */
+  allClaimed(ids: string[]): boolean;
   /**
    * Waits for the claims in flight on machines of the page: once they settle, a new read shows what they left. The
    * create counts as asking from now on, so that a read another create starts meanwhile asks for it too (a burst
@@ -88,11 +90,13 @@ export async function readCandidates(
     const { sinceClaims, page, wanted } = claims.read;
     const ids = await page;
     forgetOldClaims(claims);
-    const takenHere = (id: string) => claims.claiming.has(id) || (claims.claimed.get(id)?.at ?? -1) >= sinceClaims;
+    const claimedHere = (id: string) => (claims.claimed.get(id)?.at ?? -1) >= sinceClaims;
+    const takenHere = (id: string) => claims.claiming.has(id) || claimedHere(id);
     return {
       page: ids,
       complete: ids.length < wanted,
       open: (subset) => subset.filter((id) => !takenHere(id)),
+      allClaimed: (subset) => subset.every(claimedHere),
       waitForClaims: (subset) => {
         claims.asking++;
         let counted = true;

@@ -77,7 +77,11 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
     checkQuota(usage, 1);
   };
   const outOfTime = () => ctx.deadline !== undefined && ctx.deadline - Date.now() < LAST_TRY_RESERVE_MS;
-  const noCapacity = () => conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
+  // An org at its quota is told so first: of two true answers, the one its own usage explains.
+  const noCapacity = async () => {
+    await refuseAtQuota();
+    return conflict('no-capacity', `no allocatable ${machineType} machine is free right now`);
+  };
   const setAside = new Set<string>();
   // The org's reserved machines first (their own pool, which no other org reads), then the shared pool. A pool found
   // empty is remembered for the site view's life (2 s): a reservation made meanwhile is used from the next view on.
@@ -93,7 +97,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
       const now = ctx.clock.now();
       // A silent agent leaves no machine fresh: no read of each candidate to find that out.
       if (rosterStale(site.heartbeat, now) && site.cached) site = await siteView(ctx, { fresh: true });
-      if (rosterStale(site.heartbeat, now)) throw noCapacity();
+      if (rosterStale(site.heartbeat, now)) throw await noCapacity();
       const fromRack = reservedFor === undefined && !fromStart ? site.randomRack(machineType) : undefined;
       const candidates = await readCandidates(ctx, machineType, CANDIDATE_PAGE + setAside.size, fromRack, reservedFor, waited);
       waited = undefined;
@@ -107,7 +111,7 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
         fromStart = true;
         continue;
       }
-      if (free.length === 0) throw noCapacity();
+      if (free.length === 0) throw await noCapacity();
       const lostEveryTry = tried === PLACEMENT_TRIES || setAside.size >= CANDIDATE_PAGE || (tried + setAside.size > 0 && outOfTime());
       if (lostEveryTry) {
         await refuseAtQuota();
@@ -128,8 +132,9 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
         // The claims waited for may have used up the org's quota.
         await refuseAtQuota();
         // The read held every free machine of the pool and this process took them all: none is left to read again.
-        if (candidates.complete && candidates.open(free).length === 0) {
-          if (reservedFor === undefined) throw noCapacity();
+        // Taken means committed: a claim still in flight may yet lose (to the quota, or to another process).
+        if (candidates.complete && candidates.allClaimed(free)) {
+          if (reservedFor === undefined) throw await noCapacity();
           site.noteReservedPoolEmpty(machineType, reservedFor);
           reservedFor = undefined;
           continue;
@@ -180,16 +185,16 @@ async function createOnMachine(ctx: AppContext, principal: Principal, machineId:
   const heartbeat = await loadHeartbeatView(ctx);
   return retryOnStale(async () => {
     const machine = await ctx.store.getMachine(machineId);
-    if (!machine) throw notFound(`machine $machineId`);
+    if (!machine) throw notFound(`machine ${machineId}`);
     const blockers = repairClaimBlockers(machine, heartbeat, ctx.clock.now());
     if (blockers.length > 0) {
-      throw conflict('machine-unavailable', `machine $machineIdcannot be claimed for repair: $blockers.join(', ')`);
+      throw conflict('machine-unavailable', `machine ${machineId} cannot be claimed for repair: ${blockers.join(', ')}`);
     }
     const usage = await loadQuotaUsage(ctx, principal.org, machine.machineType);
     checkQuota(usage, 1);
     const { change, instance } = assignInstance(machine, spec, ctx.clock.now());
     const charged = chargeQuota(change, usage, principal.org, machine.machineType);
-    if (!charged) throw new StaleWriteError(`org $principal.org's ${machine.machineType} usage shards filled while this request ran`);
+    if (!charged) throw new StaleWriteError(`org ${principal.org}'s ${machine.machineType} usage shards filled while this request ran`);
     await ctx.store.commit(charged);
     return chargedInstance(charged, instance);
   });

@@ -118,8 +118,12 @@ describe('createInstance on a named machine (repair tenants)', () => {
     await siteWith(h, { gb200: 1 });
     expect(await rejection(createInstance(h.ctx, repairer, { machineId: 'gb200-1' }))).toMatchObject({ status: 403, code: 'capability-required' });
     await setTenant(h.ctx, 'fixit', { capabilities: { targetedInstanceCreation: true } }, ops);
-    expect(await rejection(createInstance(h.ctx, repairer, { machineId: 'gb200-1' }))).toMatchObject({ status: 409, code: 'machine-unavailable' });
-    expect(await rejection(createInstance(h.ctx, repairer, { machineId: 'nope' }))).toMatchObject({ status: 404 });
+    expect(await rejection(createInstance(h.ctx, repairer, { machineId: 'gb200-1' }))).toMatchObject({
+      status: 409,
+      code: 'machine-unavailable',
+      message: 'machine gb200-1 cannot be claimed for repair: no-repair-request',
+    });
+    expect(await rejection(createInstance(h.ctx, repairer, { machineId: 'nope' }))).toMatchObject({ status: 404, message: 'machine nope was not found' });
   });
 
   it('claims a machine that carries a repair request', async () => {

@@ -1,13 +1,26 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createInstance, releaseInstance } from '#services/instances.ts';
 import { createMetaInstance } from '#services/meta-instances.ts';
 import { setTenant, showTenant } from '#services/tenants.ts';
-import { harness, rejection, siteWith, tenant } from '#test/support/service-harness.ts';
+import { harness, rejection, siteWith, tenant, type Harness } from '#test/support/service-harness.ts';
 import { ops } from '#test/support/fixtures.ts';
 
 // Quotas on the in-memory store, which applies the usage writes by the same rule as DynamoDB's conditions.
 
 const alice = tenant('acme', 'alice');
+
+/** The store's answers delivered in an order fast-check's scheduler picks, as a loaded DynamoDB answers out of order. */
+function answersInAnyOrder(h: Harness, s: fc.Scheduler): void {
+  const store = h.ctx.store;
+  h.ctx.store = new Proxy(store, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => s.schedule(Promise.resolve(value.apply(target, args)), String(prop));
+    },
+  });
+}
 
 describe('quotas', () => {
   // A quota smaller than the usage shards (3 of 8: most shards get no share) and one larger.
@@ -25,6 +38,26 @@ describe('quotas', () => {
       });
     }
     expect(await showTenant(h.ctx, 'acme')).toMatchObject({ quotas: { gb200: quota }, usage: { gb200: quota } });
+  });
+
+  it('a burst answers by what is committed: the quota wins exactly, then quota-exceeded; short of it, no-capacity', async () => {
+    const burst = fc.record({ machines: fc.integer({ min: 2, max: 6 }), quota: fc.integer({ min: 1, max: 4 }), creates: fc.integer({ min: 2, max: 10 }) });
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), burst, async (s, { machines, quota, creates }) => {
+        const h = harness();
+        await siteWith(h, { gb200: machines });
+        await setTenant(h.ctx, 'acme', { quotas: { gb200: quota } }, ops);
+        answersInAnyOrder(h, s);
+        const settled = Promise.allSettled(Array.from({ length: creates }, () => createInstance(h.ctx, alice, { machineType: 'gb200' })));
+        await s.waitFor(settled);
+        const answers = (await settled).map((o) => (o.status === 'fulfilled' ? 'created' : (o.reason as { code: string }).code));
+        const won = Math.min(quota, machines, creates);
+        expect(answers.filter((a) => a === 'created')).toHaveLength(won);
+        // A claim in flight is not a machine taken: it may lose to the quota and leave its machine free.
+        expect(answers.filter((a) => a !== 'created')).toEqual(Array(creates - won).fill(won === quota ? 'quota-exceeded' : 'no-capacity'));
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it("the tenant's usage shows an instance at once, however far the indexes lag (it is what creates are guarded by)", async () => {
