@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SiteConfigError } from '#config/site-config.ts';
 import { buildSiteApp } from '#lib/app.ts';
 import { AWS_LIMITS, awsLimitViolations } from '#lib/aws-limits.ts';
@@ -12,8 +12,14 @@ import cdkJson from '../../cdk.json' with { type: 'json' };
 let template: { Resources: Record<string, { Type: string; Properties?: any }> };
 let accountConcurrency: number;
 
+const scratch: string[] = [];
+afterAll(() => {
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+});
+
 beforeAll(() => {
   const outdir = mkdtempSync(join(tmpdir(), 'fleetward-limits-'));
+  scratch.push(outdir);
   const built = buildSiteApp({ site: 'example-aws', appProps: { outdir, context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [] } } });
   built.app.synth();
   template = JSON.parse(readFileSync(join(outdir, `${built.stack.artifactId}.template.json`), 'utf8'));
@@ -90,6 +96,7 @@ describe('each check names the limit it enforces', () => {
 describe('cdk synth', () => {
   it('stops with one clear line when the reservations do not fit the account quota', () => {
     const sitesDir = mkdtempSync(join(tmpdir(), 'fleetward-sites-'));
+    scratch.push(sitesDir);
     const site = '[site]\nname = "tight"\nagent_url = "https://agent.example.net"\n[auth]\nissuer = "https://idp.example.net/"\naudience = "fw"\n';
     const secret = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:fleetward/tight/agent-signing-Ab12Cd';
     writeFileSync(join(sitesDir, 'tight.toml'), `${site}[site_agent]\nsigning_secret_arn = "${secret}"\n[lambda]\naccount_concurrency = 200\n`);

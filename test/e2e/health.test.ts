@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ let site: TestSite | undefined;
 afterAll(async () => {
   await site?.stop();
   await dynamo?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 async function healthNaming(expected: (down: string[]) => boolean, status: number) {
