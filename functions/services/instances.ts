@@ -129,13 +129,14 @@ export async function createInstance(ctx: AppContext, principal: Principal, requ
         const wait = candidates.waitForClaims(free);
         waited = wait.done;
         await wait.settled;
-        // The claims waited for may have used up the org's quota.
-        await refuseAtQuota();
         // The read held every free machine of the pool and this process took them all: none is left to read again.
         // Taken means committed: a claim still in flight may yet lose (to the quota, or to another process).
-        if (candidates.complete && candidates.allClaimed(free)) {
-          if (reservedFor === undefined) throw await noCapacity();
-          site.noteReservedPoolEmpty(machineType, reservedFor);
+        const tookThemAll = candidates.complete && candidates.allClaimed(free);
+        if (tookThemAll && reservedFor === undefined) throw await noCapacity();
+        // The claims waited for may have used up the org's quota (noCapacity looks too).
+        await refuseAtQuota();
+        if (tookThemAll) {
+          site.noteReservedPoolEmpty(machineType, reservedFor!);
           reservedFor = undefined;
           continue;
         }
